@@ -1,0 +1,7 @@
+"""Spec -> Hypothesis strategies -> deterministic cases (and, for backends, models)."""
+from conform.generators._families import FAMILIES, Signature, dtype_labels
+from conform.generators._suite import Case, case_digest, draw_plans, generate_cases, materialize
+from conform.generators._values import PLANS, edge_values, fill
+
+__all__ = ["FAMILIES", "PLANS", "Case", "Signature", "case_digest", "draw_plans", "dtype_labels",
+           "edge_values", "fill", "generate_cases", "materialize"]

@@ -1,0 +1,90 @@
+"""Fill input arrays from a value plan with NumPy (fast, seeded): Hypothesis only picks the plan.
+
+Plans: ``normal`` (the spec's value range), ``wide`` (log-uniform over the whole dtype, subnormals
+included), ``edge`` (normal values with edge values at random positions), ``special`` (edge values
+only).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.spec import dtype_class
+from conform.spec.dtypes import FLOAT_FORMATS, np_dtype, resolve_edge_value
+
+PLANS = {"float": ("normal", "wide", "edge", "special"), "int": ("normal", "wide", "edge"),
+         "bool": ("normal",)}
+DEFAULT_RANGES = {"float": (-10.0, 10.0), "int": (-100, 100)}
+DEFAULT_EDGES = {
+    "float": [0.0, "-zero", "inf", "-inf", "nan", "min_subnormal", "-max_subnormal", "min_normal",
+              "max_finite", "-below_max_finite", "one", "-one"],
+    "int": [0, 1, -1, "int_min", "int_max"],
+}
+
+
+def value_range(spec, input_name: str, dtype: str) -> tuple[float, float]:
+    cls = dtype_class(dtype)
+    override = spec.input_values.get(input_name, {}).get(cls)
+    low, high = override or spec.values.get(cls) or DEFAULT_RANGES[cls]
+    if cls == "int":
+        info = np.iinfo(np_dtype(dtype))
+        low, high = max(low, int(info.min)), min(high, int(info.max))
+    return low, high
+
+
+def edge_values(spec, dtype: str) -> np.ndarray:
+    """The spec's edge values for ``dtype`` (defaults where the spec gives none), in that dtype."""
+    cls = dtype_class(dtype)
+    names = spec.edge_values.get(cls, DEFAULT_EDGES.get(cls, []))
+    values = []
+    for name in names:
+        value = resolve_edge_value(name, dtype)
+        if cls == "int":
+            info = np.iinfo(np_dtype(dtype))
+            if not info.min <= value <= info.max:
+                continue
+        values.append(value)
+    with np.errstate(over="ignore"):
+        return np.array(values, dtype=np.float64 if cls == "float" else np.int64).astype(np_dtype(dtype))
+
+
+def _normal(rng, shape, dtype, low, high):
+    cls = dtype_class(dtype)
+    if cls == "bool":
+        return rng.random(shape) < 0.5
+    if cls == "int":
+        return rng.integers(low, high, size=shape, endpoint=True, dtype=np.int64)
+    return rng.uniform(low, high, size=shape)
+
+
+def _wide(rng, shape, dtype):
+    cls = dtype_class(dtype)
+    if cls == "int":
+        info = np.iinfo(np_dtype(dtype))
+        raw = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=np.int64)
+        return raw >> rng.integers(0, info.bits, size=shape)  # log-uniform magnitudes
+    fmt = FLOAT_FORMATS[dtype]
+    exponent = rng.uniform(fmt.emin - fmt.precision + 1, fmt.emax + 1, size=shape)
+    return np.exp2(exponent) * rng.choice([-1.0, 1.0], size=shape)
+
+
+def fill(rng: np.random.Generator, *, shape, dtype: str, plan: str, low, high, edges) -> np.ndarray:
+    """One input array in ``dtype`` for the value plan ``plan``.
+
+    >>> fill(np.random.default_rng(0), shape=(2,), dtype="int32", plan="normal", low=0, high=3,
+    ...      edges=np.array([], np.int32)).dtype
+    dtype('int32')
+    """
+    if dtype_class(dtype) == "bool":
+        return rng.random(shape) < 0.5
+    if plan == "wide":
+        values = _wide(rng, shape, dtype)
+    else:
+        values = _normal(rng, shape, dtype, low, high)
+    values = np.asarray(values)
+    if plan in ("edge", "special") and len(edges) and values.size:
+        share = 1.0 if plan == "special" else rng.uniform(0.1, 0.5)
+        where = rng.random(values.shape) < share
+        picks = edges[rng.integers(0, len(edges), size=values.shape)]
+        values = np.where(where, picks.astype(values.dtype), values)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return values.astype(np_dtype(dtype))

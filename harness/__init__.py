@@ -1,0 +1,1 @@
+"""Backends and their isolation, the runner, error models and the command line."""

@@ -1,0 +1,50 @@
+"""The backend contract. Built-in backends and vendor adapters implement the same class.
+
+An adapter is registered under the ``conform.backends`` entry-point group and instantiated inside a
+worker process, never in the parent: a backend that crashes takes only its worker down.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+
+class Unsupported(Exception):
+    """Raised by a backend that cannot express a case; the reason is shown in the report."""
+
+
+class Backend:
+    """Base class for backends.
+
+    Subclasses set ``name``, ``model_format`` (``native`` or ``onnx``) and ``subnormals`` (``ieee``
+    if subnormal inputs and results are honoured, ``ftz`` if they are flushed to zero), and
+    implement :meth:`run`.
+    """
+
+    name: str = ""
+    model_format: str = "native"
+    subnormals: str = "ieee"
+
+    def version(self) -> str:
+        """The version string of the runtime under test."""
+        return "unknown"
+
+    def device(self) -> str:
+        return "cpu"
+
+    def run(self, *, spec, case) -> Sequence[np.ndarray]:
+        """Compute ``case`` (a :class:`conform.generators.Case`) for the op ``spec``.
+
+        Returns the outputs as NumPy arrays in the case's ``out_dtype``. Raise :class:`Unsupported`
+        when the backend cannot express the case; any other exception becomes an ``error`` verdict.
+        """
+        raise NotImplementedError
+
+
+def binding(spec, fmt: str) -> dict:
+    """The spec's binding for format ``fmt``, or raise :class:`Unsupported`."""
+    found = spec.bindings.get(fmt)
+    if found is None:
+        raise Unsupported(f"op {spec.op} has no {fmt} binding in its spec")
+    return found

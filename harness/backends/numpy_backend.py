@@ -1,0 +1,73 @@
+"""The ``numpy`` backend: each op computed by NumPy in the target dtype.
+
+A baseline of what a plain, careful implementation achieves. Element-wise ops reuse NumPy's
+ufuncs on the target dtype (so float32 exp is NumPy's float32 kernel, not a float64 one);
+accumulating ops accumulate in the target dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.harness.backends.base import Backend
+from conform.oracles import ORACLES
+from conform.spec.dtypes import np_dtype
+
+
+def _int_trunc_div(lhs, rhs):
+    with np.errstate(all="ignore"):
+        quotient = np.floor_divide(lhs, rhs)
+        inexact = (quotient * rhs != lhs) & ((lhs < 0) != (rhs < 0)) & (rhs != 0)
+        return quotient + inexact.astype(lhs.dtype)
+
+
+def _divide(lhs, rhs):
+    return _int_trunc_div(lhs, rhs) if lhs.dtype.kind in "iu" else np.divide(lhs, rhs)
+
+
+def _remainder(lhs, rhs):
+    if lhs.dtype.kind in "iu":
+        with np.errstate(all="ignore"):
+            return lhs - rhs * _int_trunc_div(lhs, rhs)
+    return np.fmod(lhs, rhs)
+
+
+def _reduce_sum(operand, *, dimensions):
+    return np.sum(operand, axis=tuple(dimensions), dtype=operand.dtype)
+
+
+def _dot_general(lhs, rhs):
+    return np.matmul(lhs, rhs)
+
+
+def _conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    padded = np.pad(lhs, [(0, 0), (0, 0)] + [tuple(p) for p in padding])
+    (kh, kw), (dh, dw) = rhs.shape[2:], rhs_dilation
+    windows = sliding_window_view(padded, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
+    windows = windows[:, :, ::window_strides[0], ::window_strides[1], ::dh, ::dw]
+    return np.einsum("ncyxij,ocij->noyx", windows, rhs, dtype=lhs.dtype)
+
+
+IMPLEMENTATIONS = {
+    "divide": _divide, "remainder": _remainder, "reduce_sum": _reduce_sum,
+    "dot_general": _dot_general, "conv": _conv,
+    "convert_element_type": lambda x, *, new_dtype: x.astype(np_dtype(new_dtype)),
+}
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+    model_format = "native"
+    subnormals = "ieee"
+
+    def version(self) -> str:
+        return np.__version__
+
+    def run(self, *, spec, case):
+        fn = IMPLEMENTATIONS.get(spec.op) or ORACLES[spec.oracle]
+        with np.errstate(all="ignore"):
+            outputs = fn(*case.inputs, **case.attrs)
+        if not isinstance(outputs, tuple):
+            outputs = (outputs,)
+        return [np.asarray(o).astype(np_dtype(case.out_dtype), copy=False) for o in outputs]

@@ -1,0 +1,51 @@
+"""The ``onnxruntime`` backend: one-node ONNX models on the CPU execution provider.
+
+Sessions are cached per signature (op, dtypes, shapes, attributes). Each worker runs onnxruntime
+single-threaded (intra- and inter-op threads = 1) with graph optimisation level ORT_ENABLE_BASIC.
+"""
+from __future__ import annotations
+
+from conform.harness.backends.base import Backend, Unsupported
+from conform.harness.backends.onnx_models import build_model, feeds, signature_key
+
+
+class OnnxRuntimeBackend(Backend):
+    name = "onnxruntime"
+    model_format = "onnx"
+    subnormals = "ieee"
+    optimization = "ORT_ENABLE_BASIC"
+
+    def __init__(self):
+        import onnxruntime as ort
+
+        self._ort = ort
+        self._sessions: dict = {}
+        self.options = ort.SessionOptions()
+        self.options.intra_op_num_threads = 1
+        self.options.inter_op_num_threads = 1
+        self.options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, self.optimization)
+        self.options.log_severity_level = 3
+
+    def version(self) -> str:
+        return f"onnxruntime {self._ort.__version__}"
+
+    def _session(self, spec, case):
+        key = signature_key(spec, case)
+        session = self._sessions.get(key)
+        if session is None:
+            model = build_model(spec, case)
+            try:
+                session = self._ort.InferenceSession(model.SerializeToString(), self.options,
+                                                     providers=["CPUExecutionProvider"])
+            except Exception as exc:  # onnxruntime raises its own exception types
+                text = str(exc)
+                if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text \
+                        or "Type Error" in text or "type constraint" in text.lower():
+                    raise Unsupported(f"onnxruntime has no kernel: {text.splitlines()[0][:300]}")
+                raise
+            self._sessions[key] = session
+        return session
+
+    def run(self, *, spec, case):
+        session = self._session(spec, case)
+        return session.run(None, feeds(case))

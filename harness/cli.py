@@ -1,0 +1,170 @@
+"""The ``conform`` command line.
+
+Exit status: 0 = ran and the gate (if any) holds; 1 = ran and the gate failed;
+2 = usage, spec or configuration error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"--min-pass-rate={text} is outside [0, 1]")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="conform", description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", type=Path, default=None,
+                        help="directory of op spec YAML files (default: the built-in suite)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    listing = sub.add_parser("list", help="list ops with their bindings and dtypes")
+    listing.add_argument("--backend", default=None)
+    listing.add_argument("--format", choices=["table", "json"], default="table")
+
+    run = sub.add_parser("run", help="run the suite against a backend")
+    run.add_argument("--backend", required=True)
+    run.add_argument("--ops", type=_csv, default=None, help="comma-separated op names or globs")
+    run.add_argument("--dtypes", type=_csv, default=None, help="comma-separated dtype names")
+    run.add_argument("--max-examples", type=int, default=20, help="cases per op and dtype")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--out", type=Path, default=None, help="output directory (default conform-out/<backend>)")
+    run.add_argument("--min-pass-rate", type=_rate, default=None)
+    run.add_argument("--workers", type=int, default=1)
+    run.add_argument("--timeout", type=float, default=60.0, help="seconds per case before `timeout`")
+    run.add_argument("--quiet", action="store_true", help="no progress display")
+
+    report = sub.add_parser("report", help="re-render the reports of a finished run")
+    report.add_argument("dirs", type=Path, nargs="+")
+    return parser
+
+
+def _load_specs(directory):
+    from conform.spec import load_specs
+
+    return load_specs(directory)
+
+
+def _binding_names(spec) -> str:
+    return ",".join(sorted(spec.bindings))
+
+
+def cmd_list(args) -> int:
+    specs = _load_specs(args.specs)
+    if args.backend:
+        from conform.harness.registry import check_backend
+
+        check_backend(args.backend)
+    rows = [{"op": s.op, "family": s.family, "dtypes": list(s.dtypes), "bindings": sorted(s.bindings),
+             "xla": s.defined_by["xla"]["name"], "onnx": s.defined_by.get("onnx", {}).get("name"),
+             "summary": s.summary} for s in specs.values()]
+    if args.format == "json":
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    print(f"{'op':24} {'family':16} {'bindings':20} dtypes")
+    for r in rows:
+        print(f"{r['op']:24} {r['family']:16} {','.join(r['bindings']):20} {','.join(r['dtypes'])}")
+    print(f"\n{len(rows)} ops")
+    return EXIT_OK
+
+
+def _print_table(summary: dict) -> None:
+    counts = summary["counts"]
+    print(f"\n{summary['backend']} ({summary['backend_version']}): "
+          + "  ".join(f"{k} {v}" for k, v in counts.items()))
+    rate = summary["pass_rate"]
+    print(f"pass rate {'n/a' if rate is None else f'{100 * rate:.2f}%'} over {summary['cases']} cases, "
+          f"{summary['ops']} ops")
+    worst = sorted(((cell["pass_rate"], op, dtype, cell) for op, cells in summary["by_op"].items()
+                    for dtype, cell in cells.items() if cell["pass_rate"] is not None
+                    and cell["pass_rate"] < 1.0), key=lambda t: t[0])
+    if worst:
+        print(f"\n{'op':24} {'dtype':18} {'pass':>8} {'fail':>5} {'err':>4} {'crash':>5} {'t/o':>4}")
+        for rate_, op, dtype, cell in worst[:20]:
+            c = cell["counts"]
+            print(f"{op:24} {dtype:18} {100 * rate_:7.1f}% {c['fail']:5} {c['error']:4} "
+                  f"{c['crash']:5} {c['timeout']:4}")
+        if len(worst) > 20:
+            print(f"... {len(worst) - 20} more op x dtype cells below 100%")
+
+
+def cmd_run(args) -> int:
+    import conform
+    from conform.harness.registry import check_backend
+    from conform.harness.runner import RunConfig, run_suite
+    from conform.reports import write_reports
+
+    specs = _load_specs(args.specs)
+    check_backend(args.backend)
+    if args.max_examples < 1 or args.workers < 1:
+        raise _UsageError("--max-examples and --workers must be at least 1")
+    out = args.out or Path("conform-out") / args.backend
+    config = RunConfig(backend=args.backend, ops=args.ops, dtypes=args.dtypes,
+                       max_examples=args.max_examples, seed=args.seed, out=out,
+                       workers=args.workers, timeout=args.timeout)
+    meta = run_suite(config, specs, progress=not args.quiet)
+    summary = write_reports(out, meta, conform.__version__)
+    _print_table(summary)
+    print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")
+    if args.min_pass_rate is not None:
+        rate = summary["pass_rate"]
+        if rate is None or rate < args.min_pass_rate:
+            shown = "n/a" if rate is None else f"{rate:.4f}"
+            print(f"GATE FAILED: pass rate {shown} < --min-pass-rate {args.min_pass_rate}",
+                  file=sys.stderr)
+            return EXIT_GATE
+        print(f"gate holds: pass rate {rate:.4f} >= {args.min_pass_rate}")
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from conform.reports import write_reports
+
+    for directory in args.dirs:
+        summary_path = directory / "summary.json"
+        if not summary_path.exists():
+            raise _UsageError(f"{directory} has no summary.json (is it a conform run directory?)")
+        previous = json.loads(summary_path.read_text(encoding="utf-8"))
+        meta = {k: v for k, v in previous.items()
+                if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "by_op")}
+        write_reports(directory, meta, previous["conform_version"])
+        print(f"re-rendered {directory}")
+    return EXIT_OK
+
+
+class _UsageError(Exception):
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    from conform.harness.isolation import BackendLoadError
+    from conform.harness.registry import UnknownBackend
+    from conform.harness.runner import SelectionError
+    from conform.spec import SpecError
+
+    args = _parser().parse_args(argv)
+    handlers = {"list": cmd_list, "run": cmd_run, "report": cmd_report}
+    try:
+        return handlers[args.command](args)
+    except (SpecError, UnknownBackend, SelectionError, BackendLoadError, _UsageError) as exc:
+        print(f"conform: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("conform: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

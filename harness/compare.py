@@ -1,0 +1,188 @@
+"""Error models: how an actual output is judged against the float64 oracle.
+
+One engine, :func:`compare`, serves every model. Special values are settled before any numeric
+error is computed:
+
+* a NaN reference accepts any NaN; a NaN where the reference is a number fails;
+* an infinite reference must be matched exactly (sign included);
+* an infinite actual for a finite reference is measured as if it were ``2**(emax+1)`` (the value
+  IEEE 754 rounding treats as the overflow threshold), so overflow passes only where the bound
+  reaches past the largest finite value; a reference at or beyond ``2**(emax+1)`` accepts it;
+* signed zeros: under ``signed_zero: strict`` a zero of the wrong sign fails.
+
+Models (``error_model`` entries in a spec):
+
+* ``exact``: ``actual == round_to_dtype(expected)`` (NaN matches NaN).
+* ``ulp: b``: ``|a - e| / ulp(e) <= b`` where ``ulp(e) = 2**(max(floor(log2|e|), emin) - p + 1)``,
+  measured in the float64 reference's binade and clamped at the smallest normal.
+* ``abs_rel: {atol, rtol}``: ``|a - e| <= atol + rtol * |e|``.
+* ``accumulation: {final_ulp}``: ``|a - e| <= gamma_n * S + final_ulp * ulp(e)``, where
+  ``gamma_n = n u / (1 - n u)`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed.,
+  Lemma 3.1 and eq. 3.5), ``n`` the accumulation length, ``u`` the unit roundoff of the dtype and
+  ``S`` the oracle evaluated on ``|inputs|`` (the sum of the magnitudes of the terms).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+
+
+@dataclass
+class Judgement:
+    """The verdict on one output, with the figures that justify it."""
+
+    verdict: str                 # pass | fail | impl_defined
+    model: str                   # e.g. "ulp(0.5)", "exact", "accumulation(final_ulp=0.5)"
+    unit: str                    # unit of error and bound: "ulp", "abs" or "mismatch"
+    checked: int = 0             # elements judged (outside implementation-defined regions)
+    mismatched: int = 0
+    impl_defined: int = 0
+    max_error: float = 0.0       # error of the worst element, in ``unit``
+    bound: float = 0.0           # the bound at the worst element, in ``unit``
+    worst: dict | None = None    # index, expected, actual, error, bound (+ inputs, added by caller)
+    reason: str = ""             # why the worst element failed, when it is not a numeric excess
+    observed: list = field(default_factory=list)   # sample of values in impl-defined regions
+
+
+def describe_model(model: dict) -> str:
+    if model.get("exact"):
+        return "exact"
+    if "ulp" in model:
+        return f"ulp({model['ulp']:g})"
+    if "abs_rel" in model:
+        return f"abs_rel(atol={model['abs_rel']['atol']:g}, rtol={model['abs_rel']['rtol']:g})"
+    if "accumulation" in model:
+        return f"accumulation(final_ulp={model['accumulation'].get('final_ulp', 0.5):g})"
+    raise ValueError(f"unknown error model {model!r}")
+
+
+def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
+    """ULP of ``dtype`` in the binade of each float64 reference value, clamped at the smallest normal.
+
+    >>> float(ulp_of(np.array(1.0), "float32"))
+    1.1920928955078125e-07
+    >>> float(ulp_of(np.array(0.0), "float16")) == 2.0 ** -24
+    True
+    """
+    fmt = FLOAT_FORMATS[dtype]
+    magnitude = np.abs(np.asarray(reference, np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exponent = np.floor(np.log2(np.where(magnitude > 0, magnitude, 1.0)))
+    exponent = np.where(np.isfinite(exponent), exponent, fmt.emax)
+    return np.exp2(np.maximum(exponent, fmt.emin) - fmt.precision + 1)
+
+
+def _exact(actual, expected, out_dtype, strict_zero):
+    with np.errstate(all="ignore"):
+        want = expected.astype(np_dtype(out_dtype))
+    if want.dtype.kind != "f" and np_dtype(out_dtype) != np.dtype("bfloat16"):
+        return actual != want, np.zeros(actual.shape, bool)
+    a, w = actual.astype(np.float64), want.astype(np.float64)
+    bad = ~((a == w) | (np.isnan(a) & np.isnan(w)))
+    sign_bad = (a == 0) & (w == 0) & (np.signbit(a) != np.signbit(w)) if strict_zero else False
+    return bad | sign_bad, np.zeros(actual.shape, bool)
+
+
+def _numeric_error(actual, expected, out_dtype, model, accumulation):
+    """Per-element (error, bound, special_failure) in the model's unit."""
+    fmt = FLOAT_FORMATS[out_dtype]
+    a = actual.astype(np.float64)
+    e = expected.astype(np.float64)
+    with np.errstate(over="ignore"):
+        overflow_value = np.ldexp(1.0, fmt.emax + 1)  # inf for float64: no finite stand-in
+    a_measured = np.where(np.isinf(a), np.copysign(overflow_value, a), a)
+    special_bad = (np.isnan(e) != np.isnan(a)) | (np.isinf(e) & (a != e))
+    beyond = np.isinf(a) & np.isfinite(e) & (np.abs(e) >= overflow_value) & (np.sign(a) == np.sign(e))
+    diff = np.where(np.isfinite(e) & ~np.isnan(a) & ~beyond, np.abs(a_measured - e), 0.0)
+    ulp = ulp_of(np.where(np.isfinite(e), e, 0.0), out_dtype)
+    if "ulp" in model:
+        return diff / ulp, np.full(e.shape, float(model["ulp"])), special_bad
+    if "abs_rel" in model:
+        tol = model["abs_rel"]["atol"] + model["abs_rel"]["rtol"] * np.abs(np.where(np.isfinite(e), e, 0))
+        return diff, tol, special_bad
+    magnitude_sum, length = accumulation
+    u = fmt.unit_roundoff
+    gamma = length * u / (1 - length * u)
+    with np.errstate(invalid="ignore", over="ignore"):
+        bound_abs = gamma * np.where(np.isfinite(magnitude_sum), magnitude_sum, 0.0) \
+            + model["accumulation"].get("final_ulp", 0.5) * ulp
+    return diff / ulp, bound_abs / ulp, special_bad
+
+
+def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: dict,
+            impl_mask: np.ndarray | None = None, accumulation=None) -> Judgement:
+    """Judge ``actual`` (in ``out_dtype``) against the float64/int64 ``expected`` under ``model``.
+
+    ``accumulation`` is ``(S, n)`` for the accumulation model (see the module docstring).
+
+    >>> compare(np.float32([1.0]), np.array([1.0]), out_dtype="float32",
+    ...         model={"ulp": 0.5, "why": "IEEE"}).verdict
+    'pass'
+    """
+    name = describe_model(model)
+    unit = "mismatch" if model.get("exact") else "abs" if "abs_rel" in model else "ulp"
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.shape != expected.shape or actual.dtype != np_dtype(out_dtype):
+        return Judgement("fail", name, unit, checked=expected.size, mismatched=expected.size,
+                         max_error=float("inf"), reason=(
+                             f"output is {actual.dtype}{list(actual.shape)}, expected "
+                             f"{out_dtype}{list(expected.shape)}"))
+    impl_mask = np.zeros(expected.shape, bool) if impl_mask is None else impl_mask
+    with np.errstate(all="ignore"):
+        return _judge(actual, expected, out_dtype, model, impl_mask, accumulation, name, unit)
+
+
+def _judge(actual, expected, out_dtype, model, impl_mask, accumulation, name, unit):
+    strict_zero = model.get("signed_zero", "strict") == "strict"
+    if model.get("exact"):
+        bad, _ = _exact(actual, expected, out_dtype, strict_zero)
+        error, bound, special_bad = bad.astype(np.float64), np.zeros(expected.shape), np.zeros(bad.shape, bool)
+    else:
+        error, bound, special_bad = _numeric_error(actual, expected, out_dtype, model, accumulation)
+        a = actual.astype(np.float64)
+        if strict_zero:
+            special_bad = special_bad | ((a == 0) & (expected == 0)
+                                         & (np.signbit(a) != np.signbit(expected)))
+    bad = (special_bad | (error > bound)) & ~impl_mask
+    return _summarize(actual, expected, error, bound, bad, special_bad, impl_mask, name, unit)
+
+
+def _summarize(actual, expected, error, bound, bad, special_bad, impl_mask, name, unit):
+    judged = ~impl_mask
+    judgement = Judgement("pass", name, unit, checked=int(judged.sum()),
+                          mismatched=int(bad.sum()), impl_defined=int(impl_mask.sum()))
+    if expected.size == 0:
+        return judgement
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
+    ratio = np.where(judged, ratio, -1.0)
+    ratio = np.where(special_bad & judged, np.inf, ratio)
+    flat = int(np.argmax(ratio)) if judged.any() else 0
+    index = np.unravel_index(flat, expected.shape)
+    judgement.max_error, judgement.bound = float(error[index]), float(bound[index])
+    judgement.worst = {"index": [int(i) for i in index], "expected": _py(expected[index]),
+                       "actual": _py(actual[index]), "error": _py(error[index]),
+                       "bound": _py(bound[index])}
+    if bad.any():
+        judgement.verdict = "fail"
+        if special_bad[index]:
+            judgement.reason = "special value mismatch (NaN, infinity or signed zero)"
+    elif impl_mask.any():
+        judgement.verdict = "impl_defined"
+    if impl_mask.any():
+        judgement.observed = [[_py(a), _py(e)] for a, e in
+                              zip(actual[impl_mask][:5], expected[impl_mask][:5])]
+    return judgement
+
+
+def _py(value):
+    """A JSON-friendly Python scalar (floats keep inf/nan as strings in JSON writers)."""
+    value = np.asarray(value)
+    if value.dtype.kind == "b":
+        return bool(value)
+    if value.dtype.kind in "iu":
+        return int(value)
+    return float(value)

@@ -1,0 +1,195 @@
+"""Backends run in worker processes; a crash or hang costs one case, never the run.
+
+The parent sends batches of cases to each worker and reads one reply per case. If a worker dies
+(segfault, SIGFPE, abort, OOM kill) the case it was running gets a ``crash`` outcome; if a case
+runs past the timeout the worker is killed and the case gets ``timeout``. Either way the worker is
+replaced and the rest of its batch is sent again.
+"""
+from __future__ import annotations
+
+import collections
+import multiprocessing as mp
+import signal
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Iterable, Iterator
+
+from conform.harness.backends.base import Unsupported
+
+
+@dataclass
+class Outcome:
+    """What a backend did with one case."""
+
+    kind: str                      # ok | unsupported | error | crash | timeout
+    outputs: list | None = None
+    message: str = ""
+    traceback: str = ""
+    seconds: float = 0.0
+
+
+class BackendLoadError(Exception):
+    """The backend could not be imported or instantiated in a worker."""
+
+
+def _worker_main(conn, backend_name: str, spec_dir: str | None) -> None:
+    from conform.harness.registry import load_backend_class
+    from conform.spec import load_specs
+
+    try:
+        specs = load_specs(spec_dir)
+        backend = load_backend_class(backend_name)()
+        conn.send(("hello", {"name": backend.name or backend_name, "version": backend.version(),
+                             "device": backend.device(), "subnormals": backend.subnormals,
+                             "model_format": backend.model_format}))
+    except BaseException:  # report every failure to load, including SystemExit from imports
+        conn.send(("fatal", traceback.format_exc()))
+        return
+    while True:
+        batch = conn.recv()
+        if batch is None:
+            return
+        for case in batch:
+            start = time.perf_counter()
+            try:
+                outputs = backend.run(spec=specs[case.op], case=case)
+                reply = Outcome("ok", outputs=[_as_array(o) for o in outputs])
+            except Unsupported as exc:
+                reply = Outcome("unsupported", message=str(exc))
+            except Exception as exc:
+                reply = Outcome("error", message=f"{type(exc).__name__}: {exc}",
+                                traceback=traceback.format_exc())
+            reply.seconds = time.perf_counter() - start
+            conn.send(reply)
+
+
+def _as_array(value):
+    import numpy as np
+
+    return np.asarray(value)
+
+
+def _death_message(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"worker killed by signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"worker killed by signal {-exitcode}"
+    return f"worker exited with status {exitcode}"
+
+
+@dataclass
+class _Worker:
+    process: mp.Process
+    conn: object
+    pending: collections.deque = field(default_factory=collections.deque)
+    head_started: float = 0.0
+
+
+class WorkerPool:
+    """A pool of isolated backend workers.
+
+    >>> with WorkerPool("numpy", workers=1) as pool:   # doctest: +SKIP
+    ...     for case, outcome in pool.run(cases): ...
+    """
+
+    def __init__(self, backend: str, *, workers: int = 1, timeout: float = 60.0,
+                 batch_size: int = 16, spec_dir: str | None = None):
+        self.backend, self.workers, self.timeout = backend, max(1, workers), timeout
+        self.batch_size, self.spec_dir = batch_size, spec_dir
+        self._ctx = mp.get_context("spawn")
+        self._pool: list[_Worker] = []
+        self.info: dict = {}
+        self.restarts = 0
+
+    def __enter__(self):
+        self._pool = [self._spawn() for _ in range(self.workers)]
+        return self
+
+    def __exit__(self, *exc):
+        for worker in self._pool:
+            self._stop(worker)
+
+    def _spawn(self) -> _Worker:
+        parent, child = self._ctx.Pipe()
+        process = self._ctx.Process(target=_worker_main, args=(child, self.backend, self.spec_dir),
+                                    daemon=True)
+        process.start()
+        child.close()
+        try:
+            kind, payload = parent.recv()
+        except EOFError:
+            process.join(5)
+            raise BackendLoadError(f"backend {self.backend!r}: {_death_message(process.exitcode)} "
+                                   "while loading") from None
+        if kind == "fatal":
+            process.join(5)
+            raise BackendLoadError(f"backend {self.backend!r} failed to load:\n{payload}")
+        self.info = payload
+        return _Worker(process, parent)
+
+    def _stop(self, worker: _Worker, kill: bool = False) -> None:
+        if kill:
+            worker.process.kill()
+        else:
+            try:
+                worker.conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+        worker.process.join(5)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join(5)
+        worker.conn.close()
+
+    def _replace(self, index: int, kill: bool) -> list:
+        """Replace worker ``index``; returns the cases it still owed (after its head case)."""
+        worker = self._pool[index]
+        leftover = list(worker.pending)[1:]
+        self._stop(worker, kill=kill)
+        self.restarts += 1
+        self._pool[index] = self._spawn()
+        return leftover
+
+    def run(self, cases: Iterable) -> Iterator[tuple[object, Outcome]]:
+        """Yield ``(case, outcome)`` for every case, in completion order."""
+        queue = collections.deque(cases)
+        while queue or any(w.pending for w in self._pool):
+            for worker in self._pool:
+                if not worker.pending and queue:
+                    batch = [queue.popleft() for _ in range(min(self.batch_size, len(queue)))]
+                    worker.pending.extend(batch)
+                    worker.head_started = time.monotonic()
+                    worker.conn.send(batch)
+            yield from self._collect(queue)
+
+    def _collect(self, queue: collections.deque):
+        busy = [w for w in self._pool if w.pending]
+        now = time.monotonic()
+        deadline = min(w.head_started + self.timeout for w in busy)
+        ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
+                     timeout=max(0.0, deadline - now))
+        for index, worker in enumerate(list(self._pool)):
+            if not worker.pending:
+                continue
+            if worker.conn in ready or worker.process.sentinel in ready:
+                try:
+                    while worker.pending and worker.conn.poll():
+                        outcome = worker.conn.recv()
+                        case = worker.pending.popleft()
+                        worker.head_started = time.monotonic()
+                        yield case, outcome
+                    if worker.pending and not worker.process.is_alive():
+                        raise EOFError
+                except (EOFError, ConnectionResetError, OSError):
+                    worker.process.join(5)
+                    case = worker.pending[0]
+                    message = _death_message(worker.process.exitcode)
+                    queue.extendleft(reversed(self._replace(index, kill=True)))
+                    yield case, Outcome("crash", message=message)
+            elif time.monotonic() - worker.head_started >= self.timeout:
+                case = worker.pending[0]
+                queue.extendleft(reversed(self._replace(index, kill=True)))
+                yield case, Outcome("timeout", message=f"no result within {self.timeout:g} s")

@@ -1,0 +1,103 @@
+"""Turn a backend outcome for one case into a result record (verdict, error figures, message)."""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.harness.compare import Judgement, compare
+from conform.harness.isolation import Outcome
+from conform.oracles import accumulation_length, evaluate
+from conform.oracles.regions import RegionContext, region_mask
+
+VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
+JUDGED = ("pass", "fail", "error", "crash", "timeout")
+
+
+def case_record(case) -> dict:
+    """The identifying part of a result line."""
+    return {"id": case.id, "op": case.op, "dtype": case.dtype, "input_dtypes": list(case.input_dtypes),
+            "out_dtype": case.out_dtype, "shapes": case.shapes, "attrs": case.attrs,
+            "plan": case.plan, "seed": case.seed}
+
+
+def judge_outputs(spec, case, outputs) -> Judgement:
+    """Compare a backend's outputs for ``case`` with the oracle under the spec's error model."""
+    (expected,) = evaluate(spec.oracle, case.inputs, case.attrs)
+    if len(outputs) != 1:
+        return Judgement("fail", "n/a", "n/a", reason=f"backend returned {len(outputs)} outputs, expected 1")
+    model = spec.model_for(case.out_dtype)
+    regions = [r["region"] for r in spec.implementation_defined]
+    length = None
+    if "accumulation" in model or "accumulation_overflow" in regions:
+        length = accumulation_length(spec.op, [x.shape for x in case.inputs], case.attrs)
+    context = RegionContext(inputs=[np.asarray(x) for x in case.inputs], expected=expected,
+                            out_dtype=case.out_dtype, accumulation_length=length,
+                            float_oracle=lambda xs: evaluate(spec.oracle, xs, case.attrs)[0])
+    impl = region_mask(regions, context) if regions else None
+    accumulation = None
+    if "accumulation" in model:
+        (magnitude_sum,) = evaluate(spec.oracle, [np.abs(x) for x in case.inputs], case.attrs)
+        accumulation = (magnitude_sum, length)
+    judgement = compare(np.asarray(outputs[0]), expected, out_dtype=case.out_dtype, model=model,
+                        impl_mask=impl, accumulation=accumulation)
+    if judgement.worst is not None:
+        judgement.worst["inputs"] = _inputs_at(case, expected.shape, judgement.worst["index"])
+    return judgement
+
+
+def _inputs_at(case, out_shape, index):
+    """Input values feeding output ``index`` where inputs are element-aligned with the output."""
+    values = []
+    for x in case.inputs:
+        if x.ndim == 0:
+            values.append(_scalar(x))
+        elif x.shape == tuple(out_shape):
+            values.append(_scalar(x[tuple(index)]))
+        else:
+            values.append(None)
+    return values
+
+
+def _scalar(x):
+    x = np.asarray(x)
+    return bool(x) if x.dtype.kind == "b" else int(x) if x.dtype.kind in "iu" else float(x)
+
+
+def failure_message(case, judgement: Judgement, backend: str) -> str:
+    """One self-contained line: op, backend, dtype, shapes, seed, mismatch count, worst element."""
+    head = (f"{case.op} [{backend}] dtype={case.dtype} shapes={case.shapes} attrs={case.attrs} "
+            f"plan={case.plan} seed={case.seed} (case {case.id})")
+    if judgement.worst is None:
+        return f"{head}: {judgement.reason}"
+    w = judgement.worst
+    share = 100.0 * judgement.mismatched / max(judgement.checked, 1)
+    inputs = ", ".join("?" if v is None else repr(v) for v in w["inputs"])
+    why = judgement.reason or (f"error {w['error']:.4g} {judgement.unit} > bound {w['bound']:.4g} "
+                               f"{judgement.unit}")
+    return (f"{head}: Mismatched elements: {judgement.mismatched} / {judgement.checked} "
+            f"({share:.3g}%); worst out{w['index']}: actual={w['actual']!r}, "
+            f"expected={w['expected']!r}, inputs=({inputs}): {why} [{judgement.model}]")
+
+
+def result_record(spec, case, outcome: Outcome, backend: str) -> dict:
+    """A results.jsonl line for one case."""
+    record = case_record(case)
+    record["seconds"] = round(outcome.seconds, 6)
+    if outcome.kind != "ok":
+        record.update(verdict=outcome.kind, message=outcome.message)
+        if outcome.traceback:
+            record["traceback"] = outcome.traceback
+        return record
+    try:
+        judgement = judge_outputs(spec, case, outcome.outputs)
+    except Exception as exc:  # a bad output shape/dtype from a backend must not stop the run
+        record.update(verdict="error", message=f"could not judge output: {type(exc).__name__}: {exc}")
+        return record
+    record.update(verdict=judgement.verdict, model=judgement.model, unit=judgement.unit,
+                  checked=judgement.checked, mismatched=judgement.mismatched,
+                  impl_defined_elements=judgement.impl_defined, max_error=judgement.max_error,
+                  bound=judgement.bound, worst=judgement.worst)
+    if judgement.observed:
+        record["observed"] = judgement.observed
+    if judgement.verdict == "fail":
+        record["message"] = failure_message(case, judgement, backend)
+    return record

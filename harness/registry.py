@@ -1,0 +1,30 @@
+"""Backend discovery through the ``conform.backends`` entry-point group."""
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+GROUP = "conform.backends"
+
+
+class UnknownBackend(LookupError):
+    def __init__(self, name: str, available: list[str]):
+        self.name, self.available = name, available
+        super().__init__(f"unknown backend {name!r}; installed backends: {', '.join(available)}")
+
+
+def available_backends() -> dict:
+    """Installed backends: name -> entry point."""
+    return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
+def check_backend(name: str) -> None:
+    """Raise :class:`UnknownBackend` (listing the installed ones) if ``name`` is not installed."""
+    found = available_backends()
+    if name not in found:
+        raise UnknownBackend(name, sorted(found))
+
+
+def load_backend_class(name: str):
+    """Import and return the backend class registered as ``name``."""
+    check_backend(name)
+    return available_backends()[name].load()

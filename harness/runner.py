@@ -1,0 +1,100 @@
+"""The run: select specs, generate cases, execute them in isolated workers, judge, write results."""
+from __future__ import annotations
+
+import fnmatch
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from conform.generators import dtype_labels, generate_cases
+from conform.harness.isolation import WorkerPool
+from conform.harness.judge import result_record
+from conform.reports import ResultWriter
+
+
+@dataclass
+class RunConfig:
+    backend: str
+    ops: list[str] | None = None
+    dtypes: list[str] | None = None
+    max_examples: int = 20
+    seed: int = 0
+    out: Path = Path("conform-out")
+    workers: int = 1
+    timeout: float = 60.0
+    subnormals: str = "ieee"
+
+
+class SelectionError(ValueError):
+    pass
+
+
+def select(specs: dict, ops: list[str] | None, dtypes: list[str] | None) -> list[tuple]:
+    """(spec, dtype label) pairs chosen by op globs and dtype names (either side of a conversion)."""
+    chosen = []
+    for name, spec in specs.items():
+        if ops and not any(fnmatch.fnmatchcase(name, pattern) for pattern in ops):
+            continue
+        for label in dtype_labels(spec):
+            if dtypes and not any(d in dtypes for d in label.split("->")) and label not in dtypes:
+                continue
+            chosen.append((spec, label))
+    if not chosen:
+        raise SelectionError(f"no op/dtype matches --ops {ops} --dtypes {dtypes}; "
+                             f"ops are: {', '.join(specs)}")
+    return chosen
+
+
+class Progress:
+    """A one-line progress display on stderr: cases done, rate, ETA, failures so far."""
+
+    def __init__(self, total: int, label: str, stream=sys.stderr):
+        self.total, self.label, self.stream = total, label, stream
+        self.done = self.failures = 0
+        self.start = self.last = time.monotonic()
+        self.tty = stream.isatty()
+
+    def update(self, verdict: str) -> None:
+        self.done += 1
+        self.failures += verdict in ("fail", "error", "crash", "timeout")
+        now = time.monotonic()
+        if now - self.last >= (0.2 if self.tty else 5.0) or self.done == self.total:
+            self.last = now
+            rate = self.done / max(now - self.start, 1e-9)
+            eta = (self.total - self.done) / rate if rate else 0.0
+            line = (f"[{self.label}] {self.done}/{self.total} cases  {rate:,.0f}/s  "
+                    f"ETA {eta:,.0f}s  failures {self.failures}")
+            self.stream.write(("\r" + line) if self.tty else line + "\n")
+            if self.tty and self.done == self.total:
+                self.stream.write("\n")
+            self.stream.flush()
+
+
+def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
+    """Run the suite; returns the run metadata (results are written to ``config.out``)."""
+    pairs = select(specs, config.ops, config.dtypes)
+    started = time.time()
+    cases = [case for spec, label in pairs
+             for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed)]
+    generation_seconds = time.time() - started
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout) as pool, \
+            ResultWriter(out / "results.jsonl") as writer:
+        meter = Progress(len(cases), config.backend) if progress else None
+        for case, outcome in pool.run(cases):
+            record = result_record(specs[case.op], case, outcome, config.backend)
+            writer.write(record)
+            if meter:
+                meter.update(record["verdict"])
+        info, restarts = pool.info, pool.restarts
+    return {
+        "backend": config.backend, "backend_version": info.get("version", "unknown"),
+        "device": info.get("device", "cpu"), "model_format": info.get("model_format"),
+        "subnormals_declared": info.get("subnormals"), "subnormals_applied": config.subnormals,
+        "seed": config.seed, "max_examples": config.max_examples,
+        "selected_ops": sorted({spec.op for spec, _ in pairs}),
+        "worker_restarts": restarts, "generation_seconds": round(generation_seconds, 3),
+        "wall_seconds": round(time.time() - started, 3),
+    }

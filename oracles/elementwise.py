@@ -1,0 +1,138 @@
+"""Element-wise oracles (XLA operation semantics: element-wise unary, binary, comparison ops).
+
+Each function takes float64 (or int64 / bool) arrays and returns the exact or float64 result.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _int_trunc_div(lhs, rhs):
+    """Integer division rounding toward zero, exact in int64; division by zero gives 0.
+
+    ``lhs - fmod(lhs, rhs)`` is an exact multiple of ``rhs`` (fmod on integers is C's ``%``), so the
+    floor division below is exact and no ``abs(INT_MIN)`` overflow can occur.
+    """
+    safe = np.where(rhs == 0, 1, rhs)
+    return np.where(rhs == 0, 0, (lhs - np.fmod(lhs, safe)) // safe)
+
+
+def oracle_add(lhs, rhs):
+    """lhs + rhs."""
+    return (lhs + rhs,)
+
+
+def oracle_subtract(lhs, rhs):
+    """lhs - rhs."""
+    return (lhs - rhs,)
+
+
+def oracle_multiply(lhs, rhs):
+    """lhs * rhs."""
+    return (lhs * rhs,)
+
+
+def oracle_divide(lhs, rhs):
+    """lhs / rhs; integers truncate toward zero (XLA Div, C semantics)."""
+    if lhs.dtype.kind in "iu":
+        return (_int_trunc_div(lhs, rhs),)
+    return (lhs / rhs,)
+
+
+def oracle_remainder(lhs, rhs):
+    """XLA Rem: lhs - rhs * trunc(lhs / rhs); the sign follows the dividend, |result| < |rhs|."""
+    return (np.fmod(lhs, rhs),)  # C's % on integers; exact in binary floating point
+
+
+def oracle_maximum(lhs, rhs):
+    """max(lhs, rhs); a NaN operand gives NaN (IEEE 754-2019 maximum)."""
+    return (np.maximum(lhs, rhs),)
+
+
+def oracle_minimum(lhs, rhs):
+    """min(lhs, rhs); a NaN operand gives NaN (IEEE 754-2019 minimum)."""
+    return (np.minimum(lhs, rhs),)
+
+
+def oracle_power(lhs, rhs):
+    """lhs ** rhs with the C99/IEEE 754 pow special cases (pow(x, 0) = 1, pow(1, y) = 1, ...)."""
+    return (np.power(lhs, rhs),)
+
+
+def oracle_abs(operand):
+    """|x|."""
+    return (np.abs(operand),)
+
+
+def oracle_negate(operand):
+    """-x."""
+    return (np.negative(operand),)
+
+
+def oracle_exp(operand):
+    """e ** x."""
+    return (np.exp(operand),)
+
+
+def oracle_log(operand):
+    """ln(x); ln(0) = -inf, ln(x < 0) = NaN."""
+    return (np.log(operand),)
+
+
+def oracle_tanh(operand):
+    """tanh(x)."""
+    return (np.tanh(operand),)
+
+
+def oracle_sqrt(operand):
+    """sqrt(x); sqrt(-0) = -0, sqrt(x < 0) = NaN."""
+    return (np.sqrt(operand),)
+
+
+def oracle_floor(operand):
+    """floor(x), the largest integer <= x."""
+    return (np.floor(operand),)
+
+
+def oracle_round(operand):
+    """XLA Round: to nearest integer, ties away from zero.
+
+    ``x - trunc(x)`` is exact, so the tie test is exact even where ``floor(|x| + 0.5)`` would round.
+    """
+    truncated = np.trunc(operand)
+    away = np.abs(operand - truncated) >= 0.5
+    return (np.where(away, truncated + np.sign(operand), truncated),)
+
+
+def oracle_lt(lhs, rhs):
+    """lhs < rhs under IEEE 754 comparison (false if either is NaN)."""
+    return (np.less(lhs, rhs),)
+
+
+def oracle_eq(lhs, rhs):
+    """lhs == rhs under IEEE 754 comparison (-0 == +0; NaN != NaN)."""
+    return (np.equal(lhs, rhs),)
+
+
+def oracle_select(pred, on_true, on_false):
+    """on_true where pred else on_false."""
+    return (np.where(pred, on_true, on_false),)
+
+
+def oracle_clamp(min, operand, max):  # noqa: A002 - XLA's parameter names
+    """XLA Clamp: clamp(a, x, b) = min(max(a, x), b)."""
+    return (np.minimum(np.maximum(min, operand), max),)
+
+
+def oracle_convert_element_type(operand, *, new_dtype):
+    """ConvertElementType: the value itself; rounding to the target type happens at comparison.
+
+    float -> int truncates toward zero (C++ static_cast); to bool, nonzero (and NaN) is true.
+    """
+    if new_dtype == "bool":
+        return (operand != 0,)
+    if operand.dtype.kind == "f" and new_dtype.startswith(("int", "uint")):
+        return (np.trunc(operand),)
+    if operand.dtype == np.bool_:
+        return (operand.astype(np.int64),)
+    return (operand,)

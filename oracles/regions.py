@@ -1,0 +1,103 @@
+"""Implementation-defined regions: per-element masks of outputs whose value the standard leaves open.
+
+A spec names regions in ``implementation_defined``; elements inside them get the verdict
+``impl_defined`` (value recorded, never judged). Each region is a function of a
+:class:`RegionContext` returning a boolean mask shaped like the output.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+
+
+@dataclass
+class RegionContext:
+    inputs: Sequence[np.ndarray]          # the case's inputs, in their own dtypes
+    expected: np.ndarray                  # the oracle's result
+    out_dtype: str
+    float_oracle: Callable                # evaluates the op's oracle on float64 arrays
+    accumulation_length: int | None = None
+
+    def none(self) -> np.ndarray:
+        return np.zeros(self.expected.shape, bool)
+
+
+def _int_operands(ctx):
+    return all(x.dtype.kind in "iu" for x in ctx.inputs)
+
+
+def int_div_by_zero(ctx: RegionContext) -> np.ndarray:
+    """Integer division or remainder with a zero divisor."""
+    if not _int_operands(ctx):
+        return ctx.none()
+    return np.broadcast_to(ctx.inputs[1] == 0, ctx.expected.shape)
+
+
+def int_min_div_neg1(ctx: RegionContext) -> np.ndarray:
+    """Signed INT_MIN / -1 (and its remainder), which overflows."""
+    dtype = np_dtype(ctx.out_dtype)
+    if not _int_operands(ctx) or dtype.kind != "i":
+        return ctx.none()
+    lhs, rhs = ctx.inputs
+    return np.broadcast_to((lhs == np.iinfo(dtype).min) & (rhs == -1), ctx.expected.shape)
+
+
+def int_overflow(ctx: RegionContext) -> np.ndarray:
+    """An integer result outside the range of the output type (wrap-around is not specified)."""
+    dtype = np_dtype(ctx.out_dtype)
+    if dtype.kind not in "iu":
+        return ctx.none()
+    info = np.iinfo(dtype)
+    if dtype.itemsize < 8:
+        return (ctx.expected < info.min) | (ctx.expected > info.max)
+    # The int64 oracle itself may have wrapped: judge the magnitude from a float64 evaluation.
+    approx = ctx.float_oracle([x.astype(np.float64) for x in ctx.inputs])
+    return np.abs(approx) >= 2.0 ** 63
+
+
+def float_to_int_out_of_range(ctx: RegionContext) -> np.ndarray:
+    """float -> integer conversion of NaN, infinities or values whose truncation does not fit."""
+    (operand,) = ctx.inputs
+    dtype = np_dtype(ctx.out_dtype)
+    if operand.dtype.kind != "f" or dtype.kind not in "iu":
+        return ctx.none()
+    info = np.iinfo(dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        truncated = np.trunc(operand.astype(np.float64))
+        return ~np.isfinite(truncated) | (truncated < info.min) | (truncated > float(info.max))
+
+
+def accumulation_overflow(ctx: RegionContext) -> np.ndarray:
+    """Sums whose finite terms' magnitudes can overflow the output type in some summation order.
+
+    The standard leaves the order of accumulation open; where ``(1 + gamma_n) * sum|finite terms|``
+    reaches the largest finite value, some order overflows (to inf, or to NaN beside an infinite
+    term) and another does not, so the value is implementation-defined.
+    """
+    if ctx.out_dtype not in FLOAT_FORMATS:
+        return ctx.none()
+    fmt = FLOAT_FORMATS[ctx.out_dtype]
+    finite_terms = [np.abs(np.where(np.isfinite(x), x, 0.0)).astype(np.float64) for x in ctx.inputs]
+    with np.errstate(over="ignore", invalid="ignore"):
+        magnitude = ctx.float_oracle(finite_terms)
+        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
+        return magnitude * (1 + nu / (1 - nu)) >= fmt.max_finite
+
+
+REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
+    fn.__name__: fn
+    for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
+               accumulation_overflow)
+}
+
+
+def region_mask(names: Sequence[str], ctx: RegionContext) -> np.ndarray:
+    """Union of the named regions' masks, shaped like the expected output."""
+    mask = ctx.none()
+    for name in names:
+        mask |= REGIONS[name](ctx)
+    return mask

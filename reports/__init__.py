@@ -1,0 +1,30 @@
+"""Result writers: results.jsonl, summary.json, junit.xml, summary.md and report.html."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conform.reports._html import render_html
+from conform.reports._jsonl import ResultWriter, dumps, read_results, to_json_safe
+from conform.reports._junit import write_junit
+from conform.reports._markdown import render_markdown
+from conform.reports._summary import build_summary, pass_rate
+
+OUTPUT_FILES = ("results.jsonl", "summary.json", "report.html", "junit.xml", "summary.md")
+
+
+def write_reports(out_dir: Path, meta: dict, conform_version: str) -> dict:
+    """Write summary.json, report.html, junit.xml and summary.md from ``out_dir/results.jsonl``."""
+    out_dir = Path(out_dir)
+    records = list(read_results(out_dir / "results.jsonl"))
+    summary = build_summary(records, meta, conform_version)
+    (out_dir / "summary.json").write_text(json.dumps(to_json_safe(summary), indent=2, allow_nan=False),
+                                          encoding="utf-8")
+    (out_dir / "summary.md").write_text(render_markdown(summary), encoding="utf-8")
+    write_junit(out_dir / "junit.xml", records, summary)
+    (out_dir / "report.html").write_text(render_html(summary, records), encoding="utf-8")
+    return summary
+
+
+__all__ = ["OUTPUT_FILES", "ResultWriter", "build_summary", "dumps", "pass_rate", "read_results",
+           "render_html", "render_markdown", "to_json_safe", "write_junit", "write_reports"]

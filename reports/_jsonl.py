@@ -1,0 +1,47 @@
+"""Streaming results.jsonl: one JSON object per case, written as the run goes."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Iterator
+
+
+def to_json_safe(value):
+    """Replace non-finite floats by the strings 'nan', 'inf', '-inf' (strict JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: to_json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json_safe(v) for v in value]
+    return value
+
+
+def dumps(value) -> str:
+    return json.dumps(to_json_safe(value), allow_nan=False, ensure_ascii=False)
+
+
+class ResultWriter:
+    """Appends result records to a JSONL file, flushing each line."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._file = None
+
+    def __enter__(self):
+        self._file = self.path.open("w", encoding="utf-8")
+        return self
+
+    def write(self, record: dict) -> None:
+        self._file.write(dumps(record) + "\n")
+
+    def __exit__(self, *exc):
+        self._file.close()
+
+
+def read_results(path: Path) -> Iterator[dict]:
+    with Path(path).open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)

@@ -1,0 +1,54 @@
+"""summary.json: totals, pass rate and per-op x dtype figures, computed from results.jsonl."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
+JUDGED = ("pass", "fail", "error", "crash", "timeout")
+
+
+def pass_rate(counts: dict) -> float | None:
+    """pass / (pass + fail + error + crash + timeout); None when nothing was judged."""
+    judged = sum(counts.get(v, 0) for v in JUDGED)
+    return counts.get("pass", 0) / judged if judged else None
+
+
+def _as_float(value):
+    if isinstance(value, str):
+        return float(value)
+    return value
+
+
+def build_summary(records, meta: dict, conform_version: str) -> dict:
+    """Aggregate result records into the summary.json document (see DESIGN.md's CLI contract)."""
+    counts = Counter()
+    by_op: dict = defaultdict(dict)
+    for r in records:
+        counts[r["verdict"]] += 1
+        cell = by_op[r["op"]].setdefault(r["dtype"], {
+            "cases": 0, "counts": Counter(), "elements": 0, "worst_error": None, "bound": None,
+            "unit": None, "model": None, "worst_case": None, "worst_ratio": -1.0})
+        cell["cases"] += 1
+        cell["counts"][r["verdict"]] += 1
+        if "checked" in r:
+            cell["elements"] += r["checked"]
+            cell["unit"], cell["model"] = r["unit"], r["model"]
+            error, bound = _as_float(r["max_error"]), _as_float(r["bound"])
+            ratio = error / bound if bound else (0.0 if error == 0 else float("inf"))
+            if ratio > cell["worst_ratio"]:
+                cell.update(worst_ratio=ratio, worst_error=error, bound=bound, worst_case=r["id"])
+    for cells in by_op.values():
+        for cell in cells.values():
+            cell["counts"] = {v: cell["counts"].get(v, 0) for v in VERDICTS}
+            cell["pass_rate"] = pass_rate(cell["counts"])
+            cell.pop("worst_ratio")
+    total = {v: counts.get(v, 0) for v in VERDICTS}
+    return {
+        **meta,
+        "conform_version": conform_version,
+        "ops": len(by_op),
+        "cases": sum(total.values()),
+        "counts": total,
+        "pass_rate": pass_rate(total),
+        "by_op": {op: dict(sorted(cells.items())) for op, cells in sorted(by_op.items())},
+    }

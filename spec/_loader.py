@@ -1,0 +1,155 @@
+"""Load and validate op specs, with errors that name the file, the line and the field."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from conform.spec._schema import SCHEMA
+
+BUILTIN_DIR = Path(__file__).parent / "ops"
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+class SpecError(Exception):
+    """A spec file is malformed. The message names file, line and field."""
+
+    def __init__(self, path: Path | str, line: int | None, field_path: str, message: str):
+        self.path, self.line, self.field = str(path), line, field_path
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: field {field_path or '<top>'}: {message}")
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One operation, as declared by its YAML spec."""
+
+    op: str
+    summary: str
+    defined_by: dict
+    signature: dict
+    dtypes: tuple[str, ...]
+    oracle: str
+    error_model: dict
+    bindings: dict
+    output_dtype: str = "same"
+    values: dict = field(default_factory=dict)
+    input_values: dict = field(default_factory=dict)
+    edge_values: dict = field(default_factory=dict)
+    implementation_defined: tuple = ()
+    path: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.signature["family"]
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return tuple(self.signature["inputs"])
+
+    def model_for(self, dtype: str) -> dict:
+        """The error model for ``dtype``: the dtype's own entry, else its class (float/int/bool).
+
+        >>> spec.model_for("float32")   # doctest: +SKIP
+        {'ulp': 0.5, 'why': '...'}
+        """
+        cls = dtype_class(dtype)
+        model = self.error_model.get(dtype) or self.error_model.get(cls)
+        if model is None:
+            if cls == "float":
+                raise SpecError(self.path, None, "error_model",
+                                f"no error model for dtype={dtype} (add 'float' or '{dtype}')")
+            return {"exact": True, "why": "integer and boolean results are exact"}
+        return model
+
+
+def dtype_class(dtype: str) -> str:
+    """'float', 'int' or 'bool' for a dtype name."""
+    if dtype in FLOAT_DTYPES:
+        return "float"
+    return "bool" if dtype == "bool" else "int"
+
+
+def _line_of(node: yaml.Node, path: list) -> int:
+    """1-based line of the YAML node at ``path`` (the deepest node that exists)."""
+    for key in path:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if k.value == key), None)
+            if nxt is None:
+                break
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+        else:
+            break
+    return node.start_mark.line + 1
+
+
+def _validate(data: Any, root: yaml.Node, path: Path) -> None:
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        err = jsonschema.exceptions.best_match(errors)
+        field_path = ".".join(str(p) for p in err.absolute_path)
+        raise SpecError(path, _line_of(root, list(err.absolute_path)), field_path, err.message)
+
+
+def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
+    from conform.oracles import ORACLES
+
+    if data["oracle"] not in ORACLES:
+        raise SpecError(path, _line_of(root, ["oracle"]), "oracle",
+                        f"oracle={data['oracle']!r} is not registered; available: {sorted(ORACLES)}")
+    from conform.oracles.regions import REGIONS
+
+    for i, entry in enumerate(data.get("implementation_defined", [])):
+        if entry["region"] not in REGIONS:
+            raise SpecError(path, _line_of(root, ["implementation_defined", i, "region"]),
+                            f"implementation_defined.{i}.region",
+                            f"region={entry['region']!r} is unknown; available: {sorted(REGIONS)}")
+    outputs = ["bool"] if data.get("output_dtype") == "bool" else data["dtypes"]
+    if any(dtype_class(d) == "float" for d in outputs):
+        if not any(k == "float" or k in FLOAT_DTYPES for k in data["error_model"]):
+            raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
+                            "float dtypes are listed but no float error model is given")
+    if path.stem != data["op"]:
+        raise SpecError(path, _line_of(root, ["op"]), "op",
+                        f"op={data['op']!r} does not match the file name {path.name!r}")
+
+
+def load_spec(path: Path | str) -> OpSpec:
+    """Load and validate one spec file.
+
+    >>> load_spec(BUILTIN_DIR / "add.yaml").op   # doctest: +SKIP
+    'add'
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise SpecError(path, mark.line + 1 if mark else None, "", f"invalid YAML: {exc.problem}")
+    if not isinstance(data, dict) or root is None:
+        raise SpecError(path, 1, "", "a spec must be a YAML mapping")
+    _validate(data, root, path)
+    _check_semantics(data, root, path)
+    return OpSpec(
+        op=data["op"], summary=data["summary"], defined_by=data["defined_by"],
+        signature=data["signature"], dtypes=tuple(data["dtypes"]), oracle=data["oracle"],
+        error_model=data["error_model"], bindings=data["bindings"],
+        output_dtype=data.get("output_dtype", "same"), values=data.get("values", {}),
+        input_values=data.get("input_values", {}), edge_values=data.get("edge_values", {}),
+        implementation_defined=tuple(data.get("implementation_defined", [])), path=str(path),
+    )
+
+
+def load_specs(directory: Path | str | None = None) -> dict[str, OpSpec]:
+    """All specs in ``directory`` (default: the built-in suite), keyed by op name, sorted."""
+    directory = Path(directory) if directory else BUILTIN_DIR
+    specs = [load_spec(p) for p in sorted(directory.glob("*.yaml"))]
+    return {s.op: s for s in specs}

@@ -1,0 +1,127 @@
+"""JSON Schema for op spec files (spec/ops/*.yaml).
+
+The schema is also written to ``spec/schema.json`` (``python -m conform.spec.schema``) so that
+editors can autocomplete spec files.
+"""
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "bfloat16", "float32", "float64"]
+FAMILIES = ["elementwise", "select", "clamp", "convert", "reduce", "dot_general", "conv",
+            "reduce_window", "transpose", "reshape", "broadcast_in_dim", "slice", "pad",
+            "concatenate"]
+
+_range = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+_value_ranges = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"float": _range, "int": _range},
+}
+_edge_value = {"oneOf": [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]}
+_error_model = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["why"],
+    "minProperties": 2,
+    "maxProperties": 3,
+    "properties": {
+        "why": {"type": "string", "minLength": 10},
+        "exact": {"const": True},
+        "ulp": {"type": "number", "minimum": 0},
+        "abs_rel": {
+            "type": "object", "additionalProperties": False, "required": ["atol", "rtol"],
+            "properties": {"atol": {"type": "number", "minimum": 0},
+                           "rtol": {"type": "number", "minimum": 0}},
+        },
+        "accumulation": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"final_ulp": {"type": "number", "minimum": 0}},
+        },
+        "signed_zero": {"enum": ["strict", "any"]},
+    },
+}
+
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "conform op spec",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["op", "summary", "defined_by", "signature", "dtypes", "oracle", "error_model",
+                 "bindings"],
+    "properties": {
+        "op": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+        "summary": {"type": "string", "minLength": 5},
+        "defined_by": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["xla"],
+            "properties": {
+                "xla": {
+                    "type": "object", "additionalProperties": False, "required": ["name", "section"],
+                    "properties": {"name": {"type": "string"}, "section": {"type": "string"},
+                                   "source": {"type": "string"}},
+                },
+                "onnx": {
+                    "type": "object", "additionalProperties": False, "required": ["name"],
+                    "properties": {"name": {"type": "string"}, "opset": {"type": "integer"},
+                                   "note": {"type": "string"}},
+                },
+                "nnef": {
+                    "type": "object", "additionalProperties": False, "required": ["name"],
+                    "properties": {"name": {"type": "string"}, "note": {"type": "string"}},
+                },
+            },
+        },
+        "signature": {
+            "type": "object",
+            "required": ["family", "inputs"],
+            "properties": {
+                "family": {"enum": FAMILIES},
+                "inputs": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "min_rank": {"type": "integer", "minimum": 0},
+                "max_rank": {"type": "integer", "minimum": 0, "maximum": 6},
+            },
+        },
+        "dtypes": {"type": "array", "items": {"enum": DTYPES}, "minItems": 1, "uniqueItems": True},
+        "output_dtype": {"oneOf": [{"enum": ["same", "bool"]}, {"const": "attr:new_dtype"}]},
+        "values": _value_ranges,
+        "input_values": {"type": "object", "additionalProperties": _value_ranges},
+        "edge_values": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"float": {"type": "array", "items": _edge_value},
+                           "int": {"type": "array", "items": _edge_value}},
+        },
+        "oracle": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+        "error_model": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"enum": ["float", "int", "bool"] + DTYPES},
+            "additionalProperties": _error_model,
+        },
+        "implementation_defined": {
+            "type": "array",
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["region", "why"],
+                "properties": {"region": {"type": "string"}, "why": {"type": "string"}},
+            },
+        },
+        "bindings": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "xla": {
+                    "type": "object", "additionalProperties": False, "required": ["lax"],
+                    "properties": {"lax": {"type": "string"}, "params": {"type": "object"}},
+                },
+                "onnx": {
+                    "type": "object", "additionalProperties": False, "required": ["op_type"],
+                    "properties": {"op_type": {"type": "string"}, "attributes": {"type": "object"},
+                                   "dtypes": {"type": "array", "items": {"enum": DTYPES}}},
+                },
+                "numpy": {
+                    "type": "object", "additionalProperties": False, "required": ["fn"],
+                    "properties": {"fn": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
