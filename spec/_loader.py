@@ -39,6 +39,7 @@ class OpSpec:
     values: dict = field(default_factory=dict)
     input_values: dict = field(default_factory=dict)
     edge_values: dict = field(default_factory=dict)
+    edge_cases: tuple = ()
     implementation_defined: tuple = ()
     path: str = ""
 
@@ -115,6 +116,12 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
         if not any(k == "float" or k in FLOAT_DTYPES for k in data["error_model"]):
             raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
                             "float dtypes are listed but no float error model is given")
+    for i, entry in enumerate(data.get("edge_cases", [])):
+        unknown = set(entry) - set(data["signature"]["inputs"])
+        if unknown or data["signature"]["family"] != "elementwise":
+            raise SpecError(path, _line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
+                            f"inputs={sorted(entry)} must name inputs of an elementwise op "
+                            f"({data['signature']['inputs']})")
     if path.stem != data["op"]:
         raise SpecError(path, _line_of(root, ["op"]), "op",
                         f"op={data['op']!r} does not match the file name {path.name!r}")
@@ -144,6 +151,7 @@ def load_spec(path: Path | str) -> OpSpec:
         error_model=data["error_model"], bindings=data["bindings"],
         output_dtype=data.get("output_dtype", "same"), values=data.get("values", {}),
         input_values=data.get("input_values", {}), edge_values=data.get("edge_values", {}),
+        edge_cases=tuple(data.get("edge_cases", [])),
         implementation_defined=tuple(data.get("implementation_defined", [])), path=str(path),
     )
 

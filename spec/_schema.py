@@ -90,6 +90,10 @@ SCHEMA = {
             "properties": {"float": {"type": "array", "items": _edge_value},
                            "int": {"type": "array", "items": _edge_value}},
         },
+        "edge_cases": {
+            "type": "array",
+            "items": {"type": "object", "minProperties": 1, "additionalProperties": _edge_value},
+        },
         "oracle": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
         "error_model": {
             "type": "object",

@@ -83,6 +83,8 @@ def resolve_edge_value(value, dtype: str):
         if name not in named:
             raise KeyError(f"edge value {value!r} is not defined for {dtype}; known: {sorted(named)}")
         return sign * named[name]
+    if value == "-zero":
+        raise KeyError(f"edge value {value!r} exists only for floating-point dtypes")
     info = np.iinfo(np_dtype(dtype))
     named = {"zero": 0, "one": 1, "int_min": int(info.min), "int_max": int(info.max)}
     if name not in named:

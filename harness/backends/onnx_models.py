@@ -66,7 +66,8 @@ def _max_pool(case, names):
 
 
 def _transpose(case, names):
-    return names, {"perm": case.attrs["permutation"]}, []
+    perm = case.attrs["permutation"]
+    return names, ({"perm": perm} if perm else {}), []  # an empty list has no inferable type
 
 
 def _reshape(case, names):
@@ -144,5 +145,5 @@ def signature_key(spec, case) -> tuple:
 
 
 def feeds(case) -> dict:
-    return {f"in{i}": np.ascontiguousarray(x, dtype=np_dtype(d))
+    return {f"in{i}": np.asarray(x, dtype=np_dtype(d), order="C")
             for i, (x, d) in enumerate(zip(case.inputs, case.input_dtypes))}

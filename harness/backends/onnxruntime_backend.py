@@ -19,12 +19,13 @@ class OnnxRuntimeBackend(Backend):
         import onnxruntime as ort
 
         self._ort = ort
+        ort.set_default_logger_severity(4)  # kernel errors are reported per case
         self._sessions: dict = {}
         self.options = ort.SessionOptions()
         self.options.intra_op_num_threads = 1
         self.options.inter_op_num_threads = 1
         self.options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, self.optimization)
-        self.options.log_severity_level = 3
+        self.options.log_severity_level = 4
 
     def version(self) -> str:
         return f"onnxruntime {self._ort.__version__}"
