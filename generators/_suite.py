@@ -4,6 +4,7 @@ The same conform version (which pins Hypothesis) and seed give the same cases, b
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import zlib
 from dataclasses import dataclass, field
@@ -56,6 +57,25 @@ def _plan_strategy(spec: OpSpec, dtype: str):
     return plans()
 
 
+@contextlib.contextmanager
+def _without_local_constants():
+    """Hypothesis mixes literal constants found in already-imported local modules into its draws,
+    so the same seed would give different cases depending on what the process had imported.
+    A suite must not depend on that: draw with an empty local-constants pool (Hypothesis is
+    pinned, so this internal hook is stable for a given conform version)."""
+    from hypothesis.internal.conjecture import providers
+
+    original = providers._get_local_constants
+    empty = providers.Constants()
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
 def draw_plans(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list:
     """``count`` plans for ``spec`` under ``dtype``, drawn by Hypothesis from a fixed seed."""
     drawn: list = []
@@ -68,7 +88,8 @@ def draw_plans(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list:
     def collect(plan):
         drawn.append(plan)
 
-    collect()
+    with _without_local_constants():
+        collect()
     return drawn[:count]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -42,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", type=Path, default=None, help="output directory (default conform-out/<backend>)")
     run.add_argument("--min-pass-rate", type=_rate, default=None)
-    run.add_argument("--workers", type=int, default=1)
+    run.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                     help="worker processes (default: min(2, cores))")
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per case before `timeout`")
     run.add_argument("--quiet", action="store_true", help="no progress display")
 

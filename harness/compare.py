@@ -16,10 +16,11 @@ Models (``error_model`` entries in a spec):
 * ``ulp: b``: ``|a - e| / ulp(e) <= b`` where ``ulp(e) = 2**(max(floor(log2|e|), emin) - p + 1)``,
   measured in the float64 reference's binade and clamped at the smallest normal.
 * ``abs_rel: {atol, rtol}``: ``|a - e| <= atol + rtol * |e|``.
-* ``accumulation: {final_ulp}``: ``|a - e| <= gamma_n * S + final_ulp * ulp(e)``, where
-  ``gamma_n = n u / (1 - n u)`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed.,
-  Lemma 3.1 and eq. 3.5), ``n`` the accumulation length, ``u`` the unit roundoff of the dtype and
-  ``S`` the oracle evaluated on ``|inputs|`` (the sum of the magnitudes of the terms).
+* ``accumulation: {final_ulp, accumulator_at_least}``: ``|a - e| <= gamma_n * S + final_ulp * ulp(e)``,
+  where ``gamma_n = n u / (1 - n u)`` (Higham, *Accuracy and Stability of Numerical Algorithms*,
+  2nd ed., Lemma 3.1 and eq. 3.5), ``n`` the accumulation length, ``S`` the oracle evaluated on
+  ``|inputs|`` (the sum of the magnitudes of the terms) and ``u`` the unit roundoff of the
+  accumulator: the output type's, or that of ``accumulator_at_least`` where it is finer.
 """
 from __future__ import annotations
 
@@ -70,9 +71,17 @@ def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     fmt = FLOAT_FORMATS[dtype]
     magnitude = np.abs(np.asarray(reference, np.float64))
     with np.errstate(divide="ignore", invalid="ignore"):
-        exponent = np.floor(np.log2(np.where(magnitude > 0, magnitude, 1.0)))
+        exponent = np.where(magnitude > 0, np.floor(np.log2(magnitude)), fmt.emin)
     exponent = np.where(np.isfinite(exponent), exponent, fmt.emax)
     return np.exp2(np.maximum(exponent, fmt.emin) - fmt.precision + 1)
+
+
+def accumulator_roundoff(out_dtype: str, params: dict) -> float:
+    """Unit roundoff of the accumulator: the output type's, or finer if the model requires
+    ``accumulator_at_least`` a wider type (e.g. float16 results accumulated in float32)."""
+    u = FLOAT_FORMATS[out_dtype].unit_roundoff
+    wider = params.get("accumulator_at_least")
+    return min(u, FLOAT_FORMATS[wider].unit_roundoff) if wider else u
 
 
 def _exact(actual, expected, out_dtype, strict_zero):
@@ -104,7 +113,7 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation):
         tol = model["abs_rel"]["atol"] + model["abs_rel"]["rtol"] * np.abs(np.where(np.isfinite(e), e, 0))
         return diff, tol, special_bad
     magnitude_sum, length = accumulation
-    u = fmt.unit_roundoff
+    u = accumulator_roundoff(out_dtype, model["accumulation"])
     gamma = length * u / (1 - length * u)
     with np.errstate(invalid="ignore", over="ignore"):
         bound_abs = gamma * np.where(np.isfinite(magnitude_sum), magnitude_sum, 0.0) \

@@ -34,10 +34,15 @@ class BackendLoadError(Exception):
     """The backend could not be imported or instantiated in a worker."""
 
 
-def _worker_main(conn, backend_name: str, spec_dir: str | None) -> None:
+def _worker_main(conn, backend_name: str, spec_dir: str | None, memory_limit_mb: int | None) -> None:
     from conform.harness.registry import load_backend_class
     from conform.spec import load_specs
 
+    if memory_limit_mb:
+        import resource
+
+        cap = memory_limit_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
     try:
         specs = load_specs(spec_dir)
         backend = load_backend_class(backend_name)()
@@ -96,8 +101,10 @@ class WorkerPool:
     """
 
     def __init__(self, backend: str, *, workers: int = 1, timeout: float = 60.0,
-                 batch_size: int = 16, spec_dir: str | None = None):
+                 batch_size: int = 16, spec_dir: str | None = None,
+                 memory_limit_mb: int | None = None):
         self.backend, self.workers, self.timeout = backend, max(1, workers), timeout
+        self.memory_limit_mb = memory_limit_mb
         self.batch_size, self.spec_dir = batch_size, spec_dir
         self._ctx = mp.get_context("spawn")
         self._pool: list[_Worker] = []
@@ -114,7 +121,8 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe()
-        process = self._ctx.Process(target=_worker_main, args=(child, self.backend, self.spec_dir),
+        process = self._ctx.Process(target=_worker_main, args=(child, self.backend, self.spec_dir,
+                                                                self.memory_limit_mb),
                                     daemon=True)
         process.start()
         child.close()

@@ -1,6 +1,7 @@
 """Backend discovery through the ``conform.backends`` entry-point group."""
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import entry_points
 
 GROUP = "conform.backends"
@@ -18,7 +19,12 @@ def available_backends() -> dict:
 
 
 def check_backend(name: str) -> None:
-    """Raise :class:`UnknownBackend` (listing the installed ones) if ``name`` is not installed."""
+    """Raise :class:`UnknownBackend` (listing the installed ones) if ``name`` is not installed.
+
+    ``module.path:ClassName`` names a backend class directly, without an entry point.
+    """
+    if ":" in name:
+        return
     found = available_backends()
     if name not in found:
         raise UnknownBackend(name, sorted(found))
@@ -27,4 +33,7 @@ def check_backend(name: str) -> None:
 def load_backend_class(name: str):
     """Import and return the backend class registered as ``name``."""
     check_backend(name)
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        return getattr(importlib.import_module(module), attr)
     return available_backends()[name].load()

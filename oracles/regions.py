@@ -88,10 +88,25 @@ def accumulation_overflow(ctx: RegionContext) -> np.ndarray:
         return magnitude * (1 + nu / (1 - nu)) >= fmt.max_finite
 
 
+def padding_times_nonfinite(ctx: RegionContext) -> np.ndarray:
+    """Convolution outputs where a padded position meets an infinite or NaN kernel weight.
+
+    Padding is described as zeros; whether ``0 * inf`` there contributes NaN (IEEE arithmetic on
+    materialised zeros) or nothing (padding treated as absent) is not specified.
+    """
+    lhs, rhs = ctx.inputs
+    if lhs.dtype.kind != "f":
+        return ctx.none()
+    nonfinite = (~np.isfinite(rhs)).astype(np.float64)
+    inside = ctx.float_oracle([np.ones(lhs.shape), nonfinite])     # padded zeros contribute 0
+    everywhere = nonfinite.reshape(nonfinite.shape[0], -1).sum(axis=1)[None, :, None, None]
+    return everywhere - inside > 0
+
+
 REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
-               accumulation_overflow)
+               accumulation_overflow, padding_times_nonfinite)
 }
 
 

@@ -94,8 +94,12 @@ def _validate(data: Any, root: yaml.Node, path: Path) -> None:
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         err = jsonschema.exceptions.best_match(errors)
-        field_path = ".".join(str(p) for p in err.absolute_path)
-        raise SpecError(path, _line_of(root, list(err.absolute_path)), field_path, err.message)
+        location = list(err.absolute_path)
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            known = err.schema.get("properties", {})
+            location += sorted(k for k in err.instance if k not in known)[:1]
+        field_path = ".".join(str(p) for p in location)
+        raise SpecError(path, _line_of(root, location), field_path, err.message)
 
 
 def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:

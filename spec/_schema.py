@@ -34,7 +34,8 @@ _error_model = {
         },
         "accumulation": {
             "type": "object", "additionalProperties": False,
-            "properties": {"final_ulp": {"type": "number", "minimum": 0}},
+            "properties": {"final_ulp": {"type": "number", "minimum": 0},
+                           "accumulator_at_least": {"enum": ["float32", "float64"]}},
         },
         "signed_zero": {"enum": ["strict", "any"]},
     },

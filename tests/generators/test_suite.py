@@ -1,0 +1,109 @@
+"""Generators: deterministic suites, valid signatures per family, value plans, edge cases."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conform.generators import case_digest, dtype_labels, edge_values, fill, generate_cases
+from conform.oracles import evaluate
+
+
+def _digests(spec, label, seed, count=6):
+    return [case_digest(c) for c in generate_cases(spec, label, count=count, seed=seed)]
+
+
+@pytest.mark.parametrize("op", ["add", "conv", "pad", "convert_element_type", "concatenate"])
+def test_same_seed_gives_the_same_cases_byte_for_byte(specs, op):
+    label = dtype_labels(specs[op])[0]
+    assert _digests(specs[op], label, seed=7) == _digests(specs[op], label, seed=7)
+
+
+def test_different_seeds_give_different_cases(specs):
+    assert _digests(specs["add"], "float32", seed=1) != _digests(specs["add"], "float32", seed=2)
+
+
+def test_every_family_yields_cases_its_oracle_accepts(specs):
+    for spec in specs.values():
+        for label in dtype_labels(spec)[:2]:
+            for case in generate_cases(spec, label, count=8, seed=3):
+                assert [str(x.dtype) for x in case.inputs] == list(case.input_dtypes), case.id
+                (out,) = evaluate(spec.oracle, case.inputs, case.attrs)
+                assert out.ndim >= 0, case.id
+
+
+def test_suites_cover_0d_empty_and_8_plus_element_tensors(specs):
+    sizes = [x.size for c in generate_cases(specs["add"], "float32", count=60, seed=0)
+             for x in c.inputs]
+    ranks = [x.ndim for c in generate_cases(specs["add"], "float32", count=60, seed=0)
+             for x in c.inputs]
+    assert 0 in ranks and 0 in sizes and max(sizes) >= 8
+
+
+def test_edge_plan_puts_specials_beyond_the_first_position(specs):
+    cases = [c for c in generate_cases(specs["add"], "float32", count=60, seed=0)
+             if c.plan in ("edge", "special") and c.inputs[0].size >= 4]
+    positions = {int(np.flatnonzero(~np.isfinite(c.inputs[0]))[0]) for c in cases
+                 if (~np.isfinite(c.inputs[0])).any()}
+    assert positions - {0}
+
+
+def test_edge_cases_from_the_spec_are_generated_for_dtypes_that_express_them(specs):
+    ids = [c.id for c in generate_cases(specs["divide"], "int32", count=1, seed=0)]
+    assert "divide.int32.edge0" in ids          # INT_MIN / -1
+    case = next(c for c in generate_cases(specs["divide"], "int32", count=1, seed=0)
+                if c.id == "divide.int32.edge0")
+    where = np.flatnonzero(case.inputs[0] == np.iinfo(np.int32).min)
+    assert where.size and case.inputs[1][where[0]] == -1 and case.inputs[0].size == 8
+    float_ids = [c.id for c in generate_cases(specs["divide"], "float32", count=1, seed=0)]
+    assert "divide.float32.edge0" not in float_ids   # int_min has no float meaning
+
+
+def test_edge_values_resolve_names_per_dtype(specs):
+    values = edge_values(specs["add"], "float16")
+    assert np.float16(65504) in values and np.isnan(values).any()
+    assert np.float16(2.0 ** -24) in values
+    ints = edge_values(specs["add"], "int32")
+    assert np.iinfo(np.int32).min in ints and np.iinfo(np.int32).max in ints
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "int64"])
+def test_wide_plan_spans_the_dtype(dtype):
+    values = fill(np.random.default_rng(0), shape=(4000,), dtype=dtype, plan="wide", low=-1, high=1,
+                  edges=np.array([], dtype))
+    assert values.dtype == np.dtype(dtype)
+    magnitudes = np.abs(values[values != 0].astype(np.float64))
+    assert math.log2(magnitudes.max()) - math.log2(magnitudes.min()) > 20
+
+
+def test_convert_labels_are_ordered_pairs(specs):
+    labels = dtype_labels(specs["convert_element_type"])
+    assert "float32->int32" in labels and "int32->float32" in labels
+    assert "float32->float32" not in labels
+
+
+DIGEST_SCRIPT = """
+import sys, hashlib
+for name in sys.argv[1:]:
+    __import__(name)
+from conform.spec import load_specs
+from conform.generators import generate_cases, case_digest
+specs = load_specs()
+h = hashlib.sha256()
+for op in ("conv", "add", "pad", "reshape"):
+    for case in generate_cases(specs[op], "float32", count=15, seed=11):
+        h.update(case_digest(case).encode())
+print(h.hexdigest())
+"""
+
+
+def test_cases_do_not_depend_on_what_the_process_imported():
+    import subprocess
+    import sys
+
+    def digest(*modules):
+        return subprocess.run([sys.executable, "-c", DIGEST_SCRIPT, *modules], check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    assert digest() == digest("conform.harness.cli", "conform.harness.runner", "conform.reports")

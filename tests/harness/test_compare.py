@@ -1,0 +1,182 @@
+"""Error models on hand-computed cases: binade edges, subnormals, signed zeros, inf/NaN, overflow,
+and the accumulation bound telling a float32-accumulating dot from a float16-accumulating one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conform.harness.compare import compare, ulp_of
+from conform.oracles import evaluate
+
+ULP_HALF = {"ulp": 0.5, "why": "IEEE 754 correctly rounded"}
+EXACT = {"exact": True, "why": "bit-exact op"}
+
+
+def f32(*values):
+    return np.array(values, dtype=np.float32)
+
+
+@pytest.mark.parametrize("reference, dtype, expected", [
+    (1.0, "float32", 2.0 ** -23),
+    (1.9999999, "float32", 2.0 ** -23),
+    (2.0, "float32", 2.0 ** -22),
+    (-0.75, "float32", 2.0 ** -24),
+    (0.0, "float32", 2.0 ** -149),            # clamped at the smallest normal's ULP
+    (1e-45, "float32", 2.0 ** -149),          # subnormal binade: same ULP as the smallest normal
+    (2.0 ** -126, "float32", 2.0 ** -149),
+    (65504.0, "float16", 32.0),
+    (1.0, "float16", 2.0 ** -10),
+    (1.0, "float64", 2.0 ** -52),
+])
+def test_ulp_is_measured_in_the_binade_of_the_reference(reference, dtype, expected):
+    assert ulp_of(np.array(reference), dtype) == expected
+
+
+def test_half_ulp_passes_and_just_over_fails():
+    one = np.array([1.0])
+    assert compare(f32(1.0), one + 2.0 ** -24, out_dtype="float32", model=ULP_HALF).verdict == "pass"
+    judged = compare(f32(1.0), one + 2.0 ** -24 + 2.0 ** -40, out_dtype="float32", model=ULP_HALF)
+    assert judged.verdict == "fail"
+    assert judged.max_error == pytest.approx(0.5 + 2.0 ** -17)
+    assert judged.worst["index"] == [0]
+
+
+def test_error_below_a_power_of_two_uses_the_lower_binade():
+    # reference just below 2: ULP is 2**-23 there, so actual=2.0 is 0.5 ULP away from 2 - 2**-24.
+    judged = compare(f32(2.0), np.array([2.0 - 2.0 ** -24]), out_dtype="float32", model=ULP_HALF)
+    assert judged.verdict == "pass" and judged.max_error == 0.5
+
+
+def test_subnormal_results_are_judged_in_units_of_the_smallest_subnormal():
+    tiny = 2.0 ** -149
+    assert compare(f32(tiny), np.array([tiny * 1.4]), out_dtype="float32", model=ULP_HALF).verdict == "pass"
+    flushed = compare(f32(0.0), np.array([3 * tiny]), out_dtype="float32", model=ULP_HALF)
+    assert flushed.verdict == "fail" and flushed.max_error == 3.0
+
+
+@pytest.mark.parametrize("actual, expected, verdict", [
+    (np.nan, np.nan, "pass"),
+    (-np.nan, np.nan, "pass"),           # any NaN matches a NaN reference
+    (1.0, np.nan, "fail"),
+    (np.nan, 1.0, "fail"),
+    (np.inf, np.inf, "pass"),
+    (-np.inf, np.inf, "fail"),           # infinities must match in sign
+    (3.4028235e38, np.inf, "fail"),
+    (-0.0, -0.0, "pass"),
+    (0.0, -0.0, "fail"),                 # signed_zero: strict is the default
+    (-0.0, 0.0, "fail"),
+])
+def test_special_values(actual, expected, verdict):
+    judged = compare(f32(actual), np.array([expected]), out_dtype="float32", model=ULP_HALF)
+    assert judged.verdict == verdict
+
+
+def test_signed_zero_any_accepts_either_zero():
+    model = {**EXACT, "signed_zero": "any"}
+    assert compare(f32(0.0), np.array([-0.0]), out_dtype="float32", model=model).verdict == "pass"
+    assert compare(f32(0.0), np.array([-0.0]), out_dtype="float32", model=EXACT).verdict == "fail"
+
+
+def test_overflow_to_inf_only_where_rounding_reaches_past_max_finite():
+    max16 = 65504.0
+    # 65520 = max + half an ULP (ULP at max is 32): rounds to inf under round-to-nearest-even.
+    assert compare(np.float16([np.inf]), np.array([65520.0]), out_dtype="float16",
+                   model=ULP_HALF).verdict == "pass"
+    # 65519 rounds to max finite: inf is 0.5 ULP + 1/32 ULP away, past the 0.5 bound.
+    assert compare(np.float16([np.inf]), np.array([65519.0]), out_dtype="float16",
+                   model=ULP_HALF).verdict == "fail"
+    assert compare(np.float16([np.inf]), np.array([1e6]), out_dtype="float16",
+                   model=ULP_HALF).verdict == "pass"
+    assert compare(np.float16([max16]), np.array([1e6]), out_dtype="float16",
+                   model=ULP_HALF).verdict == "fail"
+    assert compare(np.float16([-np.inf]), np.array([1e6]), out_dtype="float16",
+                   model=ULP_HALF).verdict == "fail"
+
+
+def test_exact_compares_after_rounding_the_reference_once():
+    # 0.1 as float64 rounds to float32 0.1f: exact match after a single RNE rounding
+    assert compare(f32(0.1), np.array([0.1]), out_dtype="float32", model=EXACT).verdict == "pass"
+    assert compare(np.int32([7, -3]), np.array([7, -3]), out_dtype="int32", model=EXACT).verdict == "pass"
+    judged = compare(np.int32([7, -4]), np.array([7, -3]), out_dtype="int32", model=EXACT)
+    assert (judged.verdict, judged.mismatched, judged.worst["index"]) == ("fail", 1, [1])
+
+
+def test_abs_rel():
+    model = {"abs_rel": {"atol": 1e-3, "rtol": 1e-2}, "why": "stated as abs/rel"}
+    assert compare(f32(1.010), np.array([1.0]), out_dtype="float32", model=model).verdict == "pass"
+    assert compare(f32(1.012), np.array([1.0]), out_dtype="float32", model=model).verdict == "fail"
+
+
+def test_wrong_shape_or_dtype_fails_with_a_reason():
+    judged = compare(np.float64([1.0]), np.array([1.0]), out_dtype="float32", model=ULP_HALF)
+    assert judged.verdict == "fail" and "float64[1]" in judged.reason
+    judged = compare(f32(1.0, 2.0), np.array([1.0]), out_dtype="float32", model=ULP_HALF)
+    assert judged.verdict == "fail" and "expected float32[1]" in judged.reason
+
+
+def test_implementation_defined_elements_are_not_judged():
+    mask = np.array([False, True])
+    judged = compare(np.int32([1, 99]), np.array([1, 5]), out_dtype="int32", model=EXACT,
+                     impl_mask=mask)
+    assert judged.verdict == "impl_defined" and judged.impl_defined == 1 and judged.checked == 1
+    assert judged.observed == [[99, 5]]
+
+
+ACCUMULATION = {"accumulation": {"final_ulp": 0.5, "accumulator_at_least": "float32"},
+                "why": "Higham gamma_n with a float32 accumulator"}
+
+
+def test_accumulator_at_least_tightens_only_narrower_types():
+    from conform.harness.compare import accumulator_roundoff
+
+    params = {"accumulator_at_least": "float32"}
+    assert accumulator_roundoff("float16", params) == 2.0 ** -24
+    assert accumulator_roundoff("float64", params) == 2.0 ** -53
+    assert accumulator_roundoff("float16", {}) == 2.0 ** -11
+
+
+def _dot_inputs(seed=0, k=256):
+    rng = np.random.default_rng(seed)
+    lhs = rng.uniform(0.5, 1.5, size=(16, k)).astype(np.float16)
+    rhs = rng.uniform(0.5, 1.5, size=(k, 16)).astype(np.float16)
+    return lhs, rhs
+
+
+def _judge_dot(actual, lhs, rhs):
+    (expected,) = evaluate("dot_general", [lhs, rhs], {})
+    (magnitudes,) = evaluate("dot_general", [np.abs(lhs), np.abs(rhs)], {})
+    return compare(actual, expected, out_dtype="float16", model=ACCUMULATION,
+                   accumulation=(magnitudes, lhs.shape[1]))
+
+
+def test_accumulation_passes_float32_accumulation_and_fails_float16_accumulation():
+    lhs, rhs = _dot_inputs()
+    wide = (lhs.astype(np.float32) @ rhs.astype(np.float32)).astype(np.float16)
+    assert _judge_dot(wide, lhs, rhs).verdict == "pass"
+    narrow = np.zeros((16, 16), np.float16)
+    for k in range(lhs.shape[1]):  # a float16 accumulator, rounding after every term
+        narrow = (narrow + lhs[:, k:k + 1] * rhs[k:k + 1, :]).astype(np.float16)
+    judged = _judge_dot(narrow, lhs, rhs)
+    assert judged.verdict == "fail"
+    assert judged.max_error > judged.bound
+
+
+def test_accumulation_float32_conv_passes_and_float16_accumulating_conv_fails():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.5, 1.5, size=(1, 64, 6, 6)).astype(np.float16)
+    w = rng.uniform(0.5, 1.5, size=(4, 64, 3, 3)).astype(np.float16)
+    attrs = {"window_strides": [1, 1], "padding": [[0, 0], [0, 0]], "rhs_dilation": [1, 1]}
+    (expected,) = evaluate("conv", [x, w], attrs)
+    (magnitudes,) = evaluate("conv", [np.abs(x), np.abs(w)], attrs)
+    n = 64 * 3 * 3
+    wide = expected.astype(np.float32).astype(np.float16)
+    narrow = np.zeros(expected.shape, np.float16)
+    for c in range(64):
+        for i in range(3):
+            for j in range(3):
+                term = x[:, c:c + 1, i:i + 4, j:j + 4] * w[None, :, c, i, j, None, None][0][None]
+                narrow = (narrow + term.astype(np.float16)).astype(np.float16)
+    assert compare(wide, expected, out_dtype="float16", model=ACCUMULATION,
+                   accumulation=(magnitudes, n)).verdict == "pass"
+    assert compare(narrow, expected, out_dtype="float16", model=ACCUMULATION,
+                   accumulation=(magnitudes, n)).verdict == "fail"

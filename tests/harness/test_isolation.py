@@ -1,0 +1,73 @@
+"""Isolation with real processes: crashes and hangs cost one case; the run goes on."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conform.generators import Case
+from conform.harness.isolation import BackendLoadError, WorkerPool
+from conform.harness.judge import result_record
+
+MISBEHAVING = "tests.harness.misbehaving_backend:MisbehavingBackend"
+
+
+def _add_case(index: int, first: int, dtype: str = "int32") -> Case:
+    lhs = np.array([first, 1, 2, 3, 4, 5, 6, 7], dtype)
+    return Case(id=f"add.{dtype}.{index}", op="add", dtype=dtype, input_dtypes=(dtype, dtype),
+                out_dtype=dtype, inputs=[lhs, np.ones(8, dtype)], attrs={}, plan="normal", seed=index)
+
+
+def _run(backend, cases, **kwargs):
+    with WorkerPool(backend, **kwargs) as pool:
+        outcomes = {case.id: outcome for case, outcome in pool.run(cases)}
+        return outcomes, pool.restarts
+
+
+def test_segfault_and_exception_cost_one_case_each():
+    cases = [_add_case(i, first) for i, first in enumerate([1, 13, 2, 23, 3, 13, 4])]
+    outcomes, restarts = _run(MISBEHAVING, cases, workers=1, batch_size=4)
+    kinds = [outcomes[c.id].kind for c in cases]
+    assert kinds == ["ok", "crash", "ok", "error", "ok", "crash", "ok"]
+    assert "SIGSEGV" in outcomes["add.int32.1"].message
+    assert "adapter failed on purpose" in outcomes["add.int32.3"].message
+    assert "RuntimeError" in outcomes["add.int32.3"].traceback
+    assert restarts == 2
+
+
+def test_hang_becomes_timeout_and_the_rest_completes():
+    cases = [_add_case(0, 1), _add_case(1, 17), _add_case(2, 2)]
+    outcomes, _ = _run(MISBEHAVING, cases, workers=2, timeout=3.0, batch_size=2)
+    assert [outcomes[c.id].kind for c in cases] == ["ok", "timeout", "ok"]
+    assert "3 s" in outcomes["add.int32.1"].message
+
+
+def test_unbounded_allocation_is_stopped_by_the_worker_memory_cap():
+    cases = [_add_case(0, 1), _add_case(1, 19), _add_case(2, 2)]
+    outcomes, _ = _run(MISBEHAVING, cases, workers=1, memory_limit_mb=3072)
+    assert outcomes["add.int32.0"].kind == outcomes["add.int32.2"].kind == "ok"
+    hoarder = outcomes["add.int32.1"]
+    assert hoarder.kind == "crash" or (hoarder.kind == "error" and "MemoryError" in hoarder.message)
+
+
+def test_onnxruntime_int64_min_divided_by_minus_one_is_a_crash_not_a_lost_run(specs):
+    low = np.iinfo(np.int64).min
+    crashing = Case(id="divide.int64.x", op="divide", dtype="int64", input_dtypes=("int64", "int64"),
+                    out_dtype="int64", inputs=[np.array([5, low, 3] + [1] * 5, np.int64),
+                                               np.array([2, -1, 1] + [1] * 5, np.int64)],
+                    attrs={}, plan="edge", seed=0)
+    fine = Case(id="divide.int64.y", op="divide", dtype="int64", input_dtypes=("int64", "int64"),
+                out_dtype="int64", inputs=[np.arange(8, dtype=np.int64), np.full(8, 2, np.int64)],
+                attrs={}, plan="normal", seed=0)
+    outcomes, restarts = _run("onnxruntime", [crashing, fine], workers=1)
+    assert outcomes["divide.int64.x"].kind == "crash"
+    assert "SIGFPE" in outcomes["divide.int64.x"].message
+    assert outcomes["divide.int64.y"].kind == "ok" and restarts == 1
+    record = result_record(specs["divide"], fine, outcomes["divide.int64.y"], "onnxruntime")
+    assert record["verdict"] == "pass"
+
+
+def test_a_backend_that_fails_to_import_names_itself_and_shows_the_traceback():
+    with pytest.raises(BackendLoadError, match="no_such_module") as info:
+        with WorkerPool("no_such_module:Backend", workers=1):
+            pass
+    assert "ModuleNotFoundError" in str(info.value)

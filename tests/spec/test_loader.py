@@ -1,0 +1,84 @@
+"""Spec loading: every built-in spec validates; malformed specs name file, line and field."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conform.spec import BUILTIN_DIR, SpecError, load_spec, load_specs
+
+ADD = (BUILTIN_DIR / "add.yaml").read_text(encoding="utf-8")
+
+
+def test_builtin_suite_has_at_least_24_ops_each_citing_xla(specs):
+    assert len(specs) >= 24
+    for spec in specs.values():
+        assert spec.defined_by["xla"]["section"], spec.op
+        assert spec.bindings, spec.op
+
+
+def test_every_error_model_states_why(specs):
+    for spec in specs.values():
+        for key, model in spec.error_model.items():
+            assert len(model["why"]) >= 10, (spec.op, key)
+
+
+def _write(tmp_path: Path, text: str, name: str = "add.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# (replacement applied to add.yaml, expected line, expected field, message fragment)
+BAD_SPECS = [
+    (("dtypes: [float16, float32, float64, int32, int64]", "dtypes: [float16, float33]"),
+     7, "dtypes.1", "'float33' is not one of"),
+    (("oracle: add", "oracle: addd"), 9, "oracle", "oracle='addd' is not registered"),
+    (("  float: {ulp: 0.5, why", "  float: {ulp: -1, why"), 11, "error_model.float.ulp",
+     "-1 is less than the minimum of 0"),
+    (("signature: {family: elementwise", "signature: {family: elementwize"), 6,
+     "signature.family", "'elementwize' is not one of"),
+    (("  - {region: int_overflow,", "  - {region: int_overflowz,"), 14,
+     "implementation_defined.0.region", "region='int_overflowz' is unknown"),
+    (("summary: Element-wise sum lhs + rhs.\n", ""), 1, "<top>", "'summary' is a required property"),
+    (("op: add", "op: sub"), 1, "op", "does not match the file name"),
+    (("bindings:\n", "bindings:\n  tflite: {op: ADD}\n"), 16, "bindings.tflite",
+     "Additional properties are not allowed ('tflite' was unexpected)"),
+]
+
+
+@pytest.mark.parametrize("replacement, line, field, fragment", BAD_SPECS)
+def test_malformed_spec_names_file_line_and_field(tmp_path, replacement, line, field, fragment):
+    old, new = replacement
+    assert old in ADD
+    path = _write(tmp_path, ADD.replace(old, new, 1))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert info.value.path == str(path)
+    assert info.value.line == line
+    assert info.value.field == field.replace("<top>", "")
+    assert str(info.value).startswith(f"{path}:{line}: field {field}: ")
+    assert fragment in str(info.value)
+
+
+def test_invalid_yaml_syntax_reports_the_line(tmp_path):
+    path = _write(tmp_path, ADD.replace("summary: Element-wise sum lhs + rhs.",
+                                        "summary: [unclosed"))
+    with pytest.raises(SpecError, match=re.escape(f"{path}:")) as info:
+        load_spec(path)
+    assert "invalid YAML" in str(info.value)
+    assert info.value.line is not None
+
+
+def test_load_specs_reads_a_directory(tmp_path):
+    _write(tmp_path, ADD)
+    assert list(load_specs(tmp_path)) == ["add"]
+
+
+def test_model_for_falls_back_from_dtype_to_class(specs):
+    power = specs["power"]
+    assert power.model_for("float32")["ulp"] == 16
+    assert specs["add"].model_for("float16")["ulp"] == 0.5
+    assert specs["add"].model_for("int32")["exact"] is True
+    assert specs["eq"].model_for("bool")["exact"] is True
