@@ -45,12 +45,12 @@ def oracle_remainder(lhs, rhs):
 
 
 def oracle_maximum(lhs, rhs):
-    """max(lhs, rhs); a NaN operand gives NaN (IEEE 754-2019 maximum)."""
+    """max(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 maximum); -0 vs +0 is left open."""
     return (np.maximum(lhs, rhs),)
 
 
 def oracle_minimum(lhs, rhs):
-    """min(lhs, rhs); a NaN operand gives NaN (IEEE 754-2019 minimum)."""
+    """min(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 minimum); -0 vs +0 is left open."""
     return (np.minimum(lhs, rhs),)
 
 

@@ -32,14 +32,22 @@ def oracle_dot_general(lhs, rhs):
     return (out.astype(np.float64),)
 
 
+def _pad_or_crop(x, padding):
+    """Zero-pad the spatial dims; a negative amount removes that many elements instead."""
+    grow = [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+    padded = np.pad(x, grow)
+    crop = tuple(slice(max(-lo, 0), padded.shape[2 + i] - max(-hi, 0))
+                 for i, (lo, hi) in enumerate(padding))
+    return padded[(slice(None), slice(None), *crop)]
+
+
 def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
     """2-D ConvGeneralDilated, NCHW x OIHW -> NCHW (cross-correlation, no kernel flip).
 
     out[n, o, y, x] = sum_{c, i, j} lhs_pad[n, c, y*sy + i*dy, x*sx + j*dx] * rhs[o, c, i, j]
     """
-    pads = [(0, 0), (0, 0)] + [tuple(p) for p in padding]
     acc = _ACC if lhs.dtype.kind == "f" else np.int64
-    padded = np.pad(lhs.astype(acc), pads)
+    padded = _pad_or_crop(lhs.astype(acc), padding)
     kh, kw = rhs.shape[2:]
     dh, dw = rhs_dilation
     windows = sliding_window_view(padded, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))

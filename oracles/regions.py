@@ -54,9 +54,10 @@ def int_overflow(ctx: RegionContext) -> np.ndarray:
     info = np.iinfo(dtype)
     if dtype.itemsize < 8:
         return (ctx.expected < info.min) | (ctx.expected > info.max)
-    # The int64 oracle itself may have wrapped: judge the magnitude from a float64 evaluation.
+    # The int64 oracle itself may have wrapped. A float64 evaluation is off by far less than
+    # 2**62, while a wrapped result is off by a multiple of 2**64: compare the two.
     approx = ctx.float_oracle([x.astype(np.float64) for x in ctx.inputs])
-    return np.abs(approx) >= 2.0 ** 63
+    return np.abs(approx - ctx.expected.astype(np.float64)) >= 2.0 ** 62
 
 
 def float_to_int_out_of_range(ctx: RegionContext) -> np.ndarray:
@@ -66,9 +67,10 @@ def float_to_int_out_of_range(ctx: RegionContext) -> np.ndarray:
     if operand.dtype.kind != "f" or dtype.kind not in "iu":
         return ctx.none()
     info = np.iinfo(dtype)
+    limit = 2.0 ** (info.bits - 1 if dtype.kind == "i" else info.bits)  # exact; max + 1
     with np.errstate(invalid="ignore", over="ignore"):
         truncated = np.trunc(operand.astype(np.float64))
-        return ~np.isfinite(truncated) | (truncated < info.min) | (truncated > float(info.max))
+        return ~np.isfinite(truncated) | (truncated < info.min) | (truncated >= limit)
 
 
 def accumulation_overflow(ctx: RegionContext) -> np.ndarray:

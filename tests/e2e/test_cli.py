@@ -1,0 +1,142 @@
+"""End-to-end: the real `conform` command against the real backends, on a small budget."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from conform.reports import OUTPUT_FILES
+from conform.spec import BUILTIN_DIR
+
+SUMMARY_FIELDS = {"backend", "backend_version", "conform_version", "seed", "ops", "cases", "counts",
+                  "pass_rate", "by_op"}
+RESULT_FIELDS = {"id", "op", "dtype", "shapes", "attrs", "seed", "verdict"}
+
+
+def conform(*args, check_status=None):
+    proc = subprocess.run([sys.executable, "-m", "conform.harness.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=900)
+    if check_status is not None:
+        assert proc.returncode == check_status, proc.stdout + proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def full_runs(tmp_path_factory):
+    """One small full-suite run per built-in backend, shared by the tests below."""
+    runs = {}
+    for backend in ("numpy", "jax", "onnxruntime"):
+        out = tmp_path_factory.mktemp(backend)
+        proc = conform("run", "--backend", backend, "--max-examples", 2, "--out", out, "--quiet")
+        runs[backend] = (proc, out)
+    return runs
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax", "onnxruntime"])
+def test_run_exits_0_and_writes_the_five_files(full_runs, backend):
+    proc, out = full_runs[backend]
+    assert proc.returncode == 0, proc.stderr
+    for name in OUTPUT_FILES:
+        assert (out / name).stat().st_size > 0, name
+    summary = json.loads((out / "summary.json").read_text())
+    assert SUMMARY_FIELDS <= set(summary)
+    assert summary["backend"] == backend and summary["ops"] >= 24
+    assert summary["cases"] == sum(summary["counts"].values())
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert len(lines) == summary["cases"]
+    assert all(RESULT_FIELDS <= set(json.loads(line)) for line in lines)
+    suite = ET.parse(out / "junit.xml").getroot()
+    assert suite.tag == "testsuite" and int(suite.get("tests")) >= 24
+    assert "Pass rate" in (out / "summary.md").read_text()
+    assert f"conform report: {backend}" in (out / "report.html").read_text()
+    assert "pass rate" in proc.stdout  # the closing summary table
+
+
+def test_every_failure_message_names_op_dtype_shapes_seed_and_worst_element(full_runs):
+    for backend, (_, out) in full_runs.items():
+        for line in (out / "results.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if record["verdict"] != "fail":
+                continue
+            message = record["message"]
+            for part in (record["op"], f"dtype={record['dtype']}", "shapes=", f"seed={record['seed']}",
+                         "worst out", "actual=", "expected=", "inputs=", record["model"]):
+                assert part in message, (backend, part, message)
+
+
+def test_onnxruntime_int_min_by_minus_one_is_a_crash_and_the_run_finishes(tmp_path):
+    proc = conform("run", "--backend", "onnxruntime", "--ops", "divide,remainder", "--dtypes", "int64",
+                   "--max-examples", 4, "--out", tmp_path, "--quiet", check_status=0)
+    records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    by_id = {r["id"]: r for r in records}
+    assert by_id["divide.int64.edge0"]["verdict"] == "crash"
+    assert "SIGFPE" in by_id["divide.int64.edge0"]["message"]
+    assert sum(r["verdict"] == "pass" for r in records) >= 6
+    assert "crash" in proc.stdout
+
+
+def test_jax_flushing_subnormals_fails_under_the_ieee_policy(tmp_path):
+    conform("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32", "--max-examples", 12,
+            "--out", tmp_path, "--quiet", check_status=0)
+    failures = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()
+                if '"fail"' in line]
+    assert failures
+    assert any(r["worst"]["actual"] == 0.0 and abs(r["worst"]["expected"]) < 2.0 ** -100
+               or any(isinstance(v, float) and 0 < abs(v) < 2.0 ** -126 for v in r["worst"]["inputs"])
+               for r in failures)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["subnormals_applied"] == "ieee" and summary["subnormals_declared"] == "ftz"
+
+
+def test_min_pass_rate_above_the_achieved_rate_exits_1(tmp_path):
+    proc = conform("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32",
+                   "--max-examples", 12, "--out", tmp_path, "--quiet", "--min-pass-rate", 1.0,
+                   check_status=1)
+    assert "GATE FAILED" in proc.stderr
+    conform("run", "--backend", "numpy", "--ops", "add", "--max-examples", 3, "--out", tmp_path / "ok",
+            "--quiet", "--min-pass-rate", 0.5, check_status=0)
+
+
+def test_unknown_backend_exits_2_and_lists_the_installed_ones(tmp_path):
+    proc = conform("run", "--backend", "tpu9000", "--out", tmp_path, check_status=2)
+    assert "unknown backend 'tpu9000'" in proc.stderr
+    for name in ("jax", "numpy", "onnxruntime"):
+        assert name in proc.stderr
+
+
+def test_malformed_spec_exits_2_naming_file_and_line(tmp_path):
+    specs = tmp_path / "specs"
+    shutil.copytree(BUILTIN_DIR, specs)
+    broken = specs / "add.yaml"
+    broken.write_text(broken.read_text().replace("oracle: add", "oracle: [add"), encoding="utf-8")
+    proc = conform("--specs", specs, "run", "--backend", "numpy", "--out", tmp_path / "o", check_status=2)
+    assert f"{broken}:" in proc.stderr and "invalid YAML" in proc.stderr
+    broken.write_text(broken.read_text().replace("oracle: [add", "oracle: 7"), encoding="utf-8")
+    proc = conform("--specs", specs, "list", check_status=2)
+    assert f"{broken}:9: field oracle:" in proc.stderr
+
+
+def test_usage_errors_exit_2(tmp_path):
+    conform("run", "--backend", "numpy", "--min-pass-rate", "1.5", check_status=2)
+    conform("run", "--backend", "numpy", "--ops", "no_such_op", "--out", tmp_path, check_status=2)
+    conform("frobnicate", check_status=2)
+
+
+def test_list_json_shows_ops_with_bindings():
+    rows = json.loads(conform("list", "--format", "json", check_status=0).stdout)
+    assert len(rows) >= 24
+    assert {"op", "bindings", "dtypes", "xla"} <= set(rows[0])
+    round_row = next(r for r in rows if r["op"] == "round")
+    assert round_row["bindings"] == ["xla"]
+
+
+def test_report_rerenders_a_finished_run(full_runs):
+    _, out = full_runs["numpy"]
+    (out / "report.html").unlink()
+    conform("report", out, check_status=0)
+    assert (out / "report.html").exists()
