@@ -82,3 +82,13 @@ def test_model_for_falls_back_from_dtype_to_class(specs):
     assert specs["add"].model_for("float16")["ulp"] == 0.5
     assert specs["add"].model_for("int32")["exact"] is True
     assert specs["eq"].model_for("bool")["exact"] is True
+
+
+def test_published_json_schema_matches_the_loader():
+    import json
+
+    from conform.spec import SCHEMA
+
+    published = json.loads((BUILTIN_DIR.parent / "schema.json").read_text(encoding="utf-8"))
+    assert published == json.loads(json.dumps(SCHEMA)), \
+        "spec/schema.json is stale: regenerate it from conform.spec.SCHEMA"
