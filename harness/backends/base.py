@@ -5,6 +5,8 @@ worker process, never in the parent: a backend that crashes takes only its worke
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -40,6 +42,12 @@ class Backend:
         when the backend cannot express the case; any other exception becomes an ``error`` verdict.
         """
         raise NotImplementedError
+
+
+def cache_dir() -> Path:
+    """Where backends keep persistent caches: ``$CONFORM_CACHE_DIR`` or ``~/.cache/conform``."""
+    configured = os.environ.get("CONFORM_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "conform"
 
 
 def binding(spec, fmt: str) -> dict:

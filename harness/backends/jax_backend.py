@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.harness.backends.base import Backend, Unsupported, binding
+from conform.harness.backends.base import Backend, Unsupported, binding, cache_dir
 from conform.spec.dtypes import np_dtype
 
 
@@ -34,6 +34,11 @@ class JaxBackend(Backend):
 
         jax.config.update("jax_enable_x64", True)
         jax.config.update("jax_platforms", "cpu")
+        cache = cache_dir() / "jax"
+        cache.mkdir(parents=True, exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", str(cache))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
         self._jax = jax
         self._compiled: dict = {}
         self.compilations = 0

@@ -1,8 +1,9 @@
 """The ``numpy`` backend: each op computed by NumPy in the target dtype.
 
-A baseline of what a plain, careful implementation achieves. Element-wise ops reuse NumPy's
-ufuncs on the target dtype (so float32 exp is NumPy's float32 kernel, not a float64 one);
-accumulating ops accumulate in the target dtype.
+A baseline of what a plain, careful implementation achieves. Ops whose oracle is dtype-generic
+NumPy (element-wise ufuncs, data movement, max reductions) run that same code on the target dtype,
+so float32 exp is NumPy's float32 kernel, not a float64 one; accumulating ops and conversions have
+their own target-dtype implementations here.
 """
 from __future__ import annotations
 
@@ -11,24 +12,6 @@ import numpy as np
 from conform.harness.backends.base import Backend
 from conform.oracles import ORACLES
 from conform.spec.dtypes import np_dtype
-
-
-def _int_trunc_div(lhs, rhs):
-    with np.errstate(all="ignore"):
-        quotient = np.floor_divide(lhs, rhs)
-        inexact = (quotient * rhs != lhs) & ((lhs < 0) != (rhs < 0)) & (rhs != 0)
-        return quotient + inexact.astype(lhs.dtype)
-
-
-def _divide(lhs, rhs):
-    return _int_trunc_div(lhs, rhs) if lhs.dtype.kind in "iu" else np.divide(lhs, rhs)
-
-
-def _remainder(lhs, rhs):
-    if lhs.dtype.kind in "iu":
-        with np.errstate(all="ignore"):
-            return lhs - rhs * _int_trunc_div(lhs, rhs)
-    return np.fmod(lhs, rhs)
 
 
 def _reduce_sum(operand, *, dimensions):
@@ -50,7 +33,7 @@ def _conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
 
 
 IMPLEMENTATIONS = {
-    "divide": _divide, "remainder": _remainder, "reduce_sum": _reduce_sum,
+    "reduce_sum": _reduce_sum,
     "dot_general": _dot_general, "conv": _conv,
     "convert_element_type": lambda x, *, new_dtype: x.astype(np_dtype(new_dtype)),
 }
