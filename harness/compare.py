@@ -46,6 +46,25 @@ class Judgement:
     worst: dict | None = None    # index, expected, actual, error, bound (+ inputs, added by caller)
     reason: str = ""             # why the worst element failed, when it is not a numeric excess
     observed: list = field(default_factory=list)   # sample of values in impl-defined regions
+    histogram: list = field(default_factory=list)  # judged elements per RATIO_BINS bin
+
+
+# Edges of the per-element histogram of error / bound. Bins are [0, 1/16], (1/16, 1/8], ...,
+# (1/2, 1], (1, 2], ..., (256, inf]: the first five bins pass, the rest exceed the bound.
+RATIO_BINS = (0.0, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0, 16.0, 256.0, float("inf"))
+
+
+def ratio_histogram(ratio: np.ndarray) -> list[int]:
+    """Counts of ``ratio`` (error / bound, per element) in the RATIO_BINS bins; special-value
+    failures (ratio inf) fall in the last bin.
+
+    >>> ratio_histogram(np.array([0.0, 0.75, 1.0, 3.0, np.inf]))
+    [1, 0, 0, 0, 2, 0, 1, 0, 0, 1]
+    """
+    edges = np.array(RATIO_BINS)
+    index = np.searchsorted(edges, ratio, side="left") - 1
+    index = np.clip(index, 0, len(edges) - 2)
+    return np.bincount(index.ravel(), minlength=len(edges) - 1).tolist()
 
 
 def describe_model(model: dict) -> str:
@@ -167,8 +186,9 @@ def _summarize(actual, expected, error, bound, bad, special_bad, impl_mask, name
         return judgement
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
+    ratio = np.where(special_bad, np.inf, ratio)
+    judgement.histogram = ratio_histogram(ratio[judged])
     ratio = np.where(judged, ratio, -1.0)
-    ratio = np.where(special_bad & judged, np.inf, ratio)
     flat = int(np.argmax(ratio)) if judged.any() else 0
     index = np.unravel_index(flat, expected.shape)
     judgement.max_error, judgement.bound = float(error[index]), float(bound[index])

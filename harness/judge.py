@@ -108,7 +108,7 @@ def result_record(spec, case, outcome: Outcome, backend: str) -> dict:
     record.update(verdict=judgement.verdict, model=judgement.model, unit=judgement.unit,
                   checked=judgement.checked, mismatched=judgement.mismatched,
                   impl_defined_elements=judgement.impl_defined, max_error=judgement.max_error,
-                  bound=judgement.bound, worst=judgement.worst)
+                  bound=judgement.bound, worst=judgement.worst, histogram=judgement.histogram)
     if judgement.observed:
         record["observed"] = judgement.observed
     if judgement.verdict == "fail":

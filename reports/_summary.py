@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from conform.harness.compare import RATIO_BINS
+
 VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
 JUDGED = ("pass", "fail", "error", "crash", "timeout")
 
@@ -27,11 +29,14 @@ def build_summary(records, meta: dict, conform_version: str) -> dict:
         counts[r["verdict"]] += 1
         cell = by_op[r["op"]].setdefault(r["dtype"], {
             "cases": 0, "counts": Counter(), "elements": 0, "worst_error": None, "bound": None,
-            "unit": None, "model": None, "worst_case": None, "worst_ratio": -1.0})
+            "unit": None, "model": None, "worst_case": None, "worst_ratio": -1.0,
+            "histogram": [0] * (len(RATIO_BINS) - 1)})
         cell["cases"] += 1
         cell["counts"][r["verdict"]] += 1
         if "checked" in r:
             cell["elements"] += r["checked"]
+            for i, count in enumerate(r.get("histogram", [])):
+                cell["histogram"][i] += count
             cell["unit"], cell["model"] = r["unit"], r["model"]
             error, bound = _as_float(r["max_error"]), _as_float(r["bound"])
             ratio = error / bound if bound else (0.0 if error == 0 else float("inf"))
@@ -50,5 +55,6 @@ def build_summary(records, meta: dict, conform_version: str) -> dict:
         "cases": sum(total.values()),
         "counts": total,
         "pass_rate": pass_rate(total),
+        "histogram_bins": [b if b != float("inf") else "inf" for b in RATIO_BINS],
         "by_op": {op: dict(sorted(cells.items())) for op, cells in sorted(by_op.items())},
     }
