@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                      help="worker processes (default: min(2, cores))")
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per case before `timeout`")
+    run.add_argument("--subnormals", choices=["ieee", "ftz"], default=None,
+                     help="subnormal policy to judge by (default: the one the backend declares)")
     run.add_argument("--quiet", action="store_true", help="no progress display")
 
     report = sub.add_parser("report", help="re-render the reports of a finished run")
@@ -115,7 +117,7 @@ def cmd_run(args) -> int:
     out = args.out or Path("conform-out") / args.backend
     config = RunConfig(backend=args.backend, ops=args.ops, dtypes=args.dtypes,
                        max_examples=args.max_examples, seed=args.seed, out=out,
-                       workers=args.workers, timeout=args.timeout)
+                       workers=args.workers, timeout=args.timeout, subnormals=args.subnormals)
     meta = run_suite(config, specs, progress=not args.quiet)
     summary = write_reports(out, meta, conform.__version__)
     _print_table(summary)

@@ -13,7 +13,8 @@ error is computed:
 Models (``error_model`` entries in a spec):
 
 * ``exact``: ``actual == round_to_dtype(expected)`` (NaN matches NaN).
-* ``ulp: b``: ``|a - e| / ulp(e) <= b`` where ``ulp(e) = 2**(max(floor(log2|e|), emin) - p + 1)``,
+* ``ulp: b`` (or ``ulp: {below: b1, above: b2}`` for asymmetric bounds, ``b1`` applying where
+  ``a < e``): ``|a - e| / ulp(e) <= b`` where ``ulp(e) = 2**(max(floor(log2|e|), emin) - p + 1)``,
   measured in the float64 reference's binade and clamped at the smallest normal.
 * ``abs_rel: {atol, rtol}``: ``|a - e| <= atol + rtol * |e|``.
 * ``accumulation: {final_ulp, accumulator_at_least}``: ``|a - e| <= gamma_n * S + final_ulp * ulp(e)``,
@@ -71,7 +72,10 @@ def describe_model(model: dict) -> str:
     if model.get("exact"):
         return "exact"
     if "ulp" in model:
-        return f"ulp({model['ulp']:g})"
+        bound = model["ulp"]
+        if isinstance(bound, dict):
+            return f"ulp(-{bound['below']:g}/+{bound['above']:g})"
+        return f"ulp({bound:g})"
     if "abs_rel" in model:
         return f"abs_rel(atol={model['abs_rel']['atol']:g}, rtol={model['abs_rel']['rtol']:g})"
     if "accumulation" in model:
@@ -95,6 +99,27 @@ def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     return np.exp2(np.maximum(exponent, fmt.emin) - fmt.precision + 1)
 
 
+def round_to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
+    """``values`` rounded once, to nearest even, into ``dtype``.
+
+    NumPy's float64 -> float16/float32 casts round once; ml_dtypes' float64 -> bfloat16 goes
+    through float32 and can round twice, so bfloat16 is rounded here explicitly.
+
+    >>> float(round_to_dtype(np.array(1.0 + 2.0 ** -8 + 2.0 ** -30), "bfloat16")[()])
+    1.0078125
+    """
+    if dtype != "bfloat16":
+        return np.asarray(values).astype(np_dtype(dtype))
+    fmt = FLOAT_FORMATS[dtype]
+    x = np.asarray(values, np.float64)
+    with np.errstate(all="ignore"):
+        exponent = np.where(np.isfinite(x) & (x != 0), np.floor(np.log2(np.abs(x))), fmt.emin)
+        quantum = np.exp2(np.maximum(exponent, fmt.emin) - fmt.precision + 1)
+        rounded = np.where(np.isfinite(x), np.rint(x / quantum) * quantum, x)
+        rounded = np.where(np.abs(rounded) > fmt.max_finite, np.copysign(np.inf, x), rounded)
+    return rounded.astype(np_dtype(dtype))  # exactly representable now: no second rounding
+
+
 def accumulator_roundoff(out_dtype: str, params: dict) -> float:
     """Unit roundoff of the accumulator: the output type's, or finer if the model requires
     ``accumulator_at_least`` a wider type (e.g. float16 results accumulated in float32)."""
@@ -105,7 +130,7 @@ def accumulator_roundoff(out_dtype: str, params: dict) -> float:
 
 def _exact(actual, expected, out_dtype, strict_zero):
     with np.errstate(all="ignore"):
-        want = expected.astype(np_dtype(out_dtype))
+        want = round_to_dtype(expected, out_dtype)
     if want.dtype.kind != "f" and np_dtype(out_dtype) != np.dtype("bfloat16"):
         return actual != want, np.zeros(actual.shape, bool)
     a, w = actual.astype(np.float64), want.astype(np.float64)
@@ -127,7 +152,10 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation):
     diff = np.where(np.isfinite(e) & ~np.isnan(a) & ~beyond, np.abs(a_measured - e), 0.0)
     ulp = ulp_of(np.where(np.isfinite(e), e, 0.0), out_dtype)
     if "ulp" in model:
-        return diff / ulp, np.full(e.shape, float(model["ulp"])), special_bad
+        bound = model["ulp"]
+        if isinstance(bound, dict):  # asymmetric: how far below / above the reference
+            return diff / ulp, np.where(a_measured < e, bound["below"], bound["above"]), special_bad
+        return diff / ulp, np.full(e.shape, float(bound)), special_bad
     if "abs_rel" in model:
         tol = model["abs_rel"]["atol"] + model["abs_rel"]["rtol"] * np.abs(np.where(np.isfinite(e), e, 0))
         return diff, tol, special_bad
@@ -141,10 +169,14 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation):
 
 
 def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: dict,
-            impl_mask: np.ndarray | None = None, accumulation=None) -> Judgement:
+            impl_mask: np.ndarray | None = None, accumulation=None, subnormals: str = "ieee",
+            flushed: tuple | None = None) -> Judgement:
     """Judge ``actual`` (in ``out_dtype``) against the float64/int64 ``expected`` under ``model``.
 
     ``accumulation`` is ``(S, n)`` for the accumulation model (see the module docstring).
+    Under ``subnormals="ftz"``, ``flushed`` is ``(expected, accumulation)`` computed from the
+    inputs with subnormals read as zeros; an element passes against either reference, and a
+    subnormal reference also accepts a zero of either sign. Nothing else is excused.
 
     >>> compare(np.float32([1.0]), np.array([1.0]), out_dtype="float32",
     ...         model={"ulp": 0.5, "why": "IEEE"}).verdict
@@ -159,37 +191,53 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: 
                              f"output is {actual.dtype}{list(actual.shape)}, expected "
                              f"{out_dtype}{list(expected.shape)}"))
     impl_mask = np.zeros(expected.shape, bool) if impl_mask is None else impl_mask
+    ftz = subnormals == "ftz"
+    references = [(expected, accumulation)] + ([flushed] if ftz and flushed is not None else [])
+    flush_out = ftz and out_dtype in FLOAT_FORMATS
     with np.errstate(all="ignore"):
-        return _judge(actual, expected, out_dtype, model, impl_mask, accumulation, name, unit)
+        figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out)
+                   for ref, acc in references]
+        error, bound, special_bad, ratio = figures[0]
+        for other in figures[1:]:  # per element, the reference the actual is closest to
+            closer = other[3] < ratio
+            error, bound, special_bad, ratio = (np.where(closer, o, c) for o, c in
+                                                zip(other, (error, bound, special_bad, ratio)))
+        return _summarize(actual, expected, error, bound, special_bad, ratio, impl_mask, name, unit)
 
 
-def _judge(actual, expected, out_dtype, model, impl_mask, accumulation, name, unit):
+def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out):
+    """Per element: error, bound, special-value failure and error / bound (inf for failures)."""
     strict_zero = model.get("signed_zero", "strict") == "strict"
     if model.get("exact"):
         bad, _ = _exact(actual, expected, out_dtype, strict_zero)
-        error, bound, special_bad = bad.astype(np.float64), np.zeros(expected.shape), np.zeros(bad.shape, bool)
+        error, bound = bad.astype(np.float64), np.zeros(expected.shape)
+        special_bad = np.zeros(bad.shape, bool)
     else:
         error, bound, special_bad = _numeric_error(actual, expected, out_dtype, model, accumulation)
         a = actual.astype(np.float64)
         if strict_zero:
             special_bad = special_bad | ((a == 0) & (expected == 0)
                                          & (np.signbit(a) != np.signbit(expected)))
-    bad = (special_bad | (error > bound)) & ~impl_mask
-    return _summarize(actual, expected, error, bound, bad, special_bad, impl_mask, name, unit)
+    if flush_out:  # a subnormal result may come out as a zero of either sign
+        fmt = FLOAT_FORMATS[out_dtype]
+        reference = expected.astype(np.float64)
+        flushed_out = (actual.astype(np.float64) == 0) & (np.abs(reference) < fmt.min_normal)
+        error = np.where(flushed_out, 0.0, error)
+        special_bad = special_bad & ~flushed_out
+    ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
+    return error, bound, special_bad, np.where(special_bad, np.inf, ratio)
 
 
-def _summarize(actual, expected, error, bound, bad, special_bad, impl_mask, name, unit):
+def _summarize(actual, expected, error, bound, special_bad, ratio, impl_mask, name, unit):
     judged = ~impl_mask
+    bad = (ratio > 1) & judged
     judgement = Judgement("pass", name, unit, checked=int(judged.sum()),
                           mismatched=int(bad.sum()), impl_defined=int(impl_mask.sum()))
     if expected.size == 0:
         return judgement
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
-    ratio = np.where(special_bad, np.inf, ratio)
     judgement.histogram = ratio_histogram(ratio[judged])
-    ratio = np.where(judged, ratio, -1.0)
-    flat = int(np.argmax(ratio)) if judged.any() else 0
+    ranked = np.where(judged, ratio, -1.0)
+    flat = int(np.argmax(ranked)) if judged.any() else 0
     index = np.unravel_index(flat, expected.shape)
     judgement.max_error, judgement.bound = float(error[index]), float(bound[index])
     judgement.worst = {"index": [int(i) for i in index], "expected": _py(expected[index]),

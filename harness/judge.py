@@ -7,16 +7,37 @@ from conform.harness.compare import Judgement, compare
 from conform.harness.isolation import Outcome
 from conform.oracles import accumulation_length, evaluate
 from conform.oracles.regions import RegionContext, region_mask
-
-VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
-JUDGED = ("pass", "fail", "error", "crash", "timeout")
-
+from conform.spec.dtypes import FLOAT_FORMATS
 
 def case_record(case) -> dict:
     """The identifying part of a result line."""
     return {"id": case.id, "op": case.op, "dtype": case.dtype, "input_dtypes": list(case.input_dtypes),
             "out_dtype": case.out_dtype, "shapes": case.shapes, "attrs": case.attrs,
             "plan": case.plan, "seed": case.seed}
+
+
+def flush_subnormals(array: np.ndarray) -> np.ndarray:
+    """``array`` with subnormal values (of its own format) read as zeros of the same sign."""
+    dtype = str(array.dtype)
+    if dtype not in FLOAT_FORMATS:
+        return array
+    wide = array.astype(np.float64)
+    tiny = (wide != 0) & (np.abs(wide) < FLOAT_FORMATS[dtype].min_normal)
+    return np.where(tiny, np.copysign(0.0, wide), wide).astype(array.dtype)
+
+
+def flushed_expectation(spec, case):
+    """``(expected, accumulation)`` with subnormal inputs read as zeros, or None if there are none."""
+    flushed = [flush_subnormals(np.asarray(x)) for x in case.inputs]
+    if all(np.array_equal(f, x, equal_nan=f.dtype.kind == "f") for f, x in zip(flushed, case.inputs)):
+        return None
+    (expected,) = evaluate(spec.oracle, flushed, case.attrs)
+    accumulation = None
+    if "accumulation" in spec.model_for(case.out_dtype):
+        (magnitude_sum,) = evaluate(spec.oracle, [np.abs(x) for x in flushed], case.attrs)
+        accumulation = (magnitude_sum, accumulation_length(spec.op, [x.shape for x in flushed],
+                                                           case.attrs))
+    return expected, accumulation
 
 
 def expectation(spec, case):
@@ -39,13 +60,16 @@ def expectation(spec, case):
     return expected, model, impl, accumulation
 
 
-def judge_outputs(spec, case, outputs) -> Judgement:
-    """Compare a backend's outputs for ``case`` with the oracle under the spec's error model."""
+def judge_outputs(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
+    """Compare a backend's outputs for ``case`` with the oracle under the spec's error model and
+    the subnormal policy (``ieee`` or ``ftz``)."""
     expected, model, impl, accumulation = expectation(spec, case)
     if len(outputs) != 1:
         return Judgement("fail", "n/a", "n/a", reason=f"backend returned {len(outputs)} outputs, expected 1")
+    flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
     judgement = compare(np.asarray(outputs[0]), expected, out_dtype=case.out_dtype, model=model,
-                        impl_mask=impl, accumulation=accumulation)
+                        impl_mask=impl, accumulation=accumulation, subnormals=subnormals,
+                        flushed=flushed)
     if judgement.worst is not None:
         judgement.worst["inputs"] = _inputs_at(case, expected.shape, judgement.worst["index"])
     return judgement
@@ -85,8 +109,8 @@ def failure_message(case, judgement: Judgement, backend: str) -> str:
             f"expected={w['expected']!r}, inputs=({inputs}): {why} [{judgement.model}]")
 
 
-def result_record(spec, case, outcome: Outcome, backend: str) -> dict:
-    """A results.jsonl line for one case."""
+def result_record(spec, case, outcome: Outcome, backend: str, subnormals: str = "ieee") -> dict:
+    """A results.jsonl line for one case, judged under the subnormal policy ``subnormals``."""
     record = case_record(case)
     record["seconds"] = round(outcome.seconds, 6)
     if outcome.kind == "error" and expectation(spec, case)[2].any():
@@ -101,7 +125,7 @@ def result_record(spec, case, outcome: Outcome, backend: str) -> dict:
             record["traceback"] = outcome.traceback
         return record
     try:
-        judgement = judge_outputs(spec, case, outcome.outputs)
+        judgement = judge_outputs(spec, case, outcome.outputs, subnormals)
     except Exception as exc:  # a bad output shape/dtype from a backend must not stop the run
         record.update(verdict="error", message=f"could not judge output: {type(exc).__name__}: {exc}")
         return record

@@ -23,7 +23,7 @@ class RunConfig:
     out: Path = Path("conform-out")
     workers: int = 1
     timeout: float = 60.0
-    subnormals: str = "ieee"
+    subnormals: str | None = None   # None: the policy the backend declares
 
 
 class SelectionError(ValueError):
@@ -83,8 +83,9 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
     with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout) as pool, \
             ResultWriter(out / "results.jsonl") as writer:
         meter = Progress(len(cases), config.backend) if progress else None
+        policy = config.subnormals or pool.info.get("subnormals", "ieee")
         for case, outcome in pool.run(cases):
-            record = result_record(specs[case.op], case, outcome, config.backend)
+            record = result_record(specs[case.op], case, outcome, config.backend, policy)
             writer.write(record)
             if meter:
                 meter.update(record["verdict"])
@@ -92,7 +93,7 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
     return {
         "backend": config.backend, "backend_version": info.get("version", "unknown"),
         "device": info.get("device", "cpu"), "model_format": info.get("model_format"),
-        "subnormals_declared": info.get("subnormals"), "subnormals_applied": config.subnormals,
+        "subnormals_declared": info.get("subnormals"), "subnormals_applied": policy,
         "seed": config.seed, "max_examples": config.max_examples,
         "selected_ops": sorted({spec.op for spec, _ in pairs}),
         "worker_restarts": restarts, "generation_seconds": round(generation_seconds, 3),

@@ -26,7 +26,11 @@ _error_model = {
     "properties": {
         "why": {"type": "string", "minLength": 10},
         "exact": {"const": True},
-        "ulp": {"type": "number", "minimum": 0},
+        "ulp": {"oneOf": [
+            {"type": "number", "minimum": 0},
+            {"type": "object", "additionalProperties": False, "required": ["below", "above"],
+             "properties": {"below": {"type": "number", "minimum": 0},
+                            "above": {"type": "number", "minimum": 0}}}]},
         "abs_rel": {
             "type": "object", "additionalProperties": False, "required": ["atol", "rtol"],
             "properties": {"atol": {"type": "number", "minimum": 0},

@@ -82,7 +82,7 @@ def test_onnxruntime_int_min_by_minus_one_is_a_crash_and_the_run_finishes(tmp_pa
 
 def test_jax_flushing_subnormals_fails_under_the_ieee_policy(tmp_path):
     conform("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32", "--max-examples", 12,
-            "--out", tmp_path, "--quiet", check_status=0)
+            "--out", tmp_path, "--quiet", "--subnormals", "ieee", check_status=0)
     failures = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()
                 if '"fail"' in line]
     assert failures
@@ -93,10 +93,17 @@ def test_jax_flushing_subnormals_fails_under_the_ieee_policy(tmp_path):
     assert summary["subnormals_applied"] == "ieee" and summary["subnormals_declared"] == "ftz"
 
 
+def test_jax_passes_the_same_cases_under_its_declared_ftz_policy(tmp_path):
+    conform("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32", "--max-examples", 12,
+            "--out", tmp_path, "--quiet", "--min-pass-rate", 1.0, check_status=0)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["subnormals_applied"] == "ftz" and summary["counts"]["fail"] == 0
+
+
 def test_min_pass_rate_above_the_achieved_rate_exits_1(tmp_path):
     proc = conform("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32",
                    "--max-examples", 12, "--out", tmp_path, "--quiet", "--min-pass-rate", 1.0,
-                   check_status=1)
+                   "--subnormals", "ieee", check_status=1)
     assert "GATE FAILED" in proc.stderr
     conform("run", "--backend", "numpy", "--ops", "add", "--max-examples", 3, "--out", tmp_path / "ok",
             "--quiet", "--min-pass-rate", 0.5, check_status=0)

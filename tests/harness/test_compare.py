@@ -180,3 +180,52 @@ def test_accumulation_float32_conv_passes_and_float16_accumulating_conv_fails():
                    accumulation=(magnitudes, n)).verdict == "pass"
     assert compare(narrow, expected, out_dtype="float16", model=ACCUMULATION,
                    accumulation=(magnitudes, n)).verdict == "fail"
+
+
+def test_ftz_excuses_flushed_inputs_and_flushed_results_and_nothing_else():
+    tiny = 2.0 ** -140   # subnormal in float32
+    # result of x * 1 with x subnormal: IEEE wants x; FTZ may give 0 (input read as 0).
+    flushed = (np.array([0.0]), None)
+    assert compare(f32(0.0), np.array([tiny]), out_dtype="float32", model=ULP_HALF).verdict == "fail"
+    assert compare(f32(0.0), np.array([tiny]), out_dtype="float32", model=ULP_HALF,
+                   subnormals="ftz", flushed=flushed).verdict == "pass"
+    # a subnormal result may come out as -0 too (sign not enforced for a flushed result)
+    assert compare(f32(-0.0), np.array([tiny]), out_dtype="float32", model=ULP_HALF,
+                   subnormals="ftz").verdict == "pass"
+    # but a wrong normal result is not excused
+    assert compare(f32(2.0 ** -120), np.array([tiny]), out_dtype="float32", model=ULP_HALF,
+                   subnormals="ftz", flushed=flushed).verdict == "fail"
+    # nor is a zero where the result is normal and no input was subnormal
+    assert compare(f32(0.0), np.array([2.0 ** -125]), out_dtype="float32", model=ULP_HALF,
+                   subnormals="ftz", flushed=None).verdict == "fail"
+
+
+def test_ftz_input_flush_applies_to_boolean_results_too():
+    # eq(-subnormal, +subnormal): False under IEEE; True when both are read as zeros.
+    flushed = (np.array([True]), None)
+    assert compare(np.array([True]), np.array([False]), out_dtype="bool", model=EXACT).verdict == "fail"
+    assert compare(np.array([True]), np.array([False]), out_dtype="bool", model=EXACT,
+                   subnormals="ftz", flushed=flushed).verdict == "pass"
+
+
+def test_asymmetric_ulp_bounds():
+    model = {"ulp": {"below": 0, "above": 2}, "why": "may only round up"}
+    one = np.array([1.0])
+    assert compare(f32(1.0 + 2 * 2.0 ** -23), one, out_dtype="float32", model=model).verdict == "pass"
+    assert compare(f32(1.0 - 2.0 ** -24), one, out_dtype="float32", model=model).verdict == "fail"
+
+
+def test_bfloat16_reference_is_rounded_once():
+    from conform.harness.compare import round_to_dtype
+    from conform.spec.dtypes import np_dtype
+
+    value = 1.0 + 2.0 ** -8 + 2.0 ** -30      # just above the tie between 1 and 1 + 2**-7
+    assert float(round_to_dtype(np.array([value]), "bfloat16")[0]) == 1.0 + 2.0 ** -7
+    bf16 = np_dtype("bfloat16")
+    assert compare(np.array([1.0 + 2.0 ** -7], bf16), np.array([value]), out_dtype="bfloat16",
+                   model=EXACT).verdict == "pass"
+    assert compare(np.array([1.0], bf16), np.array([value]), out_dtype="bfloat16",
+                   model=EXACT).verdict == "fail"
+    # overflow threshold and subnormals
+    assert np.isinf(round_to_dtype(np.array([3.4e38 * 1.01]), "bfloat16")[0])
+    assert float(round_to_dtype(np.array([2.0 ** -133 * 0.75]), "bfloat16")[0]) == 2.0 ** -133
