@@ -91,4 +91,4 @@ def test_published_json_schema_matches_the_loader():
 
     published = json.loads((BUILTIN_DIR.parent / "schema.json").read_text(encoding="utf-8"))
     assert published == json.loads(json.dumps(SCHEMA)), \
-        "spec/schema.json is stale: regenerate it from conform.spec.SCHEMA"
+        "spec/schema.json is stale: run python -m conform.spec"
