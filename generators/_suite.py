@@ -7,39 +7,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import zlib
-from dataclasses import dataclass, field
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from conform.generators._families import FAMILIES, Signature
+from conform.generators._case import Case
+from conform.generators._edges import edge_case_cases, edge_sweep_case
+from conform.generators._families import FAMILIES
 from conform.generators._values import PLANS, edge_values, fill, value_range
 from conform.spec import OpSpec, dtype_class
-from conform.spec.dtypes import np_dtype, resolve_edge_value
-
-
-@dataclass
-class Case:
-    """One generated test case: an op applied to concrete inputs."""
-
-    id: str
-    op: str
-    dtype: str
-    input_dtypes: tuple[str, ...]
-    out_dtype: str
-    inputs: list[np.ndarray]
-    attrs: dict
-    plan: str
-    seed: int
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def shapes(self) -> list[list[int]]:
-        return [list(x.shape) for x in self.inputs]
-
-
 
 
 def _plan_strategy(spec: OpSpec, dtype: str):
@@ -116,50 +94,10 @@ def generate_cases(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[C
     """
     plans = draw_plans(spec, dtype, count=count, seed=seed)
     cases = [materialize(spec, dtype, i, plan) for i, plan in enumerate(plans)]
-    return cases + edge_case_cases(spec, dtype, seed=seed)
-
-
-EDGE_CASE_SIZE = 8  # >= 8 elements: vectorised kernels, not scalar tails
-
-
-def edge_case_cases(spec: OpSpec, dtype: str, *, seed: int) -> list[Case]:
-    """One case per ``edge_cases`` entry of the spec that ``dtype`` can express.
-
-    The entry's values sit at a random position (not only the first) of an 8-element tensor
-    whose other elements are ordinary values from the spec's range.
-    """
-    cases = []
-    for k, entry in enumerate(spec.edge_cases):
-        try:
-            values = [resolve_edge_value(entry[name], dtype) if name in entry else None
-                      for name in spec.inputs]
-        except KeyError:
-            continue  # e.g. int_min under a float dtype
-        if not _representable(values, dtype):
-            continue
-        fill_seed = (seed ^ zlib.crc32(f"{spec.op}/{dtype}/edge{k}".encode())) & 0xFFFFFFFF
-        rng = np.random.default_rng(fill_seed)
-        position = int(rng.integers(0, EDGE_CASE_SIZE))
-        inputs = []
-        for name, value in zip(spec.inputs, values):
-            low, high = value_range(spec, name, dtype)
-            array = fill(rng, shape=(EDGE_CASE_SIZE,), dtype=dtype, plan="normal", low=low,
-                         high=high, edges=edge_values(spec, dtype))
-            if value is not None:
-                array[position] = value
-            inputs.append(array)
-        out_dtype = "bool" if spec.output_dtype == "bool" else dtype
-        cases.append(Case(id=f"{spec.op}.{dtype}.edge{k}", op=spec.op, dtype=dtype,
-                          input_dtypes=(dtype,) * len(inputs), out_dtype=out_dtype, inputs=inputs,
-                          attrs={}, plan="edge_case", seed=fill_seed))
-    return cases
-
-
-def _representable(values, dtype: str) -> bool:
-    if dtype_class(dtype) != "int":
-        return True
-    info = np.iinfo(np_dtype(dtype))
-    return all(v is None or info.min <= v <= info.max for v in values)
+    if spec.family != "elementwise":
+        return cases
+    sweep = edge_sweep_case(spec, dtype, seed=seed)
+    return cases + ([sweep] if sweep else []) + edge_case_cases(spec, dtype, seed=seed)
 
 
 def case_digest(case: Case) -> str:

@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per case before `timeout`")
     run.add_argument("--subnormals", choices=["ieee", "ftz"], default=None,
                      help="subnormal policy to judge by (default: the one the backend declares)")
+    run.add_argument("--exhaustive", action="store_true",
+                     help="all 65,536 inputs of each selected unary float16/bfloat16 op, "
+                          "in one call per op and dtype")
     run.add_argument("--quiet", action="store_true", help="no progress display")
 
     report = sub.add_parser("report", help="re-render the reports of a finished run")
@@ -117,7 +120,8 @@ def cmd_run(args) -> int:
     out = args.out or Path("conform-out") / args.backend
     config = RunConfig(backend=args.backend, ops=args.ops, dtypes=args.dtypes,
                        max_examples=args.max_examples, seed=args.seed, out=out,
-                       workers=args.workers, timeout=args.timeout, subnormals=args.subnormals)
+                       workers=args.workers, timeout=args.timeout, subnormals=args.subnormals,
+                       exhaustive=args.exhaustive)
     meta = run_suite(config, specs, progress=not args.quiet)
     summary = write_reports(out, meta, conform.__version__)
     _print_table(summary)

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conform.generators import dtype_labels, generate_cases
+from conform.generators import dtype_labels, exhaustive_case, generate_cases
 from conform.harness.isolation import WorkerPool
 from conform.harness.judge import result_record
 from conform.reports import ResultWriter
@@ -24,6 +24,7 @@ class RunConfig:
     workers: int = 1
     timeout: float = 60.0
     subnormals: str | None = None   # None: the policy the backend declares
+    exhaustive: bool = False
 
 
 class SelectionError(ValueError):
@@ -75,8 +76,15 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
     """Run the suite; returns the run metadata (results are written to ``config.out``)."""
     pairs = select(specs, config.ops, config.dtypes)
     started = time.time()
-    cases = [case for spec, label in pairs
-             for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed)]
+    if config.exhaustive:
+        cases = [c for c in (exhaustive_case(spec, label) for spec, label in pairs) if c]
+        if not cases:
+            raise SelectionError("--exhaustive covers unary element-wise ops in float16 and "
+                                 "bfloat16; the selection has none")
+        pairs = [(spec, label) for spec, label in pairs if spec.op in {c.op for c in cases}]
+    else:
+        cases = [case for spec, label in pairs
+                 for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed)]
     generation_seconds = time.time() - started
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -94,7 +102,7 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
         "backend": config.backend, "backend_version": info.get("version", "unknown"),
         "device": info.get("device", "cpu"), "model_format": info.get("model_format"),
         "subnormals_declared": info.get("subnormals"), "subnormals_applied": policy,
-        "seed": config.seed, "max_examples": config.max_examples,
+        "seed": config.seed, "max_examples": config.max_examples, "exhaustive": config.exhaustive,
         "selected_ops": sorted({spec.op for spec, _ in pairs}),
         "worker_restarts": restarts, "generation_seconds": round(generation_seconds, 3),
         "wall_seconds": round(time.time() - started, 3),

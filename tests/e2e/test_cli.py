@@ -147,3 +147,13 @@ def test_report_rerenders_a_finished_run(full_runs):
     (out / "report.html").unlink()
     conform("report", out, check_status=0)
     assert (out / "report.html").exists()
+
+
+def test_exhaustive_float16_run_checks_all_65536_inputs(tmp_path):
+    conform("run", "--backend", "numpy", "--ops", "sqrt,floor", "--dtypes", "float16", "--exhaustive",
+            "--out", tmp_path, "--quiet", check_status=0)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["cases"] == 2 and summary["exhaustive"] is True
+    assert summary["by_op"]["sqrt"]["float16"]["elements"] == 65536
+    conform("run", "--backend", "numpy", "--ops", "add", "--exhaustive", "--out", tmp_path / "no",
+            check_status=2)

@@ -107,3 +107,38 @@ def test_cases_do_not_depend_on_what_the_process_imported():
                               capture_output=True, text=True).stdout.strip()
 
     assert digest() == digest("conform.harness.cli", "conform.harness.runner", "conform.reports")
+
+
+def test_every_elementwise_suite_contains_every_edge_value_against_every_other(specs):
+    from conform.generators import edge_sweep_case
+
+    for spec in specs.values():
+        if spec.family != "elementwise":
+            continue
+        for dtype in spec.dtypes:
+            edges = edge_values(spec, dtype)
+            sweep = next(c for c in generate_cases(spec, dtype, count=1, seed=0)
+                         if c.id.endswith(".sweep"))
+            assert sweep.inputs[0].size == len(edges) ** len(spec.inputs), (spec.op, dtype)
+            pairs = {tuple(np.asarray(x[i]).tobytes() for x in sweep.inputs)
+                     for i in range(sweep.inputs[0].size)}
+            assert len(pairs) == len({e.tobytes() for e in edges}) ** len(spec.inputs)
+            assert edge_sweep_case(spec, dtype, seed=0).id == sweep.id
+
+
+def test_default_float_edges_include_the_named_specials(specs):
+    values = edge_values(specs["add"], "float32").astype(np.float64)
+    for wanted in (0.0, np.inf, -np.inf, 2.0 ** -149, 2.0 ** -126, np.float32(3.4028235e38)):
+        assert wanted in values
+    assert np.isnan(values).any() and (np.signbit(values) & (values == 0)).any()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_exhaustive_case_holds_every_bit_pattern_once(specs, dtype):
+    from conform.generators import exhaustive_case
+
+    case = exhaustive_case(specs["exp"], dtype)
+    bits = case.inputs[0].view(np.uint16)
+    assert bits.size == 65536 and np.unique(bits).size == 65536
+    assert exhaustive_case(specs["add"], dtype) is None          # binary: not exhaustive
+    assert exhaustive_case(specs["exp"], "float32") is None
