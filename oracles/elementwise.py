@@ -136,3 +136,9 @@ def oracle_convert_element_type(operand, *, new_dtype):
     if operand.dtype == np.bool_:
         return (operand.astype(np.int64),)
     return (operand,)
+
+
+def oracle_atan2(lhs, rhs):
+    """atan2(lhs, rhs): the angle of (rhs, lhs), with the C99/IEEE 754 signed-zero and infinity
+    cases (atan2(±0, -0) = ±pi, atan2(±0, +0) = ±0, atan2(±inf, -inf) = ±3pi/4, ...)."""
+    return (np.arctan2(lhs, rhs),)

@@ -380,3 +380,14 @@ def test_convert_bool_and_int():
     np.testing.assert_array_equal(out, [True, False, True])
     big = 2**53 + 1                                   # kept exact: rounding happens at comparison
     assert int(run("convert_element_type", np.int64(big), new_dtype="float64")) == big
+
+
+@pytest.mark.parametrize("y, x, want", [
+    (0.0, -0.0, np.pi), (-0.0, -0.0, -np.pi), (0.0, 0.0, 0.0), (-0.0, 0.0, -0.0),
+    (0.0, -3.0, np.pi), (-0.0, -3.0, -np.pi), (2.0, -0.0, np.pi / 2),
+    (np.inf, -np.inf, 3 * np.pi / 4), (-np.inf, np.inf, -np.pi / 4), (1.0, 1.0, np.pi / 4),
+])
+def test_atan2_signed_zero_and_infinity_cases(y, x, want):
+    # C99 Annex F.9.1.4 / IEEE 754-2019 §9.2.1 special cases of atan2
+    (out,) = evaluate("atan2", [np.array([y]), np.array([x])], {})
+    assert out[0] == want and np.signbit(out[0]) == np.signbit(want)
