@@ -21,6 +21,31 @@ def _as_float(value):
     return value
 
 
+def case_ratio(record: dict) -> float | None:
+    """Worst error / bound of one result record (0 for an exact match under a zero bound, inf for
+    any error under a zero bound); ``None`` where no output was judged."""
+    if "checked" not in record or record.get("max_error") is None:
+        return None
+    error, bound = _as_float(record["max_error"]), _as_float(record["bound"])
+    return error / bound if bound else (0.0 if error == 0 else float("inf"))
+
+
+def special_value_failure(record: dict) -> bool:
+    """A failing case whose worst figures lie within the bound failed on a special value
+    (NaN, infinity or signed zero), not on a numeric error."""
+    ratio = case_ratio(record)
+    return record["verdict"] == "fail" and ratio is not None and ratio <= 1
+
+
+def severity(record: dict) -> float:
+    """How bad a case is, for ordering: its error/bound ratio; inf where there is none (errors,
+    crashes, timeouts), where it is NaN and for special-value failures."""
+    ratio = case_ratio(record)
+    if ratio is None or ratio != ratio or special_value_failure(record):
+        return float("inf")
+    return ratio
+
+
 def build_summary(records, meta: dict, conform_version: str) -> dict:
     """Aggregate result records into the summary.json document (see DESIGN.md's CLI contract)."""
     counts = Counter()
@@ -38,10 +63,10 @@ def build_summary(records, meta: dict, conform_version: str) -> dict:
             for i, count in enumerate(r.get("histogram", [])):
                 cell["histogram"][i] += count
             cell["unit"], cell["model"] = r["unit"], r["model"]
-            error, bound = _as_float(r["max_error"]), _as_float(r["bound"])
-            ratio = error / bound if bound else (0.0 if error == 0 else float("inf"))
-            if ratio > cell["worst_ratio"]:
-                cell.update(worst_ratio=ratio, worst_error=error, bound=bound, worst_case=r["id"])
+            ratio = case_ratio(r)
+            if ratio is not None and ratio > cell["worst_ratio"]:
+                cell.update(worst_ratio=ratio, worst_error=_as_float(r["max_error"]),
+                            bound=_as_float(r["bound"]), worst_case=r["id"])
     for cells in by_op.values():
         for cell in cells.values():
             cell["counts"] = {v: cell["counts"].get(v, 0) for v in VERDICTS}

@@ -5,11 +5,11 @@ worker process, never in the parent: a backend that crashes takes only its worke
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from conform.generators import cache_dir  # noqa: F401 - backends keep their caches there
 
 
 class Unsupported(Exception):
@@ -19,7 +19,7 @@ class Unsupported(Exception):
 class Backend:
     """Base class for backends.
 
-    Subclasses set ``name``, ``model_format`` (``native`` or ``onnx``) and ``subnormals`` (``ieee``
+    Subclasses set ``name``, ``model_format`` (``native``, ``onnx`` or ``nnef``) and ``subnormals`` (``ieee``
     if subnormal inputs and results are honoured, ``ftz`` if they are flushed to zero), and
     implement :meth:`run`.
     """
@@ -42,12 +42,6 @@ class Backend:
         when the backend cannot express the case; any other exception becomes an ``error`` verdict.
         """
         raise NotImplementedError
-
-
-def cache_dir() -> Path:
-    """Where backends keep persistent caches: ``$CONFORM_CACHE_DIR`` or ``~/.cache/conform``."""
-    configured = os.environ.get("CONFORM_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "conform"
 
 
 def binding(spec, fmt: str) -> dict:
