@@ -53,8 +53,10 @@ def _parser() -> argparse.ArgumentParser:
                           "in one call per op and dtype")
     run.add_argument("--quiet", action="store_true", help="no progress display")
 
-    report = sub.add_parser("report", help="re-render the reports of a finished run")
+    report = sub.add_parser("report", help="re-render a finished run; several DIRs: compare them")
     report.add_argument("dirs", type=Path, nargs="+")
+    report.add_argument("--out", type=Path, default=None,
+                        help="comparison page to write (default ./conform-compare.html)")
     return parser
 
 
@@ -138,17 +140,33 @@ def cmd_run(args) -> int:
 
 
 def cmd_report(args) -> int:
+    """One DIR: re-render its reports from results.jsonl. Several: write a comparison page."""
+    for directory in args.dirs:
+        if not (directory / "results.jsonl").exists():
+            raise _UsageError(f"{directory} has no results.jsonl (is it a conform run directory?)")
+    if len(args.dirs) == 1:
+        if args.out is not None:
+            raise _UsageError("--out names the comparison page: give two or more DIRs")
+        return _rerender(args.dirs[0])
+    from conform.reports._compare import write_comparison
+
+    out = write_comparison(args.dirs, args.out or Path("conform-compare.html"))
+    print(f"wrote {out}")
+    return EXIT_OK
+
+
+def _rerender(directory: Path) -> int:
     from conform.reports import write_reports
 
-    for directory in args.dirs:
-        summary_path = directory / "summary.json"
-        if not summary_path.exists():
-            raise _UsageError(f"{directory} has no summary.json (is it a conform run directory?)")
-        previous = json.loads(summary_path.read_text(encoding="utf-8"))
-        meta = {k: v for k, v in previous.items()
-                if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "by_op")}
-        write_reports(directory, meta, previous["conform_version"])
-        print(f"re-rendered {directory}")
+    summary_path = directory / "summary.json"
+    if not summary_path.exists():
+        raise _UsageError(f"{directory} has no summary.json (is it a conform run directory?)")
+    previous = json.loads(summary_path.read_text(encoding="utf-8"))
+    meta = {k: v for k, v in previous.items()
+            if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "histogram_bins",
+                         "by_op")}
+    write_reports(directory, meta, previous["conform_version"])
+    print(f"re-rendered {directory}")
     return EXIT_OK
 
 

@@ -14,7 +14,10 @@ OUTPUT_FILES = ("results.jsonl", "summary.json", "report.html", "junit.xml", "su
 
 
 def write_reports(out_dir: Path, meta: dict, conform_version: str) -> dict:
-    """Write summary.json, report.html, junit.xml and summary.md from ``out_dir/results.jsonl``."""
+    """Write summary.json, report.html, junit.xml and summary.md from ``out_dir/results.jsonl``.
+
+    ``out_dir`` is used as given in the report's repro commands (``conform repro ID --from DIR``).
+    """
     out_dir = Path(out_dir)
     records = list(read_results(out_dir / "results.jsonl"))
     summary = build_summary(records, meta, conform_version)
@@ -22,7 +25,7 @@ def write_reports(out_dir: Path, meta: dict, conform_version: str) -> dict:
                                           encoding="utf-8")
     (out_dir / "summary.md").write_text(render_markdown(summary), encoding="utf-8")
     write_junit(out_dir / "junit.xml", records, summary)
-    (out_dir / "report.html").write_text(render_html(summary, records), encoding="utf-8")
+    (out_dir / "report.html").write_text(render_html(summary, records, run_dir=out_dir), encoding="utf-8")
     return summary
 
 

@@ -1,26 +1,73 @@
-"""report.html: one self-contained page (Jinja2, autoescaped, no external resources)."""
+"""report.html: one self-contained page (Jinja2, autoescaped, no external resources).
+
+Everything from specs, adapters and backends reaches the page through Jinja2's autoescaping; the
+Python side only prepares plain data (numbers, strings, geometry) for the templates.
+"""
 from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections import Counter, defaultdict
+from fractions import Fraction
 
 import jinja2
 
-_ENV = jinja2.Environment(loader=jinja2.PackageLoader("conform.reports", "templates"),
-                          autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
-                          trim_blocks=True, lstrip_blocks=True)
+from conform.reports._summary import pass_rate, severity, special_value_failure
 
-CELL_CLASS = {"pass": "ok", "fail": "bad", "error": "bad", "crash": "bad", "timeout": "bad",
-              "impl_defined": "impl", "unsupported": "na"}
+ENV = jinja2.Environment(loader=jinja2.PackageLoader("conform.reports", "templates"),
+                         autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+                         trim_blocks=True, lstrip_blocks=True)
+
+BAD = ("fail", "error", "crash", "timeout")
+CORE_VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
+DETAILS_PER_CELL = 5          # failure details rendered per op x dtype; the rest are counted
+MESSAGE_CHARS = 2000          # longer messages are cut (the full text stays in results.jsonl)
+TRACEBACK_CHARS = 2000        # tracebacks keep their tail, where the exception is
+
+ENV_FIELDS = (("backend", "backend"), ("backend_version", "runtime version"), ("device", "device"),
+              ("model_format", "model format"), ("subnormals_declared", "subnormals declared"),
+              ("subnormals_applied", "subnormals applied"), ("conform_version", "conform version"),
+              ("seed", "seed"), ("max_examples", "max examples"),
+              ("worker_restarts", "worker restarts"), ("wall_seconds", "wall time (s)"))
+
+_KIND_ORDER = {"float": 0, "bfloat": 0, "int": 1, "uint": 2, "bool": 3}
 
 
-def _cell_class(cell: dict) -> str:
-    counts = cell["counts"]
-    if any(counts[v] for v in ("fail", "error", "crash", "timeout")):
-        return "bad"
-    if counts["pass"]:
-        return "ok"
-    return "impl" if counts["impl_defined"] else "na"
+def dtype_key(name: str) -> tuple:
+    """Sort key for dtype names: floats, signed ints, unsigned ints, bool; by width within a kind."""
+    match = re.fullmatch(r"([a-z]+?)(\d*)", name)
+    if not match:
+        return (9, 0, name)
+    kind, bits = match.groups()
+    return (_KIND_ORDER.get(kind, 8), int(bits or 0), name)
 
 
-def _fmt(value) -> str:
+def anchor(*parts: str) -> str:
+    """An HTML id made of ``parts`` with anything outside [A-Za-z0-9_-] replaced."""
+    return re.sub(r"[^\w-]+", "_", "-".join(parts).replace("->", "-to-"))
+
+
+def cell_class(counts: dict) -> str:
+    """The matrix colour of an op x dtype cell from its verdict counts."""
+    if any(counts.get(v) for v in ("error", "crash", "timeout")):
+        return "err"
+    if counts.get("fail"):
+        return "fail"
+    if counts.get("pass") or counts.get("xpass"):
+        return "pass"
+    return "impl" if counts.get("impl_defined") else "na"
+
+
+def percent(rate) -> str:
+    """A pass rate as text; never rounds a rate below 1 up to 100%."""
+    if rate is None:
+        return "n/a"
+    return f"{math.floor(1000 * rate) / 10:g}%"
+
+
+def fmt(value) -> str:
+    """A number for display: short for floats, as-is otherwise; '–' for missing."""
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -28,9 +75,118 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def render_html(summary: dict, records: list[dict]) -> str:
-    dtypes = sorted({d for cells in summary["by_op"].values() for d in cells})
-    problems = [r for r in records if r["verdict"] in ("fail", "error", "crash", "timeout")]
-    return _ENV.get_template("report.html.j2").render(
-        summary=summary, dtypes=dtypes, problems=problems, cell_class=_cell_class, fmt=_fmt,
-        rate=lambda v: "n/a" if v is None else f"{100 * v:.2f}%")
+def value_text(value) -> str:
+    """An element value exactly as recorded (repr of floats keeps every digit)."""
+    if value is None:
+        return "?"
+    if isinstance(value, list):
+        return "(" + ", ".join(value_text(v) for v in value) + ")"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def shapes_text(shapes) -> str:
+    """Input shapes as '4×5×6, scalar'."""
+    return ", ".join("×".join(map(str, s)) if s else "scalar" for s in shapes or [])
+
+
+def clip(text, limit: int, tail: bool = False) -> str:
+    """``text`` cut to ``limit`` characters, saying so."""
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    if tail:
+        return f"[… {len(text) - limit} characters cut; see results.jsonl]\n" + text[-limit:]
+    return text[:limit] + f"\n[… {len(text) - limit} characters cut; see results.jsonl]"
+
+
+def bin_label(edge) -> str:
+    """'1/16', '4', '∞' for a histogram bin edge (floats or 'inf')."""
+    value = float(edge)
+    if math.isinf(value):
+        return "∞"
+    frac = Fraction(value).limit_denominator(1 << 20)
+    return str(frac.numerator) if frac.denominator == 1 else f"{frac.numerator}/{frac.denominator}"
+
+
+def histogram(counts, bins, width: int = 22, height: int = 44) -> dict | None:
+    """Bar geometry for the error/bound histogram (log-scaled counts); None when empty.
+
+    Bins are (lo, hi], the first [0, 1/16]; bins whose upper edge is at most 1 are within the
+    bound and drawn as passing, the others as exceeding it.
+    """
+    if not counts or not any(counts):
+        return None
+    top = math.log1p(max(counts))
+    labels = [bin_label(b) for b in bins]
+    bars = []
+    for i, count in enumerate(counts):
+        h = 0.0 if not count else max(1.5, round(height * math.log1p(count) / top, 1))
+        lo = "[" if i == 0 else "("
+        bars.append({"x": i * width, "h": h, "y": round(height - h, 1), "n": count,
+                     "over": float(bins[i + 1]) > 1.0,
+                     "title": f"{lo}{labels[i]}, {labels[i + 1]}]: {count} elements"})
+    limit = next((i for i, b in enumerate(bins) if float(b) >= 1.0), len(bins) - 1)
+    return {"bars": bars, "labels": labels, "w": width, "h": height,
+            "width": width * len(counts), "bound_x": limit * width}
+
+
+def problems_by_cell(records, limit: int = DETAILS_PER_CELL) -> dict:
+    """Per (op, dtype): the ``limit`` worst problem records and a Counter of the verdicts left out."""
+    grouped = defaultdict(list)
+    for r in records:
+        if r["verdict"] in BAD:
+            grouped[(r["op"], r["dtype"])].append(r)
+    out = {}
+    for key, bad in grouped.items():
+        bad.sort(key=severity, reverse=True)
+        out[key] = (bad[:limit], Counter(r["verdict"] for r in bad[limit:]))
+    return out
+
+
+def matrix(summary: dict) -> tuple[list[str], list[dict]]:
+    """Columns and rows of the op x dtype matrix. A conversion label 'a->b' goes to the row
+    'op → b', column 'a', so conversions do not widen the table."""
+    rows: dict = {}
+    columns = set()
+    for op, cells in summary["by_op"].items():
+        for label, cell in cells.items():
+            source, _, target = label.partition("->")
+            columns.add(source)
+            row = rows.setdefault((op, target), {"op": op, "target": target, "cells": {}, "bad": False})
+            row["cells"][source] = {"label": label, "cell": cell, "id": anchor("c", op, label)}
+            row["bad"] = row["bad"] or any(cell["counts"].get(v) for v in BAD)
+    return sorted(columns, key=dtype_key), [rows[k] for k in sorted(rows)]
+
+
+def label_key(label: str) -> tuple:
+    """Sort key for dtype labels, conversions ('a->b') after their source type's plain label."""
+    source, _, target = label.partition("->")
+    return dtype_key(source), dtype_key(target) if target else ()
+
+
+def op_panels(summary: dict) -> list[dict]:
+    """Per op: total verdict counts, pass rate and its cells in dtype order."""
+    panels = []
+    for op, cells in summary["by_op"].items():
+        counts = Counter()
+        for cell in cells.values():
+            counts.update(cell["counts"])
+        panels.append({"op": op, "counts": counts, "rate": pass_rate(counts),
+                       "bad": any(counts[v] for v in BAD),
+                       "cells": [(label, cells[label], anchor("c", op, label))
+                                 for label in sorted(cells, key=label_key)]})
+    return panels
+
+
+def render_html(summary: dict, records: list[dict], run_dir=None) -> str:
+    """The report page for one run; ``run_dir`` (as given by the user) goes into repro commands."""
+    columns, rows = matrix(summary)
+    problems = problems_by_cell(records)
+    repro_dir = shlex.quote(str(run_dir)) if run_dir is not None else "DIR"
+    return ENV.get_template("report.html.j2").render(
+        summary=summary, columns=columns, rows=rows, problems=problems, ops=op_panels(summary),
+        core=CORE_VERDICTS, env_fields=ENV_FIELDS, bins=summary.get("histogram_bins", []),
+        repro_dir=repro_dir,
+        cell_class=cell_class, percent=percent, fmt=fmt, value_text=value_text,
+        shapes_text=shapes_text, clip=clip, histogram=histogram, anchor=anchor, quote=shlex.quote,
+        special=special_value_failure, limits={"message": MESSAGE_CHARS, "traceback": TRACEBACK_CHARS})

@@ -1,0 +1,55 @@
+"""Synthetic result records for the report tests (shaped like the harness's results.jsonl lines)."""
+from __future__ import annotations
+
+import pytest
+
+from conform.reports import ResultWriter, write_reports
+
+JUDGED = ("pass", "fail", "impl_defined")
+
+
+def make_record(op: str, dtype: str, verdict: str = "pass", index: int = 0, *, error: float = 0.0,
+                bound: float = 0.5, message: str | None = None, **extra) -> dict:
+    """A results.jsonl line for case ``op.dtype.index``."""
+    record = {"id": f"{op}.{dtype}.{index}", "op": op, "dtype": dtype,
+              "input_dtypes": [dtype.split("->")[0]] * 2, "out_dtype": dtype.split("->")[-1],
+              "shapes": [[4], [4]], "attrs": {}, "plan": "normal", "seed": index, "seconds": 0.001,
+              "verdict": verdict}
+    if verdict in JUDGED:
+        over = error > bound
+        record.update(model="ulp(0.5)", unit="ulp", checked=4, mismatched=int(over),
+                      impl_defined_elements=int(verdict == "impl_defined"), max_error=error,
+                      bound=bound, histogram=[3, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                      worst={"index": [1], "expected": 1.5, "actual": 1.25, "error": error,
+                             "bound": bound, "inputs": [1.0, 0.5]})
+        record["histogram"][8 if over else 4] += 1
+    if verdict != "pass" and verdict != "impl_defined":
+        record["message"] = message or f"{op} {verdict} in case {record['id']}"
+    elif message:
+        record["message"] = message
+    record.update(extra)
+    return record
+
+
+META = {"backend": "synthetic", "backend_version": "synthetic 1.0", "device": "cpu",
+        "model_format": "native", "subnormals_declared": "ftz", "subnormals_applied": "ieee",
+        "seed": 0, "max_examples": 20, "worker_restarts": 0, "wall_seconds": 1.5}
+
+
+def write_run(directory, records, backend: str = "synthetic") -> dict:
+    """Write ``records`` as a run directory (results.jsonl + the reports); returns the summary."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with ResultWriter(directory / "results.jsonl") as writer:
+        for record in records:
+            writer.write(record)
+    return write_reports(directory, {**META, "backend": backend}, "0.0.test")
+
+
+@pytest.fixture
+def record():
+    return make_record
+
+
+@pytest.fixture
+def run_dir():
+    return write_run

@@ -1,0 +1,100 @@
+"""summary.json and results.jsonl against their JSON Schemas (on a real numpy run); junit.xml and
+summary.md shapes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import resources
+from xml.etree import ElementTree as ET
+
+import jsonschema
+import pytest
+
+from conform.reports import build_summary, render_markdown, write_junit
+
+
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads(resources.files("conform.reports").joinpath("schemas", name).read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _errors(validator, document) -> list[str]:
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(document)][:5]
+
+
+@pytest.fixture(scope="module")
+def numpy_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("numpy-run")
+    proc = subprocess.run([sys.executable, "-m", "conform.harness.cli", "run", "--backend", "numpy",
+                           "--max-examples", "2", "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def test_real_summary_matches_its_schema(numpy_run):
+    summary = json.loads((numpy_run / "summary.json").read_text())
+    assert _errors(_validator("summary.schema.json"), summary) == []
+
+
+def test_every_real_result_line_matches_its_schema(numpy_run):
+    validator = _validator("result.schema.json")
+    lines = (numpy_run / "results.jsonl").read_text().splitlines()
+    assert len(lines) > 100
+    for line in lines:
+        record = json.loads(line)
+        assert _errors(validator, record) == [], record["id"]
+
+
+def test_schemas_reject_broken_documents(numpy_run):
+    summary = json.loads((numpy_run / "summary.json").read_text())
+    summary["pass_rate"] = 1.5
+    del summary["counts"]["crash"]
+    assert len(_errors(_validator("summary.schema.json"), summary)) == 2
+    record = json.loads((numpy_run / "results.jsonl").read_text().splitlines()[0])
+    record["verdict"] = "passed"
+    del record["bound"]
+    assert len(_errors(_validator("result.schema.json"), record)) == 2
+
+
+def test_synthetic_records_of_every_verdict_match_the_schema(record):
+    validator = _validator("result.schema.json")
+    for verdict in ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout"):
+        assert _errors(validator, record("add", "float32", verdict, error=2.0 * (verdict == "fail"))) == []
+
+
+def test_real_junit_has_one_testcase_per_op_and_dtype(numpy_run):
+    summary = json.loads((numpy_run / "summary.json").read_text())
+    cells = {f"{op}[{dtype}]" for op, cells in summary["by_op"].items() for dtype in cells}
+    suite = ET.parse(numpy_run / "junit.xml").getroot()
+    names = [case.get("name") for case in suite.iter("testcase")]
+    assert sorted(names) == sorted(cells)
+    assert len((numpy_run / "summary.md").read_text().splitlines()) < 60
+
+
+def test_junit_failure_carries_the_worst_elements_message(record, tmp_path):
+    records = [record("add", "float32", "fail", 0, error=2.0, message="mild: worst out[1] actual=1"),
+               record("add", "float32", "fail", 1, error=90.0, message="bad: worst out[3] actual=7"),
+               record("add", "float32", "pass", 2), record("abs", "int32", "crash", 0),
+               record("neg", "int32", "unsupported", 0)]
+    summary = build_summary(records, {"backend": "synthetic"}, "0")
+    write_junit(tmp_path / "junit.xml", records, summary)
+    suite = ET.parse(tmp_path / "junit.xml").getroot()
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert set(cases) == {"add[float32]", "abs[int32]", "neg[int32]"}
+    failure = cases["add[float32]"].find("failure")
+    assert failure.get("message") == "2/3 cases fail; worst: bad: worst out[3] actual=7"
+    assert failure.text.splitlines()[0].startswith("bad:")
+    assert cases["abs[int32]"].find("error") is not None
+    assert cases["neg[int32]"].find("skipped") is not None
+    assert (suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("1", "1", "1")
+
+
+def test_summary_md_stays_short_with_many_failing_cells(record):
+    records = [record(f"op{i}", dtype, "fail", 0, error=3.0)
+               for i in range(60) for dtype in ("float16", "float32", "float64")]
+    text = render_markdown(build_summary(records, {"backend": "synthetic", "backend_version": "1",
+                                                    "seed": 0}, "0"))
+    assert len(text.splitlines()) < 60 and "more op x dtype cells below 100%" in text

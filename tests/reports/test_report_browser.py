@@ -1,0 +1,105 @@
+"""report.html of a real jax run with failures, driven in headless Chromium (Debian's package)
+by Playwright: matrix, sorting, filters, a failure's details and its repro command.
+
+Needs /usr/bin/chromium (`apt-get install -y chromium`; .ci/run installs it) and the `playwright`
+package (never `playwright install`). Missing either fails the test under CI (CI=true) and skips
+it elsewhere. The screenshot goes to test-artifacts/report.png, the load time to
+test-artifacts/report-load.txt.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-quic"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def _sync_playwright():
+    problems = [] if CHROMIUM.exists() else [f"{CHROMIUM} is missing (apt-get install -y chromium)"]
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        problems.append("the playwright package is missing (pip install playwright)")
+    if problems:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("; ".join(problems))
+        pytest.skip("; ".join(problems))
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def jax_run(tmp_path_factory):
+    """A real jax run with failures: jax flushes float32 subnormals, judged here under `ieee`."""
+    out = tmp_path_factory.mktemp("jax-report")
+    proc = subprocess.run([sys.executable, "-m", "conform.harness.cli", "run", "--backend", "jax",
+                           "--ops", "multiply,add,transpose", "--dtypes", "float32", "--max-examples", "10",
+                           "--subnormals", "ieee", "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def page():
+    sync_playwright = _sync_playwright()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield browser.new_page(viewport={"width": 1280, "height": 900})
+        browser.close()
+
+
+def _row_ops(page) -> list[str]:
+    return page.eval_on_selector_all("#matrix tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.op)")
+
+
+def test_report_in_chromium(jax_run, page):
+    requests, errors = [], []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    started = time.perf_counter()
+    page.goto((jax_run / "report.html").as_uri(), wait_until="load")
+    load_seconds = time.perf_counter() - started
+
+    assert page.locator("#pass-rate").inner_text().endswith("ops")
+    assert _row_ops(page) == ["add", "multiply", "transpose"]
+    assert page.locator("#matrix td.fail").count() == 2 and page.locator("#matrix td.pass").count() == 1
+
+    page.click("#matrix th:text-is('float32')")           # by pass rate, worst first
+    rates = page.eval_on_selector_all("#matrix tbody tr td:nth-child(2)", "tds => tds.map(t => +t.dataset.r)")
+    assert rates == sorted(rates) and rates[-1] == 1.0
+    page.click("#matrix th:text-is('op')")
+    assert _row_ops(page) == ["add", "multiply", "transpose"]
+    page.click("#matrix th:text-is('op')")
+    assert _row_ops(page) == ["transpose", "multiply", "add"]
+
+    page.fill("#op-filter", "mul")
+    assert _row_ops(page) == ["multiply"] and page.locator("details.op:visible").count() == 1
+    page.fill("#op-filter", "")
+    page.check("#failures-only")
+    assert sorted(_row_ops(page)) == ["add", "multiply"]
+    assert not page.locator("details#op-transpose").is_visible()
+
+    page.click("#matrix a[href='#c-multiply-float32']")   # opens the op's panel
+    case = page.locator("#op-multiply details.case").first
+    case.locator("summary").click()
+    repro = case.locator("code.repro")
+    assert repro.is_visible()
+    assert re.fullmatch(rf"conform repro multiply\.float32\.[\w.-]+ --from {re.escape(str(jax_run))}",
+                        repro.inner_text())
+    assert "ulp" in case.inner_text() and "expected" in case.inner_text()
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.evaluate("window.scrollTo(0, 0)")   # a sticky header would otherwise land mid-page
+    page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    (ARTIFACTS / "report-load.txt").write_text(f"goto -> load: {load_seconds:.3f} s\n")
+    assert errors == []
+    assert all(url.startswith("file:") for url in requests), requests   # self-contained
