@@ -28,24 +28,27 @@ class Outcome:
     message: str = ""
     traceback: str = ""
     seconds: float = 0.0
+    record: dict | None = None     # the judged result line, when the worker judges (see WorkerPool)
 
 
 class BackendLoadError(Exception):
     """The backend could not be imported or instantiated in a worker."""
 
 
-def _worker_main(conn, backend_name: str, spec_dir: str | None, memory_limit_mb: int | None) -> None:
+def _worker_main(conn, backend_name: str, options: dict) -> None:
+    from conform.harness.judge import result_record
     from conform.harness.registry import load_backend_class
     from conform.spec import load_specs
 
-    if memory_limit_mb:
+    if options.get("memory_limit_mb"):
         import resource
 
-        cap = memory_limit_mb << 20
+        cap = options["memory_limit_mb"] << 20
         resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
     try:
-        specs = load_specs(spec_dir)
+        specs = load_specs(options.get("spec_dir"))
         backend = load_backend_class(backend_name)()
+        policy = options.get("subnormals") or backend.subnormals
         conn.send(("hello", {"name": backend.name or backend_name, "version": backend.version(),
                              "device": backend.device(), "subnormals": backend.subnormals,
                              "model_format": backend.model_format}))
@@ -67,6 +70,9 @@ def _worker_main(conn, backend_name: str, spec_dir: str | None, memory_limit_mb:
                 reply = Outcome("error", message=f"{type(exc).__name__}: {exc}",
                                 traceback=traceback.format_exc())
             reply.seconds = time.perf_counter() - start
+            if options.get("judge"):  # judge here, in parallel across workers; send no arrays back
+                reply.record = result_record(specs[case.op], case, reply, backend_name, policy)
+                reply.outputs = None
             conn.send(reply)
 
 
@@ -101,11 +107,15 @@ class WorkerPool:
     """
 
     def __init__(self, backend: str, *, workers: int = 1, timeout: float = 60.0,
-                 batch_size: int = 16, spec_dir: str | None = None,
-                 memory_limit_mb: int | None = None):
+                 batch_size: int = 64, spec_dir: str | None = None,
+                 memory_limit_mb: int | None = None, judge: bool = False,
+                 subnormals: str | None = None):
+        """``judge=True`` makes workers judge each case themselves (under ``subnormals``, or the
+        backend's declared policy) and return the result line in ``Outcome.record``."""
         self.backend, self.workers, self.timeout = backend, max(1, workers), timeout
-        self.memory_limit_mb = memory_limit_mb
-        self.batch_size, self.spec_dir = batch_size, spec_dir
+        self.batch_size = batch_size
+        self.options = {"spec_dir": spec_dir, "memory_limit_mb": memory_limit_mb, "judge": judge,
+                        "subnormals": subnormals}
         self._ctx = mp.get_context("spawn")
         self._pool: list[_Worker] = []
         self.info: dict = {}
@@ -121,8 +131,7 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe()
-        process = self._ctx.Process(target=_worker_main, args=(child, self.backend, self.spec_dir,
-                                                                self.memory_limit_mb),
+        process = self._ctx.Process(target=_worker_main, args=(child, self.backend, self.options),
                                     daemon=True)
         process.start()
         child.close()

@@ -1,6 +1,8 @@
 """Turn a backend outcome for one case into a result record (verdict, error figures, message)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from conform.harness.compare import Judgement, compare
@@ -100,7 +102,14 @@ def _inputs_at(case, out_shape, index):
 
 def _scalar(x):
     x = np.asarray(x)
-    return bool(x) if x.dtype.kind == "b" else int(x) if x.dtype.kind in "iu" else float(x)
+    return bool(x) if x.dtype.kind == "b" else int(x) if x.dtype.kind in "iu" else json_number(float(x))
+
+
+def json_number(value):
+    """A float as strict JSON allows it: non-finite values become 'nan', 'inf' or '-inf'."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
 
 
 def failure_message(case, judgement: Judgement, backend: str) -> str:
@@ -111,7 +120,8 @@ def failure_message(case, judgement: Judgement, backend: str) -> str:
         return f"{head}: {judgement.reason}"
     w = judgement.worst
     share = 100.0 * judgement.mismatched / max(judgement.checked, 1)
-    inputs = ", ".join("?" if v is None else repr(v) for v in w["inputs"])
+    inputs = ", ".join("?" if v is None else v if isinstance(v, str) else repr(v)
+                       for v in w["inputs"])
     why = judgement.reason or (f"error {w['error']:.4g} {judgement.unit} > bound {w['bound']:.4g} "
                                f"{judgement.unit}")
     return (f"{head}: Mismatched elements: {judgement.mismatched} / {judgement.checked} "
@@ -139,12 +149,15 @@ def result_record(spec, case, outcome: Outcome, backend: str, subnormals: str = 
     except Exception as exc:  # a bad output shape/dtype from a backend must not stop the run
         record.update(verdict="error", message=f"could not judge output: {type(exc).__name__}: {exc}")
         return record
+    worst = judgement.worst and {k: v if k in ("index", "inputs") else json_number(v)
+                                 for k, v in judgement.worst.items()}
     record.update(verdict=judgement.verdict, model=judgement.model, unit=judgement.unit,
                   checked=judgement.checked, mismatched=judgement.mismatched,
-                  impl_defined_elements=judgement.impl_defined, max_error=judgement.max_error,
-                  bound=judgement.bound, worst=judgement.worst, histogram=judgement.histogram)
+                  impl_defined_elements=judgement.impl_defined,
+                  max_error=json_number(judgement.max_error), bound=json_number(judgement.bound),
+                  worst=worst, histogram=judgement.histogram)
     if judgement.observed:
-        record["observed"] = judgement.observed
+        record["observed"] = [[json_number(v) for v in pair] for pair in judgement.observed]
     if judgement.verdict == "fail":
         record["message"] = failure_message(case, judgement, backend)
     return record

@@ -19,7 +19,11 @@ def to_json_safe(value):
 
 
 def dumps(value) -> str:
-    return json.dumps(to_json_safe(value), allow_nan=False, ensure_ascii=False)
+    """Strict JSON; non-finite floats become strings (records from the judge already are)."""
+    try:
+        return json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except ValueError:
+        return json.dumps(to_json_safe(value), allow_nan=False, ensure_ascii=False)
 
 
 class ResultWriter:

@@ -34,18 +34,26 @@ class OnnxRuntimeBackend(Backend):
         key = signature_key(spec, case)
         session = self._sessions.get(key)
         if session is None:
-            model = build_model(spec, case)
             try:
-                session = self._ort.InferenceSession(model.SerializeToString(), self.options,
-                                                     providers=["CPUExecutionProvider"])
-            except Exception as exc:  # onnxruntime raises its own exception types
-                text = str(exc)
-                if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text \
-                        or "Type Error" in text or "type constraint" in text.lower():
-                    raise Unsupported(f"onnxruntime has no kernel: {text.splitlines()[0][:300]}")
-                raise
+                session = self._new_session(spec, case)
+            except Unsupported as exc:
+                session = exc  # remembered: the same signature is unsupported every time
             self._sessions[key] = session
+        if isinstance(session, Unsupported):
+            raise session
         return session
+
+    def _new_session(self, spec, case):
+        model = build_model(spec, case)
+        try:
+            return self._ort.InferenceSession(model.SerializeToString(), self.options,
+                                              providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types
+            text = str(exc)
+            if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text \
+                    or "Type Error" in text or "type constraint" in text.lower():
+                raise Unsupported(f"onnxruntime has no kernel: {text.splitlines()[0][:300]}")
+            raise
 
     def run(self, *, spec, case):
         session = self._session(spec, case)
