@@ -126,6 +126,11 @@ SCHEMA = {
                     "properties": {"op_type": {"type": "string"}, "attributes": {"type": "object"},
                                    "dtypes": {"type": "array", "items": {"enum": DTYPES}}},
                 },
+                "nnef": {
+                    "type": "object", "additionalProperties": False, "required": ["op"],
+                    "properties": {"op": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+                                   "attributes": {"type": "object"}},
+                },
                 "numpy": {
                     "type": "object", "additionalProperties": False, "required": ["fn"],
                     "properties": {"fn": {"type": "string"}},

@@ -125,7 +125,8 @@ def test_malformed_spec_exits_2_naming_file_and_line(tmp_path):
     assert f"{broken}:" in proc.stderr and "invalid YAML" in proc.stderr
     broken.write_text(broken.read_text().replace("oracle: [add", "oracle: 7"), encoding="utf-8")
     proc = conform("--specs", specs, "list", check_status=2)
-    assert f"{broken}:9: field oracle:" in proc.stderr
+    line = broken.read_text().splitlines().index("oracle: 7") + 1
+    assert f"{broken}:{line}: field oracle:" in proc.stderr
 
 
 def test_usage_errors_exit_2(tmp_path):

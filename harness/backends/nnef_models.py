@@ -1,0 +1,250 @@
+"""One-op NNEF graph documents built from a spec's ``nnef`` binding and a case.
+
+A document is NNEF 1.0 text in the flat syntax (NNEF 1.0, chapter 3): every runtime input is an
+``external`` tensor, fed by the executor at run time (never a folded constant), and one invocation
+of the bound operation computes ``out0``. Per-op translators map conform's attributes (named as in
+XLA) onto the NNEF operation's attributes and raise :class:`Unsupported` where NNEF cannot express
+the case.
+
+NNEF tensors hold ``scalar``, ``integer`` or ``logical`` data and the format leaves their precision
+to the implementation; the ``nnef`` package's executor stores them as float32, int32 and bool (its
+session takes only those NumPy dtypes), so those are the only dtypes claimed here.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from conform.harness.backends.base import Unsupported, binding
+from conform.spec.dtypes import np_dtype
+
+NNEF_TYPES = {"float32": "scalar", "int32": "integer", "bool": "logical"}
+
+
+@dataclass
+class Document:
+    """An NNEF graph document for one case, and how to feed and read it."""
+
+    text: str                     # the graph.nnef text
+    op: str                       # the NNEF operation invoked
+    inputs: list[int]             # which of the case's inputs are fed, in graph order
+    output_shape: tuple | None = None   # reshape the result to this (reductions drop axes)
+    notes: list[str] = field(default_factory=list)
+
+    def feeds(self, case) -> list[np.ndarray]:
+        """The executor's inputs: contiguous arrays of exactly the graph's dtypes."""
+        # the executor copies raw bytes: C order is required (np.ascontiguousarray would make
+        # 0-d arrays 1-d)
+        return [np.asarray(case.inputs[i], dtype=np_dtype(case.input_dtypes[i]), order="C")
+                for i in self.inputs]
+
+    def finish(self, output: np.ndarray) -> np.ndarray:
+        """The executor's output in conform's shape (NNEF reductions keep reduced axes as 1)."""
+        return output if self.output_shape is None else output.reshape(self.output_shape)
+
+
+@dataclass
+class Invocation:
+    """What a translator returns: positional arguments, attributes, and output handling."""
+
+    args: list[str]
+    attrs: dict = field(default_factory=dict)
+    inputs: list[int] | None = None     # default: every input of the case
+    output_shape: tuple | None = None
+    generic: str | None = None          # the <type> of a generic fragment such as cast
+
+
+def literal(value) -> str:
+    """``value`` as an NNEF literal: numbers, logicals, strings, arrays and tuples."""
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        return _scalar_literal(float(value))
+    if isinstance(value, str):
+        return "'" + value + "'"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(literal(v) for v in value) + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    raise TypeError(f"no NNEF literal for {value!r}")
+
+
+def _scalar_literal(value: float) -> str:
+    """A decimal literal that reads back as exactly ``value`` (NNEF has no inf/nan literals)."""
+    if not math.isfinite(value):
+        raise Unsupported(f"NNEF numeric literals cannot spell {value}")
+    text = repr(value)  # shortest round-trip decimal of the double, hence of a float32 too
+    return text if any(c in text for c in ".e") else text + ".0"
+
+
+def _plain(case) -> Invocation:
+    return Invocation([f"in{i}" for i in range(len(case.inputs))])
+
+
+def _reduce(case) -> Invocation:
+    dims = case.attrs["dimensions"]
+    kept = tuple(s for i, s in enumerate(case.inputs[0].shape) if i not in dims)
+    return Invocation(["in0"], {"axes": list(dims)}, output_shape=kept)
+
+
+def _pairs(padding) -> list[tuple]:
+    return [tuple(int(p) for p in pair[:2]) for pair in padding]
+
+
+def _conv(case) -> Invocation:
+    attrs = {"padding": _pairs(case.attrs["padding"]), "stride": case.attrs["window_strides"],
+             "dilation": case.attrs["rhs_dilation"]}
+    return Invocation(["in0", "in1"], attrs)
+
+
+def _max_pool(case) -> Invocation:
+    attrs = {"size": case.attrs["window_dimensions"], "padding": _pairs(case.attrs["padding"]),
+             "stride": case.attrs["window_strides"]}
+    return Invocation(["in0"], attrs)
+
+
+def _transpose(case) -> Invocation:
+    return Invocation(["in0"], {"axes": case.attrs["permutation"]})
+
+
+def _reshape(case) -> Invocation:
+    sizes, shape = case.attrs["new_sizes"], case.inputs[0].shape
+    for i, size in enumerate(sizes):
+        if size == 0 and (i >= len(shape) or shape[i] != 0):
+            raise Unsupported("NNEF reshape reads 0 in 'shape' as 'keep the input extent'; "
+                              f"it cannot spell new_sizes={sizes} for an input of shape {list(shape)}")
+    return Invocation(["in0"], {"shape": sizes})
+
+
+def _slice(case) -> Invocation:
+    a, shape = case.attrs, case.inputs[0].shape
+    # NNEF reads end = 0 as 'to the end' (unit stride); -extent addresses position 0 instead.
+    ends = [-size if limit == 0 and size > 0 else limit
+            for limit, size in zip(a["limit_indices"], shape)]
+    attrs = {"axes": list(range(len(shape))), "begin": a["start_indices"], "end": ends,
+             "stride": a["strides"]}
+    return Invocation(["in0"], attrs)
+
+
+def _pad(case) -> Invocation:
+    config = case.attrs["padding_config"]
+    if any(interior for _, _, interior in config):
+        raise Unsupported("NNEF pad has no interior padding")
+    # NNEF's pad value is a compile-time scalar attribute, so the padding value becomes a literal
+    # (exact: it is copied, never computed with); the operand stays a runtime input.
+    attrs = {"padding": [(low, high) for low, high, _ in config], "value": float(case.inputs[1])}
+    return Invocation(["in0"], attrs, inputs=[0])
+
+
+def _concat(case) -> Invocation:
+    values = "[" + ", ".join(f"in{i}" for i in range(len(case.inputs))) + "]"
+    return Invocation([values], {"axis": case.attrs["dimension"]})
+
+
+def _cast(case) -> Invocation:
+    return Invocation(["in0"], generic=_nnef_type(case.out_dtype))
+
+
+TRANSLATORS = {
+    "sum_reduce": _reduce, "max_reduce": _reduce, "conv": _conv, "max_pool": _max_pool,
+    "transpose": _transpose, "reshape": _reshape, "slice": _slice, "pad": _pad,
+    "concat": _concat, "cast": _cast,
+}
+
+
+def _nnef_type(dtype: str) -> str:
+    found = NNEF_TYPES.get(dtype)
+    if found is None:
+        raise Unsupported(f"the NNEF executor has no {dtype} tensors (scalar is float32, "
+                          "integer is int32, logical is bool)")
+    return found
+
+
+def build_document(spec, case) -> Document:
+    """The NNEF document computing ``case`` with the spec's ``nnef`` binding."""
+    bound = binding(spec, "nnef")
+    op = bound["op"]
+    types = [_nnef_type(d) for d in case.input_dtypes]
+    _nnef_type(case.out_dtype)
+    call = TRANSLATORS.get(op, _plain)(case)
+    fed = list(range(len(case.inputs))) if call.inputs is None else call.inputs
+    attrs = {**bound.get("attributes", {}), **call.attrs}
+    arguments = call.args + [f"{k} = {literal(v)}" for k, v in attrs.items()]
+    name = op if call.generic is None else f"{op}<{call.generic}>"
+    lines = [f"    in{i} = external<{types[i]}>(shape = {literal(list(case.inputs[i].shape))});"
+             for i in fed]
+    lines.append(f"    out0 = {name}({', '.join(arguments)});")
+    names = ", ".join(f"in{i}" for i in fed)
+    text = (f"version 1.0;\n\ngraph conform_{spec.op}( {names} ) -> ( out0 )\n{{\n"
+            + "\n".join(lines) + "\n}\n")
+    return Document(text, op, fed, call.output_shape)
+
+
+def write_document(directory: Path | str, spec, case) -> Path:
+    """Write ``graph.nnef`` and the fed inputs as NNEF tensor files (``in<i>.dat``) for a repro.
+
+    The executor reads the inputs from the call, not from these files: they make the folder a
+    self-contained record of the case.
+    """
+    import nnef
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    document = build_document(spec, case)
+    (directory / "graph.nnef").write_text(document.text, encoding="utf-8")
+    for index, array in zip(document.inputs, document.feeds(case)):
+        with open(directory / f"in{index}.dat", "wb") as file:
+            nnef.write_tensor(file, array)
+    return directory / "graph.nnef"
+
+
+@lru_cache(maxsize=None)
+def _standard_fragments() -> dict[str, str] | None:
+    """The standard fragment declarations shipped with the ``nnef`` package, by name.
+
+    They are read from the package's own stdlib source (a C++ header installed next to the
+    module); ``None`` if it is not there. Bodies of compound fragments are dropped: documents are
+    executed without lowering, so only the declarations are needed to check an invocation.
+    """
+    import nnef
+
+    header = Path(nnef.__file__).parent / "cpp" / "include" / "nnef" / "comp" / "stdlib_source.h"
+    if not header.is_file():
+        return None
+    source = "".join(re.findall(r'R"STDLIB\((.*?)\)STDLIB"', header.read_text(), re.S))
+    fragments = {}
+    for match in re.finditer(r"\bfragment\s+(\w+)", source):
+        end = _declaration_end(source, match.end())
+        fragments[match.group(1)] = source[match.start():end] + ";"
+    return fragments
+
+
+def _declaration_end(source: str, start: int) -> int:
+    """The index just past the result list ``-> ( ... )`` of the declaration at ``start``."""
+    arrow = source.index("->", start)
+    depth, i = 0, source.index("(", arrow)
+    while True:
+        depth += {"(": 1, ")": -1}.get(source[i], 0)
+        i += 1
+        if depth == 0:
+            return i
+
+
+def prelude(op: str) -> str | None:
+    """A minimal standard library for a document invoking ``op``: ``external`` and ``op``.
+
+    Parsing the whole standard library costs the executor ~3-5 ms per session; the two
+    declarations a one-op document needs cost ~0.1 ms. ``None`` (use the full library) if the
+    declarations cannot be found.
+    """
+    fragments = _standard_fragments()
+    if not fragments or op not in fragments or "external" not in fragments:
+        return None
+    return "\n".join([fragments["external"], fragments[op]]) + "\n"
