@@ -57,7 +57,8 @@ def _worker_main(conn, backend_name: str, options: dict) -> None:
         return
     while True:
         batch = conn.recv()
-        if batch is None:
+        if batch is None:  # shutdown: report the backend's counters (compilations, sessions)
+            conn.send(("stats", backend.stats()))
             return
         for case in batch:
             start = time.perf_counter()
@@ -71,7 +72,9 @@ def _worker_main(conn, backend_name: str, options: dict) -> None:
                                 traceback=traceback.format_exc())
             reply.seconds = time.perf_counter() - start
             if options.get("judge"):  # judge here, in parallel across workers; send no arrays back
+                judged = time.perf_counter()
                 reply.record = result_record(specs[case.op], case, reply, backend_name, policy)
+                reply.record["judge_seconds"] = round(time.perf_counter() - judged, 6)
                 reply.outputs = None
             conn.send(reply)
 
@@ -120,6 +123,7 @@ class WorkerPool:
         self._pool: list[_Worker] = []
         self.info: dict = {}
         self.restarts = 0
+        self.stats: dict = {}   # backend counters summed over workers that shut down cleanly
 
     def __enter__(self):
         self._pool = [self._spawn() for _ in range(self.workers)]
@@ -153,7 +157,11 @@ class WorkerPool:
         else:
             try:
                 worker.conn.send(None)
-            except (BrokenPipeError, OSError):
+                if worker.conn.poll(10):
+                    kind, payload = worker.conn.recv()
+                    for key, value in (payload if kind == "stats" else {}).items():
+                        self.stats[key] = self.stats.get(key, 0) + value
+            except (BrokenPipeError, OSError, EOFError):
                 pass
         worker.process.join(5)
         if worker.process.is_alive():

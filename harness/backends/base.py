@@ -35,6 +35,10 @@ class Backend:
     def device(self) -> str:
         return "cpu"
 
+    def stats(self) -> dict:
+        """Counters for the benchmark, e.g. ``{"compilations": 12}``; summed over workers."""
+        return {}
+
     def run(self, *, spec, case) -> Sequence[np.ndarray]:
         """Compute ``case`` (a :class:`conform.generators.Case`) for the op ``spec``.
 

@@ -41,7 +41,6 @@ class JaxBackend(Backend):
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
         self._jax = jax
         self._compiled: dict = {}
-        self.compilations = 0
 
     def version(self) -> str:
         import jaxlib
@@ -50,6 +49,10 @@ class JaxBackend(Backend):
 
     def device(self) -> str:
         return str(self._jax.devices()[0].platform)
+
+    def stats(self) -> dict:
+        """Compilations: one per jitted function and distinct input signature."""
+        return {"compilations": sum(fn._cache_size() for fn in self._compiled.values())}
 
     def _builder(self, lax_name: str, attrs: dict):
         lax = self._jax.lax

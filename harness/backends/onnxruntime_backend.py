@@ -30,6 +30,9 @@ class OnnxRuntimeBackend(Backend):
     def version(self) -> str:
         return f"onnxruntime {self._ort.__version__}"
 
+    def stats(self) -> dict:
+        return {"sessions": sum(1 for s in self._sessions.values() if not isinstance(s, Unsupported))}
+
     def _session(self, spec, case):
         key = signature_key(spec, case)
         session = self._sessions.get(key)

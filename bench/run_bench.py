@@ -1,0 +1,100 @@
+"""The conform benchmark: whole-command rates per built-in backend, cold and warm.
+
+    python bench/run_bench.py [--backends onnxruntime,jax,numpy] [--max-examples 300] [--out FILE]
+
+For each backend it runs ``conform run`` twice with one fresh cache directory: *cold* (empty corpus
+and compilation caches) and *warm* (caches filled by the cold run), and reports verified cases per
+second (wall time, start-up included), where the time goes (generation, backend compile+execute,
+judging = oracle + comparison, report writing, the rest), peak memory of the whole process tree,
+and the backend's compilations or sessions. Start-up alone is measured with a one-case run.
+The figures are written as JSON (default ``bench/results/<date>.json``) so runs can be compared.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+# Runs ``conform`` in a child and prints its peak RSS (max over the process tree) in KiB.
+_MEASURE = ("import resource, subprocess, sys; "
+            "code = subprocess.run(sys.argv[1:]).returncode; "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+            "sys.exit(code)")
+
+
+def _conform(args: list[str], cache: Path) -> tuple[float, int]:
+    """Wall seconds and peak KiB of one ``conform`` command run with cache directory ``cache``."""
+    env = {**os.environ, "CONFORM_CACHE_DIR": str(cache)}
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m",
+                           "conform.harness.cli", *args], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"conform {' '.join(args)} failed:\n{proc.stderr}")
+    return wall, int(proc.stderr.strip().splitlines()[-1])
+
+
+def _breakdown(out: Path, wall: float, workers: int) -> dict:
+    summary = json.loads((out / "summary.json").read_text())
+    backend = judge = 0.0
+    with (out / "results.jsonl").open() as f:
+        for line in f:
+            record = json.loads(line)
+            backend += record.get("seconds", 0.0)
+            judge += record.get("judge_seconds", 0.0)
+    backend_wall = backend / workers  # workers run in parallel
+    return {
+        "cases": summary["cases"], "pass_rate": summary["pass_rate"],
+        "cases_per_second": round(summary["cases"] / wall, 1), "wall_seconds": round(wall, 2),
+        "generation_seconds": summary.get("generation_seconds"),
+        "backend_seconds_total": round(backend, 2), "judge_seconds_total": round(judge, 2),
+        "run_seconds_in_conform": summary.get("wall_seconds"),
+        "harness_overhead_ratio": round(1 - backend_wall / wall, 3),
+        "backend_stats": summary.get("backend_stats", {}),
+        "worker_restarts": summary.get("worker_restarts"),
+    }
+
+
+def bench_backend(backend: str, max_examples: int, workers: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="conform-bench-") as tmp:
+        cache, result = Path(tmp) / "cache", {"backend": backend, "max_examples": max_examples}
+        startup, _ = _conform(["run", "--backend", backend, "--ops", "add", "--dtypes", "float32",
+                               "--max-examples", "1", "--out", f"{tmp}/startup", "--quiet",
+                               "--workers", str(workers)], Path(tmp) / "startup-cache")
+        result["startup_seconds"] = round(startup, 2)
+        for phase in ("cold", "warm"):
+            out = Path(tmp) / phase
+            wall, peak = _conform(["run", "--backend", backend, "--max-examples", str(max_examples),
+                                   "--out", str(out), "--quiet", "--workers", str(workers)], cache)
+            result[phase] = {**_breakdown(out, wall, workers), "peak_rss_mb": round(peak / 1024, 1)}
+            print(f"{backend:12} {phase}: {result[phase]['cases']} cases in {wall:.1f} s = "
+                  f"{result[phase]['cases_per_second']:.0f} cases/s, peak {peak / 1024:.0f} MB, "
+                  f"harness overhead {result[phase]['harness_overhead_ratio']:.2f}", flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", default="onnxruntime,jax,numpy")
+    parser.add_argument("--max-examples", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "cpus": os.cpu_count(), "workers": args.workers,
+              "results": [bench_backend(b, args.max_examples, args.workers)
+                          for b in args.backends.split(",")]}
+    out = args.out or Path(__file__).parent / "results" / f"{report['date'][:10]}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
