@@ -11,18 +11,13 @@ import os
 import sys
 from pathlib import Path
 
+from conform.harness import cli_gate
+
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 
 
 def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _rate(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"--min-pass-rate={text} is outside [0, 1]")
-    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +37,6 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-examples", type=int, default=20, help="cases per op and dtype")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", type=Path, default=None, help="output directory (default conform-out/<backend>)")
-    run.add_argument("--min-pass-rate", type=_rate, default=None)
     run.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                      help="worker processes (default: min(2, cores))")
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per case before `timeout`")
@@ -52,11 +46,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="all 65,536 inputs of each selected unary float16/bfloat16 op, "
                           "in one call per op and dtype")
     run.add_argument("--quiet", action="store_true", help="no progress display")
+    cli_gate.add_gate_options(run)
 
     report = sub.add_parser("report", help="re-render a finished run; several DIRs: compare them")
     report.add_argument("dirs", type=Path, nargs="+")
     report.add_argument("--out", type=Path, default=None,
                         help="comparison page to write (default ./conform-compare.html)")
+    cli_gate.add_commands(sub)
     return parser
 
 
@@ -112,31 +108,30 @@ def _print_table(summary: dict) -> None:
 def cmd_run(args) -> int:
     import conform
     from conform.harness.registry import check_backend
+    from conform.harness.manifests import manifest_summary
     from conform.harness.runner import RunConfig, run_suite
-    from conform.reports import write_reports
+    from conform.reports import read_results, write_reports
 
     specs = _load_specs(args.specs)
     check_backend(args.backend)
     if args.max_examples < 1 or args.workers < 1:
         raise _UsageError("--max-examples and --workers must be at least 1")
     out = args.out or Path("conform-out") / args.backend
+    baseline = cli_gate.baseline_for(args)  # read first: the run may overwrite it
+    manifest = cli_gate.manifest_for(args, args.backend)
     config = RunConfig(backend=args.backend, ops=args.ops, dtypes=args.dtypes,
                        max_examples=args.max_examples, seed=args.seed, out=out,
                        workers=args.workers, timeout=args.timeout, subnormals=args.subnormals,
-                       exhaustive=args.exhaustive)
+                       exhaustive=args.exhaustive, manifest=manifest)
     meta = run_suite(config, specs, progress=not args.quiet)
+    records = list(read_results(out / "results.jsonl"))
+    if manifest:
+        meta["manifest"] = manifest_summary(manifest, records)
     summary = write_reports(out, meta, conform.__version__)
     _print_table(summary)
     print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")
-    if args.min_pass_rate is not None:
-        rate = summary["pass_rate"]
-        if rate is None or rate < args.min_pass_rate:
-            shown = "n/a" if rate is None else f"{rate:.4f}"
-            print(f"GATE FAILED: pass rate {shown} < --min-pass-rate {args.min_pass_rate}",
-                  file=sys.stderr)
-            return EXIT_GATE
-        print(f"gate holds: pass rate {rate:.4f} >= {args.min_pass_rate}")
-    return EXIT_OK
+    cli_gate.warn_stale(manifest, records)
+    return cli_gate.gate_status(args, summary, records, baseline)
 
 
 def cmd_report(args) -> int:
@@ -175,16 +170,20 @@ class _UsageError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from conform.harness.gate import GateError
     from conform.harness.isolation import BackendLoadError
+    from conform.harness.repro import ReproError
     from conform.harness.registry import UnknownBackend
     from conform.harness.runner import SelectionError
     from conform.spec import SpecError
 
     args = _parser().parse_args(argv)
-    handlers = {"list": cmd_list, "run": cmd_run, "report": cmd_report}
+    handlers = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "gate": cli_gate.cmd_gate,
+                "repro": lambda a: cli_gate.cmd_repro(a, _load_specs(a.specs))}
     try:
         return handlers[args.command](args)
-    except (SpecError, UnknownBackend, SelectionError, BackendLoadError, _UsageError) as exc:
+    except (SpecError, UnknownBackend, SelectionError, BackendLoadError, _UsageError, GateError,
+            ReproError) as exc:
         print(f"conform: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

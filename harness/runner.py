@@ -25,6 +25,7 @@ class RunConfig:
     timeout: float = 60.0
     subnormals: str | None = None   # None: the policy the backend declares
     exhaustive: bool = False
+    manifest: object | None = None  # a conform.harness.manifests.Manifest: skip, xfail, waiver
 
 
 class SelectionError(ValueError):
@@ -85,6 +86,9 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
     else:
         cases = [case for spec, label in pairs
                  for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed)]
+    skipped: list = []
+    if config.manifest is not None:
+        cases, skipped = config.manifest.partition(cases)
     generation_seconds = time.time() - started
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -92,8 +96,12 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
             ResultWriter(out / "results.jsonl") as writer:
         meter = Progress(len(cases), config.backend) if progress else None
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
+        for record in skipped:
+            writer.write(record)
         for case, outcome in pool.run(cases):
             record = result_record(specs[case.op], case, outcome, config.backend, policy)
+            if config.manifest is not None:
+                record = config.manifest.apply(record)
             writer.write(record)
             if meter:
                 meter.update(record["verdict"])

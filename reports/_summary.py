@@ -5,14 +5,17 @@ from collections import Counter, defaultdict
 
 from conform.harness.compare import RATIO_BINS
 
-VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
-JUDGED = ("pass", "fail", "error", "crash", "timeout")
+VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout",
+            "skip", "xfail", "xpass", "waived")
+JUDGED = ("pass", "xpass", "fail", "error", "crash", "timeout")
+EXCUSED = ("skip", "xfail", "waived")  # by a manifest: counted, not judged, no error figures
 
 
 def pass_rate(counts: dict) -> float | None:
-    """pass / (pass + fail + error + crash + timeout); None when nothing was judged."""
+    """(pass + xpass) / (pass + xpass + fail + error + crash + timeout); None when nothing was
+    judged. Without a manifest there is no xpass: pass / (pass + fail + error + crash + timeout)."""
     judged = sum(counts.get(v, 0) for v in JUDGED)
-    return counts.get("pass", 0) / judged if judged else None
+    return (counts.get("pass", 0) + counts.get("xpass", 0)) / judged if judged else None
 
 
 def _as_float(value):
@@ -58,7 +61,7 @@ def build_summary(records, meta: dict, conform_version: str) -> dict:
             "histogram": [0] * (len(RATIO_BINS) - 1)})
         cell["cases"] += 1
         cell["counts"][r["verdict"]] += 1
-        if "checked" in r:
+        if "checked" in r and r["verdict"] not in EXCUSED:
             cell["elements"] += r["checked"]
             for i, count in enumerate(r.get("histogram", [])):
                 cell["histogram"][i] += count

@@ -1,0 +1,254 @@
+"""Manifests of known deviations: per-backend YAML files that excuse, expect or skip cases.
+
+A manifest names the cases it covers by globs and says what to do with them::
+
+    backend: onnxruntime          # optional; loading it for another backend is an error
+    entries:
+      - op: reduce_max            # glob over op names
+        dtype: "float*"           # glob over dtype labels (``float32``, ``float32->int8``)
+        case: "reduce_max.*.1?"   # optional glob over case ids
+        kind: xfail               # xfail | skip | waiver
+        reason: NaN is ignored instead of propagated
+        link: https://github.com/...
+        expires: 2026-06-30       # optional: the last day the entry holds
+
+The first entry (in file order, files in the order given) that matches a case decides:
+
+* ``skip``: the case is generated (ids stay stable) but not run; it is recorded with verdict ``skip``.
+* ``xfail``: a failing case (``fail``, ``error``, ``crash``, ``timeout``) becomes ``xfail``; a
+  passing one becomes ``xpass`` (reported; it fails the gate only under ``--strict-xfail``).
+* ``waiver``: a failing case becomes ``waived``: counted and shown, not a failure.
+
+An entry past its ``expires`` date is an error (of any kind). An entry whose op and dtype globs
+match cases of the run but which excused no failure (xfail, waiver) or skipped nothing (skip) is
+*stale*. Records keep the verdict the backend earned in ``raw_verdict`` whenever the manifest
+changed it, so a manifest can be re-applied to finished results (``conform gate``).
+"""
+from __future__ import annotations
+
+import datetime
+import fnmatch
+import importlib.resources
+from dataclasses import dataclass
+from pathlib import Path
+
+from conform.spec import SpecError
+from conform.spec._loader import _line_of, _read_mapping, _validate
+
+KINDS = ("xfail", "skip", "waiver")
+FAILING = ("fail", "error", "crash", "timeout")
+
+_TEXT = {"type": "string", "minLength": 1}
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "conform manifest of known deviations",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["entries"],
+    "properties": {
+        "backend": _TEXT,
+        "entries": {"type": "array", "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["op", "dtype", "kind", "reason", "link"],
+            "properties": {"op": _TEXT, "dtype": _TEXT, "case": _TEXT, "kind": {"enum": list(KINDS)},
+                           "reason": {"type": "string", "minLength": 5}, "link": _TEXT,
+                           "expires": {}},  # a YAML date or a YYYY-MM-DD string; checked below
+        }},
+    },
+}
+
+
+class ManifestError(SpecError):
+    """A manifest is malformed, is for another backend, or holds an expired entry."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One manifest entry, from line ``line`` of the manifest file ``path``."""
+
+    op: str
+    dtype: str
+    kind: str
+    reason: str
+    link: str
+    path: str
+    line: int
+    case: str | None = None
+    expires: datetime.date | None = None
+
+    @property
+    def where(self) -> str:
+        """``file:line``: the entry's identity in messages, records and summaries."""
+        return f"{self.path}:{self.line}"
+
+    def in_scope(self, op: str, dtype: str) -> bool:
+        """Whether the entry's op and dtype globs cover ``op`` x ``dtype``."""
+        return fnmatch.fnmatchcase(op, self.op) and fnmatch.fnmatchcase(dtype, self.dtype)
+
+    def matches(self, op: str, dtype: str, case_id: str) -> bool:
+        """Whether the entry covers the case ``case_id`` of ``op`` x ``dtype``."""
+        return self.in_scope(op, dtype) and (self.case is None
+                                             or fnmatch.fnmatchcase(case_id, self.case))
+
+    def describe(self) -> str:
+        """``file:line (kind op=.. dtype=.. [case=..])`` for messages."""
+        case = f" case={self.case}" if self.case else ""
+        return f"{self.where} ({self.kind} op={self.op} dtype={self.dtype}{case})"
+
+    def as_json(self) -> dict:
+        """The entry as recorded in results.jsonl and summary.json."""
+        fields = {"entry": self.where, "kind": self.kind, "op": self.op, "dtype": self.dtype,
+                  "case": self.case, "reason": self.reason, "link": self.link,
+                  "expires": self.expires.isoformat() if self.expires else None}
+        return {k: v for k, v in fields.items() if v is not None}
+
+
+def _verdict_under(kind: str, verdict: str) -> str:
+    if kind == "skip":
+        return "skip"
+    if verdict in FAILING:
+        return "xfail" if kind == "xfail" else "waived"
+    return "xpass" if kind == "xfail" and verdict == "pass" else verdict
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The entries of one or more manifest files, in order."""
+
+    entries: tuple[Entry, ...]
+    files: tuple[str, ...]
+
+    def find(self, op: str, dtype: str, case_id: str) -> Entry | None:
+        """The first entry that matches the case, or None."""
+        return next((e for e in self.entries if e.matches(op, dtype, case_id)), None)
+
+    def partition(self, cases) -> tuple[list, list[dict]]:
+        """``(cases to run, records of the skipped ones)``."""
+        from conform.harness.judge import case_record
+
+        run, skipped = [], []
+        for case in cases:
+            entry = self.find(case.op, case.dtype, case.id)
+            if entry is None or entry.kind != "skip":
+                run.append(case)
+                continue
+            skipped.append({**case_record(case), "seconds": 0.0, "verdict": "skip",
+                            "manifest": entry.as_json(),
+                            "message": f"skipped by manifest {entry.where}: {entry.reason}"})
+        return run, skipped
+
+    def apply(self, record: dict) -> dict:
+        """``record`` re-judged under this manifest, starting from the verdict the backend earned
+        (``raw_verdict`` where an earlier manifest changed it)."""
+        raw = record.get("raw_verdict", record["verdict"])
+        out = {k: v for k, v in record.items() if k not in ("raw_verdict", "manifest")}
+        out["verdict"] = raw
+        entry = self.find(record["op"], record["dtype"], record["id"])
+        if entry is None:
+            return out
+        out["manifest"] = entry.as_json()
+        verdict = _verdict_under(entry.kind, raw)
+        if verdict != raw:
+            out.update(verdict=verdict, raw_verdict=raw)
+        return out
+
+    def expired(self, today: datetime.date) -> list[Entry]:
+        """Entries whose ``expires`` date is before ``today``."""
+        return [e for e in self.entries if e.expires is not None and e.expires < today]
+
+    def check_expiry(self, today: datetime.date | None = None) -> None:
+        """Raise :class:`ManifestError` naming the first expired entry."""
+        expired = self.expired(today or datetime.date.today())
+        if expired:
+            first = expired[0]
+            raise ManifestError(first.path, first.line, "expires",
+                                f"{first.kind} entry op={first.op} dtype={first.dtype} expired on "
+                                f"{first.expires.isoformat()} ({len(expired)} expired in all): "
+                                f"renew it with a reason or remove it")
+
+
+def _parse_expiry(value, path: Path, line: int, index: int) -> datetime.date | None:
+    if value is None or (isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)):
+        return value
+    try:
+        return datetime.date.fromisoformat(str(value))
+    except ValueError:
+        raise ManifestError(path, line, f"entries.{index}.expires",
+                            f"expires={value!r} is not a date (YYYY-MM-DD)") from None
+
+
+def load_manifest(path: Path | str, backend: str | None = None) -> Manifest:
+    """Load and validate one manifest file; ``backend`` must match its ``backend`` field, if any.
+
+    >>> load_manifest("manifests/onnxruntime.yaml", "onnxruntime").entries[0].kind  # doctest: +SKIP
+    'waiver'
+    """
+    path = Path(path)
+    try:
+        data, root = _read_mapping(path, "a manifest", ManifestError)
+    except OSError as exc:
+        raise ManifestError(path, None, "", f"cannot read manifest: {exc.strerror}") from None
+    _validate(data, root, path, SCHEMA, ManifestError)
+    if backend and data.get("backend", backend) != backend:
+        raise ManifestError(path, _line_of(root, ["backend"]), "backend",
+                            f"backend={data['backend']!r}, but the run is for {backend!r}")
+    entries = []
+    for i, raw in enumerate(data["entries"]):
+        line = _line_of(root, ["entries", i])
+        expires = _parse_expiry(raw.get("expires"), path, _line_of(root, ["entries", i, "expires"]), i)
+        entries.append(Entry(op=raw["op"], dtype=raw["dtype"], kind=raw["kind"], reason=raw["reason"],
+                             link=raw["link"], path=str(path), line=line, case=raw.get("case"),
+                             expires=expires))
+    return Manifest(entries=tuple(entries), files=(str(path),))
+
+
+def load_manifests(paths, backend: str | None = None) -> Manifest:
+    """The entries of several manifest files, in the order given."""
+    loaded = [load_manifest(p, backend) for p in paths]
+    return Manifest(entries=tuple(e for m in loaded for e in m.entries),
+                    files=tuple(f for m in loaded for f in m.files))
+
+
+def default_manifest_path(backend: str) -> Path | None:
+    """The built-in manifest ``manifests/<backend>.yaml`` shipped with conform, if there is one."""
+    if not backend.replace("_", "").replace("-", "").isalnum():
+        return None  # a ``module:Class`` backend has no built-in manifest
+    path = Path(str(importlib.resources.files("conform.manifests") / f"{backend}.yaml"))
+    return path if path.is_file() else None
+
+
+def resolve_manifest(backend: str, paths=None, *, disabled: bool = False) -> Manifest | None:
+    """The manifest a run or gate applies: ``paths`` if given, else the built-in one for
+    ``backend`` (if any); None when ``disabled`` or there is none. Expired entries are an error."""
+    if disabled:
+        return None
+    if not paths:
+        default = default_manifest_path(backend)
+        paths = [default] if default else []
+    if not paths:
+        return None
+    manifest = load_manifests(paths, backend)
+    manifest.check_expiry()
+    return manifest
+
+
+def stale_entries(manifest: Manifest, records) -> list[Entry]:
+    """Entries in scope of the run (their op and dtype globs cover some case) that changed
+    nothing: no failure excused (xfail, waiver) or no case skipped (skip)."""
+    seen, used = set(), set()
+    for r in records:
+        seen.add((r["op"], r["dtype"]))
+        tag = r.get("manifest")
+        if tag and ((tag["kind"] == "skip" and r["verdict"] == "skip")
+                    or r.get("raw_verdict") in FAILING):
+            used.add(tag["entry"])
+    return [e for e in manifest.entries if e.where not in used
+            and any(e.in_scope(op, dtype) for op, dtype in seen)]
+
+
+def manifest_summary(manifest: Manifest, records) -> dict:
+    """The ``manifest`` section of summary.json: files, entry count, stale entries, xpass ids."""
+    return {"files": list(manifest.files), "entries": len(manifest.entries),
+            "stale": [e.as_json() for e in stale_entries(manifest, records)],
+            "xpass": [r["id"] for r in records if r["verdict"] == "xpass"]}

@@ -1,0 +1,130 @@
+"""The CI gate as pure functions over summaries and result records."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conform.harness.gate import (Criteria, GateError, RunData, error_growth, evaluate, load_run,
+                                  op_pass_rates, ops_below, regressions, worst_ratio)
+from conform.reports import build_summary
+
+
+def _record(case_id, verdict, seed=1, max_error=None, bound=0.5):
+    op, dtype, _ = case_id.split(".")
+    record = {"id": case_id, "op": op, "dtype": dtype, "verdict": verdict, "seed": seed,
+              "shapes": [[4]], "attrs": {}, "message": f"{case_id} went {verdict}"}
+    if max_error is not None:
+        record.update(checked=4, max_error=max_error, bound=bound, unit="ulp", model="ulp(0.5)",
+                      histogram=[0] * 10)
+    return record
+
+
+def _summary(records):
+    return build_summary(records, {"backend": "jax", "seed": 0, "max_examples": 3}, "0.1.0")
+
+
+BASELINE = [_record("mul.float32.0", "pass", max_error=0.25), _record("mul.float32.1", "pass"),
+            _record("mul.float16.0", "fail", max_error=3.0), _record("exp.float32.0", "pass"),
+            _record("exp.float32.1", "xpass", max_error=0.1), _record("exp.float32.2", "pass", seed=5)]
+
+
+def test_op_pass_rates_pool_all_dtypes_of_an_op():
+    rates = op_pass_rates(_summary(BASELINE))
+    assert rates == {"exp": 1.0, "mul": pytest.approx(2 / 3)}
+    assert ops_below(_summary(BASELINE), 0.9) == {"mul": pytest.approx(2 / 3)}
+    assert ops_below(_summary([_record("mul.float32.0", "unsupported")]), 1.0) == {}
+
+
+def test_floors():
+    summary = _summary(BASELINE)
+    report = evaluate(summary, BASELINE, Criteria(min_pass_rate=0.8, min_op_pass_rate=0.7))
+    assert report.failures == ["op mul: pass rate 0.6667 < --min-op-pass-rate 0.7"]
+    assert report.held == ["pass rate 0.8333 >= 0.8"]
+    nothing = _summary([_record("mul.float32.0", "unsupported")])
+    assert evaluate(nothing, [], Criteria(min_pass_rate=0.0)).failures == \
+        ["pass rate n/a < --min-pass-rate 0.0"]
+    assert evaluate(summary, BASELINE, Criteria()).holds
+
+
+def test_regressions_are_passes_that_now_fail_by_case_id():
+    now = [_record("mul.float32.0", "fail", max_error=9.0),   # pass -> fail
+           _record("mul.float32.1", "crash"),                 # pass -> crash
+           _record("mul.float16.0", "fail", max_error=3.0),   # already failing
+           _record("exp.float32.0", "waived"),                # excused by a manifest
+           _record("exp.float32.1", "timeout"),               # xpass -> timeout
+           _record("exp.float32.2", "fail", seed=6),          # another case under the same id
+           _record("exp.float32.3", "fail")]                  # new case
+    found, different = regressions(BASELINE, now)
+    assert [(o["id"], o["verdict"], n["verdict"]) for o, n in found] == [
+        ("mul.float32.0", "pass", "fail"), ("mul.float32.1", "pass", "crash"),
+        ("exp.float32.1", "xpass", "timeout")]
+    assert different == 1
+
+
+def test_worst_ratio_of_a_cell():
+    assert worst_ratio({"worst_error": 1.0, "bound": 4.0}) == 0.25
+    assert worst_ratio({"worst_error": 0, "bound": 0}) == 0.0
+    assert worst_ratio({"worst_error": 1.0, "bound": 0.0}) == math.inf
+    assert worst_ratio({"worst_error": "inf", "bound": 0.5}) == math.inf
+    assert worst_ratio({"worst_error": None, "bound": None}) is None
+
+
+@pytest.mark.parametrize("old, new, factor, grows", [
+    (0.25, 0.45, 2.0, False), (0.1, 0.25, 2.0, True), (0.1, 0.25, 3.0, False),
+    (0.0, 0.1, 2.0, True), (0.0, 0.0, 2.0, False), (0.4, 0.1, 2.0, False),
+    (0.1, 9.0, math.inf, False), (math.inf, math.inf, 2.0, False),
+])
+def test_error_growth_compares_worst_error_over_bound_per_op_and_dtype(old, new, factor, grows):
+    baseline = _summary([_record("mul.float32.0", "pass", max_error=old)])
+    summary = _summary([_record("mul.float32.0", "pass", max_error=new)])
+    grown = error_growth(baseline, summary, factor)
+    assert [(op, dtype) for op, dtype, _, _ in grown] == ([("mul", "float32")] if grows else [])
+
+
+def test_evaluate_prints_what_regressed_with_old_and_new_figures():
+    now = [dict(r) for r in BASELINE]
+    now[0] = _record("mul.float32.0", "fail", max_error=2.0)
+    baseline = RunData(_summary(BASELINE), BASELINE, "base")
+    report = evaluate(_summary(now), now, Criteria(max_error_growth=2.0), baseline)
+    assert report.failures[0] == "regression mul.float32.0: pass -> fail: mul.float32.0 went fail"
+    now[1] = _record("mul.float32.1", "fail")
+    now[1]["message"] = "mul [jax] attrs={'a': 1} (case mul.float32.1): Mismatched elements: 1 / 4"
+    assert "regression mul.float32.1: pass -> fail: Mismatched elements: 1 / 4" in \
+        evaluate(_summary(now), now, Criteria(), baseline).failures
+    assert report.failures[1].startswith("error growth mul float32: worst 0.25 ulp (bound 0.5 ulp, "
+                                         "case mul.float32.0) -> 2 ulp (bound 0.5 ulp, case "
+                                         "mul.float32.0): error/bound 0.5 -> 4 (x8 >")
+    assert len(report.failures) == 2 and not report.holds
+    same = evaluate(_summary(BASELINE), BASELINE, Criteria(), baseline)
+    assert same.holds and same.held == ["no regressions against base and no worst-error growth "
+                                        "beyond x2"]
+
+
+def test_xpass_fails_only_under_strict_xfail():
+    summary = _summary(BASELINE)
+    lenient = evaluate(summary, BASELINE, Criteria())
+    assert lenient.holds and "exp.float32.1" in lenient.notes[0]
+    strict = evaluate(summary, BASELINE, Criteria(strict_xfail=True))
+    assert strict.failures == ["xpass exp.float32.1: expected to fail by the manifest, passed"]
+
+
+def test_baseline_notes_say_when_ids_may_name_other_cases():
+    other = _summary(BASELINE) | {"seed": 1}
+    report = evaluate(_summary(BASELINE), BASELINE, Criteria(), RunData(other, BASELINE, "b"))
+    assert "baseline seed=1, this run seed=0" in report.notes
+
+
+def test_load_run_takes_a_directory_or_its_summary(tmp_path):
+    (tmp_path / "summary.json").write_text(json.dumps(_summary(BASELINE)))
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in BASELINE))
+    for path in (tmp_path, tmp_path / "summary.json"):
+        run = load_run(path)
+        assert run.where == tmp_path and len(run.records) == len(BASELINE)
+        assert run.summary["by_op"]["mul"]["float32"]["worst_error"] == 0.25
+    (tmp_path / "results.jsonl").unlink()
+    with pytest.raises(GateError, match="results.jsonl does not exist"):
+        load_run(tmp_path / "summary.json")
+    with pytest.raises(GateError, match="summary.json does not exist"):
+        load_run(tmp_path / "nowhere")

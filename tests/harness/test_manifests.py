@@ -1,0 +1,183 @@
+"""Manifests of known deviations: loading with located errors, and the verdicts they produce."""
+from __future__ import annotations
+
+import datetime
+import fnmatch
+
+import numpy as np
+import pytest
+
+from conform.generators import Case
+from conform.harness.manifests import (Manifest, ManifestError, default_manifest_path, load_manifest,
+                                       manifest_summary, resolve_manifest, stale_entries)
+from conform.reports import build_summary, pass_rate
+
+MANIFEST = """\
+backend: onnxruntime
+entries:
+  - op: select
+    dtype: "float*"
+    kind: waiver
+    reason: Where loses the sign of zero
+    link: https://example.org/where
+  - op: tanh
+    dtype: float32
+    case: tanh.float32.sweep
+    kind: xfail
+    reason: smallest normal is 29 ULP off
+    link: https://example.org/tanh
+  - op: tanh
+    dtype: float32
+    kind: skip
+    reason: too slow on this machine
+    link: https://example.org/slow
+    expires: 2999-12-31
+  - op: "reduce_*"
+    dtype: int64
+    kind: xfail
+    reason: imprecise int64 sums
+    link: https://example.org/sum
+"""
+
+
+def _write(tmp_path, text, name="m.yaml"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _record(case_id, verdict, **extra):
+    op, dtype, _ = case_id.split(".")
+    return {"id": case_id, "op": op, "dtype": dtype, "verdict": verdict, **extra}
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    return load_manifest(_write(tmp_path, MANIFEST), "onnxruntime")
+
+
+def test_entries_load_in_order_with_their_file_and_line(manifest, tmp_path):
+    assert [e.kind for e in manifest.entries] == ["waiver", "xfail", "skip", "xfail"]
+    assert manifest.entries[1].where == f"{tmp_path / 'm.yaml'}:8"
+    assert manifest.entries[2].expires == datetime.date(2999, 12, 31)
+    assert manifest.entries[1].as_json()["case"] == "tanh.float32.sweep"
+
+
+@pytest.mark.parametrize("old, new, line, field, fragment", [
+    ("    kind: waiver\n", "    kind: ignore\n", 5, "entries.0.kind", "'ignore' is not one of"),
+    ("    link: https://example.org/where\n", "", 3, "entries.0", "'link' is a required property"),
+    ("    expires: 2999-12-31\n", "    expires: someday\n", 19, "entries.2.expires", "not a date"),
+    ("backend: onnxruntime\n", "backend: jax\n", 1, "backend", "the run is for 'onnxruntime'"),
+    ("    dtype: int64\n", "    dtype: int64\n    owner: me\n", 22, "entries.3.owner", "owner"),
+    ("  - op: select\n", "  - op: [select\n", 4, "", "invalid YAML"),
+])
+def test_a_malformed_manifest_names_file_line_and_field(tmp_path, old, new, line, field, fragment):
+    assert old in MANIFEST
+    path = _write(tmp_path, MANIFEST.replace(old, new))
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path, "onnxruntime")
+    message = str(info.value)
+    assert message.startswith(f"{path}:{line}: field {field or '<top>'}:"), message
+    assert fragment in message
+
+
+def test_a_missing_manifest_is_an_error(tmp_path):
+    with pytest.raises(ManifestError, match=r"nope.yaml: field <top>: cannot read manifest"):
+        load_manifest(tmp_path / "nope.yaml")
+
+
+def test_an_expired_entry_is_an_error_naming_it(tmp_path):
+    path = _write(tmp_path, MANIFEST.replace("2999-12-31", "2020-01-31"))
+    manifest = load_manifest(path)
+    manifest.check_expiry(datetime.date(2020, 1, 31))  # the expiry day itself still holds
+    with pytest.raises(ManifestError, match=rf"{path}:14: field expires: skip entry op=tanh "
+                                            r"dtype=float32 expired on 2020-01-31"):
+        manifest.check_expiry(datetime.date(2020, 2, 1))
+    with pytest.raises(ManifestError, match="expired"):
+        resolve_manifest("onnxruntime", [path])
+
+
+@pytest.mark.parametrize("case_id, earned, verdict", [
+    ("select.float32.3", "fail", "waived"),       # waiver: a failure is waived
+    ("select.float16.4", "crash", "waived"),
+    ("select.float32.5", "pass", "pass"),         # ... a pass stays a pass
+    ("tanh.float32.sweep", "fail", "xfail"),      # xfail (first match wins over the skip below)
+    ("tanh.float32.sweep", "pass", "xpass"),
+    ("tanh.float32.2", "fail", "skip"),           # skip
+    ("reduce_sum.int64.1", "timeout", "xfail"),   # op glob
+    ("reduce_sum.int64.2", "impl_defined", "impl_defined"),
+    ("reduce_sum.int32.1", "fail", "fail"),       # dtype glob does not match
+    ("add.float32.0", "fail", "fail"),            # no entry
+])
+def test_verdicts_under_the_manifest(manifest, case_id, earned, verdict):
+    applied = manifest.apply(_record(case_id, earned))
+    assert applied["verdict"] == verdict
+    assert applied.get("raw_verdict", applied["verdict"]) == earned
+    assert ("raw_verdict" in applied) == (verdict != earned)
+
+
+def test_reapplying_starts_from_the_earned_verdict(manifest):
+    waived = manifest.apply(_record("select.float32.3", "fail"))
+    assert waived["manifest"]["kind"] == "waiver"
+    assert Manifest((), ()).apply(waived) == _record("select.float32.3", "fail")
+    assert manifest.apply(manifest.apply(waived)) == waived
+
+
+def test_skipped_cases_are_not_run_but_recorded(manifest):
+    def case(op, dtype, suffix):
+        x = np.zeros(3, np.float32)
+        return Case(id=f"{op}.{dtype}.{suffix}", op=op, dtype=dtype, input_dtypes=(dtype,),
+                    out_dtype=dtype, inputs=[x], attrs={}, plan="normal", seed=7)
+
+    cases = [case("tanh", "float32", "0"), case("tanh", "float32", "sweep"), case("exp", "float32", "0")]
+    run, skipped = manifest.partition(cases)
+    assert [c.id for c in run] == ["tanh.float32.sweep", "exp.float32.0"]
+    assert [(r["id"], r["verdict"], r["shapes"]) for r in skipped] == [("tanh.float32.0", "skip", [[3]])]
+    assert "too slow on this machine" in skipped[0]["message"]
+
+
+def test_stale_entries_are_in_scope_and_changed_nothing(manifest):
+    records = [manifest.apply(r) for r in (
+        _record("select.float32.0", "pass"),          # waiver in scope, waives nothing: stale
+        _record("tanh.float32.sweep", "fail"),        # xfail used
+        _record("tanh.float32.1", "pass"),            # not run: skip
+        _record("add.int64.0", "fail"))]              # reduce_* int64: out of scope, not stale
+    stale = stale_entries(manifest, records)
+    assert [e.op for e in stale] == ["select"]
+    section = manifest_summary(manifest, records)
+    assert [s["entry"] for s in section["stale"]] == [manifest.entries[0].where]
+    assert section["entries"] == 4 and section["xpass"] == []
+
+
+def test_pass_rate_leaves_out_excused_cases_and_counts_xpass_as_passing():
+    assert pass_rate({"pass": 8, "fail": 2, "xfail": 5, "waived": 3, "skip": 4}) == 0.8
+    assert pass_rate({"xpass": 3, "fail": 1}) == 0.75
+    assert pass_rate({"xfail": 3, "waived": 1}) is None
+
+
+def test_summary_counts_the_new_verdicts_and_excused_cases_have_no_error_figures():
+    judged = {"checked": 4, "unit": "ulp", "model": "ulp(5)", "bound": 5.0, "histogram": [4] + [0] * 9}
+    records = [_record("tanh.float32.0", "pass", max_error=1.0, **judged),
+               _record("tanh.float32.1", "waived", raw_verdict="fail", max_error=90.0, **judged),
+               _record("tanh.float32.2", "xpass", raw_verdict="pass", max_error=2.0, **judged)]
+    summary = build_summary(records, {"backend": "x"}, "0")
+    assert {k: summary["counts"][k] for k in ("pass", "waived", "xpass", "xfail", "skip")} == \
+        {"pass": 1, "waived": 1, "xpass": 1, "xfail": 0, "skip": 0}
+    cell = summary["by_op"]["tanh"]["float32"]
+    assert cell["worst_error"] == 2.0 and cell["worst_case"] == "tanh.float32.2"
+    assert cell["elements"] == 8 and summary["pass_rate"] == 1.0
+
+
+def test_the_builtin_onnxruntime_manifest_is_valid_and_names_real_ops(specs):
+    path = default_manifest_path("onnxruntime")
+    assert path is not None and path.name == "onnxruntime.yaml"
+    manifest = resolve_manifest("onnxruntime")
+    assert manifest.files == (str(path),) and len(manifest.entries) >= 4
+    for entry in manifest.entries:
+        assert entry.expires is None and entry.link.startswith("https://github.com/microsoft/onnxruntime/")
+        matching = [s for s in specs.values() if fnmatch.fnmatchcase(s.op, entry.op)]
+        assert matching, entry.describe()
+        assert any(fnmatch.fnmatchcase(d, entry.dtype) for s in matching for d in s.dtypes), entry.describe()
+    assert default_manifest_path("jax") is None
+    assert default_manifest_path("my_vendor.adapter:Backend") is None
+    assert resolve_manifest("onnxruntime", disabled=True) is None

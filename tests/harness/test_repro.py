@@ -1,0 +1,143 @@
+"""conform repro: regenerate a recorded case and write a script that reproduces it without conform."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+
+import numpy as np
+import pytest
+
+from conform.generators import dtype_labels, generate_cases
+from conform.harness.backends.base import Unsupported
+from conform.harness.judge import case_record
+from conform.harness.repro import ReproError, write_repro
+from conform.harness.repro_backends import lax_call
+
+ORT_PIN = "onnxruntime==1.32.0"
+
+
+def _failure(run_dir) -> dict:
+    """The first case whose backend verdict was ``fail`` (waived or not)."""
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record.get("raw_verdict", record["verdict"]) == "fail":
+            return record
+    raise AssertionError(f"no failure in {run_dir}")
+
+
+def _run_script(python, repro_dir):
+    return subprocess.run([str(python), str(repro_dir / "repro.py")], capture_output=True,
+                          text=True, timeout=300, cwd=repro_dir.parent)
+
+
+def _labels(spec):
+    labels = dtype_labels(spec)
+    floats = [d for d in labels if d.startswith("float")]
+    ints = [d for d in labels if d.startswith("int")]
+    return floats[:1] + ints[:1]
+
+
+def test_the_written_lax_call_computes_what_the_jax_backend_computes(specs):
+    from jax import lax
+
+    from conform.harness.backends.jax_backend import JaxBackend
+    from conform.spec.dtypes import np_dtype
+
+    backend, checked = JaxBackend(), 0
+    for spec in specs.values():
+        if "xla" not in spec.bindings:
+            continue
+        for label in _labels(spec):
+            case = generate_cases(spec, label, count=2, seed=3)[0]
+            try:
+                expected = backend.run(spec=spec, case=case)[0]
+            except Unsupported:
+                continue
+            scope = {"lax": lax, "np": np, "inf": float("inf"), "dtype": np_dtype}
+            scope.update({f"x{i}": x for i, x in enumerate(case.inputs)})
+            source = lax_call(spec.bindings["xla"]["lax"], case)
+            actual = np.asarray(eval(source, scope))  # noqa: S307 (our own rendered source)
+            assert actual.dtype == expected.dtype and actual.shape == expected.shape, source
+            assert actual.tobytes() == expected.tobytes(), (case.id, source)
+            checked += 1
+    assert checked >= 40
+
+
+def _fake_run(tmp_path, spec, backend="jax", seed=0, max_examples=3):
+    """A run directory holding one passing record of ``spec``'s first float case."""
+    case = generate_cases(spec, "float32", count=max_examples, seed=seed)[1]
+    record = json.loads(json.dumps({**case_record(case), "verdict": "pass"}))
+    summary = {"backend": backend, "backend_version": "test", "seed": seed,
+               "max_examples": max_examples, "conform_version": "0.1.0"}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
+    return record
+
+
+def test_a_case_is_regenerated_and_checked_against_the_record(tmp_path, specs):
+    record = _fake_run(tmp_path, specs["add"])
+    out = write_repro(tmp_path, record["id"], specs)
+    assert out == tmp_path / "repro" / record["id"]
+    with np.load(out / "inputs.npz") as data:
+        assert [list(data[f"in{i}"].shape) for i in range(2)] == record["shapes"]
+        np.testing.assert_array_equal(data["expected"], data["in0"].astype(np.float64) + data["in1"])
+    script = (out / "repro.py").read_text()
+    assert "lax.add(x0, x1)" in script and "import conform" not in script
+    record["shapes"] = [[99], [99]]
+    (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
+    with pytest.raises(ReproError, match=r"regenerates with shapes=.*recorded shapes=\[\[99\], \[99\]\]"):
+        write_repro(tmp_path, record["id"], specs)
+
+
+def test_unreproducible_requests_are_errors(tmp_path, specs):
+    record = _fake_run(tmp_path, specs["add"], backend="numpy")
+    with pytest.raises(ReproError, match="supports the backends"):
+        write_repro(tmp_path, record["id"], specs)
+    with pytest.raises(ReproError, match="no case 'add.float32.77'"):
+        write_repro(tmp_path, "add.float32.77", specs)
+    record = _fake_run(tmp_path, specs["atan2"], backend="onnxruntime")  # no ONNX binding
+    with pytest.raises(ReproError, match="onnxruntime cannot express case atan2.float32.1"):
+        write_repro(tmp_path, record["id"], specs)
+
+
+def test_a_jax_script_reproduces_a_real_failure(tmp_path, specs, conform_cli):
+    run_dir = tmp_path / "run"
+    conform_cli("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32", "--max-examples", 12,
+            "--subnormals", "ieee", "--out", run_dir, "--quiet", check_status=0)
+    record = _failure(run_dir)
+    out = write_repro(run_dir, record["id"], specs, tmp_path / "repro")
+    proc = _run_script(sys.executable, out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"REPRODUCED: the recorded fail of {record['id']}" in proc.stdout
+    assert f"actual recorded by conform   = {float(record['worst']['actual'])!r}" in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def clean_venv(tmp_path_factory):
+    """A venv with only numpy and onnxruntime (not --system-site-packages: conform is absent)."""
+    directory = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=True).create(directory)
+    python = directory / "bin" / "python"
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                              "numpy", ORT_PIN], capture_output=True, text=True, timeout=900)
+    assert install.returncode == 0, install.stderr
+    return python
+
+
+@pytest.mark.slow
+def test_an_onnxruntime_script_reproduces_a_real_failure_in_a_clean_venv(tmp_path, clean_venv,
+                                                                         conform_cli):
+    assert subprocess.run([str(clean_venv), "-c", "import conform"], capture_output=True).returncode != 0
+    run_dir = tmp_path / "run"
+    conform_cli("run", "--backend", "onnxruntime", "--ops", "select", "--dtypes", "float32",
+            "--out", run_dir, "--quiet", check_status=0)
+    record = _failure(run_dir)  # Where on -0.0: waived by the built-in manifest, failed as run
+    proc = conform_cli("repro", record["id"], "--from", run_dir, "--out", tmp_path / "repro", check_status=0)
+    assert "inputs.npz, model.onnx, repro.py" in proc.stdout
+    result = _run_script(clean_venv, tmp_path / "repro")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"REPRODUCED: the recorded fail of {record['id']}" in result.stdout
+    assert "actual now                   = 0.0" in result.stdout
+    assert "expected (the reference)     = -0.0" in result.stdout
