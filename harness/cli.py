@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--exhaustive", action="store_true",
                      help="all 65,536 inputs of each selected unary float16/bfloat16 op, "
                           "in one call per op and dtype")
+    run.add_argument("--no-cache", action="store_true",
+                     help="draw the corpus afresh instead of reusing the cached one")
     run.add_argument("--quiet", action="store_true", help="no progress display")
     cli_gate.add_gate_options(run)
 
@@ -122,7 +124,7 @@ def cmd_run(args) -> int:
     config = RunConfig(backend=args.backend, ops=args.ops, dtypes=args.dtypes,
                        max_examples=args.max_examples, seed=args.seed, out=out,
                        workers=args.workers, timeout=args.timeout, subnormals=args.subnormals,
-                       exhaustive=args.exhaustive, manifest=manifest)
+                       exhaustive=args.exhaustive, use_cache=not args.no_cache, manifest=manifest)
     meta = run_suite(config, specs, progress=not args.quiet)
     records = list(read_results(out / "results.jsonl"))
     if manifest:

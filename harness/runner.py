@@ -25,6 +25,8 @@ class RunConfig:
     timeout: float = 60.0
     subnormals: str | None = None   # None: the policy the backend declares
     exhaustive: bool = False
+    use_cache: bool = True
+    spec_dir: Path | None = None
     manifest: object | None = None  # a conform.harness.manifests.Manifest: skip, xfail, waiver
 
 
@@ -85,33 +87,38 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
         pairs = [(spec, label) for spec, label in pairs if spec.op in {c.op for c in cases}]
     else:
         cases = [case for spec, label in pairs
-                 for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed)]
+                 for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed,
+                                            use_cache=config.use_cache)]
     skipped: list = []
     if config.manifest is not None:
         cases, skipped = config.manifest.partition(cases)
     generation_seconds = time.time() - started
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout) as pool, \
+    with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout,
+                    spec_dir=config.spec_dir, judge=True, subnormals=config.subnormals) as pool, \
             ResultWriter(out / "results.jsonl") as writer:
         meter = Progress(len(cases), config.backend) if progress else None
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
         for record in skipped:
             writer.write(record)
         for case, outcome in pool.run(cases):
-            record = result_record(specs[case.op], case, outcome, config.backend, policy)
+            record = outcome.record or result_record(specs[case.op], case, outcome, config.backend,
+                                                     policy)
             if config.manifest is not None:
                 record = config.manifest.apply(record)
             writer.write(record)
             if meter:
                 meter.update(record["verdict"])
         info, restarts = pool.info, pool.restarts
+    stats = pool.stats
     return {
         "backend": config.backend, "backend_version": info.get("version", "unknown"),
         "device": info.get("device", "cpu"), "model_format": info.get("model_format"),
         "subnormals_declared": info.get("subnormals"), "subnormals_applied": policy,
         "seed": config.seed, "max_examples": config.max_examples, "exhaustive": config.exhaustive,
         "selected_ops": sorted({spec.op for spec, _ in pairs}),
-        "worker_restarts": restarts, "generation_seconds": round(generation_seconds, 3),
+        "worker_restarts": restarts, "backend_stats": stats,
+        "generation_seconds": round(generation_seconds, 3),
         "wall_seconds": round(time.time() - started, 3),
     }
