@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -18,21 +16,13 @@ SUMMARY_FIELDS = {"backend", "backend_version", "conform_version", "seed", "ops"
 RESULT_FIELDS = {"id", "op", "dtype", "shapes", "attrs", "seed", "verdict"}
 
 
-def conform(*args, check_status=None):
-    proc = subprocess.run([sys.executable, "-m", "conform.harness.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=900)
-    if check_status is not None:
-        assert proc.returncode == check_status, proc.stdout + proc.stderr
-    return proc
-
-
 @pytest.fixture(scope="module")
-def full_runs(tmp_path_factory):
+def full_runs(tmp_path_factory, conform_cli):
     """One small full-suite run per built-in backend, shared by the tests below."""
     runs = {}
     for backend in ("numpy", "jax", "onnxruntime"):
         out = tmp_path_factory.mktemp(backend)
-        proc = conform("run", "--backend", backend, "--max-examples", 2, "--out", out, "--quiet")
+        proc = conform_cli("run", "--backend", backend, "--max-examples", 2, "--out", out, "--quiet")
         runs[backend] = (proc, out)
     return runs
 
@@ -69,8 +59,8 @@ def test_every_failure_message_names_op_dtype_shapes_seed_and_worst_element(full
                 assert part in message, (backend, part, message)
 
 
-def test_onnxruntime_int_min_by_minus_one_is_a_crash_and_the_run_finishes(tmp_path):
-    proc = conform("run", "--backend", "onnxruntime", "--ops", "divide,remainder", "--dtypes", "int64",
+def test_onnxruntime_int_min_by_minus_one_is_a_crash_and_the_run_finishes(tmp_path, conform_cli):
+    proc = conform_cli("run", "--backend", "onnxruntime", "--ops", "divide,remainder", "--dtypes", "int64",
                    "--max-examples", 4, "--out", tmp_path, "--quiet", check_status=0)
     records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     by_id = {r["id"]: r for r in records}
@@ -80,8 +70,8 @@ def test_onnxruntime_int_min_by_minus_one_is_a_crash_and_the_run_finishes(tmp_pa
     assert "crash" in proc.stdout
 
 
-def test_jax_flushing_subnormals_fails_under_the_ieee_policy(tmp_path):
-    conform("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32", "--max-examples", 12,
+def test_jax_flushing_subnormals_fails_under_the_ieee_policy(tmp_path, conform_cli):
+    conform_cli("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32", "--max-examples", 12,
             "--out", tmp_path, "--quiet", "--subnormals", "ieee", check_status=0)
     failures = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()
                 if '"fail"' in line]
@@ -93,68 +83,68 @@ def test_jax_flushing_subnormals_fails_under_the_ieee_policy(tmp_path):
     assert summary["subnormals_applied"] == "ieee" and summary["subnormals_declared"] == "ftz"
 
 
-def test_jax_passes_the_same_cases_under_its_declared_ftz_policy(tmp_path):
-    conform("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32", "--max-examples", 12,
+def test_jax_passes_the_same_cases_under_its_declared_ftz_policy(tmp_path, conform_cli):
+    conform_cli("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32", "--max-examples", 12,
             "--out", tmp_path, "--quiet", "--min-pass-rate", 1.0, check_status=0)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["subnormals_applied"] == "ftz" and summary["counts"]["fail"] == 0
 
 
-def test_min_pass_rate_above_the_achieved_rate_exits_1(tmp_path):
-    proc = conform("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32",
+def test_min_pass_rate_above_the_achieved_rate_exits_1(tmp_path, conform_cli):
+    proc = conform_cli("run", "--backend", "jax", "--ops", "multiply", "--dtypes", "float32",
                    "--max-examples", 12, "--out", tmp_path, "--quiet", "--min-pass-rate", 1.0,
                    "--subnormals", "ieee", check_status=1)
     assert "GATE FAILED" in proc.stderr
-    conform("run", "--backend", "numpy", "--ops", "add", "--max-examples", 3, "--out", tmp_path / "ok",
+    conform_cli("run", "--backend", "numpy", "--ops", "add", "--max-examples", 3, "--out", tmp_path / "ok",
             "--quiet", "--min-pass-rate", 0.5, check_status=0)
 
 
-def test_unknown_backend_exits_2_and_lists_the_installed_ones(tmp_path):
-    proc = conform("run", "--backend", "tpu9000", "--out", tmp_path, check_status=2)
+def test_unknown_backend_exits_2_and_lists_the_installed_ones(tmp_path, conform_cli):
+    proc = conform_cli("run", "--backend", "tpu9000", "--out", tmp_path, check_status=2)
     assert "unknown backend 'tpu9000'" in proc.stderr
     for name in ("jax", "numpy", "onnxruntime"):
         assert name in proc.stderr
 
 
-def test_malformed_spec_exits_2_naming_file_and_line(tmp_path):
+def test_malformed_spec_exits_2_naming_file_and_line(tmp_path, conform_cli):
     specs = tmp_path / "specs"
     shutil.copytree(BUILTIN_DIR, specs)
     broken = specs / "add.yaml"
     broken.write_text(broken.read_text().replace("oracle: add", "oracle: [add"), encoding="utf-8")
-    proc = conform("--specs", specs, "run", "--backend", "numpy", "--out", tmp_path / "o", check_status=2)
+    proc = conform_cli("--specs", specs, "run", "--backend", "numpy", "--out", tmp_path / "o", check_status=2)
     assert f"{broken}:" in proc.stderr and "invalid YAML" in proc.stderr
     broken.write_text(broken.read_text().replace("oracle: [add", "oracle: 7"), encoding="utf-8")
-    proc = conform("--specs", specs, "list", check_status=2)
+    proc = conform_cli("--specs", specs, "list", check_status=2)
     line = broken.read_text().splitlines().index("oracle: 7") + 1
     assert f"{broken}:{line}: field oracle:" in proc.stderr
 
 
-def test_usage_errors_exit_2(tmp_path):
-    conform("run", "--backend", "numpy", "--min-pass-rate", "1.5", check_status=2)
-    conform("run", "--backend", "numpy", "--ops", "no_such_op", "--out", tmp_path, check_status=2)
-    conform("frobnicate", check_status=2)
+def test_usage_errors_exit_2(tmp_path, conform_cli):
+    conform_cli("run", "--backend", "numpy", "--min-pass-rate", "1.5", check_status=2)
+    conform_cli("run", "--backend", "numpy", "--ops", "no_such_op", "--out", tmp_path, check_status=2)
+    conform_cli("frobnicate", check_status=2)
 
 
-def test_list_json_shows_ops_with_bindings():
-    rows = json.loads(conform("list", "--format", "json", check_status=0).stdout)
+def test_list_json_shows_ops_with_bindings(conform_cli):
+    rows = json.loads(conform_cli("list", "--format", "json", check_status=0).stdout)
     assert len(rows) >= 24
     assert {"op", "bindings", "dtypes", "xla"} <= set(rows[0])
     round_row = next(r for r in rows if r["op"] == "round")
     assert round_row["bindings"] == ["xla"]
 
 
-def test_report_rerenders_a_finished_run(full_runs):
+def test_report_rerenders_a_finished_run(full_runs, conform_cli):
     _, out = full_runs["numpy"]
     (out / "report.html").unlink()
-    conform("report", out, check_status=0)
+    conform_cli("report", out, check_status=0)
     assert (out / "report.html").exists()
 
 
-def test_exhaustive_float16_run_checks_all_65536_inputs(tmp_path):
-    conform("run", "--backend", "numpy", "--ops", "sqrt,floor", "--dtypes", "float16", "--exhaustive",
+def test_exhaustive_float16_run_checks_all_65536_inputs(tmp_path, conform_cli):
+    conform_cli("run", "--backend", "numpy", "--ops", "sqrt,floor", "--dtypes", "float16", "--exhaustive",
             "--out", tmp_path, "--quiet", check_status=0)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["cases"] == 2 and summary["exhaustive"] is True
     assert summary["by_op"]["sqrt"]["float16"]["elements"] == 65536
-    conform("run", "--backend", "numpy", "--ops", "add", "--exhaustive", "--out", tmp_path / "no",
+    conform_cli("run", "--backend", "numpy", "--ops", "add", "--exhaustive", "--out", tmp_path / "no",
             check_status=2)
