@@ -5,14 +5,26 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from conform.oracles import elementwise, movement, reduction
+from conform.oracles import elementwise, logical, movement, reduction, unary_math
 
-ORACLES: dict[str, Callable[..., tuple]] = {
-    name.removeprefix("oracle_"): fn
-    for module in (elementwise, reduction, movement)
-    for name, fn in vars(module).items()
-    if name.startswith("oracle_") and callable(fn)
-}
+# Every oracle module, listed explicitly; each public ``oracle_<op>`` function is registered as <op>.
+MODULES = (elementwise, unary_math, logical, reduction, movement)
+
+
+def _collect(modules) -> dict[str, Callable[..., tuple]]:
+    found: dict[str, Callable[..., tuple]] = {}
+    for module in modules:
+        for name, fn in vars(module).items():
+            if name.startswith("oracle_") and callable(fn):
+                op = name.removeprefix("oracle_")
+                if op in found:
+                    raise ImportError(f"oracle {op!r} is defined in two modules: "
+                                      f"{found[op].__module__} and {module.__name__}")
+                found[op] = fn
+    return found
+
+
+ORACLES: dict[str, Callable[..., tuple]] = _collect(MODULES)
 
 
 class UnknownOracle(KeyError):
