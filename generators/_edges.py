@@ -75,12 +75,43 @@ def edge_sweep_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
     return _case(spec, dtype, "sweep", inputs, "edge_sweep", fill_seed)
 
 
-EXHAUSTIVE_DTYPES = {"float16": np.uint16, "bfloat16": np.uint16}
+EXHAUSTIVE_BITS = {"float16": 16, "bfloat16": 16, "float32": 32}
+CHUNK_BITS = 22  # float32 sweeps stream in chunks of 2**22 inputs: bounded memory per worker
+
+
+def exhaustive_cases(spec: OpSpec, dtype: str) -> list | None:
+    """Every bit pattern of ``dtype`` as input to a unary element-wise op, or None.
+
+    16-bit types give one case of 65,536 elements; float32 gives 1,024 chunks of 2**22 bit
+    patterns each, yielded lazily (call ``len`` on the result for the count).
+    """
+    if spec.family != "elementwise" or len(spec.inputs) != 1 or dtype not in EXHAUSTIVE_BITS:
+        return None
+    bits = EXHAUSTIVE_BITS[dtype]
+    if bits == 16:
+        patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+        return [_case(spec, dtype, "exhaustive", [patterns.view(np_dtype(dtype))], "exhaustive", 0)]
+    return _Chunks(spec, dtype, 1 << (bits - CHUNK_BITS))
+
+
+class _Chunks:
+    """A lazy sequence of the float32 sweep's chunk cases."""
+
+    def __init__(self, spec: OpSpec, dtype: str, count: int):
+        self.spec, self.dtype, self.count = spec, dtype, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        size = 1 << CHUNK_BITS
+        for chunk in range(self.count):
+            patterns = np.arange(chunk * size, (chunk + 1) * size, dtype=np.uint64).astype(np.uint32)
+            yield _case(self.spec, self.dtype, f"exhaustive{chunk:04d}",
+                        [patterns.view(np.float32)], "exhaustive", chunk)
 
 
 def exhaustive_case(spec: OpSpec, dtype: str) -> Case | None:
-    """All 65,536 bit patterns of a 16-bit float as one input vector (unary element-wise ops)."""
-    if spec.family != "elementwise" or len(spec.inputs) != 1 or dtype not in EXHAUSTIVE_DTYPES:
-        return None
-    patterns = np.arange(1 << 16, dtype=np.uint32).astype(EXHAUSTIVE_DTYPES[dtype])
-    return _case(spec, dtype, "exhaustive", [patterns.view(np_dtype(dtype))], "exhaustive", 0)
+    """The single exhaustive case of a 16-bit float type (see :func:`exhaustive_cases`)."""
+    cases = exhaustive_cases(spec, dtype) if dtype != "float32" else None
+    return cases[0] if cases else None

@@ -92,11 +92,11 @@ def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     True
     """
     fmt = FLOAT_FORMATS[dtype]
-    magnitude = np.abs(np.asarray(reference, np.float64))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        exponent = np.where(magnitude > 0, np.floor(np.log2(magnitude)), fmt.emin)
-    exponent = np.where(np.isfinite(exponent), exponent, fmt.emax)
-    return np.exp2(np.maximum(exponent, fmt.emin) - fmt.precision + 1)
+    reference = np.asarray(reference, np.float64)
+    _, exponent = np.frexp(np.where(np.isfinite(reference), reference, 0.0))  # |x| in [2**(e-1), 2**e)
+    exponent = np.where(reference == 0, fmt.emin, exponent - 1)
+    exponent = np.where(np.isfinite(reference), exponent, fmt.emax)
+    return np.ldexp(1.0, np.maximum(exponent, fmt.emin) - fmt.precision + 1)
 
 
 def round_to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:

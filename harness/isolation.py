@@ -94,6 +94,37 @@ def _death_message(exitcode: int | None) -> str:
     return f"worker exited with status {exitcode}"
 
 
+class _LazyQueue:
+    """Cases still to send: those handed back by a replaced worker first, then the source,
+    which is read only as far as needed (a float32 sweep never sits in memory whole)."""
+
+    def __init__(self, source: Iterable):
+        self._returned: collections.deque = collections.deque()
+        self._source = iter(source)
+        self._next = next(self._source, _END)
+
+    def __bool__(self) -> bool:
+        return bool(self._returned) or self._next is not _END
+
+    def take(self, count: int, max_bytes: int = 32 << 20) -> list:
+        """Up to ``count`` cases, stopping early once their inputs reach ``max_bytes``."""
+        batch, size = [], 0
+        while len(batch) < count and size < max_bytes and (self._returned or self._next is not _END):
+            if self._returned:
+                case = self._returned.popleft()
+            else:
+                case, self._next = self._next, next(self._source, _END)
+            batch.append(case)
+            size += sum(getattr(x, "nbytes", 0) for x in getattr(case, "inputs", ()))
+        return batch
+
+    def extendleft(self, cases) -> None:
+        self._returned.extendleft(cases)
+
+
+_END = object()
+
+
 @dataclass
 class _Worker:
     process: mp.Process
@@ -180,17 +211,17 @@ class WorkerPool:
 
     def run(self, cases: Iterable) -> Iterator[tuple[object, Outcome]]:
         """Yield ``(case, outcome)`` for every case, in completion order."""
-        queue = collections.deque(cases)
+        queue = _LazyQueue(cases)
         while queue or any(w.pending for w in self._pool):
             for worker in self._pool:
                 if not worker.pending and queue:
-                    batch = [queue.popleft() for _ in range(min(self.batch_size, len(queue)))]
+                    batch = queue.take(self.batch_size)
                     worker.pending.extend(batch)
                     worker.head_started = time.monotonic()
                     worker.conn.send(batch)
             yield from self._collect(queue)
 
-    def _collect(self, queue: collections.deque):
+    def _collect(self, queue: "_LazyQueue"):
         busy = [w for w in self._pool if w.pending]
         now = time.monotonic()
         deadline = min(w.head_started + self.timeout for w in busy)

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conform.generators import dtype_labels, exhaustive_case, generate_cases
+from conform.generators import dtype_labels, exhaustive_cases, generate_cases
 from conform.harness.isolation import WorkerPool
 from conform.harness.judge import result_record
 from conform.reports import ResultWriter
@@ -50,6 +50,20 @@ def select(specs: dict, ops: list[str] | None, dtypes: list[str] | None) -> list
     return chosen
 
 
+class _Concatenated:
+    """Several lazy case sequences as one, with a length (for the progress display)."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self.parts)
+
+    def __iter__(self):
+        for part in self.parts:
+            yield from part
+
+
 class Progress:
     """A one-line progress display on stderr: cases done, rate, ETA, failures so far."""
 
@@ -80,17 +94,22 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
     pairs = select(specs, config.ops, config.dtypes)
     started = time.time()
     if config.exhaustive:
-        cases = [c for c in (exhaustive_case(spec, label) for spec, label in pairs) if c]
-        if not cases:
+        # float32 (2**32 inputs per op) only when asked for by name
+        sweeps = [(spec, label, exhaustive_cases(spec, label)) for spec, label in pairs
+                  if label != "float32" or "float32" in (config.dtypes or [])]
+        sweeps = [sweep for sweep in sweeps if sweep[2]]
+        if not sweeps:
             raise SelectionError("--exhaustive covers unary element-wise ops in float16 and "
-                                 "bfloat16; the selection has none")
-        pairs = [(spec, label) for spec, label in pairs if spec.op in {c.op for c in cases}]
+                                 "bfloat16 (and float32 with --dtypes float32); the selection "
+                                 "has none")
+        pairs = [(spec, label) for spec, label, _ in sweeps]
+        cases = _Concatenated([chunks for _, _, chunks in sweeps])
     else:
         cases = [case for spec, label in pairs
                  for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed,
                                             use_cache=config.use_cache)]
     skipped: list = []
-    if config.manifest is not None:
+    if config.manifest is not None and not config.exhaustive:  # a sweep stays lazy: not partitioned
         cases, skipped = config.manifest.partition(cases)
     generation_seconds = time.time() - started
     out = Path(config.out)
