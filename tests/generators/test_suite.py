@@ -142,3 +142,16 @@ def test_exhaustive_case_holds_every_bit_pattern_once(specs, dtype):
     assert bits.size == 65536 and np.unique(bits).size == 65536
     assert exhaustive_case(specs["add"], dtype) is None          # binary: not exhaustive
     assert exhaustive_case(specs["exp"], "float32") is None
+
+
+def test_float32_sweep_is_1024_lazy_chunks_covering_every_bit_pattern(specs):
+    from conform.generators import exhaustive_cases
+
+    chunks = exhaustive_cases(specs["tanh"], "float32")
+    assert len(chunks) == 1024
+    first = next(iter(chunks))
+    bits = first.inputs[0].view(np.uint32)
+    assert bits.size == 1 << 22 and bits[0] == 0 and np.all(np.diff(bits.astype(np.int64)) == 1)
+    assert first.id == "tanh.float32.exhaustive0000"
+    *_, last = (c for i, c in zip(range(1024), iter(chunks)) if i in (0, 1023))
+    assert last.inputs[0].view(np.uint32)[-1] == 0xFFFFFFFF
