@@ -45,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--exhaustive", action="store_true",
                      help="all 65,536 inputs of each selected unary float16/bfloat16 op, "
                           "in one call per op and dtype")
+    run.add_argument("--memory-limit-mb", type=int, default=None,
+                     help="cap each worker's address space; a case that exceeds it errors or crashes")
+    run.add_argument("--recycle-after", type=int, default=None,
+                     help="replace each worker after this many cases (bounds memory growth)")
     run.add_argument("--no-cache", action="store_true",
                      help="draw the corpus afresh instead of reusing the cached one")
     run.add_argument("--quiet", action="store_true", help="no progress display")

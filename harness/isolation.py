@@ -131,6 +131,7 @@ class _Worker:
     conn: object
     pending: collections.deque = field(default_factory=collections.deque)
     head_started: float = 0.0
+    completed: int = 0
 
 
 class WorkerPool:
@@ -143,11 +144,13 @@ class WorkerPool:
     def __init__(self, backend: str, *, workers: int = 1, timeout: float = 60.0,
                  batch_size: int = 64, spec_dir: str | None = None,
                  memory_limit_mb: int | None = None, judge: bool = False,
-                 subnormals: str | None = None):
+                 subnormals: str | None = None, recycle_after: int | None = None):
         """``judge=True`` makes workers judge each case themselves (under ``subnormals``, or the
-        backend's declared policy) and return the result line in ``Outcome.record``."""
+        backend's declared policy) and return the result line in ``Outcome.record``.
+        ``memory_limit_mb`` caps each worker's address space; ``recycle_after`` replaces a worker
+        after that many cases (between batches)."""
         self.backend, self.workers, self.timeout = backend, max(1, workers), timeout
-        self.batch_size = batch_size
+        self.batch_size, self.recycle_after, self.recycled = batch_size, recycle_after, 0
         self.options = {"spec_dir": spec_dir, "memory_limit_mb": memory_limit_mb, "judge": judge,
                         "subnormals": subnormals}
         self._ctx = mp.get_context("spawn")
@@ -200,12 +203,16 @@ class WorkerPool:
             worker.process.join(5)
         worker.conn.close()
 
-    def _replace(self, index: int, kill: bool) -> list:
-        """Replace worker ``index``; returns the cases it still owed (after its head case)."""
+    def _replace(self, index: int, kill: bool, recycle: bool = False) -> list:
+        """Replace worker ``index``; returns the cases it still owed (after its head case).
+        A ``recycle`` (a planned replacement) is counted apart from restarts after failures."""
         worker = self._pool[index]
         leftover = list(worker.pending)[1:]
         self._stop(worker, kill=kill)
-        self.restarts += 1
+        if recycle:
+            self.recycled += 1
+        else:
+            self.restarts += 1
         self._pool[index] = self._spawn()
         return leftover
 
@@ -213,7 +220,11 @@ class WorkerPool:
         """Yield ``(case, outcome)`` for every case, in completion order."""
         queue = _LazyQueue(cases)
         while queue or any(w.pending for w in self._pool):
-            for worker in self._pool:
+            for index, worker in enumerate(list(self._pool)):
+                if self.recycle_after and worker.completed >= self.recycle_after \
+                        and not worker.pending and queue:
+                    self._replace(index, kill=False, recycle=True)  # jax never frees executables
+                    worker = self._pool[index]
                 if not worker.pending and queue:
                     batch = queue.take(self.batch_size)
                     worker.pending.extend(batch)
@@ -236,6 +247,7 @@ class WorkerPool:
                         outcome = worker.conn.recv()
                         case = worker.pending.popleft()
                         worker.head_started = time.monotonic()
+                        worker.completed += 1
                         yield case, outcome
                     if worker.pending and not worker.process.is_alive():
                         raise EOFError

@@ -27,6 +27,8 @@ class RunConfig:
     exhaustive: bool = False
     use_cache: bool = True
     spec_dir: Path | None = None
+    memory_limit_mb: int | None = None
+    recycle_after: int | None = None
     manifest: object | None = None  # a conform.harness.manifests.Manifest: skip, xfail, waiver
 
 
@@ -115,7 +117,9 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout,
-                    spec_dir=config.spec_dir, judge=True, subnormals=config.subnormals) as pool, \
+                    spec_dir=config.spec_dir, judge=True, subnormals=config.subnormals,
+                    memory_limit_mb=config.memory_limit_mb,
+                    recycle_after=config.recycle_after) as pool, \
             ResultWriter(out / "results.jsonl") as writer:
         meter = Progress(len(cases), config.backend) if progress else None
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
@@ -129,7 +133,7 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
             writer.write(record)
             if meter:
                 meter.update(record["verdict"])
-        info, restarts = pool.info, pool.restarts
+        info, restarts, recycled = pool.info, pool.restarts, pool.recycled
     stats = pool.stats
     return {
         "backend": config.backend, "backend_version": info.get("version", "unknown"),
@@ -137,7 +141,7 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
         "subnormals_declared": info.get("subnormals"), "subnormals_applied": policy,
         "seed": config.seed, "max_examples": config.max_examples, "exhaustive": config.exhaustive,
         "selected_ops": sorted({spec.op for spec, _ in pairs}),
-        "worker_restarts": restarts, "backend_stats": stats,
+        "worker_restarts": restarts, "workers_recycled": recycled, "backend_stats": stats,
         "generation_seconds": round(generation_seconds, 3),
         "wall_seconds": round(time.time() - started, 3),
     }

@@ -89,3 +89,11 @@ def test_lazy_queue_reads_the_source_only_as_far_as_needed():
     assert [c.seed for c in queue.take(2)] == [99, 3]
     big = _LazyQueue([_add_case(i, 1) for i in range(5)])
     assert len(big.take(5, max_bytes=100)) == 2   # each case holds 64 bytes of inputs
+
+
+def test_workers_are_recycled_after_n_cases_without_losing_any():
+    cases = [_add_case(i, 1) for i in range(10)]
+    with WorkerPool(MISBEHAVING, workers=1, batch_size=2, recycle_after=4) as pool:
+        outcomes = [outcome.kind for _, outcome in pool.run(cases)]
+        assert outcomes == ["ok"] * 10
+        assert pool.recycled == 2 and pool.restarts == 0
