@@ -128,7 +128,9 @@ def cmd_run(args) -> int:
     config = RunConfig(backend=args.backend, ops=args.ops, dtypes=args.dtypes,
                        max_examples=args.max_examples, seed=args.seed, out=out,
                        workers=args.workers, timeout=args.timeout, subnormals=args.subnormals,
-                       exhaustive=args.exhaustive, use_cache=not args.no_cache, manifest=manifest)
+                       exhaustive=args.exhaustive, use_cache=not args.no_cache, manifest=manifest,
+                       spec_dir=args.specs, memory_limit_mb=args.memory_limit_mb,
+                       recycle_after=args.recycle_after)
     meta = run_suite(config, specs, progress=not args.quiet)
     records = list(read_results(out / "results.jsonl"))
     if manifest:

@@ -148,3 +148,15 @@ def test_exhaustive_float16_run_checks_all_65536_inputs(tmp_path, conform_cli):
     assert summary["by_op"]["sqrt"]["float16"]["elements"] == 65536
     conform_cli("run", "--backend", "numpy", "--ops", "add", "--exhaustive", "--out", tmp_path / "no",
             check_status=2)
+
+
+def test_specs_option_reaches_the_workers(tmp_path, conform_cli):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    text = (BUILTIN_DIR / "add.yaml").read_text(encoding="utf-8")
+    # a spec directory whose add binds to lax.sub: the workers must use it, so add now fails
+    (specs / "add.yaml").write_text(text.replace("xla: {lax: add}", "xla: {lax: sub}"), encoding="utf-8")
+    conform_cli("--specs", specs, "run", "--backend", "jax", "--dtypes", "int32", "--max-examples", 4,
+                "--out", tmp_path / "o", "--quiet", "--no-manifest", check_status=0)
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["ops"] == 1 and summary["counts"]["fail"] > 0
