@@ -106,10 +106,23 @@ def padding_times_nonfinite(ctx: RegionContext) -> np.ndarray:
     return everywhere - inside > 0
 
 
+def shift_out_of_range(ctx: RegionContext) -> np.ndarray:
+    """Integer shifts by an amount outside [0, bits of lhs): negative, or the width or more.
+
+    The XLA text lists ShiftLeft, ShiftRightArithmetic and ShiftRightLogical among the element-wise
+    binary ops and says nothing of such amounts (nor does StableHLO; C leaves them undefined, and
+    implementations mask the amount, wrap it or saturate the result).
+    """
+    lhs, rhs = ctx.inputs
+    if lhs.dtype.kind not in "iu":
+        return ctx.none()
+    return np.broadcast_to((rhs < 0) | (rhs >= lhs.dtype.itemsize * 8), ctx.expected.shape)
+
+
 REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
-               accumulation_overflow, padding_times_nonfinite)
+               accumulation_overflow, padding_times_nonfinite, shift_out_of_range)
 }
 
 
