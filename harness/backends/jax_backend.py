@@ -81,11 +81,13 @@ class JaxBackend(Backend):
         return lambda *xs: fn(*xs, **static)
 
     def run(self, *, spec, case):
-        lax_name = binding(spec, "xla")["lax"]
-        key = (spec.op, lax_name, _frozen(case.attrs))
+        bound = binding(spec, "xla")
+        lax_name = bound["lax"]
+        attrs = {**bound.get("params", {}), **case.attrs}  # params: fixed lax keywords of the op
+        key = (spec.op, lax_name, _frozen(attrs))
         fn = self._compiled.get(key)
         if fn is None:
-            fn = self._jax.jit(self._builder(lax_name, case.attrs))
+            fn = self._jax.jit(self._builder(lax_name, attrs))
             self._compiled[key] = fn
         outputs = fn(*case.inputs)
         if not isinstance(outputs, tuple | list):
