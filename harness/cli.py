@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from conform.harness import cli_gate
+from conform.harness import cli_certify, cli_gate
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 
@@ -53,12 +53,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="draw the corpus afresh instead of reusing the cached one")
     run.add_argument("--quiet", action="store_true", help="no progress display")
     cli_gate.add_gate_options(run)
+    cli_certify.add_profile_options(run)
 
     report = sub.add_parser("report", help="re-render a finished run; several DIRs: compare them")
     report.add_argument("dirs", type=Path, nargs="+")
     report.add_argument("--out", type=Path, default=None,
                         help="comparison page to write (default ./conform-compare.html)")
     cli_gate.add_commands(sub)
+    cli_certify.add_commands(sub)
     return parser
 
 
@@ -119,6 +121,7 @@ def cmd_run(args) -> int:
     from conform.reports import read_results, write_reports
 
     specs = _load_specs(args.specs)
+    profile = cli_certify.apply_profile(args)
     check_backend(args.backend)
     if args.max_examples < 1 or args.workers < 1:
         raise _UsageError("--max-examples and --workers must be at least 1")
@@ -132,6 +135,8 @@ def cmd_run(args) -> int:
                        spec_dir=args.specs, memory_limit_mb=args.memory_limit_mb,
                        recycle_after=args.recycle_after)
     meta = run_suite(config, specs, progress=not args.quiet)
+    if profile:
+        meta["profile"] = profile.name
     records = list(read_results(out / "results.jsonl"))
     if manifest:
         meta["manifest"] = manifest_summary(manifest, records)
@@ -187,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     handlers = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "gate": cli_gate.cmd_gate,
-                "repro": lambda a: cli_gate.cmd_repro(a, _load_specs(a.specs))}
+                "repro": lambda a: cli_gate.cmd_repro(a, _load_specs(a.specs)),
+                "certify": lambda a: cli_certify.cmd_certify(a, _load_specs(a.specs)),
+                "verify": lambda a: cli_certify.cmd_verify(a, _load_specs(a.specs))}
     try:
         return handlers[args.command](args)
     except (SpecError, UnknownBackend, SelectionError, BackendLoadError, _UsageError, GateError,

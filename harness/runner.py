@@ -30,6 +30,7 @@ class RunConfig:
     memory_limit_mb: int | None = None
     recycle_after: int | None = None
     manifest: object | None = None  # a conform.harness.manifests.Manifest: skip, xfail, waiver
+    cases: list | None = None       # a precomputed corpus (conform certify): run exactly these
 
 
 class SelectionError(ValueError):
@@ -106,6 +107,8 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
                                  "has none")
         pairs = [(spec, label) for spec, label, _ in sweeps]
         cases = _Concatenated([chunks for _, _, chunks in sweeps])
+    elif config.cases is not None:
+        cases = list(config.cases)
     else:
         cases = [case for spec, label in pairs
                  for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed,

@@ -1,0 +1,164 @@
+"""Profiles and certification on the command line: ``conform run --profile P``, ``conform
+certify`` and ``conform verify`` (wired in by :mod:`conform.harness.cli`).
+
+``certify`` exits 0 when the backend is certified, 1 when it ran and is not; ``verify`` exits 0
+when the certificate is verified, 1 when it is not (what did not match is printed); both exit 2
+on a usage error.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+PROFILED = ("ops", "dtypes", "max_examples", "seed", "subnormals")  # run options a profile sets
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def add_profile_options(run: argparse.ArgumentParser) -> None:
+    """``--profile`` and ``--profiles`` on ``conform run``. The options a profile sets default to
+    None here, so that :func:`apply_profile` can tell those given on the command line (which
+    override the profile's) from the run's own defaults (kept in ``args.run_defaults``)."""
+    run.add_argument("--profile", default=None, metavar="P",
+                     help="run a certification profile's selection: its ops, dtypes, budget, seed "
+                          "and subnormal policy (options given here override the profile's)")
+    run.add_argument("--profiles", type=Path, default=None, metavar="FILE",
+                     help="a YAML file of further profiles (see docs/certification.md)")
+    run.set_defaults(run_defaults={dest: run.get_default(dest) for dest in PROFILED},
+                     **{dest: None for dest in PROFILED})
+
+
+def apply_profile(args):
+    """Fill the profiled run options from ``--profile`` (or the run's defaults); a profile that
+    allows no manifest turns the default manifest off. Returns the profile, or None."""
+    from conform.harness.certify import find_profile
+
+    if args.profile is None:
+        if args.profiles is not None:
+            from conform.harness.runner import SelectionError
+
+            raise SelectionError("--profiles needs --profile")
+        profile, values = None, {}
+    else:
+        profile = find_profile(args.profile, args.profiles)
+        values = {"ops": list(profile.ops), "dtypes": list(profile.dtypes or []) or None,
+                  "max_examples": profile.max_examples, "seed": profile.seed,
+                  "subnormals": profile.subnormal_policy}
+        if not profile.manifests and not args.manifest:
+            args.no_manifest = True
+    for dest in PROFILED:
+        if getattr(args, dest) is None:
+            value = values.get(dest)
+            setattr(args, dest, args.run_defaults[dest] if value is None else value)
+    return profile
+
+
+def add_commands(sub) -> None:
+    """The ``certify`` and ``verify`` sub-commands."""
+    certify = sub.add_parser("certify", help="run a profile's frozen corpus on a backend and "
+                                             "write a certificate")
+    certify.add_argument("--backend", required=True)
+    certify.add_argument("--profile", required=True, metavar="P",
+                         help="xla-core, onnx-core, nnef-core, full, or one from --profiles")
+    certify.add_argument("--profiles", type=Path, default=None, metavar="FILE",
+                         help="a YAML file of further profiles (see docs/certification.md)")
+    certify.add_argument("--out", type=Path, default=None,
+                         help="output directory (default conform-out/<backend>-<profile>)")
+    certify.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    certify.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
+    certify.add_argument("--manifest", type=Path, action="append", default=None, metavar="FILE",
+                         help="manifest of known deviations, where the profile allows one "
+                              "(repeatable; default: the built-in manifests/<backend>.yaml)")
+    certify.add_argument("--no-manifest", action="store_true", help="apply no manifest")
+    certify.add_argument("--no-cache", action="store_true",
+                         help="draw the corpus afresh instead of reusing the cached one")
+    certify.add_argument("--quiet", action="store_true", help="no progress display")
+
+    verify = sub.add_parser("verify", help="verify a certificate (exit 0 verified, 1 not)")
+    verify.add_argument("certificate", type=Path,
+                        help="certificate.json, or the directory holding it")
+    verify.add_argument("--rerun", type=_count, default=0, metavar="N",
+                        help="re-run N cases sampled from the certificate on its backend and "
+                             "check the claimed verdicts")
+    verify.add_argument("--sample-seed", type=int, default=0, metavar="S",
+                        help="mixed into the sample (default 0: the sample follows from the "
+                             "digest alone)")
+    verify.add_argument("--results", type=Path, default=None, metavar="FILE",
+                        help="the results.jsonl the certificate names, if it is not beside it")
+    verify.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    verify.add_argument("--no-cache", action="store_true",
+                        help="regenerate the corpus afresh instead of reusing the cached one")
+
+
+def _usage(message: str) -> int:
+    print(f"conform: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def cmd_certify(args, specs: dict) -> int:
+    """``conform certify --backend B --profile P``."""
+    from conform.harness.certify import CertifyError, certify, find_profile
+    from conform.harness.manifests import resolve_manifest
+    from conform.harness.registry import check_backend
+
+    profile = find_profile(args.profile, args.profiles)
+    check_backend(args.backend)
+    if args.workers < 1:
+        return _usage("--workers must be at least 1")
+    if not profile.manifests and args.manifest:
+        return _usage(f"profile {profile.name} allows no manifest of known deviations")
+    manifest = resolve_manifest(args.backend, args.manifest, disabled=args.no_manifest) \
+        if profile.manifests else None
+    out = args.out or Path("conform-out") / f"{args.backend}-{profile.name}"
+    try:
+        cert = certify(profile, args.backend, specs, out, spec_dir=args.specs,
+                       workers=args.workers, timeout=args.timeout, manifest=manifest,
+                       use_cache=not args.no_cache, progress=not args.quiet)
+    except CertifyError as exc:
+        return _usage(str(exc))
+    totals = cert["totals"]
+    print(f"\n{cert['environment']['backend']} ({cert['environment']['backend_version']}), "
+          f"profile {profile.name}: {cert['verdict'].upper()}")
+    for reason in cert["reasons"]:
+        print(f"  {reason}")
+    counts = "  ".join(f"{k} {v}" for k, v in totals["counts"].items() if v)
+    print(f"  {totals['cases']} cases: {counts}")
+    if manifest is not None:
+        print(f"  manifest applied: {', '.join(manifest.files)}")
+    print(f"  corpus sha256 {cert['corpus']['sha256']}\n  digest        {cert['digest']}")
+    print(f"\nwrote {out}/{{certificate.json,certificate.html,results.jsonl,summary.json,"
+          f"report.html,junit.xml,summary.md}}")
+    return EXIT_OK if cert["verdict"] == "certified" else EXIT_FAILED
+
+
+def cmd_verify(args, specs: dict) -> int:
+    """``conform verify CERT [--rerun N]``."""
+    from conform.harness.certify import CertifyError, verify
+
+    if args.workers < 1:
+        return _usage("--workers must be at least 1")
+    try:
+        report = verify(args.certificate, specs, rerun=args.rerun, sample_seed=args.sample_seed,
+                        results=args.results, spec_dir=args.specs, use_cache=not args.no_cache,
+                        workers=args.workers)
+    except CertifyError as exc:
+        return _usage(str(exc))
+    for note in report.notes:
+        print(f"conform: note: {note}", file=sys.stderr)
+    for line in report.checks:
+        print(f"ok: {line}")
+    if report.problems:
+        print(f"NOT VERIFIED: {len(report.problems)} problem(s)", file=sys.stderr)
+        for line in report.problems:
+            print(f"  {line}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"VERIFIED: {args.certificate}")
+    return EXIT_OK

@@ -1,0 +1,148 @@
+"""End-to-end: `conform certify` on a real backend with a tiny profile, `conform verify` on the
+honest certificate, on certificates and results with a changed byte, and on a forged but
+self-consistent certificate (which only `--rerun` catches); `conform run --profile`."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from conform.harness import certify
+
+# jax flushes float32 subnormals; judged by `ieee`, the edge sweep (and other cases holding
+# subnormals) fail, so the strict bar below is not met and some verdicts are worth forging.
+PROFILES = """\
+profiles:
+  tiny:
+    summary: multiply in float32, strict, for the tests
+    ops: [multiply]
+    dtypes: [float32]
+    subnormals: ieee
+    manifests: false
+    max_examples: 8
+    seed: 7
+    min_pass_rate: 1.0
+    min_coverage: 0.9
+"""
+
+
+@pytest.fixture(scope="module")
+def certified(tmp_path_factory, conform_cli):
+    root = tmp_path_factory.mktemp("certify")
+    (root / "profiles.yaml").write_text(PROFILES, encoding="utf-8")
+    proc = conform_cli("certify", "--backend", "jax", "--profile", "tiny", "--profiles",
+                       root / "profiles.yaml", "--out", root / "cert", "--quiet")
+    return root, proc
+
+
+@pytest.fixture
+def copy(certified, tmp_path):
+    """A copy of the certificate directory, to tamper with."""
+    return shutil.copytree(certified[0] / "cert", tmp_path / "cert")
+
+
+def _cert(directory) -> dict:
+    return json.loads((directory / "certificate.json").read_text(encoding="utf-8"))
+
+
+def test_certify_writes_a_certificate_of_what_ran(certified):
+    root, proc = certified
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # ran; the strict bar is not met
+    assert "profile tiny: NOT CERTIFIED" in proc.stdout and "pass rate" in proc.stdout
+    out = root / "cert"
+    for name in ("certificate.json", "certificate.html", "results.jsonl", "summary.json",
+                 "report.html"):
+        assert (out / name).is_file(), name
+    cert = _cert(out)
+    assert cert["digest"] == certify.digest_of(cert)
+    assert cert["verdict"] == "not certified" and cert["totals"]["counts"]["fail"] >= 1
+    assert cert["profile"]["name"] == "tiny" and cert["profile"]["settings"]["max_examples"] == 8
+    assert cert["profile"]["source"].endswith("profiles.yaml")
+    env = cert["environment"]
+    assert (env["backend"], env["subnormals_declared"], env["subnormals_applied"]) == ("jax", "ftz", "ieee")
+    assert env["backend_version"].startswith("jax") and env["python"] and env["numpy"] and env["platform"]
+    assert re.fullmatch(r"[0-9a-f]{64}", cert["corpus"]["sha256"])
+    assert list(cert["specs"]["files"]) == ["multiply"] and not cert["manifest"]["applied"]
+    cell = cert["by_op"]["multiply"]["float32"]
+    assert cell["cases"] == cert["corpus"]["cases"] == len(cert["results"]["cases"])
+    assert cell["worst_error"] is not None and cell["bound"] == 0.5
+    lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(certify.sha256(line) for line in lines) == sorted(
+        c["sha256"] for c in cert["results"]["cases"])
+    html = (out / "certificate.html").read_text(encoding="utf-8")
+    assert "not certified" in html and cert["digest"] in html and cert["corpus"]["sha256"] in html
+
+
+def test_verify_with_rerun_passes_on_the_honest_certificate(certified, conform_cli):
+    root, _ = certified
+    proc = conform_cli("verify", root / "cert" / "certificate.json", "--rerun", 5, check_status=0)
+    assert "VERIFIED" in proc.stdout and "rerun: 5 sampled cases give the claimed verdicts" in proc.stdout
+    assert "corpus: conform" in proc.stdout and "digest:" in proc.stdout
+
+
+def test_one_changed_byte_of_results_in_the_certificate_fails(copy, conform_cli):
+    path = copy / "certificate.json"
+    text = path.read_text(encoding="utf-8")
+    at = text.index('"verdict": "pass"', text.index('"results"')) + len('"verdict": "')
+    path.write_text(text[:at] + "b" + text[at + 1:], encoding="utf-8")  # "pass" -> "bass"
+    proc = conform_cli("verify", path, check_status=1)
+    assert "NOT VERIFIED" in proc.stderr and "digest: the certificate says" in proc.stderr
+    assert re.search(r"results: multiply\.float32\.\w+: verdict 'bass' in the certificate, 'pass' "
+                     r"in results\.jsonl", proc.stderr)
+
+
+def test_one_changed_byte_in_results_jsonl_fails(copy, conform_cli):
+    results = copy / "results.jsonl"
+    data = bytearray(results.read_bytes())
+    at = data.index(b'"seconds": ') + len(b'"seconds": ') + 2
+    data[at] = ord("7") if data[at] != ord("7") else ord("3")
+    results.write_bytes(bytes(data))
+    proc = conform_cli("verify", copy, check_status=1)
+    assert "results.jsonl has sha256" in proc.stderr
+    assert re.search(r"results: multiply\.float32\.\w+: its result line hashes to", proc.stderr)
+
+
+def _forge(directory, case_id: str) -> dict:
+    """Turn ``case_id``'s failure into a pass everywhere, as a forger with conform's code would:
+    result line, per-case entries, figures, verdict, file hash and digest."""
+    results = directory / "results.jsonl"
+    records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    for record in records:
+        if record["id"] == case_id:
+            record["verdict"] = "pass"
+            record.pop("message", None)
+    results.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    cert = _cert(directory)
+    cert.update(certify.results_part(results, cert["profile"]["settings"],
+                                     [c["id"] for c in cert["results"]["cases"]]))
+    cert = certify.seal(cert)
+    (directory / "certificate.json").write_text(json.dumps(cert, indent=1), encoding="utf-8")
+    return cert
+
+
+def test_rerun_catches_a_forged_self_consistent_certificate(certified, copy, conform_cli):
+    failing = [c["id"] for c in _cert(copy)["results"]["cases"] if c["verdict"] == "fail"]
+    for case_id in failing:  # forge a failure that the digest-derived sample of 5 re-runs
+        shutil.rmtree(copy)
+        shutil.copytree(certified[0] / "cert", copy)
+        if case_id in certify.rerun_sample(_forge(copy, case_id), 5):
+            break
+    else:
+        pytest.fail(f"no forged failure among {failing} falls in the sample")
+    quiet = conform_cli("verify", copy / "certificate.json", check_status=0)
+    assert "VERIFIED" in quiet.stdout  # every hash and figure is consistent: only a rerun can tell
+    proc = conform_cli("verify", copy / "certificate.json", "--rerun", 5, check_status=1)
+    assert f"rerun: {case_id}: the certificate claims pass, jax gives fail" in proc.stderr
+
+
+def test_run_with_a_profile_runs_its_corpus(certified, tmp_path, conform_cli):
+    root, _ = certified
+    conform_cli("run", "--backend", "numpy", "--profile", "tiny", "--profiles",
+                root / "profiles.yaml", "--out", tmp_path / "run", "--quiet", check_status=0)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert (summary["profile"], summary["seed"], summary["max_examples"],
+            summary["subnormals_applied"]) == ("tiny", 7, 8, "ieee")
+    ids = sorted(json.loads(line)["id"] for line in (tmp_path / "run" / "results.jsonl").open())
+    assert ids == sorted(c["id"] for c in _cert(root / "cert")["results"]["cases"])
