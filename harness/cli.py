@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from conform.harness import cli_certify, cli_gate
+from conform.harness import cli_adapter, cli_certify, cli_gate
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 
@@ -61,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="comparison page to write (default ./conform-compare.html)")
     cli_gate.add_commands(sub)
     cli_certify.add_commands(sub)
+    cli_adapter.add_commands(sub)
     return parser
 
 
@@ -183,6 +184,7 @@ class _UsageError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from conform.harness.adapters import AdapterError
     from conform.harness.gate import GateError
     from conform.harness.isolation import BackendLoadError
     from conform.harness.repro import ReproError
@@ -194,11 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "gate": cli_gate.cmd_gate,
                 "repro": lambda a: cli_gate.cmd_repro(a, _load_specs(a.specs)),
                 "certify": lambda a: cli_certify.cmd_certify(a, _load_specs(a.specs)),
-                "verify": lambda a: cli_certify.cmd_verify(a, _load_specs(a.specs))}
+                "verify": lambda a: cli_certify.cmd_verify(a, _load_specs(a.specs)),
+                "adapter": cli_adapter.cmd_adapter}
     try:
         return handlers[args.command](args)
     except (SpecError, UnknownBackend, SelectionError, BackendLoadError, _UsageError, GateError,
-            ReproError) as exc:
+            ReproError, AdapterError) as exc:
         print(f"conform: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
 """Built-in backends; vendor adapters implement the same :class:`Backend` contract."""
-from conform.harness.backends.base import Backend, Unsupported
+from conform.harness.backends.base import API_VERSION, Backend, Unsupported
 
-__all__ = ["Backend", "Unsupported"]
+__all__ = ["API_VERSION", "Backend", "Unsupported"]

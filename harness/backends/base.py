@@ -11,6 +11,11 @@ import numpy as np
 
 from conform.generators import cache_dir  # noqa: F401 - backends keep their caches there
 
+#: The version of this contract. It grows compatibly: new arguments to :meth:`Backend.run` are
+#: keyword-only with defaults, new methods are optional and have defaults here; a change that
+#: would break an existing adapter bumps this number (see docs/adapters.md).
+API_VERSION = 1
+
 
 class Unsupported(Exception):
     """Raised by a backend that cannot express a case; the reason is shown in the report."""
@@ -21,9 +26,11 @@ class Backend:
 
     Subclasses set ``name``, ``model_format`` (``native``, ``onnx`` or ``nnef``) and ``subnormals`` (``ieee``
     if subnormal inputs and results are honoured, ``ftz`` if they are flushed to zero), and
-    implement :meth:`run`.
+    implement :meth:`run`. ``api_version`` is the contract version an adapter implements (set it
+    explicitly; see docs/adapters.md).
     """
 
+    api_version: int = API_VERSION   # the contract version the adapter was written against
     name: str = ""
     model_format: str = "native"
     subnormals: str = "ieee"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.harness.backends.base import Backend
+from conform.harness.backends.base import Backend, Unsupported
 from conform.oracles import ORACLES
 from conform.spec.dtypes import np_dtype
 
@@ -48,7 +48,9 @@ class NumpyBackend(Backend):
         return np.__version__
 
     def run(self, *, spec, case):
-        fn = IMPLEMENTATIONS.get(spec.op) or ORACLES[spec.oracle]
+        fn = IMPLEMENTATIONS.get(spec.op) or ORACLES.get(spec.oracle)
+        if fn is None:
+            raise Unsupported(f"no NumPy implementation of {spec.op} (oracle {spec.oracle!r})")
         with np.errstate(all="ignore"):
             outputs = fn(*case.inputs, **case.attrs)
         if not isinstance(outputs, tuple):
