@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from conform.harness.cli_gate import add_manifest_options
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROFILED = ("ops", "dtypes", "max_examples", "seed", "subnormals")  # run options a profile sets
 
@@ -74,10 +76,7 @@ def add_commands(sub) -> None:
                          help="output directory (default conform-out/<backend>-<profile>)")
     certify.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     certify.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
-    certify.add_argument("--manifest", type=Path, action="append", default=None, metavar="FILE",
-                         help="manifest of known deviations, where the profile allows one "
-                              "(repeatable; default: the built-in manifests/<backend>.yaml)")
-    certify.add_argument("--no-manifest", action="store_true", help="apply no manifest")
+    add_manifest_options(certify, where=", where the profile allows one")
     certify.add_argument("--no-cache", action="store_true",
                          help="draw the corpus afresh instead of reusing the cached one")
     certify.add_argument("--quiet", action="store_true", help="no progress display")

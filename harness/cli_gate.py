@@ -27,6 +27,14 @@ def _factor(text: str) -> float:
     return value
 
 
+def add_manifest_options(parser: argparse.ArgumentParser, where: str = "") -> None:
+    """``--manifest FILE`` (repeatable) and ``--no-manifest``; ``where`` qualifies the help."""
+    parser.add_argument("--manifest", type=Path, action="append", default=None, metavar="FILE",
+                        help=f"manifest of known deviations{where} (repeatable; default: the "
+                             "built-in manifests/<backend>.yaml, if any)")
+    parser.add_argument("--no-manifest", action="store_true", help="apply no manifest")
+
+
 def add_gate_options(parser: argparse.ArgumentParser) -> None:
     """The gate's criteria and the manifest options (``run`` and ``gate`` share them)."""
     parser.add_argument("--min-pass-rate", type=_fraction, default=None,
@@ -39,10 +47,7 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-error-growth", type=_factor, default=2.0, metavar="F",
                         help="with --baseline: fail if an op x dtype's worst error/bound grows "
                              "by more than F (default 2; inf disables)")
-    parser.add_argument("--manifest", type=Path, action="append", default=None, metavar="FILE",
-                        help="manifest of known deviations (repeatable; default: the built-in "
-                             "manifests/<backend>.yaml, if any)")
-    parser.add_argument("--no-manifest", action="store_true", help="apply no manifest")
+    add_manifest_options(parser)
     parser.add_argument("--strict-xfail", action="store_true",
                         help="a case the manifest expects to fail that passes (xpass) fails the gate")
 
