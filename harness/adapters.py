@@ -16,7 +16,7 @@ from pathlib import Path
 
 from conform.harness.backends.base import API_VERSION
 
-KNOWN_FORMATS = ("native", "onnx", "nnef")
+KNOWN_FORMATS = ("native", "onnx", "nnef", "stablehlo")
 SUBNORMAL_POLICIES = ("ieee", "ftz")
 SMOKE_OPS = ("add", "multiply", "exp", "tanh", "reduce_sum")
 SMOKE_DTYPES = ("float32", "float16")
@@ -391,7 +391,7 @@ DTYPES = {{"float16", "float32", "float64"}}
 class {cls}(Backend):
     api_version = {api}        # the contract version this adapter implements
     name = "{name}"
-    model_format = "native"    # or "onnx" / "nnef": see docs/adapters.md
+    model_format = "native"    # or "onnx" / "nnef" / "stablehlo": see docs/adapters.md
     subnormals = "ieee"        # "ftz" if your runtime flushes subnormals to zero
 
     def __init__(self):

@@ -80,7 +80,8 @@ class JaxBackend(Backend):
         static = {k: _frozen(v) for k, v in attrs.items()}
         return lambda *xs: fn(*xs, **static)
 
-    def run(self, *, spec, case):
+    def _function(self, spec, case):
+        """The jitted function for the case's op and static attributes (cached)."""
         bound = binding(spec, "xla")
         lax_name = bound["lax"]
         attrs = {**bound.get("params", {}), **case.attrs}  # params: fixed lax keywords of the op
@@ -89,7 +90,15 @@ class JaxBackend(Backend):
         if fn is None:
             fn = self._jax.jit(self._builder(lax_name, attrs))
             self._compiled[key] = fn
-        outputs = fn(*case.inputs)
+        return fn
+
+    def stablehlo(self, *, spec, case) -> str:
+        """The case as a StableHLO module (MLIR text), lowered from the same jitted function that
+        :meth:`run` executes; inputs stay runtime arguments of ``@main``."""
+        return self._function(spec, case).lower(*case.inputs).as_text()
+
+    def run(self, *, spec, case):
+        outputs = self._function(spec, case)(*case.inputs)
         if not isinstance(outputs, tuple | list):
             outputs = (outputs,)
         return [np.asarray(o) for o in outputs]
