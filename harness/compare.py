@@ -129,14 +129,15 @@ def accumulator_roundoff(out_dtype: str, params: dict) -> float:
 
 
 def _exact(actual, expected, out_dtype, strict_zero):
+    """Per element: does ``actual`` differ from the reference rounded once to ``out_dtype``?"""
     with np.errstate(all="ignore"):
         want = round_to_dtype(expected, out_dtype)
     if want.dtype.kind != "f" and np_dtype(out_dtype) != np.dtype("bfloat16"):
-        return actual != want, np.zeros(actual.shape, bool)
+        return actual != want
     a, w = actual.astype(np.float64), want.astype(np.float64)
     bad = ~((a == w) | (np.isnan(a) & np.isnan(w)))
     sign_bad = (a == 0) & (w == 0) & (np.signbit(a) != np.signbit(w)) if strict_zero else False
-    return bad | sign_bad, np.zeros(actual.shape, bool)
+    return bad | sign_bad
 
 
 def _numeric_error(actual, expected, out_dtype, model, accumulation):
@@ -211,17 +212,9 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: 
 
 def _exact_match(actual, expected, out_dtype, model) -> Judgement | None:
     """The common case of an exact model, settled without per-element figures: a pass verdict if
-    every element matches bit for bit (NaN matching NaN), else None (take the full path)."""
-    with np.errstate(all="ignore"):
-        want = round_to_dtype(expected, out_dtype)
-    if want.dtype.kind in "biu":
-        matched = np.array_equal(actual, want)
-    else:
-        a, w = actual.astype(np.float64), want.astype(np.float64)
-        matched = np.array_equal(a, w, equal_nan=True) and (
-            model.get("signed_zero", "strict") != "strict"
-            or np.array_equal(np.signbit(a), np.signbit(w)))
-    if not matched:
+    every element matches (NaN matching NaN), else None (take the full path)."""
+    strict_zero = model.get("signed_zero", "strict") == "strict"
+    if _exact(actual, expected, out_dtype, strict_zero).any():
         return None
     histogram = [expected.size] + [0] * (len(RATIO_BINS) - 2)
     return Judgement("pass", describe_model(model), "mismatch", checked=expected.size,
@@ -232,7 +225,7 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
     """Per element: error, bound, special-value failure and error / bound (inf for failures)."""
     strict_zero = model.get("signed_zero", "strict") == "strict"
     if model.get("exact"):
-        bad, _ = _exact(actual, expected, out_dtype, strict_zero)
+        bad = _exact(actual, expected, out_dtype, strict_zero)
         error, bound = bad.astype(np.float64), np.zeros(expected.shape)
         special_bad = np.zeros(bad.shape, bool)
     else:
