@@ -97,8 +97,13 @@ def _probe_cases():
 def _run_probe(backend, spec, case) -> dict:
     from conform.harness.backends.base import Unsupported
 
+    from conform.harness.backends.models import Model, takes_model
+
     try:
-        outputs = backend.run(spec=spec, case=case)
+        if takes_model(backend):  # the probes reach run() whatever the adapter claims
+            outputs = backend.run(spec=spec, case=case, model=Model(backend.model_format, spec, case))
+        else:
+            outputs = backend.run(spec=spec, case=case)
         return {"kind": "ok", "message": f"returned {len(list(outputs))} output(s)"}
     except Unsupported as exc:
         return {"kind": "unsupported", "message": str(exc)}
@@ -118,6 +123,11 @@ def _inspect_main(conn, backend_name: str, spec_dir) -> None:
         return
     info = {key: _plain(getattr(backend, key, None))
             for key in ("name", "model_format", "subnormals", "api_version")}
+    for key in ("ops", "dtypes", "devices"):   # collections, sent as sorted lists of names
+        value = getattr(backend, key, None)
+        info[key] = (value if value is None or isinstance(value, str)
+                     else [_plain(v) for v in value] if isinstance(value, (set, frozenset, list, tuple))
+                     else _plain(value))
     for method in ("version", "device", "stats"):
         try:
             info[method] = _plain(getattr(backend, method)())
@@ -210,12 +220,41 @@ def _check_declarations(report: CheckReport, info: dict) -> None:
                or f"device() = {device!r}, stats() = {stats!r}",
                "device() returns a non-empty str, stats() a dict of counters (or drop the "
                "overrides and inherit the defaults)")
+    _check_claims(report, info)
     api = info.get("api_version")
     ok = isinstance(api, int) and not isinstance(api, bool) and 1 <= api <= API_VERSION
     report.add("API version", ok, f"written against contract {api!r}; this conform provides "
                f"{API_VERSION}",
                f"set `api_version` to the contract version you implement (1..{API_VERSION}); "
                "a newer one needs a newer conform")
+
+
+def _check_claims(report: CheckReport, info: dict) -> None:
+    """``ops``, ``dtypes`` and ``devices``: collections of known names (or None for ops/dtypes)."""
+    from conform.spec import load_specs
+    from conform.spec._schema import DTYPES
+
+    problems = []
+    known = {"ops": set(load_specs(None)), "dtypes": set(DTYPES)}
+    for key, names in known.items():
+        value = info.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            problems.append(f"{key} = {value!r} is not a collection of names")
+        elif unknown := sorted(set(value) - names):
+            problems.append(f"{key} has unknown names {unknown}")
+    devices, device = info.get("devices"), info.get("device")
+    if not (isinstance(devices, list) and devices and all(isinstance(d, str) for d in devices)):
+        problems.append(f"devices = {devices!r} is not a non-empty collection of names")
+    elif device not in devices:
+        problems.append(f"device() = {device!r} is not one of devices {devices}")
+    claimed = (f"ops: {'all' if info.get('ops') is None else len(info['ops'])}, dtypes: "
+               f"{'all' if info.get('dtypes') is None else ', '.join(sorted(info['dtypes']))}, "
+               f"devices: {devices}")
+    report.add("ops, dtypes and devices", not problems, "; ".join(problems) or claimed,
+               "declare `ops` and `dtypes` as frozensets of the names `conform list` shows (or "
+               "None for all), and `devices` as a tuple holding what device() returns")
 
 
 def _check_probes(report: CheckReport, messages: dict) -> None:
@@ -384,15 +423,16 @@ OPS = {{
     "reduce_sum": _reduce_sum,
 }}
 
-# VENDOR: the dtypes your runtime supports; other cases come back `unsupported`.
-DTYPES = {{"float16", "float32", "float64"}}
-
 
 class {cls}(Backend):
     api_version = {api}        # the contract version this adapter implements
     name = "{name}"
     model_format = "native"    # or "onnx" / "nnef" / "stablehlo": see docs/adapters.md
     subnormals = "ieee"        # "ftz" if your runtime flushes subnormals to zero
+    # What the adapter claims: conform reports other cases `unsupported` without calling run().
+    ops = frozenset(OPS)
+    dtypes = frozenset({{"float16", "float32", "float64"}})   # VENDOR: your runtime's dtypes
+    devices = ("cpu",)                                       # VENDOR: the devices it runs on
 
     def __init__(self):
         # VENDOR: open the device or session here; this runs once per worker process.
@@ -402,14 +442,12 @@ class {cls}(Backend):
         return f"numpy {{np.__version__}}"   # VENDOR: your runtime's version string
 
     def device(self) -> str:
-        return "cpu"                          # VENDOR: the device the cases run on
+        return self.devices[0]                # VENDOR: the device the cases run on
 
     def run(self, *, spec, case):
         fn = OPS.get(spec.op)
         if fn is None:
             raise Unsupported(f"{name} does not implement {{spec.op}}")
-        if case.out_dtype not in DTYPES or not set(case.input_dtypes) <= DTYPES:
-            raise Unsupported(f"{name} does not support {{case.dtype}}")
         with np.errstate(all="ignore"):
             result = fn(*case.inputs, **case.attrs)   # VENDOR: the call into your runtime
         # One array per output, in the case's out_dtype. Any exception escaping run() is
@@ -426,7 +464,7 @@ A [conform](https://example.invalid/conform) adapter for {name}, generated by
     conform adapter check {name}     # the self-check: declarations, probes, a smoke suite
     conform run --backend {name} --max-examples 20
 
-Edit `{package}/__init__.py` where it says VENDOR: the ops table, the dtypes, `version()`,
+Edit `{package}/__init__.py` where it says VENDOR: the ops table, the claimed dtypes and devices, `version()`,
 `device()` and `run()`. Raise `Unsupported` for anything the runtime cannot express; let other
 exceptions propagate (they become `error` verdicts with their traceback). Without installing,
 `conform adapter check {package}:{cls}` works with this directory on PYTHONPATH.

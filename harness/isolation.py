@@ -17,6 +17,7 @@ from multiprocessing.connection import wait
 from typing import Iterable, Iterator
 
 from conform.harness.backends.base import Unsupported
+from conform.harness.backends.models import run_case, takes_model
 
 
 @dataclass
@@ -52,6 +53,7 @@ def _worker_main(conn, backend_name: str, options: dict) -> None:
         conn.send(("hello", {"name": backend.name or backend_name, "version": backend.version(),
                              "device": backend.device(), "subnormals": backend.subnormals,
                              "model_format": backend.model_format}))
+        with_model = takes_model(backend)
     except BaseException:  # report every failure to load, including SystemExit from imports
         conn.send(("fatal", traceback.format_exc()))
         return
@@ -63,7 +65,7 @@ def _worker_main(conn, backend_name: str, options: dict) -> None:
         for case in batch:
             start = time.perf_counter()
             try:
-                outputs = backend.run(spec=specs[case.op], case=case)
+                outputs = run_case(backend, specs[case.op], case, with_model=with_model)
                 reply = Outcome("ok", outputs=[_as_array(o) for o in outputs])
             except Unsupported as exc:
                 reply = Outcome("unsupported", message=str(exc))

@@ -24,30 +24,40 @@ class Unsupported(Exception):
 class Backend:
     """Base class for backends.
 
-    Subclasses set ``name``, ``model_format`` (``native``, ``onnx`` or ``nnef``) and ``subnormals`` (``ieee``
-    if subnormal inputs and results are honoured, ``ftz`` if they are flushed to zero), and
-    implement :meth:`run`. ``api_version`` is the contract version an adapter implements (set it
-    explicitly; see docs/adapters.md).
+    Subclasses set ``name``, ``model_format`` (``native``, ``onnx``, ``stablehlo`` or ``nnef``) and
+    ``subnormals`` (``ieee`` if subnormal inputs and results are honoured, ``ftz`` if they are
+    flushed to zero), and implement :meth:`run`. ``api_version`` is the contract version an adapter
+    implements (set it explicitly; see docs/adapters.md). ``ops`` and ``dtypes`` declare what the
+    backend claims (None: everything its model format can express); cases outside the claims are
+    ``unsupported`` without reaching :meth:`run`. ``devices`` lists the devices it can run on.
     """
 
     api_version: int = API_VERSION   # the contract version the adapter was written against
     name: str = ""
     model_format: str = "native"
     subnormals: str = "ieee"
+    ops: frozenset[str] | None = None      # op names claimed; None: every op with a binding
+    dtypes: frozenset[str] | None = None   # dtype names claimed; None: every dtype
+    devices: tuple[str, ...] = ("cpu",)
 
     def version(self) -> str:
         """The version string of the runtime under test."""
         return "unknown"
 
     def device(self) -> str:
-        return "cpu"
+        """The device the cases run on (one of :attr:`devices`)."""
+        return self.devices[0]
 
     def stats(self) -> dict:
         """Counters for the benchmark, e.g. ``{"compilations": 12}``; summed over workers."""
         return {}
 
-    def run(self, *, spec, case) -> Sequence[np.ndarray]:
+    def run(self, *, spec, case, model=None) -> Sequence[np.ndarray]:
         """Compute ``case`` (a :class:`conform.generators.Case`) for the op ``spec``.
+
+        A backend whose ``model_format`` is not ``native`` is handed ``model``, the case as a
+        :class:`conform.harness.backends.models.Model` in that format (adapters written before
+        this argument existed, without ``model`` in their signature, are called without it).
 
         Returns the outputs as NumPy arrays in the case's ``out_dtype``. Raise :class:`Unsupported`
         when the backend cannot express the case; any other exception becomes an ``error`` verdict.

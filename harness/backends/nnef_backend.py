@@ -24,7 +24,8 @@ from multiprocessing.util import Finalize
 from pathlib import Path
 
 from conform.harness.backends.base import Backend, Unsupported
-from conform.harness.backends.nnef_models import build_document, prelude
+from conform.harness.backends.models import Model
+from conform.harness.backends.nnef_models import NNEF_TYPES, prelude
 
 _TYPE_ERROR = "cannot be cast to type"           # the NNEF type system rejects the argument
 _NOT_IMPLEMENTED = "operation not implemented"   # the executor has no kernel for this case
@@ -36,6 +37,7 @@ class NnefBackend(Backend):
     name = "nnef"
     model_format = "nnef"
     subnormals = "ieee"
+    dtypes = frozenset(NNEF_TYPES)   # what the executor's session takes (see nnef_models)
     max_sessions = 512
 
     def __init__(self):
@@ -53,11 +55,12 @@ class NnefBackend(Backend):
         """Counters for the benchmark: executor sessions created (documents parsed)."""
         return {"sessions": self.sessions_created}
 
-    def run(self, *, spec, case):
-        document = build_document(spec, case)
+    def run(self, *, spec, case, model=None):
+        model = model or Model("nnef", spec, case)
+        document = model.build()
         session = self._session(document)
         try:
-            outputs = session(*document.feeds(case))
+            outputs = session(*model.inputs())
         except ValueError as exc:
             raise _classified(exc) from None
         return [document.finish(o) for o in outputs]

@@ -6,7 +6,7 @@ single-threaded (intra- and inter-op threads = 1) with graph optimisation level 
 from __future__ import annotations
 
 from conform.harness.backends.base import Backend, Unsupported
-from conform.harness.backends.onnx_models import build_model, feeds, signature_key
+from conform.harness.backends.models import Model
 
 
 class OnnxRuntimeBackend(Backend):
@@ -33,23 +33,22 @@ class OnnxRuntimeBackend(Backend):
     def stats(self) -> dict:
         return {"sessions": sum(1 for s in self._sessions.values() if not isinstance(s, Unsupported))}
 
-    def _session(self, spec, case):
-        key = signature_key(spec, case)
-        session = self._sessions.get(key)
+    def _session(self, model: Model):
+        session = self._sessions.get(model.key)
         if session is None:
             try:
-                session = self._new_session(spec, case)
+                session = self._new_session(model)
             except Unsupported as exc:
                 session = exc  # remembered: the same signature is unsupported every time
-            self._sessions[key] = session
+            self._sessions[model.key] = session
         if isinstance(session, Unsupported):
             raise session
         return session
 
-    def _new_session(self, spec, case):
-        model = build_model(spec, case)
+    def _new_session(self, model: Model):
+        proto = model.build()
         try:
-            return self._ort.InferenceSession(model.SerializeToString(), self.options,
+            return self._ort.InferenceSession(proto.SerializeToString(), self.options,
                                               providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             text = str(exc)
@@ -58,11 +57,12 @@ class OnnxRuntimeBackend(Backend):
                 raise Unsupported(f"onnxruntime has no kernel: {text.splitlines()[0][:300]}")
             raise
 
-    def run(self, *, spec, case):
-        session = self._session(spec, case)
+    def run(self, *, spec, case, model=None):
+        model = model or Model("onnx", spec, case)
+        session = self._session(model)
         if "bfloat16" in (*case.input_dtypes, case.out_dtype):
             # the session exists (a kernel does), but onnxruntime's Python API cannot take or give
             # NumPy bfloat16 (ml_dtypes) arrays, so this adapter cannot run the case
             raise Unsupported("conform's onnxruntime adapter cannot pass bfloat16 arrays through "
                               "onnxruntime's Python API")
-        return session.run(None, feeds(case))
+        return session.run(None, dict(zip(model.input_names, model.inputs())))

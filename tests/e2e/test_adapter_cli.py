@@ -22,7 +22,7 @@ def test_new_then_check_the_starter(tmp_path):
         [str(out)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     check = _cli("adapter", "check", "conform_acme:AcmeBackend", env=env)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "all 10 checks pass" in check.stdout and "[ ]" not in check.stdout
+    assert "all 11 checks pass" in check.stdout and "[ ]" not in check.stdout
     again = _cli("adapter", "new", "acme", "--dir", out)
     assert again.returncode == 2 and "not empty" in again.stderr
 

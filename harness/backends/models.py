@@ -1,0 +1,135 @@
+"""The model conform hands a non-native backend: one case in the backend's model format.
+
+A :class:`Model` is built on demand: a backend that already compiled a model with the same
+:attr:`Model.key` runs the new inputs through it and never pays for building the model again.
+"""
+from __future__ import annotations
+
+import inspect
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from conform.harness.backends.base import Unsupported
+from conform.spec.dtypes import np_dtype
+
+FORMATS = ("onnx", "stablehlo", "nnef")
+
+
+class Model:
+    """The case ``case`` of op ``spec`` in model format ``fmt`` (``onnx``, ``stablehlo`` or ``nnef``).
+
+    * :attr:`key`: hashable; cases with equal keys can run through one compiled model.
+    * :meth:`build`: the model: an ``onnx.ModelProto``, StableHLO MLIR text (``@main`` takes the
+      inputs), or an :class:`~conform.harness.backends.nnef_models.Document` (``.text`` is the graph).
+      Raises :class:`Unsupported` where the format cannot express the case.
+    * :meth:`inputs` and :attr:`input_names`: the arrays to feed, in the model's parameter order.
+    * :meth:`write`: the model as files, for a runtime that reads from disk.
+    """
+
+    def __init__(self, fmt: str, spec, case):
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown model format {fmt!r}; known: {', '.join(FORMATS)}")
+        self.format, self.spec, self.case = fmt, spec, case
+
+    @cached_property
+    def key(self) -> tuple:
+        case = self.case
+        if self.format == "onnx":
+            from conform.harness.backends.onnx_models import signature_key
+
+            return signature_key(self.spec, case)
+        if self.format == "nnef":
+            return ("nnef", self.build().text)
+        # jax lowers one module per op, attributes, dtypes and shapes
+        return ("stablehlo", self.spec.op, case.input_dtypes, case.out_dtype,
+                tuple(np.shape(x) for x in case.inputs), repr(sorted(case.attrs.items())))
+
+    def build(self):
+        """The model in :attr:`format` (built once per instance)."""
+        return self._built
+
+    @cached_property
+    def _built(self):
+        if self.format == "onnx":
+            from conform.harness.backends.onnx_models import build_model
+
+            return build_model(self.spec, self.case)
+        if self.format == "nnef":
+            from conform.harness.backends.nnef_models import build_document
+
+            return build_document(self.spec, self.case)
+        from conform.harness.backends.stablehlo_models import build_stablehlo
+
+        return build_stablehlo(self.spec, self.case)
+
+    @property
+    def input_names(self) -> list[str]:
+        if self.format == "nnef":
+            return [f"in{i}" for i in self.build().inputs]
+        return [f"in{i}" for i in range(len(self.case.inputs))]
+
+    def inputs(self) -> list[np.ndarray]:
+        """The input arrays, C-contiguous, in the dtypes the model declares."""
+        case = self.case
+        if self.format == "nnef":
+            return self.build().feeds(case)
+        return [np.asarray(x, dtype=np_dtype(d), order="C")
+                for x, d in zip(case.inputs, case.input_dtypes)]
+
+    def write(self, directory: Path | str) -> Path:
+        """Write the model into ``directory``: ``model.onnx``, ``model.mlir``, or an NNEF folder
+        (``graph.nnef`` and one ``.dat`` file per input); returns that path."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        if self.format == "nnef":
+            from conform.harness.backends.nnef_models import write_document
+
+            folder = directory / "model.nnef"
+            write_document(folder, self.spec, self.case)
+            return folder
+        if self.format == "onnx":
+            import onnx
+
+            path = directory / "model.onnx"
+            onnx.save(self.build(), path)
+            return path
+        path = directory / "model.mlir"
+        path.write_text(self.build(), encoding="utf-8")
+        return path
+
+
+def unclaimed(backend, spec, case) -> str | None:
+    """Why ``backend``'s declarations exclude ``case`` (op or dtypes), or None if it claims it."""
+    name = backend.name or type(backend).__name__
+    if backend.ops is not None and spec.op not in backend.ops:
+        return f"{name} does not claim op {spec.op}"
+    if backend.dtypes is not None:
+        missing = sorted({*case.input_dtypes, case.out_dtype} - set(backend.dtypes))
+        if missing:
+            return (f"{name} does not claim dtype {', '.join(missing)} "
+                    f"(it claims {', '.join(sorted(backend.dtypes))})")
+    return None
+
+
+def takes_model(backend) -> bool:
+    """Whether conform hands ``backend.run`` a ``model=`` (non-native formats whose ``run``
+    accepts it; an adapter written before models were handed over keeps working)."""
+    if backend.model_format not in FORMATS:
+        return False
+    parameters = inspect.signature(backend.run).parameters
+    return "model" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
+def run_case(backend, spec, case, *, with_model: bool | None = None):
+    """Run ``case`` on ``backend`` as a run does: unclaimed cases raise :class:`Unsupported`
+    without reaching the backend; non-native backends get the case's :class:`Model`."""
+    reason = unclaimed(backend, spec, case)
+    if reason:
+        raise Unsupported(reason)
+    if with_model is None:
+        with_model = takes_model(backend)
+    if with_model:
+        return backend.run(spec=spec, case=case, model=Model(backend.model_format, spec, case))
+    return backend.run(spec=spec, case=case)

@@ -1,0 +1,82 @@
+"""The model handed to non-native backends, and the claims that keep cases from reaching run()."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from conform.generators import Case
+from conform.harness.backends import Backend, Unsupported
+from conform.harness.backends.models import Model, run_case, takes_model, unclaimed
+
+
+def _exp_case(values, dtype="float32"):
+    x = np.asarray(values, dtype=dtype)
+    return Case(id=f"exp.{dtype}.t", op="exp", dtype=dtype, input_dtypes=(dtype,), out_dtype=dtype,
+                inputs=[x], attrs={}, plan="test", seed=0)
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "stablehlo", "nnef"])
+def test_model_in_each_format_builds_writes_and_feeds(specs, tmp_path, fmt):
+    spec = specs["exp"]
+    model = Model(fmt, spec, _exp_case([0.0, 1.0, -2.5]))
+    built = model.build()
+    text = built.text if fmt == "nnef" else built if fmt == "stablehlo" else str(built.graph)
+    assert ("exp" in text.lower()) and model.build() is built
+    [fed] = model.inputs()
+    assert fed.dtype == np.float32 and fed.flags.c_contiguous and model.input_names == ["in0"]
+    path = model.write(tmp_path)
+    assert path.exists() and path.parent == tmp_path
+
+
+def test_equal_keys_for_cases_that_share_a_compiled_model(specs):
+    spec = specs["exp"]
+    same = Model("onnx", spec, _exp_case([1.0, 2.0])), Model("onnx", spec, _exp_case([3.0, 4.0]))
+    assert same[0].key == same[1].key
+    assert Model("onnx", spec, _exp_case([1.0], "float64")).key != same[0].key
+    hlo = Model("stablehlo", spec, _exp_case([1.0, 2.0])), Model("stablehlo", spec, _exp_case([1.0]))
+    assert hlo[0].key != hlo[1].key   # StableHLO modules have static shapes
+
+
+def test_a_format_that_cannot_express_the_case_raises_unsupported(specs):
+    spec = replace(specs["exp"], bindings={})
+    with pytest.raises(Unsupported):
+        Model("onnx", spec, _exp_case([1.0])).build()
+    with pytest.raises(ValueError, match="unknown model format"):
+        Model("tflite", spec, _exp_case([1.0]))
+
+
+class _Claiming(Backend):
+    name = "claiming"
+    model_format = "onnx"
+    ops = frozenset({"exp"})
+    dtypes = frozenset({"float32"})
+
+    def run(self, *, spec, case, model):
+        return [np.exp(model.inputs()[0])]
+
+
+class _Old(Backend):
+    name = "old"
+    model_format = "onnx"
+
+    def run(self, *, spec, case):   # written before models were handed over
+        return [np.exp(case.inputs[0])]
+
+
+def test_unclaimed_cases_never_reach_run(specs):
+    backend = _Claiming()
+    assert unclaimed(backend, specs["exp"], _exp_case([1.0])) is None
+    assert "does not claim dtype float64 (it claims float32)" in unclaimed(
+        backend, specs["exp"], _exp_case([1.0], "float64"))
+    with pytest.raises(Unsupported, match="does not claim op tanh"):
+        run_case(backend, specs["tanh"], replace(_exp_case([1.0]), op="tanh"))
+    [out] = run_case(backend, specs["exp"], _exp_case([0.0]))
+    assert out.tolist() == [1.0]
+
+
+def test_adapters_without_a_model_parameter_are_called_without_one(specs):
+    assert takes_model(_Claiming()) and not takes_model(_Old())
+    [out] = run_case(_Old(), specs["exp"], _exp_case([0.0]))
+    assert out.tolist() == [1.0]
