@@ -63,6 +63,9 @@ def add_commands(sub) -> None:
                        help="the run directory holding the case")
     repro.add_argument("--out", type=Path, default=None, metavar="REPRO_DIR",
                        help="where to write repro.py and its files (default DIR/repro/CASE_ID)")
+    repro.add_argument("--format", dest="formats", action="append", default=[], metavar="FMT",
+                       help="also write the case's model as onnx (model.onnx), stablehlo "
+                            "(model.mlir) or nnef (model.nnef/); repeat or comma-separate")
 
 
 def manifest_for(args, backend: str):
@@ -137,7 +140,8 @@ def cmd_repro(args, specs: dict) -> int:
     """``conform repro CASE_ID --from DIR``."""
     from conform.harness.repro import write_repro
 
-    out = write_repro(args.run_dir, args.case_id, specs, args.out)
+    formats = [f.strip() for text in args.formats for f in text.split(",") if f.strip()]
+    out = write_repro(args.run_dir, args.case_id, specs, args.out, formats=formats)
     files = ", ".join(sorted(p.name for p in out.iterdir()))
     print(f"wrote {out}: {files}\nrun it with: python {out / 'repro.py'}")
     return EXIT_OK

@@ -19,7 +19,8 @@ import numpy as np
 from conform.generators import exhaustive_case, generate_cases
 from conform.harness.backends.base import Unsupported
 from conform.harness.gate import load_run
-from conform.harness.repro_backends import RENDERERS
+from conform.harness.backends.models import FORMATS, Model
+from conform.harness.repro_backends import renderer
 from conform.oracles import evaluate
 
 
@@ -82,7 +83,7 @@ def _claim(record: dict) -> dict:
 
 SCRIPT = string.Template('''\
 #!/usr/bin/env python3
-"""Reproduce conform case $case_id on $backend_version, without conform.
+"""Reproduce conform case $case_id on $backend_version.
 
 Needs: numpy and $requirement (pip install numpy $requirement$bfloat16_note).
 Exit status: 1 = the recorded $verdict reproduces, 0 = it does not, 3 = $requirement missing.
@@ -203,29 +204,41 @@ def render_script(record: dict, summary: dict, case, backend_source: str, requir
         backend_source=backend_source)
 
 
-def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | str | None = None) -> Path:
+def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | str | None = None,
+                formats=()) -> Path:
     """Write repro.py, inputs.npz (and the model file) for ``case_id`` of the run in ``run_dir``;
-    returns the directory (default ``<run_dir>/repro/<case_id>``)."""
+    returns the directory (default ``<run_dir>/repro/<case_id>``). ``formats`` adds the case's
+    model in those formats (``onnx``, ``stablehlo``, ``nnef``) for other runtimes and viewers."""
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        raise ReproError(f"unknown model format {', '.join(unknown)}; known: {', '.join(FORMATS)}")
     run = load_run(run_dir)
     record = find_record(run.records, case_id)
     backend = run.summary["backend"]
-    if backend not in RENDERERS:
-        raise ReproError(f"repro supports the backends {sorted(RENDERERS)}, not {backend!r}")
     if record["op"] not in specs:
         raise ReproError(f"op {record['op']!r} of case {case_id} is not among the loaded specs")
     spec = specs[record["op"]]
     case = regenerate(spec, run.summary, record)
     (expected,) = evaluate(spec.oracle, case.inputs, case.attrs)
     try:
-        source, requirement, files = RENDERERS[backend](spec, case)
+        source, requirement, needed = renderer(backend)(spec, case)
     except Unsupported as exc:
         raise ReproError(f"{backend} cannot express case {case_id}: {exc}") from None
+    models = {}
+    for fmt in dict.fromkeys([*needed, *formats]):
+        models[fmt] = Model(fmt, spec, case)
+        try:
+            models[fmt].build()   # before anything is written: a format that cannot express it
+        except Unsupported as exc:
+            what = f"{backend} cannot express case {case_id}" if fmt in needed else \
+                f"case {case_id} cannot be written as {fmt}"
+            raise ReproError(f"{what}: {exc}") from None
     out = Path(out_dir) if out_dir else run.where / "repro" / case_id
     out.mkdir(parents=True, exist_ok=True)
     arrays = {f"in{i}": _stored(np.asarray(x)) for i, x in enumerate(case.inputs)}
     np.savez(out / "inputs.npz", expected=expected, **arrays)
-    for name, data in files.items():
-        (out / name).write_bytes(data)
+    for model in models.values():
+        model.write(out)
     script = out / "repro.py"
     script.write_text(render_script(record, run.summary, case, source, requirement), encoding="utf-8")
     script.chmod(0o755)

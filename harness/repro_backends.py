@@ -1,9 +1,11 @@
 """The backend-specific part of a repro script: a ``backend()`` function, written out as source,
 that imports the runtime and returns ``inputs -> output`` computed the way conform's backend does.
 
-Each renderer takes ``(spec, case)`` and returns ``(source, requirement, files)`` where ``files``
-maps extra file names to bytes (the ONNX model). The jax call is written literally, so the script
-shows exactly which ``jax.lax`` function ran with which arguments.
+Each renderer takes ``(spec, case)`` and returns ``(source, requirement, formats)`` where
+``formats`` names the model files the script reads (``onnx``: ``model.onnx``, ``nnef``: the
+``model.nnef`` folder), written beside it. The jax call is written literally, so the script shows
+exactly which ``jax.lax`` function ran with which arguments. A vendor adapter's script runs the
+case through conform's registry, so it needs conform and the adapter installed.
 """
 from __future__ import annotations
 
@@ -71,13 +73,12 @@ def render_jax(spec, case) -> tuple[str, str, dict]:
 
             return lambda inputs: np.asarray(op(*inputs))
         ''')
-    return source, "jax", {}
+    return source, "jax", []
 
 
 def render_onnxruntime(spec, case) -> tuple[str, str, dict]:
     """``backend()`` for onnxruntime: model.onnx (built as conform builds it) on the CPU provider,
     one thread, the graph optimisation level conform uses."""
-    from conform.harness.backends.onnx_models import build_model
     from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
 
     level = OnnxRuntimeBackend.optimization
@@ -99,7 +100,64 @@ def render_onnxruntime(spec, case) -> tuple[str, str, dict]:
 
             return run
         ''')
-    return source, "onnxruntime", {"model.onnx": build_model(spec, case).SerializeToString()}
+    return source, "onnxruntime", ["onnx"]
 
 
-RENDERERS = {"jax": render_jax, "onnxruntime": render_onnxruntime}
+def render_nnef(spec, case) -> tuple[str, str, list]:
+    """``backend()`` for the nnef backend: model.nnef/graph.nnef run by the ``nnef`` package's
+    executor without lowering, fed the inputs the graph declares as externals."""
+    from conform.harness.backends.nnef_models import build_document
+
+    document = build_document(spec, case)
+    source = textwrap.dedent(f'''\
+        def backend():
+            """model.nnef/graph.nnef run by the nnef package's executor (lowered=[]: every operation
+            is the executor's own kernel), as conform's nnef backend runs it."""
+            import nnef
+
+            def run(inputs):
+                fed = [np.asarray(inputs[i], order="C") for i in {document.inputs!r}]
+                session = nnef.Session(str(HERE / "model.nnef" / "graph.nnef"), lowered=[])
+                (output,) = session(*fed)
+                shape = {document.output_shape!r}   # NNEF reductions keep reduced axes as 1
+                return output if shape is None else output.reshape(shape)
+
+            return run
+        ''')
+    return source, "nnef", ["nnef"]
+
+
+def render_adapter(name: str, spec, case) -> tuple[str, str, list]:
+    """``backend()`` for any other backend (a vendor adapter): the case run through conform's
+    registry exactly as ``conform run`` calls it (claims checked, the model handed over)."""
+    source = textwrap.dedent(f'''\
+        def backend():
+            """The {name!r} backend loaded through conform's registry and called as conform run
+            calls it (needs conform and the adapter installed)."""
+            from conform.generators import Case
+            from conform.harness.backends.models import run_case
+            from conform.harness.registry import load_backend_class
+            from conform.spec import load_specs
+
+            adapter = load_backend_class({name!r})()
+            spec = load_specs()[{spec.op!r}]
+
+            def run(inputs):
+                case = Case(id=CASE_ID, op={spec.op!r}, dtype={case.dtype!r},
+                            input_dtypes=tuple(INPUT_DTYPES), out_dtype=OUT_DTYPE, inputs=inputs,
+                            attrs=ATTRS, plan="repro", seed=0)
+                return run_case(adapter, spec, case)[0]
+
+            return run
+        ''')
+    return source, f"conform and the {name} adapter", []
+
+
+RENDERERS = {"jax": render_jax, "onnxruntime": render_onnxruntime, "nnef": render_nnef}
+
+
+def renderer(backend: str):
+    """The renderer for ``backend``: a built-in one, else :func:`render_adapter`."""
+    from functools import partial
+
+    return RENDERERS.get(backend) or partial(render_adapter, backend)

@@ -91,10 +91,42 @@ def test_a_case_is_regenerated_and_checked_against_the_record(tmp_path, specs):
         write_repro(tmp_path, record["id"], specs)
 
 
-def test_unreproducible_requests_are_errors(tmp_path, specs):
+def test_models_in_every_format_are_written_on_request(tmp_path, specs):
+    record = _fake_run(tmp_path, specs["exp"])
+    out = write_repro(tmp_path, record["id"], specs, formats=["onnx", "stablehlo", "nnef"])
+    assert "stablehlo.exponential" in (out / "model.mlir").read_text()
+    assert "exp(in0)" in (out / "model.nnef" / "graph.nnef").read_text()
+    assert (out / "model.nnef" / "in0.dat").stat().st_size > 0
+    import onnx
+
+    assert [n.op_type for n in onnx.load(out / "model.onnx").graph.node] == ["Exp"]
+    with pytest.raises(ReproError, match="unknown model format tflite; known: onnx, stablehlo, nnef"):
+        write_repro(tmp_path, record["id"], specs, formats=["tflite"])
+
+
+def test_an_adapter_script_runs_the_case_through_conforms_registry(tmp_path, specs):
     record = _fake_run(tmp_path, specs["add"], backend="numpy")
-    with pytest.raises(ReproError, match="supports the backends"):
-        write_repro(tmp_path, record["id"], specs)
+    out = write_repro(tmp_path, record["id"], specs)
+    assert "load_backend_class('numpy')" in (out / "repro.py").read_text()
+    proc = _run_script(sys.executable, out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 of" in proc.stdout and "nothing to reproduce: the recorded verdict is pass" in proc.stdout
+
+
+def test_an_nnef_script_reproduces_a_real_failure(tmp_path, specs, conform_cli):
+    run_dir = tmp_path / "run"
+    conform_cli("run", "--backend", "nnef", "--ops", "maximum", "--dtypes", "float32",
+                "--max-examples", 4, "--out", run_dir, "--quiet", check_status=None)
+    record = _failure(run_dir)   # the executor's max drops NaN
+    out = write_repro(run_dir, record["id"], specs, tmp_path / "repro")
+    assert (out / "model.nnef" / "graph.nnef").exists()
+    proc = _run_script(sys.executable, out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"REPRODUCED: the recorded fail of {record['id']}" in proc.stdout
+
+
+def test_unreproducible_requests_are_errors(tmp_path, specs):
+    _fake_run(tmp_path, specs["add"])
     with pytest.raises(ReproError, match="no case 'add.float32.77'"):
         write_repro(tmp_path, "add.float32.77", specs)
     record = _fake_run(tmp_path, specs["atan2"], backend="onnxruntime")  # no ONNX binding
