@@ -7,6 +7,7 @@ import zlib
 import numpy as np
 
 from conform.generators._case import Case
+from conform.generators._families import fixed_attrs
 from conform.generators._values import edge_values, fill, value_range
 from conform.spec import OpSpec, dtype_class
 from conform.spec.dtypes import np_dtype, resolve_edge_value
@@ -17,7 +18,8 @@ EDGE_CASE_SIZE = 8  # >= 8 elements: vectorised kernels, not scalar tails
 def _case(spec: OpSpec, dtype: str, suffix: str, inputs: list, plan: str, seed: int) -> Case:
     out_dtype = "bool" if spec.output_dtype == "bool" else dtype
     return Case(id=f"{spec.op}.{dtype}.{suffix}", op=spec.op, dtype=dtype,
-                input_dtypes=(dtype,) * len(inputs), out_dtype=out_dtype, inputs=inputs, attrs={},
+                input_dtypes=(dtype,) * len(inputs), out_dtype=out_dtype, inputs=inputs,
+                attrs=fixed_attrs(spec),
                 plan=plan, seed=seed)
 
 

@@ -36,13 +36,19 @@ def _out_dtype(spec, dtype):
     return "bool" if spec.output_dtype == "bool" else dtype
 
 
+def fixed_attrs(spec) -> dict:
+    """The spec's fixed attributes (``signature.attrs``), e.g. leaky_relu's alpha: every case
+    carries them, so the oracle and every binding see the same values."""
+    return dict(spec.signature.get("attrs", {}))
+
+
 @st.composite
 def elementwise(draw, spec, dtype):
     """All inputs share one shape (0-d, empty and >= 8-element shapes included)."""
     lo, hi = _ranks(spec)
     shape = draw(_shape(min_rank=lo, max_rank=hi, min_side=draw(st.sampled_from([1, 1, 1, 0]))))
     n = len(spec.inputs)
-    return Signature((dtype,) * n, (shape,) * n, {}, _out_dtype(spec, dtype))
+    return Signature((dtype,) * n, (shape,) * n, fixed_attrs(spec), _out_dtype(spec, dtype))
 
 
 @st.composite
@@ -206,11 +212,42 @@ def concatenate(draw, spec, dtype):
     return Signature((dtype,) * count, tuple(shapes), {"dimension": dimension}, dtype)
 
 
+@st.composite
+def tile(draw, spec, dtype):
+    """repeats: one count (1 to 3) per dimension of a rank >= 1 operand."""
+    shape = draw(_shape(min_rank=1, max_rank=4, max_side=4))
+    repeats = [draw(st.integers(1, 3)) for _ in shape]
+    if math.prod(shape) * math.prod(repeats) > MAX_ARRAY_SIZE:
+        repeats = [1] * len(shape)
+    return Signature((dtype,), (shape,), {"repeats": repeats}, dtype)
+
+
+@st.composite
+def squeeze(draw, spec, dtype):
+    """axes: a non-empty, sorted set of size-1 dimensions of the operand."""
+    shape = list(draw(_shape(min_rank=1, max_rank=5, max_side=4)))
+    ones = draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))
+    for axis in ones:
+        shape[axis] = 1
+    return Signature((dtype,), (tuple(shape),), {"axes": sorted(ones)}, dtype)
+
+
+@st.composite
+def unsqueeze(draw, spec, dtype):
+    """axes: a non-empty, sorted set of positions in the result where size-1 dimensions appear."""
+    shape = draw(_shape(min_rank=0, max_rank=3, max_side=4))
+    out_rank = len(shape) + draw(st.integers(1, 2))
+    axes = draw(st.lists(st.integers(0, out_rank - 1), min_size=out_rank - len(shape),
+                         max_size=out_rank - len(shape), unique=True))
+    return Signature((dtype,), (shape,), {"axes": sorted(axes)}, dtype)
+
+
 FAMILIES = {
     "elementwise": elementwise, "select": select, "clamp": clamp, "convert": convert,
     "reduce": reduce, "dot_general": dot_general, "conv": conv, "reduce_window": reduce_window,
     "transpose": transpose, "reshape": reshape, "broadcast_in_dim": broadcast_in_dim,
-    "slice": slice_, "pad": pad, "concatenate": concatenate,
+    "slice": slice_, "pad": pad, "concatenate": concatenate, "tile": tile, "squeeze": squeeze,
+    "unsqueeze": unsqueeze,
 }
 
 

@@ -82,7 +82,7 @@ def cmd_list(args) -> int:
 
         check_backend(args.backend)
     rows = [{"op": s.op, "family": s.family, "dtypes": list(s.dtypes), "bindings": sorted(s.bindings),
-             "xla": s.defined_by["xla"]["name"], "onnx": s.defined_by.get("onnx", {}).get("name"),
+             "xla": s.defined_by.get("xla", {}).get("name"), "onnx": s.defined_by.get("onnx", {}).get("name"),
              "summary": s.summary} for s in specs.values()]
     if args.format == "json":
         print(json.dumps(rows, indent=2, ensure_ascii=False))

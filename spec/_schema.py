@@ -8,7 +8,7 @@ DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
           "float16", "bfloat16", "float32", "float64"]
 FAMILIES = ["elementwise", "select", "clamp", "convert", "reduce", "dot_general", "conv",
             "reduce_window", "transpose", "reshape", "broadcast_in_dim", "slice", "pad",
-            "concatenate"]
+            "concatenate", "tile", "squeeze", "unsqueeze"]
 
 _range = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 _value_ranges = {
@@ -58,7 +58,7 @@ SCHEMA = {
         "defined_by": {
             "type": "object",
             "additionalProperties": False,
-            "required": ["xla"],
+            "minProperties": 1,   # at least one standard; ops XLA does not define omit xla
             "properties": {
                 "xla": {
                     "type": "object", "additionalProperties": False, "required": ["name", "section"],
@@ -84,6 +84,7 @@ SCHEMA = {
                 "inputs": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                 "min_rank": {"type": "integer", "minimum": 0},
                 "max_rank": {"type": "integer", "minimum": 0, "maximum": 6},
+                "attrs": {"type": "object", "additionalProperties": {"type": ["number", "boolean", "string"]}},
             },
         },
         "dtypes": {"type": "array", "items": {"enum": DTYPES}, "minItems": 1, "uniqueItems": True},
