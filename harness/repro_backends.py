@@ -12,7 +12,7 @@ from __future__ import annotations
 import textwrap
 
 from conform.harness.backends.base import binding
-from conform.harness.backends.jax_backend import _frozen, _lowest
+from conform.harness.backends.jax_backend import _frozen, _highest, _lowest
 from conform.spec.dtypes import np_dtype
 
 
@@ -36,6 +36,8 @@ def lax_call(lax_name: str, case) -> str:
         "reduce_sum": lambda: f"lax.reduce(x0, np.array(0, x0.dtype), lax.add, {a.get('dimensions')!r})",
         "reduce_max": lambda: (f"lax.reduce(x0, np.array({_identity(case)}, x0.dtype), lax.max, "
                                f"{a.get('dimensions')!r})"),
+        "reduce_min": lambda: (f"lax.reduce(x0, np.array({_highest(np_dtype(case.input_dtypes[0]))!r}, "
+                               f"x0.dtype), lax.min, {a.get('dimensions')!r})"),
         "reduce_window_max": lambda: (
             f"lax.reduce_window(x0, np.array({_identity(case)}, x0.dtype), lax.max, "
             f"{a.get('window_dimensions')!r}, {a.get('window_strides')!r}, {a.get('padding')!r})"),

@@ -5,10 +5,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from conform.oracles import elementwise, logical, movement, reduction, unary_math
+from conform.oracles import activation, elementwise, logical, movement, reduction, unary_math
 
 # Every oracle module, listed explicitly; each public ``oracle_<op>`` function is registered as <op>.
-MODULES = (elementwise, unary_math, logical, reduction, movement)
+MODULES = (elementwise, unary_math, activation, logical, reduction, movement)
 
 
 def _collect(modules) -> dict[str, Callable[..., tuple]]:
@@ -60,7 +60,7 @@ def evaluate(name: str, inputs: Sequence[np.ndarray], attrs: dict) -> tuple[np.n
 
 def accumulation_length(op: str, shapes: Sequence[tuple], attrs: dict) -> int:
     """How many terms are summed into one output element (for the accumulation error model)."""
-    if op == "reduce_sum":
+    if op in ("reduce_sum", "reduce_mean"):
         return int(np.prod([shapes[0][d] for d in attrs["dimensions"]], dtype=np.int64))
     if op == "dot_general":
         return int(shapes[0][-1])

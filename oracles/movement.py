@@ -48,3 +48,20 @@ def oracle_pad(operand, padding_value, *, padding_config):
 def oracle_concatenate(*operands, dimension):
     """Operands joined along ``dimension`` in order."""
     return (np.concatenate(operands, axis=dimension),)
+
+
+def oracle_tile(operand, *, repeats):
+    """The operand repeated ``repeats[i]`` times along dimension i (NNEF tile, ONNX Tile):
+    out[j...] = operand[j_0 mod s_0, j_1 mod s_1, ...]."""
+    return (np.tile(operand, repeats),)
+
+
+def oracle_squeeze(operand, *, axes):
+    """The operand without its size-1 dimensions ``axes`` (NNEF squeeze, ONNX Squeeze)."""
+    return (np.squeeze(operand, axis=tuple(axes)),)
+
+
+def oracle_unsqueeze(operand, *, axes):
+    """The operand with size-1 dimensions inserted so that they sit at ``axes`` of the result
+    (NNEF unsqueeze, ONNX Unsqueeze: the axes index the output)."""
+    return (np.expand_dims(operand, tuple(axes)),)

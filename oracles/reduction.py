@@ -24,6 +24,23 @@ def oracle_reduce_max(operand, *, dimensions):
     return (np.max(operand, axis=tuple(dimensions), initial=_lowest(operand.dtype)),)
 
 
+def _highest(dtype):
+    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+def oracle_reduce_min(operand, *, dimensions):
+    """Reduce with Min over ``dimensions`` (init: +inf, or the integer maximum); NaN propagates."""
+    return (np.min(operand, axis=tuple(dimensions), initial=_highest(operand.dtype)),)
+
+
+def oracle_reduce_mean(operand, *, dimensions):
+    """The sum over ``dimensions`` divided by the number of reduced elements (NNEF mean_reduce =
+    sum_reduce with normalize = true; ONNX ReduceMean), accumulated in extended precision."""
+    count = int(np.prod([operand.shape[d] for d in dimensions], dtype=np.int64))
+    total = np.sum(operand.astype(_ACC), axis=tuple(dimensions))
+    return ((total / count).astype(np.float64),)
+
+
 def oracle_dot_general(lhs, rhs):
     """DotGeneral as batched matmul: out[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]."""
     if lhs.dtype.kind != "f":

@@ -91,6 +91,34 @@ def accumulation_overflow(ctx: RegionContext) -> np.ndarray:
         return magnitude * (1 + nu / (1 - nu)) >= fmt.max_finite
 
 
+def mean_accumulation_overflow(ctx: RegionContext) -> np.ndarray:
+    """Means whose sum of finite terms' magnitudes can overflow the output type before the division.
+
+    A mean is a sum scaled by 1/n; the standard leaves the order (and the accumulator) open, so
+    where ``n * (1 + gamma_n) * mean|finite terms|`` reaches the largest finite value, an
+    implementation summing in the output type gives inf (or NaN) and one scaling first or
+    accumulating wider does not.
+    """
+    if ctx.out_dtype not in FLOAT_FORMATS:
+        return ctx.none()
+    fmt = FLOAT_FORMATS[ctx.out_dtype]
+    n = ctx.accumulation_length or 1
+    finite_terms = [np.abs(np.where(np.isfinite(x), x, 0.0)).astype(np.float64) for x in ctx.inputs]
+    with np.errstate(over="ignore", invalid="ignore"):
+        nu = n * fmt.unit_roundoff
+        return n * ctx.float_oracle(finite_terms) * (1 + nu / (1 - nu)) >= fmt.max_finite
+
+
+def nan_operand(ctx: RegionContext) -> np.ndarray:
+    """Element-wise results whose operand is NaN, where the standards define the op over the reals
+    only and say nothing of NaN (e.g. relu = max(x, 0): NNEF spells it select(x > 0, x, 0), which
+    gives 0, while IEEE 754-2019 maximum propagates NaN)."""
+    (operand,) = ctx.inputs
+    if operand.dtype.kind != "f":
+        return ctx.none()
+    return np.broadcast_to(np.isnan(operand), ctx.expected.shape)
+
+
 def padding_times_nonfinite(ctx: RegionContext) -> np.ndarray:
     """Convolution outputs where a padded position meets an infinite or NaN kernel weight.
 
@@ -122,7 +150,8 @@ def shift_out_of_range(ctx: RegionContext) -> np.ndarray:
 REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
-               accumulation_overflow, padding_times_nonfinite, shift_out_of_range)
+               accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
+               shift_out_of_range, nan_operand)
 }
 
 

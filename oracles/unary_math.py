@@ -113,3 +113,43 @@ def oracle_erf(operand):
     from scipy import special  # imported on first use: scipy.special costs ~0.7 s per process
 
     return (special.erf(operand),)
+
+
+def oracle_asinh(operand):
+    """asinh(x) = ln(x + sqrt(x**2 + 1)); odd, asinh(±0) = ±0, asinh(±inf) = ±inf; in extended
+    precision."""
+    return (_extended(np.arcsinh, operand),)
+
+
+def oracle_acosh(operand):
+    """acosh(x) = ln(x + sqrt(x**2 - 1)) for x >= 1 (acosh(1) = +0); NaN for x < 1; in extended
+    precision."""
+    return (_extended(np.arccosh, operand),)
+
+
+def oracle_atanh(operand):
+    """atanh(x) = ln((1 + x) / (1 - x)) / 2; atanh(±1) = ±inf, NaN for |x| > 1; in extended
+    precision."""
+    return (_extended(np.arctanh, operand),)
+
+
+def oracle_log2(operand):
+    """log2(x) = ln(x) / ln(2) (NNEF log2); log2(±0) = -inf, NaN for x < 0; in extended precision
+    (exact at powers of two)."""
+    return (_extended(np.log2, operand),)
+
+
+def oracle_reciprocal(operand):
+    """1 / x (NNEF rcp, ONNX Reciprocal): 1/±0 = ±inf, 1/±inf = ±0."""
+    return (np.divide(1.0, operand),)
+
+
+def oracle_square(operand):
+    """x * x (NNEF sqr, defined as x ^ 2.0): exact in float64 for 24-bit or narrower inputs,
+    correctly rounded for float64 ones; sqr(-0) = +0, sqr(±inf) = +inf."""
+    return (operand * operand,)
+
+
+def oracle_copy(operand):
+    """The operand itself (NNEF copy, ONNX Identity): every bit, NaN payloads and -0 included."""
+    return (operand.copy(),)

@@ -24,6 +24,10 @@ def _lowest(lax, dtype):
     return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
 
 
+def _highest(dtype):
+    return np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
+
+
 class JaxBackend(Backend):
     name = "jax"
     model_format = "native"
@@ -59,6 +63,8 @@ class JaxBackend(Backend):
         special = {
             "reduce_sum": lambda x: lax.reduce(x, np.array(0, x.dtype), lax.add, attrs["dimensions"]),
             "reduce_max": lambda x: lax.reduce(x, np.array(_lowest(lax, x.dtype), x.dtype), lax.max,
+                                               attrs["dimensions"]),
+            "reduce_min": lambda x: lax.reduce(x, np.array(_highest(x.dtype), x.dtype), lax.min,
                                                attrs["dimensions"]),
             "reduce_window_max": lambda x: lax.reduce_window(
                 x, np.array(_lowest(lax, x.dtype), x.dtype), lax.max, attrs["window_dimensions"],

@@ -148,14 +148,27 @@ def _concat(case) -> Invocation:
     return Invocation([values], {"axis": case.attrs["dimension"]})
 
 
+def _alpha(case) -> Invocation:
+    return Invocation(["in0"], {"alpha": float(case.attrs["alpha"])})
+
+
+def _tile(case) -> Invocation:
+    return Invocation(["in0"], {"repeats": case.attrs["repeats"]})
+
+
+def _axes(case) -> Invocation:
+    return Invocation(["in0"], {"axes": case.attrs["axes"]})
+
+
 def _cast(case) -> Invocation:
     return Invocation(["in0"], generic=_nnef_type(case.out_dtype))
 
 
 TRANSLATORS = {
-    "sum_reduce": _reduce, "max_reduce": _reduce, "conv": _conv, "max_pool": _max_pool,
-    "transpose": _transpose, "reshape": _reshape, "slice": _slice, "pad": _pad,
-    "concat": _concat, "cast": _cast,
+    "sum_reduce": _reduce, "max_reduce": _reduce, "min_reduce": _reduce, "mean_reduce": _reduce,
+    "conv": _conv, "max_pool": _max_pool, "transpose": _transpose, "reshape": _reshape,
+    "slice": _slice, "pad": _pad, "concat": _concat, "cast": _cast, "leaky_relu": _alpha,
+    "tile": _tile, "squeeze": _axes, "unsqueeze": _axes,
 }
 
 

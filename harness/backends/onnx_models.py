@@ -94,10 +94,23 @@ def _concat(case, names):
     return names, {"axis": case.attrs["dimension"]}, []
 
 
+def _alpha(case, names):
+    return names, {"alpha": float(case.attrs["alpha"])}, []
+
+
+def _tile(case, names):
+    return [names[0], "repeats"], {}, [_const("repeats", case.attrs["repeats"])]
+
+
+def _axes(case, names):
+    return [names[0], "axes"], {}, [_const("axes", case.attrs["axes"])]
+
+
 TRANSLATORS = {
-    "Clip": _clip, "Cast": _cast, "ReduceSum": _reduce, "ReduceMax": _reduce, "Conv": _conv,
-    "MaxPool": _max_pool, "Transpose": _transpose, "Reshape": _reshape, "Slice": _slice,
-    "Pad": _pad, "Concat": _concat,
+    "Clip": _clip, "Cast": _cast, "ReduceSum": _reduce, "ReduceMax": _reduce,
+    "ReduceMin": _reduce, "ReduceMean": _reduce, "Conv": _conv, "MaxPool": _max_pool,
+    "Transpose": _transpose, "Reshape": _reshape, "Slice": _slice, "Pad": _pad, "Concat": _concat,
+    "LeakyRelu": _alpha, "Tile": _tile, "Squeeze": _axes, "Unsqueeze": _axes,
 }
 
 
