@@ -381,7 +381,7 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
     import conform
     from conform.harness.manifests import manifest_summary
     from conform.harness.runner import RunConfig, run_suite
-    from conform.reports import read_results, write_reports
+    from conform.reports import write_reports
     from conform.reports._certificate import write_certificate
 
     if manifest is not None and not profile.manifests:
@@ -394,11 +394,11 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
                        workers=workers, timeout=timeout, subnormals=profile.subnormal_policy,
                        use_cache=use_cache, spec_dir=spec_dir, manifest=manifest,
                        cases=corpus.cases)
-    meta = run_suite(config, specs, progress=progress)
+    meta, records = run_suite(config, specs, progress=progress)
     meta["profile"] = profile.name
     if manifest is not None:
-        meta["manifest"] = manifest_summary(manifest, list(read_results(out / RESULTS_FILE)))
-    write_reports(out, meta, conform.__version__)
+        meta["manifest"] = manifest_summary(manifest, records)
+    write_reports(out, meta, conform.__version__, records)
     certificate = build_certificate(
         profile=profile, corpus=corpus, specs_info=spec_hashes(specs, meta["selected_ops"]),
         meta=meta, manifest=manifest, results_path=out / RESULTS_FILE,

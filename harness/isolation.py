@@ -1,9 +1,12 @@
 """Backends run in worker processes; a crash or hang costs one case, never the run.
 
-The parent sends batches of cases to each worker and reads one reply per case. If a worker dies
-(segfault, SIGFPE, abort, OOM kill) the case it was running gets a ``crash`` outcome; if a case
-runs past the timeout the worker is killed and the case gets ``timeout``. Either way the worker is
-replaced and the rest of its batch is sent again.
+The parent sends batches of cases to each worker; the worker replies with lists of outcomes (every
+``REPLY_BATCH`` cases, or sooner once ``REPLY_INTERVAL`` seconds have passed since its last reply,
+and at the end of a batch) and counts the cases it has finished in a shared counter. If a worker
+dies (segfault, SIGFPE, abort, OOM kill), the counter says which case it was running: that case
+gets a ``crash`` outcome; if a case runs past the timeout the worker is killed and the case gets
+``timeout``. Either way the worker is replaced and the rest of its batch, including cases it had
+finished but not yet reported, is sent again.
 """
 from __future__ import annotations
 
@@ -29,16 +32,24 @@ class Outcome:
     message: str = ""
     traceback: str = ""
     seconds: float = 0.0
-    record: dict | None = None     # the judged result line, when the worker judges (see WorkerPool)
+    record: dict | None = None     # the judged result record, when the worker judges (see WorkerPool)
+    line: str | None = None        # ``record`` as its results.jsonl line
+
+
+#: A worker replies after this many cases, or after REPLY_INTERVAL seconds, whichever comes first.
+REPLY_BATCH = 64
+REPLY_INTERVAL = 0.05
 
 
 class BackendLoadError(Exception):
     """The backend could not be imported or instantiated in a worker."""
 
 
-def _worker_main(conn, backend_name: str, options: dict) -> None:
+def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
+    """Load the backend, then run batches of cases; ``finished`` counts the cases done."""
     from conform.harness.judge import result_record
     from conform.harness.registry import load_backend_class
+    from conform.reports import dumps
     from conform.spec import load_specs
 
     if options.get("memory_limit_mb"):
@@ -50,6 +61,7 @@ def _worker_main(conn, backend_name: str, options: dict) -> None:
         specs = load_specs(options.get("spec_dir"))
         backend = load_backend_class(backend_name)()
         policy = options.get("subnormals") or backend.subnormals
+        manifest = options.get("manifest")
         conn.send(("hello", {"name": backend.name or backend_name, "version": backend.version(),
                              "device": backend.device(), "subnormals": backend.subnormals,
                              "model_format": backend.model_format}))
@@ -62,6 +74,7 @@ def _worker_main(conn, backend_name: str, options: dict) -> None:
         if batch is None:  # shutdown: report the backend's counters (compilations, sessions)
             conn.send(("stats", backend.stats()))
             return
+        replies, last_reply = [], time.perf_counter()
         for case in batch:
             start = time.perf_counter()
             try:
@@ -75,10 +88,19 @@ def _worker_main(conn, backend_name: str, options: dict) -> None:
             reply.seconds = time.perf_counter() - start
             if options.get("judge"):  # judge here, in parallel across workers; send no arrays back
                 judged = time.perf_counter()
-                reply.record = result_record(specs[case.op], case, reply, backend_name, policy)
-                reply.record["judge_seconds"] = round(time.perf_counter() - judged, 6)
-                reply.outputs = None
-            conn.send(reply)
+                record = result_record(specs[case.op], case, reply, backend_name, policy)
+                record["judge_seconds"] = round(time.perf_counter() - judged, 6)
+                if manifest is not None:
+                    record = manifest.apply(record)
+                reply.record, reply.line, reply.outputs = record, dumps(record), None
+            replies.append(reply)
+            finished.value += 1
+            now = time.perf_counter()
+            if len(replies) >= REPLY_BATCH or now - last_reply >= REPLY_INTERVAL:
+                conn.send(replies)
+                replies, last_reply = [], now
+        if replies:
+            conn.send(replies)
 
 
 def _as_array(value):
@@ -131,9 +153,15 @@ _END = object()
 class _Worker:
     process: mp.Process
     conn: object
+    finished: object                 # shared counter: cases the worker has finished
     pending: collections.deque = field(default_factory=collections.deque)
-    head_started: float = 0.0
-    completed: int = 0
+    last_reply: float = 0.0          # when the worker last replied (or was sent work)
+    completed: int = 0               # cases whose outcome the parent has received
+
+    def running(self) -> int:
+        """The index in ``pending`` of the case the worker is running now: finished cases whose
+        outcomes have not arrived come first."""
+        return min(max(self.finished.value - self.completed, 0), len(self.pending) - 1)
 
 
 class WorkerPool:
@@ -146,15 +174,17 @@ class WorkerPool:
     def __init__(self, backend: str, *, workers: int = 1, timeout: float = 60.0,
                  batch_size: int = 64, spec_dir: str | None = None,
                  memory_limit_mb: int | None = None, judge: bool = False,
-                 subnormals: str | None = None, recycle_after: int | None = None):
+                 subnormals: str | None = None, recycle_after: int | None = None,
+                 manifest=None):
         """``judge=True`` makes workers judge each case themselves (under ``subnormals``, or the
-        backend's declared policy) and return the result line in ``Outcome.record``.
+        backend's declared policy, then re-judged under ``manifest`` if given) and return the
+        result record in ``Outcome.record`` and its results.jsonl line in ``Outcome.line``.
         ``memory_limit_mb`` caps each worker's address space; ``recycle_after`` replaces a worker
         after that many cases (between batches)."""
         self.backend, self.workers, self.timeout = backend, max(1, workers), timeout
         self.batch_size, self.recycle_after, self.recycled = batch_size, recycle_after, 0
         self.options = {"spec_dir": spec_dir, "memory_limit_mb": memory_limit_mb, "judge": judge,
-                        "subnormals": subnormals}
+                        "subnormals": subnormals, "manifest": manifest}
         self._ctx = mp.get_context("spawn")
         self._pool: list[_Worker] = []
         self.info: dict = {}
@@ -171,8 +201,9 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe()
-        process = self._ctx.Process(target=_worker_main, args=(child, self.backend, self.options),
-                                    daemon=True)
+        finished = self._ctx.Value("q", 0, lock=False)   # only the worker writes it
+        process = self._ctx.Process(target=_worker_main,
+                                    args=(child, self.backend, self.options, finished), daemon=True)
         process.start()
         child.close()
         try:
@@ -185,7 +216,7 @@ class WorkerPool:
             process.join(5)
             raise BackendLoadError(f"backend {self.backend!r} failed to load:\n{payload}")
         self.info = payload
-        return _Worker(process, parent)
+        return _Worker(process, parent, finished)
 
     def _stop(self, worker: _Worker, kill: bool = False) -> None:
         if kill:
@@ -205,11 +236,11 @@ class WorkerPool:
             worker.process.join(5)
         worker.conn.close()
 
-    def _replace(self, index: int, kill: bool, recycle: bool = False) -> list:
-        """Replace worker ``index``; returns the cases it still owed (after its head case).
+    def _replace(self, index: int, kill: bool, recycle: bool = False, culprit: int = 0) -> list:
+        """Replace worker ``index``; returns the cases it still owed but for ``pending[culprit]``.
         A ``recycle`` (a planned replacement) is counted apart from restarts after failures."""
         worker = self._pool[index]
-        leftover = list(worker.pending)[1:]
+        leftover = [c for i, c in enumerate(worker.pending) if i != culprit]
         self._stop(worker, kill=kill)
         if recycle:
             self.recycled += 1
@@ -230,14 +261,14 @@ class WorkerPool:
                 if not worker.pending and queue:
                     batch = queue.take(self.batch_size)
                     worker.pending.extend(batch)
-                    worker.head_started = time.monotonic()
+                    worker.last_reply = time.monotonic()
                     worker.conn.send(batch)
             yield from self._collect(queue)
 
     def _collect(self, queue: "_LazyQueue"):
         busy = [w for w in self._pool if w.pending]
         now = time.monotonic()
-        deadline = min(w.head_started + self.timeout for w in busy)
+        deadline = min(w.last_reply + self.timeout for w in busy)
         ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
                      timeout=max(0.0, deadline - now))
         for index, worker in enumerate(list(self._pool)):
@@ -246,20 +277,21 @@ class WorkerPool:
             if worker.conn in ready or worker.process.sentinel in ready:
                 try:
                     while worker.pending and worker.conn.poll():
-                        outcome = worker.conn.recv()
-                        case = worker.pending.popleft()
-                        worker.head_started = time.monotonic()
-                        worker.completed += 1
-                        yield case, outcome
+                        replies = worker.conn.recv()
+                        worker.last_reply = time.monotonic()
+                        for outcome in replies:
+                            worker.completed += 1
+                            yield worker.pending.popleft(), outcome
                     if worker.pending and not worker.process.is_alive():
                         raise EOFError
                 except (EOFError, ConnectionResetError, OSError):
                     worker.process.join(5)
-                    case = worker.pending[0]
-                    message = _death_message(worker.process.exitcode)
-                    queue.extendleft(reversed(self._replace(index, kill=True)))
+                    culprit = worker.running()
+                    case, message = worker.pending[culprit], _death_message(worker.process.exitcode)
+                    queue.extendleft(reversed(self._replace(index, kill=True, culprit=culprit)))
                     yield case, Outcome("crash", message=message)
-            elif time.monotonic() - worker.head_started >= self.timeout:
-                case = worker.pending[0]
-                queue.extendleft(reversed(self._replace(index, kill=True)))
+            elif time.monotonic() - worker.last_reply >= self.timeout:
+                culprit = worker.running()
+                case = worker.pending[culprit]
+                queue.extendleft(reversed(self._replace(index, kill=True, culprit=culprit)))
                 yield case, Outcome("timeout", message=f"no result within {self.timeout:g} s")

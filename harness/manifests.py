@@ -121,7 +121,16 @@ class Manifest:
 
     def find(self, op: str, dtype: str, case_id: str) -> Entry | None:
         """The first entry that matches the case, or None."""
-        return next((e for e in self.entries if e.matches(op, dtype, case_id)), None)
+        return next((e for e in self._in_scope(op, dtype)
+                     if e.case is None or fnmatch.fnmatchcase(case_id, e.case)), None)
+
+    def _in_scope(self, op: str, dtype: str) -> tuple[Entry, ...]:
+        """The entries covering ``op`` x ``dtype``, in order (memoised: a run asks per case)."""
+        memo = self.__dict__.setdefault("_scope_memo", {})   # frozen: not via setattr
+        found = memo.get((op, dtype))
+        if found is None:
+            found = memo[(op, dtype)] = tuple(e for e in self.entries if e.in_scope(op, dtype))
+        return found
 
     def partition(self, cases) -> tuple[list, list[dict]]:
         """``(cases to run, records of the skipped ones)``."""

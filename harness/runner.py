@@ -92,8 +92,9 @@ class Progress:
             self.stream.flush()
 
 
-def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
-    """Run the suite; returns the run metadata (results are written to ``config.out``)."""
+def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple[dict, list]:
+    """Run the suite; returns the run metadata and the result records (which are also written
+    to ``config.out``/results.jsonl)."""
     pairs = select(specs, config.ops, config.dtypes)
     started = time.time()
     if config.exhaustive:
@@ -121,24 +122,29 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout,
                     spec_dir=config.spec_dir, judge=True, subnormals=config.subnormals,
-                    memory_limit_mb=config.memory_limit_mb,
-                    recycle_after=config.recycle_after) as pool, \
+                    memory_limit_mb=config.memory_limit_mb, recycle_after=config.recycle_after,
+                    manifest=config.manifest) as pool, \
             ResultWriter(out / "results.jsonl") as writer:
         meter = Progress(len(cases), config.backend) if progress else None
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
+        records = list(skipped)
         for record in skipped:
             writer.write(record)
         for case, outcome in pool.run(cases):
-            record = outcome.record or result_record(specs[case.op], case, outcome, config.backend,
-                                                     policy)
-            if config.manifest is not None:
-                record = config.manifest.apply(record)
-            writer.write(record)
+            record = outcome.record
+            if record is None:   # a crash or timeout, judged here (workers judge the rest)
+                record = result_record(specs[case.op], case, outcome, config.backend, policy)
+                if config.manifest is not None:
+                    record = config.manifest.apply(record)
+                writer.write(record)
+            else:
+                writer.write_line(outcome.line)
+            records.append(record)
             if meter:
                 meter.update(record["verdict"])
         info, restarts, recycled = pool.info, pool.restarts, pool.recycled
     stats = pool.stats
-    return {
+    meta = {
         "backend": config.backend, "backend_version": info.get("version", "unknown"),
         "device": info.get("device", "cpu"), "model_format": info.get("model_format"),
         "subnormals_declared": info.get("subnormals"), "subnormals_applied": policy,
@@ -148,3 +154,4 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> dict:
         "generation_seconds": round(generation_seconds, 3),
         "wall_seconds": round(time.time() - started, 3),
     }
+    return meta, records

@@ -13,13 +13,15 @@ from conform.reports._summary import build_summary, pass_rate
 OUTPUT_FILES = ("results.jsonl", "summary.json", "report.html", "junit.xml", "summary.md")
 
 
-def write_reports(out_dir: Path, meta: dict, conform_version: str) -> dict:
-    """Write summary.json, report.html, junit.xml and summary.md from ``out_dir/results.jsonl``.
+def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list | None = None) -> dict:
+    """Write summary.json, report.html, junit.xml and summary.md from ``records`` (default: read
+    from ``out_dir/results.jsonl``).
 
     ``out_dir`` is used as given in the report's repro commands (``conform repro ID --from DIR``).
     """
     out_dir = Path(out_dir)
-    records = list(read_results(out_dir / "results.jsonl"))
+    if records is None:
+        records = list(read_results(out_dir / "results.jsonl"))
     summary = build_summary(records, meta, conform_version)
     (out_dir / "summary.json").write_text(json.dumps(to_json_safe(summary), indent=2, allow_nan=False),
                                           encoding="utf-8")

@@ -40,6 +40,10 @@ class ResultWriter:
     def write(self, record: dict) -> None:
         self._file.write(dumps(record) + "\n")
 
+    def write_line(self, line: str) -> None:
+        """Write a record already encoded with :func:`dumps` (workers encode their own)."""
+        self._file.write(line + "\n")
+
     def __exit__(self, *exc):
         self._file.close()
 
