@@ -24,6 +24,11 @@ from conform.spec import OpSpec, dtype_class
 
 
 CASES_PER_SIGNATURE = 4  # cases sharing one drawn signature: fewer compilations and sessions
+# At most this many signatures per op x dtype: a larger budget adds cases (values) to the same
+# signatures instead of new shapes, so compilations stay bounded (each costs a jax worker ~15 ms
+# even from the persistent cache). Budgets up to CASES_PER_SIGNATURE * MAX_SIGNATURES cases are
+# unaffected.
+MAX_SIGNATURES = 16
 
 
 def _signature_strategy(spec: OpSpec, dtype: str):
@@ -77,16 +82,18 @@ def _draw(strategy, rng: random.Random, attempts: int = 100):
 def draw_plans(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list:
     """``count`` plans ``(signature, value_plan, fill_seed)`` for ``spec`` under ``dtype``.
 
-    Hypothesis draws one signature (shapes, attributes) per CASES_PER_SIGNATURE cases; the
-    cases sharing it cycle through the value plans, each with its own fill seed.
+    Hypothesis draws one signature (shapes, attributes) per CASES_PER_SIGNATURE cases, up to
+    MAX_SIGNATURES signatures (then each takes more cases); the cases sharing a signature cycle
+    through the value plans, each with its own fill seed.
     """
     strategy = _signature_strategy(spec, dtype)
     rng = random.Random(seed ^ zlib.crc32(f"{spec.op}/{dtype}".encode()))
+    per_signature = max(CASES_PER_SIGNATURE, -(-count // MAX_SIGNATURES))
     plans = []
     with _without_local_constants():
         while len(plans) < count:
             signature, value_plans, first, base_seed = _draw(strategy, rng)
-            for k in range(min(CASES_PER_SIGNATURE, count - len(plans))):
+            for k in range(min(per_signature, count - len(plans))):
                 fill_seed = (base_seed + 0x9E3779B1 * k) & 0xFFFFFFFF
                 plans.append((signature, value_plans[(first + k) % len(value_plans)], fill_seed))
     return plans

@@ -155,3 +155,15 @@ def test_float32_sweep_is_1024_lazy_chunks_covering_every_bit_pattern(specs):
     assert first.id == "tanh.float32.exhaustive0000"
     *_, last = (c for i, c in zip(range(1024), iter(chunks)) if i in (0, 1023))
     assert last.inputs[0].view(np.uint32)[-1] == 0xFFFFFFFF
+
+
+def test_large_budgets_add_cases_to_at_most_max_signatures(specs):
+    from conform.generators._suite import CASES_PER_SIGNATURE, MAX_SIGNATURES, draw_plans
+
+    spec = specs["add"]
+    small = draw_plans(spec, "float32", count=CASES_PER_SIGNATURE * MAX_SIGNATURES, seed=0)
+    assert len({repr(plan[0]) for plan in small}) <= MAX_SIGNATURES   # draws may repeat
+    assert draw_plans(spec, "float32", count=10, seed=0) == small[:10]   # small budgets: a prefix
+    large = draw_plans(spec, "float32", count=300, seed=0)
+    assert len(large) == 300 and len({repr(plan[0]) for plan in large}) <= MAX_SIGNATURES
+    assert len({plan[2] for plan in large}) == 300   # every case its own fill seed
