@@ -1,12 +1,12 @@
 """Backends run in worker processes; a crash or hang costs one case, never the run.
 
-The parent sends batches of cases to each worker; the worker replies with lists of outcomes (every
-``REPLY_BATCH`` cases, or sooner once ``REPLY_INTERVAL`` seconds have passed since its last reply,
-and at the end of a batch) and counts the cases it has finished in a shared counter. If a worker
-dies (segfault, SIGFPE, abort, OOM kill), the counter says which case it was running: that case
-gets a ``crash`` outcome; if a case runs past the timeout the worker is killed and the case gets
-``timeout``. Either way the worker is replaced and the rest of its batch, including cases it had
-finished but not yet reported, is sent again.
+The parent keeps up to two batches of cases in flight to each worker (the next one waits while
+the worker runs the last). The worker replies with lists of outcomes (every ``REPLY_BATCH`` cases,
+or sooner once ``REPLY_INTERVAL`` seconds have passed since its last reply) and counts the cases it
+has finished in a shared counter. If a worker dies (segfault, SIGFPE, abort, OOM kill), the counter
+says which case it was running: that case gets a ``crash`` outcome; if a case runs past the
+timeout the worker is killed and the case gets ``timeout``. Either way the worker is replaced and
+the cases it still owed, including those it had finished but not yet reported, are sent again.
 """
 from __future__ import annotations
 
@@ -69,8 +69,9 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
     except BaseException:  # report every failure to load, including SystemExit from imports
         conn.send(("fatal", traceback.format_exc()))
         return
+    inbox = _inbox(conn)
     while True:
-        batch = conn.recv()
+        batch = inbox.get()
         if batch is None:  # shutdown: report the backend's counters (compilations, sessions)
             conn.send(("stats", backend.stats()))
             return
@@ -101,6 +102,28 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
                 replies, last_reply = [], now
         if replies:
             conn.send(replies)
+
+
+def _inbox(conn) -> "queue.Queue":
+    """Batches as they arrive, read by a thread: the parent sends the next batch while this
+    worker still runs the last, and neither side can block the other with a full pipe."""
+    import queue
+    import threading
+
+    inbox: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                message = None
+            inbox.put(message)
+            if message is None:
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    return inbox
 
 
 def _as_array(value):
@@ -258,10 +281,13 @@ class WorkerPool:
                         and not worker.pending and queue:
                     self._replace(index, kill=False, recycle=True)  # jax never frees executables
                     worker = self._pool[index]
-                if not worker.pending and queue:
+                # two batches in flight: the next is there when the worker finishes the last
+                due = self.recycle_after and worker.completed + len(worker.pending) >= self.recycle_after
+                if len(worker.pending) < self.batch_size and queue and not due:
                     batch = queue.take(self.batch_size)
+                    if not worker.pending:   # else the clock runs for the case being computed
+                        worker.last_reply = time.monotonic()
                     worker.pending.extend(batch)
-                    worker.last_reply = time.monotonic()
                     worker.conn.send(batch)
             yield from self._collect(queue)
 

@@ -41,6 +41,13 @@ def test_hang_becomes_timeout_and_the_rest_completes():
     assert "3 s" in outcomes["add.int32.1"].message
 
 
+def test_with_a_second_batch_in_flight_a_hang_still_costs_only_its_case():
+    cases = [_add_case(i, first) for i, first in enumerate([1, 2, 17, 3, 4, 5])]
+    outcomes, restarts = _run(MISBEHAVING, cases, workers=1, timeout=3.0, batch_size=2)
+    assert [outcomes[c.id].kind for c in cases] == ["ok", "ok", "timeout", "ok", "ok", "ok"]
+    assert restarts == 1
+
+
 def test_unbounded_allocation_is_stopped_by_the_worker_memory_cap():
     cases = [_add_case(0, 1), _add_case(1, 19), _add_case(2, 2)]
     outcomes, _ = _run(MISBEHAVING, cases, workers=1, memory_limit_mb=3072)
