@@ -71,9 +71,12 @@ class CheckReport:
 # --- the probe worker -------------------------------------------------------------------------
 
 def _plain(value):
-    """``value`` if it pickles as plain data, else its repr (an adapter may return anything)."""
+    """``value`` as plain data (collections as lists), else its repr (an adapter may return
+    anything)."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
+    if isinstance(value, (set, frozenset, list, tuple)):
+        return [_plain(v) for v in value]
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {k: _plain(v) for k, v in value.items()}
     return f"<{type(value).__name__}> {value!r}"
@@ -121,13 +124,8 @@ def _inspect_main(conn, backend_name: str, spec_dir) -> None:
     except BaseException:  # SystemExit from an import included
         conn.send(("fatal", traceback.format_exc()))
         return
-    info = {key: _plain(getattr(backend, key, None))
-            for key in ("name", "model_format", "subnormals", "api_version")}
-    for key in ("ops", "dtypes", "devices"):   # collections, sent as sorted lists of names
-        value = getattr(backend, key, None)
-        info[key] = (value if value is None or isinstance(value, str)
-                     else [_plain(v) for v in value] if isinstance(value, (set, frozenset, list, tuple))
-                     else _plain(value))
+    info = {key: _plain(getattr(backend, key, None)) for key in
+            ("name", "model_format", "subnormals", "api_version", "ops", "dtypes", "devices")}
     for method in ("version", "device", "stats"):
         try:
             info[method] = _plain(getattr(backend, method)())
@@ -198,7 +196,7 @@ def _load_fix(name: str) -> str:
             '[project.entry-points."conform.backends"], and fix the error the traceback ends with')
 
 
-def _check_declarations(report: CheckReport, info: dict) -> None:
+def _check_declarations(report: CheckReport, info: dict, spec_dir=None) -> None:
     name = info.get("name")
     report.add("name", isinstance(name, str) and bool(name.strip()), f"name = {name!r}",
                'set the class attribute `name = "yourname"` (the name reports show)')
@@ -220,7 +218,7 @@ def _check_declarations(report: CheckReport, info: dict) -> None:
                or f"device() = {device!r}, stats() = {stats!r}",
                "device() returns a non-empty str, stats() a dict of counters (or drop the "
                "overrides and inherit the defaults)")
-    _check_claims(report, info)
+    _check_claims(report, info, spec_dir)
     api = info.get("api_version")
     ok = isinstance(api, int) and not isinstance(api, bool) and 1 <= api <= API_VERSION
     report.add("API version", ok, f"written against contract {api!r}; this conform provides "
@@ -229,13 +227,13 @@ def _check_declarations(report: CheckReport, info: dict) -> None:
                "a newer one needs a newer conform")
 
 
-def _check_claims(report: CheckReport, info: dict) -> None:
+def _check_claims(report: CheckReport, info: dict, spec_dir=None) -> None:
     """``ops``, ``dtypes`` and ``devices``: collections of known names (or None for ops/dtypes)."""
     from conform.spec import load_specs
     from conform.spec._schema import DTYPES
 
     problems = []
-    known = {"ops": set(load_specs(None)), "dtypes": set(DTYPES)}
+    known = {"ops": set(load_specs(spec_dir)), "dtypes": set(DTYPES)}
     for key, names in known.items():
         value = info.get(key)
         if value is None:
@@ -339,7 +337,7 @@ def check_adapter(backend_name: str, *, spec_dir=None, timeout: float = 60.0) ->
     report.info = by_kind["info"]
     report.add("loads in a worker", True, f"{report.info.get('name')!r} "
                f"{report.info.get('version')!r} on {report.info.get('device')!r}")
-    _check_declarations(report, report.info)
+    _check_declarations(report, report.info, spec_dir)
     _check_probes(report, by_kind)
     if stopped and "done" not in by_kind:
         report.add("probes", False, f"the worker stopped during the probes: {stopped}",

@@ -109,8 +109,8 @@ class JaxBackend(Backend):
         static = {k: _frozen(v) for k, v in attrs.items()}
         return lambda *xs: fn(*xs, **static)
 
-    def _function(self, spec, case):
-        """The jitted function for the case's op and static attributes (cached)."""
+    def _function(self, spec, case) -> tuple:
+        """``(key, jitted function)`` for the case's op and static attributes (cached by key)."""
         bound = binding(spec, "xla")
         lax_name = bound["lax"]
         attrs = {**bound.get("params", {}), **case.attrs}  # params: fixed lax keywords of the op
@@ -119,21 +119,22 @@ class JaxBackend(Backend):
         if fn is None:
             fn = self._jax.jit(self._builder(lax_name, attrs))
             self._compiled[key] = fn
-        return fn
+        return key, fn
 
     def stablehlo(self, *, spec, case) -> str:
         """The case as a StableHLO module (MLIR text), lowered from the same jitted function that
         :meth:`run` executes; inputs stay runtime arguments of ``@main``."""
-        return self._function(spec, case).lower(*case.inputs).as_text()
+        return self._function(spec, case)[1].lower(*case.inputs).as_text()
 
     def run(self, *, spec, case):
-        signature = (spec.op, _frozen(case.attrs), case.input_dtypes,
-                     tuple(np.shape(x) for x in case.inputs))
+        key, fn = self._function(spec, case)
+        signature = (key, case.input_dtypes, tuple(np.shape(x) for x in case.inputs))
         if signature not in self._live:
             if len(self._live) >= self.max_live_executables:
                 self._release_executables()
+                key, fn = self._function(spec, case)   # fn was dropped with the rest
             self._live.add(signature)
-        outputs = self._function(spec, case)(*case.inputs)
+        outputs = fn(*case.inputs)
         if not isinstance(outputs, tuple | list):
             outputs = (outputs,)
         return [np.asarray(o) for o in outputs]

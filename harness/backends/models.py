@@ -6,6 +6,7 @@ A :class:`Model` is built on demand: a backend that already compiled a model wit
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from functools import cached_property
 from pathlib import Path
 
@@ -98,6 +99,40 @@ class Model:
         path = directory / "model.mlir"
         path.write_text(self.build(), encoding="utf-8")
         return path
+
+
+class ModelCache:
+    """What a backend compiled (sessions, executables), by key - usually :attr:`Model.key`.
+
+    A key whose model cannot be compiled remembers its :class:`Unsupported` and raises it again
+    without compiling again. With ``limit``, the least recently used entry is dropped past that
+    many and handed to ``release`` (to free what the runtime holds for it).
+    """
+
+    def __init__(self, limit: int | None = None, release=None):
+        self.limit, self.release = limit, release
+        self.compiled = 0   # entries compiled (the benchmark's sessions or compilations)
+        self._entries: OrderedDict = OrderedDict()
+
+    def get(self, key, compile):
+        """The entry for ``key``, made by ``compile()`` the first time it is asked for."""
+        entry = self._entries.get(key)
+        if entry is None:
+            try:
+                entry = compile()
+                self.compiled += 1
+            except Unsupported as exc:
+                entry = exc
+            self._entries[key] = entry
+            if self.limit is not None and len(self._entries) > self.limit:
+                _, oldest = self._entries.popitem(last=False)
+                if self.release is not None and not isinstance(oldest, Unsupported):
+                    self.release(oldest)
+        elif self.limit is not None:
+            self._entries.move_to_end(key)
+        if isinstance(entry, Unsupported):
+            raise Unsupported(str(entry))   # a fresh one: re-raising grows its traceback
+        return entry
 
 
 def unclaimed(backend, spec, case) -> str | None:

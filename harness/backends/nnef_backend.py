@@ -17,14 +17,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections import OrderedDict
 from functools import lru_cache
 from importlib.metadata import version as package_version
 from multiprocessing.util import Finalize
 from pathlib import Path
 
 from conform.harness.backends.base import Backend, Unsupported
-from conform.harness.backends.models import Model
+from conform.harness.backends.models import Model, ModelCache
 from conform.harness.backends.nnef_models import NNEF_TYPES, prelude
 
 _TYPE_ERROR = "cannot be cast to type"           # the NNEF type system rejects the argument
@@ -44,44 +43,27 @@ class NnefBackend(Backend):
         import nnef
 
         self._nnef = nnef
-        self._sessions: OrderedDict = OrderedDict()
+        # the executor's graph and buffers are freed when a session exits
+        self._sessions = ModelCache(limit=self.max_sessions,
+                                    release=lambda session: session.__exit__(None, None, None))
         self.workdir = _worker_dir()
-        self.sessions_created = 0
 
     def version(self) -> str:
         return f"nnef {package_version('nnef')}"
 
     def stats(self) -> dict:
         """Counters for the benchmark: executor sessions created (documents parsed)."""
-        return {"sessions": self.sessions_created}
+        return {"sessions": self._sessions.compiled}
 
     def run(self, *, spec, case, model=None):
         model = model or Model("nnef", spec, case)
         document = model.build()
-        session = self._session(document)
+        session = self._sessions.get(model.key, lambda: self._new_session(document))
         try:
             outputs = session(*model.inputs())
         except ValueError as exc:
             raise _classified(exc) from None
         return [document.finish(o) for o in outputs]
-
-    def _session(self, document):
-        session = self._sessions.get(document.text)
-        if session is None:
-            try:
-                session = self._new_session(document)
-            except Unsupported as exc:
-                session = exc   # remembered: the same document is unsupported every time
-            self._sessions[document.text] = session
-            if len(self._sessions) > self.max_sessions:
-                _, oldest = self._sessions.popitem(last=False)
-                if not isinstance(oldest, Unsupported):
-                    oldest.__exit__(None, None, None)   # frees the executor's graph and buffers
-        else:
-            self._sessions.move_to_end(document.text)
-        if isinstance(session, Unsupported):
-            raise Unsupported(str(session))
-        return session
 
     def _new_session(self, document):
         # The session parses the file when it is created. Removing it afterwards is ~10x cheaper
@@ -94,7 +76,6 @@ class NnefBackend(Backend):
             raise _classified(exc) from None
         finally:
             path.unlink()
-        self.sessions_created += 1
         return session
 
 

@@ -6,7 +6,7 @@ single-threaded (intra- and inter-op threads = 1) with graph optimisation level 
 from __future__ import annotations
 
 from conform.harness.backends.base import Backend, Unsupported
-from conform.harness.backends.models import Model
+from conform.harness.backends.models import Model, ModelCache
 
 
 class OnnxRuntimeBackend(Backend):
@@ -20,7 +20,7 @@ class OnnxRuntimeBackend(Backend):
 
         self._ort = ort
         ort.set_default_logger_severity(4)  # kernel errors are reported per case
-        self._sessions: dict = {}
+        self._sessions = ModelCache()
         self.options = ort.SessionOptions()
         self.options.intra_op_num_threads = 1
         self.options.inter_op_num_threads = 1
@@ -31,19 +31,7 @@ class OnnxRuntimeBackend(Backend):
         return f"onnxruntime {self._ort.__version__}"
 
     def stats(self) -> dict:
-        return {"sessions": sum(1 for s in self._sessions.values() if not isinstance(s, Unsupported))}
-
-    def _session(self, model: Model):
-        session = self._sessions.get(model.key)
-        if session is None:
-            try:
-                session = self._new_session(model)
-            except Unsupported as exc:
-                session = exc  # remembered: the same signature is unsupported every time
-            self._sessions[model.key] = session
-        if isinstance(session, Unsupported):
-            raise session
-        return session
+        return {"sessions": self._sessions.compiled}
 
     def _new_session(self, model: Model):
         proto = model.build()
@@ -59,7 +47,7 @@ class OnnxRuntimeBackend(Backend):
 
     def run(self, *, spec, case, model=None):
         model = model or Model("onnx", spec, case)
-        session = self._session(model)
+        session = self._sessions.get(model.key, lambda: self._new_session(model))
         if "bfloat16" in (*case.input_dtypes, case.out_dtype):
             # the session exists (a kernel does), but onnxruntime's Python API cannot take or give
             # NumPy bfloat16 (ml_dtypes) arrays, so this adapter cannot run the case

@@ -80,3 +80,27 @@ def test_adapters_without_a_model_parameter_are_called_without_one(specs):
     assert takes_model(_Claiming()) and not takes_model(_Old())
     [out] = run_case(_Old(), specs["exp"], _exp_case([0.0]))
     assert out.tolist() == [1.0]
+
+
+def test_model_cache_compiles_once_remembers_unsupported_and_releases_the_oldest():
+    from conform.harness.backends.models import ModelCache
+
+    released, calls = [], []
+    cache = ModelCache(limit=2, release=released.append)
+
+    def compile_(name):
+        calls.append(name)
+        if name == "bad":
+            raise Unsupported("no kernel")
+        return name.upper()
+
+    assert cache.get("a", lambda: compile_("a")) == cache.get("a", lambda: compile_("a")) == "A"
+    for _ in range(2):
+        with pytest.raises(Unsupported, match="no kernel"):
+            cache.get("bad", lambda: compile_("bad"))
+    assert calls == ["a", "bad"] and cache.compiled == 1 and released == []
+    cache.get("a", lambda: compile_("a"))      # most recently used: "bad" is now the oldest
+    cache.get("c", lambda: compile_("c"))
+    assert released == [] and cache.get("a", lambda: compile_("a")) == "A"   # "bad" went, unreleased
+    cache.get("d", lambda: compile_("d"))
+    assert released == ["C"] and cache.compiled == 3

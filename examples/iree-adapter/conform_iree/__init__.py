@@ -19,6 +19,7 @@ import numpy as np
 
 from conform.harness.backends import Backend, Unsupported
 from conform.harness.backends.base import cache_dir
+from conform.harness.backends.models import ModelCache
 
 FLAGS = (
     # "generic" x86-64/aarch64 code runs on any CPU of the architecture (so cached modules can be
@@ -58,7 +59,7 @@ class IreeBackend(Backend):
 
         self._compiler, self._runtime = iree.compiler, iree.runtime
         self._config = iree.runtime.Config("local-sync")  # one device for all modules
-        self._mains: dict = {}                             # model.key -> the module's @main
+        self._mains = ModelCache()                         # model.key -> the module's @main
         self._disk = cache_dir() / "iree"
         self._disk.mkdir(parents=True, exist_ok=True)
         self._stats = {"compilations": 0, "disk_cache_hits": 0}
@@ -109,22 +110,14 @@ class IreeBackend(Backend):
         return vmfb
 
     def _main(self, model):
-        main = self._mains.get(model.key)
-        if main is None:
-            rt = self._runtime
-            try:
-                module = rt.VmModule.copy_buffer(self._config.vm_instance, self._vmfb(model.build()))
-                context = rt.SystemContext(vm_modules=[module], config=self._config)
-                main = context.modules[module.name]["main"]
-            except Unsupported as exc:
-                main = exc  # the same model is unsupported every time: do not compile it again
-            self._mains[model.key] = main
-        if isinstance(main, Unsupported):
-            raise main
-        return main
+        """The module's @main, loaded from its compiled flatbuffer."""
+        rt = self._runtime
+        module = rt.VmModule.copy_buffer(self._config.vm_instance, self._vmfb(model.build()))
+        context = rt.SystemContext(vm_modules=[module], config=self._config)
+        return context.modules[module.name]["main"]
 
     def run(self, *, spec, case, model, **_):
-        outputs = self._main(model)(*model.inputs())
+        outputs = self._mains.get(model.key, lambda: self._main(model))(*model.inputs())
         if not isinstance(outputs, tuple | list):
             outputs = (outputs,)
         return [np.asarray(o.to_host()) for o in outputs]

@@ -13,7 +13,7 @@ import onnx
 import openvino as ov
 
 from conform.harness.backends import Backend, Unsupported
-from conform.harness.backends.models import Model
+from conform.harness.backends.models import Model, ModelCache
 
 __all__ = ["OpenVinoBackend", "CPU_CONFIG"]
 
@@ -50,34 +50,21 @@ class OpenVinoBackend(Backend):
 
     def __init__(self):
         self._core = ov.Core()
-        self._requests: dict = {}   # (model key, input shapes) -> infer request, or Unsupported
-        self.compilations = 0
+        self._requests = ModelCache()   # (model key, input shapes) -> infer request
 
     def version(self) -> str:
         return f"openvino {ov.get_version()}"
 
     def stats(self) -> dict:
-        return {"compilations": self.compilations}
+        return {"compilations": self._requests.compiled}
 
     def run(self, *, spec, case, model=None):
         model = model or Model("onnx", spec, case)
         inputs = model.inputs()
-        request = self._request(model, inputs)
+        key = (model.key, tuple(x.shape for x in inputs))
+        request = self._requests.get(key, lambda: self._compile(model, inputs))
         request.infer([_tensor(x) for x in inputs])
         return [_array(request.get_output_tensor(i)) for i in range(len(request.model_outputs))]
-
-    def _request(self, model, inputs):
-        key = (model.key, tuple(x.shape for x in inputs))
-        request = self._requests.get(key)
-        if request is None:
-            try:
-                request = self._compile(model, inputs)
-            except Unsupported as exc:
-                request = exc   # the same key is unsupported every time
-            self._requests[key] = request
-        if isinstance(request, Unsupported):
-            raise request
-        return request
 
     def _compile(self, model, inputs):
         proto = onnx.ModelProto()
@@ -98,7 +85,6 @@ class OpenVinoBackend(Backend):
                                   f"{proto.graph.node[0].op_type}") from exc
             raise
         compiled = self._core.compile_model(ov_model, "CPU", CPU_CONFIG)
-        self.compilations += 1
         return compiled.create_infer_request()
 
 
