@@ -20,6 +20,9 @@ class Case:
     plan: str
     seed: int
     extra: dict = field(default_factory=dict)
+    # the oracle's answer (conform.oracles.expectations.Expectation), attached when the case is
+    # generated and kept with it in the corpus; None: computed when the case is judged
+    expectation: object | None = field(default=None, compare=False, repr=False)
 
     @property
     def shapes(self) -> list[list[int]]:

@@ -1,6 +1,7 @@
 """The on-disk corpus: generated cases kept per op, dtype, seed and budget, so that a repeated run
 does not draw them again. The key covers everything the cases depend on: the conform version, the
-spec file, the generator sources, the pinned Hypothesis and the NumPy version."""
+spec file, the generator and oracle sources (each case keeps its oracle answer), the pinned
+Hypothesis and the NumPy version."""
 from __future__ import annotations
 
 import functools
@@ -27,8 +28,9 @@ def _generator_fingerprint() -> str:
     from conform import __version__
 
     digest = hashlib.sha256(f"{__version__}/{hypothesis.__version__}/{np.__version__}".encode())
-    sources = sorted(Path(__file__).parent.glob("*.py"))
-    sources.append(Path(__file__).parent.parent / "spec" / "dtypes.py")
+    root = Path(__file__).parent.parent
+    sources = sorted(Path(__file__).parent.glob("*.py")) + sorted((root / "oracles").glob("*.py"))
+    sources.append(root / "spec" / "dtypes.py")
     for path in sources:
         if path.exists():
             digest.update(path.read_bytes())

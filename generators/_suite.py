@@ -20,6 +20,7 @@ from conform.generators._corpus import load_or_generate
 from conform.generators._edges import edge_case_cases, edge_sweep_case
 from conform.generators._families import FAMILIES
 from conform.generators._values import PLANS, edge_values, fill, value_range
+from conform.oracles.expectations import expect
 from conform.spec import OpSpec, dtype_class
 
 
@@ -135,10 +136,12 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     plans = draw_plans(spec, dtype, count=count, seed=seed)
     edges: dict = {}
     cases = [materialize(spec, dtype, i, plan, edges) for i, plan in enumerate(plans)]
-    if spec.family != "elementwise":
-        return cases
-    sweep = edge_sweep_case(spec, dtype, seed=seed)
-    return cases + ([sweep] if sweep else []) + edge_case_cases(spec, dtype, seed=seed)
+    if spec.family == "elementwise":
+        sweep = edge_sweep_case(spec, dtype, seed=seed)
+        cases += ([sweep] if sweep else []) + edge_case_cases(spec, dtype, seed=seed)
+    for case in cases:  # the oracle runs once per case, here, not once per run and backend
+        case.expectation = expect(spec, case)
+    return cases
 
 
 def case_digest(case: Case) -> str:

@@ -7,12 +7,19 @@ has finished in a shared counter. If a worker dies (segfault, SIGFPE, abort, OOM
 says which case it was running: that case gets a ``crash`` outcome; if a case runs past the
 timeout the worker is killed and the case gets ``timeout``. Either way the worker is replaced and
 the cases it still owed, including those it had finished but not yet reported, are sent again.
+
+Workers are forked where that is safe (the parent runs no other threads and has loaded no backend
+runtime, see :func:`start_method`): they inherit the specs and the run's cases, so a batch is a list
+of indices and a worker starts without importing conform again. Elsewhere they are spawned and the
+cases travel pickled. A replacement worker starts in the background while the others go on.
 """
 from __future__ import annotations
 
 import collections
 import multiprocessing as mp
 import signal
+import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -45,20 +52,43 @@ class BackendLoadError(Exception):
     """The backend could not be imported or instantiated in a worker."""
 
 
+# Modules whose threads or device state must not be copied into a forked child.
+_FORK_UNSAFE_MODULES = ("jax", "jaxlib", "onnxruntime", "openvino", "iree", "tensorflow", "torch")
+
+# What a forked worker inherits from the parent: the specs, the run's cases (a batch names them by
+# index) and the parent's ends of every worker pipe (which the child closes, so that a worker
+# sees the parent go away even while its siblings live).
+_INHERITED: dict = {"specs": None, "cases": (), "parent_ends": []}
+
+
+def start_method() -> str:
+    """``fork`` if this process can be forked safely, else ``spawn``."""
+    if "fork" not in mp.get_all_start_methods() or threading.active_count() > 1:
+        return "spawn"
+    if any(name in sys.modules for name in _FORK_UNSAFE_MODULES):
+        return "spawn"
+    return "fork"
+
+
 def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
-    """Load the backend, then run batches of cases; ``finished`` counts the cases done."""
+    """Load the backend, then run batches of cases; ``finished`` counts the cases done.
+    A batch holds cases, or indices into the inherited cases of a forked worker."""
     from conform.harness.judge import result_record
     from conform.harness.registry import load_backend_class
     from conform.reports import dumps
     from conform.spec import load_specs
 
+    inherited = _INHERITED if options.get("inherited") else {"specs": None, "cases": ()}
+    for end in inherited.get("parent_ends", ()):
+        end.close()
+    shared = inherited["cases"]
     if options.get("memory_limit_mb"):
         import resource
 
         cap = options["memory_limit_mb"] << 20
         resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
     try:
-        specs = load_specs(options.get("spec_dir"))
+        specs = inherited["specs"] or load_specs(options.get("spec_dir"))
         backend = load_backend_class(backend_name)()
         policy = options.get("subnormals") or backend.subnormals
         manifest = options.get("manifest")
@@ -76,7 +106,8 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
             conn.send(("stats", backend.stats()))
             return
         replies, last_reply = [], time.perf_counter()
-        for case in batch:
+        for item in batch:
+            case = shared[item] if isinstance(item, int) else item
             start = time.perf_counter()
             try:
                 outputs = run_case(backend, specs[case.op], case, with_model=with_model)
@@ -180,6 +211,7 @@ class _Worker:
     pending: collections.deque = field(default_factory=collections.deque)
     last_reply: float = 0.0          # when the worker last replied (or was sent work)
     completed: int = 0               # cases whose outcome the parent has received
+    ready: bool = False              # the worker has loaded its backend and said hello
 
     def running(self) -> int:
         """The index in ``pending`` of the case the worker is running now: finished cases whose
@@ -198,48 +230,70 @@ class WorkerPool:
                  batch_size: int = 64, spec_dir: str | None = None,
                  memory_limit_mb: int | None = None, judge: bool = False,
                  subnormals: str | None = None, recycle_after: int | None = None,
-                 manifest=None):
+                 manifest=None, specs: dict | None = None, cases=None,
+                 method: str | None = None):
         """``judge=True`` makes workers judge each case themselves (under ``subnormals``, or the
         backend's declared policy, then re-judged under ``manifest`` if given) and return the
         result record in ``Outcome.record`` and its results.jsonl line in ``Outcome.line``.
         ``memory_limit_mb`` caps each worker's address space; ``recycle_after`` replaces a worker
-        after that many cases (between batches)."""
+        after that many cases (between batches). ``specs`` (the loaded ``spec_dir``) and
+        ``cases`` (the sequence later given to :meth:`run`) are inherited by forked workers
+        instead of being loaded or sent again. ``method`` forces ``fork`` or ``spawn``
+        (default: :func:`start_method`)."""
         self.backend, self.workers, self.timeout = backend, max(1, workers), timeout
         self.batch_size, self.recycle_after, self.recycled = batch_size, recycle_after, 0
+        self.method = method or start_method()
+        forked = self.method == "fork"
         self.options = {"spec_dir": spec_dir, "memory_limit_mb": memory_limit_mb, "judge": judge,
-                        "subnormals": subnormals, "manifest": manifest}
-        self._ctx = mp.get_context("spawn")
+                        "subnormals": subnormals, "manifest": manifest, "inherited": forked}
+        self._inherit = {"specs": specs, "cases": cases if forked and cases is not None else ()}
+        self._index = {id(case): i for i, case in enumerate(self._inherit["cases"])}
+        self._ctx = mp.get_context(self.method)
         self._pool: list[_Worker] = []
         self.info: dict = {}
         self.restarts = 0
         self.stats: dict = {}   # backend counters summed over workers that shut down cleanly
 
     def __enter__(self):
-        self._pool = [self._spawn() for _ in range(self.workers)]
+        self._pool = [self._start() for _ in range(self.workers)]   # they load in parallel
+        try:
+            for worker in self._pool:
+                self._greet(worker, _first_message(worker))
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc):
         for worker in self._pool:
-            self._stop(worker)
+            self._stop(worker, kill=not worker.ready)
+        _INHERITED["parent_ends"] = [end for end in _INHERITED["parent_ends"] if not end.closed]
 
-    def _spawn(self) -> _Worker:
+    def _start(self) -> _Worker:
+        """Start a worker; it says hello (or why it could not load) once its backend is loaded."""
         parent, child = self._ctx.Pipe()
         finished = self._ctx.Value("q", 0, lock=False)   # only the worker writes it
+        if self.method == "fork":
+            _INHERITED.update(self._inherit)
+            _INHERITED["parent_ends"] = [end for end in _INHERITED["parent_ends"] if not end.closed]
+            _INHERITED["parent_ends"].append(parent)
         process = self._ctx.Process(target=_worker_main,
                                     args=(child, self.backend, self.options, finished), daemon=True)
         process.start()
         child.close()
-        try:
-            kind, payload = parent.recv()
-        except EOFError:
-            process.join(5)
-            raise BackendLoadError(f"backend {self.backend!r}: {_death_message(process.exitcode)} "
-                                   "while loading") from None
-        if kind == "fatal":
-            process.join(5)
-            raise BackendLoadError(f"backend {self.backend!r} failed to load:\n{payload}")
-        self.info = payload
         return _Worker(process, parent, finished)
+
+    def _greet(self, worker: _Worker, message) -> None:
+        """Take a starting worker's first message: its hello, or the reason it failed to load."""
+        if message is None:
+            worker.process.join(5)
+            raise BackendLoadError(f"backend {self.backend!r}: "
+                                   f"{_death_message(worker.process.exitcode)} while loading")
+        kind, payload = message
+        if kind == "fatal":
+            worker.process.join(5)
+            raise BackendLoadError(f"backend {self.backend!r} failed to load:\n{payload}")
+        self.info, worker.ready = payload, True
 
     def _stop(self, worker: _Worker, kill: bool = False) -> None:
         if kill:
@@ -260,8 +314,9 @@ class WorkerPool:
         worker.conn.close()
 
     def _replace(self, index: int, kill: bool, recycle: bool = False, culprit: int = 0) -> list:
-        """Replace worker ``index``; returns the cases it still owed but for ``pending[culprit]``.
-        A ``recycle`` (a planned replacement) is counted apart from restarts after failures."""
+        """Replace worker ``index`` (the new one starts in the background); returns the cases
+        the old one still owed but for ``pending[culprit]``. A ``recycle`` (a planned
+        replacement) is counted apart from restarts after failures."""
         worker = self._pool[index]
         leftover = [c for i, c in enumerate(worker.pending) if i != culprit]
         self._stop(worker, kill=kill)
@@ -269,18 +324,24 @@ class WorkerPool:
             self.recycled += 1
         else:
             self.restarts += 1
-        self._pool[index] = self._spawn()
+        self._pool[index] = self._start()
         return leftover
+
+    def _send(self, worker: _Worker, batch: list) -> None:
+        """Send ``batch``, naming inherited cases by their index."""
+        worker.conn.send([self._index.get(id(case), case) for case in batch])
 
     def run(self, cases: Iterable) -> Iterator[tuple[object, Outcome]]:
         """Yield ``(case, outcome)`` for every case, in completion order."""
         queue = _LazyQueue(cases)
         while queue or any(w.pending for w in self._pool):
             for index, worker in enumerate(list(self._pool)):
+                if not worker.ready:
+                    continue
                 if self.recycle_after and worker.completed >= self.recycle_after \
                         and not worker.pending and queue:
                     self._replace(index, kill=False, recycle=True)  # jax never frees executables
-                    worker = self._pool[index]
+                    continue
                 # two batches in flight: the next is there when the worker finishes the last
                 due = self.recycle_after and worker.completed + len(worker.pending) >= self.recycle_after
                 if len(worker.pending) < self.batch_size and queue and not due:
@@ -288,15 +349,19 @@ class WorkerPool:
                     if not worker.pending:   # else the clock runs for the case being computed
                         worker.last_reply = time.monotonic()
                     worker.pending.extend(batch)
-                    worker.conn.send(batch)
+                    self._send(worker, batch)
             yield from self._collect(queue)
 
     def _collect(self, queue: "_LazyQueue"):
         busy = [w for w in self._pool if w.pending]
+        starting = [w for w in self._pool if not w.ready]
         now = time.monotonic()
-        deadline = min(w.last_reply + self.timeout for w in busy)
-        ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
+        deadline = min((w.last_reply + self.timeout for w in busy), default=now + self.timeout)
+        ready = wait([w.conn for w in busy + starting] + [w.process.sentinel for w in busy + starting],
                      timeout=max(0.0, deadline - now))
+        for worker in starting:
+            if worker.conn in ready or worker.process.sentinel in ready:
+                self._greet(worker, _first_message(worker))
         for index, worker in enumerate(list(self._pool)):
             if not worker.pending:
                 continue
@@ -321,3 +386,11 @@ class WorkerPool:
                 case = worker.pending[culprit]
                 queue.extendleft(reversed(self._replace(index, kill=True, culprit=culprit)))
                 yield case, Outcome("timeout", message=f"no result within {self.timeout:g} s")
+
+
+def _first_message(worker: _Worker):
+    """A starting worker's first message, or None if it died before sending one."""
+    try:
+        return worker.conn.recv()
+    except (EOFError, OSError):
+        return None

@@ -8,7 +8,7 @@ import numpy as np
 from conform.harness.compare import Judgement, compare
 from conform.harness.isolation import Outcome
 from conform.oracles import accumulation_length, evaluate
-from conform.oracles.regions import RegionContext, region_mask
+from conform.oracles.expectations import expect
 from conform.spec.dtypes import FLOAT_FORMATS
 
 def case_record(case) -> dict:
@@ -54,22 +54,9 @@ def flushed_expectation(spec, case):
 
 def expectation(spec, case):
     """The oracle's result, the error model, the implementation-defined mask and the accumulation
-    figures ``(S, n)`` for ``case``."""
-    (expected,) = evaluate(spec.oracle, case.inputs, case.attrs)
-    model = spec.model_for(case.out_dtype)
-    regions = [r["region"] for r in spec.implementation_defined]
-    length = None
-    if "accumulation" in model or "accumulation_overflow" in regions:
-        length = accumulation_length(spec.op, [x.shape for x in case.inputs], case.attrs)
-    context = RegionContext(inputs=[np.asarray(x) for x in case.inputs], expected=expected,
-                            out_dtype=case.out_dtype, accumulation_length=length,
-                            float_oracle=lambda xs: evaluate(spec.oracle, xs, case.attrs)[0])
-    impl = region_mask(regions, context) if regions else np.zeros(expected.shape, bool)
-    accumulation = None
-    if "accumulation" in model:
-        (magnitude_sum,) = evaluate(spec.oracle, [np.abs(x) for x in case.inputs], case.attrs)
-        accumulation = (magnitude_sum, length)
-    return expected, model, impl, accumulation
+    figures ``(S, n)`` for ``case``: from the case's stored :class:`Expectation` when it has one."""
+    answer = case.expectation if case.expectation is not None else expect(spec, case)
+    return answer.expected, spec.model_for(case.out_dtype), answer.impl_defined(), answer.accumulation
 
 
 def judge_outputs(spec, case, outputs, subnormals: str = "ieee") -> Judgement:

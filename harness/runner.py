@@ -123,7 +123,8 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple
     with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout,
                     spec_dir=config.spec_dir, judge=True, subnormals=config.subnormals,
                     memory_limit_mb=config.memory_limit_mb, recycle_after=config.recycle_after,
-                    manifest=config.manifest) as pool, \
+                    manifest=config.manifest, specs=specs,
+                    cases=None if config.exhaustive else cases) as pool, \
             ResultWriter(out / "results.jsonl") as writer:
         meter = Progress(len(cases), config.backend) if progress else None
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
