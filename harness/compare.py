@@ -183,23 +183,73 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: 
     ...         model={"ulp": 0.5, "why": "IEEE"}).verdict
     'pass'
     """
+    return compare_many([(actual, expected, impl_mask, accumulation, flushed)],
+                        out_dtype=out_dtype, model=model, subnormals=subnormals)[0]
+
+
+def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee") -> list[Judgement]:
+    """:func:`compare` for several outputs judged under one model: ``items`` holds
+    ``(actual, expected, impl_mask, accumulation, flushed)`` per output. The judgements are those
+    :func:`compare` gives one by one (every figure is an element-wise IEEE operation, so it does
+    not depend on its neighbours), computed over the outputs' concatenation: one pass of NumPy
+    calls for all of them instead of one per output."""
     name = describe_model(model)
     unit = "mismatch" if model.get("exact") else "abs" if "abs_rel" in model else "ulp"
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    if actual.shape != expected.shape or actual.dtype != np_dtype(out_dtype):
-        return Judgement("fail", name, unit, checked=expected.size, mismatched=expected.size,
-                         max_error=float("inf"), reason=(
-                             f"output is {actual.dtype}{list(actual.shape)}, expected "
-                             f"{out_dtype}{list(expected.shape)}"))
-    if model.get("exact") and (impl_mask is None or not impl_mask.any()):
-        fast = _exact_match(actual, expected, out_dtype, model)
-        if fast is not None:
-            return fast
-    impl_mask = np.zeros(expected.shape, bool) if impl_mask is None else impl_mask
-    ftz = subnormals == "ftz"
-    references = [(expected, accumulation)] + ([flushed] if ftz and flushed is not None else [])
-    flush_out = ftz and out_dtype in FLOAT_FORMATS
+    judgements: list = [None] * len(items)
+    together: dict = {}   # outputs that can be concatenated: same dtypes, same references
+    for i, (actual, expected, impl_mask, accumulation, flushed) in enumerate(items):
+        actual, expected = np.asarray(actual), np.asarray(expected)
+        if actual.shape != expected.shape or actual.dtype != np_dtype(out_dtype):
+            judgements[i] = Judgement("fail", name, unit, checked=expected.size,
+                                      mismatched=expected.size, max_error=float("inf"), reason=(
+                                          f"output is {actual.dtype}{list(actual.shape)}, expected "
+                                          f"{out_dtype}{list(expected.shape)}"))
+            continue
+        impl_mask = np.zeros(expected.shape, bool) if impl_mask is None else impl_mask
+        flushed = flushed if subnormals == "ftz" else None
+        if expected.size == 0:
+            judgements[i] = _empty(model, name, unit, impl_mask)
+            continue
+        key = (expected.dtype, flushed is not None)
+        together.setdefault(key, []).append((i, actual, expected, impl_mask, accumulation, flushed))
+    for group in together.values():
+        for i, judgement in zip([g[0] for g in group],
+                                _compare_segments(group, out_dtype, model, subnormals, name, unit)):
+            judgements[i] = judgement
+    return judgements
+
+
+def _empty(model, name, unit, impl_mask) -> Judgement:
+    if model.get("exact") and not impl_mask.any():
+        return Judgement("pass", name, unit, histogram=[0] * (len(RATIO_BINS) - 1))
+    return Judgement("pass", name, unit, impl_defined=int(impl_mask.sum()))
+
+
+def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[Judgement]:
+    """Judge non-empty outputs of equal dtypes concatenated, each output a segment."""
+    shapes = [g[2].shape for g in group]
+    sizes = np.array([g[2].size for g in group])
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    segment = np.repeat(np.arange(len(group)), sizes)
+    actual = np.concatenate([g[1].ravel() for g in group])
+    expected = np.concatenate([g[2].ravel() for g in group])
+    impl = np.concatenate([np.asarray(g[3], bool).ravel() for g in group])
+    accumulation = _joined([g[4] for g in group], sizes)
+    references = [(expected, accumulation)]
+    if group[0][5] is not None:
+        references.append((np.concatenate([g[5][0].ravel() for g in group]),
+                           _joined([g[5][1] for g in group], sizes)))
+    flush_out = subnormals == "ftz" and out_dtype in FLOAT_FORMATS
+    impl_any = np.logical_or.reduceat(impl, offsets)
     with np.errstate(all="ignore"):
+        quick = np.zeros(len(group), bool)
+        if model.get("exact"):  # the common case: every element matches, no per-element figures
+            strict_zero = model.get("signed_zero", "strict") == "strict"
+            quick = ~np.logical_or.reduceat(_exact(actual, expected, out_dtype, strict_zero),
+                                            offsets) & ~impl_any
+            if quick.all():
+                return [Judgement("pass", name, unit, checked=int(n),
+                                  histogram=[int(n)] + [0] * (len(RATIO_BINS) - 2)) for n in sizes]
         figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out)
                    for ref, acc in references]
         error, bound, special_bad, ratio = figures[0]
@@ -207,18 +257,63 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: 
             closer = other[3] < ratio
             error, bound, special_bad, ratio = (np.where(closer, o, c) for o, c in
                                                 zip(other, (error, bound, special_bad, ratio)))
-        return _summarize(actual, expected, error, bound, special_bad, ratio, impl_mask, name, unit)
+        judged = ~impl
+        bad = (ratio > 1) & judged
+        checked = np.add.reduceat(judged, offsets)
+        mismatched = np.add.reduceat(bad, offsets)
+        impl_count = np.add.reduceat(impl, offsets)
+        bins = len(RATIO_BINS) - 1
+        where = np.clip(np.searchsorted(np.array(RATIO_BINS), ratio, side="left") - 1, 0, bins - 1)
+        histograms = np.bincount(segment[judged] * bins + where[judged],
+                                 minlength=len(group) * bins).reshape(len(group), bins)
+        ranked = np.where(judged, ratio, -1.0)
+        worst = _first_maximum(ranked, offsets, sizes, segment)
+    judgements = []
+    for k, (g, shape) in enumerate(zip(group, shapes)):
+        if quick[k]:
+            judgements.append(Judgement("pass", name, unit, checked=int(sizes[k]),
+                                        histogram=[int(sizes[k])] + [0] * (bins - 1)))
+            continue
+        judgement = Judgement("pass", name, unit, checked=int(checked[k]),
+                              mismatched=int(mismatched[k]), impl_defined=int(impl_count[k]))
+        judgement.histogram = histograms[k].tolist()
+        flat = int(worst[k]) if checked[k] else 0
+        at = offsets[k] + flat
+        index = np.unravel_index(flat, shape)
+        judgement.max_error, judgement.bound = float(error[at]), float(bound[at])
+        judgement.worst = {"index": [int(i) for i in index], "expected": _py(expected[at]),
+                           "actual": _py(actual[at]), "error": _py(error[at]),
+                           "bound": _py(bound[at])}
+        if mismatched[k]:
+            judgement.verdict = "fail"
+            if special_bad[at]:
+                judgement.reason = "special value mismatch (NaN, infinity or signed zero)"
+        elif impl_any[k]:
+            judgement.verdict = "impl_defined"
+        if impl_any[k]:
+            mask = g[3].ravel()
+            judgement.observed = [[_py(a), _py(e)] for a, e in
+                                  zip(g[1].ravel()[mask][:5], g[2].ravel()[mask][:5])]
+        judgements.append(judgement)
+    return judgements
 
 
-def _exact_match(actual, expected, out_dtype, model) -> Judgement | None:
-    """The common case of an exact model, settled without per-element figures: a pass verdict if
-    every element matches (NaN matching NaN), else None (take the full path)."""
-    strict_zero = model.get("signed_zero", "strict") == "strict"
-    if _exact(actual, expected, out_dtype, strict_zero).any():
+def _joined(accumulations, sizes):
+    """Per-output accumulation figures ``(S, n)`` as one per-element pair, or None."""
+    if accumulations[0] is None:
         return None
-    histogram = [expected.size] + [0] * (len(RATIO_BINS) - 2)
-    return Judgement("pass", describe_model(model), "mismatch", checked=expected.size,
-                     histogram=histogram)
+    magnitude = np.concatenate([np.asarray(a[0], np.float64).ravel() for a in accumulations])
+    return magnitude, np.repeat(np.array([a[1] for a in accumulations], np.int64), sizes)
+
+
+def _first_maximum(values, offsets, sizes, segment) -> np.ndarray:
+    """Per segment, the offset of its first largest value (as ``np.argmax`` on the segment)."""
+    top = np.maximum.reduceat(values, offsets)
+    positions = np.arange(values.size) - np.repeat(offsets, sizes)
+    first = np.minimum.reduceat(np.where(values == top[segment], positions, values.size), offsets)
+    for k in np.flatnonzero(first >= sizes):   # a NaN maximum: no element equals it
+        first[k] = int(np.argmax(values[offsets[k]:offsets[k] + sizes[k]]))
+    return first
 
 
 def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out):
@@ -242,33 +337,6 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
         special_bad = special_bad & ~flushed_out
     ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
     return error, bound, special_bad, np.where(special_bad, np.inf, ratio)
-
-
-def _summarize(actual, expected, error, bound, special_bad, ratio, impl_mask, name, unit):
-    judged = ~impl_mask
-    bad = (ratio > 1) & judged
-    judgement = Judgement("pass", name, unit, checked=int(judged.sum()),
-                          mismatched=int(bad.sum()), impl_defined=int(impl_mask.sum()))
-    if expected.size == 0:
-        return judgement
-    judgement.histogram = ratio_histogram(ratio[judged])
-    ranked = np.where(judged, ratio, -1.0)
-    flat = int(np.argmax(ranked)) if judged.any() else 0
-    index = np.unravel_index(flat, expected.shape)
-    judgement.max_error, judgement.bound = float(error[index]), float(bound[index])
-    judgement.worst = {"index": [int(i) for i in index], "expected": _py(expected[index]),
-                       "actual": _py(actual[index]), "error": _py(error[index]),
-                       "bound": _py(bound[index])}
-    if bad.any():
-        judgement.verdict = "fail"
-        if special_bad[index]:
-            judgement.reason = "special value mismatch (NaN, infinity or signed zero)"
-    elif impl_mask.any():
-        judgement.verdict = "impl_defined"
-    if impl_mask.any():
-        judgement.observed = [[_py(a), _py(e)] for a, e in
-                              zip(actual[impl_mask][:5], expected[impl_mask][:5])]
-    return judgement
 
 
 def _py(value):

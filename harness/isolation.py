@@ -73,7 +73,7 @@ def start_method() -> str:
 def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
     """Load the backend, then run batches of cases; ``finished`` counts the cases done.
     A batch holds cases, or indices into the inherited cases of a forked worker."""
-    from conform.harness.judge import result_record
+    from conform.harness.judge import result_records
     from conform.harness.registry import load_backend_class
     from conform.reports import dumps
     from conform.spec import load_specs
@@ -99,40 +99,49 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
     except BaseException:  # report every failure to load, including SystemExit from imports
         conn.send(("fatal", traceback.format_exc()))
         return
+
+    def settle(done: list) -> list:
+        """The outcomes of ``done`` (case, outcome) pairs, judged together here when the pool
+        judges (in parallel across workers, and no arrays travel back)."""
+        if not options.get("judge"):
+            return [outcome for _, outcome in done]
+        start = time.perf_counter()
+        records = result_records([(specs[case.op], case, outcome) for case, outcome in done],
+                                 backend_name, policy)
+        share = round((time.perf_counter() - start) / len(done), 6)   # each case's part
+        for (_, outcome), record in zip(done, records):
+            record["judge_seconds"] = share
+            if manifest is not None:
+                record = manifest.apply(record)
+            outcome.record, outcome.line, outcome.outputs = record, dumps(record), None
+        return [outcome for _, outcome in done]
+
     inbox = _inbox(conn)
     while True:
         batch = inbox.get()
         if batch is None:  # shutdown: report the backend's counters (compilations, sessions)
             conn.send(("stats", backend.stats()))
             return
-        replies, last_reply = [], time.perf_counter()
+        done, last_reply = [], time.perf_counter()
         for item in batch:
             case = shared[item] if isinstance(item, int) else item
             start = time.perf_counter()
             try:
                 outputs = run_case(backend, specs[case.op], case, with_model=with_model)
-                reply = Outcome("ok", outputs=[_as_array(o) for o in outputs])
+                outcome = Outcome("ok", outputs=[_as_array(o) for o in outputs])
             except Unsupported as exc:
-                reply = Outcome("unsupported", message=str(exc))
+                outcome = Outcome("unsupported", message=str(exc))
             except Exception as exc:
-                reply = Outcome("error", message=f"{type(exc).__name__}: {exc}",
-                                traceback=traceback.format_exc())
-            reply.seconds = time.perf_counter() - start
-            if options.get("judge"):  # judge here, in parallel across workers; send no arrays back
-                judged = time.perf_counter()
-                record = result_record(specs[case.op], case, reply, backend_name, policy)
-                record["judge_seconds"] = round(time.perf_counter() - judged, 6)
-                if manifest is not None:
-                    record = manifest.apply(record)
-                reply.record, reply.line, reply.outputs = record, dumps(record), None
-            replies.append(reply)
+                outcome = Outcome("error", message=f"{type(exc).__name__}: {exc}",
+                                  traceback=traceback.format_exc())
+            outcome.seconds = time.perf_counter() - start
+            done.append((case, outcome))
             finished.value += 1
-            now = time.perf_counter()
-            if len(replies) >= REPLY_BATCH or now - last_reply >= REPLY_INTERVAL:
-                conn.send(replies)
-                replies, last_reply = [], now
-        if replies:
-            conn.send(replies)
+            if len(done) >= REPLY_BATCH or time.perf_counter() - last_reply >= REPLY_INTERVAL:
+                conn.send(settle(done))
+                done, last_reply = [], time.perf_counter()
+        if done:
+            conn.send(settle(done))
 
 
 def _inbox(conn) -> "queue.Queue":

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from conform.harness.compare import Judgement, compare
+from conform.harness.compare import Judgement, compare_many
 from conform.harness.isolation import Outcome
 from conform.oracles import accumulation_length, evaluate
 from conform.oracles.expectations import expect
@@ -62,16 +62,32 @@ def expectation(spec, case):
 def judge_outputs(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
     """Compare a backend's outputs for ``case`` with the oracle under the spec's error model and
     the subnormal policy (``ieee`` or ``ftz``)."""
-    expected, model, impl, accumulation = expectation(spec, case)
-    if len(outputs) != 1:
-        return Judgement("fail", "n/a", "n/a", reason=f"backend returned {len(outputs)} outputs, expected 1")
-    flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
-    judgement = compare(np.asarray(outputs[0]), expected, out_dtype=case.out_dtype, model=model,
-                        impl_mask=impl, accumulation=accumulation, subnormals=subnormals,
-                        flushed=flushed)
-    if judgement.worst is not None:
-        judgement.worst["inputs"] = _inputs_at(case, expected.shape, judgement.worst["index"])
-    return judgement
+    return judge_many([(spec, case, outputs)], subnormals)[0]
+
+
+def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
+    """:func:`judge_outputs` for ``(spec, case, outputs)`` triples: the outputs of each op, dtype
+    and error model are compared together (:func:`~conform.harness.compare.compare_many`)."""
+    judgements: list = [None] * len(triples)
+    groups: dict = {}
+    for i, (spec, case, outputs) in enumerate(triples):
+        if len(outputs) != 1:
+            judgements[i] = Judgement("fail", "n/a", "n/a",
+                                      reason=f"backend returned {len(outputs)} outputs, expected 1")
+            continue
+        expected, model, impl, accumulation = expectation(spec, case)
+        flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
+        groups.setdefault((spec.op, case.out_dtype, id(model)), (model, []))[1].append(
+            (i, (np.asarray(outputs[0]), expected, impl, accumulation, flushed)))
+    for (_, out_dtype, _), (model, members) in groups.items():
+        judged = compare_many([item for _, item in members], out_dtype=out_dtype, model=model,
+                              subnormals=subnormals)
+        for (i, item), judgement in zip(members, judged):
+            if judgement.worst is not None:
+                case = triples[i][1]
+                judgement.worst["inputs"] = _inputs_at(case, item[1].shape, judgement.worst["index"])
+            judgements[i] = judgement
+    return judgements
 
 
 def _inputs_at(case, out_shape, index):
@@ -118,24 +134,50 @@ def failure_message(case, judgement: Judgement, backend: str) -> str:
 
 def result_record(spec, case, outcome: Outcome, backend: str, subnormals: str = "ieee") -> dict:
     """A results.jsonl line for one case, judged under the subnormal policy ``subnormals``."""
-    record = case_record(case)
-    record["seconds"] = round(outcome.seconds, 6)
-    if outcome.kind == "error" and expectation(spec, case)[2].any():
-        # The standard leaves these elements' values open; raising instead of producing a value
-        # is recorded as the implementation's choice, not judged.
-        record.update(verdict="impl_defined", message=f"raised on implementation-defined input: "
-                                                        f"{outcome.message}")
-        return record
-    if outcome.kind != "ok":
-        record.update(verdict=outcome.kind, message=outcome.message)
-        if outcome.traceback:
-            record["traceback"] = outcome.traceback
-        return record
+    return result_records([(spec, case, outcome)], backend, subnormals)[0]
+
+
+def result_records(triples, backend: str, subnormals: str = "ieee") -> list[dict]:
+    """:func:`result_record` for ``(spec, case, outcome)`` triples; the outputs are judged
+    together (:func:`judge_many`), which gives the same records as judging them one by one."""
+    records = []
+    ok = []
+    for spec, case, outcome in triples:
+        record = case_record(case)
+        record["seconds"] = round(outcome.seconds, 6)
+        records.append(record)
+        if outcome.kind == "error" and expectation(spec, case)[2].any():
+            # The standard leaves these elements' values open; raising instead of producing a
+            # value is recorded as the implementation's choice, not judged.
+            record.update(verdict="impl_defined", message=f"raised on implementation-defined "
+                                                          f"input: {outcome.message}")
+        elif outcome.kind != "ok":
+            record.update(verdict=outcome.kind, message=outcome.message)
+            if outcome.traceback:
+                record["traceback"] = outcome.traceback
+        else:
+            ok.append((record, spec, case, outcome))
     try:
-        judgement = judge_outputs(spec, case, outcome.outputs, subnormals)
-    except Exception as exc:  # a bad output shape/dtype from a backend must not stop the run
-        record.update(verdict="error", message=f"could not judge output: {type(exc).__name__}: {exc}")
-        return record
+        judgements = judge_many([(spec, case, o.outputs) for _, spec, case, o in ok], subnormals)
+    except Exception:  # judge one by one, so that one bad output does not cost the others
+        judgements = [_judge_alone(spec, case, o.outputs, subnormals) for _, spec, case, o in ok]
+    for (record, _, case, _), judgement in zip(ok, judgements):
+        if isinstance(judgement, Exception):  # a bad output shape/dtype must not stop the run
+            record.update(verdict="error", message=f"could not judge output: "
+                                                   f"{type(judgement).__name__}: {judgement}")
+        else:
+            _add_judgement(record, case, judgement, backend)
+    return records
+
+
+def _judge_alone(spec, case, outputs, subnormals):
+    try:
+        return judge_outputs(spec, case, outputs, subnormals)
+    except Exception as exc:
+        return exc
+
+
+def _add_judgement(record: dict, case, judgement: Judgement, backend: str) -> None:
     worst = judgement.worst and {k: v if k in ("index", "inputs") else json_number(v)
                                  for k, v in judgement.worst.items()}
     record.update(verdict=judgement.verdict, model=judgement.model, unit=judgement.unit,
@@ -147,4 +189,3 @@ def result_record(spec, case, outcome: Outcome, backend: str, subnormals: str = 
         record["observed"] = [[json_number(v) for v in pair] for pair in judgement.observed]
     if judgement.verdict == "fail":
         record["message"] = failure_message(case, judgement, backend)
-    return record

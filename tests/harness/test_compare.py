@@ -229,3 +229,41 @@ def test_bfloat16_reference_is_rounded_once():
     # overflow threshold and subnormals
     assert np.isinf(round_to_dtype(np.array([3.4e38 * 1.01]), "bfloat16")[0])
     assert float(round_to_dtype(np.array([2.0 ** -133 * 0.75]), "bfloat16")[0]) == 2.0 ** -133
+
+
+def _outputs_for_many(rng, dtype, count):
+    """Outputs of assorted sizes around float64 references, some off by many ULPs, some with
+    NaN, infinities, signed zeros and implementation-defined elements, a few empty."""
+    items = []
+    for k in range(count):
+        size = 0 if k % 9 == 4 else int(rng.integers(1, 12))
+        expected = rng.normal(size=size) * 10.0 ** rng.integers(-3, 4)
+        actual = expected.astype(dtype)
+        if size and k % 3 == 0:
+            actual[rng.integers(size)] = np.nextafter(actual[0], np.inf, dtype=dtype) * 3
+        if size and k % 5 == 1:
+            expected[0], actual[-1] = np.nan, -0.0
+        if size and k % 7 == 2:
+            actual[0] = np.inf
+        impl = rng.random(size) < 0.2 if k % 4 == 3 else None
+        accumulation = (np.abs(expected) * 4, int(rng.integers(1, 64)))
+        flushed = (expected * 0.5, accumulation) if k % 2 else None
+        items.append((actual.reshape(size), expected, impl, accumulation, flushed))
+    items.append((np.zeros(3, np.float64), np.zeros(3), None, None, None))   # wrong dtype
+    return items
+
+
+@pytest.mark.parametrize("model", [ULP_HALF, EXACT, {"ulp": {"below": 1, "above": 3}},
+                                   {"abs_rel": {"atol": 1e-3, "rtol": 1e-3}},
+                                   {"accumulation": {"final_ulp": 0.5}}])
+@pytest.mark.parametrize("subnormals", ["ieee", "ftz"])
+def test_judging_many_outputs_together_gives_each_the_judgement_it_gets_alone(model, subnormals):
+    from conform.harness.compare import compare_many
+
+    items = _outputs_for_many(np.random.default_rng(7), np.float32, 40)
+    together = compare_many(items, out_dtype="float32", model=model, subnormals=subnormals)
+    alone = [compare(a, e, out_dtype="float32", model=model, impl_mask=m, accumulation=s,
+                     subnormals=subnormals, flushed=f) for a, e, m, s, f in items]
+    assert [j.verdict for j in together].count("fail") > 0
+    for one, other in zip(together, alone):
+        assert repr(one) == repr(other)   # repr: NaN figures compare equal

@@ -104,3 +104,62 @@ def test_workers_are_recycled_after_n_cases_without_losing_any():
         outcomes = [outcome.kind for _, outcome in pool.run(cases)]
         assert outcomes == ["ok"] * 10
         assert pool.recycled == 2 and pool.restarts == 0
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_forked_and_spawned_workers_judge_the_same_and_survive_crashes(method, specs):
+    cases = [_add_case(i, first) for i, first in enumerate([1, 13, 2, 3, 23, 4, 5, 6])]
+    with WorkerPool(MISBEHAVING, workers=2, batch_size=3, judge=True, specs=specs,
+                    cases=cases, method=method) as pool:
+        assert pool.method == method
+        results = {case.id: outcome for case, outcome in pool.run(cases)}
+    kinds = [results[c.id].kind for c in cases]
+    assert kinds == ["ok", "crash", "ok", "ok", "error", "ok", "ok", "ok"]
+    assert [results[c.id].record["verdict"] for c in cases if results[c.id].kind == "ok"] \
+        == ["pass"] * 6
+
+
+def test_fork_is_not_used_once_a_backend_runtime_is_loaded_in_the_parent():
+    import sys
+
+    from conform.harness.isolation import start_method
+
+    assert start_method() == ("spawn" if any(m in sys.modules for m in ("jax", "onnxruntime"))
+                              else "fork")
+
+
+def test_forked_workers_exit_when_the_parent_dies(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = f"""
+import os, sys, time
+from conform.harness.isolation import WorkerPool
+with WorkerPool({MISBEHAVING!r}, workers=2, method="fork") as pool:
+    print(" ".join(str(w.process.pid) for w in pool._pool), flush=True)
+    time.sleep(60)
+"""
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              cwd=os.getcwd())
+    pids = [int(p) for p in parent.stdout.readline().split()]
+    assert len(pids) == 2
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in pids), "workers outlived their parent"
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = open(f"/proc/{pid}/stat").read().split()[2]
+    return status != "Z"
