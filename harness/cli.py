@@ -119,7 +119,7 @@ def cmd_run(args) -> int:
     from conform.harness.registry import check_backend
     from conform.harness.manifests import manifest_summary
     from conform.harness.runner import RunConfig, run_suite
-    from conform.reports import write_reports
+    from conform.reports import Tally, write_reports
 
     specs = _load_specs(args.specs)
     profile = cli_certify.apply_profile(args)
@@ -135,12 +135,13 @@ def cmd_run(args) -> int:
                        exhaustive=args.exhaustive, use_cache=not args.no_cache, manifest=manifest,
                        spec_dir=args.specs, memory_limit_mb=args.memory_limit_mb,
                        recycle_after=args.recycle_after)
-    meta, records = run_suite(config, specs, progress=not args.quiet)
+    tally = Tally()
+    meta, records = run_suite(config, specs, progress=not args.quiet, tally=tally)
     if profile:
         meta["profile"] = profile.name
     if manifest:
         meta["manifest"] = manifest_summary(manifest, records)
-    summary = write_reports(out, meta, conform.__version__, records)
+    summary = write_reports(out, meta, conform.__version__, records, tally=tally)
     _print_table(summary)
     print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")
     cli_gate.warn_stale(manifest, records)

@@ -92,9 +92,11 @@ class Progress:
             self.stream.flush()
 
 
-def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple[dict, list]:
+def run_suite(config: RunConfig, specs: dict, *, progress: bool = True,
+              tally=None) -> tuple[dict, list]:
     """Run the suite; returns the run metadata and the result records (which are also written
-    to ``config.out``/results.jsonl)."""
+    to ``config.out``/results.jsonl). A ``tally`` (:class:`conform.reports.Tally`) adds each
+    record as it arrives."""
     pairs = select(specs, config.ops, config.dtypes)
     started = time.time()
     if config.exhaustive:
@@ -131,6 +133,8 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple
         records = list(skipped)
         for record in skipped:
             writer.write(record)
+            if tally is not None:
+                tally.add(record)
         for case, outcome in pool.run(cases):
             record = outcome.record
             if record is None:   # a crash or timeout, judged here (workers judge the rest)
@@ -141,6 +145,8 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple
             else:
                 writer.write_line(outcome.line)
             records.append(record)
+            if tally is not None:
+                tally.add(record)
             if meter:
                 meter.update(record["verdict"])
         info, restarts, recycled = pool.info, pool.restarts, pool.recycled

@@ -8,21 +8,23 @@ from conform.reports._html import render_html
 from conform.reports._jsonl import ResultWriter, dumps, read_results, to_json_safe
 from conform.reports._junit import write_junit
 from conform.reports._markdown import render_markdown
-from conform.reports._summary import build_summary, pass_rate
+from conform.reports._summary import Tally, build_summary, pass_rate
 
 OUTPUT_FILES = ("results.jsonl", "summary.json", "report.html", "junit.xml", "summary.md")
 
 
-def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list | None = None) -> dict:
+def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list | None = None,
+                  tally: Tally | None = None) -> dict:
     """Write summary.json, report.html, junit.xml and summary.md from ``records`` (default: read
-    from ``out_dir/results.jsonl``).
+    from ``out_dir/results.jsonl``); ``tally``, if given, has already added every record.
 
     ``out_dir`` is used as given in the report's repro commands (``conform repro ID --from DIR``).
     """
     out_dir = Path(out_dir)
     if records is None:
         records = list(read_results(out_dir / "results.jsonl"))
-    summary = build_summary(records, meta, conform_version)
+    summary = (tally.summary(meta, conform_version) if tally is not None
+               else build_summary(records, meta, conform_version))
     (out_dir / "summary.json").write_text(json.dumps(to_json_safe(summary), indent=2, allow_nan=False),
                                           encoding="utf-8")
     (out_dir / "summary.md").write_text(render_markdown(summary), encoding="utf-8")
@@ -31,5 +33,5 @@ def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list
     return summary
 
 
-__all__ = ["OUTPUT_FILES", "ResultWriter", "build_summary", "dumps", "pass_rate", "read_results",
+__all__ = ["OUTPUT_FILES", "ResultWriter", "Tally", "build_summary", "dumps", "pass_rate", "read_results",
            "render_html", "render_markdown", "to_json_safe", "write_junit", "write_reports"]

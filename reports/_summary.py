@@ -49,40 +49,69 @@ def severity(record: dict) -> float:
     return ratio
 
 
-def build_summary(records, meta: dict, conform_version: str) -> dict:
-    """Aggregate result records into the summary.json document (see DESIGN.md's CLI contract)."""
-    counts = Counter()
-    by_op: dict = defaultdict(dict)
-    for r in records:
-        counts[r["verdict"]] += 1
-        cell = by_op[r["op"]].setdefault(r["dtype"], {
-            "cases": 0, "counts": Counter(), "elements": 0, "worst_error": None, "bound": None,
-            "unit": None, "model": None, "worst_case": None, "worst_ratio": -1.0,
-            "histogram": [0] * (len(RATIO_BINS) - 1)})
+def _case_order(case_id: str) -> tuple:
+    """A sort key for case ids in suite order: ``add.float32.9`` before ``add.float32.10``."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in case_id.split("."))
+
+
+class Tally:
+    """The figures of summary.json, gathered one record at a time (a run adds each record as it
+    arrives, so that the summary is ready when the last case is)."""
+
+    def __init__(self):
+        self.counts: Counter = Counter()
+        self.cells: dict = {}    # (op, dtype) -> figures
+
+    def add(self, r: dict) -> None:
+        verdict = r["verdict"]
+        self.counts[verdict] += 1
+        cell = self.cells.get((r["op"], r["dtype"]))
+        if cell is None:
+            cell = self.cells[(r["op"], r["dtype"])] = {
+                "cases": 0, "counts": Counter(), "elements": 0, "worst_error": None,
+                "bound": None, "unit": None, "model": None, "worst_case": None,
+                "worst_ratio": -1.0, "histogram": [0] * (len(RATIO_BINS) - 1)}
         cell["cases"] += 1
-        cell["counts"][r["verdict"]] += 1
-        if "checked" in r and r["verdict"] not in EXCUSED:
+        cell["counts"][verdict] += 1
+        if "checked" in r and verdict not in EXCUSED:
             cell["elements"] += r["checked"]
-            for i, count in enumerate(r.get("histogram", [])):
-                cell["histogram"][i] += count
+            histogram = cell["histogram"]
+            for i, count in enumerate(r.get("histogram", ())):
+                histogram[i] += count
             cell["unit"], cell["model"] = r["unit"], r["model"]
             ratio = case_ratio(r)
-            if ratio is not None and ratio > cell["worst_ratio"]:
+            if ratio is not None and (ratio > cell["worst_ratio"] or (
+                    ratio == cell["worst_ratio"] and _case_order(r["id"]) < _case_order(cell["worst_case"]))):
+                # among equally bad cases the first in suite order: the same whatever order
+                # the workers finished in
                 cell.update(worst_ratio=ratio, worst_error=_as_float(r["max_error"]),
                             bound=_as_float(r["bound"]), worst_case=r["id"])
-    for cells in by_op.values():
-        for cell in cells.values():
-            cell["counts"] = {v: cell["counts"].get(v, 0) for v in VERDICTS}
-            cell["pass_rate"] = pass_rate(cell["counts"])
-            cell.pop("worst_ratio")
-    total = {v: counts.get(v, 0) for v in VERDICTS}
-    return {
-        **meta,
-        "conform_version": conform_version,
-        "ops": len(by_op),
-        "cases": sum(total.values()),
-        "counts": total,
-        "pass_rate": pass_rate(total),
-        "histogram_bins": [b if b != float("inf") else "inf" for b in RATIO_BINS],
-        "by_op": {op: dict(sorted(cells.items())) for op, cells in sorted(by_op.items())},
-    }
+
+    def summary(self, meta: dict, conform_version: str) -> dict:
+        """The summary.json document (see DESIGN.md's CLI contract)."""
+        by_op: dict = defaultdict(dict)
+        for (op, dtype), cell in sorted(self.cells.items()):
+            counts = {v: cell["counts"].get(v, 0) for v in VERDICTS}
+            by_op[op][dtype] = {**{k: v for k, v in cell.items() if k != "worst_ratio"},
+                                "counts": counts, "histogram": list(cell["histogram"]),
+                                "pass_rate": pass_rate(counts)}
+        total = {v: self.counts.get(v, 0) for v in VERDICTS}
+        return {
+            **meta,
+            "conform_version": conform_version,
+            "ops": len(by_op),
+            "cases": sum(total.values()),
+            "counts": total,
+            "pass_rate": pass_rate(total),
+            "histogram_bins": [b if b != float("inf") else "inf" for b in RATIO_BINS],
+            "by_op": dict(by_op),
+        }
+
+
+def build_summary(records, meta: dict, conform_version: str) -> dict:
+    """Aggregate result records into the summary.json document (see DESIGN.md's CLI contract)."""
+    tally = Tally()
+    for record in records:
+        tally.add(record)
+    return tally.summary(meta, conform_version)

@@ -26,3 +26,6 @@ def test_verdicts_and_error_figures_do_not_depend_on_cache_or_workers(tmp_path, 
     assert len(plain) > 100
     assert _records(tmp_path / "cold") == plain
     assert _records(tmp_path / "warm") == plain
+    by_op = json.loads((tmp_path / "plain" / "summary.json").read_text())["by_op"]
+    for run in ("cold", "warm"):   # including the worst case of each op x dtype, ties and all
+        assert json.loads((tmp_path / run / "summary.json").read_text())["by_op"] == by_op

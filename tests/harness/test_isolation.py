@@ -163,3 +163,16 @@ def _alive(pid: int) -> bool:
         return False
     status = open(f"/proc/{pid}/stat").read().split()[2]
     return status != "Z"
+
+
+def test_judged_replies_travel_as_marshal_and_fall_back_to_pickle_for_other_values():
+    from conform.harness.isolation import _pack_judged, _unpack
+
+    records = [{"id": "a", "verdict": "pass", "max_error": 0.5, "worst": {"index": [0]}}]
+    packed = _pack_judged(["ok"], records, ['{"id": "a"}'])
+    assert packed[0] == "judged"
+    (outcome,) = _unpack(packed)
+    assert (outcome.kind, outcome.record, outcome.line) == ("ok", records[0], '{"id": "a"}')
+    for odd in (np.int64(1), np.float64(0.5), np.str_("x")):   # marshal makes these bytes
+        (fallback,) = _unpack(_pack_judged(["error"], [{"id": "b", "attrs": {"v": odd}}], ["{}"]))
+        assert fallback.kind == "error" and fallback.record["attrs"]["v"] == odd
