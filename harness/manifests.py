@@ -137,7 +137,14 @@ class Manifest:
         from conform.harness.judge import case_record
 
         run, skipped = [], []
+        skips: dict = {}   # per op x dtype: does any entry in scope skip?
         for case in cases:
+            key = (case.op, case.dtype)
+            if key not in skips:
+                skips[key] = any(e.kind == "skip" for e in self._in_scope(*key))
+            if not skips[key]:
+                run.append(case)
+                continue
             entry = self.find(case.op, case.dtype, case.id)
             if entry is None or entry.kind != "skip":
                 run.append(case)
@@ -150,6 +157,9 @@ class Manifest:
     def apply(self, record: dict) -> dict:
         """``record`` re-judged under this manifest, starting from the verdict the backend earned
         (``raw_verdict`` where an earlier manifest changed it)."""
+        if "raw_verdict" not in record and "manifest" not in record \
+                and not self._in_scope(record["op"], record["dtype"]):
+            return record   # the common case: nothing to undo, no entry to apply
         raw = record.get("raw_verdict", record["verdict"])
         out = {k: v for k, v in record.items() if k not in ("raw_verdict", "manifest")}
         out["verdict"] = raw

@@ -50,9 +50,10 @@ def severity(record: dict) -> float:
 
 
 def _case_order(case_id: str) -> tuple:
-    """A sort key for case ids in suite order: ``add.float32.9`` before ``add.float32.10``."""
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
-                 for part in case_id.split("."))
+    """A sort key for the case ids of one op x dtype in suite order: ``add.float32.9`` before
+    ``add.float32.10``, numbered cases before named ones (``.sweep``, ``.edge0``)."""
+    head, _, tail = case_id.rpartition(".")
+    return (head, 0, int(tail), "") if tail.isdigit() else (head, 1, 0, tail)
 
 
 class Tally:
