@@ -119,13 +119,19 @@ def test_forked_and_spawned_workers_judge_the_same_and_survive_crashes(method, s
         == ["pass"] * 6
 
 
-def test_fork_is_not_used_once_a_backend_runtime_is_loaded_in_the_parent():
+@pytest.mark.parametrize("setup, method", [
+    ("", "fork"),
+    ("import onnxruntime", "spawn"),                  # a backend runtime in the parent
+    ("import threading, time; threading.Thread(target=time.sleep, args=(5,), daemon=True).start()",
+     "spawn"),                                        # a thread in the parent
+])
+def test_workers_are_forked_only_from_a_parent_without_threads_or_runtimes(setup, method):
+    import subprocess
     import sys
 
-    from conform.harness.isolation import start_method
-
-    assert start_method() == ("spawn" if any(m in sys.modules for m in ("jax", "onnxruntime"))
-                              else "fork")
+    code = f"{setup}\nfrom conform.harness.isolation import start_method; print(start_method())"
+    chosen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert chosen.stdout.strip() == method
 
 
 def test_forked_workers_exit_when_the_parent_dies(tmp_path):
