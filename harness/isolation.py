@@ -216,6 +216,10 @@ def _death_message(exitcode: int | None) -> str:
     return f"worker exited with status {exitcode}"
 
 
+#: A batch stops growing once its inputs reach this size (e.g. two chunks of a float32 sweep).
+BATCH_BYTES = 32 << 20
+
+
 class _LazyQueue:
     """Cases still to send: those handed back by a replaced worker first, then the source,
     which is read only as far as needed (a float32 sweep never sits in memory whole)."""
@@ -228,7 +232,7 @@ class _LazyQueue:
     def __bool__(self) -> bool:
         return bool(self._returned) or self._next is not _END
 
-    def take(self, count: int, max_bytes: int = 32 << 20) -> list:
+    def take(self, count: int, max_bytes: int = BATCH_BYTES) -> list:
         """Up to ``count`` cases, stopping early once their inputs reach ``max_bytes``."""
         batch, size = [], 0
         while len(batch) < count and size < max_bytes and (self._returned or self._next is not _END):
@@ -256,6 +260,7 @@ class _Worker:
     last_reply: float = 0.0          # when the worker last replied (or was sent work)
     completed: int = 0               # cases whose outcome the parent has received
     ready: bool = False              # the worker has loaded its backend and said hello
+    batches: collections.deque = field(default_factory=collections.deque)  # cases left per batch sent
 
     def running(self) -> int:
         """The index in ``pending`` of the case the worker is running now: finished cases whose
@@ -388,11 +393,12 @@ class WorkerPool:
                     continue
                 # two batches in flight: the next is there when the worker finishes the last
                 due = self.recycle_after and worker.completed + len(worker.pending) >= self.recycle_after
-                if len(worker.pending) < self.batch_size and queue and not due:
+                if queue and not due and len(worker.batches) < 2:
                     batch = queue.take(self.batch_size)
                     if not worker.pending:   # else the clock runs for the case being computed
                         worker.last_reply = time.monotonic()
                     worker.pending.extend(batch)
+                    worker.batches.append(len(batch))
                     self._send(worker, batch)
             yield from self._collect(queue)
 
@@ -416,6 +422,9 @@ class WorkerPool:
                         worker.last_reply = time.monotonic()
                         for outcome in replies:
                             worker.completed += 1
+                            worker.batches[0] -= 1
+                            if not worker.batches[0]:
+                                worker.batches.popleft()
                             yield worker.pending.popleft(), outcome
                     if worker.pending and not worker.process.is_alive():
                         raise EOFError
