@@ -230,15 +230,15 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
     shapes = [g[2].shape for g in group]
     sizes = np.array([g[2].size for g in group])
     offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    segment = np.repeat(np.arange(len(group)), sizes)
-    actual = np.concatenate([g[1].ravel() for g in group])
-    expected = np.concatenate([g[2].ravel() for g in group])
-    impl = np.concatenate([np.asarray(g[3], bool).ravel() for g in group])
+    single = len(group) == 1   # e.g. a chunk of a sweep: no segment bookkeeping, no copies
+    segment = None if single else np.repeat(np.arange(len(group)), sizes)
+    actual = _join([g[1] for g in group])
+    expected = _join([g[2] for g in group])
+    impl = _join([np.asarray(g[3], bool) for g in group])
     accumulation = _joined([g[4] for g in group], sizes)
     references = [(expected, accumulation)]
     if group[0][5] is not None:
-        references.append((np.concatenate([g[5][0].ravel() for g in group]),
-                           _joined([g[5][1] for g in group], sizes)))
+        references.append((_join([g[5][0] for g in group]), _joined([g[5][1] for g in group], sizes)))
     flush_out = subnormals == "ftz" and out_dtype in FLOAT_FORMATS
     impl_any = np.logical_or.reduceat(impl, offsets)
     with np.errstate(all="ignore"):
@@ -264,10 +264,14 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
         impl_count = np.add.reduceat(impl, offsets)
         bins = len(RATIO_BINS) - 1
         where = np.clip(np.searchsorted(np.array(RATIO_BINS), ratio, side="left") - 1, 0, bins - 1)
-        histograms = np.bincount(segment[judged] * bins + where[judged],
-                                 minlength=len(group) * bins).reshape(len(group), bins)
         ranked = np.where(judged, ratio, -1.0)
-        worst = _first_maximum(ranked, offsets, sizes, segment)
+        if single:
+            histograms = np.bincount(where[judged], minlength=bins)[None]
+            worst = [int(np.argmax(ranked))]
+        else:
+            histograms = np.bincount(segment[judged] * bins + where[judged],
+                                     minlength=len(group) * bins).reshape(len(group), bins)
+            worst = _first_maximum(ranked, offsets, sizes, segment)
     judgements = []
     for k, (g, shape) in enumerate(zip(group, shapes)):
         if quick[k]:
@@ -298,11 +302,18 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
     return judgements
 
 
+def _join(arrays) -> np.ndarray:
+    """The arrays flattened and concatenated (a flat view when there is one)."""
+    return arrays[0].ravel() if len(arrays) == 1 else np.concatenate([a.ravel() for a in arrays])
+
+
 def _joined(accumulations, sizes):
     """Per-output accumulation figures ``(S, n)`` as one per-element pair, or None."""
     if accumulations[0] is None:
         return None
-    magnitude = np.concatenate([np.asarray(a[0], np.float64).ravel() for a in accumulations])
+    magnitude = _join([np.asarray(a[0], np.float64) for a in accumulations])
+    if len(accumulations) == 1:
+        return magnitude, accumulations[0][1]
     return magnitude, np.repeat(np.array([a[1] for a in accumulations], np.int64), sizes)
 
 

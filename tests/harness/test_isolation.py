@@ -182,3 +182,20 @@ def test_judged_replies_travel_as_marshal_and_fall_back_to_pickle_for_other_valu
     for odd in (np.int64(1), np.float64(0.5), np.str_("x")):   # marshal makes these bytes
         (fallback,) = _unpack(_pack_judged(["error"], [{"id": "b", "attrs": {"v": odd}}], ["{}"]))
         assert fallback.kind == "error" and fallback.record["attrs"]["v"] == odd
+
+
+def test_the_parent_holds_at_most_two_batches_per_worker_of_big_cases():
+    pulled = []
+
+    def source():   # 20 MB of inputs per case: a batch stops at two (BATCH_BYTES is 32 MB)
+        for i in range(12):
+            pulled.append(i)
+            lhs = np.full(2_500_000, 1, np.int32)
+            yield Case(id=f"add.int32.{i}", op="add", dtype="int32", input_dtypes=("int32", "int32"),
+                       out_dtype="int32", inputs=[lhs, lhs.copy()], attrs={}, plan="normal", seed=i)
+
+    with WorkerPool(MISBEHAVING, workers=1) as pool:
+        for done, (_, outcome) in enumerate(pool.run(source())):
+            assert outcome.kind == "ok"
+            assert len(pulled) - done <= 2 * 2 + 1   # two batches of two, one case read ahead
+    assert len(pulled) == 12
