@@ -333,7 +333,6 @@ class WorkerPool:
     def __exit__(self, *exc):
         for worker in self._pool:
             self._stop(worker, kill=not worker.ready)
-        _INHERITED["parent_ends"] = [end for end in _INHERITED["parent_ends"] if not end.closed]
 
     def _start(self) -> _Worker:
         """Start a worker; it says hello (or why it could not load) once its backend is loaded."""

@@ -14,6 +14,7 @@ import pytest
 
 import conform_iree
 from conform.harness.backends import Unsupported
+from conform.reports import read_results
 
 
 def test_adapter_check_passes(conform_cli):
@@ -32,7 +33,7 @@ def test_small_run(conform_cli, tmp_path):
     counts = summary["counts"]
     assert counts["error"] == counts["crash"] == counts["timeout"] == 0, counts
     assert counts["pass"] > 0
-    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    lines = list(read_results(out / "results.jsonl"))
     by_id = {line["id"]: line for line in lines}
     # float64 stays float64 (IREE would demote it to float32 and reject the inputs): add is exact
     assert all(line["verdict"] == "pass" for id_, line in by_id.items()
