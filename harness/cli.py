@@ -118,7 +118,7 @@ def cmd_run(args) -> int:
     import conform
     from conform.harness.registry import check_backend
     from conform.harness.manifests import manifest_summary
-    from conform.harness.runner import RunConfig, run_suite
+    from conform.harness.runner import RunConfig, cyclic_gc_paused, run_suite
     from conform.reports import Tally, write_reports
 
     specs = _load_specs(args.specs)
@@ -136,16 +136,17 @@ def cmd_run(args) -> int:
                        spec_dir=args.specs, memory_limit_mb=args.memory_limit_mb,
                        recycle_after=args.recycle_after)
     tally = Tally()
-    meta, records = run_suite(config, specs, progress=not args.quiet, tally=tally)
-    if profile:
-        meta["profile"] = profile.name
-    if manifest:
-        meta["manifest"] = manifest_summary(manifest, records)
-    summary = write_reports(out, meta, conform.__version__, records, tally=tally)
-    _print_table(summary)
-    print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")
-    cli_gate.warn_stale(manifest, records)
-    return cli_gate.gate_status(args, summary, records, baseline)
+    with cyclic_gc_paused():   # the records stay alive to the end of the command
+        meta, records = run_suite(config, specs, progress=not args.quiet, tally=tally)
+        if profile:
+            meta["profile"] = profile.name
+        if manifest:
+            meta["manifest"] = manifest_summary(manifest, records)
+        summary = write_reports(out, meta, conform.__version__, records, tally=tally)
+        _print_table(summary)
+        print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")
+        cli_gate.warn_stale(manifest, records)
+        return cli_gate.gate_status(args, summary, records, baseline)
 
 
 def cmd_report(args) -> int:

@@ -16,7 +16,7 @@ cases travel pickled. A replacement worker starts in the background while the ot
 from __future__ import annotations
 
 import collections
-import marshal
+import gc
 import multiprocessing as mp
 import signal
 import sys
@@ -95,6 +95,11 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
     from conform.spec import load_specs
 
     reuse_freed_memory()
+    # What a forked worker inherits (the corpus: a million small objects) is never garbage:
+    # keep the cyclic collector off it, so that it neither walks those objects nor writes to
+    # their pages (which would copy them).
+    gc.freeze()
+    gc.enable()
     inherited = _INHERITED if options.get("inherited") else {"specs": None, "cases": ()}
     for end in inherited.get("parent_ends", ()):
         end.close()
@@ -162,34 +167,16 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
             conn.send(settle(done))
 
 
-def _pack_judged(kinds: list, records: list, lines: list):
-    """Judged outcomes as one message that is quick to decode: records of plain JSON values go
-    as ``marshal``, which the parent (it reads every record of the run) decodes several times
-    faster than pickle. ``marshal`` would turn a NumPy scalar into bytes, so records holding
-    anything else go pickled."""
-    if all(map(_plain, records)):
-        return ("judged", marshal.dumps((kinds, records, lines)))
-    return [Outcome(kind, record=record, line=line)
-            for kind, record, line in zip(kinds, records, lines)]
-
-
-_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _plain(value) -> bool:
-    """Whether ``value`` is built of exactly dict, list, tuple, str, int, float, bool and None."""
-    kind = type(value)
-    if kind is dict:
-        return all(type(key) is str and _plain(item) for key, item in value.items())
-    if kind is list or kind is tuple:
-        return all(map(_plain, value))
-    return kind in _PLAIN_SCALARS
+def _pack_judged(kinds: list, records: list, lines: list) -> tuple:
+    """Judged outcomes as one message: their kinds, records and results.jsonl lines in three
+    lists (cheaper to pickle and unpickle than one ``Outcome`` per case)."""
+    return ("judged", kinds, records, lines)
 
 
 def _unpack(message) -> list:
     """The outcomes in a worker's reply."""
     if isinstance(message, tuple) and message[0] == "judged":
-        kinds, records, lines = marshal.loads(message[1])
+        _, kinds, records, lines = message
         return [Outcome(kind, record=record, line=line)
                 for kind, record, line in zip(kinds, records, lines)]
     return message
