@@ -1,8 +1,8 @@
 """Spec -> Hypothesis strategies -> deterministic cases (and, for backends, models)."""
-from conform.generators._families import FAMILIES, Signature, dtype_labels
+from conform.generators._signature import Signature, dtype_labels
 from conform.generators._case import Case
 from conform.generators._corpus import cache_dir, corpus_key
-from conform.generators._suite import case_digest, draw_plans, generate_cases, materialize
+from conform.generators._suite import case_digest, generate_cases, materialize
 from conform.generators._edges import (edge_case_cases, edge_sweep_case, exhaustive_case,
                                        exhaustive_cases)
 from conform.generators._values import PLANS, edge_values, fill
@@ -10,3 +10,15 @@ from conform.generators._values import PLANS, edge_values, fill
 __all__ = ["FAMILIES", "PLANS", "Case", "cache_dir", "corpus_key", "Signature", "case_digest", "draw_plans", "dtype_labels",
            "edge_case_cases", "edge_sweep_case", "edge_values", "exhaustive_case", "exhaustive_cases", "fill",
            "generate_cases", "materialize"]
+
+
+def __getattr__(name: str):
+    """The Hypothesis side (``FAMILIES``, ``draw_plans``) loads on first use: a run from the
+    corpus cache never needs it, and importing Hypothesis takes ~0.2 s."""
+    if name == "FAMILIES":
+        from conform.generators._families import FAMILIES
+        return FAMILIES
+    if name == "draw_plans":
+        from conform.generators._drawing import draw_plans
+        return draw_plans
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

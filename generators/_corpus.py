@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
+import math
 import os
 import pickle
 from pathlib import Path
 
-import hypothesis
 import numpy as np
 
 from conform.generators._case import Case
@@ -27,7 +28,7 @@ def cache_dir() -> Path:
 def _generator_fingerprint() -> str:
     from conform import __version__
 
-    digest = hashlib.sha256(f"{__version__}/{hypothesis.__version__}/{np.__version__}".encode())
+    digest = hashlib.sha256(f"{__version__}/{importlib.metadata.version('hypothesis')}/{np.__version__}".encode())
     root = Path(__file__).parent.parent
     sources = sorted(Path(__file__).parent.glob("*.py")) + sorted((root / "oracles").glob("*.py"))
     sources.append(root / "spec" / "dtypes.py")
@@ -53,14 +54,80 @@ def load_or_generate(spec: OpSpec, dtype: str, *, count: int, seed: int, generat
     path = cache_dir() / "corpus" / f"{spec.op}.{dtype.replace('->', '-to-')}.{corpus_key(spec, dtype, count=count, seed=seed)}.pkl"
     if path.exists():
         try:
-            with path.open("rb") as f:
-                return pickle.load(f)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+            return _read(path)
+        except (OSError, ValueError, pickle.UnpicklingError, EOFError, AttributeError):
             pass  # a damaged entry is regenerated below
     cases = generate()
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    with temporary.open("wb") as f:
-        pickle.dump(cases, f, protocol=pickle.HIGHEST_PROTOCOL)
+    _write(temporary, cases)
     temporary.replace(path)
+    return cases
+
+
+# A corpus file: an 8-byte length, a pickle of the cases with every array replaced by its index
+# in a table of (dtype, shape, offset), then the arrays' bytes, each at a 16-byte aligned offset.
+# Loading a whole corpus this way is a third faster than pickling the cases as they are (which
+# rebuilds each array through a Python-level NumPy hook), and the arrays are views of one buffer.
+_ALIGN = 16
+
+
+def _write(path: Path, cases: list[Case]) -> None:
+    table, chunks, size = [], [], 0
+
+    def stored(value):
+        """An array's index in ``table``; any other value wrapped in a 1-tuple."""
+        nonlocal size
+        if type(value) is not np.ndarray:
+            return (value,)
+        data = np.ascontiguousarray(value).tobytes()
+        table.append((value.dtype, value.shape, size))
+        padding = -len(data) % _ALIGN
+        chunks.append(data + bytes(padding))
+        size += len(data) + padding
+        return len(table) - 1
+
+    rows = []
+    for case in cases:
+        answer = case.expectation
+        if answer is not None:
+            accumulation = answer.accumulation and (stored(answer.accumulation[0]),
+                                                    answer.accumulation[1])
+            answer = (stored(answer.expected), stored(answer.impl_mask), accumulation)
+        rows.append((case.id, case.op, case.dtype, case.input_dtypes, case.out_dtype,
+                     [stored(x) for x in case.inputs], case.attrs, case.plan, case.seed, case.extra,
+                     answer))
+    header = pickle.dumps((rows, table), protocol=pickle.HIGHEST_PROTOCOL)
+    start = 8 + len(header) + (-(8 + len(header)) % _ALIGN)
+    with path.open("wb") as f:
+        f.write(len(header).to_bytes(8, "little") + header + bytes(start - 8 - len(header)))
+        for chunk in chunks:
+            f.write(chunk)
+
+
+def _read(path: Path) -> list[Case]:
+    from conform.oracles.expectations import Expectation
+
+    with path.open("rb") as f:
+        buffer = bytearray(os.fstat(f.fileno()).st_size)
+        if f.readinto(buffer) != len(buffer):
+            raise EOFError(f"{path} is truncated")
+    length = int.from_bytes(buffer[:8], "little")
+    rows, table = pickle.loads(memoryview(buffer)[8:8 + length])
+    start = 8 + length + (-(8 + length) % _ALIGN)
+    arrays = [np.frombuffer(buffer, dtype, math.prod(shape), start + offset).reshape(shape)
+              for dtype, shape, offset in table]
+
+    def value(stored):
+        return arrays[stored] if type(stored) is int else stored[0]
+
+    cases = []
+    for (id_, op, dtype, input_dtypes, out_dtype, inputs, attrs, plan, seed, extra,
+         answer) in rows:
+        if answer is not None:
+            expected, impl_mask, accumulation = answer
+            answer = Expectation(value(expected), value(impl_mask),
+                                 accumulation and (value(accumulation[0]), accumulation[1]))
+        cases.append(Case(id_, op, dtype, input_dtypes, out_dtype, [value(x) for x in inputs],
+                          attrs, plan, seed, extra, answer))
     return cases

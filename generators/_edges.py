@@ -7,7 +7,7 @@ import zlib
 import numpy as np
 
 from conform.generators._case import Case
-from conform.generators._families import fixed_attrs
+from conform.generators._signature import fixed_attrs
 from conform.generators._values import edge_values, fill, value_range
 from conform.spec import OpSpec, dtype_class
 from conform.spec.dtypes import np_dtype, resolve_edge_value

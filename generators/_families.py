@@ -8,18 +8,12 @@ from __future__ import annotations
 
 import math
 import os
-from typing import NamedTuple
 
 from hypothesis import strategies as st
 
+from conform.generators._signature import Signature, fixed_attrs
+
 MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))
-
-
-class Signature(NamedTuple):
-    input_dtypes: tuple[str, ...]
-    shapes: tuple[tuple[int, ...], ...]
-    attrs: dict
-    out_dtype: str
 
 
 def _shape(*, min_rank=0, max_rank=4, min_side=1, max_side=6):
@@ -34,12 +28,6 @@ def _ranks(spec, default_min=0, default_max=4):
 
 def _out_dtype(spec, dtype):
     return "bool" if spec.output_dtype == "bool" else dtype
-
-
-def fixed_attrs(spec) -> dict:
-    """The spec's fixed attributes (``signature.attrs``), e.g. leaky_relu's alpha: every case
-    carries them, so the oracle and every binding see the same values."""
-    return dict(spec.signature.get("attrs", {}))
 
 
 @st.composite
@@ -249,10 +237,3 @@ FAMILIES = {
     "slice": slice_, "pad": pad, "concatenate": concatenate, "tile": tile, "squeeze": squeeze,
     "unsqueeze": unsqueeze,
 }
-
-
-def dtype_labels(spec) -> list[str]:
-    """The dtype labels a spec is run under: its dtypes, or 'SRC->DST' pairs for conversions."""
-    if spec.family == "convert":
-        return [f"{a}->{b}" for a in spec.dtypes for b in spec.dtypes if a != b]
-    return list(spec.dtypes)

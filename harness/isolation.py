@@ -380,8 +380,13 @@ class WorkerPool:
         return leftover
 
     def _send(self, worker: _Worker, batch: list) -> None:
-        """Send ``batch``, naming inherited cases by their index."""
-        worker.conn.send([self._index.get(id(case), case) for case in batch])
+        """Send ``batch``, naming inherited cases by their index. A worker that has just died
+        cannot take it: the batch stays pending, and :meth:`_collect` finds the death (the
+        case it was running crashed) and sends the rest again."""
+        try:
+            worker.conn.send([self._index.get(id(case), case) for case in batch])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def run(self, cases: Iterable) -> Iterator[tuple[object, Outcome]]:
         """Yield ``(case, outcome)`` for every case, in completion order."""

@@ -158,7 +158,7 @@ def test_float32_sweep_is_1024_lazy_chunks_covering_every_bit_pattern(specs):
 
 
 def test_large_budgets_add_cases_to_at_most_max_signatures(specs):
-    from conform.generators._suite import CASES_PER_SIGNATURE, MAX_SIGNATURES, draw_plans
+    from conform.generators._drawing import CASES_PER_SIGNATURE, MAX_SIGNATURES, draw_plans
 
     spec = specs["add"]
     small = draw_plans(spec, "float32", count=CASES_PER_SIGNATURE * MAX_SIGNATURES, seed=0)

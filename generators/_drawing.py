@@ -1,0 +1,94 @@
+"""Hypothesis draws the structure of a suite's cases: signatures (dtypes, shapes, attributes),
+value plans and fill seeds. Imported only when a corpus is generated: a run from the corpus
+cache does not load Hypothesis.
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+import zlib
+
+from hypothesis import strategies as st
+from hypothesis.control import BuildContext
+from hypothesis.errors import StopTest
+from hypothesis.internal.conjecture.data import ConjectureData
+
+from conform.generators._families import FAMILIES
+from conform.generators._values import PLANS
+from conform.spec import OpSpec, dtype_class
+
+
+CASES_PER_SIGNATURE = 4  # cases sharing one drawn signature: fewer compilations and sessions
+# At most this many signatures per op x dtype: a larger budget adds cases (values) to the same
+# signatures instead of new shapes, so compilations stay bounded (each costs a jax worker ~15 ms
+# even from the persistent cache). Budgets up to CASES_PER_SIGNATURE * MAX_SIGNATURES cases are
+# unaffected.
+MAX_SIGNATURES = 16
+
+
+def _signature_strategy(spec: OpSpec, dtype: str):
+    family = FAMILIES[spec.family]
+
+    @st.composite
+    def signatures(draw):
+        signature = draw(family(spec, dtype))
+        classes = {dtype_class(d) for d in signature.input_dtypes}
+        plans = PLANS["float" if "float" in classes else "int" if "int" in classes else "bool"]
+        first_plan = draw(st.integers(0, len(plans) - 1))
+        base_seed = draw(st.integers(0, 2**32 - 1))
+        return signature, plans, first_plan, base_seed
+
+    return signatures()
+
+
+@contextlib.contextmanager
+def _without_local_constants():
+    """Hypothesis mixes literal constants found in already-imported local modules into its draws,
+    so the same seed would give different cases depending on what the process had imported.
+    A suite must not depend on that: draw with an empty local-constants pool (Hypothesis is
+    pinned, so this internal hook is stable for a given conform version)."""
+    from hypothesis.internal.conjecture import providers
+
+    original = providers._get_local_constants
+    empty = providers.Constants()
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
+def _draw(strategy, rng: random.Random, attempts: int = 100):
+    """One example of ``strategy`` drawn from ``rng``'s stream by Hypothesis's choice provider,
+    without its test engine (no mutation, no shrinking): the draws are a pure function of the
+    seed. A draw rejected by a filter is retried with the next seed from ``rng``."""
+    for _ in range(attempts):
+        data = ConjectureData(random=random.Random(rng.getrandbits(64)))
+        try:
+            with BuildContext(data, is_final=True, wrapped_test=None):
+                return data.draw(strategy)
+        except StopTest:
+            continue
+    raise RuntimeError(f"could not draw from {strategy!r} in {attempts} attempts")
+
+
+def draw_plans(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list:
+    """``count`` plans ``(signature, value_plan, fill_seed)`` for ``spec`` under ``dtype``.
+
+    Hypothesis draws one signature (shapes, attributes) per CASES_PER_SIGNATURE cases, up to
+    MAX_SIGNATURES signatures (then each takes more cases); the cases sharing a signature cycle
+    through the value plans, each with its own fill seed.
+    """
+    strategy = _signature_strategy(spec, dtype)
+    rng = random.Random(seed ^ zlib.crc32(f"{spec.op}/{dtype}".encode()))
+    per_signature = max(CASES_PER_SIGNATURE, -(-count // MAX_SIGNATURES))
+    plans = []
+    with _without_local_constants():
+        while len(plans) < count:
+            signature, value_plans, first, base_seed = _draw(strategy, rng)
+            for k in range(min(per_signature, count - len(plans))):
+                fill_seed = (base_seed + 0x9E3779B1 * k) & 0xFFFFFFFF
+                plans.append((signature, value_plans[(first + k) % len(value_plans)], fill_seed))
+    return plans

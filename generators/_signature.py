@@ -1,0 +1,24 @@
+"""What a suite's cases are drawn as: per op, dtype labels and signatures (no Hypothesis here)."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Signature(NamedTuple):
+    input_dtypes: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    attrs: dict
+    out_dtype: str
+
+
+def fixed_attrs(spec) -> dict:
+    """The spec's fixed attributes (``signature.attrs``), e.g. leaky_relu's alpha: every case
+    carries them, so the oracle and every binding see the same values."""
+    return dict(spec.signature.get("attrs", {}))
+
+
+def dtype_labels(spec) -> list[str]:
+    """The dtype labels a spec is run under: its dtypes, or 'SRC->DST' pairs for conversions."""
+    if spec.family == "convert":
+        return [f"{a}->{b}" for a in spec.dtypes for b in spec.dtypes if a != b]
+    return list(spec.dtypes)
