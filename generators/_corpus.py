@@ -16,12 +16,7 @@ import numpy as np
 
 from conform.generators._case import Case
 from conform.spec import OpSpec
-
-
-def cache_dir() -> Path:
-    """Where conform keeps persistent caches: ``$CONFORM_CACHE_DIR`` or ``~/.cache/conform``."""
-    configured = os.environ.get("CONFORM_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "conform"
+from conform.spec._cache import cache_dir
 
 
 @functools.lru_cache(maxsize=1)

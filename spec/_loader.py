@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
+from conform.spec._cache import cached_specs
 from conform.spec._schema import SCHEMA
 
 BUILTIN_DIR = Path(__file__).parent / "ops"
@@ -92,6 +92,8 @@ def _line_of(node: yaml.Node, path: list) -> int:
 def _validate(data: Any, root: yaml.Node, path: Path, schema: dict = SCHEMA,
               error: type[SpecError] = SpecError) -> None:
     """Raise ``error`` naming file, line and field for the first violation of ``schema``."""
+    import jsonschema   # here: a run whose specs come from the cache does not need it
+
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
@@ -174,5 +176,5 @@ def load_spec(path: Path | str) -> OpSpec:
 def load_specs(directory: Path | str | None = None) -> dict[str, OpSpec]:
     """All specs in ``directory`` (default: the built-in suite), keyed by op name, sorted."""
     directory = Path(directory) if directory else BUILTIN_DIR
-    specs = [load_spec(p) for p in sorted(directory.glob("*.yaml"))]
+    specs = cached_specs(sorted(directory.glob("*.yaml")), load_spec)
     return {s.op: s for s in specs}

@@ -167,3 +167,39 @@ def test_large_budgets_add_cases_to_at_most_max_signatures(specs):
     large = draw_plans(spec, "float32", count=300, seed=0)
     assert len(large) == 300 and len({repr(plan[0]) for plan in large}) <= MAX_SIGNATURES
     assert len({plan[2] for plan in large}) == 300   # every case its own fill seed
+
+
+def test_a_corpus_file_gives_back_the_cases_it_was_written_from(tmp_path):
+    import ml_dtypes
+
+    from conform.generators import Case
+    from conform.generators._corpus import _read, _write
+    from conform.oracles.expectations import Expectation
+
+    def case(i, inputs, expectation):
+        return Case(id=f"x.{i}", op="x", dtype=str(inputs[0].dtype), input_dtypes=("a",),
+                    out_dtype="b", inputs=inputs, attrs={"axes": [i]}, plan="edge", seed=i,
+                    expectation=expectation)
+
+    cases = [
+        case(0, [np.arange(5).astype(ml_dtypes.bfloat16)], Expectation(np.float64(2.5), None, None)),
+        case(1, [np.zeros((0, 3), np.float32), np.full((), 7, np.float32)],
+             Expectation(np.zeros((0, 3)), np.zeros((0, 3), bool), (np.ones((0, 3)), 7))),
+        case(2, [np.arange(7, dtype=np.int8)[::2], np.arange(6.0).reshape(2, 3).T], None),
+    ]
+    _write(tmp_path / "corpus", cases)
+    loaded = _read(tmp_path / "corpus")
+    for before, after in zip(cases, loaded, strict=True):
+        assert (after.id, after.attrs, after.seed, after.plan) == (before.id, before.attrs,
+                                                                  before.seed, before.plan)
+        for x, y in zip(before.inputs, after.inputs, strict=True):
+            assert (x.dtype, x.shape) == (y.dtype, y.shape) and np.array_equal(x, y)
+            assert y.flags.writeable and y.ctypes.data % 16 == 0
+        if before.expectation is None:
+            assert after.expectation is None
+            continue
+        assert type(after.expectation.expected) is type(before.expectation.expected)
+        assert np.array_equal(after.expectation.expected, before.expectation.expected)
+    assert loaded[1].expectation.impl_mask.dtype == bool
+    assert loaded[1].expectation.accumulation[1] == 7
+    assert loaded[0].expectation.impl_mask is None
