@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.metadata
-import math
 import os
 import pickle
 from pathlib import Path
@@ -110,8 +109,7 @@ def _read(path: Path) -> list[Case]:
     length = int.from_bytes(buffer[:8], "little")
     rows, table = pickle.loads(memoryview(buffer)[8:8 + length])
     start = 8 + length + (-(8 + length) % _ALIGN)
-    arrays = [np.frombuffer(buffer, dtype, math.prod(shape), start + offset).reshape(shape)
-              for dtype, shape, offset in table]
+    arrays = [np.ndarray(shape, dtype, buffer, start + offset) for dtype, shape, offset in table]
 
     def value(stored):
         return arrays[stored] if type(stored) is int else stored[0]

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import json
-from json import encoder as json_encoder
 import math
+from json import encoder as json_encoder
 from pathlib import Path
 from typing import Iterator
+
+import orjson
 
 
 def to_json_safe(value):
@@ -66,7 +68,8 @@ class ResultWriter:
 
 
 def read_results(path: Path) -> Iterator[dict]:
-    with Path(path).open(encoding="utf-8") as f:
+    """The records of a results.jsonl file, in file order."""
+    with Path(path).open("rb") as f:
         for line in f:
             if line.strip():
-                yield json.loads(line)
+                yield orjson.loads(line)

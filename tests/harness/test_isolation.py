@@ -171,18 +171,21 @@ def _alive(pid: int) -> bool:
     return status != "Z"
 
 
-def test_judged_replies_keep_every_value_through_the_pipe():
+def test_a_judged_reply_gives_the_parent_each_record_as_its_line_reads():
     import pickle
 
     from conform.harness.isolation import _pack_judged, _unpack
+    from conform.reports import dumps
 
-    records = [{"id": "a", "verdict": "pass", "max_error": 0.5, "worst": {"index": [0]}},
-               {"id": "b", "attrs": {"i": np.int64(1), "f": np.float64(0.5), "s": np.str_("x")}}]
-    sent = pickle.loads(pickle.dumps(_pack_judged(["ok", "error"], records, ["{}", "{}"])))
-    first, second = _unpack(sent)
-    assert (first.kind, first.record, first.line) == ("ok", records[0], "{}")
-    assert second.kind == "error" and second.record == records[1]
-    assert [type(v) for v in second.record["attrs"].values()] == [np.int64, np.float64, np.str_]
+    records = [{"id": "a", "verdict": "pass", "max_error": 0.1, "seconds": 1.5e-05,
+                "worst": None, "shapes": [[2, 3]], "attrs": {"axes": [0]}},
+               {"id": "b", "verdict": "fail", "max_error": "inf", "message": "é \" \n",
+                "worst": {"index": [1], "inputs": [None, True, -0.0, 2**53 + 1]}}]
+    lines = [dumps(r) for r in records]
+    first, second = _unpack(pickle.loads(pickle.dumps(_pack_judged(["ok", "ok"], lines))))
+    assert (first.record, first.line) == (records[0], lines[0])
+    assert (second.record, second.line) == (records[1], lines[1])
+    assert str(second.record["worst"]["inputs"][2]) == "-0.0"
 
 
 def test_the_parent_holds_at_most_two_batches_per_worker_of_big_cases():
