@@ -272,34 +272,55 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
             histograms = np.bincount(segment[judged] * bins + where[judged],
                                      minlength=len(group) * bins).reshape(len(group), bins)
             worst = _first_maximum(ranked, offsets, sizes, segment)
+    # the figures every judgement reads, as Python values in one step per group
+    sizes, quick = sizes.tolist(), quick.tolist()
+    if not all(quick):
+        checked_n, mismatched_n = checked.tolist(), mismatched.tolist()
+        impl_n, impl_seen, histogram_rows = impl_count.tolist(), impl_any.tolist(), histograms.tolist()
+        flats = [int(w) if n else 0 for w, n in zip(worst, checked_n)]
+        at = offsets + np.array(flats, np.int64)
+        worst_values = list(zip(_py_list(expected[at]), _py_list(actual[at]), error[at].tolist(),
+                                bound[at].tolist(), special_bad[at].tolist()))
     judgements = []
     for k, (g, shape) in enumerate(zip(group, shapes)):
         if quick[k]:
-            judgements.append(Judgement("pass", name, unit, checked=int(sizes[k]),
-                                        histogram=[int(sizes[k])] + [0] * (bins - 1)))
+            judgements.append(Judgement("pass", name, unit, checked=sizes[k],
+                                        histogram=[sizes[k]] + [0] * (bins - 1)))
             continue
-        judgement = Judgement("pass", name, unit, checked=int(checked[k]),
-                              mismatched=int(mismatched[k]), impl_defined=int(impl_count[k]))
-        judgement.histogram = histograms[k].tolist()
-        flat = int(worst[k]) if checked[k] else 0
-        at = offsets[k] + flat
-        index = np.unravel_index(flat, shape)
-        judgement.max_error, judgement.bound = float(error[at]), float(bound[at])
-        judgement.worst = {"index": [int(i) for i in index], "expected": _py(expected[at]),
-                           "actual": _py(actual[at]), "error": _py(error[at]),
-                           "bound": _py(bound[at])}
-        if mismatched[k]:
+        expected_at, actual_at, error_at, bound_at, special_at = worst_values[k]
+        judgement = Judgement("pass", name, unit, checked=checked_n[k], mismatched=mismatched_n[k],
+                              impl_defined=impl_n[k], max_error=error_at, bound=bound_at,
+                              histogram=histogram_rows[k])
+        judgement.worst = {"index": _unravel(flats[k], shape), "expected": expected_at,
+                           "actual": actual_at, "error": error_at, "bound": bound_at}
+        if mismatched_n[k]:
             judgement.verdict = "fail"
-            if special_bad[at]:
+            if special_at:
                 judgement.reason = "special value mismatch (NaN, infinity or signed zero)"
-        elif impl_any[k]:
+        elif impl_seen[k]:
             judgement.verdict = "impl_defined"
-        if impl_any[k]:
+        if impl_seen[k]:
             mask = g[3].ravel()
             judgement.observed = [[_py(a), _py(e)] for a, e in
                                   zip(g[1].ravel()[mask][:5], g[2].ravel()[mask][:5])]
         judgements.append(judgement)
     return judgements
+
+
+def _unravel(flat: int, shape) -> list[int]:
+    """``np.unravel_index(flat, shape)`` as a list of ints (for the few dimensions of a case)."""
+    index = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return index[::-1]
+
+
+def _py_list(values: np.ndarray) -> list:
+    """``[_py(v) for v in values]`` in one step."""
+    if values.dtype.kind not in "biu":
+        values = values.astype(np.float64)
+    return values.tolist()
 
 
 def _join(arrays) -> np.ndarray:
