@@ -47,7 +47,10 @@ class Outcome:
 
 
 #: A worker replies after this many cases, or after REPLY_INTERVAL seconds, whichever comes first.
-REPLY_BATCH = 64
+#: Batches (sent) and replies of 256 cases rather than 64: the worker judges bigger groups at
+#: once and both sides make a quarter of the round trips (a warm 116k-case onnxruntime run:
+#: 10.7 -> 9.6 s, parent and worker CPU both lower).
+REPLY_BATCH = 256
 REPLY_INTERVAL = 0.05
 
 
@@ -282,7 +285,7 @@ class WorkerPool:
     """
 
     def __init__(self, backend: str, *, workers: int = 1, timeout: float = 60.0,
-                 batch_size: int = 64, spec_dir: str | None = None,
+                 batch_size: int = 256, spec_dir: str | None = None,
                  memory_limit_mb: int | None = None, judge: bool = False,
                  subnormals: str | None = None, recycle_after: int | None = None,
                  manifest=None, specs: dict | None = None, cases=None,
