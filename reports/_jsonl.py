@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-from json import encoder as json_encoder
 from pathlib import Path
 from typing import Iterator
 
@@ -21,25 +20,21 @@ def to_json_safe(value):
     return value
 
 
-def _record_encoder():
-    """The C encoder json.dumps(value, allow_nan=False, ensure_ascii=False) would build, built
-    once: json.dumps builds one for every call, a quarter of the cost of encoding a record.
-    None where the json module has no C speedups."""
-    make = json_encoder.c_make_encoder
-    if make is None:
-        return None
-    return make(None, json.JSONEncoder().default, json_encoder.encode_basestring, None, ": ", ", ",
-                False, False, False)
-
-
-_ENCODE = _record_encoder()
-
-
 def dumps(value) -> str:
-    """Strict JSON; non-finite floats become strings (records from the judge already are)."""
+    """Strict JSON; non-finite floats become the strings 'nan', 'inf', '-inf' (records from
+    the judge already hold them so). A record is encoded by orjson, 5x faster than json."""
+    if type(value) is dict:
+        try:
+            line = orjson.dumps(value)
+            # orjson writes NaN and infinities as null, silently: the line is exact when each
+            # null in it is one of the record's top-level None values (a nested None, a NaN or
+            # "null" in a string all add one: then the record is made safe first)
+            if line.count(b"null") != sum(item is None for item in value.values()):
+                line = orjson.dumps(to_json_safe(value))
+            return line.decode()
+        except TypeError:   # e.g. a NumPy scalar, or an integer beyond 64 bits
+            pass
     try:
-        if _ENCODE is not None and isinstance(value, dict):
-            return "".join(_ENCODE(value, 0))
         return json.dumps(value, allow_nan=False, ensure_ascii=False)
     except ValueError:
         return json.dumps(to_json_safe(value), allow_nan=False, ensure_ascii=False)

@@ -96,7 +96,7 @@ def test_one_changed_byte_of_results_in_the_certificate_fails(copy, conform_cli)
 def test_one_changed_byte_in_results_jsonl_fails(copy, conform_cli):
     results = copy / "results.jsonl"
     data = bytearray(results.read_bytes())
-    at = data.index(b'"seconds": ') + len(b'"seconds": ') + 2
+    at = re.search(rb'"seconds": ?\d+\.\d', data).end() - 1   # a digit of the first case's time
     data[at] = ord("7") if data[at] != ord("7") else ord("3")
     results.write_bytes(bytes(data))
     proc = conform_cli("verify", copy, check_status=1)
