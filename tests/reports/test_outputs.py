@@ -98,3 +98,23 @@ def test_summary_md_stays_short_with_many_failing_cells(record):
     text = render_markdown(build_summary(records, {"backend": "synthetic", "backend_version": "1",
                                                     "seed": 0}, "0"))
     assert len(text.splitlines()) < 60 and "more op x dtype cells below 100%" in text
+
+
+@pytest.mark.parametrize("record, expected", [
+    ({"worst": None, "error": 1.5e-05, "message": "a null here"},
+     {"worst": None, "error": 1.5e-05, "message": "a null here"}),
+    ({"max_error": float("nan"), "bound": float("inf"), "worst": None},
+     {"max_error": "nan", "bound": "inf", "worst": None}),
+    ({"worst": {"inputs": [None, -float("inf")]}, "attrs": {"alpha": float("nan")}},
+     {"worst": {"inputs": [None, "-inf"]}, "attrs": {"alpha": "nan"}}),
+    ({"seed": 2**70, "ratio": 0.1, "shape": (2, 3)}, {"seed": 2**70, "ratio": 0.1, "shape": [2, 3]}),
+])
+def test_a_result_line_is_strict_json_with_non_finite_floats_as_strings(record, expected):
+    import numpy as np
+
+    from conform.reports import dumps
+
+    line = dumps(record)
+    assert "NaN" not in line and "Infinity" not in line
+    assert json.loads(line) == expected
+    assert json.loads(dumps({"x": np.float64(0.5)})) == {"x": 0.5}
