@@ -241,8 +241,9 @@ class _LazyQueue:
     def __bool__(self) -> bool:
         return bool(self._returned) or self._next is not _END
 
-    def take(self, count: int, max_bytes: int = BATCH_BYTES) -> list:
-        """Up to ``count`` cases, stopping early once their inputs reach ``max_bytes``."""
+    def take(self, count: int, max_bytes: int = BATCH_BYTES, inherited=()) -> list:
+        """Up to ``count`` cases, stopping early once the inputs of those that will travel
+        pickled reach ``max_bytes``: a case whose ``id`` is in ``inherited`` goes as an index."""
         batch, size = [], 0
         while len(batch) < count and size < max_bytes and (self._returned or self._next is not _END):
             if self._returned:
@@ -250,7 +251,8 @@ class _LazyQueue:
             else:
                 case, self._next = self._next, next(self._source, _END)
             batch.append(case)
-            size += sum(getattr(x, "nbytes", 0) for x in getattr(case, "inputs", ()))
+            if id(case) not in inherited:
+                size += sum(getattr(x, "nbytes", 0) for x in getattr(case, "inputs", ()))
         return batch
 
     def extendleft(self, cases) -> None:
@@ -408,7 +410,7 @@ class WorkerPool:
                 # two batches in flight: the next is there when the worker finishes the last
                 due = self.recycle_after and worker.completed + len(worker.pending) >= self.recycle_after
                 if queue and not due and len(worker.batches) < 2:
-                    batch = queue.take(self.batch_size)
+                    batch = queue.take(self.batch_size, inherited=self._index)
                     if not worker.pending:   # else the clock runs for the case being computed
                         worker.last_reply = time.monotonic()
                     worker.pending.extend(batch)
