@@ -29,7 +29,7 @@ def dumps(value) -> str:
             # orjson writes NaN and infinities as null, silently: the line is exact when each
             # null in it is one of the record's top-level None values (a nested None, a NaN or
             # "null" in a string all add one: then the record is made safe first)
-            if line.count(b"null") != sum(item is None for item in value.values()):
+            if line.count(b"null") != [*value.values()].count(None):
                 line = orjson.dumps(to_json_safe(value))
             return line.decode()
         except TypeError:   # e.g. a NumPy scalar, or an integer beyond 64 bits
