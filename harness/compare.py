@@ -55,17 +55,15 @@ class Judgement:
 RATIO_BINS = (0.0, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0, 16.0, 256.0, float("inf"))
 
 
-def ratio_histogram(ratio: np.ndarray) -> list[int]:
-    """Counts of ``ratio`` (error / bound, per element) in the RATIO_BINS bins; special-value
+def ratio_bins(ratio: np.ndarray) -> np.ndarray:
+    """The RATIO_BINS bin of each ``ratio`` (error / bound, per element); special-value
     failures (ratio inf) fall in the last bin.
 
-    >>> ratio_histogram(np.array([0.0, 0.75, 1.0, 3.0, np.inf]))
-    [1, 0, 0, 0, 2, 0, 1, 0, 0, 1]
+    >>> ratio_bins(np.array([0.0, 0.75, 1.0, 3.0, np.inf])).tolist()
+    [0, 4, 4, 6, 9]
     """
     edges = np.array(RATIO_BINS)
-    index = np.searchsorted(edges, ratio, side="left") - 1
-    index = np.clip(index, 0, len(edges) - 2)
-    return np.bincount(index.ravel(), minlength=len(edges) - 1).tolist()
+    return np.clip(np.searchsorted(edges, ratio, side="left") - 1, 0, len(edges) - 2)
 
 
 def describe_model(model: dict) -> str:
@@ -248,8 +246,7 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
             quick = ~np.logical_or.reduceat(_exact(actual, expected, out_dtype, strict_zero),
                                             offsets) & ~impl_any
             if quick.all():
-                return [Judgement("pass", name, unit, checked=int(n),
-                                  histogram=[int(n)] + [0] * (len(RATIO_BINS) - 2)) for n in sizes]
+                return [_all_matched(name, unit, n) for n in sizes.tolist()]
         figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out)
                    for ref, acc in references]
         error, bound, special_bad, ratio = figures[0]
@@ -263,7 +260,7 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
         mismatched = np.add.reduceat(bad, offsets)
         impl_count = np.add.reduceat(impl, offsets)
         bins = len(RATIO_BINS) - 1
-        where = np.clip(np.searchsorted(np.array(RATIO_BINS), ratio, side="left") - 1, 0, bins - 1)
+        where = ratio_bins(ratio)
         ranked = np.where(judged, ratio, -1.0)
         if single:
             histograms = np.bincount(where[judged], minlength=bins)[None]
@@ -284,8 +281,7 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
     judgements = []
     for k, (g, shape) in enumerate(zip(group, shapes)):
         if quick[k]:
-            judgements.append(Judgement("pass", name, unit, checked=sizes[k],
-                                        histogram=[sizes[k]] + [0] * (bins - 1)))
+            judgements.append(_all_matched(name, unit, sizes[k]))
             continue
         expected_at, actual_at, error_at, bound_at, special_at = worst_values[k]
         judgement = Judgement("pass", name, unit, checked=checked_n[k], mismatched=mismatched_n[k],
@@ -305,6 +301,12 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
                                   zip(g[1].ravel()[mask][:5], g[2].ravel()[mask][:5])]
         judgements.append(judgement)
     return judgements
+
+
+def _all_matched(name: str, unit: str, size: int) -> Judgement:
+    """The judgement of an output whose ``size`` elements all match exactly."""
+    return Judgement("pass", name, unit, checked=size,
+                     histogram=[size] + [0] * (len(RATIO_BINS) - 2))
 
 
 def _unravel(flat: int, shape) -> list[int]:
