@@ -6,6 +6,7 @@ Exit status: 0 = ran and the gate (if any) holds; 1 = ran and the gate failed;
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -117,7 +118,7 @@ def _print_table(summary: dict) -> None:
 def cmd_run(args) -> int:
     import conform
     from conform.harness.registry import check_backend
-    from conform.harness.manifests import manifest_summary
+    from conform.harness.manifests import manifest_summary, stale_entries
     from conform.harness.runner import RunConfig, cyclic_gc_paused, run_suite
     from conform.reports import Tally, write_reports
 
@@ -141,12 +142,13 @@ def cmd_run(args) -> int:
         _kept_to_exit(records)
         if profile:
             meta["profile"] = profile.name
+        stale = stale_entries(manifest, records) if manifest else []
         if manifest:
-            meta["manifest"] = manifest_summary(manifest, records)
+            meta["manifest"] = manifest_summary(manifest, records, stale)
         summary = write_reports(out, meta, conform.__version__, records, tally=tally)
         _print_table(summary)
         print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")
-        cli_gate.warn_stale(manifest, records)
+        cli_gate.warn_stale(stale)
         return cli_gate.gate_status(args, summary, records, baseline)
 
 
@@ -231,9 +233,12 @@ _KEPT: list = []
 
 def _kept_to_exit(value) -> None:
     """Keep ``value`` alive to the end of the process when entry() will exit without freeing
-    it (else it would be freed, object by object, when the command returns)."""
+    it (else it would be freed, object by object, when the command returns). Everything alive
+    now also leaves the cycle collector's sight: the first collection after a paused one (see
+    ``cyclic_gc_paused``) would otherwise walk the run's million objects (~0.25 s)."""
     if _EXIT_WITHOUT_TEARDOWN:
         _KEPT.append(value)
+        gc.freeze()
 
 
 if __name__ == "__main__":

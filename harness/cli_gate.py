@@ -82,15 +82,11 @@ def baseline_for(args):
     return load_run(args.baseline) if args.baseline else None
 
 
-def warn_stale(manifest, records) -> list:
-    """Print a warning for each stale manifest entry; returns them."""
-    from conform.harness.manifests import stale_entries
-
-    stale = stale_entries(manifest, records) if manifest else []
+def warn_stale(stale: list) -> None:
+    """Print a warning for each stale manifest entry (see ``manifests.stale_entries``)."""
     for entry in stale:
         print(f"conform: warning: stale manifest entry {entry.describe()}: its op x dtype ran, "
               f"but it excused no failure and skipped no case", file=sys.stderr)
-    return stale
 
 
 def gate_status(args, summary: dict, records: list, baseline) -> int:
@@ -116,7 +112,7 @@ def cmd_gate(args) -> int:
     """``conform gate DIR``: re-judge the run's recorded verdicts under the manifest the options
     select (as ``run`` would), rebuild its summary in memory and apply the gate. Writes nothing."""
     from conform.harness.gate import load_run
-    from conform.harness.manifests import Manifest
+    from conform.harness.manifests import Manifest, stale_entries
     from conform.reports import build_summary
 
     run = load_run(args.dir)
@@ -129,7 +125,7 @@ def cmd_gate(args) -> int:
               f"{list(manifest.files) if manifest else 'none'}", file=sys.stderr)
     # build_summary recomputes counts, pass rates and by_op; the rest of summary.json is kept
     summary = build_summary(records, run.summary, run.summary["conform_version"])
-    warn_stale(manifest, records)
+    warn_stale(stale_entries(manifest, records) if manifest else [])
     rate = summary["pass_rate"]
     print(f"{args.dir}: {summary['cases']} cases, pass rate "
           f"{'n/a' if rate is None else f'{100 * rate:.2f}%'}")

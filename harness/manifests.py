@@ -266,8 +266,11 @@ def stale_entries(manifest: Manifest, records) -> list[Entry]:
             and any(e.in_scope(op, dtype) for op, dtype in seen)]
 
 
-def manifest_summary(manifest: Manifest, records) -> dict:
-    """The ``manifest`` section of summary.json: files, entry count, stale entries, xpass ids."""
+def manifest_summary(manifest: Manifest, records, stale: list | None = None) -> dict:
+    """The ``manifest`` section of summary.json: files, entry count, stale entries (``stale``
+    if already found, else :func:`stale_entries`), xpass ids."""
+    if stale is None:
+        stale = stale_entries(manifest, records)
     return {"files": list(manifest.files), "entries": len(manifest.entries),
-            "stale": [e.as_json() for e in stale_entries(manifest, records)],
+            "stale": [e.as_json() for e in stale],
             "xpass": [r["id"] for r in records if r["verdict"] == "xpass"]}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from operator import add
 
 from conform.harness.compare import RATIO_BINS
 
@@ -56,6 +57,10 @@ def _case_order(case_id: str) -> tuple:
     return (head, 0, int(tail), "") if tail.isdigit() else (head, 1, 0, tail)
 
 
+# What a Tally keeps per cell to find its worst case, left out of summary.json.
+_UNREPORTED = {"worst_ratio": -1.0, "worst_order": ()}
+
+
 class Tally:
     """The figures of summary.json, gathered one record at a time (a run adds each record as it
     arrives, so that the summary is ready when the last case is)."""
@@ -72,21 +77,22 @@ class Tally:
             cell = self.cells[(r["op"], r["dtype"])] = {
                 "cases": 0, "counts": Counter(), "elements": 0, "worst_error": None,
                 "bound": None, "unit": None, "model": None, "worst_case": None,
-                "worst_ratio": -1.0, "histogram": [0] * (len(RATIO_BINS) - 1)}
+                "histogram": [0] * (len(RATIO_BINS) - 1), **_UNREPORTED}
         cell["cases"] += 1
         cell["counts"][verdict] += 1
         if "checked" in r and verdict not in EXCUSED:
             cell["elements"] += r["checked"]
-            histogram = cell["histogram"]
-            for i, count in enumerate(r.get("histogram", ())):
-                histogram[i] += count
+            if r.get("histogram"):   # [] where no element was judged, else one count per bin
+                cell["histogram"] = [*map(add, cell["histogram"], r["histogram"])]
             cell["unit"], cell["model"] = r["unit"], r["model"]
             ratio = case_ratio(r)
-            if ratio is not None and (ratio > cell["worst_ratio"] or (
-                    ratio == cell["worst_ratio"] and _case_order(r["id"]) < _case_order(cell["worst_case"]))):
-                # among equally bad cases the first in suite order: the same whatever order
-                # the workers finished in
-                cell.update(worst_ratio=ratio, worst_error=_as_float(r["max_error"]),
+            if ratio is None or not ratio >= cell["worst_ratio"]:   # (NaN is never the worst)
+                return
+            # among equally bad cases the first in suite order: the same whatever order the
+            # workers finished in
+            order = _case_order(r["id"])
+            if ratio > cell["worst_ratio"] or order < cell["worst_order"]:
+                cell.update(worst_ratio=ratio, worst_order=order, worst_error=_as_float(r["max_error"]),
                             bound=_as_float(r["bound"]), worst_case=r["id"])
 
     def summary(self, meta: dict, conform_version: str) -> dict:
@@ -94,7 +100,7 @@ class Tally:
         by_op: dict = defaultdict(dict)
         for (op, dtype), cell in sorted(self.cells.items()):
             counts = {v: cell["counts"].get(v, 0) for v in VERDICTS}
-            by_op[op][dtype] = {**{k: v for k, v in cell.items() if k != "worst_ratio"},
+            by_op[op][dtype] = {**{k: v for k, v in cell.items() if k not in _UNREPORTED},
                                 "counts": counts, "histogram": list(cell["histogram"]),
                                 "pass_rate": pass_rate(counts)}
         total = {v: self.counts.get(v, 0) for v in VERDICTS}

@@ -118,3 +118,14 @@ def test_a_result_line_is_strict_json_with_non_finite_floats_as_strings(record, 
     assert "NaN" not in line and "Infinity" not in line
     assert json.loads(line) == expected
     assert json.loads(dumps({"x": np.float64(0.5)})) == {"x": 0.5}
+
+
+def test_summary_cell_sums_histograms_and_names_the_first_worst_case_in_any_arrival_order(record):
+    records = [record("add", "float32", "pass", 10, error=0.25), record("add", "float32", "pass", 9, error=0.25),
+               record("add", "float32", "fail", 2, error=float("nan")), record("add", "float32", "pass", 3),
+               record("add", "float32", "fail", 4, histogram=[], max_error=None, checked=0)]
+    for order in (records, records[::-1]):
+        cell = build_summary(order, {"backend": "synthetic"}, "0")["by_op"]["add"]["float32"]
+        # NaN (a special value) is never the worst ratio; 9 precedes 10 in suite order
+        assert (cell["worst_case"], cell["worst_error"], cell["bound"]) == ("add.float32.9", 0.25, 0.5)
+        assert cell["histogram"] == [12, 0, 0, 0, 4, 0, 0, 0, 0, 0] and "worst_order" not in cell
