@@ -43,7 +43,7 @@ class Outcome:
     traceback: str = ""
     seconds: float = 0.0
     record: dict | None = None     # the judged result record, when the worker judges (see WorkerPool)
-    line: str | None = None        # ``record`` as its results.jsonl line
+    line: bytes | None = None      # ``record`` as its results.jsonl line (UTF-8, no newline)
 
 
 #: A worker replies after this many cases, or after REPLY_INTERVAL seconds, whichever comes first.
@@ -96,7 +96,7 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
     A batch holds cases, or indices into the inherited cases of a forked worker."""
     from conform.harness.judge import result_records
     from conform.harness.registry import load_backend_class
-    from conform.reports import dumps
+    from conform.reports import encode
     from conform.spec import load_specs
 
     reuse_freed_memory()
@@ -142,7 +142,7 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
             if manifest is not None:
                 records[i] = manifest.apply(record)
         return _pack_judged([outcome.kind for _, outcome in done],
-                            [dumps(record) for record in records])
+                            [encode(record) for record in records])
 
     inbox = _inbox(conn)
     while True:
@@ -398,6 +398,12 @@ class WorkerPool:
 
     def run(self, cases: Iterable) -> Iterator[tuple[object, Outcome]]:
         """Yield ``(case, outcome)`` for every case, in completion order."""
+        for done in self.run_batches(cases):
+            yield from done
+
+    def run_batches(self, cases: Iterable) -> Iterator[list[tuple[object, Outcome]]]:
+        """:meth:`run`, a list of ``(case, outcome)`` pairs at a time (a worker's reply, or
+        one crashed or timed-out case)."""
         queue = _LazyQueue(cases)
         while queue or any(w.pending for w in self._pool):
             for index, worker in enumerate(list(self._pool)):
@@ -436,12 +442,16 @@ class WorkerPool:
                     while worker.pending and worker.conn.poll():
                         replies = _unpack(worker.conn.recv())
                         worker.last_reply = time.monotonic()
-                        for outcome in replies:
-                            worker.completed += 1
-                            worker.batches[0] -= 1
+                        worker.completed += len(replies)
+                        left = len(replies)
+                        while left:
+                            taken = min(left, worker.batches[0])
+                            worker.batches[0] -= taken
+                            left -= taken
                             if not worker.batches[0]:
                                 worker.batches.popleft()
-                            yield worker.pending.popleft(), outcome
+                        pending = worker.pending
+                        yield [(pending.popleft(), outcome) for outcome in replies]
                     if worker.pending and not worker.process.is_alive():
                         raise EOFError
                 except (EOFError, ConnectionResetError, OSError):
@@ -449,12 +459,12 @@ class WorkerPool:
                     culprit = worker.running()
                     case, message = worker.pending[culprit], _death_message(worker.process.exitcode)
                     queue.extendleft(reversed(self._replace(index, kill=True, culprit=culprit)))
-                    yield case, Outcome("crash", message=message)
+                    yield [(case, Outcome("crash", message=message))]
             elif time.monotonic() - worker.last_reply >= self.timeout:
                 culprit = worker.running()
                 case = worker.pending[culprit]
                 queue.extendleft(reversed(self._replace(index, kill=True, culprit=culprit)))
-                yield case, Outcome("timeout", message=f"no result within {self.timeout:g} s")
+                yield [(case, Outcome("timeout", message=f"no result within {self.timeout:g} s"))]
 
 
 def _first_message(worker: _Worker):

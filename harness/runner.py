@@ -12,7 +12,7 @@ from pathlib import Path
 from conform.generators import dtype_labels, exhaustive_cases, generate_cases
 from conform.harness.isolation import WorkerPool
 from conform.harness.judge import result_record
-from conform.reports import ResultWriter
+from conform.reports import ResultWriter, encode
 
 
 @dataclass
@@ -156,20 +156,23 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool, tally) -> tuple[d
             writer.write(record)
             if tally is not None:
                 tally.add(record)
-        for case, outcome in pool.run(cases):
-            record = outcome.record
-            if record is None:   # a crash or timeout, judged here (workers judge the rest)
-                record = result_record(specs[case.op], case, outcome, config.backend, policy)
-                if config.manifest is not None:
-                    record = config.manifest.apply(record)
-                writer.write(record)
-            else:
-                writer.write_line(outcome.line)
-            records.append(record)
-            if tally is not None:
-                tally.add(record)
-            if meter:
-                meter.update(record["verdict"])
+        for done in pool.run_batches(cases):
+            lines = []
+            for case, outcome in done:
+                record = outcome.record
+                if record is None:   # a crash or timeout, judged here (workers judge the rest)
+                    record = result_record(specs[case.op], case, outcome, config.backend, policy)
+                    if config.manifest is not None:
+                        record = config.manifest.apply(record)
+                    lines.append(encode(record))
+                else:
+                    lines.append(outcome.line)
+                records.append(record)
+                if tally is not None:
+                    tally.add(record)
+                if meter:
+                    meter.update(record["verdict"])
+            writer.write_lines(lines)
         info, restarts, recycled = pool.info, pool.restarts, pool.recycled
     stats = pool.stats
     meta = {

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from conform.reports._html import render_html
-from conform.reports._jsonl import ResultWriter, dumps, read_results, to_json_safe
+from conform.reports._jsonl import ResultWriter, dumps, encode, read_results, to_json_safe
 from conform.reports._junit import write_junit
 from conform.reports._markdown import render_markdown
 from conform.reports._summary import Tally, build_summary, pass_rate
@@ -33,5 +33,5 @@ def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list
     return summary
 
 
-__all__ = ["OUTPUT_FILES", "ResultWriter", "Tally", "build_summary", "dumps", "pass_rate", "read_results",
+__all__ = ["OUTPUT_FILES", "ResultWriter", "Tally", "build_summary", "dumps", "encode", "pass_rate", "read_results",
            "render_html", "render_markdown", "to_json_safe", "write_junit", "write_reports"]

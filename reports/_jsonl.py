@@ -20,43 +20,62 @@ def to_json_safe(value):
     return value
 
 
+def _nones(value) -> int:
+    """How many None values ``value`` holds, at any depth."""
+    if value is None:
+        return 1
+    if isinstance(value, dict):
+        return sum(map(_nones, value.values()))
+    if isinstance(value, list | tuple):
+        return sum(map(_nones, value))
+    return 0
+
+
 def dumps(value) -> str:
     """Strict JSON; non-finite floats become the strings 'nan', 'inf', '-inf' (records from
     the judge already hold them so). A record is encoded by orjson, 5x faster than json."""
+    return encode(value).decode()
+
+
+def encode(value) -> bytes:
+    """:func:`dumps` as UTF-8 bytes (a results.jsonl line without its newline)."""
     if type(value) is dict:
         try:
             line = orjson.dumps(value)
             # orjson writes NaN and infinities as null, silently: the line is exact when each
-            # null in it is one of the record's top-level None values (a nested None, a NaN or
-            # "null" in a string all add one: then the record is made safe first)
-            if line.count(b"null") != [*value.values()].count(None):
+            # null in it is one of the record's None values (a NaN or "null" in a string add
+            # one: then the record is made safe first). Most records hold None only at the top.
+            nulls = line.count(b"null")
+            if nulls != [*value.values()].count(None) and nulls != _nones(value):
                 line = orjson.dumps(to_json_safe(value))
-            return line.decode()
+            return line
         except TypeError:   # e.g. a NumPy scalar, or an integer beyond 64 bits
             pass
     try:
-        return json.dumps(value, allow_nan=False, ensure_ascii=False)
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except ValueError:
-        return json.dumps(to_json_safe(value), allow_nan=False, ensure_ascii=False)
+        text = json.dumps(to_json_safe(value), allow_nan=False, ensure_ascii=False)
+    return text.encode()
 
 
 class ResultWriter:
-    """Appends result records to a JSONL file, flushing each line."""
+    """Appends result records to a JSONL file (UTF-8) as the run produces them."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self._file = None
 
     def __enter__(self):
-        self._file = self.path.open("w", encoding="utf-8")
+        self._file = self.path.open("wb")
         return self
 
     def write(self, record: dict) -> None:
-        self._file.write(dumps(record) + "\n")
+        self._file.write(encode(record) + b"\n")
 
-    def write_line(self, line: str) -> None:
-        """Write a record already encoded with :func:`dumps` (workers encode their own)."""
-        self._file.write(line + "\n")
+    def write_lines(self, lines: list[bytes]) -> None:
+        """Write records already encoded with :func:`encode` (workers encode their own)."""
+        if lines:
+            self._file.write(b"\n".join(lines) + b"\n")
 
     def __exit__(self, *exc):
         self._file.close()

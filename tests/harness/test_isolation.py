@@ -175,13 +175,13 @@ def test_a_judged_reply_gives_the_parent_each_record_as_its_line_reads():
     import pickle
 
     from conform.harness.isolation import _pack_judged, _unpack
-    from conform.reports import dumps
+    from conform.reports import encode
 
     records = [{"id": "a", "verdict": "pass", "max_error": 0.1, "seconds": 1.5e-05,
                 "worst": None, "shapes": [[2, 3]], "attrs": {"axes": [0]}},
                {"id": "b", "verdict": "fail", "max_error": "inf", "message": "é \" \n",
                 "worst": {"index": [1], "inputs": [None, True, -0.0, 2**53 + 1]}}]
-    lines = [dumps(r) for r in records]
+    lines = [encode(r) for r in records]
     first, second = _unpack(pickle.loads(pickle.dumps(_pack_judged(["ok", "ok"], lines))))
     assert (first.record, first.line) == (records[0], lines[0])
     assert (second.record, second.line) == (records[1], lines[1])

@@ -108,6 +108,10 @@ def test_summary_md_stays_short_with_many_failing_cells(record):
     ({"worst": {"inputs": [None, -float("inf")]}, "attrs": {"alpha": float("nan")}},
      {"worst": {"inputs": [None, "-inf"]}, "attrs": {"alpha": "nan"}}),
     ({"seed": 2**70, "ratio": 0.1, "shape": (2, 3)}, {"seed": 2**70, "ratio": 0.1, "shape": [2, 3]}),
+    ({"worst": {"inputs": [None, 2.5], "index": [0]}, "plan": None},
+     {"worst": {"inputs": [None, 2.5], "index": [0]}, "plan": None}),
+    ({"worst": {"inputs": [None, float("nan")]}, "message": None},
+     {"worst": {"inputs": [None, "nan"]}, "message": None}),
 ])
 def test_a_result_line_is_strict_json_with_non_finite_floats_as_strings(record, expected):
     import numpy as np
