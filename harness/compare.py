@@ -195,15 +195,15 @@ def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee"
     unit = "mismatch" if model.get("exact") else "abs" if "abs_rel" in model else "ulp"
     judgements: list = [None] * len(items)
     together: dict = {}   # outputs that can be concatenated: same dtypes, same references
+    wanted = np_dtype(out_dtype)
     for i, (actual, expected, impl_mask, accumulation, flushed) in enumerate(items):
         actual, expected = np.asarray(actual), np.asarray(expected)
-        if actual.shape != expected.shape or actual.dtype != np_dtype(out_dtype):
+        if actual.shape != expected.shape or actual.dtype != wanted:
             judgements[i] = Judgement("fail", name, unit, checked=expected.size,
                                       mismatched=expected.size, max_error=float("inf"), reason=(
                                           f"output is {actual.dtype}{list(actual.shape)}, expected "
                                           f"{out_dtype}{list(expected.shape)}"))
             continue
-        impl_mask = np.zeros(expected.shape, bool) if impl_mask is None else impl_mask
         flushed = flushed if subnormals == "ftz" else None
         if expected.size == 0:
             judgements[i] = _empty(model, name, unit, impl_mask)
@@ -218,9 +218,9 @@ def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee"
 
 
 def _empty(model, name, unit, impl_mask) -> Judgement:
-    if model.get("exact") and not impl_mask.any():
+    if model.get("exact") and (impl_mask is None or not impl_mask.any()):
         return Judgement("pass", name, unit, histogram=[0] * (len(RATIO_BINS) - 1))
-    return Judgement("pass", name, unit, impl_defined=int(impl_mask.sum()))
+    return Judgement("pass", name, unit, impl_defined=0 if impl_mask is None else int(impl_mask.sum()))
 
 
 def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[Judgement]:
@@ -232,7 +232,11 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
     segment = None if single else np.repeat(np.arange(len(group)), sizes)
     actual = _join([g[1] for g in group])
     expected = _join([g[2] for g in group])
-    impl = _join([np.asarray(g[3], bool) for g in group])
+    if all(g[3] is None for g in group):   # None: no implementation-defined element
+        impl = np.zeros(int(sizes.sum()), bool)
+    else:
+        impl = _join([np.zeros(g[2].shape, bool) if g[3] is None else np.asarray(g[3], bool)
+                      for g in group])
     accumulation = _joined([g[4] for g in group], sizes)
     references = [(expected, accumulation)]
     if group[0][5] is not None:

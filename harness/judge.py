@@ -48,10 +48,9 @@ def flushed_expectation(spec, case):
 
 
 def expectation(spec, case):
-    """The oracle's result, the error model, the implementation-defined mask and the accumulation
-    figures ``(S, n)`` for ``case``: from the case's stored :class:`Expectation` when it has one."""
-    answer = case.expectation if case.expectation is not None else expect(spec, case)
-    return answer.expected, spec.model_for(case.out_dtype), answer.impl_defined(), answer.accumulation
+    """The oracle's answer for ``case`` (an :class:`~conform.oracles.expectations.Expectation`):
+    the one stored with the case when it has one."""
+    return case.expectation if case.expectation is not None else expect(spec, case)
 
 
 def judge_outputs(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
@@ -70,10 +69,11 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
             judgements[i] = Judgement("fail", "n/a", "n/a",
                                       reason=f"backend returned {len(outputs)} outputs, expected 1")
             continue
-        expected, model, impl, accumulation = expectation(spec, case)
+        answer, model = expectation(spec, case), spec.model_for(case.out_dtype)
         flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
         groups.setdefault((spec.op, case.out_dtype, id(model)), (model, []))[1].append(
-            (i, (np.asarray(outputs[0]), expected, impl, accumulation, flushed)))
+            (i, (np.asarray(outputs[0]), answer.expected, answer.impl_mask, answer.accumulation,
+                 flushed)))
     for (_, out_dtype, _), (model, members) in groups.items():
         judged = compare_many([item for _, item in members], out_dtype=out_dtype, model=model,
                               subnormals=subnormals)
@@ -141,7 +141,7 @@ def result_records(triples, backend: str, subnormals: str = "ieee") -> list[dict
         record = case_record(case)
         record["seconds"] = round(outcome.seconds, 6)
         records.append(record)
-        if outcome.kind == "error" and expectation(spec, case)[2].any():
+        if outcome.kind == "error" and expectation(spec, case).impl_defined().any():
             # The standard leaves these elements' values open; raising instead of producing a
             # value is recorded as the implementation's choice, not judged.
             record.update(verdict="impl_defined", message=f"raised on implementation-defined "

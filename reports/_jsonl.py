@@ -20,15 +20,18 @@ def to_json_safe(value):
     return value
 
 
-def _nones(value) -> int:
-    """How many None values ``value`` holds, at any depth."""
-    if value is None:
-        return 1
-    if isinstance(value, dict):
-        return sum(map(_nones, value.values()))
-    if isinstance(value, list | tuple):
-        return sum(map(_nones, value))
-    return 0
+def _nested_nones(record: dict) -> int:
+    """How many None values ``record``'s dict values and their lists hold (a result record's
+    ``worst.inputs`` has one per input not aligned with the output)."""
+    count = 0
+    for value in record.values():
+        if type(value) is dict:
+            for item in value.values():
+                if item is None:
+                    count += 1
+                elif type(item) is list:
+                    count += item.count(None)
+    return count
 
 
 def dumps(value) -> str:
@@ -42,11 +45,13 @@ def encode(value) -> bytes:
     if type(value) is dict:
         try:
             line = orjson.dumps(value)
-            # orjson writes NaN and infinities as null, silently: the line is exact when each
-            # null in it is one of the record's None values (a NaN or "null" in a string add
-            # one: then the record is made safe first). Most records hold None only at the top.
+            # orjson writes NaN and infinities as null, silently. Each null in the line is a
+            # None, a NaN or infinity, or "null" in a string, so if there are no more nulls
+            # than None values counted (some of them, where they usually are), there is no
+            # NaN or infinity; else the record is made safe first.
             nulls = line.count(b"null")
-            if nulls != [*value.values()].count(None) and nulls != _nones(value):
+            top = [*value.values()].count(None)
+            if nulls != top and nulls != top + _nested_nones(value):
                 line = orjson.dumps(to_json_safe(value))
             return line
         except TypeError:   # e.g. a NumPy scalar, or an integer beyond 64 bits

@@ -63,8 +63,12 @@ class OpSpec:
             if cls == "float":
                 raise SpecError(self.path, None, "error_model",
                                 f"no error model for dtype={dtype} (add 'float' or '{dtype}')")
-            return {"exact": True, "why": "integer and boolean results are exact"}
+            return _EXACT_BY_DEFAULT
         return model
+
+
+# One shared dict: the judge groups cases by their model's identity (see judge_many).
+_EXACT_BY_DEFAULT = {"exact": True, "why": "integer and boolean results are exact"}
 
 
 def dtype_class(dtype: str) -> str:
