@@ -3,7 +3,7 @@ needs. It depends on the case alone (never on a backend), so it is computed once
 the case is generated, and kept with it in the corpus."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -11,9 +11,9 @@ from conform.oracles._registry import accumulation_length, evaluate
 from conform.oracles.regions import RegionContext, region_mask
 
 
-@dataclass(frozen=True)
-class Expectation:
-    """The oracle's answer for one case."""
+class Expectation(NamedTuple):
+    """The oracle's answer for one case. (A named tuple: a run loads one per case from the
+    corpus, and it is made in half the time of a frozen dataclass.)"""
 
     expected: np.ndarray              # the float64 (or int64, bool) reference output
     impl_mask: np.ndarray | None      # elements the standard leaves open (None: no such element)

@@ -186,6 +186,9 @@ def test_a_corpus_file_gives_back_the_cases_it_was_written_from(tmp_path):
         case(1, [np.zeros((0, 3), np.float32), np.full((), 7, np.float32)],
              Expectation(np.zeros((0, 3)), np.zeros((0, 3), bool), (np.ones((0, 3)), 7))),
         case(2, [np.arange(7, dtype=np.int8)[::2], np.arange(6.0).reshape(2, 3).T], None),
+        # arrays of one dtype and shape share a block: each still starts 16-byte aligned
+        *(case(3 + k, [np.arange(3, dtype=np.float32) + k, np.full((), k, np.float32)],
+               Expectation(np.arange(3.0) * k, None, None)) for k in range(3)),
     ]
     _write(tmp_path / "corpus", cases)
     loaded = _read(tmp_path / "corpus")
