@@ -326,8 +326,11 @@ class WorkerPool:
         return self
 
     def __exit__(self, *exc):
+        for worker in self._pool:   # all are asked first, so that they shut down in parallel
+            if worker.ready:
+                self._ask_to_stop(worker)
         for worker in self._pool:
-            self._stop(worker, kill=not worker.ready)
+            self._stop(worker, kill=not worker.ready, asked=True)
 
     def _start(self) -> _Worker:
         """Start a worker; it says hello (or why it could not load) once its backend is loaded."""
@@ -355,16 +358,26 @@ class WorkerPool:
             raise BackendLoadError(f"backend {self.backend!r} failed to load:\n{payload}")
         self.info, worker.ready = payload, True
 
-    def _stop(self, worker: _Worker, kill: bool = False) -> None:
+    @staticmethod
+    def _ask_to_stop(worker: _Worker) -> None:
+        try:
+            worker.conn.send(None)
+        except (BrokenPipeError, OSError):
+            pass
+
+    def _stop(self, worker: _Worker, kill: bool = False, asked: bool = False) -> None:
         if kill:
             worker.process.kill()
         else:
+            if not asked:
+                self._ask_to_stop(worker)
             try:
-                worker.conn.send(None)
-                if worker.conn.poll(10):
-                    kind, payload = worker.conn.recv()
-                    for key, value in (payload if kind == "stats" else {}).items():
-                        self.stats[key] = self.stats.get(key, 0) + value
+                while worker.conn.poll(10):   # replies still owed (a run cut short), then stats
+                    message = worker.conn.recv()
+                    if isinstance(message, tuple) and message[0] == "stats":
+                        for key, value in message[1].items():
+                            self.stats[key] = self.stats.get(key, 0) + value
+                        break
             except (BrokenPipeError, OSError, EOFError):
                 pass
         worker.process.join(5)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import datetime
 import fnmatch
 import importlib.resources
+import itertools
+import operator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,21 +139,19 @@ class Manifest:
         from conform.harness.judge import case_record
 
         run, skipped = [], []
-        skips: dict = {}   # per op x dtype: does any entry in scope skip?
-        for case in cases:
-            key = (case.op, case.dtype)
-            if key not in skips:
-                skips[key] = any(e.kind == "skip" for e in self._in_scope(*key))
-            if not skips[key]:
-                run.append(case)
+        # a suite comes op x dtype by op x dtype, and most have no skip entry in scope
+        for (op, dtype), group in itertools.groupby(cases, operator.attrgetter("op", "dtype")):
+            if not any(e.kind == "skip" for e in self._in_scope(op, dtype)):
+                run.extend(group)
                 continue
-            entry = self.find(case.op, case.dtype, case.id)
-            if entry is None or entry.kind != "skip":
-                run.append(case)
-                continue
-            skipped.append({**case_record(case), "seconds": 0.0, "verdict": "skip",
-                            "manifest": entry.as_json(),
-                            "message": f"skipped by manifest {entry.where}: {entry.reason}"})
+            for case in group:
+                entry = self.find(op, dtype, case.id)
+                if entry is None or entry.kind != "skip":
+                    run.append(case)
+                    continue
+                skipped.append({**case_record(case), "seconds": 0.0, "verdict": "skip",
+                                "manifest": entry.as_json(),
+                                "message": f"skipped by manifest {entry.where}: {entry.reason}"})
         return run, skipped
 
     def apply(self, record: dict) -> dict:
@@ -199,11 +199,21 @@ def _parse_expiry(value, path: Path, line: int, index: int) -> datetime.date | N
 
 def load_manifest(path: Path | str, backend: str | None = None) -> Manifest:
     """Load and validate one manifest file; ``backend`` must match its ``backend`` field, if any.
+    The parsed manifest is cached (see :func:`conform.spec._cache.cached_loads`).
 
     >>> load_manifest("manifests/onnxruntime.yaml", "onnxruntime").entries[0].kind  # doctest: +SKIP
     'waiver'
     """
+    from conform.spec._cache import cached_loads
+
     path = Path(path)
+    if not path.is_file():
+        return _parse_manifest(path, backend)   # the loader's own error
+    return cached_loads([path], lambda p: _parse_manifest(p, backend), kind="manifests",
+                        sources=(Path(__file__),), context=f"backend={backend}")[0]
+
+
+def _parse_manifest(path: Path, backend: str | None) -> Manifest:
     try:
         data, root = _read_mapping(path, "a manifest", ManifestError)
     except OSError as exc:

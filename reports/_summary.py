@@ -1,6 +1,7 @@
 """summary.json: totals, pass rate and per-op x dtype figures, computed from results.jsonl."""
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from operator import add
 
@@ -66,44 +67,53 @@ class Tally:
     arrives, so that the summary is ready when the last case is)."""
 
     def __init__(self):
-        self.counts: Counter = Counter()
         self.cells: dict = {}    # (op, dtype) -> figures
 
     def add(self, r: dict) -> None:
         verdict = r["verdict"]
-        self.counts[verdict] += 1
-        cell = self.cells.get((r["op"], r["dtype"]))
+        key = (r["op"], r["dtype"])
+        cell = self.cells.get(key)
         if cell is None:
-            cell = self.cells[(r["op"], r["dtype"])] = {
-                "cases": 0, "counts": Counter(), "elements": 0, "worst_error": None,
+            cell = self.cells[key] = {
+                "cases": 0, "counts": {}, "elements": 0, "worst_error": None,
                 "bound": None, "unit": None, "model": None, "worst_case": None,
                 "histogram": [0] * (len(RATIO_BINS) - 1), **_UNREPORTED}
         cell["cases"] += 1
-        cell["counts"][verdict] += 1
-        if "checked" in r and verdict not in EXCUSED:
-            cell["elements"] += r["checked"]
-            if r.get("histogram"):   # [] where no element was judged, else one count per bin
-                cell["histogram"] = [*map(add, cell["histogram"], r["histogram"])]
-            cell["unit"], cell["model"] = r["unit"], r["model"]
-            ratio = case_ratio(r)
-            if ratio is None or not ratio >= cell["worst_ratio"]:   # (NaN is never the worst)
-                return
-            # among equally bad cases the first in suite order: the same whatever order the
-            # workers finished in
-            order = _case_order(r["id"])
-            if ratio > cell["worst_ratio"] or order < cell["worst_order"]:
-                cell.update(worst_ratio=ratio, worst_order=order, worst_error=_as_float(r["max_error"]),
-                            bound=_as_float(r["bound"]), worst_case=r["id"])
+        counts = cell["counts"]
+        counts[verdict] = counts.get(verdict, 0) + 1
+        if "checked" not in r or verdict in EXCUSED:
+            return
+        cell["elements"] += r["checked"]
+        histogram = r.get("histogram")
+        if histogram:   # [] where no element was judged, else one count per bin
+            cell["histogram"] = [*map(add, cell["histogram"], histogram)]
+        cell["unit"], cell["model"] = r["unit"], r["model"]
+        error = r.get("max_error")
+        if error is None:   # (as case_ratio, inlined: a run adds every record)
+            return
+        error, bound = _as_float(error), _as_float(r["bound"])
+        ratio = error / bound if bound else (0.0 if error == 0 else math.inf)
+        worst = cell["worst_ratio"]
+        if not ratio >= worst:   # (NaN is never the worst)
+            return
+        # among equally bad cases the first in suite order: the same whatever order the
+        # workers finished in
+        order = _case_order(r["id"])
+        if ratio > worst or order < cell["worst_order"]:
+            cell.update(worst_ratio=ratio, worst_order=order, worst_error=error, bound=bound,
+                        worst_case=r["id"])
 
     def summary(self, meta: dict, conform_version: str) -> dict:
         """The summary.json document (see DESIGN.md's CLI contract)."""
         by_op: dict = defaultdict(dict)
+        total: Counter = Counter()
         for (op, dtype), cell in sorted(self.cells.items()):
             counts = {v: cell["counts"].get(v, 0) for v in VERDICTS}
+            total.update(cell["counts"])
             by_op[op][dtype] = {**{k: v for k, v in cell.items() if k not in _UNREPORTED},
                                 "counts": counts, "histogram": list(cell["histogram"]),
                                 "pass_rate": pass_rate(counts)}
-        total = {v: self.counts.get(v, 0) for v in VERDICTS}
+        total = {v: total.get(v, 0) for v in VERDICTS}
         return {
             **meta,
             "conform_version": conform_version,

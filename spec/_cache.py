@@ -1,5 +1,6 @@
-"""conform's persistent cache directory, and the parsed built-in specs kept there: reading and
-validating 80 YAML files (two YAML passes and a JSON Schema walk each) costs every run ~0.4 s."""
+"""conform's persistent cache directory, and the parsed specs and manifests kept there: reading
+and validating 80 YAML files (two YAML passes and a JSON Schema walk each) costs every run
+~0.4 s, and validating a manifest costs importing jsonschema (~0.08 s)."""
 from __future__ import annotations
 
 import functools
@@ -27,14 +28,17 @@ def _loader_fingerprint() -> bytes:
     return digest.digest()
 
 
-def cached_specs(paths: list[Path], load) -> list:
-    """``[load(path) for path in paths]``, kept on disk under a hash of the files' paths and
-    contents. Only a list that loaded without error is kept, so a broken spec is always
-    reported by the loader itself."""
-    digest = hashlib.sha256(_loader_fingerprint())
-    for path in paths:
-        digest.update(f"{path}\0".encode() + hashlib.sha256(path.read_bytes()).digest())
-    entry = cache_dir() / "specs" / f"{digest.hexdigest()[:32]}.pkl"
+def cached_loads(paths: list[Path], load, *, kind: str = "specs", sources: tuple = (),
+                 context: str = "") -> list:
+    """``[load(path) for path in paths]``, kept on disk (in the cache directory's ``kind``
+    folder) under a hash of the files' paths and contents, of the spec loader's and of
+    ``sources`` (the other modules ``load`` depends on) and of ``context`` (anything else the
+    result depends on). Only a list that loaded without error is kept, so a broken file is
+    always reported by the loader itself."""
+    digest = hashlib.sha256(_loader_fingerprint() + context.encode())
+    for path in (*sources, *paths):
+        digest.update(f"{path}\0".encode() + hashlib.sha256(Path(path).read_bytes()).digest())
+    entry = cache_dir() / kind / f"{digest.hexdigest()[:32]}.pkl"
     try:
         return pickle.loads(entry.read_bytes())
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, TypeError):

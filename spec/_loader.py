@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from conform.spec._cache import cached_specs
+from conform.spec._cache import cached_loads
 from conform.spec._schema import SCHEMA
 
 BUILTIN_DIR = Path(__file__).parent / "ops"
@@ -180,5 +180,5 @@ def load_spec(path: Path | str) -> OpSpec:
 def load_specs(directory: Path | str | None = None) -> dict[str, OpSpec]:
     """All specs in ``directory`` (default: the built-in suite), keyed by op name, sorted."""
     directory = Path(directory) if directory else BUILTIN_DIR
-    specs = cached_specs(sorted(directory.glob("*.yaml")), load_spec)
+    specs = cached_loads(sorted(directory.glob("*.yaml")), load_spec)
     return {s.op: s for s in specs}

@@ -81,6 +81,17 @@ def test_a_malformed_manifest_names_file_line_and_field(tmp_path, old, new, line
     assert fragment in message
 
 
+def test_a_cached_manifest_follows_edits_and_the_backend_asked_for(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONFORM_CACHE_DIR", str(tmp_path / "cache"))
+    path = _write(tmp_path, MANIFEST)
+    assert load_manifest(path, "onnxruntime").entries[0].reason == "Where loses the sign of zero"
+    _write(tmp_path, MANIFEST.replace("loses the sign", "drops the sign"))
+    assert load_manifest(path, "onnxruntime").entries[0].reason == "Where drops the sign of zero"
+    assert list((tmp_path / "cache" / "manifests").iterdir())
+    with pytest.raises(ManifestError, match="but the run is for 'jax'"):
+        load_manifest(path, "jax")
+
+
 def test_a_missing_manifest_is_an_error(tmp_path):
     with pytest.raises(ManifestError, match=r"nope.yaml: field <top>: cannot read manifest"):
         load_manifest(tmp_path / "nope.yaml")
