@@ -23,13 +23,14 @@ def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list
     out_dir = Path(out_dir)
     if records is None:
         records = list(read_results(out_dir / "results.jsonl"))
-    summary = (tally.summary(meta, conform_version) if tally is not None
-               else build_summary(records, meta, conform_version))
+    tally = tally or Tally.of(records)
+    summary = tally.summary(meta, conform_version)
     (out_dir / "summary.json").write_text(json.dumps(to_json_safe(summary), indent=2, allow_nan=False),
                                           encoding="utf-8")
     (out_dir / "summary.md").write_text(render_markdown(summary), encoding="utf-8")
-    write_junit(out_dir / "junit.xml", records, summary)
-    (out_dir / "report.html").write_text(render_html(summary, records, run_dir=out_dir), encoding="utf-8")
+    write_junit(out_dir / "junit.xml", records, summary, tally)
+    (out_dir / "report.html").write_text(render_html(summary, records, run_dir=out_dir, tally=tally),
+                                         encoding="utf-8")
     return summary
 
 

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 from conform.reports._html import ENV, fmt, label_key, percent
+from conform.reports._summary import PROBLEMS as BAD
 
 CERTIFICATE_JSON, CERTIFICATE_HTML = "certificate.json", "certificate.html"
-BAD = ("fail", "error", "crash", "timeout")
 LISTED_CASES = 500  # cases other than `pass` listed on the page; all of them are in the JSON
 
 

@@ -9,12 +9,13 @@ import math
 import os
 import re
 import shlex
-from collections import Counter, defaultdict
+from collections import Counter
 from fractions import Fraction
 
 import jinja2
 
-from conform.reports._summary import pass_rate, severity, special_value_failure
+from conform.reports._summary import PROBLEMS as BAD
+from conform.reports._summary import Tally, pass_rate, severity, special_value_failure
 from conform.spec._cache import cache_dir
 
 class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
@@ -37,7 +38,6 @@ ENV = jinja2.Environment(loader=jinja2.PackageLoader("conform.reports", "templat
                          autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
                          trim_blocks=True, lstrip_blocks=True, bytecode_cache=_CompiledTemplates())
 
-BAD = ("fail", "error", "crash", "timeout")
 CORE_VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
 DETAILS_PER_CELL = 5          # failure details rendered per op x dtype; the rest are counted
 MESSAGE_CHARS = 2000          # longer messages are cut (the full text stays in results.jsonl)
@@ -148,16 +148,13 @@ def histogram(counts, bins, width: int = 22, height: int = 44) -> dict | None:
             "width": width * len(counts), "bound_x": limit * width}
 
 
-def problems_by_cell(records, limit: int = DETAILS_PER_CELL) -> dict:
+def problems_by_cell(tally: Tally, limit: int = DETAILS_PER_CELL) -> dict:
     """Per (op, dtype): the ``limit`` worst problem records and a Counter of the verdicts left out."""
-    grouped = defaultdict(list)
-    for r in records:
-        if r["verdict"] in BAD:
-            grouped[(r["op"], r["dtype"])].append(r)
     out = {}
-    for key, bad in grouped.items():
-        bad.sort(key=severity, reverse=True)
-        out[key] = (bad[:limit], Counter(r["verdict"] for r in bad[limit:]))
+    for key, cell in tally.cells.items():
+        if cell["problems"]:
+            bad = sorted(cell["problems"], key=severity, reverse=True)
+            out[key] = (bad[:limit], Counter(r["verdict"] for r in bad[limit:]))
     return out
 
 
@@ -196,10 +193,11 @@ def op_panels(summary: dict) -> list[dict]:
     return panels
 
 
-def render_html(summary: dict, records: list[dict], run_dir=None) -> str:
-    """The report page for one run; ``run_dir`` (as given by the user) goes into repro commands."""
+def render_html(summary: dict, records: list[dict], run_dir=None, tally: Tally | None = None) -> str:
+    """The report page for one run; ``run_dir`` (as given by the user) goes into repro commands.
+    ``tally``, if given, has added every record (and ``records`` is not read again)."""
     columns, rows = matrix(summary)
-    problems = problems_by_cell(records)
+    problems = problems_by_cell(tally or Tally.of(records))
     repro_dir = shlex.quote(str(run_dir)) if run_dir is not None else "DIR"
     return ENV.get_template("report.html.j2").render(
         summary=summary, columns=columns, rows=rows, problems=problems, ops=op_panels(summary),

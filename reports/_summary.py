@@ -58,8 +58,11 @@ def _case_order(case_id: str) -> tuple:
     return (head, 0, int(tail), "") if tail.isdigit() else (head, 1, 0, tail)
 
 
-# What a Tally keeps per cell to find its worst case, left out of summary.json.
-_UNREPORTED = {"worst_ratio": -1.0, "worst_order": ()}
+PROBLEMS = ("fail", "error", "crash", "timeout")   # the verdicts reports list case by case
+
+# What a Tally keeps per cell besides the figures of summary.json: what finds the worst case,
+# and what the other reports need (their problem records, backend seconds, the first record).
+_UNREPORTED = ("worst_ratio", "worst_order", "problems", "seconds", "first")
 
 
 class Tally:
@@ -69,6 +72,14 @@ class Tally:
     def __init__(self):
         self.cells: dict = {}    # (op, dtype) -> figures
 
+    @classmethod
+    def of(cls, records) -> "Tally":
+        """A tally that has added ``records``."""
+        tally = cls()
+        for record in records:
+            tally.add(record)
+        return tally
+
     def add(self, r: dict) -> None:
         verdict = r["verdict"]
         key = (r["op"], r["dtype"])
@@ -77,10 +88,14 @@ class Tally:
             cell = self.cells[key] = {
                 "cases": 0, "counts": {}, "elements": 0, "worst_error": None,
                 "bound": None, "unit": None, "model": None, "worst_case": None,
-                "histogram": [0] * (len(RATIO_BINS) - 1), **_UNREPORTED}
+                "histogram": [0] * (len(RATIO_BINS) - 1),
+                "worst_ratio": -1.0, "worst_order": (), "problems": [], "seconds": 0.0, "first": r}
         cell["cases"] += 1
         counts = cell["counts"]
         counts[verdict] = counts.get(verdict, 0) + 1
+        cell["seconds"] += r.get("seconds", 0.0)
+        if verdict in PROBLEMS:
+            cell["problems"].append(r)
         if "checked" not in r or verdict in EXCUSED:
             return
         cell["elements"] += r["checked"]
@@ -128,7 +143,4 @@ class Tally:
 
 def build_summary(records, meta: dict, conform_version: str) -> dict:
     """Aggregate result records into the summary.json document (see DESIGN.md's CLI contract)."""
-    tally = Tally()
-    for record in records:
-        tally.add(record)
-    return tally.summary(meta, conform_version)
+    return Tally.of(records).summary(meta, conform_version)
