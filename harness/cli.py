@@ -142,9 +142,10 @@ def cmd_run(args) -> int:
         _kept_to_exit(records)
         if profile:
             meta["profile"] = profile.name
-        stale = stale_entries(manifest, records) if manifest else []
+        excerpt = tally.manifest_records()   # all that manifest checks read, not 100k records
+        stale = stale_entries(manifest, excerpt) if manifest else []
         if manifest:
-            meta["manifest"] = manifest_summary(manifest, records, stale)
+            meta["manifest"] = manifest_summary(manifest, excerpt, stale)
         summary = write_reports(out, meta, conform.__version__, records, tally=tally)
         _print_table(summary)
         print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")

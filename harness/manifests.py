@@ -283,4 +283,4 @@ def manifest_summary(manifest: Manifest, records, stale: list | None = None) -> 
         stale = stale_entries(manifest, records)
     return {"files": list(manifest.files), "entries": len(manifest.entries),
             "stale": [e.as_json() for e in stale],
-            "xpass": [r["id"] for r in records if r["verdict"] == "xpass"]}
+            "xpass": sorted(r["id"] for r in records if r["verdict"] == "xpass")}

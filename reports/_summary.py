@@ -62,7 +62,7 @@ PROBLEMS = ("fail", "error", "crash", "timeout")   # the verdicts reports list c
 
 # What a Tally keeps per cell besides the figures of summary.json: what finds the worst case,
 # and what the other reports need (their problem records, backend seconds, the first record).
-_UNREPORTED = ("worst_ratio", "worst_order", "problems", "seconds", "first")
+_UNREPORTED = ("worst_ratio", "worst_order", "problems", "seconds", "first", "tagged")
 
 
 class Tally:
@@ -89,13 +89,16 @@ class Tally:
                 "cases": 0, "counts": {}, "elements": 0, "worst_error": None,
                 "bound": None, "unit": None, "model": None, "worst_case": None,
                 "histogram": [0] * (len(RATIO_BINS) - 1),
-                "worst_ratio": -1.0, "worst_order": (), "problems": [], "seconds": 0.0, "first": r}
+                "worst_ratio": -1.0, "worst_order": (), "problems": [], "seconds": 0.0, "first": r,
+                "tagged": []}
         cell["cases"] += 1
         counts = cell["counts"]
         counts[verdict] = counts.get(verdict, 0) + 1
         cell["seconds"] += r.get("seconds", 0.0)
         if verdict in PROBLEMS:
             cell["problems"].append(r)
+        if "manifest" in r and r is not cell["first"]:
+            cell["tagged"].append(r)
         if "checked" not in r or verdict in EXCUSED:
             return
         cell["elements"] += r["checked"]
@@ -117,6 +120,11 @@ class Tally:
         if ratio > worst or order < cell["worst_order"]:
             cell.update(worst_ratio=ratio, worst_order=order, worst_error=error, bound=bound,
                         worst_case=r["id"])
+
+    def manifest_records(self) -> list[dict]:
+        """What manifest checks (``stale_entries``, ``manifest_summary``) need of the records:
+        one per op x dtype, and every other record a manifest entry matched."""
+        return [r for cell in self.cells.values() for r in (cell["first"], *cell["tagged"])]
 
     def summary(self, meta: dict, conform_version: str) -> dict:
         """The summary.json document (see DESIGN.md's CLI contract)."""

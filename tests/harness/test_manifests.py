@@ -10,7 +10,7 @@ import pytest
 from conform.generators import Case
 from conform.harness.manifests import (Manifest, ManifestError, default_manifest_path, load_manifest,
                                        manifest_summary, resolve_manifest, stale_entries)
-from conform.reports import build_summary, pass_rate
+from conform.reports import Tally, build_summary, pass_rate
 
 MANIFEST = """\
 backend: onnxruntime
@@ -158,6 +158,20 @@ def test_stale_entries_are_in_scope_and_changed_nothing(manifest):
     section = manifest_summary(manifest, records)
     assert [s["entry"] for s in section["stale"]] == [manifest.entries[0].where]
     assert section["entries"] == 4 and section["xpass"] == []
+
+
+def test_manifest_checks_read_the_same_from_a_tallys_excerpt_as_from_every_record(manifest):
+    records = [manifest.apply(r) for r in (
+        *(_record(f"select.float32.{i}", "pass") for i in range(5)),
+        _record("tanh.float32.sweep", "fail"), _record("tanh.float32.2", "pass"),
+        *(_record(f"reduce_sum.int64.{i}", "pass") for i in (3, 1)),
+        *(_record(f"exp.float32.{i}", "pass") for i in range(3)))]
+    excerpt = Tally.of(records).manifest_records()
+    assert len(excerpt) < len(records)
+    assert stale_entries(manifest, excerpt) == stale_entries(manifest, records)
+    section = manifest_summary(manifest, excerpt)
+    assert section == manifest_summary(manifest, records)
+    assert section["xpass"] == ["reduce_sum.int64.1", "reduce_sum.int64.3"]
 
 
 def test_pass_rate_leaves_out_excused_cases_and_counts_xpass_as_passing():
