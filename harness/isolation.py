@@ -241,9 +241,9 @@ class _LazyQueue:
     def __bool__(self) -> bool:
         return bool(self._returned) or self._next is not _END
 
-    def take(self, count: int, max_bytes: int = BATCH_BYTES, inherited=()) -> list:
+    def take(self, count: int, max_bytes: int = BATCH_BYTES) -> list:
         """Up to ``count`` cases, stopping early once the inputs of those that will travel
-        pickled reach ``max_bytes``: a case whose ``id`` is in ``inherited`` goes as an index."""
+        pickled reach ``max_bytes`` (an int is the index of an inherited case)."""
         batch, size = [], 0
         while len(batch) < count and size < max_bytes and (self._returned or self._next is not _END):
             if self._returned:
@@ -251,7 +251,7 @@ class _LazyQueue:
             else:
                 case, self._next = self._next, next(self._source, _END)
             batch.append(case)
-            if id(case) not in inherited:
+            if type(case) is not int:
                 size += sum(getattr(x, "nbytes", 0) for x in getattr(case, "inputs", ()))
         return batch
 
@@ -307,7 +307,6 @@ class WorkerPool:
         self.options = {"spec_dir": spec_dir, "memory_limit_mb": memory_limit_mb, "judge": judge,
                         "subnormals": subnormals, "manifest": manifest, "inherited": forked}
         self._inherit = {"specs": specs, "cases": cases if forked and cases is not None else ()}
-        self._index = {id(case): i for i, case in enumerate(self._inherit["cases"])}
         self._ctx = mp.get_context(self.method)
         self._pool: list[_Worker] = []
         self.info: dict = {}
@@ -401,13 +400,17 @@ class WorkerPool:
         return leftover
 
     def _send(self, worker: _Worker, batch: list) -> None:
-        """Send ``batch``, naming inherited cases by their index. A worker that has just died
+        """Send ``batch`` (inherited cases go as their index). A worker that has just died
         cannot take it: the batch stays pending, and :meth:`_collect` finds the death (the
         case it was running crashed) and sends the rest again."""
         try:
-            worker.conn.send([self._index.get(id(case), case) for case in batch])
+            worker.conn.send(batch)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def _case(self, item):
+        """The case ``item`` stands for in a batch (an int: the index of an inherited case)."""
+        return self._inherit["cases"][item] if type(item) is int else item
 
     def run(self, cases: Iterable) -> Iterator[tuple[object, Outcome]]:
         """Yield ``(case, outcome)`` for every case, in completion order."""
@@ -417,7 +420,9 @@ class WorkerPool:
     def run_batches(self, cases: Iterable) -> Iterator[list[tuple[object, Outcome]]]:
         """:meth:`run`, a list of ``(case, outcome)`` pairs at a time (a worker's reply, or
         one crashed or timed-out case)."""
-        queue = _LazyQueue(cases)
+        inherited = self._inherit["cases"]
+        # the cases workers inherited travel, and wait in queues, as their indices
+        queue = _LazyQueue(range(len(inherited)) if inherited and cases is inherited else cases)
         while queue or any(w.pending for w in self._pool):
             for index, worker in enumerate(list(self._pool)):
                 if not worker.ready:
@@ -429,7 +434,7 @@ class WorkerPool:
                 # two batches in flight: the next is there when the worker finishes the last
                 due = self.recycle_after and worker.completed + len(worker.pending) >= self.recycle_after
                 if queue and not due and len(worker.batches) < 2:
-                    batch = queue.take(self.batch_size, inherited=self._index)
+                    batch = queue.take(self.batch_size)
                     if not worker.pending:   # else the clock runs for the case being computed
                         worker.last_reply = time.monotonic()
                     worker.pending.extend(batch)
@@ -463,19 +468,20 @@ class WorkerPool:
                             left -= taken
                             if not worker.batches[0]:
                                 worker.batches.popleft()
-                        pending = worker.pending
-                        yield [(pending.popleft(), outcome) for outcome in replies]
+                        pending, case = worker.pending, self._case
+                        yield [(case(pending.popleft()), outcome) for outcome in replies]
                     if worker.pending and not worker.process.is_alive():
                         raise EOFError
                 except (EOFError, ConnectionResetError, OSError):
                     worker.process.join(5)
                     culprit = worker.running()
-                    case, message = worker.pending[culprit], _death_message(worker.process.exitcode)
+                    case = self._case(worker.pending[culprit])
+                    message = _death_message(worker.process.exitcode)
                     queue.extendleft(reversed(self._replace(index, kill=True, culprit=culprit)))
                     yield [(case, Outcome("crash", message=message))]
             elif time.monotonic() - worker.last_reply >= self.timeout:
                 culprit = worker.running()
-                case = worker.pending[culprit]
+                case = self._case(worker.pending[culprit])
                 queue.extendleft(reversed(self._replace(index, kill=True, culprit=culprit)))
                 yield [(case, Outcome("timeout", message=f"no result within {self.timeout:g} s"))]
 
