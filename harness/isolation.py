@@ -94,6 +94,8 @@ def reuse_freed_memory() -> None:
 def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
     """Load the backend, then run batches of cases; ``finished`` counts the cases done.
     A batch holds cases, or indices into the inherited cases of a forked worker."""
+    from numpy import asarray
+
     from conform.harness.judge import result_records
     from conform.harness.registry import load_backend_class
     from conform.reports import encode
@@ -156,7 +158,7 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
             start = time.perf_counter()
             try:
                 outputs = run_case(backend, specs[case.op], case, with_model=with_model)
-                outcome = Outcome("ok", outputs=[_as_array(o) for o in outputs])
+                outcome = Outcome("ok", [*map(asarray, outputs)])
             except Unsupported as exc:
                 outcome = Outcome("unsupported", message=str(exc))
             except Exception as exc:
@@ -183,8 +185,8 @@ def _unpack(message) -> list:
     """The outcomes in a worker's reply."""
     if isinstance(message, tuple) and message[0] == "judged":
         _, kinds, lines = message
-        return [Outcome(kind, record=orjson.loads(line), line=line)
-                for kind, line in zip(kinds, lines)]
+        loads = orjson.loads
+        return [Outcome(kind, None, "", "", 0.0, loads(line), line) for kind, line in zip(kinds, lines)]
     return message
 
 
@@ -208,12 +210,6 @@ def _inbox(conn) -> "queue.Queue":
 
     threading.Thread(target=read, daemon=True).start()
     return inbox
-
-
-def _as_array(value):
-    import numpy as np
-
-    return np.asarray(value)
 
 
 def _death_message(exitcode: int | None) -> str:

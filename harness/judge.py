@@ -14,8 +14,8 @@ from conform.spec.dtypes import FLOAT_FORMATS
 def case_record(case) -> dict:
     """The identifying part of a result line."""
     return {"id": case.id, "op": case.op, "dtype": case.dtype, "input_dtypes": list(case.input_dtypes),
-            "out_dtype": case.out_dtype, "shapes": case.shapes, "attrs": case.attrs,
-            "plan": case.plan, "seed": case.seed}
+            "out_dtype": case.out_dtype, "shapes": [list(x.shape) for x in case.inputs],
+            "attrs": case.attrs, "plan": case.plan, "seed": case.seed}
 
 
 def _subnormal_mask(array: np.ndarray) -> np.ndarray | None:
@@ -105,7 +105,7 @@ def _scalar(x):
 
 def json_number(value):
     """A float as strict JSON allows it: non-finite values become 'nan', 'inf' or '-inf'."""
-    if isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, float) and value - value != 0:   # (inf - inf and NaN - NaN are NaN)
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return value
 

@@ -128,11 +128,12 @@ class Manifest:
 
     def _in_scope(self, op: str, dtype: str) -> tuple[Entry, ...]:
         """The entries covering ``op`` x ``dtype``, in order (memoised: a run asks per case)."""
-        memo = self.__dict__.setdefault("_scope_memo", {})   # frozen: not via setattr
-        found = memo.get((op, dtype))
-        if found is None:
-            found = memo[(op, dtype)] = tuple(e for e in self.entries if e.in_scope(op, dtype))
-        return found
+        try:
+            return self.__dict__["_scope_memo"][op, dtype]
+        except KeyError:
+            memo = self.__dict__.setdefault("_scope_memo", {})   # frozen: not via setattr
+            found = memo[op, dtype] = tuple(e for e in self.entries if e.in_scope(op, dtype))
+            return found
 
     def partition(self, cases) -> tuple[list, list[dict]]:
         """``(cases to run, records of the skipped ones)``."""

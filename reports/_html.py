@@ -5,6 +5,7 @@ Python side only prepares plain data (numbers, strings, geometry) for the templa
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -117,6 +118,7 @@ def clip(text, limit: int, tail: bool = False) -> str:
     return text[:limit] + f"\n[… {len(text) - limit} characters cut; see results.jsonl]"
 
 
+@functools.lru_cache(maxsize=64)   # every cell's histogram has the same edges
 def bin_label(edge) -> str:
     """'1/16', '4', '∞' for a histogram bin edge (floats or 'inf')."""
     value = float(edge)
