@@ -41,8 +41,6 @@ def add_profile_options(run: argparse.ArgumentParser) -> None:
 def apply_profile(args):
     """Fill the profiled run options from ``--profile`` (or the run's defaults); a profile that
     allows no manifest turns the default manifest off. Returns the profile, or None."""
-    from conform.harness.certify import find_profile
-
     if args.profile is None:
         if args.profiles is not None:
             from conform.harness.runner import SelectionError
@@ -50,6 +48,8 @@ def apply_profile(args):
             raise SelectionError("--profiles needs --profile")
         profile, values = None, {}
     else:
+        from conform.harness.certify import find_profile
+
         profile = find_profile(args.profile, args.profiles)
         values = {"ops": list(profile.ops), "dtypes": list(profile.dtypes or []) or None,
                   "max_examples": profile.max_examples, "seed": profile.seed,

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from conform.spec._cache import cached_loads
 from conform.spec._schema import SCHEMA
+
+if TYPE_CHECKING:
+    import yaml
 
 BUILTIN_DIR = Path(__file__).parent / "ops"
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -80,6 +81,8 @@ def dtype_class(dtype: str) -> str:
 
 def _line_of(node: yaml.Node, path: list) -> int:
     """1-based line of the YAML node at ``path`` (the deepest node that exists)."""
+    import yaml
+
     for key in path:
         if isinstance(node, yaml.MappingNode):
             nxt = next((v for k, v in node.value if k.value == key), None)
@@ -139,15 +142,15 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                         f"op={data['op']!r} does not match the file name {path.name!r}")
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
-
-
 def _read_mapping(path: Path, what: str, error: type[SpecError] = SpecError):
     """``(data, node tree)`` of a YAML file that must hold a mapping; ``error`` names the line."""
+    import yaml   # here: a run whose specs and manifests come from the cache does not need it
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
     text = path.read_text(encoding="utf-8")
     try:
-        root = yaml.compose(text, Loader=_LOADER)
-        data = yaml.load(text, Loader=_LOADER)
+        root = yaml.compose(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise error(path, mark.line + 1 if mark else None, "", f"invalid YAML: {exc.problem}")
