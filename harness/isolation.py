@@ -44,6 +44,7 @@ class Outcome:
     seconds: float = 0.0
     record: dict | None = None     # the judged result record, when the worker judges (see WorkerPool)
     line: bytes | None = None      # ``record`` as its results.jsonl line (UTF-8, no newline)
+    raised: BaseException | None = field(default=None, repr=False, compare=False)  # in the worker
 
 
 #: A worker replies after this many cases, or after REPLY_INTERVAL seconds, whichever comes first.
@@ -96,7 +97,7 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
     A batch holds cases, or indices into the inherited cases of a forked worker."""
     from numpy import asarray
 
-    from conform.harness.judge import result_records
+    from conform.harness.judge import raising_allowed, result_records
     from conform.harness.registry import load_backend_class
     from conform.reports import encode
     from conform.spec import load_specs
@@ -133,6 +134,11 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
         """The outcomes of ``done`` (case, outcome) pairs; when the pool judges, they are judged
         here together (in parallel across workers, and no arrays travel back) and go back as
         one :func:`_pack_judged` message."""
+        for case, outcome in done:
+            if outcome.raised is not None:
+                if not options.get("judge") or not raising_allowed(specs[case.op], case):
+                    outcome.traceback = "".join(traceback.format_exception(outcome.raised))
+                outcome.raised = None
         if not options.get("judge"):
             return [outcome for _, outcome in done]
         start = time.perf_counter()
@@ -155,16 +161,20 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
         done, last_reply = [], time.perf_counter()
         for item in batch:
             case = shared[item] if isinstance(item, int) else item
-            start = time.perf_counter()
+            start = time.perf_counter()   # the backend's time: run_case alone
             try:
                 outputs = run_case(backend, specs[case.op], case, with_model=with_model)
-                outcome = Outcome("ok", [*map(asarray, outputs)])
             except Unsupported as exc:
+                seconds = time.perf_counter() - start
                 outcome = Outcome("unsupported", message=str(exc))
             except Exception as exc:
-                outcome = Outcome("error", message=f"{type(exc).__name__}: {exc}",
-                                  traceback=traceback.format_exc())
-            outcome.seconds = time.perf_counter() - start
+                seconds = time.perf_counter() - start
+                outcome = Outcome("error", message=f"{type(exc).__name__}: {exc}")
+                outcome.raised = exc   # its traceback is formatted if its record keeps it
+            else:
+                seconds = time.perf_counter() - start
+                outcome = Outcome("ok", [*map(asarray, outputs)])
+            outcome.seconds = seconds
             done.append((case, outcome))
             finished.value += 1
             if len(done) >= REPLY_BATCH or time.perf_counter() - last_reply >= REPLY_INTERVAL:

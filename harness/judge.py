@@ -127,6 +127,12 @@ def failure_message(case, judgement: Judgement, backend: str) -> str:
             f"expected={w['expected']!r}, inputs=({inputs}): {why} [{judgement.model}]")
 
 
+def raising_allowed(spec, case) -> bool:
+    """Whether the standard leaves some of ``case``'s output elements open: raising instead of
+    producing them is then recorded as the implementation's choice, not judged."""
+    return bool(expectation(spec, case).impl_defined().any())
+
+
 def result_record(spec, case, outcome: Outcome, backend: str, subnormals: str = "ieee") -> dict:
     """A results.jsonl line for one case, judged under the subnormal policy ``subnormals``."""
     return result_records([(spec, case, outcome)], backend, subnormals)[0]
@@ -141,9 +147,7 @@ def result_records(triples, backend: str, subnormals: str = "ieee") -> list[dict
         record = case_record(case)
         record["seconds"] = round(outcome.seconds, 6)
         records.append(record)
-        if outcome.kind == "error" and expectation(spec, case).impl_defined().any():
-            # The standard leaves these elements' values open; raising instead of producing a
-            # value is recorded as the implementation's choice, not judged.
+        if outcome.kind == "error" and raising_allowed(spec, case):
             record.update(verdict="impl_defined", message=f"raised on implementation-defined "
                                                           f"input: {outcome.message}")
         elif outcome.kind != "ok":

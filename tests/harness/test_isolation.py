@@ -117,6 +117,8 @@ def test_forked_and_spawned_workers_judge_the_same_and_survive_crashes(method, s
     assert kinds == ["ok", "crash", "ok", "ok", "error", "ok", "ok", "ok"]
     assert [results[c.id].record["verdict"] for c in cases if results[c.id].kind == "ok"] \
         == ["pass"] * 6
+    raised = results["add.int32.4"].record   # judged in the worker, its traceback formatted there
+    assert raised["verdict"] == "error" and "RuntimeError" in raised["traceback"]
 
 
 @pytest.mark.parametrize("setup, method", [
