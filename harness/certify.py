@@ -394,11 +394,11 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
                        workers=workers, timeout=timeout, subnormals=profile.subnormal_policy,
                        use_cache=use_cache, spec_dir=spec_dir, manifest=manifest,
                        cases=corpus.cases)
-    meta, records = run_suite(config, specs, progress=progress)
+    meta, tally = run_suite(config, specs, progress=progress)
     meta["profile"] = profile.name
     if manifest is not None:
-        meta["manifest"] = manifest_summary(manifest, records)
-    write_reports(out, meta, conform.__version__, records)
+        meta["manifest"] = manifest_summary(manifest, tally.manifest_records())
+    write_reports(out, meta, conform.__version__, tally=tally)
     certificate = build_certificate(
         profile=profile, corpus=corpus, specs_info=spec_hashes(specs, meta["selected_ops"]),
         meta=meta, manifest=manifest, results_path=out / RESULTS_FILE,

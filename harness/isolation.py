@@ -99,7 +99,7 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
 
     from conform.harness.judge import raising_allowed, result_records
     from conform.harness.registry import load_backend_class
-    from conform.reports import encode
+    from conform.reports import Tally, encode
     from conform.spec import load_specs
 
     reuse_freed_memory()
@@ -145,12 +145,14 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
         records = result_records([(specs[case.op], case, outcome) for case, outcome in done],
                                  backend_name, policy)
         share = round((time.perf_counter() - start) / len(done), 6)   # each case's part
+        tally = Tally()
         for i, record in enumerate(records):
             record["judge_seconds"] = share
             if manifest is not None:
-                records[i] = manifest.apply(record)
+                records[i] = record = manifest.apply(record)
+            tally.add(record, ref=i)
         return _pack_judged([outcome.kind for _, outcome in done],
-                            [encode(record) for record in records])
+                            [encode(record) for record in records], tally.cells)
 
     inbox = _inbox(conn)
     while True:
@@ -184,19 +186,41 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
             conn.send(settle(done))
 
 
-def _pack_judged(kinds: list, lines: list) -> tuple:
-    """Judged outcomes as one message: their kinds and their results.jsonl lines. The parent
-    reads each record back from its line (orjson decodes a line in a third of the time pickle
-    takes for the record, and the record in memory is then exactly the one on disk)."""
-    return ("judged", kinds, lines)
+def _pack_judged(kinds: list, lines: list, cells: dict) -> tuple:
+    """Judged outcomes as one message: their kinds, their results.jsonl lines and the cells of
+    their :class:`~conform.reports.Tally` (which name records by their index in ``lines``)."""
+    return ("judged", kinds, lines, cells)
 
 
-def _unpack(message) -> list:
-    """The outcomes in a worker's reply."""
+class Judged:
+    """A worker's judged reply: the cases (in order), their outcomes' kinds, their results.jsonl
+    lines and the reply's tally cells. A run writes the lines and merges the tally as they
+    are, without reading each record back: only those the tally keeps are decoded."""
+
+    def __init__(self, kinds: list, lines: list, cells: dict):
+        self.kinds, self.lines, self.cells, self.cases = kinds, lines, cells, []
+        self._read: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    def record(self, index: int) -> dict:
+        """The record on line ``index``, read back from it (so that it is exactly the one on disk)."""
+        found = self._read.get(index)
+        if found is None:
+            found = self._read[index] = orjson.loads(self.lines[index])
+        return found
+
+    def pairs(self) -> list:
+        """``(case, outcome)`` per case, each outcome with its record and line."""
+        return [(case, Outcome(kind, None, "", "", 0.0, self.record(i), line))
+                for i, (case, kind, line) in enumerate(zip(self.cases, self.kinds, self.lines))]
+
+
+def _unpack(message):
+    """A worker's reply: a list of outcomes, or a :class:`Judged` reply."""
     if isinstance(message, tuple) and message[0] == "judged":
-        _, kinds, lines = message
-        loads = orjson.loads
-        return [Outcome(kind, None, "", "", 0.0, loads(line), line) for kind, line in zip(kinds, lines)]
+        return Judged(*message[1:])
     return message
 
 
@@ -421,11 +445,11 @@ class WorkerPool:
     def run(self, cases: Iterable) -> Iterator[tuple[object, Outcome]]:
         """Yield ``(case, outcome)`` for every case, in completion order."""
         for done in self.run_batches(cases):
-            yield from done
+            yield from done.pairs() if isinstance(done, Judged) else done
 
-    def run_batches(self, cases: Iterable) -> Iterator[list[tuple[object, Outcome]]]:
-        """:meth:`run`, a list of ``(case, outcome)`` pairs at a time (a worker's reply, or
-        one crashed or timed-out case)."""
+    def run_batches(self, cases: Iterable) -> Iterator["list[tuple[object, Outcome]] | Judged"]:
+        """:meth:`run`, a reply at a time: a list of ``(case, outcome)`` pairs (unjudged, or
+        one crashed or timed-out case) or, when the workers judge, a :class:`Judged` reply."""
         inherited = self._inherit["cases"]
         # the cases workers inherited travel, and wait in queues, as their indices
         queue = _LazyQueue(range(len(inherited)) if inherited and cases is inherited else cases)
@@ -475,7 +499,12 @@ class WorkerPool:
                             if not worker.batches[0]:
                                 worker.batches.popleft()
                         pending, case = worker.pending, self._case
-                        yield [(case(pending.popleft()), outcome) for outcome in replies]
+                        cases = [case(pending.popleft()) for _ in range(len(replies))]
+                        if isinstance(replies, Judged):
+                            replies.cases = cases
+                            yield replies
+                        else:
+                            yield list(zip(cases, replies))
                     if worker.pending and not worker.process.is_alive():
                         raise EOFError
                 except (EOFError, ConnectionResetError, OSError):

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conform.generators import dtype_labels, exhaustive_cases, generate_cases
-from conform.harness.isolation import WorkerPool
+from conform.harness.isolation import Judged, WorkerPool
 from conform.harness.judge import result_record
-from conform.reports import ResultWriter, encode
+from conform.reports import ResultWriter, Tally
 
 
 @dataclass
@@ -92,9 +92,11 @@ class Progress:
         self.start = self.last = time.monotonic()
         self.tty = stream.isatty()
 
-    def update(self, verdict: str) -> None:
-        self.done += 1
-        self.failures += verdict in ("fail", "error", "crash", "timeout")
+    def update_many(self, counts) -> None:
+        """Count finished cases: ``counts`` holds verdict -> count mappings."""
+        for part in counts:
+            self.done += sum(part.values())
+            self.failures += sum(part.get(v, 0) for v in ("fail", "error", "crash", "timeout"))
         now = time.monotonic()
         if now - self.last >= (0.2 if self.tty else 5.0) or self.done == self.total:
             self.last = now
@@ -108,16 +110,15 @@ class Progress:
             self.stream.flush()
 
 
-def run_suite(config: RunConfig, specs: dict, *, progress: bool = True,
-              tally=None) -> tuple[dict, list]:
-    """Run the suite; returns the run metadata and the result records (which are also written
-    to ``config.out``/results.jsonl). A ``tally`` (:class:`conform.reports.Tally`) adds each
-    record as it arrives."""
+def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple[dict, Tally]:
+    """Run the suite, writing its result records to ``config.out``/results.jsonl; returns the
+    run metadata and the records' :class:`~conform.reports.Tally` (what the reports need; the
+    records themselves are not kept: ``read_results`` reads them back)."""
     with cyclic_gc_paused():
-        return _run_suite(config, specs, progress, tally)
+        return _run_suite(config, specs, progress)
 
 
-def _run_suite(config: RunConfig, specs: dict, progress: bool, tally) -> tuple[dict, list]:
+def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Tally]:
     pairs = select(specs, config.ops, config.dtypes)
     started = time.time()
     if config.exhaustive:
@@ -151,28 +152,25 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool, tally) -> tuple[d
             ResultWriter(out / "results.jsonl") as writer:
         meter = Progress(len(cases), config.backend) if progress else None
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
-        records = list(skipped)
+        tally = Tally()
         for record in skipped:
             writer.write(record)
-            if tally is not None:
-                tally.add(record)
+            tally.add(record)
         for done in pool.run_batches(cases):
-            lines = []
-            for case, outcome in done:
-                record = outcome.record
-                if record is None:   # a crash or timeout, judged here (workers judge the rest)
-                    record = result_record(specs[case.op], case, outcome, config.backend, policy)
-                    if config.manifest is not None:
-                        record = config.manifest.apply(record)
-                    lines.append(encode(record))
-                else:
-                    lines.append(outcome.line)
-                records.append(record)
-                if tally is not None:
-                    tally.add(record)
+            if isinstance(done, Judged):   # the workers judged these cases and tallied them
+                writer.write_lines(done.lines)
+                tally.merge(done.cells, done.record)
                 if meter:
-                    meter.update(record["verdict"])
-            writer.write_lines(lines)
+                    meter.update_many(part["counts"] for part in done.cells.values())
+                continue
+            for case, outcome in done:   # a crash or timeout, judged here
+                record = result_record(specs[case.op], case, outcome, config.backend, policy)
+                if config.manifest is not None:
+                    record = config.manifest.apply(record)
+                writer.write(record)
+                tally.add(record)
+                if meter:
+                    meter.update_many([{record["verdict"]: 1}])
         info, restarts, recycled = pool.info, pool.restarts, pool.recycled
     stats = pool.stats
     meta = {
@@ -185,4 +183,4 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool, tally) -> tuple[d
         "generation_seconds": round(generation_seconds, 3),
         "wall_seconds": round(time.time() - started, 3),
     }
-    return meta, records
+    return meta, tally

@@ -15,15 +15,17 @@ OUTPUT_FILES = ("results.jsonl", "summary.json", "report.html", "junit.xml", "su
 
 def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list | None = None,
                   tally: Tally | None = None) -> dict:
-    """Write summary.json, report.html, junit.xml and summary.md from ``records`` (default: read
-    from ``out_dir/results.jsonl``); ``tally``, if given, has already added every record.
+    """Write summary.json, report.html, junit.xml and summary.md from ``tally`` (a
+    :class:`Tally` that has added every record) or else from ``records`` (default: read from
+    ``out_dir/results.jsonl``).
 
     ``out_dir`` is used as given in the report's repro commands (``conform repro ID --from DIR``).
     """
     out_dir = Path(out_dir)
-    if records is None:
-        records = list(read_results(out_dir / "results.jsonl"))
-    tally = tally or Tally.of(records)
+    if tally is None:
+        if records is None:
+            records = list(read_results(out_dir / "results.jsonl"))
+        tally = Tally.of(records)
     summary = tally.summary(meta, conform_version)
     (out_dir / "summary.json").write_text(json.dumps(to_json_safe(summary), indent=2, allow_nan=False),
                                           encoding="utf-8")

@@ -67,7 +67,8 @@ _UNREPORTED = ("worst_ratio", "worst_order", "problems", "seconds", "first", "ta
 
 class Tally:
     """The figures of summary.json, gathered one record at a time (a run adds each record as it
-    arrives, so that the summary is ready when the last case is)."""
+    arrives, so that the summary is ready when the last case is). Workers tally the records of
+    each reply, and the run merges those tallies (:meth:`merge`)."""
 
     def __init__(self):
         self.cells: dict = {}    # (op, dtype) -> figures
@@ -80,25 +81,29 @@ class Tally:
             tally.add(record)
         return tally
 
-    def add(self, r: dict) -> None:
+    def add(self, r: dict, ref=None) -> None:
+        """Add record ``r``. The cell keeps ``ref`` (default: ``r``) where it keeps records
+        (problems, its first record, those a manifest entry matched): a worker's tally keeps
+        the record's index in its reply, which :meth:`merge` resolves."""
         verdict = r["verdict"]
         key = (r["op"], r["dtype"])
+        ref = r if ref is None else ref
         cell = self.cells.get(key)
         if cell is None:
             cell = self.cells[key] = {
                 "cases": 0, "counts": {}, "elements": 0, "worst_error": None,
                 "bound": None, "unit": None, "model": None, "worst_case": None,
                 "histogram": [0] * (len(RATIO_BINS) - 1),
-                "worst_ratio": -1.0, "worst_order": (), "problems": [], "seconds": 0.0, "first": r,
-                "tagged": []}
+                "worst_ratio": -1.0, "worst_order": (), "problems": [], "seconds": 0.0,
+                "first": ref, "tagged": []}
+        elif "manifest" in r:
+            cell["tagged"].append(ref)
         cell["cases"] += 1
         counts = cell["counts"]
         counts[verdict] = counts.get(verdict, 0) + 1
         cell["seconds"] += r.get("seconds", 0.0)
         if verdict in PROBLEMS:
-            cell["problems"].append(r)
-        if "manifest" in r and r is not cell["first"]:
-            cell["tagged"].append(r)
+            cell["problems"].append(ref)
         if "checked" not in r or verdict in EXCUSED:
             return
         cell["elements"] += r["checked"]
@@ -120,6 +125,32 @@ class Tally:
         if ratio > worst or order < cell["worst_order"]:
             cell.update(worst_ratio=ratio, worst_order=order, worst_error=error, bound=bound,
                         worst_case=r["id"])
+
+    def merge(self, cells: dict, record) -> None:
+        """Add another tally's ``cells`` (as :meth:`add` would have added its records, in
+        order, after this tally's); ``record(ref)`` gives the record a kept ``ref`` stands for."""
+        for key, part in cells.items():
+            part["problems"] = [*map(record, part["problems"])]
+            part["tagged"] = [*map(record, part["tagged"])]
+            part["first"] = first = record(part["first"])
+            cell = self.cells.get(key)
+            if cell is None:
+                self.cells[key] = part
+                continue
+            for name in ("cases", "elements", "seconds"):
+                cell[name] += part[name]
+            counts = cell["counts"]
+            for verdict, count in part["counts"].items():
+                counts[verdict] = counts.get(verdict, 0) + count
+            cell["histogram"] = [*map(add, cell["histogram"], part["histogram"])]
+            cell["problems"] += part["problems"]
+            cell["tagged"] += [first, *part["tagged"]] if "manifest" in first else part["tagged"]
+            if part["unit"] is not None:
+                cell["unit"], cell["model"] = part["unit"], part["model"]
+            ratio, worst = part["worst_ratio"], cell["worst_ratio"]
+            if ratio > worst or (ratio == worst and part["worst_order"] < cell["worst_order"]):
+                for name in ("worst_ratio", "worst_order", "worst_error", "bound", "worst_case"):
+                    cell[name] = part[name]
 
     def manifest_records(self) -> list[dict]:
         """What manifest checks (``stale_entries``, ``manifest_summary``) need of the records:

@@ -176,18 +176,28 @@ def _alive(pid: int) -> bool:
 def test_a_judged_reply_gives_the_parent_each_record_as_its_line_reads():
     import pickle
 
-    from conform.harness.isolation import _pack_judged, _unpack
-    from conform.reports import encode
+    from conform.harness.isolation import Judged, _pack_judged, _unpack
+    from conform.reports import Tally, encode
 
-    records = [{"id": "a", "verdict": "pass", "max_error": 0.1, "seconds": 1.5e-05,
-                "worst": None, "shapes": [[2, 3]], "attrs": {"axes": [0]}},
-               {"id": "b", "verdict": "fail", "max_error": "inf", "message": "é \" \n",
-                "worst": {"index": [1], "inputs": [None, True, -0.0, 2**53 + 1]}}]
+    records = [{"id": "x.f.1", "op": "x", "dtype": "f", "verdict": "pass", "max_error": 0.1,
+                "seconds": 1.5e-05, "worst": None, "shapes": [[2, 3]], "attrs": {"axes": [0]}},
+               {"id": "x.f.2", "op": "x", "dtype": "f", "verdict": "fail", "max_error": "inf",
+                "message": "é \" \n", "worst": {"index": [1], "inputs": [None, True, -0.0, 2**53 + 1]}}]
     lines = [encode(r) for r in records]
-    first, second = _unpack(pickle.loads(pickle.dumps(_pack_judged(["ok", "ok"], lines))))
-    assert (first.record, first.line) == (records[0], lines[0])
+    tally = Tally()
+    for i, record in enumerate(records):
+        tally.add(record, ref=i)
+    reply = _unpack(pickle.loads(pickle.dumps(_pack_judged(["ok", "ok"], lines, tally.cells))))
+    assert isinstance(reply, Judged) and len(reply) == 2
+    reply.cases = ["case 1", "case 2"]
+    (case, first), (_, second) = reply.pairs()
+    assert case == "case 1" and (first.record, first.line) == (records[0], lines[0])
     assert (second.record, second.line) == (records[1], lines[1])
     assert str(second.record["worst"]["inputs"][2]) == "-0.0"
+    merged = Tally()
+    merged.merge(reply.cells, reply.record)   # the records it keeps are read from their lines
+    assert merged.cells[("x", "f")]["problems"] == [records[1]]
+    assert merged.summary({}, "0") == Tally.of(records).summary({}, "0")
 
 
 def test_the_parent_holds_at_most_two_batches_per_worker_of_big_cases():

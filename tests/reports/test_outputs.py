@@ -133,3 +133,33 @@ def test_summary_cell_sums_histograms_and_names_the_first_worst_case_in_any_arri
         # NaN (a special value) is never the worst ratio; 9 precedes 10 in suite order
         assert (cell["worst_case"], cell["worst_error"], cell["bound"]) == ("add.float32.9", 0.25, 0.5)
         assert cell["histogram"] == [12, 0, 0, 0, 4, 0, 0, 0, 0, 0] and "worst_order" not in cell
+
+
+def test_merging_per_reply_tallies_gives_the_tally_of_every_record_added_in_order(record):
+    import random
+
+    from conform.reports import Tally
+
+    rng = random.Random(5)
+    verdicts = ["pass", "pass", "fail", "impl_defined", "unsupported", "crash", "waived", "xpass"]
+    records = []
+    for i in range(400):
+        op, dtype, verdict = rng.choice(["add", "exp"]), rng.choice(["float32", "int8"]), rng.choice(verdicts)
+        extra = {"manifest": {"entry": "m.yaml:3", "kind": "waiver"}} if verdict in ("waived", "xpass") else {}
+        records.append(record(op, dtype, verdict, i, error=rng.choice([0.0, 0.25, 0.5, 2.0]),
+                              seconds=rng.random() / 1000, **extra))
+    whole = Tally.of(records)
+    merged, start = Tally(), 0
+    while start < len(records):   # replies of random sizes, as workers send them
+        reply = records[start:start + rng.randint(1, 60)]
+        part = Tally()
+        for i, r in enumerate(reply):
+            part.add(r, ref=i)
+        merged.merge(part.cells, reply.__getitem__)
+        start += len(reply)
+    assert merged.summary({}, "0") == whole.summary({}, "0")
+    for key, cell in whole.cells.items():
+        other = merged.cells[key]
+        assert other["problems"] == cell["problems"] and other["first"] is cell["first"]
+        assert other["tagged"] == cell["tagged"] and abs(other["seconds"] - cell["seconds"]) < 1e-12
+    assert merged.manifest_records() == whole.manifest_records()
