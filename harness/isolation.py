@@ -2,8 +2,9 @@
 
 The parent keeps up to two batches of cases in flight to each worker (the next one waits while
 the worker runs the last). The worker replies with lists of outcomes (every ``REPLY_BATCH`` cases,
-or sooner once ``REPLY_INTERVAL`` seconds have passed since its last reply) and counts the cases it
-has finished in a shared counter. If a worker dies (segfault, SIGFPE, abort, OOM kill), the counter
+or sooner once ``REPLY_INTERVAL`` seconds have passed since its last reply; a judging worker sends
+their result lines and tally instead, see :class:`Judged`) and counts the cases it has finished
+in a shared counter. If a worker dies (segfault, SIGFPE, abort, OOM kill), the counter
 says which case it was running: that case gets a ``crash`` outcome; if a case runs past the
 timeout the worker is killed and the case gets ``timeout``. Either way the worker is replaced and
 the cases it still owed, including those it had finished but not yet reported, are sent again.
@@ -323,8 +324,10 @@ class WorkerPool:
                  manifest=None, specs: dict | None = None, cases=None,
                  method: str | None = None):
         """``judge=True`` makes workers judge each case themselves (under ``subnormals``, or the
-        backend's declared policy, then re-judged under ``manifest`` if given) and return the
-        result record in ``Outcome.record`` and its results.jsonl line in ``Outcome.line``.
+        backend's declared policy, then re-judged under ``manifest`` if given) and tally the
+        records of each reply: :meth:`run_batches` yields those replies as :class:`Judged`,
+        :meth:`run` gives each record in ``Outcome.record`` and its results.jsonl line in
+        ``Outcome.line``.
         ``memory_limit_mb`` caps each worker's address space; ``recycle_after`` replaces a worker
         after that many cases (between batches). ``specs`` (the loaded ``spec_dir``) and
         ``cases`` (the sequence later given to :meth:`run`) are inherited by forked workers
