@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import importlib.metadata
+import math
 import os
 import pickle
 from pathlib import Path
@@ -16,7 +16,7 @@ import numpy as np
 
 from conform.generators._case import Case
 from conform.spec import OpSpec
-from conform.spec._cache import cache_dir
+from conform.spec._cache import cache_dir, file_digest
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,21 +36,9 @@ def _generator_fingerprint() -> str:
 def corpus_key(spec: OpSpec, dtype: str, *, count: int, seed: int) -> str:
     """The cache key of one op x dtype slice of a suite."""
     digest = hashlib.sha256(_generator_fingerprint().encode())
-    digest.update(_spec_digest(spec.path) if spec.path else repr(spec).encode())
+    digest.update(file_digest(spec.path) if spec.path else repr(spec).encode())
     digest.update(f"{spec.op}/{dtype}/{count}/{seed}".encode())
     return digest.hexdigest()[:32]
-
-
-def _spec_digest(path: str) -> bytes:
-    """A spec file's SHA-256, read once per run for all of its dtypes (a file edited during
-    the run is read again: the key covers its modification time and size)."""
-    stat = os.stat(path)
-    return _file_digest(path, stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=1024)
-def _file_digest(path: str, mtime_ns: int, size: int) -> bytes:
-    return hashlib.sha256(Path(path).read_bytes()).digest()
 
 
 def load_or_generate(spec: OpSpec, dtype: str, *, count: int, seed: int, generate,

@@ -17,6 +17,18 @@ def cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "conform"
 
 
+def file_digest(path) -> bytes:
+    """A file's SHA-256, read once per process while the file keeps its modification time and
+    size (the spec cache and the corpus keys both hash each spec file)."""
+    stat = os.stat(path)
+    return _digest(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _digest(path: str, mtime_ns: int, size: int) -> bytes:
+    return hashlib.sha256(Path(path).read_bytes()).digest()
+
+
 @functools.lru_cache(maxsize=1)
 def _loader_fingerprint() -> bytes:
     """What a parsed spec depends on besides its file: the loader, schema and oracle registry
@@ -37,18 +49,18 @@ def cached_loads(paths: list[Path], load, *, kind: str = "specs", sources: tuple
     always reported by the loader itself."""
     digest = hashlib.sha256(_loader_fingerprint() + context.encode())
     for path in (*sources, *paths):
-        digest.update(f"{path}\0".encode() + hashlib.sha256(Path(path).read_bytes()).digest())
+        digest.update(f"{path}\0".encode() + file_digest(path))
     entry = cache_dir() / kind / f"{digest.hexdigest()[:32]}.pkl"
     try:
         return pickle.loads(entry.read_bytes())
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, TypeError):
         pass   # absent or damaged: load and store
-    specs = [load(path) for path in paths]
+    loaded = [load(path) for path in paths]
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         temporary = entry.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_bytes(pickle.dumps(specs, protocol=pickle.HIGHEST_PROTOCOL))
+        temporary.write_bytes(pickle.dumps(loaded, protocol=pickle.HIGHEST_PROTOCOL))
         temporary.replace(entry)
     except OSError:
         pass   # a read-only cache directory costs the time, nothing else
-    return specs
+    return loaded
