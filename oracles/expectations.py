@@ -19,10 +19,6 @@ class Expectation(NamedTuple):
     impl_mask: np.ndarray | None      # elements the standard leaves open (None: no such element)
     accumulation: tuple | None        # (S, n) for the accumulation error model, else None
 
-    def impl_defined(self) -> np.ndarray:
-        """The implementation-defined mask, all False where there is none."""
-        return np.zeros(self.expected.shape, bool) if self.impl_mask is None else self.impl_mask
-
 
 def expect(spec, case) -> Expectation:
     """Evaluate ``spec``'s oracle on ``case`` with its implementation-defined regions and, for

@@ -19,6 +19,7 @@ from conform.reports._summary import PROBLEMS as BAD
 from conform.reports._summary import Tally, pass_rate, severity, special_value_failure
 from conform.spec._cache import cache_dir
 
+
 class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
     """Templates compiled once and kept in conform's cache directory (compiling report.html.j2
     costs each run ~0.08 s); Jinja2 recompiles a template whose source changed. A cache

@@ -1,7 +1,6 @@
 """summary.json: totals, pass rate and per-op x dtype figures, computed from results.jsonl."""
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from operator import add
 
@@ -111,20 +110,16 @@ class Tally:
         if histogram:   # [] where no element was judged, else one count per bin
             cell["histogram"] = [*map(add, cell["histogram"], histogram)]
         cell["unit"], cell["model"] = r["unit"], r["model"]
-        error = r.get("max_error")
-        if error is None:   # (as case_ratio, inlined: a run adds every record)
-            return
-        error, bound = _as_float(error), _as_float(r["bound"])
-        ratio = error / bound if bound else (0.0 if error == 0 else math.inf)
+        ratio = case_ratio(r)
         worst = cell["worst_ratio"]
-        if not ratio >= worst:   # (NaN is never the worst)
+        if ratio is None or not ratio >= worst:   # (NaN is never the worst)
             return
         # among equally bad cases the first in suite order: the same whatever order the
         # workers finished in
         order = _case_order(r["id"])
         if ratio > worst or order < cell["worst_order"]:
-            cell.update(worst_ratio=ratio, worst_order=order, worst_error=error, bound=bound,
-                        worst_case=r["id"])
+            cell.update(worst_ratio=ratio, worst_order=order, worst_error=_as_float(r["max_error"]),
+                        bound=_as_float(r["bound"]), worst_case=r["id"])
 
     def merge(self, cells: dict, record) -> None:
         """Add another tally's ``cells`` (as :meth:`add` would have added its records, in
