@@ -4,9 +4,16 @@
 
 For each backend it runs ``conform run`` twice with one fresh cache directory: *cold* (empty corpus
 and compilation caches) and *warm* (caches filled by the cold run), and reports verified cases per
-second (wall time, start-up included), where the time goes (generation, backend compile+execute,
-judging = oracle + comparison, report writing, the rest), peak memory of the whole process tree,
+second (wall time, start-up included), where the time goes, peak memory of the whole process tree,
 and the backend's compilations or sessions. Start-up alone is measured with a one-case run.
+
+Where the time goes: generation (corpus), the backend calls (summed over workers), and within
+them what the backend's :class:`~conform.harness.backends.base.RuntimeClock` saw: conform's
+model building, the runtime's compile (sessions, executables) and execute; then judging (oracle
+and comparison). The harness overhead ratio is ``1 - runtime seconds per worker / wall``, where
+the runtime seconds are compile + execute: everything else, conform's own work inside a backend
+call included, is harness time. A backend without a clock can only be measured by its whole
+calls (``overhead_counts`` says which was used).
 The figures are written as JSON (default ``bench/results/<date>.json``) so runs can be compared.
 """
 from __future__ import annotations
@@ -48,15 +55,23 @@ def _breakdown(out: Path, wall: float, workers: int) -> dict:
             record = json.loads(line)
             backend += record.get("seconds", 0.0)
             judge += record.get("judge_seconds", 0.0)
-    backend_wall = backend / workers  # workers run in parallel
+    stats = summary.get("backend_stats", {})
+    clocked = "execute_seconds" in stats
+    runtime = stats.get("compile_seconds", 0.0) + stats.get("execute_seconds", 0.0) if clocked else backend
     return {
         "cases": summary["cases"], "pass_rate": summary["pass_rate"],
         "cases_per_second": round(summary["cases"] / wall, 1), "wall_seconds": round(wall, 2),
         "generation_seconds": summary.get("generation_seconds"),
-        "backend_seconds_total": round(backend, 2), "judge_seconds_total": round(judge, 2),
+        "backend_seconds_total": round(backend, 2),   # whole backend calls
+        "model_build_seconds_total": stats.get("model_build_seconds"),
+        "compile_seconds_total": stats.get("compile_seconds"),
+        "execute_seconds_total": stats.get("execute_seconds"),
+        "judge_seconds_total": round(judge, 2),
         "run_seconds_in_conform": summary.get("wall_seconds"),
-        "harness_overhead_ratio": round(1 - backend_wall / wall, 3),
-        "backend_stats": summary.get("backend_stats", {}),
+        # workers run in parallel: the runtime's seconds per worker against the wall time
+        "harness_overhead_ratio": round(1 - runtime / workers / wall, 3),
+        "overhead_counts": "runtime compile+execute" if clocked else "whole backend calls",
+        "backend_stats": stats,
         "worker_restarts": summary.get("worker_restarts"),
     }
 

@@ -153,7 +153,7 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
                 records[i] = record = manifest.apply(record)
             tally.add(record, ref=i)
         return _pack_judged([outcome.kind for _, outcome in done],
-                            [encode(record) for record in records], tally.cells)
+                            [encode(record) for record in records], tally.cells, backend.stats())
 
     inbox = _inbox(conn)
     while True:
@@ -187,19 +187,21 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
             conn.send(settle(done))
 
 
-def _pack_judged(kinds: list, lines: list, cells: dict) -> tuple:
-    """Judged outcomes as one message: their kinds, their results.jsonl lines and the cells of
-    their :class:`~conform.reports.Tally` (which name records by their index in ``lines``)."""
-    return ("judged", kinds, lines, cells)
+def _pack_judged(kinds: list, lines: list, cells: dict, stats: dict) -> tuple:
+    """Judged outcomes as one message: their kinds, their results.jsonl lines, the cells of
+    their :class:`~conform.reports.Tally` (which name records by their index in ``lines``) and
+    the backend's counters so far (a worker that crashes later has reported them)."""
+    return ("judged", kinds, lines, cells, stats)
 
 
 class Judged:
     """A worker's judged reply: the cases (in order), their outcomes' kinds, their results.jsonl
-    lines and the reply's tally cells. A run writes the lines and merges the tally as they
-    are, without reading each record back: only those the tally keeps are decoded."""
+    lines, the reply's tally cells and the worker's backend counters so far. A run writes the
+    lines and merges the tally as they are, without reading each record back: only those the
+    tally keeps are decoded."""
 
-    def __init__(self, kinds: list, lines: list, cells: dict):
-        self.kinds, self.lines, self.cells, self.cases = kinds, lines, cells, []
+    def __init__(self, kinds: list, lines: list, cells: dict, stats: dict):
+        self.kinds, self.lines, self.cells, self.stats, self.cases = kinds, lines, cells, stats, []
         self._read: dict = {}
 
     def __len__(self) -> int:
@@ -303,6 +305,7 @@ class _Worker:
     completed: int = 0               # cases whose outcome the parent has received
     ready: bool = False              # the worker has loaded its backend and said hello
     batches: collections.deque = field(default_factory=collections.deque)  # cases left per batch sent
+    stats: dict = field(default_factory=dict)   # the backend's counters, as last reported
 
     def running(self) -> int:
         """The index in ``pending`` of the case the worker is running now: finished cases whose
@@ -344,7 +347,7 @@ class WorkerPool:
         self._pool: list[_Worker] = []
         self.info: dict = {}
         self.restarts = 0
-        self.stats: dict = {}   # backend counters summed over workers that shut down cleanly
+        self.stats: dict = {}   # backend counters summed over workers (a killed one: as last reported)
 
     def __enter__(self):
         reuse_freed_memory()
@@ -407,11 +410,12 @@ class WorkerPool:
                 while worker.conn.poll(10):   # replies still owed (a run cut short), then stats
                     message = worker.conn.recv()
                     if isinstance(message, tuple) and message[0] == "stats":
-                        for key, value in message[1].items():
-                            self.stats[key] = self.stats.get(key, 0) + value
+                        worker.stats = message[1]
                         break
             except (BrokenPipeError, OSError, EOFError):
                 pass
+        for key, value in worker.stats.items():   # a killed worker's as of its last reply
+            self.stats[key] = self.stats.get(key, 0) + value
         worker.process.join(5)
         if worker.process.is_alive():
             worker.process.kill()
@@ -504,7 +508,7 @@ class WorkerPool:
                         pending, case = worker.pending, self._case
                         cases = [case(pending.popleft()) for _ in range(len(replies))]
                         if isinstance(replies, Judged):
-                            replies.cases = cases
+                            replies.cases, worker.stats = cases, replies.stats
                             yield replies
                         else:
                             yield list(zip(cases, replies))

@@ -172,7 +172,8 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
                 if meter:
                     meter.update_many([{record["verdict"]: 1}])
         info, restarts, recycled = pool.info, pool.restarts, pool.recycled
-    stats = pool.stats
+    stats = {key: round(value, 3) if isinstance(value, float) else value
+             for key, value in pool.stats.items()}
     meta = {
         "backend": config.backend, "backend_version": info.get("version", "unknown"),
         "device": info.get("device", "cpu"), "model_format": info.get("model_format"),

@@ -5,12 +5,14 @@ Named edge values used in spec files (``edge_values``) are resolved here, e.g. `
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 
 
+@functools.cache   # called for every input of every case
 def np_dtype(name: str) -> np.dtype:
     """The NumPy dtype for a conform dtype name (bfloat16 comes from ml_dtypes)."""
     if name == "bfloat16":

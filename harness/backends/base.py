@@ -5,6 +5,7 @@ worker process, never in the parent: a backend that crashes takes only its worke
 """
 from __future__ import annotations
 
+import time
 from typing import Sequence
 
 import numpy as np
@@ -19,6 +20,46 @@ API_VERSION = 1
 
 class Unsupported(Exception):
     """Raised by a backend that cannot express a case; the reason is shown in the report."""
+
+
+class RuntimeClock:
+    """Seconds a backend spends in its runtime, apart from conform's own work around it.
+
+    * ``model_build``: making the model the runtime takes (conform's ONNX, NNEF or MLIR builders),
+    * ``compile``: the runtime making a session or executable of it,
+    * ``execute``: the runtime computing outputs.
+
+    A backend that keeps one adds each runtime call's time (``clock.execute += seconds``, or
+    ``with clock.timing("execute"):``) and reports :meth:`as_stats` in its :meth:`Backend.stats`;
+    the benchmark then counts everything else as harness time (for backends without one it can
+    only count the whole backend call).
+    """
+
+    __slots__ = ("model_build", "compile", "execute")
+
+    def __init__(self):
+        self.model_build = self.compile = self.execute = 0.0
+
+    def timing(self, phase: str) -> "_Timing":
+        """A context manager adding the time spent inside it to ``phase``."""
+        return _Timing(self, phase)
+
+    def as_stats(self) -> dict:
+        return {f"{phase}_seconds": round(getattr(self, phase), 6) for phase in self.__slots__}
+
+
+class _Timing:
+    __slots__ = ("clock", "phase", "start")
+
+    def __init__(self, clock: RuntimeClock, phase: str):
+        self.clock, self.phase = clock, phase
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc):
+        setattr(self.clock, self.phase,
+                getattr(self.clock, self.phase) + time.perf_counter() - self.start)
 
 
 class Backend:
@@ -49,7 +90,8 @@ class Backend:
         return self.devices[0]
 
     def stats(self) -> dict:
-        """Counters for the benchmark, e.g. ``{"compilations": 12}``; summed over workers."""
+        """Counters for the benchmark, e.g. ``{"compilations": 12}``, and the seconds of a
+        :class:`RuntimeClock`; summed over workers."""
         return {}
 
     def run(self, *, spec, case, model=None) -> Sequence[np.ndarray]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.harness.backends.base import Backend, Unsupported, binding, cache_dir
+from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, binding, cache_dir
 from conform.spec.dtypes import np_dtype
 
 
@@ -47,6 +47,7 @@ class JaxBackend(Backend):
         self._compiled: dict = {}
         self._live: set = set()          # (function key, input shapes and dtypes) compiled now
         self._released_compilations = 0
+        self.clock = RuntimeClock()
 
     def version(self) -> str:
         import jaxlib
@@ -62,9 +63,10 @@ class JaxBackend(Backend):
     max_live_executables = 256
 
     def stats(self) -> dict:
-        """Compilations: one per jitted function and distinct input signature."""
+        """Compilations: one per jitted function and distinct input signature; the clock's
+        ``compile`` holds the whole first call of each (tracing, compiling, executing)."""
         return {"compilations": self._released_compilations
-                + sum(fn._cache_size() for fn in self._compiled.values())}
+                + sum(fn._cache_size() for fn in self._compiled.values()), **self.clock.as_stats()}
 
     def _release_executables(self) -> None:
         """Drop every compiled function and return the memory to the operating system."""
@@ -129,12 +131,15 @@ class JaxBackend(Backend):
     def run(self, *, spec, case):
         key, fn = self._function(spec, case)
         signature = (key, case.input_dtypes, tuple(np.shape(x) for x in case.inputs))
+        phase = "execute"
         if signature not in self._live:
             if len(self._live) >= self.max_live_executables:
                 self._release_executables()
                 key, fn = self._function(spec, case)   # fn was dropped with the rest
             self._live.add(signature)
-        outputs = fn(*case.inputs)
-        if not isinstance(outputs, tuple | list):
-            outputs = (outputs,)
-        return [np.asarray(o) for o in outputs]
+            phase = "compile"
+        with self.clock.timing(phase):   # to the NumPy arrays: jax dispatches asynchronously
+            outputs = fn(*case.inputs)
+            if not isinstance(outputs, tuple | list):
+                outputs = (outputs,)
+            return [np.asarray(o) for o in outputs]

@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from functools import lru_cache
 from importlib.metadata import version as package_version
 from multiprocessing.util import Finalize
 from pathlib import Path
 
-from conform.harness.backends.base import Backend, Unsupported
+from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.harness.backends.models import Model, ModelCache
 from conform.harness.backends.nnef_models import NNEF_TYPES, prelude
 
@@ -47,22 +48,28 @@ class NnefBackend(Backend):
         self._sessions = ModelCache(limit=self.max_sessions,
                                     release=lambda session: session.__exit__(None, None, None))
         self.workdir = _worker_dir()
+        self.clock = RuntimeClock()
 
     def version(self) -> str:
         return f"nnef {package_version('nnef')}"
 
     def stats(self) -> dict:
         """Counters for the benchmark: executor sessions created (documents parsed)."""
-        return {"sessions": self._sessions.compiled}
+        return {"sessions": self._sessions.compiled, **self.clock.as_stats()}
 
     def run(self, *, spec, case, model=None):
         model = model or Model("nnef", spec, case)
-        document = model.build()
+        with self.clock.timing("model_build"):
+            document = model.build()
         session = self._sessions.get(model.key, lambda: self._new_session(document))
+        inputs = model.inputs()
+        start = time.perf_counter()
         try:
-            outputs = session(*model.inputs())
+            outputs = session(*inputs)
         except ValueError as exc:
             raise _classified(exc) from None
+        finally:
+            self.clock.execute += time.perf_counter() - start
         return [document.finish(o) for o in outputs]
 
     def _new_session(self, document):
@@ -71,7 +78,8 @@ class NnefBackend(Backend):
         path = self.workdir / "graph.nnef"
         path.write_text(document.text, encoding="utf-8")
         try:
-            session = self._nnef.Session(str(path), stdlib=prelude(document.op), lowered=[])
+            with self.clock.timing("compile"):
+                session = self._nnef.Session(str(path), stdlib=prelude(document.op), lowered=[])
         except (ValueError, self._nnef.Error) as exc:
             raise _classified(exc) from None
         finally:

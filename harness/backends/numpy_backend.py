@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.harness.backends.base import Backend, Unsupported
+import time
+
+from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.oracles import ORACLES
 from conform.spec.dtypes import np_dtype
 
@@ -44,15 +46,25 @@ class NumpyBackend(Backend):
     model_format = "native"
     subnormals = "ieee"
 
+    def __init__(self):
+        self.clock = RuntimeClock()
+
     def version(self) -> str:
         return np.__version__
+
+    def stats(self) -> dict:
+        return self.clock.as_stats()
 
     def run(self, *, spec, case):
         fn = IMPLEMENTATIONS.get(spec.op) or ORACLES.get(spec.oracle)
         if fn is None:
             raise Unsupported(f"no NumPy implementation of {spec.op} (oracle {spec.oracle!r})")
-        with np.errstate(all="ignore"):
-            outputs = fn(*case.inputs, **case.attrs)
-        if not isinstance(outputs, tuple):
-            outputs = (outputs,)
-        return [np.asarray(o).astype(np_dtype(case.out_dtype), copy=False) for o in outputs]
+        start = time.perf_counter()
+        try:
+            with np.errstate(all="ignore"):
+                outputs = fn(*case.inputs, **case.attrs)
+            if not isinstance(outputs, tuple):
+                outputs = (outputs,)
+            return [np.asarray(o).astype(np_dtype(case.out_dtype), copy=False) for o in outputs]
+        finally:
+            self.clock.execute += time.perf_counter() - start

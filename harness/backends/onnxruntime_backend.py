@@ -5,7 +5,9 @@ single-threaded (intra- and inter-op threads = 1) with graph optimisation level 
 """
 from __future__ import annotations
 
-from conform.harness.backends.base import Backend, Unsupported
+import time
+
+from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.harness.backends.models import Model, ModelCache
 
 
@@ -21,6 +23,7 @@ class OnnxRuntimeBackend(Backend):
         self._ort = ort
         ort.set_default_logger_severity(4)  # kernel errors are reported per case
         self._sessions = ModelCache()
+        self.clock = RuntimeClock()
         self.options = ort.SessionOptions()
         self.options.intra_op_num_threads = 1
         self.options.inter_op_num_threads = 1
@@ -31,13 +34,15 @@ class OnnxRuntimeBackend(Backend):
         return f"onnxruntime {self._ort.__version__}"
 
     def stats(self) -> dict:
-        return {"sessions": self._sessions.compiled}
+        return {"sessions": self._sessions.compiled, **self.clock.as_stats()}
 
     def _new_session(self, model: Model):
-        proto = model.build()
+        with self.clock.timing("model_build"):
+            serialized = model.build().SerializeToString()
         try:
-            return self._ort.InferenceSession(proto.SerializeToString(), self.options,
-                                              providers=["CPUExecutionProvider"])
+            with self.clock.timing("compile"):
+                return self._ort.InferenceSession(serialized, self.options,
+                                                  providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             text = str(exc)
             if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text \
@@ -53,4 +58,9 @@ class OnnxRuntimeBackend(Backend):
             # NumPy bfloat16 (ml_dtypes) arrays, so this adapter cannot run the case
             raise Unsupported("conform's onnxruntime adapter cannot pass bfloat16 arrays through "
                               "onnxruntime's Python API")
-        return session.run(None, dict(zip(model.input_names, model.inputs())))
+        feeds = dict(zip(model.input_names, model.inputs()))
+        start = time.perf_counter()
+        try:
+            return session.run(None, feeds)
+        finally:
+            self.clock.execute += time.perf_counter() - start
