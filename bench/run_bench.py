@@ -9,8 +9,9 @@ and the backend's compilations or sessions. Start-up alone is measured with a on
 
 Where the time goes: generation (corpus), the backend calls (summed over workers), and within
 them what the backend's :class:`~conform.harness.backends.base.RuntimeClock` saw: conform's
-model building, the runtime's compile (sessions, executables) and execute; then judging (oracle
-and comparison). The harness overhead ratio is ``1 - runtime seconds per worker / wall``, where
+model building, the runtime's compile (sessions, executables) and execute; then the workers'
+judging (the oracle's answers are kept with the cases: comparing), tallying and encoding of
+records, and writing results.jsonl. The harness overhead ratio is ``1 - runtime seconds per worker / wall``, where
 the runtime seconds are compile + execute: everything else, conform's own work inside a backend
 call included, is harness time. A backend without a clock can only be measured by its whole
 calls (``overhead_counts`` says which was used).
@@ -67,6 +68,8 @@ def _breakdown(out: Path, wall: float, workers: int) -> dict:
         "compile_seconds_total": stats.get("compile_seconds"),
         "execute_seconds_total": stats.get("execute_seconds"),
         "judge_seconds_total": round(judge, 2),
+        "worker_seconds": summary.get("worker_seconds"),   # judging, tallying, encoding records
+        "write_seconds": summary.get("write_seconds"),     # writing results.jsonl
         "run_seconds_in_conform": summary.get("wall_seconds"),
         # workers run in parallel: the runtime's seconds per worker against the wall time
         "harness_overhead_ratio": round(1 - runtime / workers / wall, 3),

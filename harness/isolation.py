@@ -131,6 +131,8 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
         conn.send(("fatal", traceback.format_exc()))
         return
 
+    spent = {"judge": 0.0, "tally": 0.0, "encode": 0.0}   # seconds, reported with every reply
+
     def settle(done: list):
         """The outcomes of ``done`` (case, outcome) pairs; when the pool judges, they are judged
         here together (in parallel across workers, and no arrays travel back) and go back as
@@ -145,15 +147,21 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
         start = time.perf_counter()
         records = result_records([(specs[case.op], case, outcome) for case, outcome in done],
                                  backend_name, policy)
-        share = round((time.perf_counter() - start) / len(done), 6)   # each case's part
+        judged = time.perf_counter()
+        share = round((judged - start) / len(done), 6)   # each case's part
         tally = Tally()
         for i, record in enumerate(records):
             record["judge_seconds"] = share
             if manifest is not None:
                 records[i] = record = manifest.apply(record)
             tally.add(record, ref=i)
-        return _pack_judged([outcome.kind for _, outcome in done],
-                            [encode(record) for record in records], tally.cells, backend.stats())
+        tallied = time.perf_counter()
+        lines = [encode(record) for record in records]
+        spent["judge"] += judged - start
+        spent["tally"] += tallied - judged
+        spent["encode"] += time.perf_counter() - tallied
+        return _pack_judged([outcome.kind for _, outcome in done], lines, tally.cells,
+                            backend.stats(), spent)
 
     inbox = _inbox(conn)
     while True:
@@ -187,21 +195,23 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
             conn.send(settle(done))
 
 
-def _pack_judged(kinds: list, lines: list, cells: dict, stats: dict) -> tuple:
+def _pack_judged(kinds: list, lines: list, cells: dict, stats: dict, spent: dict) -> tuple:
     """Judged outcomes as one message: their kinds, their results.jsonl lines, the cells of
-    their :class:`~conform.reports.Tally` (which name records by their index in ``lines``) and
-    the backend's counters so far (a worker that crashes later has reported them)."""
-    return ("judged", kinds, lines, cells, stats)
+    their :class:`~conform.reports.Tally` (which name records by their index in ``lines``), the
+    backend's counters and the seconds the worker spent judging, tallying and encoding, so far
+    (a worker that crashes later has reported them)."""
+    return ("judged", kinds, lines, cells, stats, spent)
 
 
 class Judged:
     """A worker's judged reply: the cases (in order), their outcomes' kinds, their results.jsonl
-    lines, the reply's tally cells and the worker's backend counters so far. A run writes the
-    lines and merges the tally as they are, without reading each record back: only those the
-    tally keeps are decoded."""
+    lines, the reply's tally cells and the worker's counters so far (the backend's, and its own
+    seconds). A run writes the lines and merges the tally as they are, without reading each
+    record back: only those the tally keeps are decoded."""
 
-    def __init__(self, kinds: list, lines: list, cells: dict, stats: dict):
-        self.kinds, self.lines, self.cells, self.stats, self.cases = kinds, lines, cells, stats, []
+    def __init__(self, kinds: list, lines: list, cells: dict, stats: dict, spent: dict):
+        self.kinds, self.lines, self.cells, self.cases = kinds, lines, cells, []
+        self.stats, self.spent = stats, spent
         self._read: dict = {}
 
     def __len__(self) -> int:
@@ -306,6 +316,7 @@ class _Worker:
     ready: bool = False              # the worker has loaded its backend and said hello
     batches: collections.deque = field(default_factory=collections.deque)  # cases left per batch sent
     stats: dict = field(default_factory=dict)   # the backend's counters, as last reported
+    spent: dict = field(default_factory=dict)   # its seconds judging, tallying, encoding (same)
 
     def running(self) -> int:
         """The index in ``pending`` of the case the worker is running now: finished cases whose
@@ -348,6 +359,7 @@ class WorkerPool:
         self.info: dict = {}
         self.restarts = 0
         self.stats: dict = {}   # backend counters summed over workers (a killed one: as last reported)
+        self.spent: dict = {}   # the workers' seconds judging, tallying, encoding (summed the same)
 
     def __enter__(self):
         reuse_freed_memory()
@@ -414,8 +426,9 @@ class WorkerPool:
                         break
             except (BrokenPipeError, OSError, EOFError):
                 pass
-        for key, value in worker.stats.items():   # a killed worker's as of its last reply
-            self.stats[key] = self.stats.get(key, 0) + value
+        for total, counts in ((self.stats, worker.stats), (self.spent, worker.spent)):
+            for key, value in counts.items():   # a killed worker's as of its last reply
+                total[key] = total.get(key, 0) + value
         worker.process.join(5)
         if worker.process.is_alive():
             worker.process.kill()
@@ -508,7 +521,7 @@ class WorkerPool:
                         pending, case = worker.pending, self._case
                         cases = [case(pending.popleft()) for _ in range(len(replies))]
                         if isinstance(replies, Judged):
-                            replies.cases, worker.stats = cases, replies.stats
+                            replies.cases, worker.stats, worker.spent = cases, replies.stats, replies.spent
                             yield replies
                         else:
                             yield list(zip(cases, replies))

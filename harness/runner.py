@@ -49,6 +49,11 @@ def cyclic_gc_paused():
             gc.enable()
 
 
+def _rounded(counts: dict) -> dict:
+    return {key: round(value, 3) if isinstance(value, float) else value
+            for key, value in counts.items()}
+
+
 class SelectionError(ValueError):
     pass
 
@@ -172,8 +177,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
                 if meter:
                     meter.update_many([{record["verdict"]: 1}])
         info, restarts, recycled = pool.info, pool.restarts, pool.recycled
-    stats = {key: round(value, 3) if isinstance(value, float) else value
-             for key, value in pool.stats.items()}
+    stats, spent = (_rounded(counts) for counts in (pool.stats, pool.spent))
     meta = {
         "backend": config.backend, "backend_version": info.get("version", "unknown"),
         "device": info.get("device", "cpu"), "model_format": info.get("model_format"),
@@ -181,6 +185,9 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
         "seed": config.seed, "max_examples": config.max_examples, "exhaustive": config.exhaustive,
         "selected_ops": sorted({spec.op for spec, _ in pairs}),
         "worker_restarts": restarts, "workers_recycled": recycled, "backend_stats": stats,
+        # where the harness's own time went: the workers' judging (oracle answers are kept with
+        # the cases: comparing), tallying and encoding, and the parent writing results.jsonl
+        "worker_seconds": spent, "write_seconds": round(writer.seconds, 3),
         "generation_seconds": round(generation_seconds, 3),
         "wall_seconds": round(time.time() - started, 3),
     }

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -64,26 +65,34 @@ def encode(value) -> bytes:
 
 
 class ResultWriter:
-    """Appends result records to a JSONL file (UTF-8) as the run produces them."""
+    """Appends result records to a JSONL file (UTF-8) as the run produces them; ``seconds`` is
+    the time spent encoding and writing them, and closing the file."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self._file = None
+        self.seconds = 0.0
 
     def __enter__(self):
         self._file = self.path.open("wb")
         return self
 
     def write(self, record: dict) -> None:
+        start = time.perf_counter()
         self._file.write(encode(record) + b"\n")
+        self.seconds += time.perf_counter() - start
 
     def write_lines(self, lines: list[bytes]) -> None:
         """Write records already encoded with :func:`encode` (workers encode their own)."""
         if lines:
+            start = time.perf_counter()
             self._file.write(b"\n".join(lines) + b"\n")
+            self.seconds += time.perf_counter() - start
 
     def __exit__(self, *exc):
+        start = time.perf_counter()
         self._file.close()
+        self.seconds += time.perf_counter() - start
 
 
 def read_results(path: Path) -> Iterator[dict]:

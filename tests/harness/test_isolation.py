@@ -188,8 +188,9 @@ def test_a_judged_reply_gives_the_parent_each_record_as_its_line_reads():
     for i, record in enumerate(records):
         tally.add(record, ref=i)
     stats = {"sessions": 1, "execute_seconds": 2e-05}
-    reply = _unpack(pickle.loads(pickle.dumps(_pack_judged(["ok", "ok"], lines, tally.cells, stats))))
-    assert isinstance(reply, Judged) and len(reply) == 2 and reply.stats == stats
+    spent = {"judge": 1e-4, "tally": 2e-5, "encode": 1e-5}
+    reply = _unpack(pickle.loads(pickle.dumps(_pack_judged(["ok", "ok"], lines, tally.cells, stats, spent))))
+    assert isinstance(reply, Judged) and len(reply) == 2 and (reply.stats, reply.spent) == (stats, spent)
     reply.cases = ["case 1", "case 2"]
     (case, first), (_, second) = reply.pairs()
     assert case == "case 1" and (first.record, first.line) == (records[0], lines[0])
