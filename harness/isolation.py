@@ -31,7 +31,7 @@ from typing import Iterable, Iterator
 import orjson
 
 from conform.harness.backends.base import Unsupported
-from conform.harness.backends.models import run_case, takes_model
+from conform.harness.backends.models import prepare_case, takes_model
 
 
 @dataclass
@@ -94,7 +94,8 @@ def reuse_freed_memory() -> None:
 
 
 def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
-    """Load the backend, then run batches of cases; ``finished`` counts the cases done.
+    """Load the backend, then run batches of cases; ``finished`` counts the cases done (while
+    one is being run: those before it).
     A batch holds cases, or indices into the inherited cases of a forked worker."""
     from numpy import asarray
 
@@ -164,35 +165,57 @@ def _worker_main(conn, backend_name: str, options: dict, finished) -> None:
                             backend.stats(), spent)
 
     inbox = _inbox(conn)
+    started = 0   # cases taken from batches so far
     while True:
         batch = inbox.get()
         if batch is None:  # shutdown: report the backend's counters (compilations, sessions)
             conn.send(("stats", backend.stats()))
             return
         done, last_reply = [], time.perf_counter()
-        for item in batch:
-            case = shared[item] if isinstance(item, int) else item
-            start = time.perf_counter()   # the backend's time: run_case alone
+        cases = [shared[item] if isinstance(item, int) else item for item in batch]
+        # The batch's cases are prepared, then computed: the runtime's calls follow each other
+        # (Backend.prepare). ``finished`` says which case is being prepared or computed.
+        steps = []   # per case: the function computing it (or its outcome) and the seconds so far
+        for offset, case in enumerate(cases):
+            finished.value = started + offset
+            start = time.perf_counter()   # the backend's time: preparing and computing alone
             try:
-                outputs = run_case(backend, specs[case.op], case, with_model=with_model)
-            except Unsupported as exc:
-                seconds = time.perf_counter() - start
-                outcome = Outcome("unsupported", message=str(exc))
+                step = prepare_case(backend, specs[case.op], case, with_model=with_model)
             except Exception as exc:
-                seconds = time.perf_counter() - start
-                outcome = Outcome("error", message=f"{type(exc).__name__}: {exc}")
-                outcome.raised = exc   # its traceback is formatted if its record keeps it
+                step = _failed(exc)
+            steps.append((step, time.perf_counter() - start))
+        for offset, (case, (step, seconds)) in enumerate(zip(cases, steps)):
+            if type(step) is Outcome:
+                outcome = step
             else:
-                seconds = time.perf_counter() - start
-                outcome = Outcome("ok", [*map(asarray, outputs)])
+                finished.value = started + offset
+                start = time.perf_counter()
+                try:
+                    outputs = step()
+                except Exception as exc:
+                    seconds += time.perf_counter() - start
+                    outcome = _failed(exc)
+                else:
+                    seconds += time.perf_counter() - start
+                    outcome = Outcome("ok", [*map(asarray, outputs)])
             outcome.seconds = seconds
             done.append((case, outcome))
-            finished.value += 1
             if len(done) >= REPLY_BATCH or time.perf_counter() - last_reply >= REPLY_INTERVAL:
                 conn.send(settle(done))
                 done, last_reply = [], time.perf_counter()
+        started += len(cases)
+        finished.value = started
         if done:
             conn.send(settle(done))
+
+
+def _failed(exc: Exception) -> Outcome:
+    """The outcome of a case whose preparing or computing raised ``exc``."""
+    if isinstance(exc, Unsupported):
+        return Outcome("unsupported", message=str(exc))
+    outcome = Outcome("error", message=f"{type(exc).__name__}: {exc}")
+    outcome.raised = exc   # its traceback is formatted if its record keeps it
+    return outcome
 
 
 def _pack_judged(kinds: list, lines: list, cells: dict, stats: dict, spent: dict) -> tuple:

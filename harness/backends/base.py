@@ -5,8 +5,9 @@ worker process, never in the parent: a backend that crashes takes only its worke
 """
 from __future__ import annotations
 
+import functools
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -105,6 +106,18 @@ class Backend:
         when the backend cannot express the case; any other exception becomes an ``error`` verdict.
         """
         raise NotImplementedError
+
+    def prepare(self, *, spec, case, model=None) -> Callable[[], Sequence[np.ndarray]]:
+        """Optional: :meth:`run` in two steps. ``prepare`` does all that comes before the runtime
+        computes (the model, the session, the inputs) and returns a function that computes the
+        outputs (raising as :meth:`run` would). A worker prepares a batch of cases, then computes
+        them one after another, so that the runtime's calls follow each other instead of
+        alternating with Python code (on onnxruntime, measured: each step runs faster in turn than
+        interleaved). The default leaves all of the work to the returned function: :meth:`run`.
+        """
+        if model is None:
+            return functools.partial(self.run, spec=spec, case=case)
+        return functools.partial(self.run, spec=spec, case=case, model=model)
 
 
 def binding(spec, fmt: str) -> dict:

@@ -181,11 +181,20 @@ def takes_model(backend) -> bool:
 def run_case(backend, spec, case, *, with_model: bool | None = None):
     """Run ``case`` on ``backend`` as a run does: unclaimed cases raise :class:`Unsupported`
     without reaching the backend; non-native backends get the case's :class:`Model`."""
+    return prepare_case(backend, spec, case, with_model=with_model)()
+
+
+def prepare_case(backend, spec, case, *, with_model: bool | None = None):
+    """:func:`run_case` in two steps: this one prepares the case (see
+    :meth:`~conform.harness.backends.base.Backend.prepare`) and returns the function that
+    computes its outputs."""
     reason = unclaimed(backend, spec, case)
     if reason:
         raise Unsupported(reason)
     if with_model is None:
         with_model = takes_model(backend)
-    if with_model:
-        return backend.run(spec=spec, case=case, model=Model(backend.model_format, spec, case))
-    return backend.run(spec=spec, case=case)
+    model = {"model": Model(backend.model_format, spec, case)} if with_model else {}
+    prepare = getattr(backend, "prepare", None)
+    if prepare is None:   # an adapter that does not derive from Backend
+        return functools.partial(backend.run, spec=spec, case=case, **model)
+    return prepare(spec=spec, case=case, **model)

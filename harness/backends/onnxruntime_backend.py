@@ -5,6 +5,7 @@ single-threaded (intra- and inter-op threads = 1) with graph optimisation level 
 """
 from __future__ import annotations
 
+import functools
 import time
 
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
@@ -51,6 +52,9 @@ class OnnxRuntimeBackend(Backend):
             raise
 
     def run(self, *, spec, case, model=None):
+        return self.prepare(spec=spec, case=case, model=model)()
+
+    def prepare(self, *, spec, case, model=None):
         model = model or Model("onnx", spec, case)
         session = self._sessions.get(model.key, lambda: self._new_session(model))
         if "bfloat16" in (*case.input_dtypes, case.out_dtype):
@@ -58,7 +62,9 @@ class OnnxRuntimeBackend(Backend):
             # NumPy bfloat16 (ml_dtypes) arrays, so this adapter cannot run the case
             raise Unsupported("conform's onnxruntime adapter cannot pass bfloat16 arrays through "
                               "onnxruntime's Python API")
-        feeds = dict(zip(model.input_names, model.inputs()))
+        return functools.partial(self._execute, session, dict(zip(model.input_names, model.inputs())))
+
+    def _execute(self, session, feeds: dict):
         start = time.perf_counter()
         try:
             return session.run(None, feeds)
