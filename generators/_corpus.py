@@ -41,6 +41,15 @@ def corpus_key(spec: OpSpec, dtype: str, *, count: int, seed: int) -> str:
     return digest.hexdigest()[:32]
 
 
+#: The corpus files this process read or wrote (pruning spares them), and whether it wrote any.
+_used: set = set()
+_wrote: list = []
+
+#: The corpus folder's size cap, in MiB ($CONFORM_CORPUS_MAX_MB): a full suite at
+#: --max-examples 300 takes ~50 MiB, and every change to conform or to a spec file starts new files.
+DEFAULT_MAX_MB = 1024
+
+
 def load_or_generate(spec: OpSpec, dtype: str, *, count: int, seed: int, generate,
                      use_cache: bool = True) -> list[Case]:
     """The cases from the corpus cache, or ``generate()``'s, which are then stored."""
@@ -49,15 +58,54 @@ def load_or_generate(spec: OpSpec, dtype: str, *, count: int, seed: int, generat
     path = cache_dir() / "corpus" / f"{spec.op}.{dtype.replace('->', '-to-')}.{corpus_key(spec, dtype, count=count, seed=seed)}.pkl"
     if path.exists():
         try:
-            return _read(path)
+            cases = _read(path)
         except (OSError, ValueError, pickle.UnpicklingError, EOFError, AttributeError):
             pass  # a damaged entry is regenerated below
+        else:
+            _used.add(path)
+            try:
+                os.utime(path)   # recently used: pruned last
+            except OSError:
+                pass
+            return cases
     cases = generate()
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(f".{os.getpid()}.tmp")
     _write(temporary, cases)
     temporary.replace(path)
+    _used.add(path)
+    _wrote.append(path)
     return cases
+
+
+def prune_corpus(max_mb: float | None = None) -> list[Path]:
+    """If this process wrote corpus files: delete the least recently used files of the corpus
+    folder until it takes at most ``max_mb`` MiB (default ``$CONFORM_CORPUS_MAX_MB`` or
+    :data:`DEFAULT_MAX_MB`), sparing the files this process used. Returns the deleted paths."""
+    if not _wrote:
+        return []
+    if max_mb is None:
+        max_mb = float(os.environ.get("CONFORM_CORPUS_MAX_MB") or DEFAULT_MAX_MB)
+    entries = []
+    for path in (cache_dir() / "corpus").glob("*.pkl"):
+        try:
+            stat = path.stat()
+        except OSError:   # deleted meanwhile (by another conform)
+            continue
+        entries.append((stat.st_mtime_ns, stat.st_size, path))
+    total, deleted = sum(size for _, size, _ in entries), []
+    for _, size, path in sorted(entries, key=lambda entry: entry[:2]):
+        if total <= max_mb * (1 << 20):
+            break
+        if path in _used:
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        total -= size
+        deleted.append(path)
+    return deleted
 
 
 # A corpus file: an 8-byte length, a pickle of the cases with every array replaced by its index,

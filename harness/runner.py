@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conform.generators import dtype_labels, exhaustive_cases, generate_cases
+from conform.generators import dtype_labels, exhaustive_cases, generate_cases, prune_corpus
 from conform.harness.isolation import Judged, WorkerPool
 from conform.harness.judge import result_record
 from conform.reports import ResultWriter, Tally
@@ -143,6 +143,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
         cases = [case for spec, label in pairs
                  for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed,
                                             use_cache=config.use_cache)]
+    prune_corpus()   # after a run that generated cases: the cache stays under its size cap
     skipped: list = []
     if config.manifest is not None and not config.exhaustive:  # a sweep stays lazy: not partitioned
         cases, skipped = config.manifest.partition(cases)

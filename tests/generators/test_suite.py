@@ -206,3 +206,33 @@ def test_a_corpus_file_gives_back_the_cases_it_was_written_from(tmp_path):
     assert loaded[1].expectation.impl_mask.dtype == bool
     assert loaded[1].expectation.accumulation[1] == 7
     assert loaded[0].expectation.impl_mask is None
+
+
+def test_the_corpus_cache_keeps_under_its_cap_dropping_the_least_recently_used(specs, tmp_path,
+                                                                                monkeypatch):
+    import os
+
+    import conform.generators._corpus as corpus
+
+    monkeypatch.setenv("CONFORM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(corpus, "_used", set())
+    monkeypatch.setattr(corpus, "_wrote", [])
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    old = []
+    for age in range(4):   # four stale 1 MiB files, the oldest first
+        path = folder / f"stale{age}.pkl"
+        path.write_bytes(bytes(1 << 20))
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))
+        old.append(path)
+    assert corpus.prune_corpus(max_mb=0) == []   # this process wrote nothing: nothing is pruned
+    generate_cases(specs["add"], "float32", count=3, seed=0, use_cache=True)   # writes one file
+    [written] = corpus._wrote
+    corpus._used.add(old[0])   # a file this run read is spared, however old
+    os.utime(old[0], (1, 1))
+    assert corpus.prune_corpus(max_mb=2.5) == old[1:3]
+    assert sorted(folder.iterdir()) == sorted([written, old[0], old[3]])
+    # a cache hit marks its file as recently used
+    os.utime(written, (5, 5))
+    generate_cases(specs["add"], "float32", count=3, seed=0, use_cache=True)
+    assert written.stat().st_mtime > 1_000_000 and len(corpus._wrote) == 1
