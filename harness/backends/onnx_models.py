@@ -161,7 +161,12 @@ def signature_key(spec, case) -> tuple:
     """
     op_type = spec.bindings.get("onnx", {}).get("op_type")
     shapes = tuple(x.shape for x in case.inputs) if op_type in SHAPE_DEPENDENT else ()
-    return (spec.op, case.input_dtypes, case.out_dtype, shapes, repr(sorted(case.attrs.items())))
+    return (spec.op, case.input_dtypes, case.out_dtype, shapes, attrs_text(case.attrs))
+
+
+def attrs_text(attrs: dict) -> str:
+    """A case's attributes as a hashable, order-independent text (most cases have none)."""
+    return repr(sorted(attrs.items())) if attrs else "[]"
 
 
 def feeds(case) -> dict:
