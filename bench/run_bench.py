@@ -1,6 +1,6 @@
 """The conform benchmark: whole-command rates per built-in backend, cold and warm.
 
-    python bench/run_bench.py [--backends onnxruntime,jax,numpy] [--max-examples 300] [--out FILE]
+    python bench/run_bench.py [--backends onnxruntime,jax,numpy,nnef] [--max-examples 300] [--out FILE]
 
 For each backend it runs ``conform run`` twice with one fresh cache directory: *cold* (empty corpus
 and compilation caches) and *warm* (caches filled by the cold run), and reports verified cases per
@@ -99,7 +99,7 @@ def bench_backend(backend: str, max_examples: int, workers: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", default="onnxruntime,jax,numpy")
+    parser.add_argument("--backends", default="onnxruntime,jax,numpy,nnef")
     parser.add_argument("--max-examples", type=int, default=300)
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--out", type=Path, default=None)
