@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from conform.harness.backends.base import Unsupported
+from conform.harness.backends.base import Backend, Unsupported
 from conform.spec.dtypes import np_dtype
 
 FORMATS = ("onnx", "stablehlo", "nnef")
@@ -54,7 +54,7 @@ class Model:
             return ("nnef", self.build().text)
         # jax lowers one module per op, attributes, dtypes and shapes
         return ("stablehlo", self.spec.op, case.input_dtypes, case.out_dtype,
-                tuple(np.shape(x) for x in case.inputs), repr(sorted(case.attrs.items())))
+                tuple(np.shape(x) for x in case.inputs), attrs_text(case.attrs))
 
     def build(self):
         """The model in :attr:`format` (built once per instance)."""
@@ -113,6 +113,12 @@ class Model:
 
 
 _INPUT_NAMES = [f"in{i}" for i in range(16)]
+
+
+def attrs_text(attrs: dict) -> str:
+    """A case's attributes as a hashable, order-independent text for model keys (most cases
+    have none)."""
+    return repr(sorted(attrs.items())) if attrs else "[]"
 
 
 @functools.cache
@@ -194,7 +200,6 @@ def prepare_case(backend, spec, case, *, with_model: bool | None = None):
     if with_model is None:
         with_model = takes_model(backend)
     model = {"model": Model(backend.model_format, spec, case)} if with_model else {}
-    prepare = getattr(backend, "prepare", None)
-    if prepare is None:   # an adapter that does not derive from Backend
-        return functools.partial(backend.run, spec=spec, case=case, **model)
+    # an adapter that does not derive from Backend gets Backend's default: run does it all
+    prepare = getattr(backend, "prepare", None) or functools.partial(Backend.prepare, backend)
     return prepare(spec=spec, case=case, **model)

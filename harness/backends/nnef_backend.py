@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from functools import lru_cache
 from importlib.metadata import version as package_version
 from multiprocessing.util import Finalize
@@ -63,13 +62,11 @@ class NnefBackend(Backend):
             document = model.build()
         session = self._sessions.get(model.key, lambda: self._new_session(document))
         inputs = model.inputs()
-        start = time.perf_counter()
         try:
-            outputs = session(*inputs)
+            with self.clock.timing("execute"):
+                outputs = session(*inputs)
         except ValueError as exc:
             raise _classified(exc) from None
-        finally:
-            self.clock.execute += time.perf_counter() - start
         return [document.finish(o) for o in outputs]
 
     def _new_session(self, document):

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import time
-
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.oracles import ORACLES
 from conform.spec.dtypes import np_dtype
@@ -59,12 +57,9 @@ class NumpyBackend(Backend):
         fn = IMPLEMENTATIONS.get(spec.op) or ORACLES.get(spec.oracle)
         if fn is None:
             raise Unsupported(f"no NumPy implementation of {spec.op} (oracle {spec.oracle!r})")
-        start = time.perf_counter()
-        try:
+        with self.clock.timing("execute"):
             with np.errstate(all="ignore"):
                 outputs = fn(*case.inputs, **case.attrs)
             if not isinstance(outputs, tuple):
                 outputs = (outputs,)
             return [np.asarray(o).astype(np_dtype(case.out_dtype), copy=False) for o in outputs]
-        finally:
-            self.clock.execute += time.perf_counter() - start

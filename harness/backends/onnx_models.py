@@ -11,6 +11,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from conform.harness.backends.base import Unsupported, binding
+from conform.harness.backends.models import attrs_text
 from conform.spec.dtypes import np_dtype
 
 IR_VERSION = 10
@@ -162,11 +163,6 @@ def signature_key(spec, case) -> tuple:
     op_type = spec.bindings.get("onnx", {}).get("op_type")
     shapes = tuple(x.shape for x in case.inputs) if op_type in SHAPE_DEPENDENT else ()
     return (spec.op, case.input_dtypes, case.out_dtype, shapes, attrs_text(case.attrs))
-
-
-def attrs_text(attrs: dict) -> str:
-    """A case's attributes as a hashable, order-independent text (most cases have none)."""
-    return repr(sorted(attrs.items())) if attrs else "[]"
 
 
 def feeds(case) -> dict:
