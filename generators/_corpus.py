@@ -16,7 +16,7 @@ import numpy as np
 
 from conform.generators._case import Case
 from conform.spec import OpSpec
-from conform.spec._cache import cache_dir, file_digest
+from conform.spec._cache import cache_dir, file_digest, prune_folder
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,26 +86,7 @@ def prune_corpus(max_mb: float | None = None) -> list[Path]:
         return []
     if max_mb is None:
         max_mb = float(os.environ.get("CONFORM_CORPUS_MAX_MB") or DEFAULT_MAX_MB)
-    entries = []
-    for path in (cache_dir() / "corpus").glob("*.pkl"):
-        try:
-            stat = path.stat()
-        except OSError:   # deleted meanwhile (by another conform)
-            continue
-        entries.append((stat.st_mtime_ns, stat.st_size, path))
-    total, deleted = sum(size for _, size, _ in entries), []
-    for _, size, path in sorted(entries, key=lambda entry: entry[:2]):
-        if total <= max_mb * (1 << 20):
-            break
-        if path in _used:
-            continue
-        try:
-            path.unlink()
-        except OSError:
-            continue
-        total -= size
-        deleted.append(path)
-    return deleted
+    return prune_folder(cache_dir() / "corpus", "*.pkl", max_mb, spare=_used)
 
 
 # A corpus file: an 8-byte length, a pickle of the cases with every array replaced by its index,

@@ -17,6 +17,32 @@ def cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "conform"
 
 
+def prune_folder(folder: Path, pattern: str, max_mb: float, spare=()) -> list[Path]:
+    """Delete the least recently modified files of ``folder`` matching ``pattern`` until those
+    take at most ``max_mb`` MiB, sparing the paths in ``spare``. Returns the deleted paths.
+    Files that vanish meanwhile (another conform pruning too) are skipped."""
+    entries = []
+    for path in Path(folder).glob(pattern):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        entries.append((stat.st_mtime_ns, stat.st_size, path))
+    total, deleted = sum(size for _, size, _ in entries), []
+    for _, size, path in sorted(entries, key=lambda entry: entry[:2]):
+        if total <= max_mb * (1 << 20):
+            break
+        if path in spare:
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        total -= size
+        deleted.append(path)
+    return deleted
+
+
 def file_digest(path) -> bytes:
     """A file's SHA-256, read once per process while the file keeps its modification time and
     size (the spec cache and the corpus keys both hash each spec file)."""

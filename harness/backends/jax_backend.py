@@ -6,10 +6,45 @@ Spec attribute names follow the lax keyword names, so most bindings need no tran
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, binding, cache_dir
+from conform.spec._cache import prune_folder
 from conform.spec.dtypes import np_dtype
+
+#: The persistent compilation cache's size cap, in MiB ($CONFORM_JAX_CACHE_MAX_MB). An entry takes
+#: ~2.5 KiB (measured: 9,872 entries, 25 MiB) and the keys change with jax, conform's lowering and
+#: the shapes drawn, so without a cap the folder only grows.
+DEFAULT_CACHE_MAX_MB = 1024
+
+
+def prune_compile_cache(folder: Path, max_mb: float | None = None) -> list[Path]:
+    """Keep jax's persistent compilation cache in ``folder`` under ``max_mb`` MiB (default
+    ``$CONFORM_JAX_CACHE_MAX_MB`` or :data:`DEFAULT_CACHE_MAX_MB`), deleting the entries
+    written longest ago. The folder is scanned only if entries were added since the last
+    pruning (its modification time, kept in ``.pruned``), so a worker start costs one ``stat``.
+
+    jax's own cap (``jax_compilation_cache_max_size``) is not used: it rescans the whole folder
+    on every write (quadratic over a cold run of thousands of compilations) and needs an access
+    time file beside each entry, which the entries already on disk do not have."""
+    if max_mb is None:
+        max_mb = float(os.environ.get("CONFORM_JAX_CACHE_MAX_MB") or DEFAULT_CACHE_MAX_MB)
+    marker = folder / ".pruned"
+    try:
+        if marker.read_text() == str(folder.stat().st_mtime_ns):
+            return []
+    except (OSError, ValueError):
+        pass
+    deleted = prune_folder(folder, "*-cache", max_mb)
+    try:
+        for _ in range(2):   # creating the marker changes the folder's time: written again
+            marker.write_text(str(folder.stat().st_mtime_ns))
+    except OSError:
+        pass   # a read-only cache: pruned again next time
+    return deleted
 
 
 def _frozen(value):
@@ -40,6 +75,7 @@ class JaxBackend(Backend):
         jax.config.update("jax_platforms", "cpu")
         cache = cache_dir() / "jax"
         cache.mkdir(parents=True, exist_ok=True)
+        prune_compile_cache(cache)
         jax.config.update("jax_compilation_cache_dir", str(cache))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
