@@ -44,17 +44,9 @@ def _load(max_examples: int):
     return specs, cases
 
 
-def _kills_the_process(case) -> bool:
-    """INT_MIN / -1 raises SIGFPE in onnxruntime's integer Div and Mod (conform's workers
-    survive it as a crash; this single process would not)."""
-    if case.op not in ("divide", "remainder") or not case.input_dtypes[0].startswith("int"):
-        return False
-    lhs, rhs = (np.asarray(x) for x in case.inputs)
-    return bool(np.any((lhs == np.iinfo(lhs.dtype).min) & (rhs == -1)))
-
-
 def _runnable(specs, cases):
     """(session, feed names, feed arrays, case, expected) for each case onnxruntime can run."""
+    from check_batching import kills_the_process   # bench/, this script's folder
     from conform.harness.backends.models import Model
     from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
 
@@ -62,7 +54,7 @@ def _runnable(specs, cases):
     runnable = []
     for case in cases:
         if case.expectation is None or "bfloat16" in (*case.input_dtypes, case.out_dtype) \
-                or _kills_the_process(case):
+                or kills_the_process(case):
             continue
         model = Model("onnx", specs[case.op], case)
         try:

@@ -36,7 +36,7 @@ def prune_compile_cache(folder: Path, max_mb: float | None = None) -> list[Path]
     try:
         if marker.read_text() == str(folder.stat().st_mtime_ns):
             return []
-    except (OSError, ValueError):
+    except OSError:   # no marker yet
         pass
     deleted = prune_folder(folder, "*-cache", max_mb)
     try:
