@@ -15,7 +15,8 @@ Two ways:
 It then projects the ratio ``1 - runtime per worker / wall`` for a 2-worker run from the measured
 start-up (this process's imports and corpus reading, the corpus being cached) and these per-case
 costs: what conform would score if its whole per-case path cost no more than this floor, and no
-report were written.
+report were written; what it would score if the harness did no per-case work at all; and how many
+microseconds per case the harness may spend for a ratio of 0.5.
 
     python bench/overhead_floor.py [--max-examples 300]
 """
@@ -144,9 +145,18 @@ def main() -> None:
         # the ratio: compiling is the runtime's time
         runtime_per_worker = runtime / args.workers + compile_seconds
         wall = (loaded - began) + total / args.workers + compile_seconds
+        startup = loaded - began
         result[name] = {"runtime_us_per_case": round(runtime / n * 1e6, 1),
                         "harness_us_per_case": round((total - runtime) / n * 1e6, 1),
-                        "projected_overhead_ratio": round(1 - runtime_per_worker / wall, 3)}
+                        "projected_overhead_ratio": round(1 - runtime_per_worker / wall, 3),
+                        # a harness doing nothing per case: start-up and the runtime's calls alone
+                        "ratio_with_no_per_case_harness":
+                            round(1 - runtime_per_worker / (startup + runtime_per_worker), 3),
+                        # what the harness may spend on each runnable case for a ratio of 0.5
+                        # (wall = 2 x runtime per worker); the unsupported cases' lines come out
+                        # of this budget too
+                        "budget_us_per_case_for_half":
+                            round((runtime_per_worker - startup) * args.workers / n * 1e6, 1)}
     print(json.dumps(result, indent=1))
 
 
