@@ -102,10 +102,20 @@ def conv(draw, spec, dtype):
 
 @st.composite
 def reduce_window(draw, spec, dtype):
-    """Window dimensions, strides and explicit (low, high) padding per dimension."""
-    shape = draw(_shape(min_rank=1, max_rank=4, max_side=7))
+    """Window dimensions, strides and explicit (low, high) padding per dimension.
+
+    Half the signatures are pooling-shaped: rank 3 or 4 with a window of 1, stride 1 and no
+    padding on the first two dimensions (batch and channels), the only windows ONNX MaxPool
+    expresses; drawn freely, hardly any window is."""
+    pooling = draw(st.booleans())
+    shape = draw(_shape(min_rank=3 if pooling else 1, max_rank=4, max_side=7))
     window, strides, padding = [], [], []
-    for size in shape:
+    for axis, size in enumerate(shape):
+        if pooling and axis < 2:
+            window.append(1)
+            strides.append(1)
+            padding.append([0, 0])
+            continue
         w = draw(st.integers(1, min(size + 1, 3)))
         low, high = draw(st.integers(0, w - 1)), draw(st.integers(0, w - 1))
         window.append(max(1, min(w, size + low + high)))

@@ -157,6 +157,24 @@ def test_float32_sweep_is_1024_lazy_chunks_covering_every_bit_pattern(specs):
     assert last.inputs[0].view(np.uint32)[-1] == 0xFFFFFFFF
 
 
+def test_reduce_window_suites_hold_windows_onnx_maxpool_can_express(specs):
+    """MaxPool windows only the spatial dimensions of an N, C, ... tensor; windows drawn freely
+    hardly ever fit that, which left onnxruntime's MaxPool almost untested."""
+    from conform.harness.backends.base import Unsupported
+    from conform.harness.backends.onnx_models import _max_pool
+
+    def expressible(case):
+        try:
+            _max_pool(case, ["operand"])
+        except Unsupported:
+            return False
+        return True
+
+    cases = generate_cases(specs["reduce_window_max"], "float32", count=64, seed=0)
+    pooled = sum(map(expressible, cases))
+    assert len(cases) // 4 <= pooled < len(cases)   # and windows over every dimension remain
+
+
 def test_large_budgets_add_cases_to_at_most_max_signatures(specs):
     from conform.generators._drawing import CASES_PER_SIGNATURE, MAX_SIGNATURES, draw_plans
 
