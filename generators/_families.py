@@ -48,9 +48,12 @@ def select(draw, spec, dtype):
 
 @st.composite
 def clamp(draw, spec, dtype):
-    """min, operand, max: min and max are scalars or have the operand's shape."""
+    """min, operand, max: min and max are scalars or have the operand's shape.
+
+    Half the signatures have scalar bounds both, the only ones ONNX Clip takes."""
     shape = draw(_shape())
-    bound_shapes = [draw(st.sampled_from([(), shape])) for _ in range(2)]
+    scalar_bounds = draw(st.booleans())
+    bound_shapes = [() if scalar_bounds else draw(st.sampled_from([(), shape])) for _ in range(2)]
     return Signature((dtype,) * 3, (bound_shapes[0], shape, bound_shapes[1]), {}, dtype)
 
 
@@ -184,11 +187,14 @@ def slice_(draw, spec, dtype):
 
 @st.composite
 def pad(draw, spec, dtype):
-    """(low, high, interior) per dimension; negative edges trim, the result is never negative."""
+    """(low, high, interior) per dimension; negative edges trim, the result is never negative.
+
+    Half the signatures have no interior padding, which ONNX Pad and NNEF pad lack."""
     shape = draw(_shape(min_rank=1, max_rank=3, max_side=5))
+    edges_only = draw(st.booleans())
     config = []
     for size in shape:
-        interior = draw(st.sampled_from([0, 0, 1, 2]))
+        interior = 0 if edges_only else draw(st.sampled_from([0, 0, 1, 2]))
         grown = size + max(size - 1, 0) * interior
         low = draw(st.integers(-min(grown, 2), 3))
         high = draw(st.integers(-min(grown + low, 2), 3)) if grown + low > 0 else draw(st.integers(0, 3))
