@@ -9,7 +9,12 @@ import numpy as np
 from conform.harness.compare import Judgement, compare_many
 from conform.harness.isolation import Outcome
 from conform.oracles.expectations import expect
+from conform.oracles.feeding import ALIGNED, MOVEMENT, feeding_elements
 from conform.spec.dtypes import FLOAT_FORMATS
+
+FEEDING_KEPT = 256    # elements of a slice, window or patch kept in a failing record
+FEEDING_SHOWN = 8     # ... and shown in its message
+
 
 def case_record(case) -> dict:
     """The identifying part of a result line."""
@@ -79,14 +84,21 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
                               subnormals=subnormals)
         for (i, item), judgement in zip(members, judged):
             if judgement.worst is not None:
-                case = triples[i][1]
-                judgement.worst["inputs"] = _inputs_at(case, item[1].shape, judgement.worst["index"])
+                spec, case = triples[i][0], triples[i][1]
+                if spec.family in ALIGNED:
+                    inputs = _inputs_at(case, item[1].shape, judgement.worst["index"])
+                elif judgement.verdict == "fail":   # passing records stay small
+                    inputs = _feeding_at(spec, case, judgement.worst["index"])
+                else:
+                    inputs = [None] * len(case.inputs)
+                judgement.worst["inputs"] = inputs
             judgements[i] = judgement
     return judgements
 
 
 def _inputs_at(case, out_shape, index):
-    """Input values feeding output ``index`` where inputs are element-aligned with the output."""
+    """Input values feeding output ``index`` of an op whose inputs are element-aligned with
+    its output (or scalars)."""
     values = []
     for x in case.inputs:
         if x.ndim == 0:
@@ -96,6 +108,16 @@ def _inputs_at(case, out_shape, index):
         else:
             values.append(None)
     return values
+
+
+def _feeding_at(spec, case, index):
+    """Per input, the values of the elements feeding output ``index`` (a list: a slice, window
+    or patch, at most FEEDING_KEPT of them), the value itself where it is one element copied,
+    ``None`` where the input takes no part."""
+    feeding = feeding_elements(spec.family, spec.oracle, case.inputs, case.attrs, index)
+    if spec.family in MOVEMENT:
+        return [None if f is None else _scalar(f[0]) for f in feeding]
+    return [None if f is None else [_scalar(x) for x in f[:FEEDING_KEPT]] for f in feeding]
 
 
 def _scalar(x):
@@ -118,13 +140,26 @@ def failure_message(case, judgement: Judgement, backend: str) -> str:
         return f"{head}: {judgement.reason}"
     w = judgement.worst
     share = 100.0 * judgement.mismatched / max(judgement.checked, 1)
-    inputs = ", ".join("?" if v is None else v if isinstance(v, str) else repr(v)
-                       for v in w["inputs"])
+    inputs = ", ".join(_value_text(v) for v in w["inputs"])
     why = judgement.reason or (f"error {w['error']:.4g} {judgement.unit} > bound {w['bound']:.4g} "
                                f"{judgement.unit}")
     return (f"{head}: Mismatched elements: {judgement.mismatched} / {judgement.checked} "
             f"({share:.3g}%); worst out{w['index']}: actual={w['actual']!r}, "
             f"expected={w['expected']!r}, inputs=({inputs}): {why} [{judgement.model}]")
+
+
+def _value_text(value) -> str:
+    """An input value in a failure message; of a longer list (the elements feeding the worst
+    one) only the first FEEDING_SHOWN values are shown, and how many there are."""
+    if value is None:
+        return "?"
+    if isinstance(value, list):
+        shown = ", ".join(map(_value_text, value[:FEEDING_SHOWN]))
+        if len(value) <= FEEDING_SHOWN:
+            return f"[{shown}]"
+        count = f"at least {len(value)}" if len(value) >= FEEDING_KEPT else str(len(value))
+        return f"[{shown}, ... ({count} values)]"
+    return value if isinstance(value, str) else repr(value)
 
 
 def raising_allowed(spec, case) -> bool:

@@ -95,12 +95,14 @@ def fmt(value) -> str:
     return str(value)
 
 
-def value_text(value) -> str:
-    """An element value exactly as recorded (repr of floats keeps every digit)."""
+def value_text(value, nested: bool = False) -> str:
+    """An element value exactly as recorded (repr of floats keeps every digit); a list of inputs
+    in parentheses, and within it, the elements feeding one (a slice, window or patch) in brackets."""
     if value is None:
         return "?"
     if isinstance(value, list):
-        return "(" + ", ".join(value_text(v) for v in value) + ")"
+        inner = ", ".join(value_text(v, nested=True) for v in value)
+        return f"[{inner}]" if nested else f"({inner})"
     return repr(value) if isinstance(value, float) else str(value)
 
 

@@ -1,0 +1,52 @@
+"""The judge names what feeds the worst element: a value, a window, or an element moved."""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.generators._case import Case
+from conform.harness.judge import failure_message, judge_outputs
+
+
+def _case(op, inputs, attrs, dtype="float32"):
+    return Case(id=f"{op}.{dtype}.0", op=op, dtype=dtype, input_dtypes=(dtype,) * len(inputs),
+                out_dtype=dtype, inputs=inputs, attrs=attrs, plan="normal", seed=1)
+
+
+def test_a_failing_window_names_the_operand_elements_of_its_window(specs):
+    x = np.float32([[[1, 2, np.nan, 4, 5]]])
+    case = _case("reduce_window_max", [x], {"window_dimensions": [1, 1, 3],
+                                            "window_strides": [1, 1, 2], "padding": [[0, 0], [0, 0], [1, 1]]})
+    actual = np.float32([[[2, 4, 5]]])   # NaN ignored: out[0, 0, 1] should be NaN
+    judgement = judge_outputs(specs["reduce_window_max"], case, [actual])
+    assert judgement.verdict == "fail" and judgement.worst["index"] == [0, 0, 1]
+    assert judgement.worst["inputs"] == [[2.0, "nan", 4.0]]
+    assert "inputs=([2.0, nan, 4.0])" in failure_message(case, judgement, "b")
+
+
+def test_a_long_slice_is_shown_in_part_and_counted(specs):
+    x = np.arange(20, dtype=np.float32).reshape(2, 10)
+    case = _case("reduce_sum", [x], {"dimensions": [1]})
+    judgement = judge_outputs(specs["reduce_sum"], case, [np.float32([45, 100])])
+    assert judgement.worst["inputs"] == [[float(v) for v in range(10, 20)]]
+    assert "inputs=([10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, ... (10 values)])" in \
+        failure_message(case, judgement, "b")
+
+
+def test_a_square_transpose_names_the_element_moved_not_the_one_at_the_same_index(specs):
+    x = np.float32([[1, 2], [3, 4]])
+    case = _case("transpose", [x], {"permutation": [1, 0]})
+    judgement = judge_outputs(specs["transpose"], case, [np.float32([[1, 3], [-2, 4]])])
+    assert judgement.worst["index"] == [1, 0] and judgement.worst["inputs"] == [2.0]
+
+
+def test_padding_names_the_padding_value_where_it_fed_the_element(specs):
+    case = _case("pad", [np.float32([1, 2]), np.float32(7)], {"padding_config": [[1, 0, 0]]})
+    judgement = judge_outputs(specs["pad"], case, [np.float32([0, 1, 2])])
+    assert judgement.worst["index"] == [0] and judgement.worst["inputs"] == [None, 7.0]
+
+
+def test_passing_records_keep_no_slices(specs):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    case = _case("reduce_sum", [x], {"dimensions": [1]})
+    judgement = judge_outputs(specs["reduce_sum"], case, [np.float32([3, 12])])
+    assert judgement.verdict == "pass" and judgement.worst["inputs"] == [None]

@@ -1,0 +1,62 @@
+"""Which input elements feed an output element: checked against the oracles themselves."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conform.generators import dtype_labels, generate_cases
+from conform.generators._families import FAMILIES
+from conform.oracles import evaluate
+from conform.oracles.feeding import _BY_FAMILY, ALIGNED, MOVEMENT, feeding_elements
+from conform.spec import load_specs
+
+
+def test_every_signature_family_has_a_feeding_rule():
+    assert set(FAMILIES) == ALIGNED | MOVEMENT | set(_BY_FAMILY)
+
+
+def _influencing(spec, inputs, attrs, index):
+    """Per input, the values of the elements whose change moves ``out[index]``: every input
+    holds distinct positive values, and each element in turn becomes larger, then smaller, than
+    all of them (which moves a sum, a maximum or minimum, a product with positives and a copy)."""
+    (base,) = evaluate(spec.oracle, inputs, attrs)
+    found = []
+    for k, x in enumerate(inputs):
+        moved = set()
+        for j in range(x.size):
+            for extreme in (1e9, -1e9):
+                changed = x.copy()
+                changed.flat[j] = extreme
+                (out,) = evaluate(spec.oracle, [*inputs[:k], changed, *inputs[k + 1:]], attrs)
+                if out[tuple(index)] != base[tuple(index)]:
+                    moved.add(float(x.flat[j]))
+        found.append(moved)
+    return found
+
+
+NON_ALIGNED_OPS = sorted(op for op, spec in load_specs().items() if spec.family not in ALIGNED)
+
+
+@pytest.mark.parametrize("op", NON_ALIGNED_OPS)
+def test_feeding_elements_are_exactly_those_that_move_the_output(specs, op):
+    spec = specs[op]
+    rng = np.random.default_rng(0)
+    for case in generate_cases(spec, dtype_labels(spec)[0], count=12, seed=5):
+        offsets = np.cumsum([0, *(x.size for x in case.inputs)])
+        inputs = [(offset + 1 + np.arange(x.size, dtype=np.float64)).reshape(x.shape)
+                  for offset, x in zip(offsets, case.inputs)]
+        (out,) = evaluate(spec.oracle, inputs, case.attrs)
+        if out.size == 0:
+            continue
+        index = [int(i) for i in np.unravel_index(rng.integers(out.size), out.shape)]
+        feeding = feeding_elements(spec.family, spec.oracle, inputs, case.attrs, index)
+        got = [set() if f is None else set(f.tolist()) for f in feeding]
+        assert got == _influencing(spec, inputs, case.attrs, index), (case.id, index)
+
+
+def test_a_window_lists_only_operand_elements_not_its_padding():
+    x = np.arange(1.0, 5.0)
+    (window,) = feeding_elements("reduce_window", "reduce_window_max", [x],
+                                 {"window_dimensions": [3], "window_strides": [1],
+                                  "padding": [[2, 0]]}, [0])
+    assert window.tolist() == [1.0]
