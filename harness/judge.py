@@ -113,8 +113,12 @@ def _inputs_at(case, out_shape, index):
 def _feeding_at(spec, case, index):
     """Per input, the values of the elements feeding output ``index`` (a list: a slice, window
     or patch, at most FEEDING_KEPT of them), the value itself where it is one element copied,
-    ``None`` where the input takes no part."""
-    feeding = feeding_elements(spec.family, spec.oracle, case.inputs, case.attrs, index)
+    ``None`` where the input takes no part (or where finding it failed: it only illustrates
+    the verdict, which it must never cost)."""
+    try:
+        feeding = feeding_elements(spec.family, spec.oracle, case.inputs, case.attrs, index)
+    except Exception:
+        return [None] * len(case.inputs)
     if spec.family in MOVEMENT:
         return [None if f is None else _scalar(f[0]) for f in feeding]
     return [None if f is None else [_scalar(x) for x in f[:FEEDING_KEPT]] for f in feeding]

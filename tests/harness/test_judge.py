@@ -50,3 +50,13 @@ def test_passing_records_keep_no_slices(specs):
     case = _case("reduce_sum", [x], {"dimensions": [1]})
     judgement = judge_outputs(specs["reduce_sum"], case, [np.float32([3, 12])])
     assert judgement.verdict == "pass" and judgement.worst["inputs"] == [None]
+
+
+def test_a_family_without_a_feeding_rule_still_gets_its_verdict(specs):
+    import dataclasses
+
+    spec = dataclasses.replace(specs["reduce_sum"],
+                               signature={**specs["reduce_sum"].signature, "family": "new_family"})
+    case = _case("reduce_sum", [np.float32([1, 2])], {"dimensions": [0]})
+    judgement = judge_outputs(spec, case, [np.float32(4)])
+    assert judgement.verdict == "fail" and judgement.worst["inputs"] == [None]
