@@ -92,14 +92,13 @@ _BY_FAMILY: dict[str, Callable[..., Feeding]] = {
 def feeding_elements(family: str, oracle: str, inputs: Sequence[np.ndarray], attrs: dict,
                      index: Sequence[int]) -> Feeding:
     """Per input, the elements the standard combines into output element ``index`` (row-major,
-    padding left out), or ``None`` for an input that takes no part.
+    padding left out), or ``None`` for an input that takes no part. Not for the ALIGNED
+    families, whose inputs are read at ``index`` itself (the judge does so for every record).
 
     >>> feeding_elements("reduce", "reduce_sum", [np.arange(6.0).reshape(2, 3)],
     ...                  {"dimensions": [1]}, [1])
     [array([3., 4., 5.])]
     """
-    if family in ALIGNED:
-        return [x.reshape(-1) if x.ndim == 0 else x[tuple(index)].reshape(-1) for x in inputs]
     if family in MOVEMENT:
         return _moved(oracle, inputs, attrs, index)
     rule = _BY_FAMILY.get(family)
