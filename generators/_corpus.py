@@ -41,6 +41,20 @@ def corpus_key(spec: OpSpec, dtype: str, *, count: int, seed: int) -> str:
     return digest.hexdigest()[:32]
 
 
+def corpus_path(spec: OpSpec, dtype: str, *, count: int, seed: int) -> Path:
+    """Where the cache keeps one op x dtype slice of a suite."""
+    key = corpus_key(spec, dtype, count=count, seed=seed)
+    return cache_dir() / "corpus" / f"{spec.op}.{dtype.replace('->', '-to-')}.{key}.pkl"
+
+
+def note_written(paths) -> None:
+    """Count corpus files another process wrote for this one as this process's own (pruning
+    spares them, and runs after a write)."""
+    for path in paths:
+        _used.add(path)
+        _wrote.append(path)
+
+
 #: The corpus files this process read or wrote (pruning spares them), and whether it wrote any.
 _used: set = set()
 _wrote: list = []
@@ -55,7 +69,7 @@ def load_or_generate(spec: OpSpec, dtype: str, *, count: int, seed: int, generat
     """The cases from the corpus cache, or ``generate()``'s, which are then stored."""
     if not use_cache:
         return generate()
-    path = cache_dir() / "corpus" / f"{spec.op}.{dtype.replace('->', '-to-')}.{corpus_key(spec, dtype, count=count, seed=seed)}.pkl"
+    path = corpus_path(spec, dtype, count=count, seed=seed)
     if path.exists():
         try:
             cases = _read(path)

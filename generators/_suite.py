@@ -4,12 +4,14 @@ The same conform version (which pins Hypothesis) and seed give the same cases, b
 """
 from __future__ import annotations
 
+import gc
 import hashlib
+from pathlib import Path
 
 import numpy as np
 
 from conform.generators._case import Case
-from conform.generators._corpus import load_or_generate
+from conform.generators._corpus import corpus_path, load_or_generate, note_written
 from conform.generators._edges import edge_case_cases, edge_sweep_case
 from conform.generators._values import edge_values, fill, value_range
 from conform.oracles.expectations import expect
@@ -46,6 +48,48 @@ def generate_cases(spec: OpSpec, dtype: str, *, count: int, seed: int,
     """
     return load_or_generate(spec, dtype, count=count, seed=seed, use_cache=use_cache,
                             generate=lambda: _generate(spec, dtype, count=count, seed=seed))
+
+
+def fill_corpus(slices, *, count: int, seed: int, processes: int, context=None) -> int:
+    """Generate the corpus files of those (spec, dtype label) ``slices`` the cache lacks, in up to
+    ``processes`` child processes of multiprocessing ``context`` (which must fork: the children
+    take the specs from this process). Later :func:`generate_cases` calls read them from the
+    cache, byte for byte the cases they would have drawn themselves. A slice whose generation
+    fails in a child is left to that later call, which raises the error where it belongs.
+    Returns how many files the children wrote."""
+    missing = [(spec, dtype) for spec, dtype in slices
+               if not corpus_path(spec, dtype, count=count, seed=seed).exists()]
+    if processes < 2 or len(missing) < 2 or context is None:
+        return 0
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    _FILLING[:] = [(spec, dtype, count, seed) for spec, dtype in missing]
+    try:
+        with ProcessPoolExecutor(min(processes, len(missing)), mp_context=context,
+                                 initializer=gc.enable) as pool:
+            written = [Path(path) for path in pool.map(_fill_one, range(len(missing)))
+                       if path is not None]
+    except BrokenProcessPool:   # a child died: what it did not write is generated here later
+        written = [path for path in (corpus_path(spec, dtype, count=count, seed=seed)
+                                     for spec, dtype in missing) if path.exists()]
+    finally:
+        _FILLING.clear()
+    note_written(written)
+    return len(written)
+
+
+#: The slices :func:`fill_corpus` hands its (forked) children, who pick theirs by index.
+_FILLING: list = []
+
+
+def _fill_one(index: int) -> str | None:
+    spec, dtype, count, seed = _FILLING[index]
+    try:
+        generate_cases(spec, dtype, count=count, seed=seed, use_cache=True)
+    except Exception:
+        return None
+    return str(corpus_path(spec, dtype, count=count, seed=seed))
 
 
 def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:

@@ -201,12 +201,19 @@ def corpus_sha256(cases) -> str:
     return sha256("".join(case_digest(case) for case in cases))
 
 
-def build_corpus(profile: Profile, specs: dict, *, use_cache: bool = True) -> Corpus:
-    """Generate (or load from the corpus cache) the profile's cases and hash them."""
-    from conform.generators import generate_cases
+def build_corpus(profile: Profile, specs: dict, *, use_cache: bool = True,
+                 processes: int = 1) -> Corpus:
+    """Generate (or load from the corpus cache) the profile's cases and hash them; slices the
+    cache lacks are drawn in up to ``processes`` processes."""
+    from conform.generators import fill_corpus, generate_cases
+    from conform.harness.isolation import forking_context
 
+    pairs = select_pairs(profile, specs)
+    if use_cache:
+        fill_corpus(pairs, count=profile.max_examples, seed=profile.seed, processes=processes,
+                    context=forking_context())
     cases, slices = [], []
-    for spec, label in select_pairs(profile, specs):
+    for spec, label in pairs:
         part = generate_cases(spec, label, count=profile.max_examples, seed=profile.seed,
                               use_cache=use_cache)
         slices.append({"op": spec.op, "dtype": label, "cases": len(part),
@@ -386,7 +393,7 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
 
     if manifest is not None and not profile.manifests:
         raise CertifyError(f"profile {profile.name} does not allow manifests of known deviations")
-    corpus = build_corpus(profile, specs, use_cache=use_cache)
+    corpus = build_corpus(profile, specs, use_cache=use_cache, processes=workers)
     out = Path(out)
     config = RunConfig(backend=backend, ops=list(profile.ops),
                        dtypes=list(profile.dtypes) if profile.dtypes else None,

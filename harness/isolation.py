@@ -78,6 +78,11 @@ def start_method() -> str:
     return "fork"
 
 
+def forking_context():
+    """A multiprocessing context that forks, if this process can be forked safely; else None."""
+    return mp.get_context("fork") if start_method() == "fork" else None
+
+
 def reuse_freed_memory() -> None:
     """Have glibc keep large freed blocks for reuse instead of unmapping them. Judging a chunk of
     a float32 sweep allocates and frees some thirty 32 MB arrays (and the parent builds and

@@ -9,8 +9,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conform.generators import dtype_labels, exhaustive_cases, generate_cases, prune_corpus
-from conform.harness.isolation import Judged, WorkerPool
+from conform.generators import (dtype_labels, exhaustive_cases, fill_corpus, generate_cases,
+                                prune_corpus)
+from conform.harness.isolation import Judged, WorkerPool, forking_context
 from conform.harness.judge import result_record
 from conform.reports import ResultWriter, Tally
 
@@ -140,6 +141,9 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
     elif config.cases is not None:
         cases = list(config.cases)
     else:
+        if config.use_cache:   # a cold cache: the slices are drawn on all the run's cores
+            fill_corpus(pairs, count=config.max_examples, seed=config.seed,
+                        processes=config.workers, context=forking_context())
         cases = [case for spec, label in pairs
                  for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed,
                                             use_cache=config.use_cache)]

@@ -214,14 +214,15 @@ def _check_profile(cert: dict, report: Verification) -> None:
                              f"profile")
 
 
-def _check_hashes(cert: dict, specs: dict, report: Verification, use_cache: bool):
+def _check_hashes(cert: dict, specs: dict, report: Verification, use_cache: bool,
+                  workers: int = 1):
     """Regenerate the corpus and re-hash the specs; returns the corpus (None if it differs)."""
     from conform.harness.runner import SelectionError
 
     settings = cert["profile"]["settings"]
     profile = Profile.from_settings(cert["profile"]["name"], settings)
     try:
-        corpus = build_corpus(profile, specs, use_cache=use_cache)
+        corpus = build_corpus(profile, specs, use_cache=use_cache, processes=workers)
     except SelectionError as exc:
         report.problems.append(f"corpus: the profile selects nothing in these specs: {exc}")
         return None
@@ -352,7 +353,7 @@ def _verify(cert, path, specs, report, *, rerun, sample_seed, results, spec_dir,
                                  f"({cert['verdict']}) follow from the result lines")
     _check_policy(cert, records, report)
     _check_profile(cert, report)
-    corpus = _check_hashes(cert, specs, report, use_cache)
+    corpus = _check_hashes(cert, specs, report, use_cache, workers)
     if rerun:
         if corpus is None:
             report.problems.append("rerun: not done, the corpus differs from the certificate's")

@@ -257,3 +257,63 @@ def test_the_corpus_cache_keeps_under_its_cap_dropping_the_least_recently_used(s
     os.utime(written, (5, 5))
     generate_cases(specs["add"], "float32", count=3, seed=0, use_cache=True)
     assert written.stat().st_mtime > 1_000_000 and len(corpus._wrote) == 1
+
+
+
+_SLICES = r"""
+import multiprocessing, sys
+from pathlib import Path
+import conform.generators._corpus as corpus
+import conform.generators._suite as suite
+from conform.generators import dtype_labels, fill_corpus, generate_cases
+from conform.spec import load_specs
+
+specs = load_specs()
+pairs = [(specs[op], label) for op in ("add", "abs", "conv", "reduce_sum")
+         for label in ("float32", "int32") if label in dtype_labels(specs[op])]
+"""
+
+# abs fails to generate in the children: left to the process that asks for its cases
+_FILL_IN_CHILDREN = _SLICES + r"""
+drawn = suite._generate
+def failing_abs(spec, dtype, **kw):
+    if spec.op == "abs":
+        raise RuntimeError("a broken generator")
+    return drawn(spec, dtype, **kw)
+suite._generate = failing_abs
+fork = multiprocessing.get_context("fork")
+written = fill_corpus(pairs, count=5, seed=3, processes=2, context=fork)
+suite._generate = drawn
+files = sorted(Path(sys.argv[1], "corpus").glob("*.pkl"))
+broken = sum(spec.op == "abs" for spec, _ in pairs)
+assert written == len(pairs) - broken == len(files) == len(corpus._wrote), (written, files)
+assert not any(f.name.startswith("abs.") for f in files)
+"""
+
+_FILL_HERE = _SLICES + r"""
+for spec, label in pairs:
+    generate_cases(spec, label, count=5, seed=3, use_cache=True)
+print(len(pairs))
+"""
+
+
+def test_filling_the_corpus_in_child_processes_writes_the_files_one_process_would(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    def run(code, cache):
+        env = {**os.environ, "CONFORM_CACHE_DIR": str(cache)}
+        proc = subprocess.run([sys.executable, "-c", code, str(cache)], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    parallel, serial = tmp_path / "parallel", tmp_path / "serial"
+    run(_FILL_IN_CHILDREN, parallel)
+    count = int(run(_FILL_HERE, parallel))   # draws abs
+    run(_FILL_HERE, serial)
+    files = sorted((parallel / "corpus").glob("*.pkl"))
+    assert len(files) == count == 7
+    for path in files:
+        assert path.read_bytes() == (serial / "corpus" / path.name).read_bytes(), path.name
