@@ -1,16 +1,25 @@
-"""Is batching safe? Runs every element-wise op x dtype of a backend two ways and compares the
-outputs bit for bit: each generated case alone, and all of them flattened and concatenated into
-one case (what a vmap or a packed model would compute).
+"""Is batching safe, and does it pay? Two checks.
+
+*Concatenating* (``--backends``): every element-wise op x dtype of a backend run two ways and
+compared bit for bit: each generated case alone, and all of them flattened and concatenated into
+one case (what a vmap would compute). Both jax (XLA:CPU) and onnxruntime give shape-dependent
+results for several ops, so conform does not batch this way: it would change error figures.
+
+*Packing* (``--packing``): the cases that share an onnxruntime session (same op, dtypes and
+attributes) put side by side as independent nodes of one ONNX graph, in packs of up to 16, every
+op x dtype of the suite. Each node sees its own inputs at the shape it has alone; the check
+compares every output bit for bit with the case run alone, and times both ways: the runtime's
+time per case, the session builds, and so how many cases a session must serve before a packed
+session pays for itself.
 
     python bench/check_batching.py [--backends jax,onnxruntime] [--count 40] [--seed 11]
-
-conform does not batch: this check finds shape-dependent results in both jax (XLA:CPU) and
-onnxruntime, so batching would change error figures (see the figures in bench/results/).
+    python bench/check_batching.py --packing [--count 300] [--seed 11]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -63,14 +72,108 @@ def check(backend_name: str, count: int, seed: int) -> dict:
     return {"backend": backend_name, "identical": identical, "differ": differ}
 
 
+PACK = 16
+
+
+def _packed_model(models):
+    """One ONNX graph holding each model's graph, its names prefixed ``c<k>_``."""
+    from onnx import compose, helper
+
+    graphs = [compose.add_prefix(m.build(), f"c{k}_").graph for k, m in enumerate(models)]
+    first = models[0].build()
+    graph = helper.make_graph([n for g in graphs for n in g.node], "packed",
+                              [i for g in graphs for i in g.input],
+                              [o for g in graphs for o in g.output],
+                              [t for g in graphs for t in g.initializer])
+    return helper.make_model(graph, opset_imports=first.opset_import, ir_version=first.ir_version)
+
+
+def check_packing(count: int, seed: int) -> dict:
+    from conform.harness.backends.models import Model
+    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+
+    backend, specs, clock = OnnxRuntimeBackend(), load_specs(), time.perf_counter
+    identical, differ, packs = 0, {}, 0
+    single_seconds = packed_seconds = packed_model_seconds = packed_session_seconds = 0.0
+    single_runs = 0
+    sessions = {}   # key -> cases that run through it: (model, feeds, outputs alone)
+    for spec in specs.values():
+        for label in dtype_labels(spec):
+            for case in generate_cases(spec, label, count=count, seed=seed):
+                if "bfloat16" in (*case.input_dtypes, case.out_dtype) or kills_the_process(case):
+                    continue
+                model = Model("onnx", spec, case)
+                try:
+                    run = backend.prepare(spec=spec, case=case, model=model)
+                    run()   # a session's first run apart, as in the packs below
+                except Exception:   # unsupported, or raising: nothing to compare
+                    continue
+                began = clock()
+                alone = run()
+                single_seconds += clock() - began
+                single_runs += 1
+                sessions.setdefault(model.key, []).append((model, run.args[1], alone))
+    for members in sessions.values():
+        for start in range(1, len(members), PACK):   # the first case alone built the session
+            pack = members[start:start + PACK]
+            began = clock()
+            serialized = _packed_model([m for m, _, _ in pack]).SerializeToString()
+            built = clock()
+            session = backend._ort.InferenceSession(serialized, backend.options,
+                                                    providers=["CPUExecutionProvider"])
+            packed_model_seconds += built - began
+            packed_session_seconds += clock() - built
+            feeds = {f"c{k}_{name}": value for k, (_, feed, _) in enumerate(pack)
+                     for name, value in feed.items()}
+            session.run(None, feeds)
+            began = clock()
+            outputs = session.run(None, feeds)
+            packed_seconds += clock() - began
+            packs += 1
+            per_case = len(outputs) // len(pack)
+            for k, (model, _, alone) in enumerate(pack):
+                together = outputs[k * per_case:(k + 1) * per_case]
+                if all(a.shape == b.shape and a.tobytes() == b.tobytes()
+                       for a, b in zip(map(np.asarray, together), map(np.asarray, alone))):
+                    identical += 1
+                else:
+                    name = f"{model.case.op}.{model.case.dtype}"
+                    differ[name] = differ.get(name, 0) + 1
+    packed_cases = identical + sum(differ.values())
+    single_us = single_seconds / single_runs * 1e6
+    packed_us = packed_seconds / packed_cases * 1e6
+    saved_us = single_us - packed_us
+    return {"backend": "onnxruntime", "packing": PACK, "cases": single_runs,
+            "sessions": len(sessions), "cases_per_session": round(single_runs / len(sessions), 1),
+            "packed_cases": packed_cases, "identical": identical, "differ": differ,
+            "runtime_us_per_case_alone": round(single_us, 1),
+            "runtime_us_per_case_packed": round(packed_us, 1),
+            "model_build_ms": round(backend.clock.model_build / len(sessions) * 1e3, 2),
+            "session_ms": round(backend.clock.compile / len(sessions) * 1e3, 2),
+            "packed_model_build_ms": round(packed_model_seconds / packs * 1e3, 2),
+            "packed_session_ms": round(packed_session_seconds / packs * 1e3, 2),
+            # how many cases a packed session (one more per op signature) must serve to pay for
+            # itself; the second figure as if building the packed graph cost nothing
+            "break_even_cases": round((packed_model_seconds + packed_session_seconds) / packs
+                                      * 1e6 / saved_us, 1),
+            "break_even_cases_session_alone": round(packed_session_seconds / packs * 1e6
+                                                    / saved_us, 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="jax,onnxruntime")
-    parser.add_argument("--count", type=int, default=40)
+    parser.add_argument("--packing", action="store_true",
+                        help="check packing cases into one ONNX graph on onnxruntime instead")
+    parser.add_argument("--count", type=int, default=None,
+                        help="cases per op and dtype (default 40; 300 with --packing)")
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
+    if args.packing:
+        print(json.dumps(check_packing(args.count or 300, args.seed), indent=1))
+        return
     for name in args.backends.split(","):
-        print(json.dumps(check(name, args.count, args.seed)))
+        print(json.dumps(check(name, args.count or 40, args.seed)))
 
 
 if __name__ == "__main__":
