@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from pathlib import Path
 
 import numpy as np
 
@@ -57,24 +56,25 @@ def fill_corpus(slices, *, count: int, seed: int, processes: int, context=None) 
     cache, byte for byte the cases they would have drawn themselves. A slice whose generation
     fails in a child is left to that later call, which raises the error where it belongs.
     Returns how many files the children wrote."""
-    missing = [(spec, dtype) for spec, dtype in slices
-               if not corpus_path(spec, dtype, count=count, seed=seed).exists()]
-    if processes < 2 or len(missing) < 2 or context is None:
+    if processes < 2 or context is None:
+        return 0
+    missing = [(spec, dtype, path) for spec, dtype in slices
+               if not (path := corpus_path(spec, dtype, count=count, seed=seed)).exists()]
+    if len(missing) < 2:
         return 0
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    _FILLING[:] = [(spec, dtype, count, seed) for spec, dtype in missing]
+    _FILLING[:] = [(spec, dtype, count, seed) for spec, dtype, _ in missing]
     try:
         with ProcessPoolExecutor(min(processes, len(missing)), mp_context=context,
                                  initializer=gc.enable) as pool:
-            written = [Path(path) for path in pool.map(_fill_one, range(len(missing)))
-                       if path is not None]
+            done = list(pool.map(_fill_one, range(len(missing))))
     except BrokenProcessPool:   # a child died: what it did not write is generated here later
-        written = [path for path in (corpus_path(spec, dtype, count=count, seed=seed)
-                                     for spec, dtype in missing) if path.exists()]
+        done = [path.exists() for _, _, path in missing]
     finally:
         _FILLING.clear()
+    written = [path for (_, _, path), wrote in zip(missing, done) if wrote]
     note_written(written)
     return len(written)
 
@@ -83,13 +83,14 @@ def fill_corpus(slices, *, count: int, seed: int, processes: int, context=None) 
 _FILLING: list = []
 
 
-def _fill_one(index: int) -> str | None:
+def _fill_one(index: int) -> bool:
+    """Whether the child wrote the corpus file of slice ``index``."""
     spec, dtype, count, seed = _FILLING[index]
     try:
         generate_cases(spec, dtype, count=count, seed=seed, use_cache=True)
     except Exception:
-        return None
-    return str(corpus_path(spec, dtype, count=count, seed=seed))
+        return False
+    return True
 
 
 def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:

@@ -259,7 +259,6 @@ def test_the_corpus_cache_keeps_under_its_cap_dropping_the_least_recently_used(s
     assert written.stat().st_mtime > 1_000_000 and len(corpus._wrote) == 1
 
 
-
 _SLICES = r"""
 import multiprocessing, sys
 from pathlib import Path
