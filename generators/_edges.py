@@ -106,14 +106,30 @@ class _Chunks:
         return self.count
 
     def __iter__(self):
-        size = 1 << CHUNK_BITS
         for chunk in range(self.count):
-            patterns = np.arange(chunk * size, (chunk + 1) * size, dtype=np.uint64).astype(np.uint32)
-            yield _case(self.spec, self.dtype, f"exhaustive{chunk:04d}",
-                        [patterns.view(np.float32)], "exhaustive", chunk)
+            yield self[chunk]
+
+    def __getitem__(self, chunk: int) -> Case:
+        """Chunk ``chunk``: the float32 bit patterns ``chunk * 2**22`` up to the next chunk's."""
+        if not 0 <= chunk < self.count:
+            raise IndexError(f"a float32 sweep has chunks 0 to {self.count - 1}, not {chunk}")
+        size = 1 << CHUNK_BITS
+        patterns = np.arange(chunk * size, (chunk + 1) * size, dtype=np.uint64).astype(np.uint32)
+        return _case(self.spec, self.dtype, f"exhaustive{chunk:04d}", [patterns.view(np.float32)],
+                     "exhaustive", chunk)
 
 
-def exhaustive_case(spec: OpSpec, dtype: str) -> Case | None:
-    """The single exhaustive case of a 16-bit float type (see :func:`exhaustive_cases`)."""
-    cases = exhaustive_cases(spec, dtype) if dtype != "float32" else None
-    return cases[0] if cases else None
+def exhaustive_case(spec: OpSpec, dtype: str, chunk: int | None = None) -> Case | None:
+    """The single exhaustive case of a 16-bit float type, or chunk ``chunk`` of a float32 sweep
+    (see :func:`exhaustive_cases`); None where there is no such case.
+
+    >>> exhaustive_case(spec, "float32", 3).id   # doctest: +SKIP
+    'tanh.float32.exhaustive0003'
+    """
+    cases = exhaustive_cases(spec, dtype)
+    if not cases or (chunk is None) != (dtype != "float32"):
+        return None
+    try:
+        return cases[0 if chunk is None else chunk]
+    except IndexError:
+        return None

@@ -153,8 +153,22 @@ def test_float32_sweep_is_1024_lazy_chunks_covering_every_bit_pattern(specs):
     bits = first.inputs[0].view(np.uint32)
     assert bits.size == 1 << 22 and bits[0] == 0 and np.all(np.diff(bits.astype(np.int64)) == 1)
     assert first.id == "tanh.float32.exhaustive0000"
-    *_, last = (c for i, c in zip(range(1024), iter(chunks)) if i in (0, 1023))
-    assert last.inputs[0].view(np.uint32)[-1] == 0xFFFFFFFF
+    assert chunks[1023].inputs[0].view(np.uint32)[-1] == 0xFFFFFFFF   # as the 1024th iterated
+
+
+def test_one_float32_chunk_is_made_on_its_own_as_the_sweep_makes_it(specs):
+    """What `conform repro` regenerates for a chunk's record."""
+    from conform.generators import exhaustive_case, exhaustive_cases
+
+    first = exhaustive_case(specs["tanh"], "float32", 0)
+    swept = next(iter(exhaustive_cases(specs["tanh"], "float32")))
+    assert first.id == swept.id and first.seed == swept.seed == 0
+    assert first.inputs[0].tobytes() == swept.inputs[0].tobytes()
+    last = exhaustive_case(specs["tanh"], "float32", 1023)
+    assert last.id == "tanh.float32.exhaustive1023" and last.seed == 1023
+    assert last.inputs[0].view(np.uint32)[0] == 1023 << 22
+    assert exhaustive_case(specs["tanh"], "float32", 1024) is None
+    assert exhaustive_case(specs["tanh"], "float16", 0) is None   # 16-bit types have no chunks
 
 
 @pytest.mark.parametrize("op, onnx_node", [("reduce_window_max", "_max_pool"), ("pad", "_pad"),

@@ -91,6 +91,25 @@ def test_a_case_is_regenerated_and_checked_against_the_record(tmp_path, specs):
         write_repro(tmp_path, record["id"], specs)
 
 
+def test_a_float32_sweep_chunk_is_regenerated(tmp_path, specs):
+    from conform.generators import exhaustive_case
+
+    case = exhaustive_case(specs["tanh"], "float32", 517)
+    record = json.loads(json.dumps({**case_record(case), "verdict": "pass"}))
+    summary = {"backend": "numpy", "backend_version": "test", "seed": 0, "max_examples": 20,
+               "exhaustive": True, "conform_version": "0.1.0"}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
+    out = write_repro(tmp_path, "tanh.float32.exhaustive0517", specs)
+    with np.load(out / "inputs.npz") as data:
+        bits = data["in0"].view(np.uint32)
+    assert bits.size == 1 << 22 and bits[0] == 517 << 22 and bits[-1] == (518 << 22) - 1
+    record["id"] = "tanh.float32.exhaustive1024"   # past the last chunk
+    (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
+    with pytest.raises(ReproError, match="case tanh.float32.exhaustive1024 is not generated"):
+        write_repro(tmp_path, record["id"], specs)
+
+
 def test_models_in_every_format_are_written_on_request(tmp_path, specs):
     record = _fake_run(tmp_path, specs["exp"])
     out = write_repro(tmp_path, record["id"], specs, formats=["onnx", "stablehlo", "nnef"])
