@@ -20,8 +20,8 @@ The first entry (in file order, files in the order given) that matches a case de
 * ``waiver``: a failing case becomes ``waived``: counted and shown, not a failure.
 
 An entry past its ``expires`` date is an error (of any kind). An entry whose op and dtype globs
-match cases of the run but which excused no failure (xfail, waiver) or skipped nothing (skip) is
-*stale*. Records keep the verdict the backend earned in ``raw_verdict`` whenever the manifest
+match cases of the run but which excused no failure (xfail, waiver) or skipped nothing (skip)
+is *stale* (in an ``--exhaustive`` run, an entry naming cases only if it matched one). Records keep the verdict the backend earned in ``raw_verdict`` whenever the manifest
 changed it, so a manifest can be re-applied to finished results (``conform gate``).
 """
 from __future__ import annotations
@@ -264,17 +264,25 @@ def resolve_manifest(backend: str, paths=None, *, disabled: bool = False) -> Man
 
 
 def stale_entries(manifest: Manifest, records) -> list[Entry]:
-    """Entries in scope of the run (their op and dtype globs cover some case) that changed
-    nothing: no failure excused (xfail, waiver) or no case skipped (skip)."""
-    seen, used = set(), set()
+    """Entries in scope of the run that changed nothing: no failure excused (xfail, waiver) or
+    no case skipped (skip). An entry is in scope where its op and dtype globs cover some case;
+    one that names cases (a ``case`` glob) in an ``--exhaustive`` run only where it matched one:
+    such a run holds none of the suite's cases (no edge sweep), so an entry for one of them has
+    had nothing to change. In a suite run it is in scope as any other, so that an entry naming
+    a case that does not exist (a typo, a budget too small) is reported."""
+    seen, suite, matched, used = set(), set(), set(), set()
     for r in records:
         seen.add((r["op"], r["dtype"]))
+        if r.get("plan") != "exhaustive":
+            suite.add((r["op"], r["dtype"]))
         tag = r.get("manifest")
-        if tag and ((tag["kind"] == "skip" and r["verdict"] == "skip")
-                    or r.get("raw_verdict") in FAILING):
-            used.add(tag["entry"])
+        if tag:
+            matched.add(tag["entry"])
+            if (tag["kind"] == "skip" and r["verdict"] == "skip") or r.get("raw_verdict") in FAILING:
+                used.add(tag["entry"])
     return [e for e in manifest.entries if e.where not in used
-            and any(e.in_scope(op, dtype) for op, dtype in seen)]
+            and (e.where in matched
+                 or any(e.in_scope(op, dtype) for op, dtype in (seen if e.case is None else suite)))]
 
 
 def manifest_summary(manifest: Manifest, records, stale: list | None = None) -> dict:

@@ -160,6 +160,16 @@ def test_stale_entries_are_in_scope_and_changed_nothing(manifest):
     assert section["entries"] == 4 and section["xpass"] == []
 
 
+def test_an_entry_naming_suite_cases_is_not_stale_in_an_exhaustive_run(manifest):
+    """An exhaustive run holds no edge sweep: the sweep's xfail has had nothing to excuse."""
+    sweep_entry = manifest.find("tanh", "float32", "tanh.float32.sweep")
+    exhaustive = [manifest.apply(_record(f"tanh.float32.exhaustive{i:04d}", "pass", plan="exhaustive"))
+                  for i in range(3)]
+    assert sweep_entry not in stale_entries(manifest, exhaustive)
+    suite = [manifest.apply(_record("tanh.float32.sweep", "pass"))]   # it ran, and passed
+    assert sweep_entry in stale_entries(manifest, suite)
+
+
 def test_manifest_checks_read_the_same_from_a_tallys_excerpt_as_from_every_record(manifest):
     records = [manifest.apply(r) for r in (
         *(_record(f"select.float32.{i}", "pass") for i in range(5)),
