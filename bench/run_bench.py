@@ -13,7 +13,9 @@ model building, the runtime's compile (sessions, executables) and execute; then 
 judging (the oracle's answers are kept with the cases: comparing), tallying and encoding of
 records, and writing results.jsonl. The harness overhead ratio is ``1 - runtime seconds per worker / wall``, where
 the runtime seconds are compile + execute: everything else, conform's own work inside a backend
-call included, is harness time. A backend without a clock can only be measured by its whole
+call included, is harness time. ``ratio_with_no_per_case_work`` is the ratio the warm run would
+score if its only cost per case were reading the corpus: a warm one-case run's wall time
+(``warm_startup_seconds``) plus the corpus reading plus the runtime's seconds per worker. A backend without a clock can only be measured by its whole
 calls (``overhead_counts`` says which was used).
 The figures are written as JSON (default ``bench/results/<date>.json``) so runs can be compared.
 """
@@ -79,13 +81,26 @@ def _breakdown(out: Path, wall: float, workers: int) -> dict:
     }
 
 
+def _ratio_without_per_case_work(warm: dict, warm_startup: float, workers: int) -> float | None:
+    """The overhead ratio a warm run would score if conform spent nothing per case but reading
+    its corpus: the wall time is then a one-case run's (interpreter, imports, workers starting,
+    reports, exit), the corpus reading and the runtime's own seconds per worker alone."""
+    stats = warm["backend_stats"]
+    if "execute_seconds" not in stats:
+        return None
+    runtime = (stats.get("compile_seconds", 0.0) + stats["execute_seconds"]) / workers
+    return round(1 - runtime / (warm_startup + warm["generation_seconds"] + runtime), 3)
+
+
 def bench_backend(backend: str, max_examples: int, workers: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="conform-bench-") as tmp:
         cache, result = Path(tmp) / "cache", {"backend": backend, "max_examples": max_examples}
-        startup, _ = _conform(["run", "--backend", backend, "--ops", "add", "--dtypes", "float32",
-                               "--max-examples", "1", "--out", f"{tmp}/startup", "--quiet",
-                               "--workers", str(workers)], Path(tmp) / "startup-cache")
+        one_case = ["run", "--backend", backend, "--ops", "add", "--dtypes", "float32",
+                    "--max-examples", "1", "--out", f"{tmp}/startup", "--quiet", "--workers", str(workers)]
+        startup, _ = _conform(one_case, Path(tmp) / "startup-cache")
+        warm_startup, _ = _conform(one_case, Path(tmp) / "startup-cache")
         result["startup_seconds"] = round(startup, 2)
+        result["warm_startup_seconds"] = round(warm_startup, 2)
         for phase in ("cold", "warm"):
             out = Path(tmp) / phase
             wall, peak = _conform(["run", "--backend", backend, "--max-examples", str(max_examples),
@@ -94,6 +109,10 @@ def bench_backend(backend: str, max_examples: int, workers: int) -> dict:
             print(f"{backend:12} {phase}: {result[phase]['cases']} cases in {wall:.1f} s = "
                   f"{result[phase]['cases_per_second']:.0f} cases/s, peak {peak / 1024:.0f} MB, "
                   f"harness overhead {result[phase]['harness_overhead_ratio']:.2f}", flush=True)
+        floor = result["warm"]["ratio_with_no_per_case_work"] = _ratio_without_per_case_work(
+            result["warm"], warm_startup, workers)
+        print(f"{backend:12} start-up {startup:.2f} s cold, {warm_startup:.2f} s warm; "
+              f"warm overhead with no per-case work but reading the corpus: {floor}", flush=True)
     return result
 
 
