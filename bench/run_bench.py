@@ -13,10 +13,11 @@ model building, the runtime's compile (sessions, executables) and execute; then 
 judging (the oracle's answers are kept with the cases: comparing), tallying and encoding of
 records, and writing results.jsonl. The harness overhead ratio is ``1 - runtime seconds per worker / wall``, where
 the runtime seconds are compile + execute: everything else, conform's own work inside a backend
-call included, is harness time. ``ratio_with_no_per_case_work`` is the ratio the warm run would
-score if its only cost per case were reading the corpus: a warm one-case run's wall time
-(``warm_startup_seconds``) plus the corpus reading plus the runtime's seconds per worker. A backend without a clock can only be measured by its whole
-calls (``overhead_counts`` says which was used).
+call included, is harness time. A backend without a clock can only be measured by its whole
+calls (``overhead_counts`` says which was used). ``ratio_with_no_per_case_work`` is the ratio
+the warm run would score if its only cost per case were reading the corpus: a warm one-case
+run's wall time (``warm_startup_seconds``) plus the corpus reading plus the runtime's seconds
+per worker.
 The figures are written as JSON (default ``bench/results/<date>.json``) so runs can be compared.
 """
 from __future__ import annotations

@@ -21,8 +21,9 @@ The first entry (in file order, files in the order given) that matches a case de
 
 An entry past its ``expires`` date is an error (of any kind). An entry whose op and dtype globs
 match cases of the run but which excused no failure (xfail, waiver) or skipped nothing (skip)
-is *stale* (in an ``--exhaustive`` run, an entry naming cases only if it matched one). Records keep the verdict the backend earned in ``raw_verdict`` whenever the manifest
-changed it, so a manifest can be re-applied to finished results (``conform gate``).
+is *stale* (in an ``--exhaustive`` run, an entry naming cases only if it matched one). Records
+keep the verdict the backend earned in ``raw_verdict`` whenever the manifest changed it, so a
+manifest can be re-applied to finished results (``conform gate``).
 """
 from __future__ import annotations
 

@@ -44,10 +44,10 @@ def regenerate(spec, summary: dict, record: dict):
     """The suite case behind ``record``, regenerated from the run's seed and max_examples and
     checked against the recorded shapes, attributes and fill seed."""
     suffix = record["id"][len(record["op"]) + len(record["dtype"]) + 2:]
-    if suffix.startswith("exhaustive"):   # 16-bit: "exhaustive"; a float32 chunk: "exhaustive0123"
-        chunk = suffix[len("exhaustive"):]
-        case = exhaustive_case(spec, record["dtype"], int(chunk)) if chunk.isdigit() else \
-            exhaustive_case(spec, record["dtype"]) if not chunk else None
+    if suffix.startswith("exhaustive"):
+        chunk = suffix[len("exhaustive"):]   # "" for a 16-bit type, "0123" for a float32 chunk
+        case = None if chunk and not chunk.isdigit() else \
+            exhaustive_case(spec, record["dtype"], int(chunk) if chunk else None)
     else:
         cases = generate_cases(spec, record["dtype"], count=summary["max_examples"], seed=summary["seed"])
         case = next((c for c in cases if c.id == record["id"]), None)
