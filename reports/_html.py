@@ -44,6 +44,7 @@ CORE_VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash"
 DETAILS_PER_CELL = 5          # failure details rendered per op x dtype; the rest are counted
 MESSAGE_CHARS = 2000          # longer messages are cut (the full text stays in results.jsonl)
 TRACEBACK_CHARS = 2000        # tracebacks keep their tail, where the exception is
+CARD_INPUT_CHARS = 160        # the worst element's inputs on an op x dtype card (a slice may be long)
 
 ENV_FIELDS = (("backend", "backend"), ("backend_version", "runtime version"), ("device", "device"),
               ("model_format", "model format"), ("subnormals_declared", "subnormals declared"),
@@ -163,6 +164,13 @@ def problems_by_cell(tally: Tally, limit: int = DETAILS_PER_CELL) -> dict:
     return out
 
 
+def worst_elements(tally: Tally) -> dict:
+    """Per (op, dtype): the record of its worst judged case, where that names a worst element
+    (a case whose every element matched exactly names none)."""
+    return {key: cell["worst_record"] for key, cell in tally.cells.items()
+            if cell["worst_record"] is not None and cell["worst_record"].get("worst")}
+
+
 def matrix(summary: dict) -> tuple[list[str], list[dict]]:
     """Columns and rows of the op x dtype matrix. A conversion label 'a->b' goes to the row
     'op → b', column 'a', so conversions do not widen the table."""
@@ -202,12 +210,15 @@ def render_html(summary: dict, records: list[dict], run_dir=None, tally: Tally |
     """The report page for one run; ``run_dir`` (as given by the user) goes into repro commands.
     ``tally``, if given, has added every record (and ``records`` is not read again)."""
     columns, rows = matrix(summary)
-    problems = problems_by_cell(tally or Tally.of(records))
+    tally = tally or Tally.of(records)
+    problems = problems_by_cell(tally)
     repro_dir = shlex.quote(str(run_dir)) if run_dir is not None else "DIR"
     return ENV.get_template("report.html.j2").render(
         summary=summary, columns=columns, rows=rows, problems=problems, ops=op_panels(summary),
+        worsts=worst_elements(tally),
         core=CORE_VERDICTS, env_fields=ENV_FIELDS, bins=summary.get("histogram_bins", []),
         repro_dir=repro_dir,
         cell_class=cell_class, percent=percent, fmt=fmt, value_text=value_text,
         shapes_text=shapes_text, clip=clip, histogram=histogram, anchor=anchor, quote=shlex.quote,
-        special=special_value_failure, limits={"message": MESSAGE_CHARS, "traceback": TRACEBACK_CHARS})
+        special=special_value_failure, limits={"message": MESSAGE_CHARS, "traceback": TRACEBACK_CHARS,
+                                                 "card": CARD_INPUT_CHARS})

@@ -60,8 +60,10 @@ def _case_order(case_id: str) -> tuple:
 PROBLEMS = ("fail", "error", "crash", "timeout")   # the verdicts reports list case by case
 
 # What a Tally keeps per cell besides the figures of summary.json: what finds the worst case,
-# and what the other reports need (their problem records, backend seconds, the first record).
-_UNREPORTED = ("worst_ratio", "worst_order", "problems", "seconds", "first", "tagged")
+# and what the other reports need (their problem records, backend seconds, the first record,
+# the worst case's record).
+_UNREPORTED = ("worst_ratio", "worst_order", "problems", "seconds", "first", "tagged",
+               "worst_record")
 
 
 class Tally:
@@ -82,8 +84,8 @@ class Tally:
 
     def add(self, r: dict, ref=None) -> None:
         """Add record ``r``. The cell keeps ``ref`` (default: ``r``) where it keeps records
-        (problems, its first record, those a manifest entry matched): a worker's tally keeps
-        the record's index in its reply, which :meth:`merge` resolves."""
+        (problems, its first record, those a manifest entry matched, the worst case's): a
+        worker's tally keeps the record's index in its reply, which :meth:`merge` resolves."""
         verdict = r["verdict"]
         key = (r["op"], r["dtype"])
         ref = r if ref is None else ref
@@ -94,7 +96,7 @@ class Tally:
                 "bound": None, "unit": None, "model": None, "worst_case": None,
                 "histogram": [0] * (len(RATIO_BINS) - 1),
                 "worst_ratio": -1.0, "worst_order": (), "problems": [], "seconds": 0.0,
-                "first": ref, "tagged": []}
+                "first": ref, "tagged": [], "worst_record": None}
         elif "manifest" in r:
             cell["tagged"].append(ref)
         cell["cases"] += 1
@@ -119,7 +121,7 @@ class Tally:
         order = _case_order(r["id"])
         if ratio > worst or order < cell["worst_order"]:
             cell.update(worst_ratio=ratio, worst_order=order, worst_error=_as_float(r["max_error"]),
-                        bound=_as_float(r["bound"]), worst_case=r["id"])
+                        bound=_as_float(r["bound"]), worst_case=r["id"], worst_record=ref)
 
     def merge(self, cells: dict, record) -> None:
         """Add another tally's ``cells`` (as :meth:`add` would have added its records, in
@@ -128,6 +130,8 @@ class Tally:
             part["problems"] = [*map(record, part["problems"])]
             part["tagged"] = [*map(record, part["tagged"])]
             part["first"] = first = record(part["first"])
+            if part["worst_record"] is not None:
+                part["worst_record"] = record(part["worst_record"])
             cell = self.cells.get(key)
             if cell is None:
                 self.cells[key] = part
@@ -144,7 +148,8 @@ class Tally:
                 cell["unit"], cell["model"] = part["unit"], part["model"]
             ratio, worst = part["worst_ratio"], cell["worst_ratio"]
             if ratio > worst or (ratio == worst and part["worst_order"] < cell["worst_order"]):
-                for name in ("worst_ratio", "worst_order", "worst_error", "bound", "worst_case"):
+                for name in ("worst_ratio", "worst_order", "worst_error", "bound", "worst_case",
+                             "worst_record"):
                     cell[name] = part[name]
 
     def manifest_records(self) -> list[dict]:

@@ -79,6 +79,27 @@ def test_histogram_svg_drawn_with_passing_and_exceeding_bins(record):
     assert 'class="bound"' in svg and ">∞</tspan>" in svg
 
 
+def test_each_card_names_its_worst_element_with_its_inputs(record):
+    """What an exhaustive sweep is for: the worst error, where it is and what input gave it."""
+    worst = {"index": [3468359], "expected": 4.86e-39, "actual": 4.8599e-39, "error": 0.4,
+             "bound": 0.5, "inputs": [4.86e-39]}
+    records = [record("exp", "float32", "pass", 0, error=0.25),
+               record("exp", "float32", "pass", 1, error=0.4, worst=worst),
+               record("exp", "float32", "pass", 2, error=0.125),
+               record("abs", "int32", "pass", 0, worst=None),   # every element matched exactly
+               record("sum", "float32", "fail", 0, error=3.0, worst={**worst, "inputs": [[1.5] * 200]})]
+    page = render(records)
+    card = page[page.index('id="c-exp-float32"'):]
+    card = card[:card.index("</dl>")]
+    assert ("<code>exp.float32.1</code> out[3468359]: inputs <span class=\"mono\">(4.86e-39)</span>, "
+            "expected <span class=\"mono\">4.86e-39</span>, actual <span class=\"mono\">4.8599e-39</span>") in card
+    abs_card = page[page.index('id="c-abs-int32"'):]
+    assert "worst element" not in abs_card[:abs_card.index("</dl>")]
+    sum_card = page[page.index('id="c-sum-float32"'):]
+    sum_card = sum_card[:sum_card.index("</dl>")]
+    assert "sum.float32.0" in sum_card and "characters cut; see results.jsonl" in sum_card
+
+
 def test_histogram_geometry_and_labels():
     bars = histogram([100, 0, 0, 0, 1, 0, 0, 0, 0, 5], BINS)
     assert [b["over"] for b in bars["bars"]] == [False] * 5 + [True] * 5

@@ -162,4 +162,5 @@ def test_merging_per_reply_tallies_gives_the_tally_of_every_record_added_in_orde
         other = merged.cells[key]
         assert other["problems"] == cell["problems"] and other["first"] is cell["first"]
         assert other["tagged"] == cell["tagged"] and abs(other["seconds"] - cell["seconds"]) < 1e-12
+        assert other["worst_record"] is cell["worst_record"]
     assert merged.manifest_records() == whole.manifest_records()
