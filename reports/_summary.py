@@ -50,6 +50,11 @@ def severity(record: dict) -> float:
     return ratio
 
 
+def _resolved(ref, record):
+    """The record a kept ``ref`` stands for (see :meth:`Tally.merge`), or None."""
+    return None if ref is None else record(ref)
+
+
 def _case_order(case_id: str) -> tuple:
     """A sort key for the case ids of one op x dtype in suite order: ``add.float32.9`` before
     ``add.float32.10``, numbered cases before named ones (``.sweep``, ``.edge0``)."""
@@ -130,10 +135,9 @@ class Tally:
             part["problems"] = [*map(record, part["problems"])]
             part["tagged"] = [*map(record, part["tagged"])]
             part["first"] = first = record(part["first"])
-            if part["worst_record"] is not None:
-                part["worst_record"] = record(part["worst_record"])
             cell = self.cells.get(key)
             if cell is None:
+                part["worst_record"] = _resolved(part["worst_record"], record)
                 self.cells[key] = part
                 continue
             for name in ("cases", "elements", "seconds"):
@@ -148,9 +152,10 @@ class Tally:
                 cell["unit"], cell["model"] = part["unit"], part["model"]
             ratio, worst = part["worst_ratio"], cell["worst_ratio"]
             if ratio > worst or (ratio == worst and part["worst_order"] < cell["worst_order"]):
-                for name in ("worst_ratio", "worst_order", "worst_error", "bound", "worst_case",
-                             "worst_record"):
+                for name in ("worst_ratio", "worst_order", "worst_error", "bound", "worst_case"):
                     cell[name] = part[name]
+                # read back only when it is the worst so far: one decoded line, not one per reply
+                cell["worst_record"] = _resolved(part["worst_record"], record)
 
     def manifest_records(self) -> list[dict]:
         """What manifest checks (``stale_entries``, ``manifest_summary``) need of the records:
