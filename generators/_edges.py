@@ -127,7 +127,8 @@ def exhaustive_case(spec: OpSpec, dtype: str, chunk: int | None = None) -> Case 
     'tanh.float32.exhaustive0003'
     """
     cases = exhaustive_cases(spec, dtype)
-    if not cases or (chunk is None) != (dtype != "float32"):
+    chunked = isinstance(cases, _Chunks)
+    if not cases or chunked != (chunk is not None):   # a chunk index for float32 only, and needed
         return None
     try:
         return cases[0 if chunk is None else chunk]
