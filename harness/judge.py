@@ -9,7 +9,7 @@ import numpy as np
 from conform.harness.compare import Judgement, compare_many
 from conform.harness.isolation import Outcome
 from conform.oracles.expectations import expect
-from conform.oracles.feeding import ALIGNED, MOVEMENT, feeding_elements
+from conform.oracles.feeding import feeding_elements
 from conform.spec.dtypes import FLOAT_FORMATS
 
 FEEDING_KEPT = 256    # elements of a slice, window or patch kept in a failing record
@@ -85,7 +85,7 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
         for (i, item), judgement in zip(members, judged):
             if judgement.worst is not None:
                 spec, case = triples[i][0], triples[i][1]
-                if spec.family in ALIGNED:
+                if spec.definition.feeding == "aligned":
                     inputs = _inputs_at(case, item[1].shape, judgement.worst["index"])
                 elif judgement.verdict == "fail":   # passing records stay small
                     inputs = _feeding_at(spec, case, judgement.worst["index"])
@@ -116,10 +116,10 @@ def _feeding_at(spec, case, index):
     ``None`` where the input takes no part (or where finding it failed: it only illustrates
     the verdict, which it must never cost)."""
     try:
-        feeding = feeding_elements(spec.family, spec.oracle, case.inputs, case.attrs, index)
+        feeding = feeding_elements(spec.op, case.inputs, case.attrs, index)
     except Exception:
         return [None] * len(case.inputs)
-    if spec.family in MOVEMENT:
+    if spec.definition.feeding == "moved":
         return [None if f is None else _scalar(f[0]) for f in feeding]
     return [None if f is None else [_scalar(x) for x in f[:FEEDING_KEPT]] for f in feeding]
 

@@ -1,4 +1,4 @@
-"""JSON Schema for op spec files (spec/ops/*.yaml).
+"""JSON Schema for op spec files (ops/*.yaml, and the YAML files of installed op packages).
 
 The schema is also written to ``spec/schema.json`` (``python -m conform.spec.schema``) so that
 editors can autocomplete spec files.
@@ -6,9 +6,6 @@ editors can autocomplete spec files.
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "bfloat16", "float32", "float64"]
-FAMILIES = ["elementwise", "select", "clamp", "convert", "reduce", "dot_general", "conv",
-            "reduce_window", "transpose", "reshape", "broadcast_in_dim", "slice", "pad",
-            "concatenate", "tile", "squeeze", "unsqueeze"]
 
 _range = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 _value_ranges = {
@@ -50,8 +47,7 @@ SCHEMA = {
     "title": "conform op spec",
     "type": "object",
     "additionalProperties": False,
-    "required": ["op", "summary", "defined_by", "signature", "dtypes", "oracle", "error_model",
-                 "bindings"],
+    "required": ["op", "summary", "defined_by", "signature", "dtypes", "error_model", "bindings"],
     "properties": {
         "op": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
         "summary": {"type": "string", "minLength": 5},
@@ -78,9 +74,9 @@ SCHEMA = {
         },
         "signature": {
             "type": "object",
-            "required": ["family", "inputs"],
+            "additionalProperties": False,
+            "required": ["inputs"],
             "properties": {
-                "family": {"enum": FAMILIES},
                 "inputs": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                 "min_rank": {"type": "integer", "minimum": 0},
                 "max_rank": {"type": "integer", "minimum": 0, "maximum": 6},
@@ -100,7 +96,6 @@ SCHEMA = {
             "type": "array",
             "items": {"type": "object", "minProperties": 1, "additionalProperties": _edge_value},
         },
-        "oracle": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
         "error_model": {
             "type": "object",
             "minProperties": 1,
