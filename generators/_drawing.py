@@ -14,6 +14,7 @@ from hypothesis.errors import StopTest
 from hypothesis.internal.conjecture.data import ConjectureData
 
 from conform.generators import kit
+from conform.generators._generic import draw_signature
 from conform.generators._values import PLANS
 from conform.spec import OpSpec, dtype_class
 
@@ -27,8 +28,9 @@ MAX_SIGNATURES = 16
 
 
 def _signature_strategy(spec: OpSpec, dtype: str):
-    hook = spec.definition.draw or kit.elementwise
-    family = st.composite(lambda draw: hook(draw, kit, spec, dtype))
+    hook = spec.definition.draw
+    family = st.composite(lambda draw: draw_signature(draw, spec, dtype) if hook is None
+                          else hook(draw, kit, spec, dtype))
 
     @st.composite
     def signatures(draw):

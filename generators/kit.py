@@ -1,5 +1,5 @@
-"""What an op module's draw hook works with (``kit`` in ``draw(draw, kit, spec, dtype)``), and the
-generic drawer for ops without a hook.
+"""What an op module's draw hook works with (``kit`` in ``draw(draw, kit, spec, dtype)``); the
+generic drawer (:mod:`._generic`) uses it too.
 
 A hook draws with Hypothesis's ``draw`` and these helpers: :data:`st` (Hypothesis strategies),
 :func:`shape` (bounded by ``CONFORM_MAX_ARRAY_SIZE`` elements), :class:`Signature`,
@@ -36,12 +36,3 @@ def ranks(spec, default_min=0, default_max=4):
 def out_dtype(spec, dtype):
     """bool for a spec whose output_dtype is bool, else ``dtype``."""
     return "bool" if spec.output_dtype == "bool" else dtype
-
-
-def elementwise(draw, kit, spec, dtype):
-    """The generic drawer: all inputs share one shape (0-d, empty and >= 8-element shapes
-    included) and the output type is the spec's; the spec's fixed attributes are carried."""
-    lo, hi = ranks(spec)
-    drawn = draw(shape(min_rank=lo, max_rank=hi, min_side=draw(st.sampled_from([1, 1, 1, 0]))))
-    n = len(spec.inputs)
-    return Signature((dtype,) * n, (drawn,) * n, fixed_attrs(spec), out_dtype(spec, dtype))

@@ -86,7 +86,8 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
             if judgement.worst is not None:
                 spec, case = triples[i][0], triples[i][1]
                 if spec.definition.feeding == "aligned":
-                    inputs = _inputs_at(case, item[1].shape, judgement.worst["index"])
+                    inputs = _inputs_at(case, item[1].shape, judgement.worst["index"],
+                                        spec.signature.get("shapes", "equal"))
                 elif judgement.verdict == "fail":   # passing records stay small
                     inputs = _feeding_at(spec, case, judgement.worst["index"])
                 else:
@@ -96,18 +97,27 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
     return judgements
 
 
-def _inputs_at(case, out_shape, index):
+def _inputs_at(case, out_shape, index, relation: str = "equal"):
     """Input values feeding output ``index`` of an op whose inputs are element-aligned with
-    its output (or scalars)."""
-    values = []
-    for x in case.inputs:
-        if x.ndim == 0:
-            values.append(_scalar(x))
-        elif x.shape == tuple(out_shape):
-            values.append(_scalar(x[tuple(index)]))
-        else:
-            values.append(None)
-    return values
+    its output: equal shapes, scalars, or shapes that broadcast to it (by NumPy's rule, or by
+    NNEF's, which aligns leading dimensions, for ``nnef_broadcast``)."""
+    return [None if (at := _broadcast_index(x.shape, tuple(out_shape), index,
+                                            trailing=relation != "nnef_broadcast")) is None
+            else _scalar(x[at]) for x in case.inputs]
+
+
+def _broadcast_index(shape: tuple, out_shape: tuple, index, *, trailing: bool):
+    """The index of the element of a ``shape`` input broadcast to output element ``index``
+    (dimensions aligned at the end, or at the start), or None if ``shape`` does not broadcast."""
+    if len(shape) > len(out_shape):
+        return None
+    offset = len(out_shape) - len(shape) if trailing else 0
+    at = []
+    for k, size in enumerate(shape):
+        if size not in (1, out_shape[offset + k]):
+            return None
+        at.append(0 if size == 1 else index[offset + k])
+    return tuple(at)
 
 
 def _feeding_at(spec, case, index):

@@ -24,7 +24,7 @@ ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
 #: The spec ``signature`` fields the generic element-wise drawer reads.
-GENERIC_DRAW_HONOURS = frozenset({"min_rank", "max_rank", "attrs"})
+GENERIC_DRAW_HONOURS = frozenset({"min_rank", "max_rank", "attrs", "shapes"})
 
 
 @dataclass(frozen=True, eq=False)

@@ -132,6 +132,7 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
         raise SpecError(path, _line_of(root, ["signature", key]), f"signature.{key}",
                         f"{key}={data['signature'][key]!r} would be ignored: the drawer of op "
                         f"{data['op']} ({found.module}) does not read it")
+    _check_attribute_domains(data, root, path)
     from conform.oracles.regions import REGIONS
 
     for i, entry in enumerate(data.get("implementation_defined", [])):
@@ -150,6 +151,24 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
             raise SpecError(path, _line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
                             f"inputs={sorted(entry)} must name inputs of an element-wise op "
                             f"({data['signature']['inputs']})")
+
+
+def _check_attribute_domains(data: dict, root: yaml.Node, path: Path) -> None:
+    """An attribute domain tied to an input's shape names an input, and an axis needs rank >= 1."""
+    signature = data["signature"]
+    for name, domain in signature.get("attrs", {}).items():
+        if not isinstance(domain, dict):
+            continue
+        for key in ("axis_of", "axes_of", "permutation_of"):
+            if key not in domain:
+                continue
+            where = (_line_of(root, ["signature", "attrs", name, key]), f"signature.attrs.{name}.{key}")
+            if domain[key] not in signature["inputs"]:
+                raise SpecError(path, *where, f"{key}={domain[key]!r} names no input "
+                                              f"(inputs: {signature['inputs']})")
+            if key != "permutation_of" and signature.get("min_rank", 0) < 1:
+                raise SpecError(path, *where, f"{key} draws an axis, which a 0-d input lacks: "
+                                              "set signature.min_rank >= 1")
 
 
 def _read_mapping(path: Path, what: str, error: type[SpecError] = SpecError):

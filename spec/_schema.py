@@ -42,6 +42,24 @@ _error_model = {
     },
 }
 
+_input_name = {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}
+_attribute_domain = {"oneOf": [
+    {"type": ["number", "boolean", "string"]},
+    {"type": "array"},
+    {"type": "object", "additionalProperties": False, "required": ["choice"],
+     "properties": {"choice": {"type": "array", "minItems": 1}}},
+    {"type": "object", "additionalProperties": False, "required": ["range"],
+     "properties": {"range": {"type": "array", "items": {"type": "integer"}, "minItems": 2,
+                              "maxItems": 2}}},
+    {"type": "object", "additionalProperties": False, "required": ["axis_of"],
+     "properties": {"axis_of": _input_name, "negative": {"type": "boolean"}}},
+    {"type": "object", "additionalProperties": False, "required": ["axes_of"],
+     "properties": {"axes_of": _input_name, "negative": {"type": "boolean"},
+                    "min_size": {"type": "integer", "minimum": 0}}},
+    {"type": "object", "additionalProperties": False, "required": ["permutation_of"],
+     "properties": {"permutation_of": _input_name}},
+]}
+
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "conform op spec",
@@ -80,7 +98,8 @@ SCHEMA = {
                 "inputs": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                 "min_rank": {"type": "integer", "minimum": 0},
                 "max_rank": {"type": "integer", "minimum": 0, "maximum": 6},
-                "attrs": {"type": "object", "additionalProperties": {"type": ["number", "boolean", "string"]}},
+                "shapes": {"enum": ["equal", "onnx_broadcast", "nnef_broadcast"]},
+                "attrs": {"type": "object", "additionalProperties": _attribute_domain},
             },
         },
         "dtypes": {"type": "array", "items": {"enum": DTYPES}, "minItems": 1, "uniqueItems": True},
