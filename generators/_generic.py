@@ -10,6 +10,9 @@ Shape relations (``signature.shapes``):
   dimensions (NNEF 1.0, ch. 2), so each input drops some *trailing* dimensions and has size 1 in
   some others.
 
+An input declared ``{name, type}`` with a dtype as its type (``bool`` for a condition) has that
+dtype; every other input has the case's (type ``T``).
+
 Attribute domains (``signature.attrs``; a plain value is fixed): ``{choice: [...]}``,
 ``{range: [lo, hi]}``, ``{axis_of: INPUT}`` (in ``[0, rank)``, or ``[-rank, rank)`` with
 ``negative: true``), ``{axes_of: INPUT, min_size: n}`` (distinct axes, each possibly negative with
@@ -36,7 +39,8 @@ def draw_signature(draw, spec, dtype: str) -> kit.Signature:
     ranks = dict(zip(spec.inputs, map(len, shapes)))
     attrs = {name: _attribute(draw, domain, ranks)
              for name, domain in spec.signature.get("attrs", {}).items()}
-    return kit.Signature((dtype,) * count, shapes, attrs, kit.out_dtype(spec, dtype))
+    input_dtypes = tuple(dtype if kind == "T" else kind for kind in spec.input_types)
+    return kit.Signature(input_dtypes, shapes, attrs, kit.out_dtype(spec, dtype))
 
 
 def _broadcastable(draw, full: tuple, *, leading: bool) -> tuple:

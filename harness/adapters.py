@@ -86,12 +86,18 @@ def _smoke():
     return find_profile(SMOKE_PROFILE)
 
 
-def _probe_spec(specs: dict):
-    """The smoke suite's first element-wise float32 op of two inputs (the probes' op), or None."""
+#: The spec binding a model format is built from (a native backend takes any op).
+FORMAT_BINDINGS = {"onnx": "onnx", "stablehlo": "xla", "nnef": "nnef"}
+
+
+def _probe_spec(specs: dict, model_format: str):
+    """The smoke suite's first element-wise float32 op of two inputs that ``model_format`` can
+    express (the probes' op), or None."""
+    binding = FORMAT_BINDINGS.get(model_format)
     for op in _smoke().ops:
         spec = specs.get(op)
-        if spec is not None and spec.definition.draw is None and len(spec.inputs) == 2 \
-                and "float32" in spec.dtypes:
+        if spec is not None and spec.elementwise and len(spec.inputs) == 2 \
+                and "float32" in spec.dtypes and (binding is None or binding in spec.bindings):
             return spec
     return None
 
@@ -151,7 +157,7 @@ def _inspect_main(conn, backend_name: str, spec_dir) -> None:
     from conform.harness.judge import result_record
     from conform.spec import load_specs
 
-    spec = _probe_spec(load_specs(spec_dir))
+    spec = _probe_spec(load_specs(spec_dir), getattr(backend, "model_format", "native"))
     if spec is None:
         conn.send(("done", None))
         return

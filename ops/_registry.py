@@ -11,7 +11,9 @@ module join the suite).
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -19,7 +21,8 @@ from typing import Callable
 
 #: The op modules shipped with conform (``conform.ops.<name>``), listed explicitly.
 BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
-                   "reduction", "contraction", "movement")
+                   "reduction", "contraction", "movement", "onnx_elementwise",
+                   "onnx_reduction")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -66,6 +69,13 @@ class OpDefinition:
     lax: Callable | None = None
     numpy: Callable | None = None
     module: str = field(default="", compare=False)
+
+    @functools.cached_property
+    def takes_dtypes(self) -> bool:
+        """Whether the oracle has a ``dtypes`` keyword: it then receives the inputs' original
+        dtype names (an oracle sees widened arrays, and some answers depend on the type, such
+        as an empty reduction's 'minimum value of the data type')."""
+        return "dtypes" in inspect.signature(self.oracle).parameters
 
     def __post_init__(self):
         if not callable(self.feeding) and self.feeding not in FEEDING_KINDS:

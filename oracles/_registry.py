@@ -26,9 +26,11 @@ def evaluate(name: str, inputs: Sequence[np.ndarray], attrs: dict) -> tuple[np.n
     >>> evaluate("add", [np.float32([1.5]), np.float32([2.25])], {})
     (array([3.75]),)
     """
-    oracle = definition(name).oracle
+    found = definition(name)
+    if found.takes_dtypes:
+        attrs = {**attrs, "dtypes": tuple(str(np.asarray(x).dtype) for x in inputs)}
     with np.errstate(all="ignore"):
-        outputs = oracle(*(widen(x) for x in inputs), **attrs)
+        outputs = found.oracle(*(widen(x) for x in inputs), **attrs)
     if not isinstance(outputs, tuple) or not all(isinstance(o, np.ndarray | np.generic) for o in outputs):
         raise TypeError(f"oracle {name!r} must return a tuple of arrays, got {type(outputs).__name__}")
     return tuple(np.asarray(o) for o in outputs)

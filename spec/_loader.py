@@ -57,7 +57,20 @@ class OpSpec:
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        return tuple(self.signature["inputs"])
+        return tuple(_input_name(entry) for entry in self.signature["inputs"])
+
+    @property
+    def elementwise(self) -> bool:
+        """Whether the op is element-wise as the generic drawer draws it: no draw hook, every
+        input of the case's dtype and element-aligned with the output, only fixed attributes.
+        Such ops also get the edge-value sweep, the spec's edge cases and exhaustive runs."""
+        return _elementwise(self.definition, self.signature)
+
+    @property
+    def input_types(self) -> tuple[str, ...]:
+        """Per input, its type: ``T`` (the case's dtype) or a fixed dtype such as ``bool``."""
+        return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
+                     for entry in self.signature["inputs"])
 
     def model_for(self, dtype: str) -> dict:
         """The error model for ``dtype``: the dtype's own entry, else its class (float/int/bool).
@@ -77,6 +90,16 @@ class OpSpec:
 
 # One shared dict: the judge groups cases by their model's identity (see judge_many).
 _EXACT_BY_DEFAULT = {"exact": True, "why": "integer and boolean results are exact"}
+
+
+def _elementwise(definition: OpDefinition, signature: dict) -> bool:
+    return (definition.draw is None and definition.feeding == "aligned"
+            and all(isinstance(e, str) or e.get("type", "T") == "T" for e in signature["inputs"])
+            and not any(isinstance(v, dict) for v in signature.get("attrs", {}).values()))
+
+
+def _input_name(entry) -> str:
+    return entry if isinstance(entry, str) else entry["name"]
 
 
 def dtype_class(dtype: str) -> str:
@@ -146,8 +169,8 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
             raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
                             "float dtypes are listed but no float error model is given")
     for i, entry in enumerate(data.get("edge_cases", [])):
-        unknown = set(entry) - set(data["signature"]["inputs"])
-        if unknown or found.draw is not None:
+        unknown = set(entry) - {_input_name(e) for e in data["signature"]["inputs"]}
+        if unknown or not _elementwise(found, data["signature"]):
             raise SpecError(path, _line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
                             f"inputs={sorted(entry)} must name inputs of an element-wise op "
                             f"({data['signature']['inputs']})")
@@ -163,7 +186,7 @@ def _check_attribute_domains(data: dict, root: yaml.Node, path: Path) -> None:
             if key not in domain:
                 continue
             where = (_line_of(root, ["signature", "attrs", name, key]), f"signature.attrs.{name}.{key}")
-            if domain[key] not in signature["inputs"]:
+            if domain[key] not in {_input_name(e) for e in signature["inputs"]}:
                 raise SpecError(path, *where, f"{key}={domain[key]!r} names no input "
                                               f"(inputs: {signature['inputs']})")
             if key != "permutation_of" and signature.get("min_rank", 0) < 1:

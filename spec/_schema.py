@@ -95,7 +95,11 @@ SCHEMA = {
             "additionalProperties": False,
             "required": ["inputs"],
             "properties": {
-                "inputs": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "inputs": {"type": "array", "minItems": 1, "items": {"oneOf": [
+                    {"type": "string"},
+                    {"type": "object", "additionalProperties": False, "required": ["name"],
+                     "properties": {"name": {"type": "string"},
+                                    "type": {"enum": ["T"] + DTYPES}}}]}},
                 "min_rank": {"type": "integer", "minimum": 0},
                 "max_rank": {"type": "integer", "minimum": 0, "maximum": 6},
                 "shapes": {"enum": ["equal", "onnx_broadcast", "nnef_broadcast"]},

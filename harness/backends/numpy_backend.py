@@ -33,10 +33,13 @@ class NumpyBackend(Backend):
             definition = spec.definition
         except UnknownOp:
             raise Unsupported(f"no NumPy implementation of {spec.op}: no op module defines it") from None
-        fn = definition.numpy or definition.oracle
-        with self.clock.timing("execute"):
-            with np.errstate(all="ignore"):
-                outputs = fn(*case.inputs, **case.attrs)
+        fn, attrs = definition.numpy, case.attrs
+        if fn is None:
+            fn = definition.oracle
+            if definition.takes_dtypes:
+                attrs = {**attrs, "dtypes": case.input_dtypes}
+        with self.clock.timing("execute"), np.errstate(all="ignore"):
+            outputs = fn(*case.inputs, **attrs)
             if not isinstance(outputs, tuple):
                 outputs = (outputs,)
             return [np.asarray(o).astype(np_dtype(case.out_dtype), copy=False) for o in outputs]

@@ -27,7 +27,7 @@ def test_adapter_check_passes(conform_cli):
 
 def test_small_run_computes_every_claimed_case(conform_cli, tmp_path):
     out = tmp_path / "run"
-    conform_cli("run", "--backend", "openvino", "--ops", "add,conv,reduce_sum,exp",
+    conform_cli("run", "--backend", "openvino", "--ops", "onnx_add,conv,onnx_reduce_sum,exp",
                 "--dtypes", "float32,bfloat16,int32,float64", "--max-examples", "2",
                 "--quiet", "--out", out, check_status=0)
     summary = json.loads((out / "summary.json").read_text())

@@ -180,7 +180,7 @@ def test_an_onnxruntime_script_reproduces_a_real_failure_in_a_clean_venv(tmp_pat
                                                                          conform_cli):
     assert subprocess.run([str(clean_venv), "-c", "import conform"], capture_output=True).returncode != 0
     run_dir = tmp_path / "run"
-    conform_cli("run", "--backend", "onnxruntime", "--ops", "select", "--dtypes", "float32",
+    conform_cli("run", "--backend", "onnxruntime", "--ops", "onnx_where", "--dtypes", "float32",
             "--out", run_dir, "--quiet", check_status=0)
     record = _failure(run_dir)  # Where on -0.0: waived by the built-in manifest, failed as run
     proc = conform_cli("repro", record["id"], "--from", run_dir, "--out", tmp_path / "repro", check_status=0)
