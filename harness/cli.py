@@ -78,31 +78,38 @@ def _binding_names(spec) -> str:
 
 
 def cmd_list(args) -> int:
+    """``conform list``: every op; with ``--backend B``, only what B runs (its claims)."""
     specs = _load_specs(args.specs)
+    claims = None
     if args.backend:
-        from conform.harness.registry import check_backend
+        from conform.harness.claims import Claims
+        from conform.harness.registry import load_backend_class
 
-        check_backend(args.backend)
-    rows = [{"op": s.op, "family": s.family, "dtypes": list(s.dtypes), "bindings": sorted(s.bindings),
+        claims = Claims.of(load_backend_class(args.backend), args.backend)
+    rows = [{"op": s.op, "family": s.family, "dtypes": claims.dtypes_of(s) if claims else list(s.dtypes),
+             "bindings": sorted(s.bindings),
              "xla": s.defined_by.get("xla", {}).get("name"), "onnx": s.defined_by.get("onnx", {}).get("name"),
              "summary": s.summary} for s in specs.values()]
+    rows = [r for r in rows if r["dtypes"]]
     if args.format == "json":
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return EXIT_OK
+    if claims:
+        print(claims.describe())
     print(f"{'op':24} {'family':16} {'bindings':20} dtypes")
     for r in rows:
         print(f"{r['op']:24} {r['family']:16} {','.join(r['bindings']):20} {','.join(r['dtypes'])}")
-    print(f"\n{len(rows)} ops")
+    print(f"\n{len(rows)} ops" + (f" that {args.backend} runs" if claims else ""))
     return EXIT_OK
 
 
 def _print_table(summary: dict) -> None:
+    from conform.reports._coverage import coverage_text, rate_text
+
     counts = summary["counts"]
     print(f"\n{summary['backend']} ({summary['backend_version']}): "
           + "  ".join(f"{k} {v}" for k, v in counts.items()))
-    rate = summary["pass_rate"]
-    print(f"pass rate {'n/a' if rate is None else f'{100 * rate:.2f}%'} over {summary['cases']} cases, "
-          f"{summary['ops']} ops")
+    print(f"pass rate {rate_text(summary['pass_rate'])}, {coverage_text(counts)}, {summary['ops']} ops")
     worst = sorted(((cell["pass_rate"], op, dtype, cell) for op, cells in summary["by_op"].items()
                     for dtype, cell in cells.items() if cell["pass_rate"] is not None
                     and cell["pass_rate"] < 1.0), key=lambda t: t[0])
