@@ -13,6 +13,7 @@ from pathlib import Path
 
 from conform.harness.manifests import FAILING
 from conform.reports import pass_rate, read_results
+from conform.reports._coverage import judged
 
 PASSED = ("pass", "xpass")
 SHOWN = 200  # lines per kind of failure before the rest are only counted
@@ -55,6 +56,7 @@ class Criteria:
 
     min_pass_rate: float | None = None
     min_op_pass_rate: float | None = None
+    min_coverage: float | None = None
     max_error_growth: float = 2.0
     strict_xfail: bool = False
 
@@ -98,14 +100,29 @@ def ops_below(summary: dict, floor: float) -> dict[str, float]:
             if rate is not None and rate < floor}
 
 
+def coverage_figures(summary: dict) -> tuple[int, int]:
+    """``(judged, cases)`` of a summary (from its counts: a summary.json written before
+    coverage was recorded has them too)."""
+    return judged(summary["counts"]), sum(summary["counts"].values())
+
+
 def _floor_checks(report: GateReport, summary: dict, criteria: Criteria) -> None:
-    """The overall floor (a run with nothing judged fails it) and the per-op floor."""
+    """The overall floors of pass rate and coverage (a run with nothing judged fails them) and
+    the per-op floor."""
     if criteria.min_pass_rate is not None:
         rate = summary["pass_rate"]
         if rate is None or rate < criteria.min_pass_rate:
             report.failures.append(f"pass rate {_rate(rate)} < --min-pass-rate {criteria.min_pass_rate}")
         else:
             report.held.append(f"pass rate {_rate(rate)} >= {criteria.min_pass_rate}")
+    if criteria.min_coverage is not None:
+        judged, cases = coverage_figures(summary)
+        rate = judged / cases if cases else None
+        line = f"coverage {_rate(rate)} (judged {judged} of {cases} cases)"
+        if rate is None or rate < criteria.min_coverage:
+            report.failures.append(f"{line} < --min-coverage {criteria.min_coverage}")
+        else:
+            report.held.append(f"{line} >= {criteria.min_coverage}")
     if criteria.min_op_pass_rate is not None:
         low = ops_below(summary, criteria.min_op_pass_rate)
         report.failures += [f"op {op}: pass rate {_rate(rate)} < --min-op-pass-rate "
