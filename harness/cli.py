@@ -128,7 +128,9 @@ def cmd_run(args) -> int:
     from conform.harness.registry import check_backend
     from conform.harness.manifests import manifest_summary, stale_entries
     from conform.harness.runner import RunConfig, cyclic_gc_paused, run_suite
+    from conform.harness.gate import baseline_view
     from conform.reports import read_results, write_reports
+    from conform.reports._definitions import op_definitions
 
     specs = _load_specs(args.specs)
     profile = cli_certify.apply_profile(args)
@@ -153,12 +155,16 @@ def cmd_run(args) -> int:
         stale = stale_entries(manifest, excerpt) if manifest else []
         if manifest:
             meta["manifest"] = manifest_summary(manifest, excerpt, stale)
+        meta["definitions"] = op_definitions(specs, tally.cells)
+        # the gate reads xpass cases (all in the excerpt); a baseline compares every record
+        records = excerpt if baseline is None else list(read_results(out / "results.jsonl"))
+        if baseline is not None:
+            meta["baseline"] = baseline_view(
+                baseline, {key: cell["counts"] for key, cell in tally.cells.items()}, records)
         summary = write_reports(out, meta, conform.__version__, tally=tally)
         _print_table(summary)
         print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")
         cli_gate.warn_stale(stale)
-        # the gate reads xpass cases (all in the excerpt); a baseline compares every record
-        records = excerpt if baseline is None else list(read_results(out / "results.jsonl"))
         return cli_gate.gate_status(args, summary, records, baseline)
 
 
@@ -186,8 +192,8 @@ def _rerender(directory: Path) -> int:
         raise _UsageError(f"{directory} has no summary.json (is it a conform run directory?)")
     previous = json.loads(summary_path.read_text(encoding="utf-8"))
     meta = {k: v for k, v in previous.items()
-            if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "histogram_bins",
-                         "by_op")}
+            if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "judged", "coverage",
+                         "histogram_bins", "by_op")}
     write_reports(directory, meta, previous["conform_version"])
     print(f"re-rendered {directory}")
     return EXIT_OK

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conform.harness.manifests import FAILING
 from conform.reports import pass_rate, read_results
-from conform.reports._coverage import judged
+from conform.reports._coverage import coverage_text, judged
 
 PASSED = ("pass", "xpass")
 SHOWN = 200  # lines per kind of failure before the rest are only counted
@@ -224,6 +224,33 @@ def _baseline_checks(report: GateReport, baseline: RunData, summary: dict, recor
     if not found and not grown:
         report.held.append(f"no regressions against {baseline.where} and no worst-error growth "
                            f"beyond x{factor:g}")
+
+
+def baseline_view(baseline: RunData, cell_counts: dict, records: list[dict]) -> dict:
+    """What report.html shows of a run made with ``--baseline``: the baseline's pass rate and
+    coverage, the regressions (passed there, fail now; the first :data:`SHOWN`) and the cases
+    fixed, and each op x dtype whose pass rate or judged cases changed. ``cell_counts`` maps
+    (op, dtype) to this run's verdict counts."""
+    found, different = regressions(baseline.records, records)
+    old_verdicts = {r["id"]: r["verdict"] for r in baseline.records}
+    fixed = sum(1 for r in records if r["verdict"] in PASSED and old_verdicts.get(r["id"]) in FAILING)
+    cells = []
+    old_by_op = baseline.summary.get("by_op", {})
+    for op, dtype in sorted({*cell_counts, *((o, d) for o, c in old_by_op.items() for d in c)}):
+        old = old_by_op.get(op, {}).get(dtype, {}).get("counts", {})
+        new = cell_counts.get((op, dtype), {})
+        figures = (pass_rate(old), pass_rate(new), judged(old), judged(new))
+        if figures[0] != figures[1] or figures[2] != figures[3]:
+            cells.append(dict(zip(("op", "dtype", "old_rate", "new_rate", "old_judged", "new_judged"),
+                                  (op, dtype, *figures))))
+    return {"where": str(Path(baseline.where).resolve()),
+            "backend_version": baseline.summary.get("backend_version"),
+            "pass_rate": baseline.summary.get("pass_rate"),
+            "coverage_text": coverage_text(baseline.summary.get("counts", {})),
+            "regression_count": len(found), "fixed_count": fixed, "not_comparable": different,
+            "regressions": [{"id": new["id"], "was": old["verdict"], "now": new["verdict"]}
+                            for old, new in found[:SHOWN]],
+            "cells": cells}
 
 
 def evaluate(summary: dict, records: list[dict], criteria: Criteria,
