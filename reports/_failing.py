@@ -47,8 +47,10 @@ def plan_groups(problems: list[dict]) -> list[tuple[str, int, Counter]]:
 
 
 def failing_rows(problems: list[dict]) -> list[list]:
-    """One row (see :data:`COLUMNS`) per problem record, grouped by plan, worst first within."""
-    ordered = sorted(problems, key=lambda r: (str(r.get("plan") or ""), -severity(r), r["id"]))
+    """One row (see :data:`COLUMNS`) per problem record, grouped by plan as :func:`plan_groups`
+    orders them, worst first within a group."""
+    rank = {plan: i for i, (plan, _, _) in enumerate(plan_groups(problems))}
+    ordered = sorted(problems, key=lambda r: (rank[str(r.get("plan") or "–")], -severity(r), r["id"]))
     return [_row(r) for r in ordered]
 
 
