@@ -83,9 +83,15 @@ def cmd_list(args) -> int:
     claims = None
     if args.backend:
         from conform.harness.claims import Claims
-        from conform.harness.registry import load_backend_class
+        from conform.harness.registry import UnknownBackend, load_backend_class
 
-        claims = Claims.of(load_backend_class(args.backend), args.backend)
+        try:
+            backend_class = load_backend_class(args.backend)
+        except UnknownBackend:
+            raise
+        except Exception as exc:   # a module:Class that does not import, a broken entry point
+            raise _UsageError(f"backend {args.backend} cannot be loaded: {exc!r}") from None
+        claims = Claims.of(backend_class, args.backend)
     rows = [{"op": s.op, "family": s.family, "dtypes": claims.dtypes_of(s) if claims else list(s.dtypes),
              "bindings": sorted(s.bindings),
              "xla": s.defined_by.get("xla", {}).get("name"), "onnx": s.defined_by.get("onnx", {}).get("name"),

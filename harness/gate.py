@@ -14,6 +14,7 @@ from pathlib import Path
 from conform.harness.manifests import FAILING
 from conform.reports import pass_rate, read_results
 from conform.reports._coverage import coverage_text, judged
+from conform.reports._text import neutral
 
 PASSED = ("pass", "xpass")
 SHOWN = 200  # lines per kind of failure before the rest are only counted
@@ -192,6 +193,7 @@ def _growth_line(op, dtype, old_cell, cell, factor) -> str:
 
 def _regression_line(old: dict, new: dict) -> str:
     message = (new.get("message") or "").split(f"(case {new['id']}): ", 1)[-1][:240]  # drop the head
+    message = neutral(message)   # printed on a terminal: no escape sequence of the backend's
     return f"regression {new['id']}: {old['verdict']} -> {new['verdict']}" + (
         f": {message}" if message else "")
 

@@ -84,6 +84,8 @@ def test_list_backend_shows_only_what_it_runs(conform_cli):
     assert table.startswith("nnef: model format nnef; claims every op whose spec has a binding for nnef; "
                             "dtypes bool, float32, int32")
     assert table.rstrip().endswith(f"{len(rows)} ops that nnef runs")
+    broken = conform_cli("list", "--backend", "no_such_module:Backend", check_status=2)
+    assert broken.stderr.count("\n") == 1 and "cannot be loaded" in broken.stderr
 
 
 def test_comparison_counts_unsupported_against_a_verdict_as_coverage(runs):

@@ -157,3 +157,10 @@ def test_baseline_view_lists_regressions_fixes_and_changed_cells():
     assert set(changed) == {("mul", "float32"), ("mul", "float16"), ("exp", "float32")}
     assert changed[("exp", "float32")]["old_judged"] == 3 and changed[("exp", "float32")]["new_judged"] == 2
     assert view["where"].endswith("base") and view["coverage_text"] == "judged 6 of 6 cases (coverage 100.00%)"
+
+
+def test_regression_lines_print_no_terminal_escape_of_the_backend():
+    old = [_record("mul.float32.0", "pass")]
+    new = [{**_record("mul.float32.0", "error"), "message": "\x1b[2J\u202eboom\x00"}]
+    report = evaluate(_summary(new), new, Criteria(), RunData(_summary(old), old, "base"))
+    assert report.failures == ["regression mul.float32.0: pass -> error: \\x1b[2J\\u202eboom\\x00"]
