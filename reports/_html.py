@@ -218,13 +218,14 @@ def op_panels(summary: dict) -> list[dict]:
     return panels
 
 
-def top_reason(cell: dict) -> str:
-    """The short reason most of an op x dtype cell's unsupported cases share ('' if none)."""
+def na_reason(cell: dict) -> str:
+    """Why nothing of an op x dtype cell was judged, in short: the reason most of its
+    unsupported cases share, else 'impl-defined' or 'excused' (by a manifest)."""
     reasons = cell.get("unsupported_reasons") or {}
-    if not reasons:
-        return ""
-    key = max(reasons, key=lambda k: reasons[k]["cases"])
-    return SHORT_REASONS.get(key, key)
+    if reasons:
+        key = max(reasons, key=lambda k: reasons[k]["cases"])
+        return SHORT_REASONS.get(key, key)
+    return "impl-defined" if cell["counts"].get("impl_defined") else "excused"
 
 
 def failing_data(tally: Tally, repro_dir: str) -> dict:
@@ -253,7 +254,7 @@ def render_html(summary: dict, records: list[dict], run_dir=None, tally: Tally |
         worsts=worst_elements(tally), groups=groups,
         failing=embedded_json(failing_data(tally, repro_dir)),
         definitions=summary.get("definitions") or {}, baseline=summary.get("baseline"),
-        coverage_text=coverage_text, reasons_text=reasons_text, top_reason=top_reason,
+        coverage_text=coverage_text, reasons_text=reasons_text, na_reason=na_reason,
         reason_names=REASONS,
         core=CORE_VERDICTS, env_fields=ENV_FIELDS, bins=summary.get("histogram_bins", []),
         repro_dir=repro_dir,
