@@ -53,14 +53,19 @@ HOSTILE = ("\x00\x1b[31mred\x1b[0m\x07\x0b\r\x9b \u202eevil\u202c \u2066iso\u206
            "\udcff \ufffe <img src=x onerror=alert(1)> </script> ]]> & | **bold** [x](javascript:alert(1))")
 
 
+FORMULA = "=cmd|' /C calc'!A0"   # what a spreadsheet would run, opening an exported CSV
+
+
 def write_hostile_run(directory, text: str = HOSTILE):
     """A run directory whose backend says ``text`` in every message it can: errors, failures,
-    crashes (with a traceback), unsupported cases and its version string."""
+    crashes (with a traceback), unsupported cases, its version string and device; and one
+    error whose message is a spreadsheet formula."""
     records = [make_record("add", "float32", "error", 0, message=text, traceback=text),
                make_record("add", "float32", "fail", 1, error=3.0, message=text),
                make_record("add", "float32", "pass", 2),
                make_record("abs", "int32", "unsupported", 0, message=f"abs: {text}"),
-               make_record("exp", "float16", "crash", 0, message=text)]
+               make_record("exp", "float16", "crash", 0, message=text),
+               make_record("mul", "float32", "error", 0, message=FORMULA)]
     write_run(directory, records, backend="hostile", backend_version=f"hostile {text}",
               device=text)
     return directory

@@ -34,7 +34,7 @@ def test_no_raw_control_or_bidi_character_in_any_output(hostile, name):
 
 def test_results_and_summary_are_strict_json_keeping_the_text_visible(hostile):
     lines = (hostile / "results.jsonl").read_bytes().splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 6
     for line in lines:
         assert orjson.loads(line) == json.loads(line)
     error = json.loads(lines[0])
@@ -53,7 +53,7 @@ def test_junit_is_valid_xml_with_the_escapes(hostile):
     assert error.get("message").startswith("2/3 cases error/fail; worst: \\x00\\x1b[31m")
     assert "\\u202eevil" in error.text and "<img src=x" in error.text
     assert suite.find("testcase[@name='abs[int32]']/skipped").get("message").startswith("abs: \\x00")
-    assert "judged 4 of 5 cases (coverage 80.00%)" in suite.find("system-out").text
+    assert "judged 5 of 6 cases (coverage 83.33%)" in suite.find("system-out").text
 
 
 def test_summary_md_inserts_no_backend_string_raw(hostile):
@@ -68,9 +68,10 @@ def test_summary_md_inserts_no_backend_string_raw(hostile):
     parsed.feed(html)
     assert not {"img", "a", "em", "script"} & set(parsed.tags)
     assert parsed.tags.count("strong") == 1   # conform's own "**Pass rate**"
-    assert "judged 4 of 5 cases (coverage 80.00%)" in text
+    assert "judged 5 of 6 cases (coverage 83.33%)" in text
     header_cells = re.search(r"<thead>\s*<tr>(.*?)</tr>", html, re.S).group(1).count("<th>")
     assert header_cells == 11
+    assert "| mul | float32 |" in text
 
 
 class _Collector(HTMLParser):
