@@ -86,13 +86,11 @@ def _smoke():
     return find_profile(SMOKE_PROFILE)
 
 
-#: The spec binding a model format is built from (a native backend takes any op).
-FORMAT_BINDINGS = {"onnx": "onnx", "stablehlo": "xla", "nnef": "nnef"}
-
-
 def _probe_spec(specs: dict, model_format: str):
     """The smoke suite's first element-wise float32 op of two inputs that ``model_format`` can
     express (the probes' op), or None."""
+    from conform.harness.claims import FORMAT_BINDINGS
+
     binding = FORMAT_BINDINGS.get(model_format)
     for op in _smoke().ops:
         spec = specs.get(op)

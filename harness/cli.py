@@ -78,31 +78,45 @@ def _binding_names(spec) -> str:
 
 
 def cmd_list(args) -> int:
+    """``conform list``: every op; with ``--backend B``, only what B runs (its claims)."""
     specs = _load_specs(args.specs)
+    claims = None
     if args.backend:
-        from conform.harness.registry import check_backend
+        from conform.harness.claims import Claims
+        from conform.harness.registry import UnknownBackend, load_backend_class
 
-        check_backend(args.backend)
-    rows = [{"op": s.op, "definition": s.definition.qualified_name, "dtypes": list(s.dtypes), "bindings": sorted(s.bindings),
+        try:
+            backend_class = load_backend_class(args.backend)
+        except UnknownBackend:
+            raise
+        except Exception as exc:   # a module:Class that does not import, a broken entry point
+            raise _UsageError(f"backend {args.backend} cannot be loaded: {exc!r}") from None
+        claims = Claims.of(backend_class, args.backend)
+    rows = [{"op": s.op, "definition": s.definition.qualified_name,
+             "dtypes": claims.dtypes_of(s) if claims else list(s.dtypes),
+             "bindings": sorted(s.bindings),
              "xla": s.defined_by.get("xla", {}).get("name"), "onnx": s.defined_by.get("onnx", {}).get("name"),
              "summary": s.summary} for s in specs.values()]
+    rows = [r for r in rows if r["dtypes"]]
     if args.format == "json":
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return EXIT_OK
+    if claims:
+        print(claims.describe())
     print(f"{'op':24} {'definition':26} {'bindings':20} dtypes")
     for r in rows:
         print(f"{r['op']:24} {r['definition']:26} {','.join(r['bindings']):20} {','.join(r['dtypes'])}")
-    print(f"\n{len(rows)} ops")
+    print(f"\n{len(rows)} ops" + (f" that {args.backend} runs" if claims else ""))
     return EXIT_OK
 
 
 def _print_table(summary: dict) -> None:
+    from conform.reports._coverage import coverage_text, rate_text
+
     counts = summary["counts"]
     print(f"\n{summary['backend']} ({summary['backend_version']}): "
           + "  ".join(f"{k} {v}" for k, v in counts.items()))
-    rate = summary["pass_rate"]
-    print(f"pass rate {'n/a' if rate is None else f'{100 * rate:.2f}%'} over {summary['cases']} cases, "
-          f"{summary['ops']} ops")
+    print(f"pass rate {rate_text(summary['pass_rate'])}, {coverage_text(counts)}, {summary['ops']} ops")
     worst = sorted(((cell["pass_rate"], op, dtype, cell) for op, cells in summary["by_op"].items()
                     for dtype, cell in cells.items() if cell["pass_rate"] is not None
                     and cell["pass_rate"] < 1.0), key=lambda t: t[0])
@@ -121,7 +135,9 @@ def cmd_run(args) -> int:
     from conform.harness.registry import check_backend
     from conform.harness.manifests import manifest_summary, stale_entries
     from conform.harness.runner import RunConfig, cyclic_gc_paused, run_suite
+    from conform.harness.gate import baseline_view
     from conform.reports import read_results, write_reports
+    from conform.reports._definitions import op_definitions
 
     specs = _load_specs(args.specs)
     profile = cli_certify.apply_profile(args)
@@ -146,12 +162,16 @@ def cmd_run(args) -> int:
         stale = stale_entries(manifest, excerpt) if manifest else []
         if manifest:
             meta["manifest"] = manifest_summary(manifest, excerpt, stale)
+        meta["definitions"] = op_definitions(specs, tally.cells)
+        # the gate reads xpass cases (all in the excerpt); a baseline compares every record
+        records = excerpt if baseline is None else list(read_results(out / "results.jsonl"))
+        if baseline is not None:
+            meta["baseline"] = baseline_view(
+                baseline, {key: cell["counts"] for key, cell in tally.cells.items()}, records)
         summary = write_reports(out, meta, conform.__version__, tally=tally)
         _print_table(summary)
         print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")
         cli_gate.warn_stale(stale)
-        # the gate reads xpass cases (all in the excerpt); a baseline compares every record
-        records = excerpt if baseline is None else list(read_results(out / "results.jsonl"))
         return cli_gate.gate_status(args, summary, records, baseline)
 
 
@@ -179,8 +199,8 @@ def _rerender(directory: Path) -> int:
         raise _UsageError(f"{directory} has no summary.json (is it a conform run directory?)")
     previous = json.loads(summary_path.read_text(encoding="utf-8"))
     meta = {k: v for k, v in previous.items()
-            if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "histogram_bins",
-                         "by_op")}
+            if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "judged", "coverage",
+                         "histogram_bins", "by_op")}
     write_reports(directory, meta, previous["conform_version"])
     print(f"re-rendered {directory}")
     return EXIT_OK

@@ -58,6 +58,7 @@ def _frozen(value):
 class JaxBackend(Backend):
     name = "jax"
     model_format = "native"
+    spec_binding = "xla"   # what `conform list --backend jax` needs of a spec
     subnormals = "ftz"  # XLA:CPU flushes float32 subnormals (inputs and results)
 
     def __init__(self):
