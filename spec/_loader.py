@@ -183,5 +183,5 @@ def load_spec(path: Path | str) -> OpSpec:
 def load_specs(directory: Path | str | None = None) -> dict[str, OpSpec]:
     """All specs in ``directory`` (default: the built-in suite), keyed by op name, sorted."""
     directory = Path(directory) if directory else BUILTIN_DIR
-    specs = cached_loads(sorted(directory.glob("*.yaml")), load_spec)
+    specs = cached_loads(sorted(directory.glob("*.yaml")), load_spec, types=(OpSpec,))
     return {s.op: s for s in specs}
