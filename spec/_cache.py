@@ -110,9 +110,14 @@ def read_entry(path: Path, tag: bytes) -> bytearray:
     return buffer
 
 
-def warn_damaged(path: Path, reason) -> None:
-    """The one-line warning for a damaged cache entry, which is then made again."""
-    print(f"conform: warning: ignoring damaged cache entry {path} ({reason}); making it again",
+def warn_damaged(path: Path, reason: Exception) -> None:
+    """The one-line warning for a damaged (or unreadable: ``reason`` an OSError) cache entry,
+    which is then made again."""
+    if isinstance(reason, OSError):
+        kind, reason = "unreadable", reason.strerror or reason
+    else:
+        kind = "damaged"
+    print(f"conform: warning: ignoring {kind} cache entry {path} ({reason}); making it again",
           file=sys.stderr)
 
 
