@@ -24,7 +24,8 @@ def _generator_fingerprint() -> str:
 
     digest = hashlib.sha256(f"{__version__}/{importlib.metadata.version('hypothesis')}/{np.__version__}".encode())
     root = Path(__file__).parent.parent
-    sources = sorted(Path(__file__).parent.glob("*.py")) + sorted((root / "oracles").glob("*.py"))
+    sources = [*sorted(Path(__file__).parent.glob("*.py")), *sorted((root / "oracles").glob("*.py")),
+               *sorted((root / "ops").glob("*.py"))]
     sources.append(root / "spec" / "dtypes.py")
     for path in sources:
         if path.exists():

@@ -100,7 +100,7 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     plans = draw_plans(spec, dtype, count=count, seed=seed)
     edges: dict = {}
     cases = [materialize(spec, dtype, i, plan, edges) for i, plan in enumerate(plans)]
-    if spec.family == "elementwise":
+    if spec.definition.draw is None:   # element-wise: the edge-value sweep and the edge cases
         sweep = edge_sweep_case(spec, dtype, seed=seed)
         cases += ([sweep] if sweep else []) + edge_case_cases(spec, dtype, seed=seed)
     for case in cases:  # the oracle runs once per case, here, not once per run and backend

@@ -83,15 +83,15 @@ def cmd_list(args) -> int:
         from conform.harness.registry import check_backend
 
         check_backend(args.backend)
-    rows = [{"op": s.op, "family": s.family, "dtypes": list(s.dtypes), "bindings": sorted(s.bindings),
+    rows = [{"op": s.op, "definition": s.definition.qualified_name, "dtypes": list(s.dtypes), "bindings": sorted(s.bindings),
              "xla": s.defined_by.get("xla", {}).get("name"), "onnx": s.defined_by.get("onnx", {}).get("name"),
              "summary": s.summary} for s in specs.values()]
     if args.format == "json":
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return EXIT_OK
-    print(f"{'op':24} {'family':16} {'bindings':20} dtypes")
+    print(f"{'op':24} {'definition':26} {'bindings':20} dtypes")
     for r in rows:
-        print(f"{r['op']:24} {r['family']:16} {','.join(r['bindings']):20} {','.join(r['dtypes'])}")
+        print(f"{r['op']:24} {r['definition']:26} {','.join(r['bindings']):20} {','.join(r['dtypes'])}")
     print(f"\n{len(rows)} ops")
     return EXIT_OK
 

@@ -114,13 +114,14 @@ def test_malformed_spec_exits_2_naming_file_and_line(tmp_path, conform_cli):
     specs = tmp_path / "specs"
     shutil.copytree(BUILTIN_DIR, specs)
     broken = specs / "add.yaml"
-    broken.write_text(broken.read_text().replace("oracle: add", "oracle: [add"), encoding="utf-8")
+    summary = next(line for line in broken.read_text().splitlines() if line.startswith("summary:"))
+    broken.write_text(broken.read_text().replace(summary, "summary: [add"), encoding="utf-8")
     proc = conform_cli("--specs", specs, "run", "--backend", "numpy", "--out", tmp_path / "o", check_status=2)
     assert f"{broken}:" in proc.stderr and "invalid YAML" in proc.stderr
-    broken.write_text(broken.read_text().replace("oracle: [add", "oracle: 7"), encoding="utf-8")
+    broken.write_text(broken.read_text().replace("summary: [add", "summary: 7"), encoding="utf-8")
     proc = conform_cli("--specs", specs, "list", check_status=2)
-    line = broken.read_text().splitlines().index("oracle: 7") + 1
-    assert f"{broken}:{line}: field oracle:" in proc.stderr
+    line = broken.read_text().splitlines().index("summary: 7") + 1
+    assert f"{broken}:{line}: field summary:" in proc.stderr
 
 
 def test_usage_errors_exit_2(tmp_path, conform_cli):
@@ -160,7 +161,7 @@ def test_specs_option_reaches_the_workers(tmp_path, conform_cli):
     text = (BUILTIN_DIR / "add.yaml").read_text(encoding="utf-8")
     # a spec directory whose add binds to lax.sub: the workers must use it, so add now fails
     (specs / "add.yaml").write_text(text.replace("xla: {lax: add}", "xla: {lax: sub}"), encoding="utf-8")
-    conform_cli("--specs", specs, "run", "--backend", "jax", "--dtypes", "int32", "--max-examples", 4,
-                "--out", tmp_path / "o", "--quiet", "--no-manifest", check_status=0)
+    conform_cli("--specs", specs, "run", "--backend", "jax", "--ops", "add", "--dtypes", "int32",
+                "--max-examples", 4, "--out", tmp_path / "o", "--quiet", "--no-manifest", check_status=0)
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["ops"] == 1 and summary["counts"]["fail"] > 0

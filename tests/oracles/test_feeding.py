@@ -5,14 +5,20 @@ import numpy as np
 import pytest
 
 from conform.generators import dtype_labels, generate_cases
-from conform.generators._families import FAMILIES
+from conform.ops import definitions
 from conform.oracles import evaluate
-from conform.oracles.feeding import _BY_FAMILY, ALIGNED, MOVEMENT, feeding_elements
+from conform.oracles.feeding import feeding_elements
 from conform.spec import load_specs
 
 
-def test_every_signature_family_has_a_feeding_rule():
-    assert set(FAMILIES) == ALIGNED | MOVEMENT | set(_BY_FAMILY)
+def test_every_op_with_its_own_drawer_says_which_elements_feed_an_output():
+    """An op drawn by the generic element-wise drawer is element-aligned; every other op must say
+    so explicitly or give a rule (a slice, window, patch, or a traced copy)."""
+    for name, definition in definitions().items():
+        if definition.draw is None:
+            assert definition.feeding == "aligned", name
+    structural = [d for d in definitions().values() if d.feeding != "aligned"]
+    assert len(structural) >= 15
 
 
 def _influencing(spec, inputs, attrs, index):
@@ -34,7 +40,8 @@ def _influencing(spec, inputs, attrs, index):
     return found
 
 
-NON_ALIGNED_OPS = sorted(op for op, spec in load_specs().items() if spec.family not in ALIGNED)
+NON_ALIGNED_OPS = sorted(op for op, spec in load_specs().items()
+                         if spec.definition.feeding != "aligned")
 
 
 @pytest.mark.parametrize("op", NON_ALIGNED_OPS)
@@ -49,14 +56,14 @@ def test_feeding_elements_are_exactly_those_that_move_the_output(specs, op):
         if out.size == 0:
             continue
         index = [int(i) for i in np.unravel_index(rng.integers(out.size), out.shape)]
-        feeding = feeding_elements(spec.family, spec.oracle, inputs, case.attrs, index)
+        feeding = feeding_elements(spec.op, inputs, case.attrs, index)
         got = [set() if f is None else set(f.tolist()) for f in feeding]
         assert got == _influencing(spec, inputs, case.attrs, index), (case.id, index)
 
 
 def test_a_window_lists_only_operand_elements_not_its_padding():
     x = np.arange(1.0, 5.0)
-    (window,) = feeding_elements("reduce_window", "reduce_window_max", [x],
+    (window,) = feeding_elements("reduce_window_max", [x],
                                  {"window_dimensions": [3], "window_strides": [1],
                                   "padding": [[2, 0]]}, [0])
     assert window.tolist() == [1.0]
