@@ -343,7 +343,7 @@ def portable_path(path: Path | str) -> str:
     by its name alone (its sha256, recorded beside it, says which file it was)."""
     path = Path(path).resolve()
     roots = [(Path(str(importlib.resources.files(f"conform.{package}"))).resolve(),
-              f"conform/{package}") for package in ("manifests", "spec")]
+              f"conform/{package}") for package in ("manifests", "spec", "ops")]
     for root, name in roots:
         if path.is_relative_to(root):
             return f"{name}/{path.relative_to(root).as_posix()}"

@@ -186,13 +186,11 @@ def test_a_poisoned_oracle_answer_in_the_cache_fails_verification(tmp_path, spec
 # -------------------------------------------------------------------------------- paths
 
 def test_paths_in_a_certificate_are_never_absolute(tmp_path, monkeypatch):
-    from conform.spec import BUILTIN_DIR
-
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "m.yaml").write_text("x")
     builtin = Path(str(__import__("importlib").resources.files("conform.manifests"))) / "jax.yaml"
     assert certify.portable_path(builtin) == "conform/manifests/jax.yaml"
-    assert certify.portable_path(BUILTIN_DIR.parent / "profiles.yaml") == "conform/spec/profiles.yaml"
+    assert certify.portable_path(certify.builtin_profiles_path()) == "conform/spec/profiles.yaml"
     assert certify.portable_path(tmp_path / "sub" / "m.yaml") == "sub/m.yaml"
     assert certify.portable_path("/elsewhere/deep/m.yaml") == "m.yaml"
