@@ -8,6 +8,7 @@ import functools
 import hashlib
 import importlib.metadata
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -91,8 +92,10 @@ def load_or_generate(spec: OpSpec, dtype: str, *, count: int, seed: int, generat
     cases = generate()
     try:
         _corpus_format.write(path, cases)
-    except TypeError:
-        return cases   # a value the format cannot keep exactly: this slice is drawn every run
+    except TypeError as exc:   # a value the format cannot keep exactly: drawn every run
+        print(f"conform: warning: the cases of {spec.op} {dtype} are not kept in the corpus "
+              f"cache ({exc}); they are drawn on every run", file=sys.stderr)
+        return cases
     _used.add(path)
     _wrote.append(path)
     return cases

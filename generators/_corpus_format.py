@@ -20,8 +20,9 @@ numbered in block order; ``scalars`` lists those that were NumPy scalars (kept a
 No dtype holding Python objects is written or read.
 
 ``values`` holds each distinct value of a case's op, dtype, input dtypes, out dtype, attrs,
-plan and extra once (cases with equal attrs share one dict when read: nothing changes a case's
-attrs or extra); ``cases`` holds one column per Case field (``id``, ``seed``, ``inputs`` as
+plan and extra once, as tagged JSON data (:func:`conform.spec._cache.to_data`: tuples stay
+tuples; cases with equal attrs share one dict when read: nothing changes a case's attrs or
+extra); ``cases`` holds one column per Case field (``id``, ``seed``, ``inputs`` as
 lists of array indices, the others as indices into ``values``), and ``answers`` one column per
 name of :func:`answer_arrays` (an array index, or null where a case has no such array). Reading
 column by column costs a third less than case by case.
@@ -36,7 +37,8 @@ import orjson
 
 from conform.generators._case import Case
 from conform.oracles.expectations import Expectation
-from conform.spec._cache import CONTENT_START, DamagedEntry, read_entry, write_entry
+from conform.spec._cache import (CONTENT_START, DamagedEntry, from_data, read_entry, to_data,
+                                 write_entry)
 from conform.spec.dtypes import np_dtype
 
 TAG = b"conform-corpus/2"
@@ -85,7 +87,7 @@ class _Layout:
         self.arrays: list = []
         self.blocks: dict = {}    # (dtype, shape) -> indices in ``arrays``
         self.scalars: list = []
-        self.values: list = []         # as written: a tuple becomes {"tuple": [...]}
+        self.values: list = []         # as written (conform.spec._cache.to_data)
         self.originals: list = []
         self._value_index: dict = {}   # repr -> index in ``values``
 
@@ -106,11 +108,11 @@ class _Layout:
         if index is None:
             index = self._value_index[key] = len(self.values)
             self.originals.append(value)
-            self.values.append({"tuple": list(value)} if type(value) is tuple else value)
+            self.values.append(to_data(value, {}))
         return index
 
 
-#: The Case fields kept as indices into ``values`` (repeated, or JSON cannot tell a tuple).
+#: The Case fields kept as indices into ``values`` (repeated, and kept as tagged data).
 _VALUE_FIELDS = ("op", "dtype", "input_dtypes", "out_dtype", "attrs", "plan", "extra")
 
 
@@ -138,7 +140,7 @@ def encode(cases: list[Case]) -> list:
                for name, column in answers.items()}
     header = orjson.dumps({"blocks": blocks, "scalars": sorted(renumber[i] for i in layout.scalars),
                            "values": layout.values, "cases": columns, "answers": answers})
-    kept = [repr(_decoded_value(v)) for v in orjson.loads(header)["values"]]
+    kept = [repr(from_data(v, {})) for v in orjson.loads(header)["values"]]
     if kept != [repr(v) for v in layout.originals]:
         raise TypeError("attrs, extra or input dtypes that JSON does not keep exactly")
     chunks = [len(header).to_bytes(8, "little"), header, bytes(-(8 + len(header)) % _ALIGN)]
@@ -171,12 +173,6 @@ def _dtype(name) -> np.dtype:
     return dtype
 
 
-def _decoded_value(value):
-    if type(value) is dict and list(value) == ["tuple"]:
-        return tuple(value["tuple"])
-    return value
-
-
 def read(path: Path) -> list[Case]:
     """The cases stored at ``path``. Raises :class:`DamagedEntry` (or OSError) for a file
     that is not a whole, unaltered corpus file."""
@@ -204,7 +200,7 @@ def _decode(buffer: bytearray) -> list[Case]:
                           for k in range(count))
     for index in header["scalars"]:
         arrays[index] = arrays[index][()]
-    values = [_decoded_value(v) for v in header["values"]]
+    values = [from_data(v, {}) for v in header["values"]]
     columns = header["cases"]
     count = len(columns["id"])
     fields = {name: list(map(values.__getitem__, columns[name])) for name in _VALUE_FIELDS}

@@ -8,7 +8,7 @@ import pytest
 
 from conform.generators import case_digest, generate_cases
 from conform.generators._corpus import corpus_path
-from conform.generators._corpus_format import TAG, encode, read
+from conform.generators._corpus_format import TAG, encode, read, write
 from conform.spec._cache import CONTENT_START, DamagedEntry, write_entry
 from tests.spec.test_cache import crafted_pickle
 
@@ -98,8 +98,22 @@ def test_a_corpus_file_with_a_valid_digest_but_a_malformed_header_is_refused(spe
         read(path)
 
 
-def test_a_value_json_cannot_keep_exactly_is_refused_when_written(specs):
+def test_attrs_keep_their_types_and_what_cannot_be_kept_is_drawn_every_run(specs, cache, capsys):
+    from conform.generators._corpus import load_or_generate
+
     case = generate_cases(specs["add"], "float32", count=1, seed=0)[0]
-    case.attrs = {"window": (1, 2)}   # a tuple would come back a list
-    with pytest.raises(TypeError, match="JSON does not keep exactly"):
-        encode([case])
+    case.attrs = {"window": (1, (2, 3)), "pads": [[0, 1], (2,)], "alpha": 0.1, "name": "x"}
+    case.input_dtypes = ("float32", "float32")
+    write(cache / "kept", [case])
+    [back] = read(cache / "kept")
+    assert repr((back.attrs, back.input_dtypes)) == repr((case.attrs, case.input_dtypes))
+    for attrs, message in (({"alpha": float("nan")}, "JSON does not keep exactly"),
+                           ({"alpha": np.float32(1)}, "cannot keep a float32 as data")):
+        case.attrs = attrs
+        with pytest.raises(TypeError, match=message):
+            encode([case])
+        kept = load_or_generate(specs["add"], "float32", count=1, seed=5, generate=lambda: [case])
+        assert kept == [case] and not corpus_path(specs["add"], "float32", count=1, seed=5).exists()
+        [warning] = capsys.readouterr().err.splitlines()
+        assert warning.startswith("conform: warning: the cases of add float32 are not kept in "
+                                  "the corpus cache (")
