@@ -224,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 "repro": lambda a: cli_gate.cmd_repro(a, _load_specs(a.specs)),
                 "certify": lambda a: cli_certify.cmd_certify(a, _load_specs(a.specs)),
                 "verify": lambda a: cli_certify.cmd_verify(a, _load_specs(a.specs)),
+                "key": cli_certify.cmd_key,
                 "adapter": cli_adapter.cmd_adapter}
     try:
         return handlers[args.command](args)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
 import shlex
 from collections import Counter
@@ -22,23 +21,6 @@ from conform.reports._failing import COLUMNS, embedded_json, failing_rows, plan_
 from conform.reports._summary import PROBLEMS as BAD
 from conform.reports._summary import Tally, pass_rate, severity, special_value_failure
 from conform.reports._text import neutral
-from conform.spec._cache import cache_dir
-
-
-class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
-    """Templates compiled once and kept in conform's cache directory (compiling report.html.j2
-    costs each run ~0.08 s); Jinja2 recompiles a template whose source changed. A cache
-    directory that cannot be written costs the time, nothing else."""
-
-    def __init__(self):
-        super().__init__(str(cache_dir() / "templates"))
-
-    def dump_bytecode(self, bucket) -> None:
-        try:
-            os.makedirs(self.directory, exist_ok=True)
-            super().dump_bytecode(bucket)
-        except OSError:
-            pass
 
 
 def _finalize(value):
@@ -49,8 +31,9 @@ def _finalize(value):
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("conform.reports", "templates"),
                          autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
-                         trim_blocks=True, lstrip_blocks=True, bytecode_cache=_CompiledTemplates(),
-                         finalize=_finalize)
+                         trim_blocks=True, lstrip_blocks=True, finalize=_finalize)
+# No compiled templates are kept on disk: Jinja2's bytecode cache stores a pickle and marshalled
+# code, which a cache directory from elsewhere could turn into code run by the next report.
 
 CORE_VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
 DETAILS_PER_CELL = 5          # failure details rendered per op x dtype; the rest are counted

@@ -246,5 +246,5 @@ def load_specs(directory: Path | str | None = None) -> dict[str, OpSpec]:
             raise SpecError(directory, None, "", "no op spec (*.yaml) in this folder"
                             if directory.is_dir() else "spec folder does not exist")
         files.update((path.stem, path) for path in own)
-    specs = cached_loads([files[name] for name in sorted(files)], load_spec)
+    specs = cached_loads([files[name] for name in sorted(files)], load_spec, types=(OpSpec,))
     return {s.op: s for s in specs}

@@ -146,7 +146,7 @@ def test_load_specs_keeps_parsed_specs_and_rereads_a_changed_or_broken_file(tmp_
     specs_dir.mkdir()
     path = _write(specs_dir, ADD)
     first = load_specs(specs_dir)
-    assert len(list((tmp_path / "cache" / "specs").glob("*.pkl"))) == 1
+    assert len(list((tmp_path / "cache" / "specs").glob("*.json"))) == 1
     assert load_specs(specs_dir) == first                    # from the cache
     path.write_text(ADD.replace("Element-wise sum", "Element-wise addition"))
     assert load_specs(specs_dir)["add"].summary == "Element-wise addition lhs + rhs."
@@ -154,7 +154,7 @@ def test_load_specs_keeps_parsed_specs_and_rereads_a_changed_or_broken_file(tmp_
     with pytest.raises(SpecError) as info:                    # a broken file is never cached
         load_specs(specs_dir)
     assert info.value.line == 11 and info.value.field == "error_model.int.exact"
-    assert len(list((tmp_path / "cache" / "specs").glob("*.pkl"))) == 2
+    assert len(list((tmp_path / "cache" / "specs").glob("*.json"))) == 2
 
 
 def test_model_for_falls_back_from_dtype_to_class(specs):
