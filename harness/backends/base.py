@@ -16,7 +16,7 @@ from conform.generators import cache_dir  # noqa: F401 - backends keep their cac
 #: The version of this contract. It grows compatibly: new arguments to :meth:`Backend.run` are
 #: keyword-only with defaults, new methods are optional and have defaults here; a change that
 #: would break an existing adapter bumps this number (see docs/adapters.md).
-API_VERSION = 1
+API_VERSION = 2
 
 
 class Unsupported(Exception):

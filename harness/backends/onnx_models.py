@@ -6,6 +6,8 @@ constant inputs, and raises :class:`Unsupported` where the ONNX operator cannot 
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -59,37 +61,86 @@ class OnnxGraph:
         return ONNX_TYPES[dtype]
 
 
-def build_model(spec, case) -> onnx.ModelProto:
-    """A one-op ModelProto computing ``case`` with the spec's ONNX binding."""
+def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
+    """A one-op ModelProto computing ``case`` with the spec's ONNX binding. Its inputs and output
+    carry their rank with symbolic dimensions, or, unless ``shaped``, no shape at all (the
+    models adapters written against contract 1 are handed)."""
     bound = binding(spec, "onnx")
     allowed = bound.get("dtypes")
     if allowed and any(d not in allowed for d in case.input_dtypes):
         raise Unsupported(f"ONNX {bound['op_type']} does not take {case.dtype}")
+    refused = _types_the_schema_refuses(bound["op_type"], case.input_dtypes)
+    if refused:
+        raise Unsupported(f"ONNX {bound['op_type']} (opset {OPSET}) does not allow "
+                          f"{', '.join(refused)}: the standard rules this case out")
     graph = OnnxGraph(bound, len(case.inputs))
     lower = spec.definition.onnx
     if lower is None:
         graph.node(graph.op_type, graph.inputs)
     else:
         lower(case, graph)
+    # Graph inputs and the output carry their rank with symbolic dimensions: the checker wants a
+    # shape on each, and one session then serves every case of the same ranks.
     graph = helper.make_graph(
         graph.nodes, f"conform_{spec.op}",
-        [helper.make_tensor_value_info(n, ONNX_TYPES[d], None)  # any shape: one session serves all
-         for n, d in zip(graph.inputs, case.input_dtypes)],
-        [helper.make_tensor_value_info("out0", ONNX_TYPES[case.out_dtype], None)],
+        [_value_info(n, d, np.ndim(x), shaped)
+         for n, d, x in zip(graph.inputs, case.input_dtypes, case.inputs)],
+        [_value_info("out0", case.out_dtype, shaped and _output_rank(spec, case), shaped)],
         initializer=graph.initializers)
     return helper.make_model(graph, ir_version=IR_VERSION,
                              opset_imports=[helper.make_opsetid("", OPSET)],
                              producer_name="conform")
 
 
+@functools.cache
+def _schema_types(op_type: str) -> tuple:
+    """Per formal input of the opset-``OPSET`` schema of ``op_type``: the conform dtypes it
+    allows, or None for an input whose type the schema leaves free (or a schema not found)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, OPSET)
+    except onnx.defs.SchemaError:
+        return ()
+    renamed = {"float": "float32", "double": "float64"}
+    constraints = {c.type_param_str: {renamed.get(t[len("tensor("):-1], t[len("tensor("):-1])
+                                      for t in c.allowed_type_strs}
+                   for c in schema.type_constraints}
+    return tuple(constraints.get(formal.type_str) for formal in schema.inputs)
+
+
+def _types_the_schema_refuses(op_type: str, dtypes) -> list[str]:
+    formals = _schema_types(op_type)
+    refused = []
+    for k, dtype in enumerate(dtypes):
+        allowed = formals[min(k, len(formals) - 1)] if formals else None
+        if allowed is not None and dtype not in allowed and dtype not in refused:
+            refused.append(dtype)
+    return refused
+
+
+def _value_info(name: str, dtype: str, rank: int, shaped: bool):
+    shape = [f"{name}_d{k}" for k in range(rank)] if shaped else None
+    return helper.make_tensor_value_info(name, ONNX_TYPES[dtype], shape)
+
+
+def _output_rank(spec, case) -> int:
+    """The rank of the oracle's answer (kept with the case, or computed)."""
+    answer = case.expectation
+    if answer is None:
+        from conform.oracles.expectations import expect
+
+        answer = expect(spec, case)
+    return np.ndim(answer.expected)
+
+
 def signature_key(spec, case) -> tuple:
     """Cases with the same key share one model and one session.
 
-    Models declare inputs of any shape, so the key holds shapes only for ops whose model (or
-    whether it can be built) depends on them (``onnx_shape_dependent``).
+    Models declare their inputs' ranks but symbolic dimensions, so the key holds the ranks, and
+    the shapes only for ops whose model (or whether it can be built) depends on them
+    (``onnx_shape_dependent``).
     """
     keyed = "onnx" in spec.bindings and spec.definition.onnx_shape_dependent  # no binding: no model
-    shapes = tuple(x.shape for x in case.inputs) if keyed else ()
+    shapes = tuple(x.shape for x in case.inputs) if keyed else tuple(map(np.ndim, case.inputs))
     return (spec.op, case.input_dtypes, case.out_dtype, shapes, attrs_text(case.attrs))
 
 
