@@ -26,6 +26,7 @@ class RunConfig:
     out: Path = Path("conform-out")
     workers: int = 1
     timeout: float = 60.0
+    load_timeout: float | None = None   # None: WorkerPool's default
     subnormals: str | None = None   # None: the policy the backend declares
     exhaustive: bool = False
     use_cache: bool = True
@@ -155,6 +156,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout,
+                    load_timeout=config.load_timeout,
                     spec_dir=config.spec_dir, judge=True, subnormals=config.subnormals,
                     memory_limit_mb=config.memory_limit_mb, recycle_after=config.recycle_after,
                     manifest=config.manifest, specs=specs,
