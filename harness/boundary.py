@@ -13,6 +13,7 @@ import re
 import traceback
 
 import numpy as np
+from numpy import asarray
 
 #: Messages and tracebacks longer than this keep their head and tail (the exception's type and
 #: the innermost frames), with a note of how much was left out.
@@ -85,18 +86,32 @@ def checked_outputs(outputs, expected: int) -> list:
     """``outputs`` as a list of NumPy arrays, or raise :class:`WrongReturn` saying what came
     back instead of ``expected`` arrays.
 
-    >>> checked_outputs(None, 1)
-    Traceback (most recent call last):
-    ...
-    conform.harness.boundary.WrongReturn: run() returned None; expected a list of 1 array (one per output)
+    >>> [a.dtype.name for a in checked_outputs((np.zeros(2, np.float32),), 1)]
+    ['float32']
+
+    ``checked_outputs(None, 1)`` raises ``WrongReturn("run() returned None; expected a list of
+    1 array (one per output)")``.
     """
-    if type(outputs) is not list and type(outputs) is not tuple:
-        if outputs is None or isinstance(outputs, (str, bytes, dict, np.ndarray, np.generic)) \
-                or not hasattr(outputs, "__iter__"):
-            raise WrongReturn(f"run() returned {_described(outputs)}; expected a list of "
-                              f"{_arrays(expected)} (one per output)")
-        outputs = list(outputs)
-    arrays = [*map(np.asarray, outputs)]
+    if type(outputs) is list or type(outputs) is tuple:
+        arrays = [*map(asarray, outputs)]
+        if len(arrays) == expected:
+            for array in arrays:
+                if array.dtype.kind in _NOT_NUMERIC:
+                    break
+            else:
+                return arrays
+    return _explained(outputs, expected)
+
+
+def _explained(outputs, expected: int) -> list:
+    """:func:`checked_outputs` beyond its fast path: the arrays of an iterable that is not a
+    list or tuple (a generator, say), or :class:`WrongReturn` saying what is wrong."""
+    if outputs is None or isinstance(outputs, (str, bytes, dict, np.ndarray, np.generic)) \
+            or not hasattr(outputs, "__iter__"):
+        raise WrongReturn(f"run() returned {_described(outputs)}; expected a list of "
+                          f"{_arrays(expected)} (one per output)")
+    outputs = list(outputs)
+    arrays = [*map(asarray, outputs)]
     if len(arrays) != expected:
         raise WrongReturn(f"run() returned {len(arrays)} outputs; expected {_arrays(expected)} "
                           "(one per output)")

@@ -212,6 +212,7 @@ class WorkerPool:
         self.info: dict = {}
         self.restarts = 0
         self.load_failures: list[str] = []   # why each worker given up could not load
+        self._running = False   # past the start: a worker that fails to load is given up
         self.stats: dict = {}   # backend counters summed over workers (a killed one: as last reported)
         self.spent: dict = {}   # the workers' seconds judging, tallying, encoding (summed the same)
 
@@ -220,10 +221,11 @@ class WorkerPool:
         self._pool = [self._start() for _ in range(self.workers)]   # they load in parallel
         try:
             while any(not w.ready for w in self._pool):
-                self._await_loading(fatal_raises=True)
+                self._wait()
         except BaseException:
             self.__exit__(*sys.exc_info())
             raise
+        self._running = True
         return self
 
     def __exit__(self, *exc):
@@ -258,26 +260,28 @@ class WorkerPool:
         child.close()
         return _Worker(process, parent, finished, since, started=time.monotonic())
 
-    def _await_loading(self, fatal_raises: bool, timeout: float | None = None) -> None:
-        """Wait (at most ``timeout`` seconds, and no later than the first load deadline) for
-        loading workers to say hello. A worker that fails to load raises
-        :class:`BackendLoadError` if ``fatal_raises`` (at the start: the adapter is broken) and
-        it raised or died; one that ran out of time, or failed as a replacement, is given up."""
+    def _wait(self) -> set:
+        """Wait for a message or a death from a busy or loading worker, or until the first time
+        limit (a case's, or a load's) passes; what is ready. Loading workers are then checked:
+        see :meth:`_check_loading`."""
+        busy = [w for w in self._pool if w.pending]
         loading = [w for w in self._pool if not w.ready]
         now = time.monotonic()
-        until = min(w.started + self.load_timeout for w in loading)
-        if timeout is not None:
-            until = min(until, now + timeout)
-        wait([w.conn for w in loading] + [w.process.sentinel for w in loading],
-             timeout=max(0.0, until - now))
+        until = min([w.deadline(self.timeout) for w in busy]
+                    + [w.started + self.load_timeout for w in loading], default=now + self.timeout)
+        ready = set(wait([w.conn for w in busy + loading] + [w.process.sentinel for w in busy + loading],
+                         timeout=max(0.0, until - now)))
         for worker in loading:
             try:
-                self._check_loading(worker, fatal_raises)
+                self._check_loading(worker, fatal_raises=not self._running)
             except _LoadFailed as exc:
                 self._give_up(worker, str(exc))
+        return ready
 
     def _check_loading(self, worker: _Worker, fatal_raises: bool) -> None:
-        """Take a loading worker's hello if it came; raise :class:`_LoadFailed` if it failed."""
+        """Take a loading worker's hello if it came. If it failed to load, raise
+        :class:`BackendLoadError` when ``fatal_raises`` (at the start: the adapter is broken)
+        and it raised or died; else :class:`_LoadFailed` (the worker is given up)."""
         if worker.conn.poll():
             message = _first_message(worker)
         elif not worker.process.is_alive():
@@ -408,15 +412,7 @@ class WorkerPool:
 
     def _collect(self, queue: "_LazyQueue"):
         busy = [w for w in self._pool if w.pending]
-        if not busy:   # all are loading
-            self._await_loading(fatal_raises=False)
-            return
-        now = time.monotonic()
-        deadline = min(w.deadline(self.timeout) for w in busy)
-        ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
-                         timeout=max(0.0, deadline - now)))
-        if any(not w.ready for w in self._pool):
-            self._await_loading(fatal_raises=False, timeout=0)
+        ready = self._wait()
         for worker in busy:
             if worker.conn in ready or worker.process.sentinel in ready:
                 yield from self._replies(worker, queue)

@@ -80,6 +80,14 @@ def test_a_replacement_worker_that_hangs_while_loading_costs_the_cases_left_an_e
         f"backend '{HOSTILE}HangsOnReload' failed to load in 1.5 s"}
 
 
+def test_a_worker_whose_replacement_cannot_load_leaves_its_cases_to_the_others(
+        specs, tmp_path, monkeypatch):
+    monkeypatch.setenv(MARKER, str(tmp_path / "crashed"))
+    records = _verdicts(specs, "HangsOnReload", add_cases(range(8)), workers=2, batch_size=1,
+                        timeout=5, load_timeout=1.5)
+    assert _kinds(records, range(8)) == ["pass", "pass", "crash"] + ["pass"] * 5
+
+
 def test_odd_strings_cost_only_their_own_case_and_every_output_parses(conform_cli, tmp_path):
     summary, records = _cli_run(conform_cli, tmp_path, "OddStrings", "--max-examples", "8")
     by_id = {r["id"]: r for r in records}
