@@ -108,7 +108,7 @@ def _explained(outputs, expected: int) -> list:
     list or tuple (a generator, say), or :class:`WrongReturn` saying what is wrong."""
     if outputs is None or isinstance(outputs, (str, bytes, dict, np.ndarray, np.generic)) \
             or not hasattr(outputs, "__iter__"):
-        raise WrongReturn(f"run() returned {_described(outputs)}; expected a list of "
+        raise WrongReturn(f"run() returned {described(outputs)}; expected a list of "
                           f"{_arrays(expected)} (one per output)")
     outputs = list(outputs)
     arrays = [*map(asarray, outputs)]
@@ -117,7 +117,7 @@ def _explained(outputs, expected: int) -> list:
                           "(one per output)")
     for index, array in enumerate(arrays):
         if array.dtype.kind in _NOT_NUMERIC:
-            raise WrongReturn(f"output {index} is {_described(outputs[index])}, not an array of "
+            raise WrongReturn(f"output {index} is {described(outputs[index])}, not an array of "
                               "numbers or booleans")
     return arrays
 
@@ -126,7 +126,7 @@ def _arrays(count: int) -> str:
     return f"{count} array" if count == 1 else f"{count} arrays"
 
 
-def _described(value) -> str:
+def described(value) -> str:
     """A short description of what a backend returned: its type, and its value if short."""
     if value is None:
         return "None"

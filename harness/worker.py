@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from conform.harness.backends.base import Unsupported
 from conform.harness.backends.models import prepare_case, takes_model
-from conform.harness.boundary import (checked_outputs, exception_message, exception_traceback,
-                                      output_count, safe_text)
+from conform.harness.boundary import (WrongReturn, checked_outputs, described, exception_message,
+                                      exception_traceback, output_count, safe_text)
 
 
 @dataclass
@@ -204,7 +204,12 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
                     returned = step()
                 except Exception as exc:
                     seconds += monotonic() - start
-                    outcome = failed(exc)
+                    if callable(step):
+                        outcome = failed(exc)
+                    else:   # prepare() returned no function: the adapter's fault
+                        outcome = failed(WrongReturn(f"prepare() returned {described(step)}; "
+                                                     "expected a function computing the outputs"))
+                        outcome.on_input = False
                 else:
                     seconds += monotonic() - start
                     expected = counts.get(case.op) or counts.setdefault(

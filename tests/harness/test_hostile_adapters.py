@@ -105,9 +105,9 @@ def test_odd_strings_cost_only_their_own_case_and_every_output_parses(conform_cl
 
 
 def test_a_wrong_return_is_an_error_that_says_what_came_back(specs):
-    records = _verdicts(specs, "WrongReturns", add_cases(range(8)), workers=1)
-    assert _kinds(records, range(8)) == ["pass"] + ["error"] * 6 + ["pass"]
-    messages = [records[f"add.float32.{i}"]["message"] for i in range(1, 7)]
+    records = _verdicts(specs, "WrongReturns", add_cases(range(9)), workers=1)
+    assert _kinds(records, range(9)) == ["pass"] + ["error"] * 6 + ["pass", "error"]
+    messages = [records[f"add.float32.{i}"]["message"] for i in (1, 2, 3, 4, 5, 6, 8)]
     assert messages == [
         "WrongReturn: run() returned None; expected a list of 1 array (one per output)",
         "WrongReturn: run() returned a str ('not an array'); expected a list of 1 array "
@@ -117,6 +117,8 @@ def test_a_wrong_return_is_an_error_that_says_what_came_back(specs):
         "1 array (one per output)",
         "WrongReturn: output 0 is None, not an array of numbers or booleans",
         "KeyError: 'iterating me fails'",
+        "WrongReturn: prepare() returned a str ('not a function'); expected a function "
+        "computing the outputs",
     ]
     assert "checked_outputs" in records["add.float32.1"]["traceback"]
 
