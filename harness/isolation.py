@@ -4,10 +4,14 @@ The parent keeps up to two batches of cases in flight to each worker (the next o
 the worker runs the last). The worker replies with lists of outcomes (every ``REPLY_BATCH`` cases,
 or sooner once ``REPLY_INTERVAL`` seconds have passed since its last reply; a judging worker sends
 their result lines and tally instead, see :class:`Judged`) and counts the cases it has finished
-in a shared counter. If a worker dies (segfault, SIGFPE, abort, OOM kill), the counter
-says which case it was running: that case gets a ``crash`` outcome; if a case runs past the
-timeout the worker is killed and the case gets ``timeout``. Either way the worker is replaced and
-the cases it still owed, including those it had finished but not yet reported, are sent again.
+in a shared counter, and stamps when it began the case it is on. If a worker dies (segfault,
+SIGFPE, abort, OOM kill), the counter says which case it was running: that case gets a ``crash``
+outcome; if a case runs past the timeout (its own preparing and computing, see the stamp) the
+worker is killed and the case gets ``timeout``. Either way the worker is replaced and the cases
+it still owed, including those it had finished but not yet reported, are sent again. Loading the
+backend has a time limit of its own, at the start and in a replacement: a worker that misses it
+is given up, and a pool left with none answers every case left with an ``error`` saying why.
+The worker's side is :mod:`conform.harness.worker`.
 
 Workers are forked where that is safe (the parent runs no other threads and has loaded no backend
 runtime, see :func:`start_method`): they inherit the specs and the run's cases, so a batch is a list
@@ -185,9 +189,10 @@ class WorkerPool:
                  manifest=None, specs: dict | None = None, cases=None,
                  method: str | None = None):
         """``timeout`` bounds each case: its preparing and computing together. ``load_timeout``
-        (default :data:`LOAD_TIMEOUT`) bounds each worker's loading of the backend, at the start
-        and when a worker is replaced: a worker that cannot load in time is given up (its slot
-        stays empty), and once none is left every remaining case is an ``error`` saying so.
+        (default :data:`LOAD_TIMEOUT`, or ``timeout`` if longer) bounds each worker's loading
+        of the backend, at the start and when a worker is replaced: a worker that cannot load
+        in time is given up (its slot stays empty), and once none is left every remaining case
+        is an ``error`` saying so.
         ``judge=True`` makes workers judge each case themselves (under ``subnormals``, or the
         backend's declared policy, then re-judged under ``manifest`` if given) and tally the
         records of each reply: :meth:`run_batches` yields those replies as :class:`Judged`,
@@ -269,7 +274,8 @@ class WorkerPool:
         now = time.monotonic()
         until = min([w.deadline(self.timeout) for w in busy]
                     + [w.started + self.load_timeout for w in loading], default=now + self.timeout)
-        ready = set(wait([w.conn for w in busy + loading] + [w.process.sentinel for w in busy + loading],
+        watched = busy + loading
+        ready = set(wait([w.conn for w in watched] + [w.process.sentinel for w in watched],
                          timeout=max(0.0, until - now)))
         for worker in loading:
             try:
@@ -342,7 +348,8 @@ class WorkerPool:
             worker.process.join(5)
         worker.conn.close()
 
-    def _replace(self, worker: _Worker, kill: bool, recycle: bool = False, culprit: int = 0) -> list:
+    def _replace(self, worker: _Worker, kill: bool, recycle: bool = False,
+                 culprit: int = 0) -> list:
         """Replace ``worker`` (the new one starts in the background); returns the cases the
         old one still owed but for ``pending[culprit]``. A ``recycle`` (a planned
         replacement) is counted apart from restarts after failures."""

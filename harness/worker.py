@@ -123,7 +123,8 @@ def _load(conn, backend_name: str, options: dict, inherited: dict):
         conn.send(("hello", {"name": safe_text(backend.name or backend_name),
                              "version": safe_text(backend.version()),
                              "device": safe_text(backend.device()),
-                             "subnormals": backend.subnormals, "model_format": backend.model_format}))
+                             "subnormals": backend.subnormals,
+                             "model_format": backend.model_format}))
         return specs, backend
     except BaseException as exc:  # report every failure to load, including SystemExit from imports
         conn.send(("fatal", exception_traceback(exc)))
