@@ -171,7 +171,7 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
         spent["tally"] += tallied - judged
         spent["encode"] += time.perf_counter() - tallied
         return pack_judged([outcome.kind for _, outcome in done], lines, tally.cells,
-                           backend.stats(), spent)
+                           _counters(backend), spent)
 
     inbox = _inbox(conn)
     monotonic = time.monotonic
@@ -179,7 +179,7 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
     while True:
         batch = inbox.get()
         if batch is None:  # shutdown: report the backend's counters (compilations, sessions)
-            conn.send(("stats", backend.stats()))
+            conn.send(("stats", _counters(backend)))
             return
         done, last_reply = [], monotonic()
         cases = [shared[item] if isinstance(item, int) else item for item in batch]
@@ -229,6 +229,17 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
         finished.value = started
         if done:
             conn.send(settle(done))
+
+
+def _counters(backend) -> dict:
+    """``backend.stats()``, its numbers only (they are summed over workers); nothing if it
+    raises or returns no dict."""
+    try:
+        stats = backend.stats()
+        return {safe_text(key): value for key, value in stats.items()
+                if isinstance(value, (int, float))}
+    except Exception:
+        return {}
 
 
 def _encoded(records: list) -> list:

@@ -105,7 +105,7 @@ def test_odd_strings_cost_only_their_own_case_and_every_output_parses(conform_cl
 
 
 def test_a_wrong_return_is_an_error_that_says_what_came_back(specs):
-    records = _verdicts(specs, "WrongReturns", add_cases(range(9)), workers=1)
+    records = _verdicts(specs, "WrongReturns", add_cases(range(9)), workers=1)   # stats: a str
     assert _kinds(records, range(9)) == ["pass"] + ["error"] * 6 + ["pass", "error"]
     messages = [records[f"add.float32.{i}"]["message"] for i in (1, 2, 3, 4, 5, 6, 8)]
     assert messages == [
