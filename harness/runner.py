@@ -184,6 +184,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
                 if meter:
                     meter.update_many([{record["verdict"]: 1}])
         info, restarts, recycled = pool.info, pool.restarts, pool.recycled
+        given_up = pool.load_failures
     stats, spent = (_rounded(counts) for counts in (pool.stats, pool.spent))
     meta = {
         "backend": config.backend, "backend_version": info.get("version", "unknown"),
@@ -192,6 +193,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
         "seed": config.seed, "max_examples": config.max_examples, "exhaustive": config.exhaustive,
         "selected_ops": sorted({spec.op for spec, _ in pairs}),
         "worker_restarts": restarts, "workers_recycled": recycled, "backend_stats": stats,
+        "workers_given_up": given_up,   # why each worker that could not load was given up
         # where the harness's own time went: the workers' judging (oracle answers are kept with
         # the cases: comparing), tallying and encoding, and the parent writing results.jsonl
         "worker_seconds": spent, "write_seconds": round(writer.seconds, 3),

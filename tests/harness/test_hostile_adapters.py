@@ -61,9 +61,10 @@ def test_a_backend_that_hangs_while_loading_gives_each_case_an_error_and_the_run
     summary, records = _cli_run(conform_cli, tmp_path, "HangsInLoad", "--max-examples", "3",
                                 "--workers", "2", "--load-timeout", "1.5")
     assert time.monotonic() - start < 20
+    reason = f"backend '{HOSTILE}HangsInLoad' failed to load in 1.5 s"
     assert len(records) == 4 and summary["counts"]["error"] == 4
-    assert {r["message"] for r in records} == {
-        f"backend '{HOSTILE}HangsInLoad' failed to load in 1.5 s"}
+    assert {r["message"] for r in records} == {reason}
+    assert summary["workers_given_up"] == [reason, reason]
 
 
 def test_a_replacement_worker_that_hangs_while_loading_costs_the_cases_left_an_error(
@@ -199,7 +200,8 @@ def _gone_within(pid: int, seconds: float) -> bool:
 
 
 @pytest.mark.parametrize("signum, method", [(signal.SIGKILL, "fork"), (signal.SIGTERM, "fork"),
-                                            (signal.SIGKILL, "spawn")])
+                                            (signal.SIGKILL, "spawn")],
+                         ids=["SIGKILL-fork", "SIGTERM-fork", "SIGKILL-spawn"])
 def test_a_busy_worker_dies_with_its_parent(tmp_path, signum, method):
     parent, worker = _busy_parent(tmp_path, method)
     parent.send_signal(signum)
