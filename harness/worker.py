@@ -112,7 +112,7 @@ def worker_main(conn, backend_name: str, options: dict, finished, since) -> None
 
 
 def _load(conn, backend_name: str, options: dict, inherited: dict):
-    """``(specs, backend)`` once the backend is loaded and has said hello; None (and a ``fatal``
+    """``(specs, backend, with_model)`` once the backend is loaded and has said hello; None (and a ``fatal``
     message with the traceback) if it could not load."""
     from conform.harness.registry import load_backend_class
     from conform.spec import load_specs
@@ -120,25 +120,27 @@ def _load(conn, backend_name: str, options: dict, inherited: dict):
     try:
         specs = inherited["specs"] or load_specs(options.get("spec_dir"))
         backend = load_backend_class(backend_name)()
+        with_model = takes_model(backend)
         conn.send(("hello", {"name": safe_text(backend.name or backend_name),
                              "version": safe_text(backend.version()),
                              "device": safe_text(backend.device()),
                              "subnormals": backend.subnormals,
                              "model_format": backend.model_format}))
-        return specs, backend
+        return specs, backend, with_model
     except BaseException as exc:  # report every failure to load, including SystemExit from imports
         conn.send(("fatal", exception_traceback(exc)))
         return None
 
 
-def _serve(conn, backend_name: str, options: dict, finished, since, shared, specs, backend) -> None:
-    """Run the batches that arrive until the parent asks to stop (sends None)."""
+def _serve(conn, backend_name: str, options: dict, finished, since, shared, specs, backend,
+           with_model: bool) -> None:
+    """Run the batches that arrive until the parent asks to stop (sends None); ``with_model``:
+    whether the backend is handed each case's model."""
     from conform.harness.judge import raising_allowed, result_records
     from conform.reports import Tally
 
     policy = options.get("subnormals") or backend.subnormals
     manifest = options.get("manifest")
-    with_model = takes_model(backend)
     spent = {"judge": 0.0, "tally": 0.0, "encode": 0.0}   # seconds, reported with every reply
     counts: dict = {}   # op -> how many outputs its cases have
 
