@@ -142,7 +142,7 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
     policy = options.get("subnormals") or backend.subnormals
     manifest = options.get("manifest")
     spent = {"judge": 0.0, "tally": 0.0, "encode": 0.0}   # seconds, reported with every reply
-    counts: dict = {}   # op -> how many outputs its cases have
+    counts = {op: output_count(spec) for op, spec in specs.items()}   # outputs per op
 
     def settle(done: list):
         """The outcomes of ``done`` (case, outcome) pairs; when the pool judges, they are judged
@@ -215,10 +215,8 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
                         outcome.on_input = False
                 else:
                     seconds += monotonic() - start
-                    expected = counts.get(case.op) or counts.setdefault(
-                        case.op, output_count(specs[case.op]))
                     try:
-                        outcome = Outcome("ok", checked_outputs(returned, expected))
+                        outcome = Outcome("ok", checked_outputs(returned, counts[case.op]))
                     except Exception as exc:   # not arrays: the backend's fault, whatever the input
                         outcome = failed(exc)
                         outcome.on_input = False
