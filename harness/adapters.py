@@ -310,8 +310,8 @@ def _check_smoke(report: CheckReport, backend_name: str, spec_dir, timeout: floa
 
     cases = _smoke_cases(load_specs(spec_dir))
     try:
-        with WorkerPool(backend_name, workers=1, timeout=timeout, spec_dir=spec_dir,
-                        judge=True) as pool:
+        with WorkerPool(backend_name, workers=1, timeout=timeout, load_timeout=timeout,
+                        spec_dir=spec_dir, judge=True) as pool:
             records = [outcome.record or {"id": case.id, "op": case.op, "dtype": case.dtype,
                                           "verdict": outcome.kind, "message": outcome.message}
                        for case, outcome in pool.run(cases)]

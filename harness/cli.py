@@ -40,7 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, default=None, help="output directory (default conform-out/<backend>)")
     run.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                      help="worker processes (default: min(2, cores))")
-    run.add_argument("--timeout", type=float, default=60.0, help="seconds per case before `timeout`")
+    run.add_argument("--timeout", type=float, default=60.0,
+                     help="seconds per case (preparing and computing it) before `timeout`")
+    run.add_argument("--load-timeout", type=float, default=None,
+                     help="seconds a worker may take to load the backend, at the start and after "
+                          "a crash (default: 120, or --timeout if longer); a backend that cannot "
+                          "load in time makes its cases `error`")
     run.add_argument("--subnormals", choices=["ieee", "ftz"], default=None,
                      help="subnormal policy to judge by (default: the one the backend declares)")
     run.add_argument("--exhaustive", action="store_true",
@@ -144,12 +149,15 @@ def cmd_run(args) -> int:
     check_backend(args.backend)
     if args.max_examples < 1 or args.workers < 1:
         raise _UsageError("--max-examples and --workers must be at least 1")
+    if args.load_timeout is not None and not 0 < args.load_timeout < float("inf"):
+        raise _UsageError(f"--load-timeout {args.load_timeout:g}: give a finite number of seconds > 0")
     out = args.out or Path("conform-out") / args.backend
     baseline = cli_gate.baseline_for(args)  # read first: the run may overwrite it
     manifest = cli_gate.manifest_for(args, args.backend)
     config = RunConfig(backend=args.backend, ops=args.ops, dtypes=args.dtypes,
                        max_examples=args.max_examples, seed=args.seed, out=out,
-                       workers=args.workers, timeout=args.timeout, subnormals=args.subnormals,
+                       workers=args.workers, timeout=args.timeout,
+                       load_timeout=args.load_timeout, subnormals=args.subnormals,
                        exhaustive=args.exhaustive, use_cache=not args.no_cache, manifest=manifest,
                        spec_dir=args.specs, memory_limit_mb=args.memory_limit_mb,
                        recycle_after=args.recycle_after)

@@ -26,6 +26,7 @@ class RunConfig:
     out: Path = Path("conform-out")
     workers: int = 1
     timeout: float = 60.0
+    load_timeout: float | None = None   # None: WorkerPool's default
     subnormals: str | None = None   # None: the policy the backend declares
     exhaustive: bool = False
     use_cache: bool = True
@@ -155,6 +156,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout,
+                    load_timeout=config.load_timeout,
                     spec_dir=config.spec_dir, judge=True, subnormals=config.subnormals,
                     memory_limit_mb=config.memory_limit_mb, recycle_after=config.recycle_after,
                     manifest=config.manifest, specs=specs,
@@ -182,6 +184,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
                 if meter:
                     meter.update_many([{record["verdict"]: 1}])
         info, restarts, recycled = pool.info, pool.restarts, pool.recycled
+        given_up = pool.load_failures
     stats, spent = (_rounded(counts) for counts in (pool.stats, pool.spent))
     meta = {
         "backend": config.backend, "backend_version": info.get("version", "unknown"),
@@ -190,6 +193,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
         "seed": config.seed, "max_examples": config.max_examples, "exhaustive": config.exhaustive,
         "selected_ops": sorted({spec.op for spec, _ in pairs}),
         "worker_restarts": restarts, "workers_recycled": recycled, "backend_stats": stats,
+        "workers_given_up": given_up,   # why each worker that could not load was given up
         # where the harness's own time went: the workers' judging (oracle answers are kept with
         # the cases: comparing), tallying and encoding, and the parent writing results.jsonl
         "worker_seconds": spent, "write_seconds": round(writer.seconds, 3),

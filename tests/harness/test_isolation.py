@@ -176,7 +176,8 @@ def _alive(pid: int) -> bool:
 def test_a_judged_reply_gives_the_parent_each_record_as_its_line_reads():
     import pickle
 
-    from conform.harness.isolation import Judged, _pack_judged, _unpack
+    from conform.harness.isolation import Judged, _unpack
+    from conform.harness.worker import pack_judged
     from conform.reports import Tally, encode
 
     records = [{"id": "x.f.1", "op": "x", "dtype": "f", "verdict": "pass", "max_error": 0.1,
@@ -189,7 +190,7 @@ def test_a_judged_reply_gives_the_parent_each_record_as_its_line_reads():
         tally.add(record, ref=i)
     stats = {"sessions": 1, "execute_seconds": 2e-05}
     spent = {"judge": 1e-4, "tally": 2e-5, "encode": 1e-5}
-    reply = _unpack(pickle.loads(pickle.dumps(_pack_judged(["ok", "ok"], lines, tally.cells, stats, spent))))
+    reply = _unpack(pickle.loads(pickle.dumps(pack_judged(["ok", "ok"], lines, tally.cells, stats, spent))))
     assert isinstance(reply, Judged) and len(reply) == 2 and (reply.stats, reply.spent) == (stats, spent)
     reply.cases = ["case 1", "case 2"]
     (case, first), (_, second) = reply.pairs()
