@@ -97,7 +97,7 @@ def test_odd_strings_cost_only_their_own_case_and_every_output_parses(conform_cl
     message = [by_id[f"add.float32.{i}"].get("message", "") for i in range(8)]
     assert message[1] == "RuntimeError: lone \\ud800 surrogate"
     assert message[2] == ("RuntimeError: NUL\\x00 ANSI \\x1b[31mred\\x1b[0m bell\\x07 CR\\x0d "
-                          "bidi \u202eesrever")
+                          "bidi \\u202eesrever")   # (the bidi override neutralised by results.jsonl)
     assert HUGE > len(message[3]) > MAX_TEXT and "characters left out" in message[3]
     assert message[4] == "_Unprintable: <str() of a _Unprintable raised ValueError>"
     assert message[5] == "cannot: lone \\ud800 surrogate"
