@@ -139,3 +139,54 @@ def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
     windows = windows[:, :, ::window_strides[0], ::window_strides[1], ::dh, ::dw]
     out = np.einsum("ncyxij,ocij->noyx", windows, rhs.astype(acc))
     return (out.astype(np.float64 if acc is _ACC else np.int64),)
+
+
+# --- ONNX MatMul: numpy.matmul, batch dimensions broadcast, 1-D operands promoted -----------------
+
+def draw_onnx_matmul(draw, kit, spec, dtype):
+    """A [..., M, K] x B [..., K, N] with batch dimensions that broadcast (either side may have
+    fewer, or size 1 where the other is larger), and now and then a 1-D A [K] or B [K]."""
+    st = kit.st
+    batch = draw(st.lists(st.integers(1, 3), max_size=2))
+    m, n, k = draw(st.integers(1, 5)), draw(st.integers(1, 5)), draw(st.integers(1, 16))
+
+    def side(rows_or_cols):
+        keep = batch[draw(st.integers(0, len(batch))):]
+        return tuple(1 if size > 1 and draw(st.integers(0, 3)) == 0 else size for size in keep) \
+            + rows_or_cols
+
+    vector = draw(st.integers(0, 5))   # 0: A is 1-D, 1: B is 1-D, else both matrices
+    lhs = (k,) if vector == 0 else side((m, k))
+    rhs = (k,) if vector == 1 else side((k, n))
+    return kit.Signature((dtype, dtype), (lhs, rhs), {}, dtype)
+
+
+def _as_matrices(lhs, rhs):
+    """numpy.matmul's promotion: a 1-D A is [1, K], a 1-D B is [K, 1]."""
+    return (lhs[None, :] if lhs.ndim == 1 else lhs), (rhs[:, None] if rhs.ndim == 1 else rhs)
+
+
+def feed_onnx_matmul(inputs, attrs, index):
+    """Row ``m`` of A and column ``n`` of B in the (broadcast) batch of out[index]."""
+    lhs, rhs = inputs
+    index = list(index) + ([0] if rhs.ndim == 1 else [])
+    if lhs.ndim == 1:
+        index.insert(len(index) - 1, 0)
+    a, b = _as_matrices(lhs, rhs)
+    *batch, m, n = index
+
+    def at(matrix):
+        own = batch[len(batch) - (matrix.ndim - 2):] if matrix.ndim > 2 else []
+        return tuple(0 if size == 1 else i for size, i in zip(matrix.shape[:-2], own))
+
+    return [a[(*at(a), m)].ravel(), b[(*at(b), slice(None), n)].ravel()]
+
+
+@op("onnx_matmul", version=1, draw=draw_onnx_matmul, feeding=feed_onnx_matmul,
+    accumulation_length=lambda shapes, attrs: shapes[0][-1])
+def oracle_onnx_matmul(a, b):
+    """ONNX MatMul, which 'behaves like numpy.matmul': sum_k A[..., m, k] * B[..., k, n] over
+    broadcast batch dimensions, a 1-D A or B promoted to a matrix and the added dimension removed."""
+    if a.dtype.kind != "f":
+        return (np.matmul(a, b),)
+    return (np.matmul(a.astype(_ACC), b.astype(_ACC)).astype(np.float64),)
