@@ -99,7 +99,7 @@ def cmd_list(args) -> int:
         claims = Claims.of(backend_class, args.backend)
     rows = [{"op": s.op, "definition": s.definition.qualified_name,
              "dtypes": claims.dtypes_of(s) if claims else list(s.dtypes),
-             "bindings": sorted(s.bindings),
+             "bindings": s.bindings, "signature": s.described_signature(),
              "xla": s.defined_by.get("xla", {}).get("name"), "onnx": s.defined_by.get("onnx", {}).get("name"),
              "summary": s.summary} for s in specs.values()]
     rows = [r for r in rows if r["dtypes"]]
@@ -110,7 +110,8 @@ def cmd_list(args) -> int:
         print(claims.describe())
     print(f"{'op':24} {'definition':26} {'bindings':20} dtypes")
     for r in rows:
-        print(f"{r['op']:24} {r['definition']:26} {','.join(r['bindings']):20} {','.join(r['dtypes'])}")
+        print(f"{r['op']:24} {r['definition']:26} {','.join(sorted(r['bindings'])):20} "
+              f"{','.join(r['dtypes'])}")
     print(f"\n{len(rows)} ops" + (f" that {args.backend} runs" if claims else ""))
     return EXIT_OK
 

@@ -66,6 +66,26 @@ class OpSpec:
         Such ops also get the edge-value sweep, the spec's edge cases and exhaustive runs."""
         return _elementwise(self.definition, self.signature)
 
+    def described_signature(self) -> dict:
+        """The op's signature as an adapter author needs it (``conform list --format json``):
+        each input's name and type (``T``: the case's dtype), the output, how the inputs'
+        shapes relate, the rank bounds, the attributes (a fixed value or the domain drawn from),
+        and who draws the cases (the generic drawer or the op module's hook)."""
+        signature = self.signature
+        definition = self.definition
+        described = {
+            "inputs": [{"name": n, "type": t} for n, t in zip(self.inputs, self.input_types)],
+            "outputs": [{"name": "out", "type": "bool" if self.output_dtype == "bool" else "T"}],
+            "shapes": signature.get("shapes", "equal") if definition.draw is None else "drawn by the op",
+            "attrs": signature.get("attrs", {}),
+            "drawn_by": "generic" if definition.draw is None else
+            f"{definition.module}.{definition.draw.__name__}: "
+            + " ".join((definition.draw.__doc__ or "").split()),
+            "dtype_labels": "conversion pairs SRC->DST" if definition.dtype_labels else "dtypes",
+        }
+        described.update({k: signature[k] for k in ("min_rank", "max_rank") if k in signature})
+        return described
+
     @property
     def input_types(self) -> tuple[str, ...]:
         """Per input, its type: ``T`` (the case's dtype) or a fixed dtype such as ``bool``."""

@@ -137,7 +137,13 @@ def test_list_json_shows_ops_with_bindings(conform_cli):
     assert len(rows) >= 24
     assert {"op", "bindings", "dtypes", "xla"} <= set(rows[0])
     round_row = next(r for r in rows if r["op"] == "round")
-    assert round_row["bindings"] == ["xla"]
+    assert list(round_row["bindings"]) == ["xla"]
+    where = next(r for r in rows if r["op"] == "onnx_where")
+    assert where["bindings"] == {"onnx": {"op_type": "Where"}}
+    assert where["signature"]["inputs"][0] == {"name": "condition", "type": "bool"}
+    assert where["signature"]["shapes"] == "onnx_broadcast"
+    transpose = next(r for r in rows if r["op"] == "transpose")
+    assert "permutation" in transpose["signature"]["drawn_by"]
 
 
 def test_report_rerenders_a_finished_run(full_runs, conform_cli):
