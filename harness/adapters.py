@@ -151,7 +151,7 @@ def _inspect_main(conn, backend_name: str, spec_dir) -> None:
             info[method] = None
             info[f"{method}_error"] = traceback.format_exc()
     conn.send(("info", info))
-    from conform.harness.isolation import Outcome
+    from conform.harness.outcome import Outcome
     from conform.harness.judge import result_record
     from conform.spec import load_specs
 

@@ -34,6 +34,7 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conform.reports._jsonl import canonical
 from conform.spec import SpecError
 from conform.spec._loader import _line_of, _read_mapping, _validate
 
@@ -235,12 +236,6 @@ def spec_hashes(specs: dict, ops) -> dict:
 
 
 # ------------------------------------------------------------------------- digest, results
-
-def canonical(value) -> bytes:
-    """The canonical JSON encoding that digests are computed over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
-
 
 UNSEALED = ("digest", "signature")   # the fields the digest does not cover
 
@@ -446,12 +441,3 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
         certificate = sign(certificate, key)
     write_certificate(out, certificate)
     return certificate
-
-
-# -------------------------------------------------------------------------------- verify
-
-
-# Verification lives in its own module; these names stay importable from here.
-from conform.harness.verify import (  # noqa: E402,F401
-    Verification, load_certificate, rerun_sample, verify,
-)

@@ -184,7 +184,8 @@ def cmd_certify(args, specs: dict) -> int:
 
 def cmd_verify(args, specs: dict) -> int:
     """``conform verify CERT [--rerun N|all] [--trusted-key PUBKEY]``."""
-    from conform.harness.certify import CertifyError, verify
+    from conform.harness.certify import CertifyError
+    from conform.harness.verify import verify
     from conform.harness.signing import SigningError, load_public_key
 
     if args.workers < 1:

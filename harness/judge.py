@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from conform.harness.compare import Judgement, compare_many
-from conform.harness.isolation import Outcome
+from conform.harness.outcome import Outcome
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
 from conform.spec.dtypes import FLOAT_FORMATS

@@ -6,7 +6,7 @@ public key the verifier trusts (``conform verify --trusted-key``). Keys are PEM 
 formats OpenSSL reads and writes (``openssl genpkey -algorithm ed25519`` makes a private key
 conform can use): the private key unencrypted PKCS #8, the public key SubjectPublicKeyInfo.
 
-The signature covers the canonical JSON (:func:`conform.harness.certify.canonical`) of the
+The signature covers the canonical JSON (:func:`canonical`) of the
 certificate without its ``signature`` field, digest included; it is recorded as::
 
     "signature": {"algorithm": "ed25519", "key_id": <16 hex digits>,
@@ -24,6 +24,8 @@ from pathlib import Path
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from conform.reports._jsonl import canonical
 
 ALGORITHM = "ed25519"
 SIGNATURE = "signature"
@@ -110,8 +112,6 @@ def load_public_key(path: Path | str) -> Ed25519PublicKey:
 
 
 def _message(certificate: dict) -> bytes:
-    from conform.harness.certify import canonical
-
     return canonical({k: v for k, v in certificate.items() if k != SIGNATURE})
 
 

@@ -17,25 +17,9 @@ from dataclasses import dataclass, field
 
 from conform.harness.backends.base import Unsupported
 from conform.harness.backends.models import prepare_case, takes_model
+from conform.harness.outcome import Outcome
 from conform.harness.boundary import (WrongReturn, checked_outputs, described, exception_message,
                                       exception_traceback, output_count, safe_text)
-
-
-@dataclass
-class Outcome:
-    """What a backend did with one case."""
-
-    kind: str                      # ok | unsupported | error | crash | timeout
-    outputs: list | None = None
-    message: str = ""
-    traceback: str = ""
-    seconds: float = 0.0
-    record: dict | None = None     # the judged result record, when the worker judges (see WorkerPool)
-    line: bytes | None = None      # ``record`` as its results.jsonl line (UTF-8, no newline)
-    raised: BaseException | None = field(default=None, repr=False, compare=False)  # in the worker
-    # an ``error`` the backend raised computing this case's inputs (an implementation-defined
-    # input excuses it); False where it failed whatever the input: a wrong return, no backend
-    on_input: bool = True
 
 
 #: A worker replies after this many cases, or after REPLY_INTERVAL seconds, whichever comes first.

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from conform.oracles._registry import accumulation_length, evaluate
-from conform.oracles.regions import RegionContext, region_mask
+from conform.ops.regions import RegionContext, region_mask
 
 
 class Expectation(NamedTuple):

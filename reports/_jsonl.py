@@ -124,3 +124,12 @@ def read_results(path: Path) -> Iterator[dict]:
         for line in f:
             if line.strip():
                 yield orjson.loads(line)
+
+
+def canonical(value) -> bytes:
+    """The canonical JSON encoding (sorted keys, no spaces, UTF-8, no NaN) that certificate
+    digests and signatures are computed over."""
+    import json
+
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")

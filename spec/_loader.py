@@ -176,7 +176,7 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                         f"{key}={data['signature'][key]!r} would be ignored: the drawer of op "
                         f"{data['op']} ({found.module}) does not read it")
     _check_attribute_domains(data, root, path)
-    from conform.oracles.regions import REGIONS
+    from conform.ops.regions import REGIONS
 
     for i, entry in enumerate(data.get("implementation_defined", [])):
         if entry["region"] not in REGIONS:

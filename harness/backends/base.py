@@ -130,3 +130,9 @@ def binding(spec, fmt: str) -> dict:
     if found is None:
         raise Unsupported(f"op {spec.op} has no {fmt} binding in its spec")
     return found
+
+
+def attrs_text(attrs: dict) -> str:
+    """A case's attributes as a hashable, order-independent text for model keys (most cases
+    have none)."""
+    return repr(sorted(attrs.items())) if attrs else "[]"

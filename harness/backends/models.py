@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from conform.harness.backends.base import API_VERSION, Backend, Unsupported
+from conform.harness.backends.base import API_VERSION, Backend, Unsupported, attrs_text
 from conform.spec.dtypes import np_dtype
 
 FORMATS = ("onnx", "stablehlo", "nnef")
@@ -114,12 +114,6 @@ class Model:
 
 
 _INPUT_NAMES = [f"in{i}" for i in range(16)]
-
-
-def attrs_text(attrs: dict) -> str:
-    """A case's attributes as a hashable, order-independent text for model keys (most cases
-    have none)."""
-    return repr(sorted(attrs.items())) if attrs else "[]"
 
 
 @functools.cache

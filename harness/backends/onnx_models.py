@@ -12,8 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from conform.harness.backends.base import Unsupported, binding
-from conform.harness.backends.models import attrs_text
+from conform.harness.backends.base import Unsupported, attrs_text, binding
 from conform.spec.dtypes import np_dtype
 
 IR_VERSION = 10

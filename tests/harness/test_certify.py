@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conform.generators import generate_cases
-from conform.harness import certify, cli, cli_certify
+from conform.harness import certify, verify, cli, cli_certify
 from conform.harness.judge import case_record
 from conform.harness.runner import SelectionError
 from conform.reports._certificate import render_certificate, write_certificate
@@ -79,7 +79,7 @@ def _reseal_from_results(path) -> dict:
 
 
 def _problems(path, specs, **kwargs) -> list[str]:
-    return certify.verify(path, specs, **{"rerun": 0, **kwargs}).problems
+    return verify.verify(path, specs, **{"rerun": 0, **kwargs}).problems
 
 
 # ---------------------------------------------------------------------------------- profiles
@@ -229,7 +229,7 @@ def test_the_digest_ignores_layout_and_catches_every_changed_character(tmp_path,
 
 
 def test_an_honest_certificate_verifies(tmp_path, specs):
-    report = certify.verify(_make(tmp_path, specs), specs)
+    report = verify.verify(_make(tmp_path, specs), specs)
     assert report.verified, report.problems
     text = "\n".join(report.checks)
     for part in ("digest:", "results: all", "figures:", "specs:", "corpus: conform",
@@ -327,24 +327,24 @@ def test_damaged_and_missing_certificates(tmp_path, specs):
     path.write_text(text)
     assert any("cannot read" in p for p in _problems(path, specs))
     with pytest.raises(certify.CertifyError, match="cannot read certificate"):
-        certify.verify(tmp_path / "nowhere.json", specs)
+        verify.verify(tmp_path / "nowhere.json", specs)
     (tmp_path / "summary.json").write_text("{}")
     with pytest.raises(certify.CertifyError, match="not a conform certificate"):
-        certify.verify(tmp_path / "summary.json", specs)
+        verify.verify(tmp_path / "summary.json", specs)
 
 
 def test_the_rerun_sample_follows_the_digest(tmp_path, specs):
     cert = _load(_make(tmp_path, specs, verdicts={"reshape.float32.0": "skip"}))
-    sample = certify.rerun_sample(cert, 4)
+    sample = verify.rerun_sample(cert, 4)
     ids = [c["id"] for c in cert["results"]["cases"]]
-    assert sample == certify.rerun_sample(copy.deepcopy(cert), 4) and len(sample) == 4
+    assert sample == verify.rerun_sample(copy.deepcopy(cert), 4) and len(sample) == 4
     assert sample == sorted(sample, key=ids.index) and "reshape.float32.0" not in sample
-    assert len(certify.rerun_sample(cert, 100)) == len(ids) - 1
-    one = certify.rerun_sample(cert, 1)   # raised to one case of every op x dtype cell
+    assert len(verify.rerun_sample(cert, 100)) == len(ids) - 1
+    one = verify.rerun_sample(cert, 1)   # raised to one case of every op x dtype cell
     assert sorted(i.rpartition(".")[0] for i in one) == ["multiply.float32", "reshape.float32"]
-    others = {tuple(certify.rerun_sample({**cert, "digest": f"{i:064x}"}, 4)) for i in range(20)}
+    others = {tuple(verify.rerun_sample({**cert, "digest": f"{i:064x}"}, 4)) for i in range(20)}
     assert len(others) > 1
-    assert {tuple(certify.rerun_sample(cert, 4, seed)) for seed in range(20)} != {tuple(sample)}
+    assert {tuple(verify.rerun_sample(cert, 4, seed)) for seed in range(20)} != {tuple(sample)}
 
 
 # ----------------------------------------------------------------------------------- html

@@ -11,7 +11,7 @@ import pytest
 
 from conform.generators._corpus import corpus_path
 from conform.generators._corpus_format import read, write
-from conform.harness import certify, signing
+from conform.harness import certify, verify, signing
 from tests.harness.test_certify import _load, _make, _profile, _save
 
 
@@ -23,7 +23,7 @@ def keys(tmp_path):
 
 
 def _verify(path, specs, **kwargs):
-    return certify.verify(path, specs, **{"rerun": 0, **kwargs})
+    return verify.verify(path, specs, **{"rerun": 0, **kwargs})
 
 
 def test_a_key_pair_is_pem_private_to_its_owner_and_never_overwritten(tmp_path, keys):
@@ -130,9 +130,9 @@ def test_a_module_path_backend_is_imported_only_when_allowed(tmp_path, specs):
                 "names the module path 'conform.harness.backends.numpy_backend:NumpyBackend' as "
                 "its backend; conform imports only installed backends (entry points in "
                 "conform.backends) unless you pass --allow-module-backend")):
-            certify.verify(path, specs, rerun=rerun)
-    assert certify.verify(path, specs, rerun=0).verified
-    report = certify.verify(path, specs, rerun=2, allow_module_backend=True)
+            verify.verify(path, specs, rerun=rerun)
+    assert verify.verify(path, specs, rerun=0).verified
+    report = verify.verify(path, specs, rerun=2, allow_module_backend=True)
     assert report.verified and any(c.startswith("rerun: 2 sampled cases covering all 2 op x "
                                                 "dtype cells give the claimed verdicts")
                                    for c in report.checks)
@@ -142,18 +142,18 @@ def test_by_default_every_case_is_rerun_where_the_backend_is_installed(tmp_path,
     path = _make(tmp_path, specs)
     cases = len(_load(path)["results"]["cases"])
     assert any(c.startswith(f"rerun: all {cases} cases give the claimed verdicts on numpy")
-               for c in certify.verify(path, specs).checks)
+               for c in verify.verify(path, specs).checks)
     path = _make(tmp_path, specs, verdicts={"reshape.float32.1": "fail"})
-    report = certify.verify(path, specs)
+    report = verify.verify(path, specs)
     assert f"rerun: reshape.float32.1: the certificate claims fail, numpy gives pass" in report.problems
     assert report.claimed_verdict == "not certified" and report.claimed_reasons
     _with_backend(path, "no-such-backend")
-    report = certify.verify(path, specs)
+    report = verify.verify(path, specs)
     assert report.verified and any(n.startswith("no case re-run: backend 'no-such-backend' is not "
                                                 "installed here") for n in report.notes)
     with pytest.raises(certify.CertifyError, match="--rerun: backend 'no-such-backend' is not "
                                                     "installed here"):
-        certify.verify(path, specs, rerun="all")
+        verify.verify(path, specs, rerun="all")
 
 
 # ----------------------------------------------------------------------- poisoned answers

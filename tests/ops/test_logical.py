@@ -18,7 +18,7 @@ import pytest
 
 from conform.ops import definitions
 from conform.oracles import evaluate
-from conform.oracles.regions import REGIONS, RegionContext
+from conform.ops.regions import REGIONS, RegionContext
 from conform.spec import dtype_class, load_specs
 from conform.spec.dtypes import np_dtype
 

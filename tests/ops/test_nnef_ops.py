@@ -18,7 +18,7 @@ import pytest
 
 from conform.ops import definitions
 from conform.oracles import accumulation_length, evaluate
-from conform.oracles.regions import REGIONS, RegionContext
+from conform.ops.regions import REGIONS, RegionContext
 from test_elementwise import ulp_error
 
 try:

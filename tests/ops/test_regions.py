@@ -1,4 +1,4 @@
-"""Tests of the implementation-defined region masks (conform/oracles/regions.py).
+"""Tests of the implementation-defined region masks (conform/ops/regions.py).
 
 Contexts are built the way harness/judge.py builds them: inputs in their own dtypes, the oracle's
 result as ``expected``, and ``float_oracle`` evaluating the same oracle on float64 copies.
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conform.oracles import accumulation_length, evaluate
-from conform.oracles.regions import REGIONS, RegionContext, region_mask
+from conform.ops.regions import REGIONS, RegionContext, region_mask
 
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
 I64_MIN, I64_MAX = -2**63, 2**63 - 1
