@@ -13,16 +13,10 @@ import sys
 from pathlib import Path
 
 from conform.harness.cli_gate import add_manifest_options
+from conform.harness.cli_values import at_least_one, non_negative, seconds, writable_directory
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROFILED = ("ops", "dtypes", "max_examples", "seed", "subnormals")  # run options a profile sets
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative")
-    return value
 
 
 def add_profile_options(run: argparse.ArgumentParser) -> None:
@@ -74,8 +68,8 @@ def add_commands(sub) -> None:
                          help="a YAML file of further profiles (see docs/certification.md)")
     certify.add_argument("--out", type=Path, default=None,
                          help="output directory (default conform-out/<backend>-<profile>)")
-    certify.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    certify.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
+    certify.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1))
+    certify.add_argument("--timeout", type=seconds, default=60.0, help="seconds per case")
     add_manifest_options(certify, where=", where the profile allows one")
     certify.add_argument("--no-cache", action="store_true",
                          help="draw the corpus afresh instead of reusing the cached one")
@@ -84,7 +78,7 @@ def add_commands(sub) -> None:
     verify = sub.add_parser("verify", help="verify a certificate (exit 0 verified, 1 not)")
     verify.add_argument("certificate", type=Path,
                         help="certificate.json, or the directory holding it")
-    verify.add_argument("--rerun", type=_count, default=0, metavar="N",
+    verify.add_argument("--rerun", type=non_negative, default=0, metavar="N",
                         help="re-run N cases sampled from the certificate on its backend and "
                              "check the claimed verdicts")
     verify.add_argument("--sample-seed", type=int, default=0, metavar="S",
@@ -92,7 +86,7 @@ def add_commands(sub) -> None:
                              "digest alone)")
     verify.add_argument("--results", type=Path, default=None, metavar="FILE",
                         help="the results.jsonl the certificate names, if it is not beside it")
-    verify.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    verify.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1))
     verify.add_argument("--no-cache", action="store_true",
                         help="regenerate the corpus afresh instead of reusing the cached one")
 
@@ -110,17 +104,19 @@ def cmd_certify(args, specs: dict) -> int:
 
     profile = find_profile(args.profile, args.profiles)
     check_backend(args.backend)
-    if args.workers < 1:
-        return _usage("--workers must be at least 1")
     if not profile.manifests and args.manifest:
         return _usage(f"profile {profile.name} allows no manifest of known deviations")
     manifest = resolve_manifest(args.backend, args.manifest, disabled=args.no_manifest) \
         if profile.manifests else None
-    out = args.out or Path("conform-out") / f"{args.backend}-{profile.name}"
+    from conform.harness.outdir import locked
+
+    out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-{profile.name}",
+                             "--out")
     try:
-        cert = certify(profile, args.backend, specs, out, spec_dir=args.specs,
-                       workers=args.workers, timeout=args.timeout, manifest=manifest,
-                       use_cache=not args.no_cache, progress=not args.quiet)
+        with locked(out):
+            cert = certify(profile, args.backend, specs, out, spec_dir=args.specs,
+                           workers=args.workers, timeout=args.timeout, manifest=manifest,
+                           use_cache=not args.no_cache, progress=not args.quiet)
     except CertifyError as exc:
         return _usage(str(exc))
     totals = cert["totals"]
@@ -142,8 +138,6 @@ def cmd_verify(args, specs: dict) -> int:
     """``conform verify CERT [--rerun N]``."""
     from conform.harness.certify import CertifyError, verify
 
-    if args.workers < 1:
-        return _usage("--workers must be at least 1")
     try:
         report = verify(args.certificate, specs, rerun=args.rerun, sample_seed=args.sample_seed,
                         results=args.results, spec_dir=args.specs, use_cache=not args.no_cache,

@@ -46,7 +46,21 @@ def load_run(path: Path | str) -> RunData:
         records = list(read_results(results_path))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise GateError(f"{directory}: not a readable conform run: {exc}") from None
+    check_complete(summary, len(records), directory)
     return RunData(summary, records, directory)
+
+
+def check_complete(summary: dict, lines: int, directory: Path) -> None:
+    """Raise :class:`GateError` unless ``summary`` describes a finished run whose results.jsonl
+    holds ``lines`` records: a gate (or a baseline) never judges an interrupted run, a run still
+    going, or a summary left beside other results."""
+    if summary.get("complete") is False:
+        raise GateError(f"{directory}: the run is incomplete ({summary.get('cases')} of "
+                        f"{summary.get('cases_planned')} cases): it was interrupted or is still "
+                        "running; finish it with `conform run ... --resume` and gate again")
+    if summary.get("cases") != lines:
+        raise GateError(f"{directory}: summary.json counts {summary.get('cases')} cases but "
+                        f"results.jsonl holds {lines}: they do not describe the same run")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,9 @@ def render_markdown(summary: dict, limit: int = 15) -> str:
         "",
         f"**Pass rate {_rate(summary['pass_rate'])}** over {summary['cases']} cases in "
         f"{summary['ops']} ops (seed {summary['seed']}, conform {summary['conform_version']}).",
+        *([] if summary.get("complete", True) else [
+            "", f"**Incomplete run: {summary['cases']} of {summary['cases_planned']} cases ran** "
+                "(it was interrupted; `conform run ... --resume` finishes it)."]),
         "",
         "| " + " | ".join(counts) + " |",
         "|" + "---|" * len(counts),
