@@ -93,13 +93,20 @@ class ResultWriter:
         """Write records already encoded with :func:`encode` (workers encode their own)."""
         if lines:
             start = time.perf_counter()
-            self._file.write(b"\n".join(lines) + b"\n")
-            self._file.flush()
+            try:
+                self._file.write(b"\n".join(lines) + b"\n")
+                self._file.flush()
+            except OSError as exc:   # a full disk: say which file
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from None
             self.seconds += time.perf_counter() - start
 
     def __exit__(self, *exc):
         start = time.perf_counter()
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError as error:   # what a failed write left buffered fails again: say it once
+            if exc[0] is None:
+                raise OSError(error.errno, error.strerror, str(self.path)) from None
         self.seconds += time.perf_counter() - start
 
 
