@@ -5,6 +5,7 @@ import contextlib
 import fnmatch
 import gc
 import hashlib
+import multiprocessing
 import os
 import signal
 import sys
@@ -43,7 +44,8 @@ class RunConfig:
     manifest: object | None = None  # a conform.harness.manifests.Manifest: skip, xfail, waiver
     cases: list | None = None       # a precomputed corpus (conform certify): run exactly these
     resume: bool = False            # continue the interrupted run in ``out``, skipping its cases
-    interruptible: bool = False     # Ctrl-C ends the run early, with what it has
+    interruptible: bool = False     # Ctrl-C ends the run early, with what it has (and kills
+                                    # this process's multiprocessing children: the workers)
 
 
 @contextlib.contextmanager
@@ -291,6 +293,8 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
                 if not config.interruptible:
                     raise
                 interrupted = True
+                for worker in multiprocessing.active_children():   # what they owe is lost anyway:
+                    worker.kill()                                  # stop now, not after it
             info, restarts, recycled = pool.info, pool.restarts, pool.recycled
     if interrupted:   # the file is the truth: a reply may have been cut between write and tally
         tally = Tally.of(complete_lines(out / "results.jsonl")[0])
