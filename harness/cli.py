@@ -196,16 +196,22 @@ def cmd_report(args) -> int:
 
 
 def _rerender(directory: Path) -> int:
+    from conform.harness.outdir import complete_lines
     from conform.reports import write_reports
 
     summary_path = directory / "summary.json"
     if not summary_path.exists():
         raise _UsageError(f"{directory} has no summary.json (is it a conform run directory?)")
-    previous = json.loads(summary_path.read_text(encoding="utf-8"))
+    try:
+        previous = json.loads(summary_path.read_text(encoding="utf-8"))
+        # a run killed while writing leaves its last line cut short: that case did not finish
+        records, _ = complete_lines(directory / "results.jsonl")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _UsageError(f"{directory} is not a readable conform run: {exc}") from None
     meta = {k: v for k, v in previous.items()
             if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "histogram_bins",
                          "by_op")}
-    summary = write_reports(directory, meta, previous["conform_version"])
+    summary = write_reports(directory, meta, previous["conform_version"], records=records)
     note = "" if summary.get("complete", True) else \
         f" (incomplete: {summary['cases']} of {summary['cases_planned']} cases)"
     print(f"re-rendered {directory}{note}")

@@ -251,6 +251,18 @@ def _resume_from(out: Path, config: RunConfig, key: dict):
     return previous, previous.done
 
 
+def _resumed_tally(previous, meta: dict, out: Path) -> Tally:
+    """The tally of the cases the interrupted run finished (which must have run on the same
+    backend version as this one); notes their number in ``meta``."""
+    if previous.summary.get("backend_version") != meta["backend_version"]:
+        raise NotResumable(f"--resume: the run in {out} used {meta['backend']} "
+                           f"{previous.summary.get('backend_version')}, this one "
+                           f"{meta['backend_version']}; run without --resume")
+    meta["resumed_cases"] = len(previous.records)
+    tally, previous.records = Tally.of(previous.records), []
+    return tally
+
+
 def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Tally]:
     import conform
 
@@ -272,15 +284,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
                     cases=None if config.exhaustive else cases) as pool:
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
         meta = _meta(config, pool.info, policy, pairs, key, planned)
-        tally = Tally()
-        if previous is not None:
-            if previous.summary.get("backend_version") != meta["backend_version"]:
-                raise NotResumable(f"--resume: the run in {out} used {config.backend} "
-                                   f"{previous.summary.get('backend_version')}, this one "
-                                   f"{meta['backend_version']}; run without --resume")
-            tally = Tally.of(previous.records)
-            meta["resumed_cases"] = len(previous.records)
-            previous.records = []
+        tally = _resumed_tally(previous, meta, out) if previous is not None else Tally()
         remove_stale_reports(out, keep_summary=previous is not None)
         with ResultWriter(out / "results.jsonl",
                           keep_bytes=previous.valid_bytes if previous else None) as writer:

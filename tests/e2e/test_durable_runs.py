@@ -142,3 +142,19 @@ def test_resume_into_an_empty_folder_starts_afresh(tmp_path, conform_cli):
     proc = conform_cli(*QUICK, "--out", tmp_path, "--resume", check_status=0)
     assert "holds no run; starting afresh" in proc.stderr
     assert _summary(tmp_path)["complete"] is True
+
+
+def test_resume_refuses_another_backend_version_and_report_keeps_a_run_incomplete(tmp_path,
+                                                                                  conform_cli):
+    conform_cli(*QUICK, "--out", tmp_path, check_status=0)
+    summary = _summary(tmp_path)
+    lines = (tmp_path / "results.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "results.jsonl").write_text("".join(lines[:2]) + lines[2][:20])  # cut mid-line
+    summary.update(complete=False, backend_version="0.0")
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    report = conform_cli("report", tmp_path, check_status=0)
+    assert f"incomplete: 2 of {summary['cases_planned']} cases" in report.stdout
+    assert f"2 of {summary['cases_planned']} cases" in (tmp_path / "summary.md").read_text()
+    proc = conform_cli(*QUICK, "--out", tmp_path, "--resume")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"conform: error: --resume: the run in {tmp_path} used numpy 0.0")
