@@ -77,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
 def _load_specs(directory):
     from conform.spec import load_specs
 
+    if directory is not None and not any(Path(directory).glob("*.yaml")):
+        raise _UsageError(f"--specs {directory} is not a directory of op spec YAML files")
     return load_specs(directory)
 
 

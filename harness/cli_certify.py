@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from conform.harness.cli_gate import add_manifest_options
-from conform.harness.cli_values import at_least_one, non_negative, seconds, writable_directory
+from conform.harness.cli_values import (at_least_one, check_cache_directory, non_negative, seconds,
+                                        writable_directory)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROFILED = ("ops", "dtypes", "max_examples", "seed", "subnormals")  # run options a profile sets
@@ -110,6 +111,7 @@ def cmd_certify(args, specs: dict) -> int:
         if profile.manifests else None
     from conform.harness.outdir import locked
 
+    check_cache_directory()
     out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-{profile.name}",
                              "--out")
     try:
@@ -138,6 +140,7 @@ def cmd_verify(args, specs: dict) -> int:
     """``conform verify CERT [--rerun N]``."""
     from conform.harness.certify import CertifyError, verify
 
+    check_cache_directory()
     try:
         report = verify(args.certificate, specs, rerun=args.rerun, sample_seed=args.sample_seed,
                         results=args.results, spec_dir=args.specs, use_cache=not args.no_cache,

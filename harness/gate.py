@@ -46,14 +46,15 @@ def load_run(path: Path | str) -> RunData:
         records = list(read_results(results_path))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise GateError(f"{directory}: not a readable conform run: {exc}") from None
-    check_complete(summary, len(records), directory)
     return RunData(summary, records, directory)
 
 
-def check_complete(summary: dict, lines: int, directory: Path) -> None:
-    """Raise :class:`GateError` unless ``summary`` describes a finished run whose results.jsonl
-    holds ``lines`` records: a gate (or a baseline) never judges an interrupted run, a run still
-    going, or a summary left beside other results."""
+def finished_run(path: Path | str) -> RunData:
+    """:func:`load_run`, refusing (:class:`GateError`) a run that did not finish or whose
+    summary.json counts other results than its results.jsonl holds: a gate (or a baseline)
+    never judges an interrupted run, a run still going, or a summary left beside other results."""
+    run = load_run(path)
+    summary, lines, directory = run.summary, len(run.records), run.where
     if summary.get("complete") is False:
         raise GateError(f"{directory}: the run is incomplete ({summary.get('cases')} of "
                         f"{summary.get('cases_planned')} cases): it was interrupted or is still "
@@ -61,6 +62,7 @@ def check_complete(summary: dict, lines: int, directory: Path) -> None:
     if summary.get("cases") != lines:
         raise GateError(f"{directory}: summary.json counts {summary.get('cases')} cases but "
                         f"results.jsonl holds {lines}: they do not describe the same run")
+    return run
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ def locked(folder: Path):
     try:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except (BlockingIOError, PermissionError):   # EAGAIN or EACCES: another process has it
             # read through the same descriptor: closing another one would drop a record lock
             holder = os.pread(fd, 4096, 0).decode("utf-8", "replace")
             raise OutputBusy(f"{folder} is in use by another conform command ({_holder(holder)}); "

@@ -10,7 +10,7 @@ import pytest
 
 from conform.harness.cli_values import MIN_MEMORY_LIMIT_MB
 
-RUN = ["run", "--backend", "numpy", "--ops", "add", "--max-examples", "2", "--quiet"]
+RUN = ["run", "--backend", "numpy", "--ops", "add", "--max-examples", "2", "--quiet", "--out", "{tmp}/out"]
 FEB_30 = """\
 entries:
   - {op: add, dtype: float32, kind: xfail, reason: a reason here, link: x, expires: 2026-02-30}
@@ -38,6 +38,7 @@ BAD = [
     ("feb 30", [*RUN, "--manifest", "{tmp}/feb30.yaml"],
      "{tmp}/feb30.yaml:2: field <top>: invalid YAML: '2026-02-30' is not a date that exists"),
     ("non-UTF-8 spec", ["--specs", "{tmp}/specs", *RUN], "{tmp}/specs/add.yaml:1: field <top>: not UTF-8"),
+    ("no specs", ["--specs", "{tmp}/nowhere", *RUN], "--specs {tmp}/nowhere is not a directory of op spec"),
     ("certify workers", ["certify", "--backend", "numpy", "--profile", "full", "--workers", "0"],
      "argument --workers: 0 is below 1"),
     ("certify timeout", ["certify", "--backend", "numpy", "--profile", "full", "--timeout", "nan"],
@@ -70,12 +71,12 @@ def test_a_bad_value_exits_2_with_one_line_before_any_work(folder, args, fragmen
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith("conform: error: ") and proc.stderr.count("\n") == 1, proc.stderr
     assert fragment.format(tmp=folder) in proc.stderr
-    assert not (folder / "conform-out").exists() and proc.stdout == ""
+    assert not (folder / "out").exists() and proc.stdout == ""
 
 
 def test_an_unusable_cache_directory_exits_2_naming_it(folder):
     env = {**os.environ, "CONFORM_CACHE_DIR": str(folder / "file" / "cache")}
-    proc = _cli(*RUN, "--out", str(folder / "out"), env=env)
+    proc = _cli(*(a.format(tmp=folder) for a in RUN), env=env)
     assert proc.returncode == 2
     assert proc.stderr == (f"conform: error: $CONFORM_CACHE_DIR {folder}/file/cache is not a "
                            "writable directory: Not a directory\n")
@@ -100,6 +101,6 @@ def test_a_full_disk_is_one_line(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "results.jsonl").symlink_to("/dev/full")
-    proc = _cli(*RUN, "--out", str(out))
+    proc = _cli(*(a.format(tmp=tmp_path) for a in RUN))
     assert proc.returncode == 2
     assert proc.stderr == f"conform: error: No space left on device: {out}/results.jsonl\n"
