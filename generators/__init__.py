@@ -2,22 +2,19 @@
 from conform.generators._signature import Signature, dtype_labels
 from conform.generators._case import Case
 from conform.generators._corpus import cache_dir, corpus_key, prune_corpus
-from conform.generators._suite import case_digest, fill_corpus, generate_cases, materialize
+from conform.generators._suite import answer_digest, case_digest, fill_corpus, generate_cases, materialize
 from conform.generators._edges import (edge_case_cases, edge_sweep_case, exhaustive_case,
                                        exhaustive_cases)
 from conform.generators._values import PLANS, edge_values, fill
 
-__all__ = ["FAMILIES", "PLANS", "Case", "cache_dir", "corpus_key", "Signature", "case_digest", "draw_plans", "dtype_labels",
+__all__ = ["PLANS", "Case", "answer_digest", "cache_dir", "corpus_key", "Signature", "case_digest", "draw_plans", "dtype_labels",
            "edge_case_cases", "edge_sweep_case", "edge_values", "exhaustive_case", "exhaustive_cases", "fill", "fill_corpus",
            "generate_cases", "materialize", "prune_corpus"]
 
 
 def __getattr__(name: str):
-    """The Hypothesis side (``FAMILIES``, ``draw_plans``) loads on first use: a run from the
-    corpus cache never needs it, and importing Hypothesis takes ~0.2 s."""
-    if name == "FAMILIES":
-        from conform.generators._families import FAMILIES
-        return FAMILIES
+    """The Hypothesis side (``draw_plans``) loads on first use: a run from the corpus cache
+    never needs it, and importing Hypothesis takes ~0.2 s."""
     if name == "draw_plans":
         from conform.generators._drawing import draw_plans
         return draw_plans

@@ -13,7 +13,8 @@ from hypothesis.control import BuildContext
 from hypothesis.errors import StopTest
 from hypothesis.internal.conjecture.data import ConjectureData
 
-from conform.generators._families import FAMILIES
+from conform.generators import kit
+from conform.generators._generic import draw_signature
 from conform.generators._values import PLANS
 from conform.spec import OpSpec, dtype_class
 
@@ -27,11 +28,13 @@ MAX_SIGNATURES = 16
 
 
 def _signature_strategy(spec: OpSpec, dtype: str):
-    family = FAMILIES[spec.family]
+    hook = spec.definition.draw
+    family = st.composite(lambda draw: draw_signature(draw, spec, dtype) if hook is None
+                          else hook(draw, kit, spec, dtype))
 
     @st.composite
     def signatures(draw):
-        signature = draw(family(spec, dtype))
+        signature = draw(family())
         classes = {dtype_class(d) for d in signature.input_dtypes}
         plans = PLANS["float" if "float" in classes else "int" if "int" in classes else "bool"]
         first_plan = draw(st.integers(0, len(plans) - 1))

@@ -87,7 +87,7 @@ def exhaustive_cases(spec: OpSpec, dtype: str) -> list | None:
     16-bit types give one case of 65,536 elements; float32 gives 1,024 chunks of 2**22 bit
     patterns each, yielded lazily (call ``len`` on the result for the count).
     """
-    if spec.family != "elementwise" or len(spec.inputs) != 1 or dtype not in EXHAUSTIVE_BITS:
+    if not spec.elementwise or len(spec.inputs) != 1 or dtype not in EXHAUSTIVE_BITS:
         return None
     bits = EXHAUSTIVE_BITS[dtype]
     if bits == 16:

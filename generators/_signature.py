@@ -18,7 +18,7 @@ def fixed_attrs(spec) -> dict:
 
 
 def dtype_labels(spec) -> list[str]:
-    """The dtype labels a spec is run under: its dtypes, or 'SRC->DST' pairs for conversions."""
-    if spec.family == "convert":
-        return [f"{a}->{b}" for a in spec.dtypes for b in spec.dtypes if a != b]
-    return list(spec.dtypes)
+    """The dtype labels a spec is run under: its dtypes, or what its op's ``dtype_labels`` hook
+    makes of them (e.g. 'SRC->DST' pairs for a conversion)."""
+    hook = spec.definition.dtype_labels
+    return hook(spec) if hook is not None else list(spec.dtypes)

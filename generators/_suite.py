@@ -11,6 +11,7 @@ import numpy as np
 
 from conform.generators._case import Case
 from conform.generators._corpus import corpus_path, load_or_generate, note_written
+from conform.generators._corpus_format import answer_arrays
 from conform.generators._edges import edge_case_cases, edge_sweep_case
 from conform.generators._values import edge_values, fill, value_range
 from conform.oracles.expectations import expect
@@ -99,7 +100,7 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     plans = draw_plans(spec, dtype, count=count, seed=seed)
     edges: dict = {}
     cases = [materialize(spec, dtype, i, plan, edges) for i, plan in enumerate(plans)]
-    if spec.family == "elementwise":
+    if spec.elementwise:
         sweep = edge_sweep_case(spec, dtype, seed=seed)
         cases += ([sweep] if sweep else []) + edge_case_cases(spec, dtype, seed=seed)
     for case in cases:  # the oracle runs once per case, here, not once per run and backend
@@ -113,4 +114,17 @@ def case_digest(case: Case) -> str:
     for x in case.inputs:
         h.update(str(x.shape).encode())
         h.update(np.ascontiguousarray(x).tobytes())
+    return h.hexdigest()
+
+
+def answer_digest(case: Case) -> str:
+    """A content hash of a case's oracle answer: each of its named arrays' name, dtype, shape
+    and bytes (:func:`conform.generators._corpus_format.answer_arrays`), or of its absence."""
+    h = hashlib.sha256(b"answer")
+    if case.expectation is None:
+        return hashlib.sha256(b"no answer").hexdigest()
+    for name, array in answer_arrays(case.expectation).items():
+        array = np.asarray(array)
+        h.update(f"\0{name}\0{array.dtype.name}\0{array.shape}\0".encode())
+        h.update(np.ascontiguousarray(array).tobytes())
     return h.hexdigest()

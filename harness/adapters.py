@@ -18,9 +18,7 @@ from conform.harness.backends.base import API_VERSION
 
 KNOWN_FORMATS = ("native", "onnx", "nnef", "stablehlo")
 SUBNORMAL_POLICIES = ("ieee", "ftz")
-SMOKE_OPS = ("add", "multiply", "exp", "tanh", "reduce_sum")
-SMOKE_DTYPES = ("float32", "float16")
-SMOKE_EXAMPLES = 2
+SMOKE_PROFILE = "smoke"   # the built-in profile (spec/profiles.yaml) the smoke suite runs
 PROBE_OP = "conform_adapter_check_unclaimed_op"   # an op no adapter can claim
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -82,19 +80,39 @@ def _plain(value):
     return f"<{type(value).__name__}> {value!r}"
 
 
-def _probe_cases():
-    """``(well_formed, unclaimed, malformed)`` cases of ``add``: the second names an op no
-    adapter claims, the third has one input where ``add`` takes two."""
+def _smoke():
+    from conform.harness.certify import find_profile
+
+    return find_profile(SMOKE_PROFILE)
+
+
+def _probe_spec(specs: dict, model_format: str):
+    """The smoke suite's first element-wise float32 op of two inputs that ``model_format`` can
+    express (the probes' op), or None."""
+    from conform.harness.claims import FORMAT_BINDINGS
+
+    binding = FORMAT_BINDINGS.get(model_format)
+    for op in _smoke().ops:
+        spec = specs.get(op)
+        if spec is not None and spec.elementwise and len(spec.inputs) == 2 \
+                and "float32" in spec.dtypes and (binding is None or binding in spec.bindings):
+            return spec
+    return None
+
+
+def _probe_cases(op: str):
+    """``(well_formed, unclaimed, malformed)`` cases of the binary element-wise op ``op``: the
+    second names an op no adapter claims, the third has one input where ``op`` takes two."""
     import numpy as np
 
     from conform.generators import Case
 
     ones = np.ones(4, np.float32)
-    good = Case(id="adapter-check.add.float32", op="add", dtype="float32",
+    good = Case(id=f"adapter-check.{op}.float32", op=op, dtype="float32",
                 input_dtypes=("float32", "float32"), out_dtype="float32", inputs=[ones, ones + 1],
                 attrs={}, plan="adapter-check", seed=0)
     return good, replace(good, id=f"adapter-check.{PROBE_OP}", op=PROBE_OP), \
-        replace(good, id="adapter-check.add.malformed", inputs=[ones])
+        replace(good, id=f"adapter-check.{op}.malformed", inputs=[ones])
 
 
 def _run_probe(backend, spec, case) -> dict:
@@ -137,12 +155,12 @@ def _inspect_main(conn, backend_name: str, spec_dir) -> None:
     from conform.harness.judge import result_record
     from conform.spec import load_specs
 
-    spec = load_specs(spec_dir).get("add")
+    spec = _probe_spec(load_specs(spec_dir), getattr(backend, "model_format", "native"))
     if spec is None:
         conn.send(("done", None))
         return
-    good, unclaimed, malformed = _probe_cases()
-    unclaimed_spec = replace(spec, op=PROBE_OP, oracle=PROBE_OP, bindings={})
+    good, unclaimed, malformed = _probe_cases(spec.op)
+    unclaimed_spec = replace(spec, op=PROBE_OP, bindings={})
     conn.send(("unsupported", _run_probe(backend, unclaimed_spec, unclaimed)))
     result = _run_probe(backend, spec, malformed)
     if result["kind"] == "error":  # the record the run would write for it
@@ -269,7 +287,7 @@ def _check_probes(report: CheckReport, messages: dict) -> None:
         ok = probe["kind"] == "error" and record.get("verdict") == "error" \
             and "traceback" in record
         report.add("exception -> error with traceback", ok,
-                   f"add with one input came back {probe['kind']}: {probe['message']}",
+                   f"a binary op given one input came back {probe['kind']}: {probe['message']}",
                    "let exceptions propagate out of run(): catching them (or turning them into "
                    "Unsupported, or returning outputs anyway) hides real failures")
 
@@ -277,12 +295,12 @@ def _check_probes(report: CheckReport, messages: dict) -> None:
 def _smoke_cases(specs: dict) -> list:
     from conform.generators import generate_cases
 
-    cases = []
-    for op in SMOKE_OPS:
+    smoke, cases = _smoke(), []
+    for op in smoke.ops:
         spec = specs.get(op)
-        for dtype in SMOKE_DTYPES if spec else ():
+        for dtype in smoke.dtypes if spec else ():
             if dtype in spec.dtypes:
-                cases.extend(generate_cases(spec, dtype, count=SMOKE_EXAMPLES, seed=0))
+                cases.extend(generate_cases(spec, dtype, count=smoke.max_examples, seed=smoke.seed))
     return cases
 
 
@@ -292,8 +310,8 @@ def _check_smoke(report: CheckReport, backend_name: str, spec_dir, timeout: floa
 
     cases = _smoke_cases(load_specs(spec_dir))
     try:
-        with WorkerPool(backend_name, workers=1, timeout=timeout, spec_dir=spec_dir,
-                        judge=True) as pool:
+        with WorkerPool(backend_name, workers=1, timeout=timeout, load_timeout=timeout,
+                        spec_dir=spec_dir, judge=True) as pool:
             records = [outcome.record or {"id": case.id, "op": case.op, "dtype": case.dtype,
                                           "verdict": outcome.kind, "message": outcome.message}
                        for case, outcome in pool.run(cases)]
@@ -305,7 +323,8 @@ def _check_smoke(report: CheckReport, backend_name: str, spec_dir, timeout: floa
         counts[record["verdict"]] = counts.get(record["verdict"], 0) + 1
     broken = [r for r in records if r["verdict"] in ("error", "crash", "timeout")]
     computed = sum(counts.get(v, 0) for v in ("pass", "fail", "impl_defined"))
-    detail = (f"{len(records)} cases of {', '.join(SMOKE_OPS)} x {', '.join(SMOKE_DTYPES)}: "
+    smoke = _smoke()
+    detail = (f"{len(records)} cases of {', '.join(smoke.ops)} x {', '.join(smoke.dtypes)}: "
               + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     detail += "".join(f"\n{r['id']}: {r['verdict']}: {r.get('message', '')}" for r in broken[:5])
     fix = ("see the messages above: run() must return a list of arrays in case.out_dtype, one "
@@ -365,105 +384,15 @@ def new_adapter(name: str, directory: Path | None = None) -> Path:
     package.mkdir(parents=True, exist_ok=True)
     values = {"name": name, "cls": class_name(name), "package": f"conform_{name}",
               "api": API_VERSION}
-    (directory / "pyproject.toml").write_text(_PYPROJECT.format(**values), encoding="utf-8")
-    (package / "__init__.py").write_text(_MODULE.format(**values), encoding="utf-8")
-    (directory / "README.md").write_text(_README.format(**values), encoding="utf-8")
+    (directory / "pyproject.toml").write_text(_template("pyproject.toml", values), encoding="utf-8")
+    (package / "__init__.py").write_text(_template("__init__.py", values), encoding="utf-8")
+    (directory / "README.md").write_text(_template("README.md", values), encoding="utf-8")
     return directory
 
 
-_PYPROJECT = '''[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
+def _template(name: str, values: dict) -> str:
+    """The starter package's file ``name`` (harness/templates/adapter/<name>.tmpl) filled in."""
+    import importlib.resources
 
-[project]
-name = "conform-{name}"
-version = "0.1.0"
-description = "conform adapter for {name}"
-requires-python = ">=3.10"
-dependencies = ["conform", "numpy"]
-
-# conform finds the adapter through this entry point: `conform run --backend {name}`
-[project.entry-points."conform.backends"]
-{name} = "{package}:{cls}"
-
-[tool.setuptools]
-packages = ["{package}"]
-'''
-
-_MODULE = '''"""conform adapter for {name} (generated by `conform adapter new`).
-
-The starter computes a few ops with NumPy so that it passes `conform adapter check {name}` as
-generated. Replace each place marked VENDOR with calls into your runtime; see docs/adapters.md
-in conform for the whole contract.
-"""
-from __future__ import annotations
-
-import numpy as np
-
-from conform.harness.backends import Backend, Unsupported
-from conform.spec.dtypes import np_dtype
-
-# VENDOR: import your runtime here, e.g. `import my_runtime`.
-
-
-def _reduce_sum(operand, *, dimensions):
-    return np.sum(operand, axis=tuple(dimensions), dtype=operand.dtype)
-
-
-# op name -> function of the case's inputs (positional) and attributes (keywords).
-# VENDOR: replace each NumPy call by your runtime's, and add the ops it supports
-# (`conform list` shows every op with its dtypes and attributes).
-OPS = {{
-    "add": np.add,
-    "multiply": np.multiply,
-    "exp": np.exp,
-    "tanh": np.tanh,
-    "reduce_sum": _reduce_sum,
-}}
-
-
-class {cls}(Backend):
-    api_version = {api}        # the contract version this adapter implements
-    name = "{name}"
-    model_format = "native"    # or "onnx" / "nnef" / "stablehlo": see docs/adapters.md
-    subnormals = "ieee"        # "ftz" if your runtime flushes subnormals to zero
-    # What the adapter claims: conform reports other cases `unsupported` without calling run().
-    ops = frozenset(OPS)
-    dtypes = frozenset({{"float16", "float32", "float64"}})   # VENDOR: your runtime's dtypes
-    devices = ("cpu",)                                       # VENDOR: the devices it runs on
-
-    def __init__(self):
-        # VENDOR: open the device or session here; this runs once per worker process.
-        pass
-
-    def version(self) -> str:
-        return f"numpy {{np.__version__}}"   # VENDOR: your runtime's version string
-
-    def device(self) -> str:
-        return self.devices[0]                # VENDOR: the device the cases run on
-
-    def run(self, *, spec, case):
-        fn = OPS.get(spec.op)
-        if fn is None:
-            raise Unsupported(f"{name} does not implement {{spec.op}}")
-        with np.errstate(all="ignore"):
-            result = fn(*case.inputs, **case.attrs)   # VENDOR: the call into your runtime
-        # One array per output, in the case's out_dtype. Any exception escaping run() is
-        # recorded as an `error` verdict with its traceback.
-        return [np.asarray(result).astype(np_dtype(case.out_dtype), copy=False)]
-'''
-
-_README = '''# conform-{name}
-
-A [conform](https://example.invalid/conform) adapter for {name}, generated by
-`conform adapter new {name}`.
-
-    pip install -e .                 # registers the `{name}` backend with conform
-    conform adapter check {name}     # the self-check: declarations, probes, a smoke suite
-    conform run --backend {name} --max-examples 20
-
-Edit `{package}/__init__.py` where it says VENDOR: the ops table, the claimed dtypes and devices, `version()`,
-`device()` and `run()`. Raise `Unsupported` for anything the runtime cannot express; let other
-exceptions propagate (they become `error` verdicts with their traceback). Without installing,
-`conform adapter check {package}:{cls}` works with this directory on PYTHONPATH.
-'''
+    folder = importlib.resources.files("conform.harness") / "templates" / "adapter"
+    return (folder / f"{name}.tmpl").read_text(encoding="utf-8").format(**values)

@@ -9,18 +9,20 @@ writes a certificate; :func:`verify` checks one.
 
 Hashes (all SHA-256, hex):
 
-* corpus: over the :func:`conform.generators.case_digest` of every case, in corpus order (the
-  digests' hex text concatenated); each op x dtype slice is hashed the same way;
+* corpus: over the :func:`conform.generators.case_digest` and
+  :func:`conform.generators.answer_digest` of every case, in corpus order (the digests' hex
+  text concatenated): inputs and oracle answers; each op x dtype slice is hashed the same way;
 * specs: over ``op NUL sha256(file) LF`` for each selected op, by op name;
 * result line: over the line of ``results.jsonl`` as written (UTF-8, without its newline);
 * ``results.sha256``: over the bytes of ``results.jsonl``;
 * ``digest``: over the canonical JSON (sorted keys, no spaces, UTF-8) of the certificate
-  without its ``digest`` field.
+  without its ``digest`` and ``signature`` fields.
 
 The digest is a checksum, not a signature: whoever edits a certificate can recompute it. What it
 guarantees is that every figure in the certificate is bound to the result lines it came from,
-and :func:`verify` re-derives every figure from those lines; ``--rerun N`` then re-runs a sample
-of cases on the backend, which catches a forged but self-consistent certificate.
+and :func:`verify` re-derives every figure from those lines and re-runs the cases on the
+backend. Who made a certificate is proven by its Ed25519 signature
+(:mod:`conform.harness.signing`: ``certify --key``, ``verify --trusted-key``).
 """
 from __future__ import annotations
 
@@ -195,10 +197,11 @@ def select_pairs(profile: Profile, specs: dict) -> list[tuple]:
 
 
 def corpus_sha256(cases) -> str:
-    """SHA-256 over the case digests of ``cases`` (their hex text, concatenated in order)."""
-    from conform.generators import case_digest
+    """SHA-256 over the case and answer digests of ``cases`` (their hex text, concatenated in
+    order): the inputs and the oracle answers, everything a verdict depends on."""
+    from conform.generators import answer_digest, case_digest
 
-    return sha256("".join(case_digest(case) for case in cases))
+    return sha256("".join(case_digest(case) + answer_digest(case) for case in cases))
 
 
 def build_corpus(profile: Profile, specs: dict, *, use_cache: bool = True,
@@ -239,14 +242,19 @@ def canonical(value) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
+UNSEALED = ("digest", "signature")   # the fields the digest does not cover
+
+
 def digest_of(certificate: dict) -> str:
-    """SHA-256 over the canonical JSON of everything in ``certificate`` but its ``digest``."""
-    return sha256(canonical({k: v for k, v in certificate.items() if k != "digest"}))
+    """SHA-256 over the canonical JSON of everything in ``certificate`` but its ``digest`` and
+    ``signature``."""
+    return sha256(canonical({k: v for k, v in certificate.items() if k not in UNSEALED}))
 
 
 def seal(certificate: dict) -> dict:
-    """``certificate`` with its ``digest`` (re)computed (the digest goes last)."""
-    body = {k: v for k, v in certificate.items() if k != "digest"}
+    """``certificate`` with its ``digest`` (re)computed (the digest goes last) and without a
+    signature (which sealing would invalidate)."""
+    body = {k: v for k, v in certificate.items() if k not in UNSEALED}
     return {**body, "digest": digest_of(body)}
 
 
@@ -329,12 +337,32 @@ def environment(meta: dict) -> dict:
             "platform": platform.platform(), "machine": platform.machine()}
 
 
+def portable_path(path: Path | str) -> str:
+    """``path`` as a certificate records it, never absolute: a file shipped with conform as
+    ``conform/<package>/<name>``, a file under the working directory relative to it, any other
+    by its name alone (its sha256, recorded beside it, says which file it was)."""
+    path = Path(path).resolve()
+    roots = [(Path(str(importlib.resources.files(f"conform.{package}"))).resolve(),
+              f"conform/{package}") for package in ("manifests", "spec", "ops")]
+    for root, name in roots:
+        if path.is_relative_to(root):
+            return f"{name}/{path.relative_to(root).as_posix()}"
+    if path.is_relative_to(Path.cwd()):
+        return path.relative_to(Path.cwd()).as_posix()
+    return path.name
+
+
 def manifest_section(profile: Profile, manifest) -> dict:
     """Whether the profile allows manifests, and the files and entries that were applied."""
-    files = [{"path": str(f), "sha256": sha256(Path(f).read_bytes())}
+    files = [{"path": portable_path(f), "sha256": sha256(Path(f).read_bytes())}
              for f in (manifest.files if manifest else ())]
+    entries = []
+    for entry in (manifest.entries if manifest else ()):
+        recorded = entry.as_json()
+        recorded["entry"] = f"{portable_path(entry.path)}:{entry.line}"
+        entries.append(recorded)
     return {"allowed": profile.manifests, "applied": bool(manifest), "files": files,
-            "entries": [e.as_json() for e in manifest.entries] if manifest else []}
+            "entries": entries}
 
 
 def results_part(results_path: Path, settings: dict, order: list[str]) -> dict:
@@ -356,7 +384,8 @@ def build_certificate(*, profile: Profile, corpus: Corpus, specs_info: dict, met
 
     outcome = results_part(results_path, profile.settings(), [c.id for c in corpus.cases])
     created = created or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    profile_info = {"name": profile.name, "source": profile.source, "settings": profile.settings()}
+    source = profile.source if profile.source == "builtin" else portable_path(profile.source)
+    profile_info = {"name": profile.name, "source": source, "settings": profile.settings()}
     if profile.source_sha256:
         profile_info["source_sha256"] = profile.source_sha256
     certificate = {
@@ -382,9 +411,10 @@ def build_certificate(*, profile: Profile, corpus: Corpus, specs_info: dict, met
 
 def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=None,
             workers: int = 1, timeout: float = 60.0, manifest=None, use_cache: bool = True,
-            progress: bool = True) -> dict:
+            progress: bool = True, key=None) -> dict:
     """Run ``profile``'s corpus on ``backend`` into ``out`` (results.jsonl and the usual reports),
-    then write certificate.json and certificate.html there. Returns the certificate."""
+    then write certificate.json and certificate.html there, signed with the Ed25519 private
+    ``key`` if one is given (:mod:`conform.harness.signing`). Returns the certificate."""
     import conform
     from conform.harness.manifests import manifest_summary
     from conform.harness.runner import RunConfig, run_suite
@@ -410,6 +440,10 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
         profile=profile, corpus=corpus, specs_info=spec_hashes(specs, meta["selected_ops"]),
         meta=meta, manifest=manifest, results_path=out / RESULTS_FILE,
         conform_version=conform.__version__, run={"workers": workers, "timeout": timeout})
+    if key is not None:
+        from conform.harness.signing import sign
+
+        certificate = sign(certificate, key)
     write_certificate(out, certificate)
     return certificate
 

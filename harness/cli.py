@@ -44,7 +44,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, default=None, help="output directory (default conform-out/<backend>)")
     run.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1),
                      help="worker processes (default: min(2, cores))")
-    run.add_argument("--timeout", type=seconds, default=60.0, help="seconds per case before `timeout`")
+    run.add_argument("--timeout", type=seconds, default=60.0,
+                     help="seconds per case (preparing and computing it) before `timeout`")
+    run.add_argument("--load-timeout", type=seconds, default=None,
+                     help="seconds a worker may take to load the backend, at the start and after "
+                          "a crash (default: 120, or --timeout if longer); a backend that cannot "
+                          "load in time makes its cases `error`")
     run.add_argument("--subnormals", choices=["ieee", "ftz"], default=None,
                      help="subnormal policy to judge by (default: the one the backend declares)")
     run.add_argument("--exhaustive", action="store_true",
@@ -77,8 +82,7 @@ def _parser() -> argparse.ArgumentParser:
 def _load_specs(directory):
     from conform.spec import load_specs
 
-    if directory is not None and not any(Path(directory).glob("*.yaml")):
-        raise _UsageError(f"--specs {directory} is not a directory of op spec YAML files")
+    check_cache_directory()   # the parsed specs are kept there
     return load_specs(directory)
 
 
@@ -87,31 +91,45 @@ def _binding_names(spec) -> str:
 
 
 def cmd_list(args) -> int:
+    """``conform list``: every op; with ``--backend B``, only what B runs (its claims)."""
     specs = _load_specs(args.specs)
+    claims = None
     if args.backend:
-        from conform.harness.registry import check_backend
+        from conform.harness.claims import Claims
+        from conform.harness.registry import UnknownBackend, load_backend_class
 
-        check_backend(args.backend)
-    rows = [{"op": s.op, "family": s.family, "dtypes": list(s.dtypes), "bindings": sorted(s.bindings),
+        try:
+            backend_class = load_backend_class(args.backend)
+        except UnknownBackend:
+            raise
+        except Exception as exc:   # a module:Class that does not import, a broken entry point
+            raise _UsageError(f"backend {args.backend} cannot be loaded: {exc!r}") from None
+        claims = Claims.of(backend_class, args.backend)
+    rows = [{"op": s.op, "definition": s.definition.qualified_name,
+             "dtypes": claims.dtypes_of(s) if claims else list(s.dtypes),
+             "bindings": sorted(s.bindings),
              "xla": s.defined_by.get("xla", {}).get("name"), "onnx": s.defined_by.get("onnx", {}).get("name"),
              "summary": s.summary} for s in specs.values()]
+    rows = [r for r in rows if r["dtypes"]]
     if args.format == "json":
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return EXIT_OK
-    print(f"{'op':24} {'family':16} {'bindings':20} dtypes")
+    if claims:
+        print(claims.describe())
+    print(f"{'op':24} {'definition':26} {'bindings':20} dtypes")
     for r in rows:
-        print(f"{r['op']:24} {r['family']:16} {','.join(r['bindings']):20} {','.join(r['dtypes'])}")
-    print(f"\n{len(rows)} ops")
+        print(f"{r['op']:24} {r['definition']:26} {','.join(r['bindings']):20} {','.join(r['dtypes'])}")
+    print(f"\n{len(rows)} ops" + (f" that {args.backend} runs" if claims else ""))
     return EXIT_OK
 
 
 def _print_table(summary: dict) -> None:
+    from conform.reports._coverage import coverage_text, rate_text
+
     counts = summary["counts"]
     print(f"\n{summary['backend']} ({summary['backend_version']}): "
           + "  ".join(f"{k} {v}" for k, v in counts.items()))
-    rate = summary["pass_rate"]
-    print(f"pass rate {'n/a' if rate is None else f'{100 * rate:.2f}%'} over {summary['cases']} cases, "
-          f"{summary['ops']} ops")
+    print(f"pass rate {rate_text(summary['pass_rate'])}, {coverage_text(counts)}, {summary['ops']} ops")
     if summary.get("complete") is False:
         print(f"INCOMPLETE: {summary['cases']} of {summary['cases_planned']} cases ran")
     worst = sorted(((cell["pass_rate"], op, dtype, cell) for op, cells in summary["by_op"].items()
@@ -136,7 +154,6 @@ def cmd_run(args) -> int:
     check_backend(args.backend)
     baseline = cli_gate.baseline_for(args)  # read first: the run may overwrite it
     manifest = cli_gate.manifest_for(args, args.backend)
-    check_cache_directory()
     out = writable_directory(args.out or Path("conform-out") / args.backend, "--out")
     with locked(out):
         return _run_locked(args, specs, profile, manifest, baseline, out)
@@ -145,13 +162,16 @@ def cmd_run(args) -> int:
 def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
     """``conform run`` once ``out`` is checked and locked."""
     import conform
+    from conform.harness.gate import baseline_view
     from conform.harness.manifests import manifest_summary, stale_entries
     from conform.harness.runner import RunConfig, cyclic_gc_paused, run_suite
     from conform.reports import read_results, write_reports
+    from conform.reports._definitions import op_definitions
 
     config = RunConfig(backend=args.backend, ops=args.ops, dtypes=args.dtypes,
                        max_examples=args.max_examples, seed=args.seed, out=out,
-                       workers=args.workers, timeout=args.timeout, subnormals=args.subnormals,
+                       workers=args.workers, timeout=args.timeout,
+                       load_timeout=args.load_timeout, subnormals=args.subnormals,
                        exhaustive=args.exhaustive, use_cache=not args.no_cache, manifest=manifest,
                        spec_dir=args.specs, memory_limit_mb=args.memory_limit_mb,
                        recycle_after=args.recycle_after, resume=args.resume, interruptible=True)
@@ -164,6 +184,12 @@ def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
         stale = stale_entries(manifest, excerpt) if manifest else []
         if manifest:
             meta["manifest"] = manifest_summary(manifest, excerpt, stale)
+        meta["definitions"] = op_definitions(specs, tally.cells)
+        # the gate reads xpass cases (all in the excerpt); a baseline compares every record
+        records = excerpt if baseline is None else list(read_results(out / "results.jsonl"))
+        if baseline is not None:
+            meta["baseline"] = baseline_view(
+                baseline, {key: cell["counts"] for key, cell in tally.cells.items()}, records)
         summary = write_reports(out, meta, conform.__version__, tally=tally)
         _print_table(summary)
         print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")
@@ -173,8 +199,6 @@ def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
                   "continues the run", file=sys.stderr)
             return EXIT_INTERRUPTED
         cli_gate.warn_stale(stale)
-        # the gate reads xpass cases (all in the excerpt); a baseline compares every record
-        records = excerpt if baseline is None else list(read_results(out / "results.jsonl"))
         return cli_gate.gate_status(args, summary, records, baseline)
 
 
@@ -211,8 +235,8 @@ def _rerender(directory: Path) -> int:
     except (ValueError, UnicodeDecodeError) as exc:
         raise _UsageError(f"{directory} is not a readable conform run: {exc}") from None
     meta = {k: v for k, v in previous.items()
-            if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "histogram_bins",
-                         "by_op")}
+            if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "judged", "coverage",
+                         "histogram_bins", "by_op")}
     summary = write_reports(directory, meta, previous["conform_version"], records=records)
     note = "" if summary.get("complete", True) else \
         f" (incomplete: {summary['cases']} of {summary['cases_planned']} cases)"
@@ -257,6 +281,7 @@ def _main(argv: list[str] | None) -> int:
                 "repro": lambda a: cli_gate.cmd_repro(a, _load_specs(a.specs)),
                 "certify": lambda a: cli_certify.cmd_certify(a, _load_specs(a.specs)),
                 "verify": lambda a: cli_certify.cmd_verify(a, _load_specs(a.specs)),
+                "key": cli_certify.cmd_key,
                 "adapter": cli_adapter.cmd_adapter}
     try:
         return handlers[args.command](args)

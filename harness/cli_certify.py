@@ -13,11 +13,23 @@ import sys
 from pathlib import Path
 
 from conform.harness.cli_gate import add_manifest_options
-from conform.harness.cli_values import (at_least_one, check_cache_directory, non_negative, seconds,
-                                        writable_directory)
+from conform.harness.cli_values import at_least_one, seconds, writable_directory
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROFILED = ("ops", "dtypes", "max_examples", "seed", "subnormals")  # run options a profile sets
+
+
+def _count(text: str) -> int | str:
+    """A ``--rerun`` value: ``all`` or a count >= 0."""
+    if text == "all":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a count nor 'all'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
 
 
 def add_profile_options(run: argparse.ArgumentParser) -> None:
@@ -74,22 +86,40 @@ def add_commands(sub) -> None:
     add_manifest_options(certify, where=", where the profile allows one")
     certify.add_argument("--no-cache", action="store_true",
                          help="draw the corpus afresh instead of reusing the cached one")
+    certify.add_argument("--key", type=Path, default=None, metavar="KEYFILE",
+                         help="sign the certificate with this Ed25519 private key (PEM; make "
+                              "one with `conform key new`)")
     certify.add_argument("--quiet", action="store_true", help="no progress display")
 
     verify = sub.add_parser("verify", help="verify a certificate (exit 0 verified, 1 not)")
     verify.add_argument("certificate", type=Path,
                         help="certificate.json, or the directory holding it")
-    verify.add_argument("--rerun", type=non_negative, default=0, metavar="N",
-                        help="re-run N cases sampled from the certificate on its backend and "
-                             "check the claimed verdicts")
+    verify.add_argument("--rerun", type=_count, default=None, metavar="N|all",
+                        help="re-run N cases sampled from the certificate, covering every op x "
+                             "dtype cell, on its backend and check the claimed verdicts (default: "
+                             "all of them where the backend is installed; 0: none)")
     verify.add_argument("--sample-seed", type=int, default=0, metavar="S",
                         help="mixed into the sample (default 0: the sample follows from the "
                              "digest alone)")
     verify.add_argument("--results", type=Path, default=None, metavar="FILE",
                         help="the results.jsonl the certificate names, if it is not beside it")
     verify.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1))
-    verify.add_argument("--no-cache", action="store_true",
-                        help="regenerate the corpus afresh instead of reusing the cached one")
+    verify.add_argument("--trusted-key", type=Path, action="append", default=[],
+                        metavar="PUBKEY", help="require a valid signature by this Ed25519 public "
+                                               "key (PEM; repeat to trust several)")
+    verify.add_argument("--allow-module-backend", action="store_true",
+                        help="let a re-run import a backend the certificate names by module path "
+                             "(runs that module's code; by default only installed backends run)")
+    verify.add_argument("--cached-corpus", action="store_true",
+                        help="read the corpus from the local cache instead of regenerating it "
+                             "afresh (faster; trusts whoever could write the cache)")
+    verify.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)  # the default
+
+    key = sub.add_parser("key", help="make an Ed25519 key pair to sign certificates with")
+    key_sub = key.add_subparsers(dest="key_command", required=True)
+    new = key_sub.add_parser("new", help="write a private key to PATH and its public key to "
+                                         "PATH.pub")
+    new.add_argument("path", type=Path, metavar="PATH")
 
 
 def _usage(message: str) -> int:
@@ -97,12 +127,30 @@ def _usage(message: str) -> int:
     return EXIT_USAGE
 
 
+def cmd_key(args) -> int:
+    """``conform key new PATH``."""
+    from conform.harness.signing import SigningError, new_key_pair
+
+    try:
+        private, public, key_id = new_key_pair(args.path)
+    except SigningError as exc:
+        return _usage(str(exc))
+    print(f"wrote {private} (private: keep it secret) and {public} (public: give it to whoever "
+          f"verifies)\nkey id {key_id}")
+    return EXIT_OK
+
+
 def cmd_certify(args, specs: dict) -> int:
-    """``conform certify --backend B --profile P``."""
+    """``conform certify --backend B --profile P [--key KEYFILE]``."""
     from conform.harness.certify import CertifyError, certify, find_profile
     from conform.harness.manifests import resolve_manifest
     from conform.harness.registry import check_backend
+    from conform.harness.signing import SigningError, load_private_key
 
+    try:
+        key = load_private_key(args.key) if args.key is not None else None
+    except SigningError as exc:
+        return _usage(str(exc))
     profile = find_profile(args.profile, args.profiles)
     check_backend(args.backend)
     if not profile.manifests and args.manifest:
@@ -111,14 +159,13 @@ def cmd_certify(args, specs: dict) -> int:
         if profile.manifests else None
     from conform.harness.outdir import locked
 
-    check_cache_directory()
     out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-{profile.name}",
                              "--out")
     try:
         with locked(out):
             cert = certify(profile, args.backend, specs, out, spec_dir=args.specs,
                            workers=args.workers, timeout=args.timeout, manifest=manifest,
-                           use_cache=not args.no_cache, progress=not args.quiet)
+                           use_cache=not args.no_cache, progress=not args.quiet, key=key)
     except CertifyError as exc:
         return _usage(str(exc))
     totals = cert["totals"]
@@ -131,30 +178,46 @@ def cmd_certify(args, specs: dict) -> int:
     if manifest is not None:
         print(f"  manifest applied: {', '.join(manifest.files)}")
     print(f"  corpus sha256 {cert['corpus']['sha256']}\n  digest        {cert['digest']}")
+    if "signature" in cert:
+        print(f"  signed by key {cert['signature']['key_id']}")
     print(f"\nwrote {out}/{{certificate.json,certificate.html,results.jsonl,summary.json,"
           f"report.html,junit.xml,summary.md}}")
     return EXIT_OK if cert["verdict"] == "certified" else EXIT_FAILED
 
 
 def cmd_verify(args, specs: dict) -> int:
-    """``conform verify CERT [--rerun N]``."""
+    """``conform verify CERT [--rerun N|all] [--trusted-key PUBKEY]``."""
     from conform.harness.certify import CertifyError, verify
+    from conform.harness.signing import SigningError, load_public_key
 
-    check_cache_directory()
     try:
+        trusted = [load_public_key(path) for path in args.trusted_key]
         report = verify(args.certificate, specs, rerun=args.rerun, sample_seed=args.sample_seed,
-                        results=args.results, spec_dir=args.specs, use_cache=not args.no_cache,
-                        workers=args.workers)
-    except CertifyError as exc:
+                        results=args.results, spec_dir=args.specs,
+                        use_cache=args.cached_corpus, workers=args.workers,
+                        trusted_keys=trusted, allow_module_backend=args.allow_module_backend)
+    except (CertifyError, SigningError) as exc:
         return _usage(str(exc))
     for note in report.notes:
         print(f"conform: note: {note}", file=sys.stderr)
     for line in report.checks:
         print(f"ok: {line}")
+    claimed = _claimed(report)
     if report.problems:
         print(f"NOT VERIFIED: {len(report.problems)} problem(s)", file=sys.stderr)
         for line in report.problems:
             print(f"  {line}", file=sys.stderr)
+        if claimed:
+            print(f"the certificate claims (not verified): {claimed}", file=sys.stderr)
         return EXIT_FAILED
     print(f"VERIFIED: {args.certificate}")
+    print(f"the certificate's own verdict: {claimed}")
     return EXIT_OK
+
+
+def _claimed(report) -> str:
+    """The certificate's own verdict and its reasons, on one line."""
+    if report.claimed_verdict is None:
+        return ""
+    reasons = "; ".join(report.claimed_reasons)
+    return report.claimed_verdict.upper() + (f" ({reasons})" if reasons else "")

@@ -41,6 +41,10 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
                         help="fail (exit 1) if the overall pass rate is below R")
     parser.add_argument("--min-op-pass-rate", type=_fraction, default=None, metavar="R",
                         help="fail if any op's pass rate, over all its dtypes, is below R")
+    parser.add_argument("--min-coverage", type=_fraction, default=None, metavar="R",
+                        help="fail if fewer than R of the cases were judged (coverage = judged / "
+                             "cases; unsupported, skipped, excused and impl-defined cases are "
+                             "not judged)")
     parser.add_argument("--baseline", type=Path, default=None, metavar="SUMMARY_OR_DIR",
                         help="a previous run (its directory or summary.json): fail on any case "
                              "that passed there and fails now, and on worst-error growth")
@@ -94,7 +98,7 @@ def gate_status(args, summary: dict, records: list, baseline) -> int:
     from conform.harness.gate import Criteria, evaluate
 
     criteria = Criteria(min_pass_rate=args.min_pass_rate, min_op_pass_rate=args.min_op_pass_rate,
-                        max_error_growth=args.max_error_growth, strict_xfail=args.strict_xfail)
+                        min_coverage=args.min_coverage, max_error_growth=args.max_error_growth, strict_xfail=args.strict_xfail)
     report = evaluate(summary, records, criteria, baseline)
     for note in report.notes:
         print(f"conform: note: {note}", file=sys.stderr)
@@ -114,6 +118,7 @@ def cmd_gate(args) -> int:
     from conform.harness.gate import finished_run
     from conform.harness.manifests import Manifest, stale_entries
     from conform.reports import build_summary
+    from conform.reports._coverage import coverage_text, rate_text
 
     run = finished_run(args.dir)
     baseline = baseline_for(args)
@@ -126,9 +131,7 @@ def cmd_gate(args) -> int:
     # build_summary recomputes counts, pass rates and by_op; the rest of summary.json is kept
     summary = build_summary(records, run.summary, run.summary["conform_version"])
     warn_stale(stale_entries(manifest, records) if manifest else [])
-    rate = summary["pass_rate"]
-    print(f"{args.dir}: {summary['cases']} cases, pass rate "
-          f"{'n/a' if rate is None else f'{100 * rate:.2f}%'}")
+    print(f"{args.dir}: pass rate {rate_text(summary['pass_rate'])}, {coverage_text(summary['counts'])}")
     return gate_status(args, summary, records, baseline)
 
 

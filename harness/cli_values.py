@@ -100,8 +100,14 @@ def writable_directory(path: Path, what: str) -> Path:
 
 
 def check_cache_directory() -> None:
-    """The cache directory (``$CONFORM_CACHE_DIR`` or ``~/.cache/conform``) can be written."""
+    """The cache directory (``$CONFORM_CACHE_DIR`` or ``~/.cache/conform``) is a directory or
+    can be made one. (One that cannot be written is usable: it costs the time, nothing else.)"""
     from conform.spec._cache import cache_dir
 
     where = "$CONFORM_CACHE_DIR" if os.environ.get("CONFORM_CACHE_DIR") else "the cache directory"
-    writable_directory(cache_dir(), where)
+    path = cache_dir()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UnusableDirectory(f"{where} {path} is not a usable directory: "
+                                f"{exc.strerror or exc}") from None

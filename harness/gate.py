@@ -13,6 +13,8 @@ from pathlib import Path
 
 from conform.harness.manifests import FAILING
 from conform.reports import pass_rate, read_results
+from conform.reports._coverage import coverage_text, judged
+from conform.reports._text import neutral
 
 PASSED = ("pass", "xpass")
 SHOWN = 200  # lines per kind of failure before the rest are only counted
@@ -71,6 +73,7 @@ class Criteria:
 
     min_pass_rate: float | None = None
     min_op_pass_rate: float | None = None
+    min_coverage: float | None = None
     max_error_growth: float = 2.0
     strict_xfail: bool = False
 
@@ -114,14 +117,29 @@ def ops_below(summary: dict, floor: float) -> dict[str, float]:
             if rate is not None and rate < floor}
 
 
+def coverage_figures(summary: dict) -> tuple[int, int]:
+    """``(judged, cases)`` of a summary (from its counts: a summary.json written before
+    coverage was recorded has them too)."""
+    return judged(summary["counts"]), sum(summary["counts"].values())
+
+
 def _floor_checks(report: GateReport, summary: dict, criteria: Criteria) -> None:
-    """The overall floor (a run with nothing judged fails it) and the per-op floor."""
+    """The overall floors of pass rate and coverage (a run with nothing judged fails them) and
+    the per-op floor."""
     if criteria.min_pass_rate is not None:
         rate = summary["pass_rate"]
         if rate is None or rate < criteria.min_pass_rate:
             report.failures.append(f"pass rate {_rate(rate)} < --min-pass-rate {criteria.min_pass_rate}")
         else:
             report.held.append(f"pass rate {_rate(rate)} >= {criteria.min_pass_rate}")
+    if criteria.min_coverage is not None:
+        judged, cases = coverage_figures(summary)
+        rate = judged / cases if cases else None
+        line = f"coverage {_rate(rate)} (judged {judged} of {cases} cases)"
+        if rate is None or rate < criteria.min_coverage:
+            report.failures.append(f"{line} < --min-coverage {criteria.min_coverage}")
+        else:
+            report.held.append(f"{line} >= {criteria.min_coverage}")
     if criteria.min_op_pass_rate is not None:
         low = ops_below(summary, criteria.min_op_pass_rate)
         report.failures += [f"op {op}: pass rate {_rate(rate)} < --min-op-pass-rate "
@@ -191,6 +209,7 @@ def _growth_line(op, dtype, old_cell, cell, factor) -> str:
 
 def _regression_line(old: dict, new: dict) -> str:
     message = (new.get("message") or "").split(f"(case {new['id']}): ", 1)[-1][:240]  # drop the head
+    message = neutral(message)   # printed on a terminal: no escape sequence of the backend's
     return f"regression {new['id']}: {old['verdict']} -> {new['verdict']}" + (
         f": {message}" if message else "")
 
@@ -223,6 +242,33 @@ def _baseline_checks(report: GateReport, baseline: RunData, summary: dict, recor
     if not found and not grown:
         report.held.append(f"no regressions against {baseline.where} and no worst-error growth "
                            f"beyond x{factor:g}")
+
+
+def baseline_view(baseline: RunData, cell_counts: dict, records: list[dict]) -> dict:
+    """What report.html shows of a run made with ``--baseline``: the baseline's pass rate and
+    coverage, the regressions (passed there, fail now; the first :data:`SHOWN`) and the cases
+    fixed, and each op x dtype whose pass rate or judged cases changed. ``cell_counts`` maps
+    (op, dtype) to this run's verdict counts."""
+    found, different = regressions(baseline.records, records)
+    old_verdicts = {r["id"]: r["verdict"] for r in baseline.records}
+    fixed = sum(1 for r in records if r["verdict"] in PASSED and old_verdicts.get(r["id"]) in FAILING)
+    cells = []
+    old_by_op = baseline.summary.get("by_op", {})
+    for op, dtype in sorted({*cell_counts, *((o, d) for o, c in old_by_op.items() for d in c)}):
+        old = old_by_op.get(op, {}).get(dtype, {}).get("counts", {})
+        new = cell_counts.get((op, dtype), {})
+        figures = (pass_rate(old), pass_rate(new), judged(old), judged(new))
+        if figures[0] != figures[1] or figures[2] != figures[3]:
+            cells.append(dict(zip(("op", "dtype", "old_rate", "new_rate", "old_judged", "new_judged"),
+                                  (op, dtype, *figures))))
+    return {"where": str(Path(baseline.where).resolve()),
+            "backend_version": baseline.summary.get("backend_version"),
+            "pass_rate": baseline.summary.get("pass_rate"),
+            "coverage_text": coverage_text(baseline.summary.get("counts", {})),
+            "regression_count": len(found), "fixed_count": fixed, "not_comparable": different,
+            "regressions": [{"id": new["id"], "was": old["verdict"], "now": new["verdict"]}
+                            for old, new in found[:SHOWN]],
+            "cells": cells}
 
 
 def evaluate(summary: dict, records: list[dict], criteria: Criteria,

@@ -9,7 +9,7 @@ import numpy as np
 from conform.harness.compare import Judgement, compare_many
 from conform.harness.isolation import Outcome
 from conform.oracles.expectations import expect
-from conform.oracles.feeding import ALIGNED, MOVEMENT, feeding_elements
+from conform.oracles.feeding import feeding_elements
 from conform.spec.dtypes import FLOAT_FORMATS
 
 FEEDING_KEPT = 256    # elements of a slice, window or patch kept in a failing record
@@ -85,8 +85,9 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
         for (i, item), judgement in zip(members, judged):
             if judgement.worst is not None:
                 spec, case = triples[i][0], triples[i][1]
-                if spec.family in ALIGNED:
-                    inputs = _inputs_at(case, item[1].shape, judgement.worst["index"])
+                if spec.definition.feeding == "aligned":
+                    inputs = _inputs_at(case, item[1].shape, judgement.worst["index"],
+                                        spec.signature.get("shapes", "equal"))
                 elif judgement.verdict == "fail":   # passing records stay small
                     inputs = _feeding_at(spec, case, judgement.worst["index"])
                 else:
@@ -96,18 +97,27 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
     return judgements
 
 
-def _inputs_at(case, out_shape, index):
+def _inputs_at(case, out_shape, index, relation: str = "equal"):
     """Input values feeding output ``index`` of an op whose inputs are element-aligned with
-    its output (or scalars)."""
-    values = []
-    for x in case.inputs:
-        if x.ndim == 0:
-            values.append(_scalar(x))
-        elif x.shape == tuple(out_shape):
-            values.append(_scalar(x[tuple(index)]))
-        else:
-            values.append(None)
-    return values
+    its output: equal shapes, scalars, or shapes that broadcast to it (by NumPy's rule, or by
+    NNEF's, which aligns leading dimensions, for ``nnef_broadcast``)."""
+    return [None if (at := _broadcast_index(x.shape, tuple(out_shape), index,
+                                            trailing=relation != "nnef_broadcast")) is None
+            else _scalar(x[at]) for x in case.inputs]
+
+
+def _broadcast_index(shape: tuple, out_shape: tuple, index, *, trailing: bool):
+    """The index of the element of a ``shape`` input broadcast to output element ``index``
+    (dimensions aligned at the end, or at the start), or None if ``shape`` does not broadcast."""
+    if len(shape) > len(out_shape):
+        return None
+    offset = len(out_shape) - len(shape) if trailing else 0
+    at = []
+    for k, size in enumerate(shape):
+        if size not in (1, out_shape[offset + k]):
+            return None
+        at.append(0 if size == 1 else index[offset + k])
+    return tuple(at)
 
 
 def _feeding_at(spec, case, index):
@@ -116,10 +126,10 @@ def _feeding_at(spec, case, index):
     ``None`` where the input takes no part (or where finding it failed: it only illustrates
     the verdict, which it must never cost)."""
     try:
-        feeding = feeding_elements(spec.family, spec.oracle, case.inputs, case.attrs, index)
+        feeding = feeding_elements(spec.op, case.inputs, case.attrs, index)
     except Exception:
         return [None] * len(case.inputs)
-    if spec.family in MOVEMENT:
+    if spec.definition.feeding == "moved":
         return [None if f is None else _scalar(f[0]) for f in feeding]
     return [None if f is None else [_scalar(x) for x in f[:FEEDING_KEPT]] for f in feeding]
 
@@ -187,7 +197,7 @@ def result_records(triples, backend: str, subnormals: str = "ieee") -> list[dict
         record = case_record(case)
         record["seconds"] = round(outcome.seconds, 6)
         records.append(record)
-        if outcome.kind == "error" and raising_allowed(spec, case):
+        if outcome.kind == "error" and outcome.on_input and raising_allowed(spec, case):
             record.update(verdict="impl_defined", message=f"raised on implementation-defined "
                                                           f"input: {outcome.message}")
         elif outcome.kind != "ok":

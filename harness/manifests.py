@@ -212,7 +212,8 @@ def load_manifest(path: Path | str, backend: str | None = None) -> Manifest:
     if not path.is_file():
         return _parse_manifest(path, backend)   # the loader's own error
     return cached_loads([path], lambda p: _parse_manifest(p, backend), kind="manifests",
-                        sources=(Path(__file__),), context=f"backend={backend}")[0]
+                        sources=(Path(__file__),), context=f"backend={backend}",
+                        types=(Manifest, Entry))[0]
 
 
 def _parse_manifest(path: Path, backend: str | None) -> Manifest:

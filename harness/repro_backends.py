@@ -3,62 +3,38 @@ that imports the runtime and returns ``inputs -> output`` computed the way confo
 
 Each renderer takes ``(spec, case)`` and returns ``(source, requirement, formats)`` where
 ``formats`` names the model files the script reads (``onnx``: ``model.onnx``, ``nnef``: the
-``model.nnef`` folder), written beside it. The jax call is written literally, so the script shows
-exactly which ``jax.lax`` function ran with which arguments. A vendor adapter's script runs the
+``model.nnef`` folder), written beside it. The jax computation is written literally (the op
+module's own lowering, or the ``jax.lax`` call), so the script shows exactly which ``jax.lax``
+functions ran with which arguments. A vendor adapter's script runs the
 case through conform's registry, so it needs conform and the adapter installed.
 """
 from __future__ import annotations
 
+import inspect
 import textwrap
 
 from conform.harness.backends.base import binding
-from conform.harness.backends.jax_backend import _frozen, _highest, _lowest
-from conform.spec.dtypes import np_dtype
+from conform.harness.backends.jax_backend import _frozen
 
 
-def _dot_general(case) -> str:
-    lhs, rhs = (x.ndim for x in case.inputs[:2])
-    numbers = (((lhs - 1,), (rhs - 2,)), (tuple(range(lhs - 2)), tuple(range(rhs - 2))))
-    return f"lax.dot_general(x0, x1, {numbers!r})"
-
-
-def _identity(case) -> str:
-    """max's identity for the case's operand, as source: -inf, or the integer type's minimum."""
-    return repr(_lowest(None, np_dtype(case.input_dtypes[0])))
-
-
-def lax_call(lax_name: str, case) -> str:
-    """The ``jax.lax`` expression conform's jax backend evaluates for ``case``, as source text over
-    the inputs ``x0, x1, ...`` (``lax``, ``np``, ``inf`` and ``dtype`` must be in scope)."""
-    a = {k: _frozen(v) for k, v in case.attrs.items()}
-    names = [f"x{i}" for i in range(len(case.inputs))]
-    special = {
-        "reduce_sum": lambda: f"lax.reduce(x0, np.array(0, x0.dtype), lax.add, {a.get('dimensions')!r})",
-        "reduce_max": lambda: (f"lax.reduce(x0, np.array({_identity(case)}, x0.dtype), lax.max, "
-                               f"{a.get('dimensions')!r})"),
-        "reduce_min": lambda: (f"lax.reduce(x0, np.array({_highest(np_dtype(case.input_dtypes[0]))!r}, "
-                               f"x0.dtype), lax.min, {a.get('dimensions')!r})"),
-        "reduce_window_max": lambda: (
-            f"lax.reduce_window(x0, np.array({_identity(case)}, x0.dtype), lax.max, "
-            f"{a.get('window_dimensions')!r}, {a.get('window_strides')!r}, {a.get('padding')!r})"),
-        "dot_general": lambda: _dot_general(case),
-        "conv_general_dilated": lambda: (
-            f"lax.conv_general_dilated(x0, x1, {a.get('window_strides')!r}, {a.get('padding')!r}, "
-            f"rhs_dilation={a.get('rhs_dilation')!r}, dimension_numbers=('NCHW', 'OIHW', 'NCHW'))"),
-        "concatenate": lambda: f"lax.concatenate([{', '.join(names)}], {a.get('dimension')!r})",
-        "convert_element_type": lambda: (f"lax.convert_element_type(x0, "
-                                         f"dtype({a.get('new_dtype')!r}))"),
-    }
-    if lax_name in special:
-        return special[lax_name]()
-    arguments = names + [f"{k}={v!r}" for k, v in a.items()]
-    return f"lax.{lax_name}({', '.join(arguments)})"
+def lax_program(spec, case) -> str:
+    """Source defining ``op(x0, x1, ...)``, the ``jax.lax`` computation conform's jax backend jits
+    for ``case`` (``lax`` and ``np`` must be in scope): the op module's ``lax`` lowering itself,
+    written out with the case's attributes, or the binding's ``lax.<name>`` call."""
+    bound = binding(spec, "xla")
+    attrs = {**bound.get("params", {}), **case.attrs}
+    names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+    lower = spec.definition.lax
+    if lower is not None:
+        return (textwrap.dedent(inspect.getsource(lower))
+                + f"\n\nop = {lower.__name__}(lax, {attrs!r})\n")
+    arguments = [names] * bool(names) + [f"{k}={_frozen(v)!r}" for k, v in attrs.items()]
+    return f"def op({names}):\n    return lax.{bound['lax']}({', '.join(arguments)})\n"
 
 
 def render_jax(spec, case) -> tuple[str, str, dict]:
     """``backend()`` for the jax backend: the lax call, jitted, x64 on the CPU."""
-    call = lax_call(binding(spec, "xla")["lax"], case)
-    parameters = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+    program = textwrap.indent(lax_program(spec, case), " " * 4)
     source = textwrap.dedent(f'''\
         def backend():
             """jax.lax.{binding(spec, "xla")["lax"]} jitted on the CPU with 64-bit types enabled, as
@@ -69,12 +45,9 @@ def render_jax(spec, case) -> tuple[str, str, dict]:
             jax.config.update("jax_platforms", "cpu")
             from jax import lax
 
-            @jax.jit
-            def op({parameters}):
-                return {call}
-
-            return lambda inputs: np.asarray(op(*inputs))
-        ''')
+        ''') + program + (
+        "\n    compiled = jax.jit(op)\n"
+        "    return lambda inputs: np.asarray(compiled(*inputs))\n")
     return source, "jax", []
 
 

@@ -35,6 +35,7 @@ class RunConfig:
     out: Path = Path("conform-out")
     workers: int = 1
     timeout: float = 60.0
+    load_timeout: float | None = None   # None: WorkerPool's default
     subnormals: str | None = None   # None: the policy the backend declares
     exhaustive: bool = False
     use_cache: bool = True
@@ -208,8 +209,8 @@ class _Remaining:
 @contextlib.contextmanager
 def _interrupts_reach_parent_only():
     """While a run goes on, Ctrl-C (SIGINT, which the terminal sends to every process of the
-    command) interrupts this process alone: forked workers inherit a handler that ignores it,
-    so they print no traceback and the run can write what they finished."""
+    command) interrupts this process alone: the processes it forks to draw the corpus inherit a
+    handler that ignores it, so they print no traceback (the workers ignore it themselves)."""
     parent = os.getpid()
 
     def interrupt(signum, frame):
@@ -278,6 +279,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
         cases = _Remaining(cases, done) if config.exhaustive else [c for c in cases if c.id not in done]
         skipped = [record for record in skipped if record["id"] not in done]
     with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout,
+                    load_timeout=config.load_timeout,
                     spec_dir=config.spec_dir, judge=True, subnormals=config.subnormals,
                     memory_limit_mb=config.memory_limit_mb, recycle_after=config.recycle_after,
                     manifest=config.manifest, specs=specs,
@@ -300,12 +302,14 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
                 for worker in multiprocessing.active_children():   # what they owe is lost anyway:
                     worker.kill()                                  # stop now, not after it
             info, restarts, recycled = pool.info, pool.restarts, pool.recycled
+            given_up = pool.load_failures
     if interrupted:   # the file is the truth: a reply may have been cut between write and tally
         tally = Tally.of(complete_lines(out / "results.jsonl")[0])
     stats, spent = (_rounded(counts) for counts in (pool.stats, pool.spent))
     meta.update({
         "complete": not interrupted, "worker_restarts": restarts, "workers_recycled": recycled,
         "backend_stats": stats,
+        "workers_given_up": given_up,   # why each worker that could not load was given up
         # where the harness's own time went: the workers' judging (oracle answers are kept with
         # the cases: comparing), tallying and encoding, and the parent writing results.jsonl
         "worker_seconds": spent, "write_seconds": round(writer.seconds, 3),

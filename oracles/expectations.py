@@ -27,7 +27,7 @@ def expect(spec, case) -> Expectation:
     model = spec.model_for(case.out_dtype)
     regions = [r["region"] for r in spec.implementation_defined]
     length = None
-    if "accumulation" in model or "accumulation_overflow" in regions:
+    if spec.definition.accumulation_length is not None:
         length = accumulation_length(spec.op, [x.shape for x in case.inputs], case.attrs)
     impl = None
     if regions:

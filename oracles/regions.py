@@ -110,13 +110,28 @@ def mean_accumulation_overflow(ctx: RegionContext) -> np.ndarray:
 
 
 def nan_operand(ctx: RegionContext) -> np.ndarray:
-    """Element-wise results whose operand is NaN, where the standards define the op over the reals
+    """Element-wise results with a NaN operand, where the standards define the op over the reals
     only and say nothing of NaN (e.g. relu = max(x, 0): NNEF spells it select(x > 0, x, 0), which
     gives 0, while IEEE 754-2019 maximum propagates NaN)."""
-    (operand,) = ctx.inputs
-    if operand.dtype.kind != "f":
+    mask = ctx.none()
+    for operand in ctx.inputs:   # (inputs broadcast to the output by NumPy's rule)
+        if operand.dtype.kind == "f":
+            mask = mask | np.broadcast_to(np.isnan(operand), ctx.expected.shape)
+    return mask
+
+
+def nan_in_reduction(ctx: RegionContext) -> np.ndarray:
+    """Results of a max or min reduction whose reduced slice holds a NaN (there, and only there,
+    the reference propagating NaN is NaN), where the standard's text says nothing of NaN."""
+    if ctx.expected.dtype.kind != "f":
         return ctx.none()
-    return np.broadcast_to(np.isnan(operand), ctx.expected.shape)
+    return np.isnan(ctx.expected)
+
+
+def empty_reduction(ctx: RegionContext) -> np.ndarray:
+    """Every result of a reduction over an empty set of values (a reduced dimension of size 0),
+    where the standard leaves that result undefined (ONNX ReduceMean)."""
+    return np.full(ctx.expected.shape, ctx.accumulation_length == 0)
 
 
 def padding_times_nonfinite(ctx: RegionContext) -> np.ndarray:
@@ -151,7 +166,7 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
-               shift_out_of_range, nan_operand)
+               shift_out_of_range, nan_operand, nan_in_reduction, empty_reduction)
 }
 
 

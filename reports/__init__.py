@@ -10,6 +10,7 @@ from conform.reports._jsonl import ResultWriter, dumps, encode, read_results, to
 from conform.reports._junit import write_junit
 from conform.reports._markdown import render_markdown
 from conform.reports._summary import Tally, build_summary, pass_rate
+from conform.reports._text import neutral_value
 
 OUTPUT_FILES = ("results.jsonl", "summary.json", "report.html", "junit.xml", "summary.md")
 
@@ -21,7 +22,9 @@ def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list
     :class:`Tally` that has added every record) or else from ``records`` (default: read from
     ``out_dir/results.jsonl``).
 
-    ``out_dir`` is used as given in the report's repro commands (``conform repro ID --from DIR``).
+    The report's repro commands name ``out_dir`` by its absolute path (``conform repro ID
+    --from /abs/DIR``), so that they work from any directory. Strings of ``meta`` (the backend's
+    version and device come from the adapter) are written neutral.
     """
     out_dir = Path(out_dir)
     if tally is None:
@@ -32,13 +35,14 @@ def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list
     write_atomically(out_dir / "summary.md", render_markdown(summary))
     with atomic_path(out_dir / "junit.xml") as junit:
         write_junit(junit, records, summary, tally)
-    write_atomically(out_dir / "report.html", render_html(summary, records, run_dir=out_dir, tally=tally))
+    write_atomically(out_dir / "report.html",
+                     render_html(summary, records, run_dir=out_dir.resolve(), tally=tally))
     return summary
 
 
 def write_summary(out_dir: Path, meta: dict, conform_version: str, tally: Tally) -> dict:
     """Write summary.json alone (atomically) from ``tally``; returns the summary."""
-    summary = tally.summary(meta, conform_version)
+    summary = tally.summary(neutral_value(meta), conform_version)
     write_atomically(Path(out_dir) / "summary.json",
                      json.dumps(to_json_safe(summary), indent=2, allow_nan=False))
     return summary

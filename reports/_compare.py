@@ -1,7 +1,10 @@
 """conform-compare.html: several runs side by side, matched by case id.
 
 For the case ids every run has, it counts where the runs agree (same verdict) and where they
-differ, and which run is closer to the oracle (the smaller worst error / bound ratio).
+differ, and which run is closer to the oracle (the smaller worst error / bound ratio). A case
+that some runs did not run (``unsupported``, ``skip``) while the others agree on it is a
+*coverage difference*, not a disagreement: it says what one backend covers, not that the
+backends give different answers.
 """
 from __future__ import annotations
 
@@ -13,9 +16,11 @@ from pathlib import Path
 
 from conform.reports._html import ENV, anchor, cell_class, fmt, label_key, percent
 from conform.reports._jsonl import read_results
+from conform.reports._coverage import coverage_text
 from conform.reports._summary import case_ratio, pass_rate, severity
 
 DIFF_ROWS = 1000   # differing cases listed on the page; the rest are counted
+NOT_RUN = ("unsupported", "skip")   # verdicts of a case a backend did not run
 
 
 @dataclass
@@ -70,7 +75,7 @@ def _unique_labels(runs: list[Run]) -> None:
 
 
 def _new_cell(n: int) -> dict:
-    return {"cases": 0, "agree": 0, "differ": 0, "closer": [0] * n, "ties": 0,
+    return {"cases": 0, "agree": 0, "differ": 0, "coverage": 0, "closer": [0] * n, "ties": 0,
             "counts": [Counter() for _ in range(n)]}
 
 
@@ -80,7 +85,7 @@ def compare_runs(runs: list[Run]) -> dict:
     shared = [cid for cid in runs[0].records if all(cid in run.records for run in runs[1:])]
     common = [cid for cid in shared if len({same_case_key(run.records[cid]) for run in runs}) == 1]
     figures = {"common": len(common), "changed": len(shared) - len(common), "total": _new_cell(n),
-               "agreed": Counter(), "differing": [], "pairs": Counter(),
+               "agreed": Counter(), "differing": [], "coverage_only": [], "pairs": Counter(),
                "only": {run.label: len(run.records) - len(shared) for run in runs}}
     cells: dict = defaultdict(lambda: _new_cell(n))
     for cid in common:
@@ -91,26 +96,36 @@ def compare_runs(runs: list[Run]) -> dict:
     return figures
 
 
+def agreement(verdicts: list[str]) -> str:
+    """``agree`` (one verdict), ``coverage`` (the runs that ran the case agree, some did not
+    run it) or ``differ``."""
+    if len(set(verdicts)) == 1:
+        return "agree"
+    return "coverage" if len({v for v in verdicts if v not in NOT_RUN}) <= 1 else "differ"
+
+
 def _compare_case(figures: dict, cells: dict, records: list[dict]) -> None:
     verdicts = [r["verdict"] for r in records]
     winner = closest(records)
-    same = len(set(verdicts)) == 1
+    kind = agreement(verdicts)
     first = records[0]
     for cell in (figures["total"], cells[(first["op"], first["dtype"])]):
-        _tally(cell, verdicts, winner, same)
-    if same:
+        _tally(cell, verdicts, winner, kind)
+    if kind == "agree":
         figures["agreed"][verdicts[0]] += 1
     else:
-        figures["differing"].append({"id": first["id"], "op": first["op"], "dtype": first["dtype"],
-                                     "runs": records, "winner": winner})
+        figures["differing" if kind == "differ" else "coverage_only"].append(
+            {"id": first["id"], "op": first["op"], "dtype": first["dtype"], "runs": records,
+             "winner": winner})
     for i in range(len(records)):
         for j in range(i + 1, len(records)):
-            figures["pairs"][(i, j, verdicts[i] == verdicts[j])] += 1
+            pair = agreement([verdicts[i], verdicts[j]])
+            figures["pairs"][(i, j, "coverage" if pair == "coverage" else pair == "agree")] += 1
 
 
-def _tally(cell: dict, verdicts: list[str], winner: int | None, same: bool) -> None:
+def _tally(cell: dict, verdicts: list[str], winner: int | None, kind: str) -> None:
     cell["cases"] += 1
-    cell["agree" if same else "differ"] += 1
+    cell[kind] += 1
     for counts, verdict in zip(cell["counts"], verdicts):
         counts[verdict] += 1
     if winner is None:
@@ -126,7 +141,7 @@ def render_comparison(directories) -> str:
     figures = compare_runs(runs)
     return ENV.get_template("compare.html.j2").render(
         runs=runs, f=figures, rows=DIFF_ROWS, percent=percent, fmt=fmt, anchor=anchor,
-        cell_class=cell_class, closeness=closeness)
+        cell_class=cell_class, closeness=closeness, coverage_text=coverage_text)
 
 
 def write_comparison(directories, out) -> Path:

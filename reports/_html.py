@@ -1,13 +1,14 @@
 """report.html: one self-contained page (Jinja2, autoescaped, no external resources).
 
-Everything from specs, adapters and backends reaches the page through Jinja2's autoescaping; the
-Python side only prepares plain data (numbers, strings, geometry) for the templates.
+Everything from specs, adapters and backends reaches the page through Jinja2's autoescaping,
+after :func:`~conform.reports._text.neutral` (the environment's ``finalize``: control characters
+and bidi overrides become visible escapes); the Python side only prepares plain data (numbers,
+strings, geometry) for the templates.
 """
 from __future__ import annotations
 
 import functools
 import math
-import os
 import re
 import shlex
 from collections import Counter
@@ -15,30 +16,24 @@ from fractions import Fraction
 
 import jinja2
 
+from conform.reports._coverage import REASONS, SHORT_REASONS, coverage_text, reasons_text
+from conform.reports._failing import COLUMNS, embedded_json, failing_rows, plan_groups
 from conform.reports._summary import PROBLEMS as BAD
 from conform.reports._summary import Tally, pass_rate, severity, special_value_failure
-from conform.spec._cache import cache_dir
+from conform.reports._text import neutral
 
 
-class _CompiledTemplates(jinja2.FileSystemBytecodeCache):
-    """Templates compiled once and kept in conform's cache directory (compiling report.html.j2
-    costs each run ~0.08 s); Jinja2 recompiles a template whose source changed. A cache
-    directory that cannot be written costs the time, nothing else."""
-
-    def __init__(self):
-        super().__init__(str(cache_dir() / "templates"))
-
-    def dump_bytecode(self, bucket) -> None:
-        try:
-            os.makedirs(self.directory, exist_ok=True)
-            super().dump_bytecode(bucket)
-        except OSError:
-            pass
+def _finalize(value):
+    """What every ``{{ expression }}`` outputs: plain strings made neutral (Markup, which the
+    templates build themselves, is left as it is)."""
+    return neutral(value) if type(value) is str else value
 
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("conform.reports", "templates"),
                          autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
-                         trim_blocks=True, lstrip_blocks=True, bytecode_cache=_CompiledTemplates())
+                         trim_blocks=True, lstrip_blocks=True, finalize=_finalize)
+# No compiled templates are kept on disk: Jinja2's bytecode cache stores a pickle and marshalled
+# code, which a cache directory from elsewhere could turn into code run by the next report.
 
 CORE_VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
 DETAILS_PER_CELL = 5          # failure details rendered per op x dtype; the rest are counted
@@ -206,16 +201,44 @@ def op_panels(summary: dict) -> list[dict]:
     return panels
 
 
+def na_reason(cell: dict) -> str:
+    """Why nothing of an op x dtype cell was judged, in short: the reason most of its
+    unsupported cases share, else 'impl-defined' or 'excused' (by a manifest)."""
+    reasons = cell.get("unsupported_reasons") or {}
+    if reasons:
+        key = max(reasons, key=lambda k: reasons[k]["cases"])
+        return SHORT_REASONS.get(key, key)
+    return "impl-defined" if cell["counts"].get("impl_defined") else "excused"
+
+
+def failing_data(tally: Tally, repro_dir: str) -> dict:
+    """The JSON document the page embeds: every problem case of each op x dtype card (keyed by
+    the card's id), one row per case, with its repro command."""
+    cells = {}
+    for (op, label), cell in tally.cells.items():
+        if cell["problems"]:
+            rows = failing_rows(cell["problems"])
+            for row in rows:
+                row.append(f"conform repro {shlex.quote(row[0])} --from {repro_dir}")
+            cells[anchor("c", op, label)] = {"title": f"{op} {label}", "rows": rows}
+    return {"columns": [*COLUMNS, "repro"], "cells": cells}
+
+
 def render_html(summary: dict, records: list[dict], run_dir=None, tally: Tally | None = None) -> str:
-    """The report page for one run; ``run_dir`` (as given by the user) goes into repro commands.
+    """The report page for one run; ``run_dir`` (as given) goes into repro commands.
     ``tally``, if given, has added every record (and ``records`` is not read again)."""
     columns, rows = matrix(summary)
     tally = tally or Tally.of(records)
     problems = problems_by_cell(tally)
     repro_dir = shlex.quote(str(run_dir)) if run_dir is not None else "DIR"
+    groups = {key: plan_groups(cell["problems"]) for key, cell in tally.cells.items() if cell["problems"]}
     return ENV.get_template("report.html.j2").render(
         summary=summary, columns=columns, rows=rows, problems=problems, ops=op_panels(summary),
-        worsts=worst_elements(tally),
+        worsts=worst_elements(tally), groups=groups,
+        failing=embedded_json(failing_data(tally, repro_dir)),
+        definitions=summary.get("definitions") or {}, baseline=summary.get("baseline"),
+        coverage_text=coverage_text, reasons_text=reasons_text, na_reason=na_reason,
+        reason_names=REASONS,
         core=CORE_VERDICTS, env_fields=ENV_FIELDS, bins=summary.get("histogram_bins", []),
         repro_dir=repro_dir,
         cell_class=cell_class, percent=percent, fmt=fmt, value_text=value_text,

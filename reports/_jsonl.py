@@ -9,6 +9,10 @@ from typing import Iterator
 
 import orjson
 
+from conform.reports._text import neutral, neutral_value
+
+BACKEND_TEXT = ("message", "traceback")   # a record's fields that hold a backend's own words
+
 
 def to_json_safe(value):
     """Replace non-finite floats by the strings 'nan', 'inf', '-inf' (strict JSON has no NaN)."""
@@ -41,9 +45,24 @@ def dumps(value) -> str:
     return encode(value).decode()
 
 
+def _neutral_text(record: dict) -> dict:
+    """``record`` with its backend text made safe (see :mod:`conform.reports._text`)."""
+    safe = None
+    for key in BACKEND_TEXT:
+        text = record.get(key)
+        if type(text) is str and neutral(text) is not text:
+            safe = safe or dict(record)
+            safe[key] = neutral(text)
+    return safe or record
+
+
 def encode(value) -> bytes:
-    """:func:`dumps` as UTF-8 bytes (a results.jsonl line without its newline)."""
+    """:func:`dumps` as UTF-8 bytes (a results.jsonl line without its newline). A record's
+    message and traceback are written :func:`~conform.reports._text.neutral`: no control,
+    bidi or lone surrogate character reaches the file, which stays valid UTF-8 JSON."""
     if type(value) is dict:
+        if "message" in value or "traceback" in value:
+            value = _neutral_text(value)
         try:
             line = orjson.dumps(value)
             # orjson writes NaN and infinities as null, silently. Each null in the line is a
@@ -61,7 +80,11 @@ def encode(value) -> bytes:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except ValueError:
         text = json.dumps(to_json_safe(value), allow_nan=False, ensure_ascii=False)
-    return text.encode()
+    try:
+        return text.encode()
+    except UnicodeEncodeError:   # a lone surrogate outside the backend text fields
+        return json.dumps(neutral_value(to_json_safe(value)), allow_nan=False,
+                          ensure_ascii=False).encode()
 
 
 class ResultWriter:

@@ -1,21 +1,42 @@
-"""summary.md: short enough for a pull-request comment."""
+"""summary.md: short enough for a pull-request comment.
+
+Nothing from a spec, an adapter or a backend is inserted raw: every such text goes through
+:func:`~conform.reports._text.markdown_text` (neutral, one line, Markdown and HTML escaped).
+"""
 from __future__ import annotations
 
+from collections import Counter
 
-def _rate(value) -> str:
-    return "n/a" if value is None else f"{100 * value:.2f}%"
+from conform.reports._coverage import REASONS, coverage_text, rate_text
+from conform.reports._text import markdown_text as md
+
+
+def _unsupported_reasons(summary: dict) -> Counter:
+    reasons: Counter = Counter()
+    for cells in summary["by_op"].values():
+        for cell in cells.values():
+            for key, entry in (cell.get("unsupported_reasons") or {}).items():
+                reasons[key] += entry["cases"]
+    return reasons
 
 
 def render_markdown(summary: dict, limit: int = 15) -> str:
+    """The summary.md text of ``summary`` (a summary.json document)."""
     counts = summary["counts"]
     lines = [
-        f"## conform: {summary['backend']} ({summary['backend_version']})",
+        f"## conform: {md(summary['backend'])} ({md(summary['backend_version'])})",
         "",
-        f"**Pass rate {_rate(summary['pass_rate'])}** over {summary['cases']} cases in "
-        f"{summary['ops']} ops (seed {summary['seed']}, conform {summary['conform_version']}).",
+        f"**Pass rate {rate_text(summary['pass_rate'])}**, {coverage_text(counts)}, in "
+        f"{summary['ops']} ops (seed {md(summary['seed'])}, conform {md(summary['conform_version'])}).",
         *([] if summary.get("complete", True) else [
             "", f"**Incomplete run: {summary['cases']} of {summary['cases_planned']} cases ran** "
                 "(it was interrupted; `conform run ... --resume` finishes it)."]),
+    ]
+    reasons = _unsupported_reasons(summary)
+    if reasons:
+        lines += ["", "Unsupported: " + ", ".join(f"{n} {REASONS.get(key, key)}"
+                                                   for key, n in reasons.most_common()) + "."]
+    lines += [
         "",
         "| " + " | ".join(counts) + " |",
         "|" + "---|" * len(counts),
@@ -24,10 +45,12 @@ def render_markdown(summary: dict, limit: int = 15) -> str:
     bad = [(op, dtype, cell) for op, cells in summary["by_op"].items() for dtype, cell in cells.items()
            if cell["pass_rate"] is not None and cell["pass_rate"] < 1.0]
     if bad:
-        lines += ["", "| op | dtype | pass rate | fail | error | crash | timeout |", "|---|---|---|---|---|---|---|"]
+        lines += ["", "| op | dtype | pass rate | judged | fail | error | crash | timeout |",
+                  "|---|---|---|---|---|---|---|---|"]
         for op, dtype, cell in sorted(bad, key=lambda t: t[2]["pass_rate"])[:limit]:
             c = cell["counts"]
-            lines.append(f"| {op} | {dtype} | {_rate(cell['pass_rate'])} | {c['fail']} | {c['error']} "
+            lines.append(f"| {md(op)} | {md(dtype)} | {rate_text(cell['pass_rate'])} "
+                         f"| {cell.get('judged', '–')} of {cell['cases']} | {c['fail']} | {c['error']} "
                          f"| {c['crash']} | {c['timeout']} |")
         if len(bad) > limit:
             lines.append(f"\n… and {len(bad) - limit} more op x dtype cells below 100%.")

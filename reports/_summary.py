@@ -5,18 +5,20 @@ from collections import Counter, defaultdict
 from operator import add
 
 from conform.harness.compare import RATIO_BINS
+from conform.reports._coverage import coverage, judged, unsupported_reason
+from conform.reports._text import neutral
 
 VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout",
             "skip", "xfail", "xpass", "waived")
-JUDGED = ("pass", "xpass", "fail", "error", "crash", "timeout")
+REASON_EXAMPLE_CHARS = 300   # an unsupported reason's example message, cut
 EXCUSED = ("skip", "xfail", "waived")  # by a manifest: counted, not judged, no error figures
 
 
 def pass_rate(counts: dict) -> float | None:
     """(pass + xpass) / (pass + xpass + fail + error + crash + timeout); None when nothing was
     judged. Without a manifest there is no xpass: pass / (pass + fail + error + crash + timeout)."""
-    judged = sum(counts.get(v, 0) for v in JUDGED)
-    return (counts.get("pass", 0) + counts.get("xpass", 0)) / judged if judged else None
+    denominator = judged(counts)
+    return (counts.get("pass", 0) + counts.get("xpass", 0)) / denominator if denominator else None
 
 
 def _as_float(value):
@@ -101,7 +103,7 @@ class Tally:
                 "bound": None, "unit": None, "model": None, "worst_case": None,
                 "histogram": [0] * (len(RATIO_BINS) - 1),
                 "worst_ratio": -1.0, "worst_order": (), "problems": [], "seconds": 0.0,
-                "first": ref, "tagged": [], "worst_record": None}
+                "first": ref, "tagged": [], "worst_record": None, "unsupported_reasons": {}}
         elif "manifest" in r:
             cell["tagged"].append(ref)
         cell["cases"] += 1
@@ -110,6 +112,8 @@ class Tally:
         cell["seconds"] += r.get("seconds", 0.0)
         if verdict in PROBLEMS:
             cell["problems"].append(ref)
+        elif verdict == "unsupported":
+            _add_reason(cell["unsupported_reasons"], r.get("message"))
         if "checked" not in r or verdict in EXCUSED:
             return
         cell["elements"] += r["checked"]
@@ -147,6 +151,12 @@ class Tally:
                 counts[verdict] = counts.get(verdict, 0) + count
             cell["histogram"] = [*map(add, cell["histogram"], part["histogram"])]
             cell["problems"] += part["problems"]
+            reasons = cell.setdefault("unsupported_reasons", {})
+            for key, entry in part.get("unsupported_reasons", {}).items():
+                if key in reasons:
+                    reasons[key]["cases"] += entry["cases"]
+                else:
+                    reasons[key] = entry
             cell["tagged"] += [first, *part["tagged"]] if "manifest" in first else part["tagged"]
             if part["unit"] is not None:
                 cell["unit"], cell["model"] = part["unit"], part["model"]
@@ -171,7 +181,8 @@ class Tally:
             total.update(cell["counts"])
             by_op[op][dtype] = {**{k: v for k, v in cell.items() if k not in _UNREPORTED},
                                 "counts": counts, "histogram": list(cell["histogram"]),
-                                "pass_rate": pass_rate(counts)}
+                                "pass_rate": pass_rate(counts), "judged": judged(counts),
+                                "coverage": coverage(counts)}
         total = {v: total.get(v, 0) for v in VERDICTS}
         return {
             **meta,
@@ -180,9 +191,22 @@ class Tally:
             "cases": sum(total.values()),
             "counts": total,
             "pass_rate": pass_rate(total),
+            "judged": judged(total),
+            "coverage": coverage(total),
             "histogram_bins": [b if b != float("inf") else "inf" for b in RATIO_BINS],
             "by_op": dict(by_op),
         }
+
+
+def _add_reason(reasons: dict, message: str | None) -> None:
+    """Count an unsupported case under its reason (see :mod:`conform.reports._coverage`),
+    keeping the first message as the reason's example."""
+    key = unsupported_reason(message)
+    entry = reasons.get(key)
+    if entry is None:
+        reasons[key] = {"cases": 1, "example": neutral((message or "unsupported")[:REASON_EXAMPLE_CHARS])}
+    else:
+        entry["cases"] += 1
 
 
 def build_summary(records, meta: dict, conform_version: str) -> dict:

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from conform.ops import OpDefinition, UnknownOp, definition, package_spec_dirs
 from conform.spec._cache import cached_loads
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
@@ -12,7 +13,8 @@ from conform.spec._yaml import read_mapping
 if TYPE_CHECKING:
     import yaml
 
-BUILTIN_DIR = Path(__file__).parent / "ops"
+#: The built-in suite's specs: the YAML files beside conform's op modules (``conform.ops``).
+BUILTIN_DIR = Path(__file__).parent.parent / "ops"
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -34,7 +36,6 @@ class OpSpec:
     defined_by: dict
     signature: dict
     dtypes: tuple[str, ...]
-    oracle: str
     error_model: dict
     bindings: dict
     output_dtype: str = "same"
@@ -46,12 +47,31 @@ class OpSpec:
     path: str = ""
 
     @property
-    def family(self) -> str:
-        return self.signature["family"]
+    def definition(self) -> OpDefinition:
+        """The op's :class:`~conform.ops.OpDefinition` (oracle, lowerings, hooks)."""
+        return definition(self.op)
+
+    @property
+    def oracle(self) -> str:
+        """The name the op's oracle is registered under: the op's own."""
+        return self.op
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        return tuple(self.signature["inputs"])
+        return tuple(_input_name(entry) for entry in self.signature["inputs"])
+
+    @property
+    def elementwise(self) -> bool:
+        """Whether the op is element-wise as the generic drawer draws it: no draw hook, every
+        input of the case's dtype and element-aligned with the output, only fixed attributes.
+        Such ops also get the edge-value sweep, the spec's edge cases and exhaustive runs."""
+        return _elementwise(self.definition, self.signature)
+
+    @property
+    def input_types(self) -> tuple[str, ...]:
+        """Per input, its type: ``T`` (the case's dtype) or a fixed dtype such as ``bool``."""
+        return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
+                     for entry in self.signature["inputs"])
 
     def model_for(self, dtype: str) -> dict:
         """The error model for ``dtype``: the dtype's own entry, else its class (float/int/bool).
@@ -71,6 +91,16 @@ class OpSpec:
 
 # One shared dict: the judge groups cases by their model's identity (see judge_many).
 _EXACT_BY_DEFAULT = {"exact": True, "why": "integer and boolean results are exact"}
+
+
+def _elementwise(definition: OpDefinition, signature: dict) -> bool:
+    return (definition.draw is None and definition.feeding == "aligned"
+            and all(isinstance(e, str) or e.get("type", "T") == "T" for e in signature["inputs"])
+            and not any(isinstance(v, dict) for v in signature.get("attrs", {}).values()))
+
+
+def _input_name(entry) -> str:
+    return entry if isinstance(entry, str) else entry["name"]
 
 
 def dtype_class(dtype: str) -> str:
@@ -115,11 +145,18 @@ def _validate(data: Any, root: yaml.Node, path: Path, schema: dict = SCHEMA,
 
 
 def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
-    from conform.oracles import ORACLES
-
-    if data["oracle"] not in ORACLES:
-        raise SpecError(path, _line_of(root, ["oracle"]), "oracle",
-                        f"oracle={data['oracle']!r} is not registered; available: {sorted(ORACLES)}")
+    if path.stem != data["op"]:
+        raise SpecError(path, _line_of(root, ["op"]), "op",
+                        f"op={data['op']!r} does not match the file name {path.name!r}")
+    try:
+        found = definition(data["op"])
+    except UnknownOp as exc:
+        raise SpecError(path, _line_of(root, ["op"]), "op", str(exc)) from None
+    for key in sorted(set(data["signature"]) - {"inputs"} - found.honours):
+        raise SpecError(path, _line_of(root, ["signature", key]), f"signature.{key}",
+                        f"{key}={data['signature'][key]!r} would be ignored: the drawer of op "
+                        f"{data['op']} ({found.module}) does not read it")
+    _check_attribute_domains(data, root, path)
     from conform.oracles.regions import REGIONS
 
     for i, entry in enumerate(data.get("implementation_defined", [])):
@@ -133,14 +170,29 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
             raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
                             "float dtypes are listed but no float error model is given")
     for i, entry in enumerate(data.get("edge_cases", [])):
-        unknown = set(entry) - set(data["signature"]["inputs"])
-        if unknown or data["signature"]["family"] != "elementwise":
+        unknown = set(entry) - {_input_name(e) for e in data["signature"]["inputs"]}
+        if unknown or not _elementwise(found, data["signature"]):
             raise SpecError(path, _line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
-                            f"inputs={sorted(entry)} must name inputs of an elementwise op "
+                            f"inputs={sorted(entry)} must name inputs of an element-wise op "
                             f"({data['signature']['inputs']})")
-    if path.stem != data["op"]:
-        raise SpecError(path, _line_of(root, ["op"]), "op",
-                        f"op={data['op']!r} does not match the file name {path.name!r}")
+
+
+def _check_attribute_domains(data: dict, root: yaml.Node, path: Path) -> None:
+    """An attribute domain tied to an input's shape names an input, and an axis needs rank >= 1."""
+    signature = data["signature"]
+    for name, domain in signature.get("attrs", {}).items():
+        if not isinstance(domain, dict):
+            continue
+        for key in ("axis_of", "axes_of", "permutation_of"):
+            if key not in domain:
+                continue
+            where = (_line_of(root, ["signature", "attrs", name, key]), f"signature.attrs.{name}.{key}")
+            if domain[key] not in {_input_name(e) for e in signature["inputs"]}:
+                raise SpecError(path, *where, f"{key}={domain[key]!r} names no input "
+                                              f"(inputs: {signature['inputs']})")
+            if key != "permutation_of" and signature.get("min_rank", 0) < 1:
+                raise SpecError(path, *where, f"{key} draws an axis, which a 0-d input lacks: "
+                                              "set signature.min_rank >= 1")
 
 
 def _read_mapping(path: Path, what: str, error: type[SpecError] = SpecError):
@@ -161,8 +213,7 @@ def load_spec(path: Path | str) -> OpSpec:
     _check_semantics(data, root, path)
     return OpSpec(
         op=data["op"], summary=data["summary"], defined_by=data["defined_by"],
-        signature=data["signature"], dtypes=tuple(data["dtypes"]), oracle=data["oracle"],
-        error_model=data["error_model"], bindings=data["bindings"],
+        signature=data["signature"], dtypes=tuple(data["dtypes"]), error_model=data["error_model"], bindings=data["bindings"],
         output_dtype=data.get("output_dtype", "same"), values=data.get("values", {}),
         input_values=data.get("input_values", {}), edge_values=data.get("edge_values", {}),
         edge_cases=tuple(data.get("edge_cases", [])),
@@ -171,7 +222,19 @@ def load_spec(path: Path | str) -> OpSpec:
 
 
 def load_specs(directory: Path | str | None = None) -> dict[str, OpSpec]:
-    """All specs in ``directory`` (default: the built-in suite), keyed by op name, sorted."""
-    directory = Path(directory) if directory else BUILTIN_DIR
-    specs = cached_loads(sorted(directory.glob("*.yaml")), load_spec)
+    """The built-in suite's specs, those of installed op packages (``conform.ops`` entry points)
+    and, with ``directory``, the specs in that folder, keyed by op name, sorted. A spec in
+    ``directory`` replaces the built-in spec of the same op; a folder that does not exist or
+    holds no spec is an error.
+    """
+    files = {path.stem: path for folder in [BUILTIN_DIR, *package_spec_dirs()]
+             for path in sorted(folder.glob("*.yaml"))}
+    if directory is not None:
+        directory = Path(directory)
+        own = sorted(directory.glob("*.yaml")) if directory.is_dir() else []
+        if not own:
+            raise SpecError(directory, None, "", "no op spec (*.yaml) in this folder"
+                            if directory.is_dir() else "spec folder does not exist")
+        files.update((path.stem, path) for path in own)
+    specs = cached_loads([files[name] for name in sorted(files)], load_spec, types=(OpSpec,))
     return {s.op: s for s in specs}

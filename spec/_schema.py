@@ -1,4 +1,4 @@
-"""JSON Schema for op spec files (spec/ops/*.yaml).
+"""JSON Schema for op spec files (ops/*.yaml, and the YAML files of installed op packages).
 
 The schema is also written to ``spec/schema.json`` (``python -m conform.spec.schema``) so that
 editors can autocomplete spec files.
@@ -6,9 +6,6 @@ editors can autocomplete spec files.
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "bfloat16", "float32", "float64"]
-FAMILIES = ["elementwise", "select", "clamp", "convert", "reduce", "dot_general", "conv",
-            "reduce_window", "transpose", "reshape", "broadcast_in_dim", "slice", "pad",
-            "concatenate", "tile", "squeeze", "unsqueeze"]
 
 _range = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 _value_ranges = {
@@ -45,13 +42,30 @@ _error_model = {
     },
 }
 
+_input_name = {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}
+_attribute_domain = {"oneOf": [
+    {"type": ["number", "boolean", "string"]},
+    {"type": "array"},
+    {"type": "object", "additionalProperties": False, "required": ["choice"],
+     "properties": {"choice": {"type": "array", "minItems": 1}}},
+    {"type": "object", "additionalProperties": False, "required": ["range"],
+     "properties": {"range": {"type": "array", "items": {"type": "integer"}, "minItems": 2,
+                              "maxItems": 2}}},
+    {"type": "object", "additionalProperties": False, "required": ["axis_of"],
+     "properties": {"axis_of": _input_name, "negative": {"type": "boolean"}}},
+    {"type": "object", "additionalProperties": False, "required": ["axes_of"],
+     "properties": {"axes_of": _input_name, "negative": {"type": "boolean"},
+                    "min_size": {"type": "integer", "minimum": 0}}},
+    {"type": "object", "additionalProperties": False, "required": ["permutation_of"],
+     "properties": {"permutation_of": _input_name}},
+]}
+
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "conform op spec",
     "type": "object",
     "additionalProperties": False,
-    "required": ["op", "summary", "defined_by", "signature", "dtypes", "oracle", "error_model",
-                 "bindings"],
+    "required": ["op", "summary", "defined_by", "signature", "dtypes", "error_model", "bindings"],
     "properties": {
         "op": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
         "summary": {"type": "string", "minLength": 5},
@@ -78,13 +92,18 @@ SCHEMA = {
         },
         "signature": {
             "type": "object",
-            "required": ["family", "inputs"],
+            "additionalProperties": False,
+            "required": ["inputs"],
             "properties": {
-                "family": {"enum": FAMILIES},
-                "inputs": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "inputs": {"type": "array", "minItems": 1, "items": {"oneOf": [
+                    {"type": "string"},
+                    {"type": "object", "additionalProperties": False, "required": ["name"],
+                     "properties": {"name": {"type": "string"},
+                                    "type": {"enum": ["T"] + DTYPES}}}]}},
                 "min_rank": {"type": "integer", "minimum": 0},
                 "max_rank": {"type": "integer", "minimum": 0, "maximum": 6},
-                "attrs": {"type": "object", "additionalProperties": {"type": ["number", "boolean", "string"]}},
+                "shapes": {"enum": ["equal", "onnx_broadcast", "nnef_broadcast"]},
+                "attrs": {"type": "object", "additionalProperties": _attribute_domain},
             },
         },
         "dtypes": {"type": "array", "items": {"enum": DTYPES}, "minItems": 1, "uniqueItems": True},
@@ -100,7 +119,6 @@ SCHEMA = {
             "type": "array",
             "items": {"type": "object", "minProperties": 1, "additionalProperties": _edge_value},
         },
-        "oracle": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
         "error_model": {
             "type": "object",
             "minProperties": 1,

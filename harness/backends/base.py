@@ -16,7 +16,7 @@ from conform.generators import cache_dir  # noqa: F401 - backends keep their cac
 #: The version of this contract. It grows compatibly: new arguments to :meth:`Backend.run` are
 #: keyword-only with defaults, new methods are optional and have defaults here; a change that
 #: would break an existing adapter bumps this number (see docs/adapters.md).
-API_VERSION = 1
+API_VERSION = 2
 
 
 class Unsupported(Exception):
@@ -72,6 +72,8 @@ class Backend:
     implements (set it explicitly; see docs/adapters.md). ``ops`` and ``dtypes`` declare what the
     backend claims (None: everything its model format can express); cases outside the claims are
     ``unsupported`` without reaching :meth:`run`. ``devices`` lists the devices it can run on.
+    A ``native`` backend that reads one of the spec's bindings names it in ``spec_binding``
+    (jax: ``xla``), so that ``conform list --backend B`` lists only the ops it can run.
     """
 
     api_version: int = API_VERSION   # the contract version the adapter was written against
@@ -81,6 +83,7 @@ class Backend:
     ops: frozenset[str] | None = None      # op names claimed; None: every op with a binding
     dtypes: frozenset[str] | None = None   # dtype names claimed; None: every dtype
     devices: tuple[str, ...] = ("cpu",)
+    spec_binding: str | None = None        # native backends: the spec binding they read
 
     def version(self) -> str:
         """The version string of the runtime under test."""

@@ -1,4 +1,5 @@
-"""The ``jax`` backend: each op through its ``jax.lax`` binding, jitted.
+"""The ``jax`` backend: each op through its ``jax.lax`` binding (or its op module's ``lax``
+lowering), jitted.
 
 Compiled functions are cached by op + static attributes (jit itself caches per shapes and dtypes);
 inputs are passed as runtime arguments so that no constant folding changes the numerics.
@@ -13,7 +14,6 @@ import numpy as np
 
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, binding, cache_dir
 from conform.spec._cache import prune_folder
-from conform.spec.dtypes import np_dtype
 
 #: The persistent compilation cache's size cap, in MiB ($CONFORM_JAX_CACHE_MAX_MB). An entry takes
 #: ~2.5 KiB (measured: 9,872 entries, 25 MiB) and the keys change with jax, conform's lowering and
@@ -55,17 +55,10 @@ def _frozen(value):
     return value
 
 
-def _lowest(lax, dtype):
-    return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
-
-
-def _highest(dtype):
-    return np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
-
-
 class JaxBackend(Backend):
     name = "jax"
     model_format = "native"
+    spec_binding = "xla"   # what `conform list --backend jax` needs of a spec
     subnormals = "ftz"  # XLA:CPU flushes float32 subnormals (inputs and results)
 
     def __init__(self):
@@ -119,28 +112,11 @@ class JaxBackend(Backend):
         except (OSError, AttributeError):
             pass
 
-    def _builder(self, lax_name: str, attrs: dict):
+    def _builder(self, spec, lax_name: str, attrs: dict):
         lax = self._jax.lax
-        special = {
-            "reduce_sum": lambda x: lax.reduce(x, np.array(0, x.dtype), lax.add, attrs["dimensions"]),
-            "reduce_max": lambda x: lax.reduce(x, np.array(_lowest(lax, x.dtype), x.dtype), lax.max,
-                                               attrs["dimensions"]),
-            "reduce_min": lambda x: lax.reduce(x, np.array(_highest(x.dtype), x.dtype), lax.min,
-                                               attrs["dimensions"]),
-            "reduce_window_max": lambda x: lax.reduce_window(
-                x, np.array(_lowest(lax, x.dtype), x.dtype), lax.max, attrs["window_dimensions"],
-                attrs["window_strides"], [tuple(p) for p in attrs["padding"]]),
-            "dot_general": lambda lhs, rhs: lax.dot_general(
-                lhs, rhs, (((lhs.ndim - 1,), (rhs.ndim - 2,)),
-                           (tuple(range(lhs.ndim - 2)), tuple(range(rhs.ndim - 2))))),
-            "conv_general_dilated": lambda lhs, rhs: lax.conv_general_dilated(
-                lhs, rhs, attrs["window_strides"], [tuple(p) for p in attrs["padding"]],
-                rhs_dilation=attrs["rhs_dilation"], dimension_numbers=("NCHW", "OIHW", "NCHW")),
-            "concatenate": lambda *xs: lax.concatenate(xs, attrs["dimension"]),
-            "convert_element_type": lambda x: lax.convert_element_type(x, np_dtype(attrs["new_dtype"])),
-        }
-        if lax_name in special:
-            return special[lax_name]
+        lower = spec.definition.lax
+        if lower is not None:
+            return lower(lax, attrs)
         fn = getattr(lax, lax_name, None)
         if fn is None:
             raise Unsupported(f"jax.lax has no function {lax_name!r}")
@@ -155,7 +131,7 @@ class JaxBackend(Backend):
         key = (spec.op, lax_name, _frozen(attrs))
         fn = self._compiled.get(key)
         if fn is None:
-            fn = self._jax.jit(self._builder(lax_name, attrs))
+            fn = self._jax.jit(self._builder(spec, lax_name, attrs))
             self._compiled[key] = fn
         return key, fn
 

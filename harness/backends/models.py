@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from conform.harness.backends.base import Backend, Unsupported
+from conform.harness.backends.base import API_VERSION, Backend, Unsupported
 from conform.spec.dtypes import np_dtype
 
 FORMATS = ("onnx", "stablehlo", "nnef")
@@ -29,12 +29,13 @@ class Model:
     * :meth:`write`: the model as files, for a runtime that reads from disk.
     """
 
-    __slots__ = ("format", "spec", "case", "_key", "_built")
+    __slots__ = ("format", "spec", "case", "shaped", "_key", "_built")
 
-    def __init__(self, fmt: str, spec, case):
+    def __init__(self, fmt: str, spec, case, *, shaped: bool = True):
         if fmt not in FORMATS:
             raise ValueError(f"unknown model format {fmt!r}; known: {', '.join(FORMATS)}")
         self.format, self.spec, self.case = fmt, spec, case
+        self.shaped = shaped   # False: an ONNX model's inputs and output carry no shape (contract 1)
         self._key = self._built = None
 
     # key and build are computed once per instance; plain attributes rather than
@@ -66,7 +67,7 @@ class Model:
         if self.format == "onnx":
             from conform.harness.backends.onnx_models import build_model
 
-            return build_model(self.spec, self.case)
+            return build_model(self.spec, self.case, shaped=self.shaped)
         if self.format == "nnef":
             from conform.harness.backends.nnef_models import build_document
 
@@ -199,7 +200,8 @@ def prepare_case(backend, spec, case, *, with_model: bool | None = None):
         raise Unsupported(reason)
     if with_model is None:
         with_model = takes_model(backend)
-    model = {"model": Model(backend.model_format, spec, case)} if with_model else {}
+    shaped = getattr(backend, "api_version", API_VERSION) >= 2   # contract 1: models as they were
+    model = {"model": Model(backend.model_format, spec, case, shaped=shaped)} if with_model else {}
     # an adapter that does not derive from Backend gets Backend's default: run does it all
     prepare = getattr(backend, "prepare", None) or functools.partial(Backend.prepare, backend)
     return prepare(spec=spec, case=case, **model)

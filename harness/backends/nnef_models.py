@@ -2,9 +2,9 @@
 
 A document is NNEF 1.0 text in the flat syntax (NNEF 1.0, chapter 3): every runtime input is an
 ``external`` tensor, fed by the executor at run time (never a folded constant), and one invocation
-of the bound operation computes ``out0``. Per-op translators map conform's attributes (named as in
-XLA) onto the NNEF operation's attributes and raise :class:`Unsupported` where NNEF cannot express
-the case.
+of the bound operation computes ``out0``. An op's ``nnef`` lowering (in its op module) maps
+conform's attributes onto the NNEF operation's attributes and raises :class:`Unsupported` where
+NNEF cannot express the case.
 
 NNEF tensors hold ``scalar``, ``integer`` or ``logical`` data and the format leaves their precision
 to the implementation; the ``nnef`` package's executor stores them as float32, int32 and bool (its
@@ -56,7 +56,7 @@ class Invocation:
     attrs: dict = field(default_factory=dict)
     inputs: list[int] | None = None     # default: every input of the case
     output_shape: tuple | None = None
-    generic: str | None = None          # the <type> of a generic fragment such as cast
+    generic: str | None = None          # the conform dtype of a generic fragment's <type> (cast)
 
 
 def literal(value) -> str:
@@ -84,94 +84,6 @@ def _scalar_literal(value: float) -> str:
     return text if any(c in text for c in ".e") else text + ".0"
 
 
-def _plain(case) -> Invocation:
-    return Invocation([f"in{i}" for i in range(len(case.inputs))])
-
-
-def _reduce(case) -> Invocation:
-    dims = case.attrs["dimensions"]
-    kept = tuple(s for i, s in enumerate(case.inputs[0].shape) if i not in dims)
-    return Invocation(["in0"], {"axes": list(dims)}, output_shape=kept)
-
-
-def _pairs(padding) -> list[tuple]:
-    return [tuple(int(p) for p in pair[:2]) for pair in padding]
-
-
-def _conv(case) -> Invocation:
-    attrs = {"padding": _pairs(case.attrs["padding"]), "stride": case.attrs["window_strides"],
-             "dilation": case.attrs["rhs_dilation"]}
-    return Invocation(["in0", "in1"], attrs)
-
-
-def _max_pool(case) -> Invocation:
-    attrs = {"size": case.attrs["window_dimensions"], "padding": _pairs(case.attrs["padding"]),
-             "stride": case.attrs["window_strides"]}
-    return Invocation(["in0"], attrs)
-
-
-def _transpose(case) -> Invocation:
-    return Invocation(["in0"], {"axes": case.attrs["permutation"]})
-
-
-def _reshape(case) -> Invocation:
-    sizes, shape = case.attrs["new_sizes"], case.inputs[0].shape
-    for i, size in enumerate(sizes):
-        if size == 0 and (i >= len(shape) or shape[i] != 0):
-            raise Unsupported("NNEF reshape reads 0 in 'shape' as 'keep the input extent'; "
-                              f"it cannot spell new_sizes={sizes} for an input of shape {list(shape)}")
-    return Invocation(["in0"], {"shape": sizes})
-
-
-def _slice(case) -> Invocation:
-    a, shape = case.attrs, case.inputs[0].shape
-    # NNEF reads end = 0 as 'to the end' (unit stride); -extent addresses position 0 instead.
-    ends = [-size if limit == 0 and size > 0 else limit
-            for limit, size in zip(a["limit_indices"], shape)]
-    attrs = {"axes": list(range(len(shape))), "begin": a["start_indices"], "end": ends,
-             "stride": a["strides"]}
-    return Invocation(["in0"], attrs)
-
-
-def _pad(case) -> Invocation:
-    config = case.attrs["padding_config"]
-    if any(interior for _, _, interior in config):
-        raise Unsupported("NNEF pad has no interior padding")
-    # NNEF's pad value is a compile-time scalar attribute, so the padding value becomes a literal
-    # (exact: it is copied, never computed with); the operand stays a runtime input.
-    attrs = {"padding": [(low, high) for low, high, _ in config], "value": float(case.inputs[1])}
-    return Invocation(["in0"], attrs, inputs=[0])
-
-
-def _concat(case) -> Invocation:
-    values = "[" + ", ".join(f"in{i}" for i in range(len(case.inputs))) + "]"
-    return Invocation([values], {"axis": case.attrs["dimension"]})
-
-
-def _alpha(case) -> Invocation:
-    return Invocation(["in0"], {"alpha": float(case.attrs["alpha"])})
-
-
-def _tile(case) -> Invocation:
-    return Invocation(["in0"], {"repeats": case.attrs["repeats"]})
-
-
-def _axes(case) -> Invocation:
-    return Invocation(["in0"], {"axes": case.attrs["axes"]})
-
-
-def _cast(case) -> Invocation:
-    return Invocation(["in0"], generic=_nnef_type(case.out_dtype))
-
-
-TRANSLATORS = {
-    "sum_reduce": _reduce, "max_reduce": _reduce, "min_reduce": _reduce, "mean_reduce": _reduce,
-    "conv": _conv, "max_pool": _max_pool, "transpose": _transpose, "reshape": _reshape,
-    "slice": _slice, "pad": _pad, "concat": _concat, "cast": _cast, "leaky_relu": _alpha,
-    "tile": _tile, "squeeze": _axes, "unsqueeze": _axes,
-}
-
-
 def _nnef_type(dtype: str) -> str:
     found = NNEF_TYPES.get(dtype)
     if found is None:
@@ -186,11 +98,13 @@ def build_document(spec, case) -> Document:
     op = bound["op"]
     types = [_nnef_type(d) for d in case.input_dtypes]
     _nnef_type(case.out_dtype)
-    call = TRANSLATORS.get(op, _plain)(case)
+    lower = spec.definition.nnef
+    call = (Invocation([f"in{i}" for i in range(len(case.inputs))]) if lower is None
+            else lower(case, Invocation))
     fed = list(range(len(case.inputs))) if call.inputs is None else call.inputs
     attrs = {**bound.get("attributes", {}), **call.attrs}
     arguments = call.args + [f"{k} = {literal(v)}" for k, v in attrs.items()]
-    name = op if call.generic is None else f"{op}<{call.generic}>"
+    name = op if call.generic is None else f"{op}<{_nnef_type(call.generic)}>"
     lines = [f"    in{i} = external<{types[i]}>(shape = {literal(list(case.inputs[i].shape))});"
              for i in fed]
     lines.append(f"    out0 = {name}({', '.join(arguments)});")

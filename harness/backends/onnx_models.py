@@ -1,10 +1,12 @@
 """One-op ONNX models built from a spec's ``onnx`` binding and a case.
 
-The IR version and opset are pinned to what the pinned onnxruntime accepts. Per-op translators
-map conform attributes (named as in XLA) onto the ONNX operator's attributes and constant inputs,
-and raise :class:`Unsupported` where the ONNX operator cannot express the case.
+The IR version and opset are pinned to what the pinned onnxruntime accepts. An op's ``onnx``
+lowering (in its op module) maps conform attributes onto the ONNX operator's attributes and
+constant inputs, and raises :class:`Unsupported` where the ONNX operator cannot express the case.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import onnx
@@ -26,142 +28,119 @@ ONNX_TYPES = {
 }
 
 
-def _const(name, values):
-    return numpy_helper.from_array(np.asarray(values, dtype=np.int64), name)
+class OnnxGraph:
+    """What an op's ``onnx`` lowering builds its node(s) with.
+
+    ``inputs`` are the graph inputs' names (``in0``, ...); ``op_type`` and ``attributes`` are the
+    spec's binding; :meth:`const` adds an int64 initializer; :meth:`node` adds a node whose output
+    is the model's (``out0``) unless named otherwise.
+    """
+
+    def __init__(self, bound: dict, count: int):
+        self.op_type, self.attributes = bound["op_type"], bound.get("attributes", {})
+        self.inputs = [f"in{i}" for i in range(count)]
+        self.nodes: list = []
+        self.initializers: list = []
+
+    def const(self, name: str, values) -> str:
+        """An int64 initializer holding ``values``; returns its name."""
+        self.initializers.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
+        return name
+
+    def node(self, op_type: str, inputs: list, output: str = "out0", **attrs) -> str:
+        """Add a node; the binding's attributes apply to a node of its op_type. Returns the
+        node's output name."""
+        if op_type == self.op_type:
+            attrs = {**self.attributes, **attrs}
+        self.nodes.append(helper.make_node(op_type, inputs, [output], **attrs))
+        return output
+
+    @staticmethod
+    def onnx_type(dtype: str) -> int:
+        """The ONNX element type of conform dtype ``dtype``."""
+        return ONNX_TYPES[dtype]
 
 
-def _plain(case, names):
-    return names, {}, []
-
-
-def _clip(case, names):
-    if any(case.inputs[i].ndim != 0 for i in (0, 2)):
-        raise Unsupported("ONNX Clip takes only scalar min and max")
-    return [names[1], names[0], names[2]], {}, []
-
-
-def _cast(case, names):
-    return names, {"to": ONNX_TYPES[case.attrs["new_dtype"]]}, []
-
-
-def _reduce(case, names):
-    return [names[0], "axes"], {"keepdims": 0}, [_const("axes", case.attrs["dimensions"])]
-
-
-def _conv(case, names):
-    (pad_h, pad_w) = case.attrs["padding"]
-    attrs = {"strides": case.attrs["window_strides"], "dilations": case.attrs["rhs_dilation"],
-             "pads": [pad_h[0], pad_w[0], pad_h[1], pad_w[1]]}  # kernel_shape: inferred from W
-    return names, attrs, []
-
-
-def _max_pool(case, names):
-    window, strides = case.attrs["window_dimensions"], case.attrs["window_strides"]
-    padding = case.attrs["padding"]
-    if len(window) < 3 or any(window[i] != 1 or strides[i] != 1 or padding[i] != [0, 0] for i in (0, 1)):
-        raise Unsupported("ONNX MaxPool windows only the spatial dimensions of an N, C, ... tensor")
-    attrs = {"kernel_shape": window[2:], "strides": strides[2:],
-             "pads": [p[0] for p in padding[2:]] + [p[1] for p in padding[2:]]}
-    return names, attrs, []
-
-
-def _transpose(case, names):
-    perm = case.attrs["permutation"]
-    return names, ({"perm": perm} if perm else {}), []  # an empty list has no inferable type
-
-
-def _reshape(case, names):
-    return [names[0], "shape"], {"allowzero": 1}, [_const("shape", case.attrs["new_sizes"])]
-
-
-
-def _slice(case, names):
-    a = case.attrs
-    rank = len(a["start_indices"])
-    consts = [_const("starts", a["start_indices"]), _const("ends", a["limit_indices"]),
-              _const("axes", list(range(rank))), _const("steps", a["strides"])]
-    return [names[0], "starts", "ends", "axes", "steps"], {}, consts
-
-
-def _pad(case, names):
-    config = case.attrs["padding_config"]
-    if any(interior for _, _, interior in config):
-        raise Unsupported("ONNX Pad has no interior padding")
-    pads = [low for low, _, _ in config] + [high for _, high, _ in config]
-    return [names[0], "pads", names[1]], {"mode": "constant"}, [_const("pads", pads)]
-
-
-def _concat(case, names):
-    return names, {"axis": case.attrs["dimension"]}, []
-
-
-def _alpha(case, names):
-    return names, {"alpha": float(case.attrs["alpha"])}, []
-
-
-def _tile(case, names):
-    return [names[0], "repeats"], {}, [_const("repeats", case.attrs["repeats"])]
-
-
-def _axes(case, names):
-    return [names[0], "axes"], {}, [_const("axes", case.attrs["axes"])]
-
-
-TRANSLATORS = {
-    "Clip": _clip, "Cast": _cast, "ReduceSum": _reduce, "ReduceMax": _reduce,
-    "ReduceMin": _reduce, "ReduceMean": _reduce, "Conv": _conv, "MaxPool": _max_pool,
-    "Transpose": _transpose, "Reshape": _reshape, "Slice": _slice, "Pad": _pad, "Concat": _concat,
-    "LeakyRelu": _alpha, "Tile": _tile, "Squeeze": _axes, "Unsqueeze": _axes,
-}
-
-
-def _broadcast_nodes(case):
-    """BroadcastInDim = Reshape to the output rank (size 1 in unmapped dims) + Expand."""
-    shape, dims = case.attrs["shape"], case.attrs["broadcast_dimensions"]
-    expanded = [1] * len(shape)
-    for operand_dim, out_dim in enumerate(dims):
-        expanded[out_dim] = case.inputs[0].shape[operand_dim]
-    nodes = [helper.make_node("Reshape", ["in0", "expanded"], ["reshaped"]),
-             helper.make_node("Expand", ["reshaped", "out_shape"], ["out0"])]
-    return nodes, [_const("expanded", expanded), _const("out_shape", shape)]
-
-
-def build_model(spec, case) -> onnx.ModelProto:
-    """A one-op ModelProto computing ``case`` with the spec's ONNX binding."""
+def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
+    """A one-op ModelProto computing ``case`` with the spec's ONNX binding. Its inputs and output
+    carry their rank with symbolic dimensions, or, unless ``shaped``, no shape at all (the
+    models adapters written against contract 1 are handed)."""
     bound = binding(spec, "onnx")
     allowed = bound.get("dtypes")
     if allowed and any(d not in allowed for d in case.input_dtypes):
         raise Unsupported(f"ONNX {bound['op_type']} does not take {case.dtype}")
-    names = [f"in{i}" for i in range(len(case.inputs))]
-    if bound["op_type"] == "BroadcastInDim":
-        nodes, initializers = _broadcast_nodes(case)
+    refused = _types_the_schema_refuses(bound["op_type"], case.input_dtypes)
+    if refused:
+        raise Unsupported(f"ONNX {bound['op_type']} (opset {OPSET}) does not allow "
+                          f"{', '.join(refused)}: the standard rules this case out")
+    graph = OnnxGraph(bound, len(case.inputs))
+    lower = spec.definition.onnx
+    if lower is None:
+        graph.node(graph.op_type, graph.inputs)
     else:
-        translate = TRANSLATORS.get(bound["op_type"], _plain)
-        node_inputs, attrs, initializers = translate(case, names)
-        attrs = {**bound.get("attributes", {}), **attrs}
-        nodes = [helper.make_node(bound["op_type"], node_inputs, ["out0"], **attrs)]
+        lower(case, graph)
+    # Graph inputs and the output carry their rank with symbolic dimensions: the checker wants a
+    # shape on each, and one session then serves every case of the same ranks.
     graph = helper.make_graph(
-        nodes, f"conform_{spec.op}",
-        [helper.make_tensor_value_info(n, ONNX_TYPES[d], None)  # any shape: one session serves all
-         for n, d in zip(names, case.input_dtypes)],
-        [helper.make_tensor_value_info("out0", ONNX_TYPES[case.out_dtype], None)],
-        initializer=initializers)
+        graph.nodes, f"conform_{spec.op}",
+        [_value_info(n, d, np.ndim(x), shaped)
+         for n, d, x in zip(graph.inputs, case.input_dtypes, case.inputs)],
+        [_value_info("out0", case.out_dtype, shaped and _output_rank(spec, case), shaped)],
+        initializer=graph.initializers)
     return helper.make_model(graph, ir_version=IR_VERSION,
                              opset_imports=[helper.make_opsetid("", OPSET)],
                              producer_name="conform")
 
 
-# Ops whose model (or whether it can be built) depends on the input shapes, not only on attributes.
-SHAPE_DEPENDENT = {"Clip", "BroadcastInDim"}
+@functools.cache
+def _schema_types(op_type: str) -> tuple:
+    """Per formal input of the opset-``OPSET`` schema of ``op_type``: the conform dtypes it
+    allows, or None for an input whose type the schema leaves free (or a schema not found)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, OPSET)
+    except onnx.defs.SchemaError:
+        return ()
+    renamed = {"float": "float32", "double": "float64"}
+    constraints = {c.type_param_str: {renamed.get(t[len("tensor("):-1], t[len("tensor("):-1])
+                                      for t in c.allowed_type_strs}
+                   for c in schema.type_constraints}
+    return tuple(constraints.get(formal.type_str) for formal in schema.inputs)
+
+
+def _types_the_schema_refuses(op_type: str, dtypes) -> list[str]:
+    formals = _schema_types(op_type)
+    refused = []
+    for k, dtype in enumerate(dtypes):
+        allowed = formals[min(k, len(formals) - 1)] if formals else None
+        if allowed is not None and dtype not in allowed and dtype not in refused:
+            refused.append(dtype)
+    return refused
+
+
+def _value_info(name: str, dtype: str, rank: int, shaped: bool):
+    shape = [f"{name}_d{k}" for k in range(rank)] if shaped else None
+    return helper.make_tensor_value_info(name, ONNX_TYPES[dtype], shape)
+
+
+def _output_rank(spec, case) -> int:
+    """The rank of the oracle's answer (kept with the case, or computed)."""
+    answer = case.expectation
+    if answer is None:
+        from conform.oracles.expectations import expect
+
+        answer = expect(spec, case)
+    return np.ndim(answer.expected)
 
 
 def signature_key(spec, case) -> tuple:
     """Cases with the same key share one model and one session.
 
-    Models declare inputs of any shape, so the key holds shapes only for SHAPE_DEPENDENT ops.
+    Models declare their inputs' ranks but symbolic dimensions, so the key holds the ranks, and
+    the shapes only for ops whose model (or whether it can be built) depends on them
+    (``onnx_shape_dependent``).
     """
-    op_type = spec.bindings.get("onnx", {}).get("op_type")
-    shapes = tuple(x.shape for x in case.inputs) if op_type in SHAPE_DEPENDENT else ()
+    keyed = "onnx" in spec.bindings and spec.definition.onnx_shape_dependent  # no binding: no model
+    shapes = tuple(x.shape for x in case.inputs) if keyed else tuple(map(np.ndim, case.inputs))
     return (spec.op, case.input_dtypes, case.out_dtype, shapes, attrs_text(case.attrs))
 
 

@@ -75,11 +75,18 @@ def test_certify_writes_a_certificate_of_what_ran(certified):
     assert "not certified" in html and cert["digest"] in html and cert["corpus"]["sha256"] in html
 
 
-def test_verify_with_rerun_passes_on_the_honest_certificate(certified, conform_cli):
+def test_verify_reruns_the_honest_certificate_and_restates_its_verdict(certified, conform_cli):
     root, _ = certified
-    proc = conform_cli("verify", root / "cert" / "certificate.json", "--rerun", 5, check_status=0)
-    assert "VERIFIED" in proc.stdout and "rerun: 5 sampled cases give the claimed verdicts" in proc.stdout
+    cases = len(_cert(root / "cert")["results"]["cases"])
+    proc = conform_cli("verify", root / "cert" / "certificate.json", check_status=0)
+    assert f"rerun: all {cases} cases give the claimed verdicts on jax" in proc.stdout
     assert "corpus: conform" in proc.stdout and "digest:" in proc.stdout
+    assert re.search(r"\nthe certificate's own verdict: NOT CERTIFIED \(pass rate [\d.]+% < "
+                     r"100\.00% \(min_pass_rate\); coverage", proc.stdout)
+    assert "the certificate is not signed: nothing proves who made it" in proc.stderr
+    proc = conform_cli("verify", root / "cert" / "certificate.json", "--rerun", 5, check_status=0)
+    assert "VERIFIED" in proc.stdout
+    assert "rerun: 5 sampled cases covering all 1 op x dtype cells give the claimed" in proc.stdout
 
 
 def test_one_changed_byte_of_results_in_the_certificate_fails(copy, conform_cli):
@@ -87,7 +94,7 @@ def test_one_changed_byte_of_results_in_the_certificate_fails(copy, conform_cli)
     text = path.read_text(encoding="utf-8")
     at = text.index('"verdict": "pass"', text.index('"results"')) + len('"verdict": "')
     path.write_text(text[:at] + "b" + text[at + 1:], encoding="utf-8")  # "pass" -> "bass"
-    proc = conform_cli("verify", path, check_status=1)
+    proc = conform_cli("verify", path, "--rerun", 0, check_status=1)
     assert "NOT VERIFIED" in proc.stderr and "digest: the certificate says" in proc.stderr
     assert re.search(r"results: multiply\.float32\.\w+: verdict 'bass' in the certificate, 'pass' "
                      r"in results\.jsonl", proc.stderr)
@@ -99,7 +106,7 @@ def test_one_changed_byte_in_results_jsonl_fails(copy, conform_cli):
     at = re.search(rb'"seconds": ?\d+\.\d', data).end() - 1   # a digit of the first case's time
     data[at] = ord("7") if data[at] != ord("7") else ord("3")
     results.write_bytes(bytes(data))
-    proc = conform_cli("verify", copy, check_status=1)
+    proc = conform_cli("verify", copy, "--rerun", 0, check_status=1)
     assert "results.jsonl has sha256" in proc.stderr
     assert re.search(r"results: multiply\.float32\.\w+: its result line hashes to", proc.stderr)
 
@@ -137,11 +144,59 @@ def test_rerun_catches_a_forged_self_consistent_certificate(certified, copy, con
             break
     assert found, f"no sample seed re-runs any of {failing}"
     case_id, seed = found
-    quiet = conform_cli("verify", copy / "certificate.json", check_status=0)
+    quiet = conform_cli("verify", copy / "certificate.json", "--rerun", 0, check_status=0)
     assert "VERIFIED" in quiet.stdout  # every hash and figure is consistent: only a rerun can tell
     proc = conform_cli("verify", copy / "certificate.json", "--rerun", 5, "--sample-seed", seed,
                        check_status=1)
     assert f"rerun: {case_id}: the certificate claims pass, jax gives fail" in proc.stderr
+    assert "the certificate claims (not verified): NOT CERTIFIED (pass rate" in proc.stderr
+    every = conform_cli("verify", copy / "certificate.json", check_status=1)   # all cases re-run
+    assert f"rerun: {case_id}: the certificate claims pass, jax gives fail" in every.stderr
+
+
+def test_a_signed_certificate_and_a_forgery_of_it(certified, tmp_path, conform_cli):
+    root, _ = certified
+    made = conform_cli("key", "new", tmp_path / "vendor.key", check_status=0)
+    key_id = re.search(r"key id ([0-9a-f]{16})", made.stdout).group(1)
+    conform_cli("key", "new", tmp_path / "vendor.key", check_status=2)   # never overwritten
+    out = tmp_path / "signed"
+    proc = conform_cli("certify", "--backend", "jax", "--profile", "tiny", "--profiles",
+                       root / "profiles.yaml", "--out", out, "--quiet", "--key",
+                       tmp_path / "vendor.key", check_status=1)
+    assert f"signed by key {key_id}" in proc.stdout
+    text = (out / "certificate.json").read_text(encoding="utf-8")
+    assert str(tmp_path) not in text and str(root) not in text and '"/' not in text
+    assert f"key <span class=\"hash\">{key_id}</span>" in (out / "certificate.html").read_text()
+    pub = tmp_path / "vendor.key.pub"
+    ok = conform_cli("verify", out, "--trusted-key", pub, "--rerun", 0, check_status=0)
+    assert f"ok: signature: signed by trusted key {key_id}" in ok.stdout
+    unsigned = conform_cli("verify", root / "cert", "--trusted-key", pub, "--rerun", 0,
+                           check_status=1)
+    assert "signature: the certificate is not signed" in unsigned.stderr
+    failing = next(c["id"] for c in _cert(out)["results"]["cases"] if c["verdict"] == "fail")
+    forged = _forge(out, failing)
+    assert "signature" not in forged   # resealing drops it; putting the old one back fails too
+    vendors = json.loads(text)["signature"]
+    (out / "certificate.json").write_text(json.dumps({**forged, "signature": vendors}),
+                                          encoding="utf-8")
+    proc = conform_cli("verify", out, "--trusted-key", pub, "--rerun", 0, check_status=1)
+    assert "does not verify under the trusted key(s)" in proc.stderr
+    conform_cli("verify", out, "--trusted-key", tmp_path / "vendor.key", check_status=2)   # private
+    bad = conform_cli("certify", "--backend", "jax", "--profile", "tiny", "--profiles",
+                      root / "profiles.yaml", "--key", pub, check_status=2)
+    assert bad.stderr.strip() == f"conform: error: {pub} is not a PEM private key"
+
+
+def test_verify_refuses_a_module_path_backend_unless_allowed(certified, copy, conform_cli):
+    cert = _cert(copy)
+    cert["environment"]["backend"] = "conform.harness.backends.numpy_backend:NumpyBackend"
+    (copy / "certificate.json").write_text(json.dumps(certify.seal(cert)), encoding="utf-8")
+    proc = conform_cli("verify", copy, check_status=2)
+    assert len(proc.stderr.splitlines()) == 1 and "--allow-module-backend" in proc.stderr
+    conform_cli("verify", copy, "--rerun", 0, check_status=0)
+    allowed = conform_cli("verify", copy, "--allow-module-backend", check_status=1)
+    assert "the certificate claims fail, conform.harness.backends.numpy_backend:NumpyBackend " \
+           "gives pass" in allowed.stderr   # numpy keeps the subnormals jax flushed
 
 
 def test_run_with_a_profile_runs_its_corpus(certified, tmp_path, conform_cli):

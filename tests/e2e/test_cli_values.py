@@ -38,7 +38,7 @@ BAD = [
     ("feb 30", [*RUN, "--manifest", "{tmp}/feb30.yaml"],
      "{tmp}/feb30.yaml:2: field <top>: invalid YAML: '2026-02-30' is not a date that exists"),
     ("non-UTF-8 spec", ["--specs", "{tmp}/specs", *RUN], "{tmp}/specs/add.yaml:1: field <top>: not UTF-8"),
-    ("no specs", ["--specs", "{tmp}/nowhere", *RUN], "--specs {tmp}/nowhere is not a directory of op spec"),
+    ("no specs", ["--specs", "{tmp}/nowhere", *RUN], "{tmp}/nowhere: field <top>: spec folder does not exist"),
     ("certify workers", ["certify", "--backend", "numpy", "--profile", "full", "--workers", "0"],
      "argument --workers: 0 is below 1"),
     ("certify timeout", ["certify", "--backend", "numpy", "--profile", "full", "--timeout", "nan"],
@@ -79,7 +79,7 @@ def test_an_unusable_cache_directory_exits_2_naming_it(folder):
     proc = _cli(*(a.format(tmp=folder) for a in RUN), env=env)
     assert proc.returncode == 2
     assert proc.stderr == (f"conform: error: $CONFORM_CACHE_DIR {folder}/file/cache is not a "
-                           "writable directory: Not a directory\n")
+                           "usable directory: Not a directory\n")
     assert not (folder / "out").exists()
 
 

@@ -79,7 +79,7 @@ def _reseal_from_results(path) -> dict:
 
 
 def _problems(path, specs, **kwargs) -> list[str]:
-    return certify.verify(path, specs, **kwargs).problems
+    return certify.verify(path, specs, **{"rerun": 0, **kwargs}).problems
 
 
 # ---------------------------------------------------------------------------------- profiles
@@ -160,6 +160,27 @@ def test_corpus_hash_changes_with_any_input_byte_and_with_order(specs):
     flipped.inputs[0].view(np.uint8).reshape(-1)[-1] ^= 1
     assert certify.corpus_sha256([cases[0], flipped, cases[2]]) != base
     assert certify.corpus_sha256([cases[1], cases[0], cases[2]]) != base
+
+
+def test_corpus_hash_covers_every_part_of_the_oracle_answers(specs):
+    cases = generate_cases(specs["dot_general"], "float32", count=8, seed=0)
+    base = certify.corpus_sha256(cases)
+    case = next(c for c in cases if c.expectation.accumulation
+                and np.isfinite(c.expectation.accumulation[0]).any())
+    answer = case.expectation
+    flipped = answer.expected.copy()
+    flipped.view(np.uint8).reshape(-1)[0] ^= 1
+    changed = [
+        answer._replace(expected=flipped),
+        answer._replace(impl_mask=np.zeros(np.shape(answer.expected), bool)),
+        answer._replace(accumulation=(answer.accumulation[0], answer.accumulation[1] + 1)),
+        answer._replace(accumulation=(answer.accumulation[0] * 2, answer.accumulation[1])),
+        None,
+    ]
+    for poisoned in changed:
+        swapped = [dataclasses.replace(c, expectation=poisoned) if c is case else c for c in cases]
+        assert certify.corpus_sha256(swapped) != base, poisoned
+    assert certify.corpus_sha256(cases) == base
 
 
 def test_build_corpus_is_the_same_with_and_without_the_cache(specs):
@@ -319,6 +340,8 @@ def test_the_rerun_sample_follows_the_digest(tmp_path, specs):
     assert sample == certify.rerun_sample(copy.deepcopy(cert), 4) and len(sample) == 4
     assert sample == sorted(sample, key=ids.index) and "reshape.float32.0" not in sample
     assert len(certify.rerun_sample(cert, 100)) == len(ids) - 1
+    one = certify.rerun_sample(cert, 1)   # raised to one case of every op x dtype cell
+    assert sorted(i.rpartition(".")[0] for i in one) == ["multiply.float32", "reshape.float32"]
     others = {tuple(certify.rerun_sample({**cert, "digest": f"{i:064x}"}, 4)) for i in range(20)}
     assert len(others) > 1
     assert {tuple(certify.rerun_sample(cert, 4, seed)) for seed in range(20)} != {tuple(sample)}

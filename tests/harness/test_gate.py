@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from conform.harness.gate import (Criteria, GateError, RunData, error_growth, evaluate, load_run,
-                                  op_pass_rates, ops_below, regressions, worst_ratio)
+from conform.harness.gate import (Criteria, GateError, RunData, baseline_view, error_growth, evaluate,
+                                  load_run, op_pass_rates, ops_below, regressions, worst_ratio)
 from conform.reports import build_summary
 
 
@@ -128,3 +128,39 @@ def test_load_run_takes_a_directory_or_its_summary(tmp_path):
         load_run(tmp_path / "summary.json")
     with pytest.raises(GateError, match="summary.json does not exist"):
         load_run(tmp_path / "nowhere")
+
+
+def test_coverage_floor_counts_only_judged_cases():
+    records = [_record("mul.float32.0", "pass"), _record("mul.float32.1", "fail"),
+               _record("mul.float16.0", "unsupported"), _record("mul.float16.1", "impl_defined"),
+               _record("mul.float16.2", "xfail"), _record("mul.float16.3", "skip"),
+               _record("mul.float16.4", "waived"), _record("mul.float16.5", "timeout")]
+    summary = _summary(records)
+    assert (summary["judged"], summary["cases"], summary["coverage"]) == (3, 8, 3 / 8)
+    low = evaluate(summary, records, Criteria(min_coverage=0.5))
+    assert low.failures == ["coverage 0.3750 (judged 3 of 8 cases) < --min-coverage 0.5"]
+    assert evaluate(summary, records, Criteria(min_coverage=0.375)).holds
+    assert not evaluate(_summary([]), [], Criteria(min_coverage=0.0)).holds   # no cases at all
+
+
+def test_baseline_view_lists_regressions_fixes_and_changed_cells():
+    now = [_record("mul.float32.0", "fail"), _record("mul.float32.1", "pass"),
+           _record("mul.float16.0", "pass", max_error=0.1), _record("exp.float32.0", "pass"),
+           _record("exp.float32.1", "unsupported"), _record("exp.float32.2", "pass")]
+    old = RunData(_summary(BASELINE), BASELINE, "base")
+    cells = {(op, dtype): cell["counts"] for op, by in _summary(now)["by_op"].items()
+             for dtype, cell in by.items()}
+    view = baseline_view(old, cells, now)
+    assert view["regressions"] == [{"id": "mul.float32.0", "was": "pass", "now": "fail"}]
+    assert (view["regression_count"], view["fixed_count"], view["not_comparable"]) == (1, 1, 1)
+    changed = {(c["op"], c["dtype"]): c for c in view["cells"]}
+    assert set(changed) == {("mul", "float32"), ("mul", "float16"), ("exp", "float32")}
+    assert changed[("exp", "float32")]["old_judged"] == 3 and changed[("exp", "float32")]["new_judged"] == 2
+    assert view["where"].endswith("base") and view["coverage_text"] == "judged 6 of 6 cases (coverage 100.00%)"
+
+
+def test_regression_lines_print_no_terminal_escape_of_the_backend():
+    old = [_record("mul.float32.0", "pass")]
+    new = [{**_record("mul.float32.0", "error"), "message": "\x1b[2J\u202eboom\x00"}]
+    report = evaluate(_summary(new), new, Criteria(), RunData(_summary(old), old, "base"))
+    assert report.failures == ["regression mul.float32.0: pass -> error: \\x1b[2J\\u202eboom\\x00"]

@@ -58,18 +58,18 @@ def test_unbounded_allocation_is_stopped_by_the_worker_memory_cap():
 
 def test_onnxruntime_int64_min_divided_by_minus_one_is_a_crash_not_a_lost_run(specs):
     low = np.iinfo(np.int64).min
-    crashing = Case(id="divide.int64.x", op="divide", dtype="int64", input_dtypes=("int64", "int64"),
+    crashing = Case(id="onnx_div.int64.x", op="onnx_div", dtype="int64", input_dtypes=("int64", "int64"),
                     out_dtype="int64", inputs=[np.array([5, low, 3] + [1] * 5, np.int64),
                                                np.array([2, -1, 1] + [1] * 5, np.int64)],
                     attrs={}, plan="edge", seed=0)
-    fine = Case(id="divide.int64.y", op="divide", dtype="int64", input_dtypes=("int64", "int64"),
+    fine = Case(id="onnx_div.int64.y", op="onnx_div", dtype="int64", input_dtypes=("int64", "int64"),
                 out_dtype="int64", inputs=[np.arange(8, dtype=np.int64), np.full(8, 2, np.int64)],
                 attrs={}, plan="normal", seed=0)
     outcomes, restarts = _run("onnxruntime", [crashing, fine], workers=1)
-    assert outcomes["divide.int64.x"].kind == "crash"
-    assert "SIGFPE" in outcomes["divide.int64.x"].message
-    assert outcomes["divide.int64.y"].kind == "ok" and restarts == 1
-    record = result_record(specs["divide"], fine, outcomes["divide.int64.y"], "onnxruntime")
+    assert outcomes["onnx_div.int64.x"].kind == "crash"
+    assert "SIGFPE" in outcomes["onnx_div.int64.x"].message
+    assert outcomes["onnx_div.int64.y"].kind == "ok" and restarts == 1
+    record = result_record(specs["onnx_div"], fine, outcomes["onnx_div.int64.y"], "onnxruntime")
     assert record["verdict"] == "pass"
 
 
@@ -176,7 +176,8 @@ def _alive(pid: int) -> bool:
 def test_a_judged_reply_gives_the_parent_each_record_as_its_line_reads():
     import pickle
 
-    from conform.harness.isolation import Judged, _pack_judged, _unpack
+    from conform.harness.isolation import Judged, _unpack
+    from conform.harness.worker import pack_judged
     from conform.reports import Tally, encode
 
     records = [{"id": "x.f.1", "op": "x", "dtype": "f", "verdict": "pass", "max_error": 0.1,
@@ -189,7 +190,7 @@ def test_a_judged_reply_gives_the_parent_each_record_as_its_line_reads():
         tally.add(record, ref=i)
     stats = {"sessions": 1, "execute_seconds": 2e-05}
     spent = {"judge": 1e-4, "tally": 2e-5, "encode": 1e-5}
-    reply = _unpack(pickle.loads(pickle.dumps(_pack_judged(["ok", "ok"], lines, tally.cells, stats, spent))))
+    reply = _unpack(pickle.loads(pickle.dumps(pack_judged(["ok", "ok"], lines, tally.cells, stats, spent))))
     assert isinstance(reply, Judged) and len(reply) == 2 and (reply.stats, reply.spent) == (stats, spent)
     reply.cases = ["case 1", "case 2"]
     (case, first), (_, second) = reply.pairs()

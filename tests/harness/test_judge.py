@@ -52,11 +52,17 @@ def test_passing_records_keep_no_slices(specs):
     assert judgement.verdict == "pass" and judgement.worst["inputs"] == [None]
 
 
-def test_a_family_without_a_feeding_rule_still_gets_its_verdict(specs):
+def test_a_feeding_rule_that_fails_still_gets_its_verdict(specs, monkeypatch):
     import dataclasses
 
-    spec = dataclasses.replace(specs["reduce_sum"],
-                               signature={**specs["reduce_sum"].signature, "family": "new_family"})
+    from conform.ops import _registry
+
+    def broken(inputs, attrs, index):
+        raise IndexError("a feeding rule with a bug")
+
+    spec = specs["reduce_sum"]
+    monkeypatch.setitem(_registry._REGISTRY, "reduce_sum",
+                        dataclasses.replace(spec.definition, feeding=broken))
     case = _case("reduce_sum", [np.float32([1, 2])], {"dimensions": [0]})
     judgement = judge_outputs(spec, case, [np.float32(4)])
     assert judgement.verdict == "fail" and judgement.worst["inputs"] == [None]

@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conform.generators import Case
+from conform.generators import Case, generate_cases
 from conform.harness.backends import Backend, Unsupported
 from conform.harness.backends.models import Model, run_case, takes_model, unclaimed
 
@@ -104,3 +104,27 @@ def test_model_cache_compiles_once_remembers_unsupported_and_releases_the_oldest
     assert released == [] and cache.get("a", lambda: compile_("a")) == "A"   # "bad" went, unreleased
     cache.get("d", lambda: compile_("d"))
     assert released == ["C"] and cache.compiled == 3
+
+
+def test_a_contract_1_adapter_gets_the_onnx_model_without_shapes(specs):
+    """Contract 2 declares ranks on ONNX models; an adapter written against contract 1 (which
+    may add the case's static dimensions itself, as the OpenVINO example does) gets them as
+    they were."""
+    class Seen(Backend):
+        model_format = "onnx"
+
+        def run(self, *, spec, case, model=None):
+            self.model = model.build()
+            return [np.zeros(0)]
+
+    spec = specs["onnx_add"]
+    case = generate_cases(spec, "float32", count=2, seed=0)[1]
+    for version, shaped in ((1, False), (2, True)):
+        backend = Seen()
+        backend.api_version = version
+        run_case(backend, spec, case)
+        (first, _), output = backend.model.graph.input, backend.model.graph.output[0]
+        assert first.type.tensor_type.HasField("shape") is shaped, version
+        assert output.type.tensor_type.HasField("shape") is shaped, version
+        if shaped:
+            assert len(first.type.tensor_type.shape.dim) == case.inputs[0].ndim

@@ -13,7 +13,7 @@ from conform.generators import dtype_labels, generate_cases
 from conform.harness.backends.base import Unsupported
 from conform.harness.judge import case_record
 from conform.harness.repro import ReproError, write_repro
-from conform.harness.repro_backends import lax_call
+from conform.harness.repro_backends import lax_program
 
 ORT_PIN = "onnxruntime==1.32.0"
 
@@ -39,12 +39,10 @@ def _labels(spec):
     return floats[:1] + ints[:1]
 
 
-def test_the_written_lax_call_computes_what_the_jax_backend_computes(specs):
+def test_the_written_lax_program_computes_what_the_jax_backend_computes(specs):
     from jax import lax
 
     from conform.harness.backends.jax_backend import JaxBackend
-    from conform.spec.dtypes import np_dtype
-
     backend, checked = JaxBackend(), 0
     for spec in specs.values():
         if "xla" not in spec.bindings:
@@ -55,10 +53,10 @@ def test_the_written_lax_call_computes_what_the_jax_backend_computes(specs):
                 expected = backend.run(spec=spec, case=case)[0]
             except Unsupported:
                 continue
-            scope = {"lax": lax, "np": np, "inf": float("inf"), "dtype": np_dtype}
-            scope.update({f"x{i}": x for i, x in enumerate(case.inputs)})
-            source = lax_call(spec.bindings["xla"]["lax"], case)
-            actual = np.asarray(eval(source, scope))  # noqa: S307 (our own rendered source)
+            scope = {"lax": lax, "np": np}
+            source = lax_program(spec, case)
+            exec(source, scope)  # noqa: S102 (our own rendered source)
+            actual = np.asarray(scope["op"](*case.inputs))
             assert actual.dtype == expected.dtype and actual.shape == expected.shape, source
             assert actual.tobytes() == expected.tobytes(), (case.id, source)
             checked += 1
@@ -182,7 +180,7 @@ def test_an_onnxruntime_script_reproduces_a_real_failure_in_a_clean_venv(tmp_pat
                                                                          conform_cli):
     assert subprocess.run([str(clean_venv), "-c", "import conform"], capture_output=True).returncode != 0
     run_dir = tmp_path / "run"
-    conform_cli("run", "--backend", "onnxruntime", "--ops", "select", "--dtypes", "float32",
+    conform_cli("run", "--backend", "onnxruntime", "--ops", "onnx_where", "--dtypes", "float32",
             "--out", run_dir, "--quiet", check_status=0)
     record = _failure(run_dir)  # Where on -0.0: waived by the built-in manifest, failed as run
     proc = conform_cli("repro", record["id"], "--from", run_dir, "--out", tmp_path / "repro", check_status=0)

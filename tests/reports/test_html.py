@@ -52,8 +52,12 @@ def test_matrix_cells_carry_class_rate_and_link(record):
                record("neg", "float16", "impl_defined", 0)]
     page = render(records)
     matrix = page[page.index('id="matrix"'):page.index("</table>", page.index('id="matrix"'))]
-    assert re.search(r'<td class="fail" data-r="0.5"[^>]*><a href="#c-add-float32">50%</a>', matrix)
-    assert re.search(r'<td class="pass" data-r="1.0"[^>]*><a href="#c-add-int32">100%</a>', matrix)
+    # the pass rate, then judged / cases
+    assert re.search(r'<td class="fail" data-r="0.5"[^>]*><a href="#c-add-float32">50%<span class="n">2/2</span></a>',
+                     matrix)
+    assert re.search(r'<td class="pass" data-r="1.0"[^>]*><a href="#c-add-int32">100%<span class="n">1/1</span></a>',
+                     matrix)
+    assert re.search(r'<a href="#c-neg-float16">n/a<span class="n">impl-defined</span>', matrix)  # not judged
     assert re.search(r'<td class="err" data-r="0.0"', matrix)
     assert re.search(r'<td class="impl" title=', matrix)  # nothing judged: no data-r, sorts last
     assert [m for m in re.findall(r"<th[^>]*>([^<]+)</th>", matrix)] == ["op", "float16", "float32", "int32"]

@@ -16,10 +16,9 @@ summary: Element-wise sum lhs + rhs.
 defined_by:
   xla: {name: Add, section: "element-wise binary arithmetic", source: seeds/004_c11ff90b720ca9d5.txt}
   onnx: {name: Add, opset: 14}
-signature: {family: elementwise, inputs: [lhs, rhs]}
+signature: {inputs: [lhs, rhs]}
 dtypes: [float16, float32, float64, int32, int64]
 values: {float: [-100, 100], int: [-10000, 10000]}
-oracle: add
 error_model:
   float: {ulp: 0.5, why: "IEEE 754-2019 5.4.1: addition is correctly rounded (<= 0.5 ULP)"}
   int: {exact: true, why: "integer addition is exact where the result fits"}
@@ -67,16 +66,17 @@ def _write(tmp_path: Path, text: str, name: str = "add.yaml") -> Path:
 BAD_SPECS = [
     (("dtypes: [float16, float32, float64, int32, int64]", "dtypes: [float16, float33]"),
      7, "dtypes.1", "'float33' is not one of"),
-    (("oracle: add", "oracle: addd"), 9, "oracle", "oracle='addd' is not registered"),
-    (("  float: {ulp: 0.5, why", "  float: {ulp: -1, why"), 11, "error_model.float.ulp",
+    (("  float: {ulp: 0.5, why", "  float: {ulp: -1, why"), 10, "error_model.float.ulp",
      "-1 is less than the minimum of 0"),
-    (("signature: {family: elementwise", "signature: {family: elementwize"), 6,
-     "signature.family", "'elementwize' is not one of"),
-    (("  - {region: int_overflow,", "  - {region: int_overflowz,"), 14,
+    (("signature: {inputs: [lhs, rhs]}", "signature: {inputs: [lhs, rhs], max_rnak: 2}"), 6,
+     "signature.max_rnak", "Additional properties are not allowed ('max_rnak' was unexpected)"),
+    (("values: {float:", "valuez: {float:"), 8, "valuez",
+     "Additional properties are not allowed ('valuez' was unexpected)"),
+    (("  - {region: int_overflow,", "  - {region: int_overflowz,"), 13,
      "implementation_defined.0.region", "region='int_overflowz' is unknown"),
     (("summary: Element-wise sum lhs + rhs.\n", ""), 1, "<top>", "'summary' is a required property"),
     (("op: add", "op: sub"), 1, "op", "does not match the file name"),
-    (("bindings:\n", "bindings:\n  tflite: {op: ADD}\n"), 16, "bindings.tflite",
+    (("bindings:\n", "bindings:\n  tflite: {op: ADD}\n"), 15, "bindings.tflite",
      "Additional properties are not allowed ('tflite' was unexpected)"),
 ]
 
@@ -104,9 +104,40 @@ def test_invalid_yaml_syntax_reports_the_line(tmp_path):
     assert info.value.line is not None
 
 
-def test_load_specs_reads_a_directory(tmp_path):
-    _write(tmp_path, ADD)
-    assert list(load_specs(tmp_path)) == ["add"]
+def test_an_op_no_module_defines_is_named(tmp_path):
+    path = _write(tmp_path, ADD.replace("op: add", "op: addd"), name="addd.yaml")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert (info.value.line, info.value.field) == (1, "op")
+    assert "op 'addd' has no definition in any op module; registered: " in str(info.value)
+
+
+def test_a_signature_field_the_ops_drawer_ignores_is_refused(tmp_path):
+    """transpose draws its own signatures (ops/movement.py), which read no rank bounds."""
+    text = (BUILTIN_DIR / "transpose.yaml").read_text(encoding="utf-8")
+    assert "signature: {inputs: [operand]}" in text
+    path = _write(tmp_path, text.replace("signature: {inputs: [operand]}",
+                                         "signature: {inputs: [operand], min_rank: 2}"),
+                  name="transpose.yaml")
+    line = text.splitlines().index("signature: {inputs: [operand]}") + 1
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert (info.value.line, info.value.field) == (line, "signature.min_rank")
+    assert "min_rank=2 would be ignored: the drawer of op transpose" in str(info.value)
+
+
+def test_a_users_spec_folder_adds_to_the_builtin_suite(tmp_path, specs):
+    path = _write(tmp_path, ADD.replace("Element-wise sum", "Element-wise addition"))
+    loaded = load_specs(tmp_path)
+    assert set(loaded) == set(specs)                      # nothing dropped
+    assert loaded["add"].path == str(path)                # the folder's own spec of an op wins
+    assert loaded["add"].summary.startswith("Element-wise addition")
+
+
+@pytest.mark.parametrize("make", [lambda p: p / "missing", lambda p: p])
+def test_an_empty_or_missing_spec_folder_is_an_error(tmp_path, make):
+    with pytest.raises(SpecError, match="no op spec|does not exist"):
+        load_specs(make(tmp_path))
 
 
 def test_load_specs_keeps_parsed_specs_and_rereads_a_changed_or_broken_file(tmp_path, monkeypatch):
@@ -115,15 +146,15 @@ def test_load_specs_keeps_parsed_specs_and_rereads_a_changed_or_broken_file(tmp_
     specs_dir.mkdir()
     path = _write(specs_dir, ADD)
     first = load_specs(specs_dir)
-    assert len(list((tmp_path / "cache" / "specs").glob("*.pkl"))) == 1
+    assert len(list((tmp_path / "cache" / "specs").glob("*.json"))) == 1
     assert load_specs(specs_dir) == first                    # from the cache
     path.write_text(ADD.replace("Element-wise sum", "Element-wise addition"))
     assert load_specs(specs_dir)["add"].summary == "Element-wise addition lhs + rhs."
-    path.write_text(ADD.replace("oracle: add", "oracle: nope"))
+    path.write_text(ADD.replace("  int: {exact: true,", "  int: {exact: false,"))
     with pytest.raises(SpecError) as info:                    # a broken file is never cached
         load_specs(specs_dir)
-    assert info.value.line == 9 and info.value.field == "oracle"
-    assert len(list((tmp_path / "cache" / "specs").glob("*.pkl"))) == 2
+    assert info.value.line == 11 and info.value.field == "error_model.int.exact"
+    assert len(list((tmp_path / "cache" / "specs").glob("*.json"))) == 2
 
 
 def test_model_for_falls_back_from_dtype_to_class(specs):
@@ -139,6 +170,8 @@ def test_published_json_schema_matches_the_loader():
 
     from conform.spec import SCHEMA
 
-    published = json.loads((BUILTIN_DIR.parent / "schema.json").read_text(encoding="utf-8"))
+    import conform.spec
+
+    published = json.loads((Path(conform.spec.__file__).parent / "schema.json").read_text(encoding="utf-8"))
     assert published == json.loads(json.dumps(SCHEMA)), \
         "spec/schema.json is stale: run python -m conform.spec"

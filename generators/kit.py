@@ -1,0 +1,38 @@
+"""What an op module's draw hook works with (``kit`` in ``draw(draw, kit, spec, dtype)``); the
+generic drawer (:mod:`._generic`) uses it too.
+
+A hook draws with Hypothesis's ``draw`` and these helpers: :data:`st` (Hypothesis strategies),
+:func:`shape` (bounded by ``CONFORM_MAX_ARRAY_SIZE`` elements), :class:`Signature`,
+:func:`fixed_attrs`, :func:`out_dtype` and :data:`MAX_ARRAY_SIZE`. Imported only when a corpus is
+drawn: a run from the corpus cache does not load Hypothesis.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from hypothesis import strategies as st
+
+from conform.generators._signature import Signature, fixed_attrs
+
+__all__ = ["MAX_ARRAY_SIZE", "Signature", "fixed_attrs", "out_dtype", "ranks", "shape", "st"]
+
+MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))
+
+
+def shape(*, min_rank=0, max_rank=4, min_side=1, max_side=6):
+    """Shapes of ``min_rank`` to ``max_rank`` sides in ``[min_side, max_side]``, at most
+    MAX_ARRAY_SIZE elements."""
+    return st.lists(st.integers(min_side, max_side), min_size=min_rank, max_size=max_rank).map(
+        tuple).filter(lambda s: math.prod(s) <= MAX_ARRAY_SIZE)
+
+
+def ranks(spec, default_min=0, default_max=4):
+    """``(min_rank, max_rank)`` of the spec's signature, or the defaults."""
+    sig = spec.signature
+    return sig.get("min_rank", default_min), sig.get("max_rank", default_max)
+
+
+def out_dtype(spec, dtype):
+    """bool for a spec whose output_dtype is bool, else ``dtype``."""
+    return "bool" if spec.output_dtype == "bool" else dtype

@@ -1,0 +1,177 @@
+"""The op registry: every op conform knows, each defined by one op module.
+
+An op module holds everything op-specific about the ops it defines: the oracle, the lowering to
+each model format, how its signatures are drawn and which input elements feed an output element.
+It declares each op with :func:`op` (explicitly, with a version). The shared stages (drawing,
+oracles, model builders, the jax backend, repro, the judge) look an op up here and name no op.
+
+Built-in op modules are listed in :data:`BUILTIN_MODULES`; installed packages add theirs through
+the ``conform.ops`` entry-point group (each entry point names a module; YAML specs beside that
+module join the suite).
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+#: The op modules shipped with conform (``conform.ops.<name>``), listed explicitly.
+BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
+                   "reduction", "contraction", "movement", "onnx_elementwise",
+                   "onnx_reduction")
+ENTRY_POINT_GROUP = "conform.ops"
+#: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
+FEEDING_KINDS = ("aligned", "moved")
+#: The spec ``signature`` fields the generic element-wise drawer reads.
+GENERIC_DRAW_HONOURS = frozenset({"min_rank", "max_rank", "attrs", "shapes"})
+
+
+@dataclass(frozen=True, eq=False)
+class OpDefinition:
+    """One op's implementation-side knowledge (its YAML spec declares the rest).
+
+    * ``oracle(*inputs, **attrs) -> tuple``: the reference, on widened inputs (float64, int64, bool).
+    * ``draw(draw, kit, spec, dtype) -> Signature``: draws dtypes, shapes and attributes (``draw`` is
+      Hypothesis's, ``kit`` is :mod:`conform.generators.kit`); None: the generic element-wise drawer.
+      ``draw_honours`` names the spec's ``signature`` fields (``min_rank``, ``max_rank``, ``attrs``)
+      the hook reads: a spec giving any other is rejected.
+    * ``dtype_labels(spec) -> list``: the dtype labels a spec runs under (default: its dtypes).
+    * ``feeding``: ``"aligned"`` (out[i] is computed from each input's element i, or a scalar),
+      ``"moved"`` (each output element is a copy of one input element: traced through the oracle),
+      or ``fn(inputs, attrs, index)`` giving, per input, the elements combined into out[index].
+    * ``accumulation_length(shapes, attrs) -> int``: terms summed into one output element.
+    * ``onnx(case, graph)``: adds the nodes computing ``out0`` to ``graph`` (default: one node of
+      the binding's ``op_type`` over every input); ``onnx_shape_dependent``: the model depends on
+      the input shapes (not only attributes), so models are keyed by them.
+    * ``nnef(case, invocation) -> invocation(...)``: the NNEF invocation (default: every input).
+    * ``lax(lax, attrs) -> fn(*inputs)``: the jax.lax computation, jitted by the jax backend and
+      written into repro scripts as source (so it may use only ``lax``, ``np`` and its arguments;
+      default: ``lax.<binding>(*inputs, **attrs)``).
+    * ``numpy(*inputs, **attrs)``: the numpy backend's computation in the target dtype (default:
+      the oracle on the target dtype).
+    """
+
+    name: str
+    version: int
+    oracle: Callable[..., tuple]
+    draw: Callable | None = None
+    draw_honours: frozenset = frozenset()
+    dtype_labels: Callable | None = None
+    feeding: str | Callable = "aligned"
+    accumulation_length: Callable | None = None
+    onnx: Callable | None = None
+    onnx_shape_dependent: bool = False
+    nnef: Callable | None = None
+    lax: Callable | None = None
+    numpy: Callable | None = None
+    module: str = field(default="", compare=False)
+
+    @functools.cached_property
+    def takes_dtypes(self) -> bool:
+        """Whether the oracle has a ``dtypes`` keyword: it then receives the inputs' original
+        dtype names (an oracle sees widened arrays, and some answers depend on the type, such
+        as an empty reduction's 'minimum value of the data type')."""
+        return "dtypes" in inspect.signature(self.oracle).parameters
+
+    def __post_init__(self):
+        if not callable(self.feeding) and self.feeding not in FEEDING_KINDS:
+            raise ValueError(f"op {self.name}: feeding={self.feeding!r} is not one of "
+                             f"{FEEDING_KINDS} or a function")
+
+    @property
+    def honours(self) -> frozenset:
+        """The spec ``signature`` fields this op's drawer reads."""
+        return GENERIC_DRAW_HONOURS if self.draw is None else self.draw_honours
+
+    @property
+    def qualified_name(self) -> str:
+        """``<op>_v<version>``."""
+        return f"{self.name}_v{self.version}"
+
+    def __call__(self, *inputs, **attrs) -> tuple:
+        return self.oracle(*inputs, **attrs)
+
+
+def op(name: str, *, version: int, **hooks) -> Callable[[Callable], OpDefinition]:
+    """Declare the decorated oracle as op ``name`` (``version`` counts changes of its meaning).
+
+    >>> @op("double", version=1)
+    ... def oracle_double(x):
+    ...     return (2 * x,)
+    >>> oracle_double.qualified_name
+    'double_v1'
+    """
+    def define(oracle: Callable) -> OpDefinition:
+        return OpDefinition(name, version, oracle, module=oracle.__module__, **hooks)
+
+    return define
+
+
+class UnknownOp(KeyError):
+    """No op module defines the op."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _definitions_in(module: ModuleType, found: dict[str, OpDefinition]) -> None:
+    for value in vars(module).values():
+        if isinstance(value, OpDefinition) and value.module == module.__name__:
+            other = found.get(value.name)
+            if other is not None and other is not value:
+                raise ImportError(f"op {value.name!r} is defined twice: in {other.module} and "
+                                  f"{value.module}")
+            found[value.name] = value
+
+
+def _entry_point_modules() -> list[ModuleType]:
+    from importlib.metadata import entry_points
+
+    modules = []
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            modules.append(importlib.import_module(entry.value))
+        except Exception as exc:
+            raise ImportError(f"op package {entry.name!r} ({entry.value}) of entry-point group "
+                              f"{ENTRY_POINT_GROUP} failed to import: {exc}") from exc
+    return modules
+
+
+_REGISTRY: dict[str, OpDefinition] = {}
+_PACKAGES: list[ModuleType] = []
+
+
+def _load() -> dict[str, OpDefinition]:
+    if not _REGISTRY:
+        found: dict[str, OpDefinition] = {}
+        builtin = [importlib.import_module(f"conform.ops.{name}") for name in BUILTIN_MODULES]
+        installed = _entry_point_modules()
+        for module in builtin + installed:
+            _definitions_in(module, found)
+        _PACKAGES[:] = installed
+        _REGISTRY.update(sorted(found.items()))
+    return _REGISTRY
+
+
+def definitions() -> dict[str, OpDefinition]:
+    """Every registered op, by name."""
+    return _load()
+
+
+def definition(name: str) -> OpDefinition:
+    """The definition of op ``name``; :class:`UnknownOp` lists the registered ops if none."""
+    found = _load().get(name)
+    if found is None:
+        raise UnknownOp(f"op {name!r} has no definition in any op module; registered: "
+                        f"{', '.join(_load())}")
+    return found
+
+
+def package_spec_dirs() -> list[Path]:
+    """The folders of installed op packages (entry points), whose YAML specs join the suite."""
+    _load()
+    return [Path(module.__file__).parent for module in _PACKAGES if hasattr(module, "__path__")]

@@ -1,0 +1,52 @@
+"""Activation functions (NNEF 1.0 §4 activation fragments; ONNX Relu, Softplus, Elu, LeakyRelu):
+float64 in, float64 out.
+
+The NNEF fragments spell each function as a formula over exp, log and select; the oracles compute
+the mathematical function those formulas denote, evaluated so that float64 keeps it accurate
+(``log(exp(x) + 1)`` overflows at x = 710 although its value is about x; ``exp(x) - 1`` cancels
+near 0): the formulas define values, not an evaluation order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.ops._registry import op
+
+
+@op("relu", version=1)
+def oracle_relu(operand):
+    """max(x, 0): x for x > 0, else +0. NaN in, NaN out (unjudged: see spec/ops/relu.yaml)."""
+    return (np.where(operand > 0, operand, np.where(np.isnan(operand), operand, 0.0)),)
+
+
+@op("softplus", version=1)
+def oracle_softplus(operand):
+    """ln(1 + e**x) = max(x, 0) + ln(1 + e**-|x|), in extended precision: softplus(-inf) = +0,
+    softplus(+inf) = +inf, softplus(0) = ln 2."""
+    x = np.asarray(operand, dtype=np.longdouble)
+    with np.errstate(invalid="ignore"):
+        value = np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+    return (np.where(np.isnan(x), np.nan, value).astype(np.float64),)
+
+
+@op("elu", version=1)
+def oracle_elu(operand):
+    """alpha * (e**x - 1) for x < 0, else x, with alpha = 1 (the default of NNEF and ONNX):
+    expm1 for x < 0 (elu(-inf) = -1); -0 and NaN pass through."""
+    negative = np.expm1(np.asarray(operand, dtype=np.longdouble)).astype(np.float64)
+    return (np.where(operand < 0, negative, operand),)
+
+
+def _onnx_leaky_relu(case, graph):
+    graph.node(graph.op_type, graph.inputs, alpha=float(case.attrs["alpha"]))
+
+
+def _nnef_leaky_relu(case, call):
+    return call(["in0"], {"alpha": float(case.attrs["alpha"])})
+
+
+@op("leaky_relu", version=1, onnx=_onnx_leaky_relu, nnef=_nnef_leaky_relu)
+def oracle_leaky_relu(operand, *, alpha):
+    """alpha * x for x < 0, else x (NNEF leaky_relu = prelu with a scalar alpha; ONNX LeakyRelu):
+    -0 and NaN pass through."""
+    return (np.where(operand < 0, alpha * operand, operand),)

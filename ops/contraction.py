@@ -1,0 +1,141 @@
+"""Contractions: dot products and convolution (XLA DotGeneral, ConvGeneralDilated; ONNX MatMul,
+Conv; NNEF matmul, conv). Sums accumulate in extended precision so float64 targets keep a sound
+reference."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from conform.oracles.feeding import span
+from conform.ops._registry import op
+
+_ACC = np.longdouble  # 64-bit significand on x86: the oracle's own rounding error stays negligible
+
+
+# --- DotGeneral as batched matrix multiply -----------------------------------------------------
+
+def draw_dot_general(draw, kit, spec, dtype):
+    """Batched matmul: lhs [B..., M, K] x rhs [B..., K, N]."""
+    st = kit.st
+    batch = draw(st.lists(st.integers(1, 3), max_size=2))
+    m, n = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    k = draw(st.integers(1, 24))
+    lhs, rhs = (*batch, m, k), (*batch, k, n)
+    return kit.Signature((dtype, dtype), (tuple(lhs), tuple(rhs)), {}, dtype)
+
+
+def feed_dot_general(inputs, attrs, index):
+    """Row ``m`` of lhs and column ``n`` of rhs (in the batch of out[index])."""
+    lhs, rhs = inputs   # out[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]
+    *batch, m, n = index
+    return [lhs[(*batch, m)].ravel(), rhs[(*batch, slice(None), n)].ravel()]
+
+
+def lax_dot_general(lax, attrs):
+    def dot_general(lhs, rhs):
+        batch = (tuple(range(lhs.ndim - 2)), tuple(range(rhs.ndim - 2)))
+        return lax.dot_general(lhs, rhs, (((lhs.ndim - 1,), (rhs.ndim - 2,)), batch))
+    return dot_general
+
+
+def numpy_dot_general(lhs, rhs):
+    return (np.matmul(lhs, rhs),)
+
+
+@op("dot_general", version=1, draw=draw_dot_general, feeding=feed_dot_general,
+    accumulation_length=lambda shapes, attrs: shapes[0][-1], lax=lax_dot_general,
+    numpy=numpy_dot_general)
+def oracle_dot_general(lhs, rhs):
+    """DotGeneral as batched matmul: out[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]."""
+    if lhs.dtype.kind != "f":
+        return (np.einsum("...mk,...kn->...mn", lhs, rhs),)
+    out = np.einsum("...mk,...kn->...mn", lhs.astype(_ACC), rhs.astype(_ACC))
+    return (out.astype(np.float64),)
+
+
+# --- 2-D convolution ------------------------------------------------------------------------------
+
+def draw_conv(draw, kit, spec, dtype):
+    """2-D convolution, NCHW input and OIHW kernel, with strides, padding and kernel dilation."""
+    st = kit.st
+    n, c, o = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    kernel = [draw(st.integers(1, 3)) for _ in range(2)]
+    dilation = [draw(st.integers(1, 2)) for _ in range(2)]
+    strides = [draw(st.integers(1, 2)) for _ in range(2)]
+    padding = [[draw(st.integers(0, 2)), draw(st.integers(0, 2))] for _ in range(2)]
+    spatial = []
+    for axis in range(2):
+        extent = (kernel[axis] - 1) * dilation[axis] + 1 - sum(padding[axis])
+        spatial.append(draw(st.integers(max(extent, 1), max(extent, 1) + 5)))
+    attrs = {"window_strides": strides, "padding": padding, "rhs_dilation": dilation}
+    return kit.Signature((dtype, dtype), ((n, c, *spatial), (o, c, *kernel)), attrs, dtype)
+
+
+def feed_conv(inputs, attrs, index):
+    """The input patch and the kernel taps over it that make out[index] (padding left out)."""
+    lhs, rhs = inputs   # NCHW x OIHW -> NCHW; a negative padding crops
+    batch, feature, y, x = index
+    (low_h, _), (low_w, _) = attrs["padding"]
+    (stride_h, stride_w), (dilation_h, dilation_w) = attrs["window_strides"], attrs["rhs_dilation"]
+    kernel_h, kernel_w = rhs.shape[2:]
+    rows, kernel_rows = span(y * stride_h - low_h, kernel_h, dilation_h, lhs.shape[2])
+    cols, kernel_cols = span(x * stride_w - low_w, kernel_w, dilation_w, lhs.shape[3])
+    channels = np.arange(lhs.shape[1])
+    # the kernel taps over padding multiply zeros: only those over the operand take part
+    return [lhs[batch][np.ix_(channels, rows, cols)].ravel(),
+            rhs[feature][np.ix_(channels, kernel_rows, kernel_cols)].ravel()]
+
+
+def onnx_conv(case, graph):
+    (pad_h, pad_w) = case.attrs["padding"]   # kernel_shape: inferred from W
+    graph.node(graph.op_type, graph.inputs, strides=case.attrs["window_strides"],
+               dilations=case.attrs["rhs_dilation"], pads=[pad_h[0], pad_w[0], pad_h[1], pad_w[1]])
+
+
+def nnef_conv(case, call):
+    attrs = {"padding": [tuple(int(p) for p in pair[:2]) for pair in case.attrs["padding"]],
+             "stride": case.attrs["window_strides"], "dilation": case.attrs["rhs_dilation"]}
+    return call(["in0", "in1"], attrs)
+
+
+def lax_conv(lax, attrs):
+    return lambda lhs, rhs: lax.conv_general_dilated(
+        lhs, rhs, attrs["window_strides"], [tuple(p) for p in attrs["padding"]],
+        rhs_dilation=attrs["rhs_dilation"], dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+
+def _pad_or_crop(x, padding):
+    """Zero-pad the spatial dims; a negative amount removes that many elements instead."""
+    grow = [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+    padded = np.pad(x, grow)
+    crop = tuple(slice(max(-lo, 0), padded.shape[2 + i] - max(-hi, 0))
+                 for i, (lo, hi) in enumerate(padding))
+    return padded[(slice(None), slice(None), *crop)]
+
+
+def numpy_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
+    padded = np.pad(lhs, [(0, 0), (0, 0)] + [tuple(p) for p in padding])
+    (kh, kw), (dh, dw) = rhs.shape[2:], rhs_dilation
+    windows = sliding_window_view(padded, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
+    windows = windows[:, :, ::window_strides[0], ::window_strides[1], ::dh, ::dw]
+    return (np.einsum("ncyxij,ocij->noyx", windows, rhs, dtype=lhs.dtype),)
+
+
+@op("conv", version=1, draw=draw_conv, feeding=feed_conv, onnx=onnx_conv, nnef=nnef_conv,
+    lax=lax_conv, numpy=numpy_conv,
+    accumulation_length=lambda shapes, attrs: math.prod(shapes[1][1:]))
+def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
+    """2-D ConvGeneralDilated, NCHW x OIHW -> NCHW (cross-correlation, no kernel flip).
+
+    out[n, o, y, x] = sum_{c, i, j} lhs_pad[n, c, y*sy + i*dy, x*sx + j*dx] * rhs[o, c, i, j]
+    """
+    acc = _ACC if lhs.dtype.kind == "f" else np.int64
+    padded = _pad_or_crop(lhs.astype(acc), padding)
+    kh, kw = rhs.shape[2:]
+    dh, dw = rhs_dilation
+    windows = sliding_window_view(padded, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
+    windows = windows[:, :, ::window_strides[0], ::window_strides[1], ::dh, ::dw]
+    out = np.einsum("ncyxij,ocij->noyx", windows, rhs.astype(acc))
+    return (out.astype(np.float64 if acc is _ACC else np.int64),)

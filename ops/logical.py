@@ -1,0 +1,144 @@
+"""Element-wise logical, bitwise, shift and comparison oracles: exact, on bool and integer inputs.
+
+Comparisons follow IEEE 754-2019 §5.11 (NaN is unordered: every comparison but ``ne`` is false;
+-0 == +0). The bit-level oracles (bitwise, shifts, population count, leading zeros) work on the
+two's-complement bit pattern *in the width of the array they are given*: called on int32 they are
+32-bit operations. The registry widens integer inputs to int64 before calling an oracle, so a spec
+may list only the dtypes whose 64-bit result, cast back, is the same (see each function).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.ops._registry import op
+
+
+def _bits(x: np.ndarray) -> int:
+    return x.dtype.itemsize * 8
+
+
+def _as_unsigned(x: np.ndarray) -> np.ndarray:
+    """The bit pattern of ``x`` as the unsigned integer of the same width (wraps negatives)."""
+    return x.astype(np.dtype(f"u{x.dtype.itemsize}"))
+
+
+def _as_signed(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.dtype(f"i{x.dtype.itemsize}"))
+
+
+def _amount(rhs: np.ndarray, like: np.ndarray, bits: int) -> np.ndarray:
+    """Shift amounts clipped into [0, bits - 1], in ``like``'s dtype (no mixed-sign promotion)."""
+    return np.clip(rhs, 0, bits - 1).astype(like.dtype)
+
+
+def _in_range(rhs: np.ndarray, bits: int) -> np.ndarray:
+    return (rhs >= 0) & (rhs < bits)
+
+
+@op("ne", version=1)
+def oracle_ne(lhs, rhs):
+    """lhs != rhs under IEEE 754 comparison (true if either is NaN; -0 == +0)."""
+    return (np.not_equal(lhs, rhs),)
+
+
+@op("gt", version=1)
+def oracle_gt(lhs, rhs):
+    """lhs > rhs under IEEE 754 comparison (false if either is NaN)."""
+    return (np.greater(lhs, rhs),)
+
+
+@op("ge", version=1)
+def oracle_ge(lhs, rhs):
+    """lhs >= rhs under IEEE 754 comparison (false if either is NaN; -0 >= +0)."""
+    return (np.greater_equal(lhs, rhs),)
+
+
+@op("le", version=1)
+def oracle_le(lhs, rhs):
+    """lhs <= rhs under IEEE 754 comparison (false if either is NaN; +0 <= -0)."""
+    return (np.less_equal(lhs, rhs),)
+
+
+@op("bitwise_and", version=1)
+def oracle_bitwise_and(lhs, rhs):
+    """XLA And: logical AND on PRED, bitwise AND on integers (width-independent)."""
+    return (np.bitwise_and(lhs, rhs),)
+
+
+@op("bitwise_or", version=1)
+def oracle_bitwise_or(lhs, rhs):
+    """XLA Or: logical OR on PRED, bitwise OR on integers (width-independent)."""
+    return (np.bitwise_or(lhs, rhs),)
+
+
+@op("bitwise_xor", version=1)
+def oracle_bitwise_xor(lhs, rhs):
+    """XLA Xor: logical XOR on PRED, bitwise XOR on integers (width-independent)."""
+    return (np.bitwise_xor(lhs, rhs),)
+
+
+@op("bitwise_not", version=1)
+def oracle_bitwise_not(operand):
+    """XLA Not: logical NOT on PRED, bitwise complement ~x on integers (width-independent)."""
+    return (np.invert(operand),)
+
+
+@op("shift_left", version=1)
+def oracle_shift_left(lhs, rhs):
+    """lhs * 2**rhs modulo 2**bits, for 0 <= rhs < bits (width-independent after the cast back).
+
+    Other amounts are the region ``shift_out_of_range``; 0 is returned there, unjudged.
+    """
+    bits = _bits(lhs)
+    pattern = _as_unsigned(lhs)
+    shifted = np.left_shift(pattern, _amount(rhs, pattern, bits)).astype(lhs.dtype)
+    return (np.where(_in_range(rhs, bits), shifted, 0).astype(lhs.dtype),)
+
+
+@op("shift_right_arithmetic", version=1)
+def oracle_shift_right_arithmetic(lhs, rhs):
+    """floor(lhs / 2**rhs) on the signed pattern: vacated bits copy the sign bit; 0 <= rhs < bits.
+
+    Width-independent for signed inputs (sign extension commutes); not for unsigned ones, whose
+    top bit is lost when they are zero-extended. Other amounts: region ``shift_out_of_range``
+    (the sign fill is returned there, unjudged).
+    """
+    bits = _bits(lhs)
+    pattern = _as_signed(lhs)
+    return (np.right_shift(pattern, _amount(rhs, pattern, bits)).astype(lhs.dtype),)
+
+
+@op("shift_right_logical", version=1)
+def oracle_shift_right_logical(lhs, rhs):
+    """The unsigned pattern of lhs divided by 2**rhs: vacated bits are zero; 0 <= rhs < bits.
+
+    Width-independent for unsigned inputs only (a sign-extended negative int32 is a different
+    pattern). Other amounts: region ``shift_out_of_range``; 0 is returned there, unjudged.
+    """
+    bits = _bits(lhs)
+    pattern = _as_unsigned(lhs)
+    shifted = np.right_shift(pattern, _amount(rhs, pattern, bits)).astype(lhs.dtype)
+    return (np.where(_in_range(rhs, bits), shifted, 0).astype(lhs.dtype),)
+
+
+@op("population_count", version=1)
+def oracle_population_count(operand):
+    """The number of set bits in the two's-complement pattern of ``operand`` (its own width).
+
+    Width-independent for unsigned inputs and for int64 only (sign extension adds set bits).
+    """
+    return (np.bitwise_count(_as_unsigned(operand)).astype(np.int64),)
+
+
+@op("count_leading_zeros", version=1)
+def oracle_count_leading_zeros(operand):
+    """bits - bit_length(pattern): leading zero bits of the pattern in ``operand``'s own width.
+
+    Smearing the highest set bit down to bit 0 makes popcount(pattern) the bit length. Depends on
+    the width for every input, so only the widened type itself (int64) is width-independent.
+    """
+    pattern = _as_unsigned(operand)
+    for step in (1, 2, 4, 8, 16, 32):
+        if step < _bits(operand):
+            pattern = pattern | (pattern >> pattern.dtype.type(step))
+    return ((_bits(operand) - np.bitwise_count(pattern).astype(np.int64)),)

@@ -1,0 +1,293 @@
+"""Data movement (XLA Transpose, Reshape, BroadcastInDim, Slice, Pad, Concatenate; ONNX and NNEF
+Tile, Squeeze, Unsqueeze): every output element is a copy of one input element, so the oracles
+are exact and the elements feeding an output are traced through them (``feeding="moved"``)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from conform.ops._registry import op
+
+
+def _unsupported(reason: str):
+    from conform.harness.backends.base import Unsupported
+
+    return Unsupported(reason)
+
+
+def _moved(name: str, **hooks):
+    return op(name, version=1, feeding="moved", **hooks)
+
+
+def draw_transpose(draw, kit, spec, dtype):
+    """A permutation of the operand's dimensions."""
+    shape = draw(kit.shape(max_rank=5))
+    permutation = draw(kit.st.permutations(range(len(shape))))
+    return kit.Signature((dtype,), (shape,), {"permutation": list(permutation)}, dtype)
+
+
+def onnx_transpose(case, graph):
+    perm = case.attrs["permutation"]
+    graph.node(graph.op_type, graph.inputs, **({"perm": perm} if perm else {}))  # [] has no type
+
+
+@_moved("transpose", draw=draw_transpose, onnx=onnx_transpose, nnef=lambda case, call: call(["in0"], {"axes": case.attrs["permutation"]}))
+def oracle_transpose(operand, *, permutation):
+    """out.shape[i] = operand.shape[permutation[i]]."""
+    return (np.transpose(operand, permutation),)
+
+
+def _prime_factors(n):
+    factor = 2
+    while n > 1:
+        while n % factor == 0:
+            yield factor
+            n //= factor
+        factor += 1
+
+
+def draw_reshape(draw, kit, spec, dtype):
+    """new_sizes: the operand's element count split into a random number of factors."""
+    shape = draw(kit.shape(max_rank=4))
+    factors = [p for p in _prime_factors(math.prod(shape))]
+    rank = draw(kit.st.integers(0 if not factors else 1, 4)) if math.prod(shape) != 0 else len(shape)
+    if math.prod(shape) == 0:
+        return kit.Signature((dtype,), (shape,), {"new_sizes": list(reversed(shape))}, dtype)
+    sizes = [1] * rank
+    for p in factors:
+        sizes[draw(kit.st.integers(0, rank - 1))] *= p
+    return kit.Signature((dtype,), (shape,), {"new_sizes": sizes}, dtype)
+
+
+def onnx_reshape(case, graph):
+    shape = graph.const("shape", case.attrs["new_sizes"])
+    graph.node(graph.op_type, [graph.inputs[0], shape], allowzero=1)
+
+
+def nnef_reshape(case, call):
+    sizes, shape = case.attrs["new_sizes"], case.inputs[0].shape
+    for i, size in enumerate(sizes):
+        if size == 0 and (i >= len(shape) or shape[i] != 0):
+            raise _unsupported("NNEF reshape reads 0 in 'shape' as 'keep the input extent'; "
+                               f"it cannot spell new_sizes={sizes} for an input of shape {list(shape)}")
+    return call(["in0"], {"shape": sizes})
+
+
+@_moved("reshape", draw=draw_reshape, onnx=onnx_reshape, nnef=nnef_reshape)
+def oracle_reshape(operand, *, new_sizes):
+    """Row-major (last dimension fastest) reshape to ``new_sizes``."""
+    return (np.reshape(operand, new_sizes),)
+
+
+def draw_broadcast_in_dim(draw, kit, spec, dtype):
+    """Operand dims map in increasing order onto output dims; size-1 dims may grow."""
+    st = kit.st
+    operand = draw(kit.shape(max_rank=3, max_side=4))
+    out_rank = draw(st.integers(len(operand), min(len(operand) + 2, 4)))
+    dims = sorted(draw(st.permutations(range(out_rank)))[:len(operand)])
+    out = [draw(st.integers(1, 4)) for _ in range(out_rank)]
+    for operand_dim, out_dim in enumerate(dims):
+        if operand[operand_dim] != 1 or draw(st.booleans()):
+            out[out_dim] = operand[operand_dim]
+    attrs = {"shape": out, "broadcast_dimensions": dims}
+    return kit.Signature((dtype,), (operand,), attrs, dtype)
+
+
+def onnx_broadcast_in_dim(case, graph):
+    """Reshape to the output rank (size 1 in unmapped dims), then Expand."""
+    shape, dims = case.attrs["shape"], case.attrs["broadcast_dimensions"]
+    expanded = [1] * len(shape)
+    for operand_dim, out_dim in enumerate(dims):
+        expanded[out_dim] = case.inputs[0].shape[operand_dim]
+    reshaped = graph.node("Reshape", [graph.inputs[0], graph.const("expanded", expanded)],
+                          output="reshaped")
+    graph.node(graph.op_type, [reshaped, graph.const("out_shape", shape)])
+
+
+@_moved("broadcast_in_dim", draw=draw_broadcast_in_dim, onnx=onnx_broadcast_in_dim, onnx_shape_dependent=True)
+def oracle_broadcast_in_dim(operand, *, shape, broadcast_dimensions):
+    """Operand dimension i maps to output dimension broadcast_dimensions[i]; size-1 dims broadcast."""
+    expanded = [1] * len(shape)
+    for operand_dim, out_dim in enumerate(broadcast_dimensions):
+        expanded[out_dim] = operand.shape[operand_dim]
+    return (np.broadcast_to(operand.reshape(expanded), shape).copy(),)
+
+
+def draw_slice(draw, kit, spec, dtype):
+    """start <= limit within each dimension, strides 1 to 3."""
+    shape = draw(kit.shape(min_rank=1, max_rank=4, max_side=8))
+    starts, limits, strides = [], [], []
+    for size in shape:
+        start = draw(kit.st.integers(0, size))
+        starts.append(start)
+        limits.append(draw(kit.st.integers(start, size)))
+        strides.append(draw(kit.st.integers(1, 3)))
+    attrs = {"start_indices": starts, "limit_indices": limits, "strides": strides}
+    return kit.Signature((dtype,), (shape,), attrs, dtype)
+
+
+def onnx_slice(case, graph):
+    a = case.attrs
+    inputs = [graph.inputs[0], graph.const("starts", a["start_indices"]),
+              graph.const("ends", a["limit_indices"]),
+              graph.const("axes", list(range(len(a["start_indices"])))),
+              graph.const("steps", a["strides"])]
+    graph.node(graph.op_type, inputs)
+
+
+def nnef_slice(case, call):
+    a, shape = case.attrs, case.inputs[0].shape
+    # NNEF reads end = 0 as 'to the end' (unit stride); -extent addresses position 0 instead.
+    ends = [-size if limit == 0 and size > 0 else limit
+            for limit, size in zip(a["limit_indices"], shape)]
+    return call(["in0"], {"axes": list(range(len(shape))), "begin": a["start_indices"],
+                          "end": ends, "stride": a["strides"]})
+
+
+@_moved("slice", draw=draw_slice, onnx=onnx_slice, nnef=nnef_slice)
+def oracle_slice(operand, *, start_indices, limit_indices, strides):
+    """operand[start:limit:stride] in every dimension."""
+    index = tuple(slice(s, e, k) for s, e, k in zip(start_indices, limit_indices, strides))
+    return (operand[index],)
+
+
+def draw_pad(draw, kit, spec, dtype):
+    """(low, high, interior) per dimension; negative edges trim, the result is never negative.
+
+    Half the signatures have no interior padding, which ONNX Pad and NNEF pad lack."""
+    st = kit.st
+    shape = draw(kit.shape(min_rank=1, max_rank=3, max_side=5))
+    edges_only = draw(st.booleans())
+    config = []
+    for size in shape:
+        interior = 0 if edges_only else draw(st.sampled_from([0, 0, 1, 2]))
+        grown = size + max(size - 1, 0) * interior
+        low = draw(st.integers(-min(grown, 2), 3))
+        high = draw(st.integers(-min(grown + low, 2), 3)) if grown + low > 0 else draw(st.integers(0, 3))
+        config.append([low, high, interior])
+    return kit.Signature((dtype, dtype), (shape, ()), {"padding_config": config}, dtype)
+
+
+def onnx_pad(case, graph):
+    config = case.attrs["padding_config"]
+    if any(interior for _, _, interior in config):
+        raise _unsupported("ONNX Pad has no interior padding")
+    pads = graph.const("pads", [low for low, _, _ in config] + [high for _, high, _ in config])
+    graph.node(graph.op_type, [graph.inputs[0], pads, graph.inputs[1]], mode="constant")
+
+
+def nnef_pad(case, call):
+    config = case.attrs["padding_config"]
+    if any(interior for _, _, interior in config):
+        raise _unsupported("NNEF pad has no interior padding")
+    # NNEF's pad value is a compile-time scalar attribute, so the padding value becomes a literal
+    # (exact: it is copied, never computed with); the operand stays a runtime input.
+    return call(["in0"], {"padding": [(low, high) for low, high, _ in config],
+                          "value": float(case.inputs[1])}, inputs=[0])
+
+
+@_moved("pad", draw=draw_pad, onnx=onnx_pad, nnef=nnef_pad)
+def oracle_pad(operand, padding_value, *, padding_config):
+    """XLA Pad: interior padding first, then edge padding (negative edges remove elements)."""
+    out = operand
+    for axis, (low, high, interior) in enumerate(padding_config):
+        size = out.shape[axis]
+        grown = list(out.shape)
+        grown[axis] = size + max(size - 1, 0) * interior
+        spread = np.full(grown, padding_value, dtype=out.dtype)
+        spread[(slice(None),) * axis + (slice(None, None, interior + 1),)] = out
+        widths = [(0, 0)] * out.ndim
+        widths[axis] = (max(low, 0), max(high, 0))
+        spread = np.pad(spread, widths, constant_values=padding_value)
+        stop = spread.shape[axis] - max(-high, 0)
+        out = spread[(slice(None),) * axis + (slice(max(-low, 0), stop),)]
+    return (out,)
+
+
+def draw_concatenate(draw, kit, spec, dtype):
+    """1 to 4 operands equal in every dimension but ``dimension``."""
+    shape = draw(kit.shape(min_rank=1, max_rank=4, max_side=5))
+    dimension = draw(kit.st.integers(0, len(shape) - 1))
+    count = draw(kit.st.integers(1, 4))
+    shapes = []
+    for _ in range(count):
+        s = list(shape)
+        s[dimension] = draw(kit.st.integers(0, 5))
+        shapes.append(tuple(s))
+    return kit.Signature((dtype,) * count, tuple(shapes), {"dimension": dimension}, dtype)
+
+
+def nnef_concat(case, call):
+    values = "[" + ", ".join(f"in{i}" for i in range(len(case.inputs))) + "]"
+    return call([values], {"axis": case.attrs["dimension"]})
+
+
+def lax_concatenate(lax, attrs):
+    return lambda *operands: lax.concatenate(operands, attrs["dimension"])
+
+
+@_moved("concatenate", draw=draw_concatenate, nnef=nnef_concat, lax=lax_concatenate,
+         onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, axis=case.attrs["dimension"]))
+def oracle_concatenate(*operands, dimension):
+    """Operands joined along ``dimension`` in order."""
+    return (np.concatenate(operands, axis=dimension),)
+
+
+def draw_tile(draw, kit, spec, dtype):
+    """repeats: one count (1 to 3) per dimension of a rank >= 1 operand."""
+    shape = draw(kit.shape(min_rank=1, max_rank=4, max_side=4))
+    repeats = [draw(kit.st.integers(1, 3)) for _ in shape]
+    if math.prod(shape) * math.prod(repeats) > kit.MAX_ARRAY_SIZE:
+        repeats = [1] * len(shape)
+    return kit.Signature((dtype,), (shape,), {"repeats": repeats}, dtype)
+
+
+def onnx_with_constant(attr: str):
+    """An ONNX lowering passing the integer list attribute ``attr`` as a second, constant input."""
+    def lower(case, graph):
+        graph.node(graph.op_type, [graph.inputs[0], graph.const(attr, case.attrs[attr])])
+    return lower
+
+
+def nnef_with(attr: str):
+    """An NNEF lowering passing the attribute ``attr`` as it is."""
+    return lambda case, call: call(["in0"], {attr: case.attrs[attr]})
+
+
+@_moved("tile", draw=draw_tile, onnx=onnx_with_constant("repeats"), nnef=nnef_with("repeats"))
+def oracle_tile(operand, *, repeats):
+    """The operand repeated ``repeats[i]`` times along dimension i (NNEF tile, ONNX Tile):
+    out[j...] = operand[j_0 mod s_0, j_1 mod s_1, ...]."""
+    return (np.tile(operand, repeats),)
+
+
+def draw_squeeze(draw, kit, spec, dtype):
+    """axes: a non-empty, sorted set of size-1 dimensions of the operand."""
+    shape = list(draw(kit.shape(min_rank=1, max_rank=5, max_side=4)))
+    ones = draw(kit.st.sets(kit.st.integers(0, len(shape) - 1), min_size=1))
+    for axis in ones:
+        shape[axis] = 1
+    return kit.Signature((dtype,), (tuple(shape),), {"axes": sorted(ones)}, dtype)
+
+
+@_moved("squeeze", draw=draw_squeeze, onnx=onnx_with_constant("axes"), nnef=nnef_with("axes"))
+def oracle_squeeze(operand, *, axes):
+    """The operand without its size-1 dimensions ``axes`` (NNEF squeeze, ONNX Squeeze)."""
+    return (np.squeeze(operand, axis=tuple(axes)),)
+
+
+def draw_unsqueeze(draw, kit, spec, dtype):
+    """axes: a non-empty, sorted set of positions in the result where size-1 dimensions appear."""
+    shape = draw(kit.shape(min_rank=0, max_rank=3, max_side=4))
+    out_rank = len(shape) + draw(kit.st.integers(1, 2))
+    axes = draw(kit.st.lists(kit.st.integers(0, out_rank - 1), min_size=out_rank - len(shape),
+                             max_size=out_rank - len(shape), unique=True))
+    return kit.Signature((dtype,), (shape,), {"axes": sorted(axes)}, dtype)
+
+
+@_moved("unsqueeze", draw=draw_unsqueeze, onnx=onnx_with_constant("axes"), nnef=nnef_with("axes"))
+def oracle_unsqueeze(operand, *, axes):
+    """The operand with size-1 dimensions inserted so that they sit at ``axes`` of the result
+    (NNEF unsqueeze, ONNX Unsqueeze: the axes index the output)."""
+    return (np.expand_dims(operand, tuple(axes)),)

@@ -1,0 +1,131 @@
+"""ONNX's broadcasting element-wise operators (ai.onnx, opset 21), judged by ONNX's semantics.
+
+They differ from the XLA ops of the same arithmetic in their signature: every input broadcasts
+multidirectionally (NumPy's rule, ONNX Broadcasting.md), where XLA's element-wise ops take equal
+shapes. Where the arithmetic itself agrees, the oracle is the XLA op's (NumPy broadcasts it);
+the specs (ops/onnx_*.yaml) give ONNX's types, regions and error models.
+"""
+from __future__ import annotations
+
+from conform.ops._registry import op
+from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
+                                     oracle_maximum, oracle_minimum, oracle_multiply,
+                                     oracle_power, oracle_remainder, oracle_subtract)
+from conform.ops.logical import (oracle_bitwise_and, oracle_bitwise_or, oracle_bitwise_xor,
+                                 oracle_ge, oracle_gt, oracle_le, oracle_shift_left,
+                                 oracle_shift_right_logical)
+from conform.ops.selection import oracle_select
+
+
+@op("onnx_add", version=1)
+def oracle_onnx_add(a, b):
+    """a + b."""
+    return oracle_add(a, b)
+
+
+@op("onnx_sub", version=1)
+def oracle_onnx_sub(a, b):
+    """a - b."""
+    return oracle_subtract(a, b)
+
+
+@op("onnx_mul", version=1)
+def oracle_onnx_mul(a, b):
+    """a * b."""
+    return oracle_multiply(a, b)
+
+
+@op("onnx_div", version=1)
+def oracle_onnx_div(a, b):
+    """a / b; integers: 'truncating division (rounding toward zero)' (ONNX Div)."""
+    return oracle_divide(a, b)
+
+
+@op("onnx_pow", version=1)
+def oracle_onnx_pow(x, y):
+    """x ** y, with the C99 pow special cases."""
+    return oracle_power(x, y)
+
+
+@op("onnx_mod_fmod", version=1)
+def oracle_onnx_mod_fmod(a, b):
+    """Mod with fmod=1: 'follows that of the fmod function in C' (sign of the dividend)."""
+    return oracle_remainder(a, b)
+
+
+@op("onnx_max", version=1)
+def oracle_onnx_max(data_0, data_1):
+    """The larger of the two (NaN operands: an implementation-defined region of the spec)."""
+    return oracle_maximum(data_0, data_1)
+
+
+@op("onnx_min", version=1)
+def oracle_onnx_min(data_0, data_1):
+    """The smaller of the two (NaN operands: an implementation-defined region of the spec)."""
+    return oracle_minimum(data_0, data_1)
+
+
+@op("onnx_equal", version=1)
+def oracle_onnx_equal(a, b):
+    """a == b under IEEE 754 comparison."""
+    return oracle_eq(a, b)
+
+
+@op("onnx_greater", version=1)
+def oracle_onnx_greater(a, b):
+    """a > b under IEEE 754 comparison."""
+    return oracle_gt(a, b)
+
+
+@op("onnx_greater_or_equal", version=1)
+def oracle_onnx_greater_or_equal(a, b):
+    """a >= b under IEEE 754 comparison."""
+    return oracle_ge(a, b)
+
+
+@op("onnx_less", version=1)
+def oracle_onnx_less(a, b):
+    """a < b under IEEE 754 comparison."""
+    return oracle_lt(a, b)
+
+
+@op("onnx_less_or_equal", version=1)
+def oracle_onnx_less_or_equal(a, b):
+    """a <= b under IEEE 754 comparison."""
+    return oracle_le(a, b)
+
+
+@op("onnx_bitwise_and", version=1)
+def oracle_onnx_bitwise_and(a, b):
+    """a & b."""
+    return oracle_bitwise_and(a, b)
+
+
+@op("onnx_bitwise_or", version=1)
+def oracle_onnx_bitwise_or(a, b):
+    """a | b."""
+    return oracle_bitwise_or(a, b)
+
+
+@op("onnx_bitwise_xor", version=1)
+def oracle_onnx_bitwise_xor(a, b):
+    """a ^ b."""
+    return oracle_bitwise_xor(a, b)
+
+
+@op("onnx_bit_shift_left", version=1)
+def oracle_onnx_bit_shift_left(x, y):
+    """x shifted left by y bits, modulo 2**bits (unsigned types only)."""
+    return oracle_shift_left(x, y)
+
+
+@op("onnx_bit_shift_right", version=1)
+def oracle_onnx_bit_shift_right(x, y):
+    """x shifted right by y bits, zeros coming in (unsigned types only)."""
+    return oracle_shift_right_logical(x, y)
+
+
+@op("onnx_where", version=1)
+def oracle_onnx_where(condition, x, y):
+    """x where condition else y."""
+    return oracle_select(condition, x, y)

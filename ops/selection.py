@@ -1,0 +1,88 @@
+"""Select, Clamp and ConvertElementType (XLA; ONNX Where, Clip, Cast; NNEF select, cast):
+element-aligned ops whose inputs do not all share the output's type or shape."""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.ops._registry import op
+
+
+def draw_select(draw, kit, spec, dtype):
+    """pred (bool), on_true, on_false: one shape."""
+    shape = draw(kit.shape())
+    return kit.Signature(("bool", dtype, dtype), (shape,) * 3, {}, dtype)
+
+
+@op("select", version=1, draw=draw_select)
+def oracle_select(pred, on_true, on_false):
+    """on_true where pred else on_false."""
+    return (np.where(pred, on_true, on_false),)
+
+
+def draw_clamp(draw, kit, spec, dtype):
+    """min, operand, max: min and max are scalars or have the operand's shape.
+
+    Half the signatures have scalar bounds both, the only ones ONNX Clip takes."""
+    shape = draw(kit.shape())
+    scalar_bounds = draw(kit.st.booleans())
+    bound_shapes = [() if scalar_bounds else draw(kit.st.sampled_from([(), shape])) for _ in range(2)]
+    return kit.Signature((dtype,) * 3, (bound_shapes[0], shape, bound_shapes[1]), {}, dtype)
+
+
+def onnx_clip(case, graph):
+    from conform.harness.backends.base import Unsupported
+
+    if any(case.inputs[i].ndim != 0 for i in (0, 2)):
+        raise Unsupported("ONNX Clip takes only scalar min and max")
+    low, operand, high = graph.inputs
+    graph.node(graph.op_type, [operand, low, high])
+
+
+@op("clamp", version=1, draw=draw_clamp, onnx=onnx_clip, onnx_shape_dependent=True)
+def oracle_clamp(min, operand, max):  # noqa: A002 - XLA's parameter names
+    """XLA Clamp: clamp(a, x, b) = min(max(a, x), b)."""
+    return (np.minimum(np.maximum(min, operand), max),)
+
+
+def conversion_labels(spec):
+    """'SRC->DST' for every ordered pair of distinct dtypes of the spec."""
+    return [f"{a}->{b}" for a in spec.dtypes for b in spec.dtypes if a != b]
+
+
+def draw_convert(draw, kit, spec, dtype):
+    """dtype is 'SRC->DST'; the operand is SRC and the result DST."""
+    src, dst = dtype.split("->")
+    shape = draw(kit.shape())
+    return kit.Signature((src,), (shape,), {"new_dtype": dst}, dst)
+
+
+def onnx_cast(case, graph):
+    graph.node(graph.op_type, graph.inputs, to=graph.onnx_type(case.attrs["new_dtype"]))
+
+
+def nnef_cast(case, call):
+    return call(["in0"], generic=case.out_dtype)
+
+
+def lax_convert(lax, attrs):
+    return lambda x: lax.convert_element_type(x, np.dtype(attrs["new_dtype"]))
+
+
+def numpy_convert(operand, *, new_dtype):
+    return (operand.astype(np.dtype(new_dtype)),)
+
+
+@op("convert_element_type", version=1, draw=draw_convert, dtype_labels=conversion_labels,
+    onnx=onnx_cast, nnef=nnef_cast, lax=lax_convert, numpy=numpy_convert)
+def oracle_convert_element_type(operand, *, new_dtype):
+    """ConvertElementType: the value itself; rounding to the target type happens at comparison.
+
+    float -> int truncates toward zero (C++ static_cast); to bool, nonzero (and NaN) is true.
+    """
+    if new_dtype == "bool":
+        return (operand != 0,)
+    if operand.dtype.kind == "f" and new_dtype.startswith(("int", "uint")):
+        return (np.trunc(operand),)
+    if operand.dtype == np.bool_:
+        return (operand.astype(np.int64),)
+    return (operand,)

@@ -1,0 +1,222 @@
+"""Hostile adapters (tests/harness/hostile_adapters.py), one failure class each, through the real
+WorkerPool or the real CLI: every run completes within its time limits, with exactly one
+correct verdict per case, and its outputs parse."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+
+from conform.harness.boundary import MAX_TEXT
+from conform.harness.isolation import WorkerPool
+from conform.harness.judge import result_record
+from tests.harness.hostile_adapters import HUGE, MARKER, add_cases
+
+HOSTILE = "tests.harness.hostile_adapters:"
+
+
+def _verdicts(specs, backend: str, cases, **options) -> dict:
+    """``{case id: record}`` for a judged run of ``cases``, judged as ``conform run`` judges
+    (crashes and timeouts in the parent); fails if a case has no verdict or more than one."""
+    records = []
+    with WorkerPool(HOSTILE + backend, judge=True, specs=specs, cases=cases, **options) as pool:
+        for case, outcome in pool.run(cases):
+            records.append(outcome.record or result_record(specs[case.op], case, outcome, backend))
+    ids = [record["id"] for record in records]
+    assert sorted(ids) == sorted(case.id for case in cases), "a case lost or judged twice"
+    return {record["id"]: record for record in records}
+
+
+def _kinds(records: dict, indices) -> list:
+    return [records[f"add.float32.{i}"]["verdict"] for i in indices]
+
+
+def _cli_run(conform_cli, tmp_path, backend: str, *options) -> tuple[dict, list]:
+    """``conform run`` of ``add`` float32 on a hostile adapter: (summary.json, results.jsonl
+    records), once every output has been parsed."""
+    out = tmp_path / "out"
+    proc = conform_cli("run", "--backend", HOSTILE + backend, "--ops", "add", "--dtypes",
+                       "float32", "--out", out, "--quiet", *options)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
+    assert len({r["id"] for r in records}) == len(records)
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert summary["cases"] == len(records)
+    ElementTree.parse(out / "junit.xml")
+    assert (out / "report.html").read_text("utf-8").startswith("<!")
+    (out / "summary.md").read_text("utf-8")
+    return summary, records
+
+
+def test_a_backend_that_hangs_while_loading_gives_each_case_an_error_and_the_run_completes(
+        conform_cli, tmp_path):
+    start = time.monotonic()
+    summary, records = _cli_run(conform_cli, tmp_path, "HangsInLoad", "--max-examples", "3",
+                                "--workers", "2", "--load-timeout", "1.5")
+    assert time.monotonic() - start < 20
+    reason = f"backend '{HOSTILE}HangsInLoad' failed to load in 1.5 s"
+    assert len(records) == 4 and summary["counts"]["error"] == 4
+    assert {r["message"] for r in records} == {reason}
+    assert summary["workers_given_up"] == [reason, reason]
+
+
+def test_a_replacement_worker_that_hangs_while_loading_costs_the_cases_left_an_error(
+        specs, tmp_path, monkeypatch):
+    monkeypatch.setenv(MARKER, str(tmp_path / "crashed"))
+    cases = add_cases(range(6))
+    start = time.monotonic()
+    records = _verdicts(specs, "HangsOnReload", cases, workers=1, batch_size=1, timeout=5,
+                        load_timeout=1.5)
+    assert time.monotonic() - start < 15
+    assert _kinds(records, range(6)) == ["pass", "pass", "crash", "error", "error", "error"]
+    assert records["add.float32.2"]["message"] == "worker exited with status 3"
+    assert {records[f"add.float32.{i}"]["message"] for i in (3, 4, 5)} == {
+        f"backend '{HOSTILE}HangsOnReload' failed to load in 1.5 s"}
+
+
+def test_a_worker_whose_replacement_cannot_load_leaves_its_cases_to_the_others(
+        specs, tmp_path, monkeypatch):
+    monkeypatch.setenv(MARKER, str(tmp_path / "crashed"))
+    records = _verdicts(specs, "HangsOnReload", add_cases(range(8)), workers=2, batch_size=1,
+                        timeout=5, load_timeout=1.5)
+    assert _kinds(records, range(8)) == ["pass", "pass", "crash"] + ["pass"] * 5
+
+
+def test_odd_strings_cost_only_their_own_case_and_every_output_parses(conform_cli, tmp_path):
+    summary, records = _cli_run(conform_cli, tmp_path, "OddStrings", "--max-examples", "8")
+    by_id = {r["id"]: r for r in records}
+    verdicts = [by_id[f"add.float32.{i}"]["verdict"] for i in range(8)]
+    assert verdicts == ["pass", "error", "error", "error", "error", "unsupported", "pass", "pass"]
+    message = [by_id[f"add.float32.{i}"].get("message", "") for i in range(8)]
+    assert message[1] == "RuntimeError: lone \\ud800 surrogate"
+    assert message[2] == ("RuntimeError: NUL\\x00 ANSI \\x1b[31mred\\x1b[0m bell\\x07 CR\\x0d "
+                          "bidi \\u202eesrever")   # (the bidi override neutralised by results.jsonl)
+    assert HUGE > len(message[3]) > MAX_TEXT and "characters left out" in message[3]
+    assert message[4] == "_Unprintable: <str() of a _Unprintable raised ValueError>"
+    assert message[5] == "cannot: lone \\ud800 surrogate"
+    assert "raise _Unprintable()" in by_id["add.float32.4"]["traceback"]
+    assert summary["backend_version"] == "odd \\udcff 1.0\\x1b[0m"
+
+
+def test_a_wrong_return_is_an_error_that_says_what_came_back(specs):
+    records = _verdicts(specs, "WrongReturns", add_cases(range(9)), workers=1)   # stats: a str
+    assert _kinds(records, range(9)) == ["pass"] + ["error"] * 6 + ["pass", "error"]
+    messages = [records[f"add.float32.{i}"]["message"] for i in (1, 2, 3, 4, 5, 6, 8)]
+    assert messages == [
+        "WrongReturn: run() returned None; expected a list of 1 array (one per output)",
+        "WrongReturn: run() returned a str ('not an array'); expected a list of 1 array "
+        "(one per output)",
+        "WrongReturn: run() returned 2 outputs; expected 1 array (one per output)",
+        "WrongReturn: run() returned a bare float32 array of shape (8,); expected a list of "
+        "1 array (one per output)",
+        "WrongReturn: output 0 is None, not an array of numbers or booleans",
+        "KeyError: 'iterating me fails'",
+        "WrongReturn: prepare() returned a str ('not a function'); expected a function "
+        "computing the outputs",
+    ]
+    assert "checked_outputs" in records["add.float32.1"]["traceback"]
+
+
+def test_prepare_time_is_charged_to_each_case_alone(specs):
+    slow = 0.2   # SlowPrepare.SLOW; five cases take 1 s to prepare, more than the timeout
+    with WorkerPool(HOSTILE + "SlowPrepare", workers=1, batch_size=8, timeout=0.8) as pool:
+        pool_start = time.monotonic()
+        outcomes = {case.id: outcome for case, outcome in pool.run(add_cases(range(7)))}
+        assert time.monotonic() - pool_start < 12
+    kinds = [outcomes[f"add.float32.{i}"].kind for i in range(7)]
+    assert kinds == ["ok"] * 5 + ["timeout", "ok"]   # preparing case 5 hangs
+    assert all(slow <= o.seconds < 0.8 for o in outcomes.values() if o.kind == "ok")
+
+
+def test_crashes_hangs_and_hogs_each_cost_one_case_and_leave_no_chained_errors(specs):
+    indices = [0, 1, 8, 2, 3, 4, 5, 7]
+    start = time.monotonic()
+    records = _verdicts(specs, "Crashes", add_cases(indices), workers=1, batch_size=1,
+                        timeout=1.0, memory_limit_mb=3072, method="fork")
+    assert time.monotonic() - start < 25
+    kinds = dict(zip(indices, _kinds(records, indices)))
+    message = {i: records[f"add.float32.{i}"].get("message", "") for i in indices}
+    assert kinds[0] == kinds[7] == "pass"
+    assert (kinds[1], message[1]) == ("crash", "worker killed by signal SIGSEGV")
+    assert (kinds[2], message[2]) == ("crash", "worker exited with status 7")
+    assert kinds[3] == "crash" or (kinds[3] == "error" and "MemoryError" in message[3])
+    assert kinds[4] == kinds[5] == "timeout"
+    after_a_crash = records["add.float32.8"]   # raised in a worker replacing a crashed one
+    assert after_a_crash["verdict"] == "error"
+    assert after_a_crash["message"] == "RuntimeError: raised after a crash"
+    assert "EOFError" not in after_a_crash["traceback"]
+    assert "During handling" not in after_a_crash["traceback"]
+
+
+_BUSY_PARENT = """
+import sys
+from conform.harness.isolation import WorkerPool
+from tests.harness.hostile_adapters import add_cases
+try:
+    with WorkerPool("tests.harness.hostile_adapters:Crashes", workers=1, timeout=600,
+                    method={method!r}) as pool:
+        print(pool._pool[0].process.pid, flush=True)
+        for _ in pool.run(add_cases([6])):   # case 6 touches the marker, then sleeps
+            pass
+except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+def _busy_parent(tmp_path, method: str):
+    """A parent process whose one worker is busy in a backend call; and the worker's pid."""
+    marker = tmp_path / f"busy-{method}"
+    parent = subprocess.Popen([sys.executable, "-c", _BUSY_PARENT.format(method=method)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, MARKER: str(marker)}, start_new_session=True)
+    worker = int(parent.stdout.readline())
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the worker never began its case"
+    return parent, worker
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (ProcessLookupError, FileNotFoundError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("signum, method", [(signal.SIGKILL, "fork"), (signal.SIGTERM, "fork"),
+                                            (signal.SIGKILL, "spawn")],
+                         ids=["SIGKILL-fork", "SIGTERM-fork", "SIGKILL-spawn"])
+def test_a_busy_worker_dies_with_its_parent(tmp_path, signum, method):
+    parent, worker = _busy_parent(tmp_path, method)
+    parent.send_signal(signum)
+    parent.wait(10)
+    alive = not _gone_within(worker, 5)
+    if alive:
+        os.kill(worker, signal.SIGKILL)
+    assert not alive, "the busy worker outlived its parent"
+
+
+def test_ctrl_c_stops_the_pool_without_worker_tracebacks(tmp_path):
+    parent, worker = _busy_parent(tmp_path, "fork")
+    start = time.monotonic()
+    os.killpg(parent.pid, signal.SIGINT)   # as a terminal's Ctrl-C: the whole process group
+    _, stderr = parent.communicate(timeout=15)
+    assert parent.returncode == 130 and time.monotonic() - start < 5
+    assert stderr.strip() == "interrupted"
+    assert _gone_within(worker, 5)

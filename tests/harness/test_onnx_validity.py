@@ -1,0 +1,62 @@
+"""Every ONNX model conform emits is valid ONNX: it passes the full checker, and ONNX's own strict
+shape inference, given the case's concrete input shapes, gives the oracle's output shape."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import onnx
+import pytest
+
+from conform.generators import dtype_labels, generate_cases
+from conform.harness.backends.base import Unsupported
+from conform.harness.backends.onnx_models import build_model
+from conform.spec import load_specs
+
+ONNX_OPS = sorted(op for op, spec in load_specs().items() if "onnx" in spec.bindings)
+
+
+def _concrete(model: onnx.ModelProto, case) -> onnx.ModelProto:
+    """``model`` with the case's input shapes in place of the symbolic dimensions."""
+    concrete = copy.deepcopy(model)
+    for value, array in zip(concrete.graph.input, case.inputs):
+        for dim, size in zip(value.type.tensor_type.shape.dim, np.shape(array)):
+            dim.Clear()
+            dim.dim_value = size
+    return concrete
+
+
+def _inferred_output_shape(model: onnx.ModelProto) -> list:
+    inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True,
+                                                 data_prop=True)
+    (value,) = [v for v in inferred.graph.value_info if v.name == "out0"] or \
+        list(inferred.graph.output)
+    return [d.dim_value if d.HasField("dim_value") else d.dim_param
+            for d in value.type.tensor_type.shape.dim]
+
+
+@pytest.mark.parametrize("op", ONNX_OPS)
+def test_every_emitted_model_is_valid_and_infers_the_oracles_shape(specs, op):
+    spec, checked = specs[op], 0
+    for label in dtype_labels(spec):
+        for case in generate_cases(spec, label, count=8, seed=1):
+            try:
+                model = build_model(spec, case)
+            except Unsupported:
+                continue
+            onnx.checker.check_model(model, full_check=True)
+            concrete = _concrete(model, case)
+            concrete.graph.output[0].type.tensor_type.ClearField("shape")
+            assert _inferred_output_shape(concrete) == list(case.expectation.expected.shape), case.id
+            checked += 1
+    assert checked > 0
+
+
+def test_the_check_fails_on_a_model_without_shapes(specs):
+    """What the test above rests on: the full checker refuses graph inputs without a shape."""
+    spec = specs["onnx_add"]
+    case = generate_cases(spec, "float32", count=1, seed=0)[0]
+    model = build_model(spec, case)
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    with pytest.raises(onnx.checker.ValidationError, match="shape"):
+        onnx.checker.check_model(model, full_check=True)

@@ -1,0 +1,151 @@
+"""The op registry: every op is defined by one op module, shared code names no op, and an
+installed package can add ops."""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conform.ops import BUILTIN_MODULES, definitions
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_PACKAGES = ("conform", "spec", "generators", "oracles", "harness", "reports")
+
+# Strings in shared modules that equal an op or binding name but mean something else.
+NOT_OP_NAMES = {
+    ("spec/_schema.py", "minimum"): "a JSON Schema keyword",
+    ("spec/_schema.py", "maximum"): "a JSON Schema keyword",
+    ("harness/certify.py", "minimum"): "a JSON Schema keyword (the profile schema)",
+    ("harness/certify.py", "maximum"): "a JSON Schema keyword (the profile schema)",
+    ("harness/compare.py", "abs"): "the unit of an abs_rel error model",
+}
+
+
+def _names(specs) -> set[str]:
+    """Every op name and every name a binding gives an op (ONNX op_type, NNEF op, lax function)."""
+    names = set(specs)
+    for spec in specs.values():
+        bindings = spec.bindings
+        names.update(b[key] for fmt, key in (("onnx", "op_type"), ("nnef", "op"), ("xla", "lax"))
+                     if (b := bindings.get(fmt)))
+    return names
+
+
+def _docstrings(tree) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _named_ops(path: Path, names: set[str], relative: str | None = None) -> list[str]:
+    """Where ``path`` names an op: string literals (docstrings aside) and ``lax.<op>``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings, found = _docstrings(tree), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value in names and id(node) not in docstrings:
+            found.append((node.lineno, node.value))
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in ("lax", "jnp", "onnx") and node.attr in names:
+            found.append((node.lineno, node.attr))
+    relative = relative or path.relative_to(ROOT).as_posix()
+    return [f"{relative}:{line}: {name!r}" for line, name in sorted(found)
+            if (relative, name) not in NOT_OP_NAMES]
+
+
+def test_no_shared_module_names_an_op(specs):
+    names = _names(specs)
+    assert {"add", "reduce_sum", "ReduceSum", "sum_reduce", "dot_general"} <= names
+    modules = [path for package in SHARED_PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
+    assert len(modules) > 40
+    offenders = [hit for path in modules for hit in _named_ops(path, names)]
+    assert offenders == [], "op-specific knowledge belongs in the op's module (ops/):\n" + \
+        "\n".join(offenders)
+
+
+def test_the_scan_finds_an_op_named_in_shared_code(tmp_path, specs):
+    """The check above can fail: a table keyed by op names, or a lax call, is found."""
+    sample = tmp_path / "sample.py"
+    sample.write_text('"""add is fine in a docstring."""\nTABLE = {"reduce_sum": 1}\n'
+                      'y = lax.dot_general\n', encoding="utf-8")
+    found = _named_ops(sample, _names(specs), "harness/_probe_for_test.py")
+    assert found == ["harness/_probe_for_test.py:2: 'reduce_sum'",
+                     "harness/_probe_for_test.py:3: 'dot_general'"]
+
+
+def test_every_spec_has_one_definition_and_every_definition_a_spec(specs):
+    registered = definitions()
+    assert set(registered) == set(specs)
+    modules = {d.module for d in registered.values()}
+    assert modules == {f"conform.ops.{name}" for name in BUILTIN_MODULES}
+    for name, definition in registered.items():
+        assert definition.qualified_name == f"{name}_v{definition.version}"
+        assert specs[name].definition is definition
+
+
+OP_PACKAGE = '''\
+"""A vendor's op package: one custom op."""
+import numpy as np
+
+from conform.ops import op
+
+
+@op("vendor_double", version=1)
+def oracle_vendor_double(operand):
+    """2 x, exact in binary floating point."""
+    return (2 * operand,)
+'''
+
+OP_SPEC = '''\
+op: vendor_double
+summary: Twice the operand, a custom op of an installed package.
+defined_by:
+  onnx: {name: Mul, note: "a vendor op, emitted as x * 2 would be"}
+signature: {inputs: [operand]}
+dtypes: [float32]
+values: {float: [-100, 100]}
+error_model:
+  float: {exact: true, why: "doubling is exact in binary floating point (no overflow drawn)"}
+bindings:
+  numpy: {fn: multiply}
+'''
+
+
+def test_an_installed_op_package_adds_its_ops(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    package = site / "vendor_ops"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(OP_PACKAGE, encoding="utf-8")
+    (package / "vendor_double.yaml").write_text(OP_SPEC, encoding="utf-8")
+    info = site / "vendor_ops-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vendor-ops\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[conform.ops]\nvendor = vendor_ops\n")
+    env = {"PYTHONPATH": str(site), "CONFORM_CACHE_DIR": str(tmp_path / "cache"),
+           "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-m", "conform.harness.cli"]
+    listed = subprocess.run([*command, "list", "--format", "json"], capture_output=True,
+                            text=True, env=env, check=True)
+    rows = {row["op"]: row for row in json.loads(listed.stdout)}
+    assert rows["vendor_double"]["definition"] == "vendor_double_v1" and "add" in rows
+    out = tmp_path / "out"
+    subprocess.run([*command, "run", "--backend", "numpy", "--ops", "vendor_double",
+                    "--max-examples", "4", "--quiet", "--out", str(out)], env=env, check=True,
+                   capture_output=True)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"].get("pass", 0) >= 4 and summary["counts"].get("fail", 0) == 0
+
+
+@pytest.mark.parametrize("module", BUILTIN_MODULES)
+def test_op_modules_stay_small(module):
+    path = ROOT / "ops" / f"{module}.py"
+    assert len(path.read_text(encoding="utf-8").splitlines()) <= 500
