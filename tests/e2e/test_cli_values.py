@@ -23,6 +23,7 @@ BAD = [
     ("timeout nan", [*RUN, "--timeout", "nan"], "argument --timeout: nan is not a finite number"),
     ("timeout inf", [*RUN, "--timeout", "inf"], "argument --timeout: inf is not a finite number"),
     ("timeout text", [*RUN, "--timeout", "soon"], "argument --timeout: 'soon' is not a number"),
+    ("load-timeout 0", [*RUN, "--load-timeout", "0"], "argument --load-timeout: 0 is not a finite"),
     ("workers 0", [*RUN, "--workers", "0"], "argument --workers: 0 is below 1"),
     ("max-examples 0", [*RUN, "--max-examples", "0"], "argument --max-examples: 0 is below 1"),
     ("max-examples -5", [*RUN, "--max-examples=-5"], "argument --max-examples: -5 is below 1"),
