@@ -13,8 +13,12 @@ import sys
 from pathlib import Path
 
 from conform.harness import cli_adapter, cli_certify, cli_gate
+from conform.harness.cli_values import (Parser, at_least_one, check_cache_directory, memory_mb,
+                                        seconds, writable_directory)
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE, as a command killed by a closed pipe exits
 
 
 def _csv(text: str) -> list[str]:
@@ -22,7 +26,7 @@ def _csv(text: str) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="conform", description=__doc__.splitlines()[0])
+    parser = Parser(prog="conform", description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=None,
                         help="directory of op spec YAML files (default: the built-in suite)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -35,14 +39,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", required=True)
     run.add_argument("--ops", type=_csv, default=None, help="comma-separated op names or globs")
     run.add_argument("--dtypes", type=_csv, default=None, help="comma-separated dtype names")
-    run.add_argument("--max-examples", type=int, default=20, help="cases per op and dtype")
+    run.add_argument("--max-examples", type=at_least_one, default=20, help="cases per op and dtype")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", type=Path, default=None, help="output directory (default conform-out/<backend>)")
-    run.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+    run.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1),
                      help="worker processes (default: min(2, cores))")
-    run.add_argument("--timeout", type=float, default=60.0,
+    run.add_argument("--timeout", type=seconds, default=60.0,
                      help="seconds per case (preparing and computing it) before `timeout`")
-    run.add_argument("--load-timeout", type=float, default=None,
+    run.add_argument("--load-timeout", type=seconds, default=None,
                      help="seconds a worker may take to load the backend, at the start and after "
                           "a crash (default: 120, or --timeout if longer); a backend that cannot "
                           "load in time makes its cases `error`")
@@ -52,13 +56,16 @@ def _parser() -> argparse.ArgumentParser:
                      help="all 65,536 inputs of each selected unary float16/bfloat16 op, "
                           "in one call per op and dtype; with --dtypes float32, all 2**32 float32 "
                           "inputs in 1,024 chunks")
-    run.add_argument("--memory-limit-mb", type=int, default=None,
+    run.add_argument("--memory-limit-mb", type=memory_mb, default=None,
                      help="cap each worker's address space; a case that exceeds it errors or crashes")
-    run.add_argument("--recycle-after", type=int, default=None,
+    run.add_argument("--recycle-after", type=at_least_one, default=None,
                      help="replace each worker after this many cases (bounds memory growth)")
     run.add_argument("--no-cache", action="store_true",
                      help="draw the corpus afresh instead of reusing the cached one")
     run.add_argument("--quiet", action="store_true", help="no progress display")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the interrupted run in --out (same options), skipping the "
+                          "cases it finished")
     cli_gate.add_gate_options(run)
     cli_certify.add_profile_options(run)
 
@@ -75,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
 def _load_specs(directory):
     from conform.spec import load_specs
 
+    check_cache_directory()   # the parsed specs are kept there
     return load_specs(directory)
 
 
@@ -123,6 +131,8 @@ def _print_table(summary: dict) -> None:
     print(f"\n{summary['backend']} ({summary['backend_version']}): "
           + "  ".join(f"{k} {v}" for k, v in counts.items()))
     print(f"pass rate {rate_text(summary['pass_rate'])}, {coverage_text(counts)}, {summary['ops']} ops")
+    if summary.get("complete") is False:
+        print(f"INCOMPLETE: {summary['cases']} of {summary['cases_planned']} cases ran")
     worst = sorted(((cell["pass_rate"], op, dtype, cell) for op, cells in summary["by_op"].items()
                     for dtype, cell in cells.items() if cell["pass_rate"] is not None
                     and cell["pass_rate"] < 1.0), key=lambda t: t[0])
@@ -137,31 +147,35 @@ def _print_table(summary: dict) -> None:
 
 
 def cmd_run(args) -> int:
-    import conform
+    from conform.harness.outdir import locked
     from conform.harness.registry import check_backend
-    from conform.harness.manifests import manifest_summary, stale_entries
-    from conform.harness.runner import RunConfig, cyclic_gc_paused, run_suite
-    from conform.harness.gate import baseline_view
-    from conform.reports import read_results, write_reports
-    from conform.reports._definitions import op_definitions
 
     specs = _load_specs(args.specs)
     profile = cli_certify.apply_profile(args)
     check_backend(args.backend)
-    if args.max_examples < 1 or args.workers < 1:
-        raise _UsageError("--max-examples and --workers must be at least 1")
-    if args.load_timeout is not None and not 0 < args.load_timeout < float("inf"):
-        raise _UsageError(f"--load-timeout {args.load_timeout:g}: give a finite number of seconds > 0")
-    out = args.out or Path("conform-out") / args.backend
     baseline = cli_gate.baseline_for(args)  # read first: the run may overwrite it
     manifest = cli_gate.manifest_for(args, args.backend)
+    out = writable_directory(args.out or Path("conform-out") / args.backend, "--out")
+    with locked(out):
+        return _run_locked(args, specs, profile, manifest, baseline, out)
+
+
+def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
+    """``conform run`` once ``out`` is checked and locked."""
+    import conform
+    from conform.harness.gate import baseline_view
+    from conform.harness.manifests import manifest_summary, stale_entries
+    from conform.harness.runner import RunConfig, cyclic_gc_paused, run_suite
+    from conform.reports import read_results, write_reports
+    from conform.reports._definitions import op_definitions
+
     config = RunConfig(backend=args.backend, ops=args.ops, dtypes=args.dtypes,
                        max_examples=args.max_examples, seed=args.seed, out=out,
                        workers=args.workers, timeout=args.timeout,
                        load_timeout=args.load_timeout, subnormals=args.subnormals,
                        exhaustive=args.exhaustive, use_cache=not args.no_cache, manifest=manifest,
                        spec_dir=args.specs, memory_limit_mb=args.memory_limit_mb,
-                       recycle_after=args.recycle_after)
+                       recycle_after=args.recycle_after, resume=args.resume, interruptible=True)
     with cyclic_gc_paused():   # the corpus stays alive to the end of the command
         meta, tally = run_suite(config, specs, progress=not args.quiet)
         _kept_to_exit(tally)
@@ -180,6 +194,11 @@ def cmd_run(args) -> int:
         summary = write_reports(out, meta, conform.__version__, tally=tally)
         _print_table(summary)
         print(f"\nwrote {out}/{{results.jsonl,summary.json,report.html,junit.xml,summary.md}}")
+        if not meta["complete"]:
+            print(f"conform: interrupted: the reports in {out} are partial ({summary['cases']} of "
+                  f"{summary['cases_planned']} cases); the same command with --resume "
+                  "continues the run", file=sys.stderr)
+            return EXIT_INTERRUPTED
         cli_gate.warn_stale(stale)
         return cli_gate.gate_status(args, summary, records, baseline)
 
@@ -192,7 +211,10 @@ def cmd_report(args) -> int:
     if len(args.dirs) == 1:
         if args.out is not None:
             raise _UsageError("--out names the comparison page: give two or more DIRs")
-        return _rerender(args.dirs[0])
+        from conform.harness.outdir import locked
+
+        with locked(args.dirs[0]):
+            return _rerender(args.dirs[0])
     from conform.reports._compare import write_comparison
 
     out = write_comparison(args.dirs, args.out or Path("conform-compare.html"))
@@ -201,17 +223,25 @@ def cmd_report(args) -> int:
 
 
 def _rerender(directory: Path) -> int:
+    from conform.harness.outdir import complete_lines
     from conform.reports import write_reports
 
     summary_path = directory / "summary.json"
     if not summary_path.exists():
         raise _UsageError(f"{directory} has no summary.json (is it a conform run directory?)")
-    previous = json.loads(summary_path.read_text(encoding="utf-8"))
+    try:
+        previous = json.loads(summary_path.read_text(encoding="utf-8"))
+        # a run killed while writing leaves its last line cut short: that case did not finish
+        records, _ = complete_lines(directory / "results.jsonl")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _UsageError(f"{directory} is not a readable conform run: {exc}") from None
     meta = {k: v for k, v in previous.items()
             if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "judged", "coverage",
                          "histogram_bins", "by_op")}
-    write_reports(directory, meta, previous["conform_version"])
-    print(f"re-rendered {directory}")
+    summary = write_reports(directory, meta, previous["conform_version"], records=records)
+    note = "" if summary.get("complete", True) else \
+        f" (incomplete: {summary['cases']} of {summary['cases_planned']} cases)"
+    print(f"re-rendered {directory}{note}")
     return EXIT_OK
 
 
@@ -220,9 +250,28 @@ class _UsageError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``conform`` command ``argv`` (default: ``sys.argv``); its exit status. Every
+    usage, configuration or environment mistake (a full disk included) is one line on stderr
+    and status 2; Ctrl-C is status 130, a closed stdout (``conform list | head``) 141."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print("conform: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as exc:
+        print(f"conform: error: {_os_error(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _main(argv: list[str] | None) -> int:
     from conform.harness.adapters import AdapterError
+    from conform.harness.cli_values import UnusableDirectory
     from conform.harness.gate import GateError
     from conform.harness.isolation import BackendLoadError
+    from conform.harness.outdir import NotResumable, OutputBusy
     from conform.harness.repro import ReproError
     from conform.harness.registry import UnknownBackend
     from conform.harness.runner import SelectionError
@@ -238,12 +287,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except (SpecError, UnknownBackend, SelectionError, BackendLoadError, _UsageError, GateError,
-            ReproError, AdapterError) as exc:
+            ReproError, AdapterError, OutputBusy, NotResumable, UnusableDirectory) as exc:
         print(f"conform: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("conform: interrupted", file=sys.stderr)
-        return 130
+
+
+def _os_error(exc: OSError) -> str:
+    """``reason: file`` for an OSError (ENOSPC: "No space left on device: .../results.jsonl")."""
+    reason = exc.strerror or str(exc)
+    return f"{reason}: {exc.filename}" if exc.filename else reason
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: its reader has gone, and what is still buffered would raise
+    BrokenPipeError again when it is flushed at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def entry() -> None:
@@ -254,7 +314,14 @@ def entry() -> None:
     global _EXIT_WITHOUT_TEARDOWN
     _EXIT_WITHOUT_TEARDOWN = True
     status = main()
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        status = EXIT_BROKEN_PIPE
+    except OSError as exc:   # e.g. stdout on a full disk
+        print(f"conform: error: {_os_error(exc)} (writing standard output)", file=sys.stderr)
+        status = EXIT_USAGE
     sys.stderr.flush()
     os._exit(status)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conform.harness.cli_values import seconds
+
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
@@ -24,7 +26,7 @@ def add_commands(sub) -> None:
     check = actions.add_parser("check", help="load an adapter in a worker, validate its "
                                              "declarations, probe it, run a smoke suite")
     check.add_argument("name", help="an installed backend's name, or module.path:ClassName")
-    check.add_argument("--timeout", type=float, default=60.0,
+    check.add_argument("--timeout", type=seconds, default=60.0,
                        help="seconds per case (and for loading) before giving up")
 
 

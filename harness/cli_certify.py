@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from conform.harness.cli_gate import add_manifest_options
+from conform.harness.cli_values import at_least_one, seconds, writable_directory
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROFILED = ("ops", "dtypes", "max_examples", "seed", "subnormals")  # run options a profile sets
@@ -80,8 +81,8 @@ def add_commands(sub) -> None:
                          help="a YAML file of further profiles (see docs/certification.md)")
     certify.add_argument("--out", type=Path, default=None,
                          help="output directory (default conform-out/<backend>-<profile>)")
-    certify.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    certify.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
+    certify.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1))
+    certify.add_argument("--timeout", type=seconds, default=60.0, help="seconds per case")
     add_manifest_options(certify, where=", where the profile allows one")
     certify.add_argument("--no-cache", action="store_true",
                          help="draw the corpus afresh instead of reusing the cached one")
@@ -102,7 +103,7 @@ def add_commands(sub) -> None:
                              "digest alone)")
     verify.add_argument("--results", type=Path, default=None, metavar="FILE",
                         help="the results.jsonl the certificate names, if it is not beside it")
-    verify.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    verify.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1))
     verify.add_argument("--trusted-key", type=Path, action="append", default=[],
                         metavar="PUBKEY", help="require a valid signature by this Ed25519 public "
                                                "key (PEM; repeat to trust several)")
@@ -152,17 +153,19 @@ def cmd_certify(args, specs: dict) -> int:
         return _usage(str(exc))
     profile = find_profile(args.profile, args.profiles)
     check_backend(args.backend)
-    if args.workers < 1:
-        return _usage("--workers must be at least 1")
     if not profile.manifests and args.manifest:
         return _usage(f"profile {profile.name} allows no manifest of known deviations")
     manifest = resolve_manifest(args.backend, args.manifest, disabled=args.no_manifest) \
         if profile.manifests else None
-    out = args.out or Path("conform-out") / f"{args.backend}-{profile.name}"
+    from conform.harness.outdir import locked
+
+    out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-{profile.name}",
+                             "--out")
     try:
-        cert = certify(profile, args.backend, specs, out, spec_dir=args.specs,
-                       workers=args.workers, timeout=args.timeout, manifest=manifest,
-                       use_cache=not args.no_cache, progress=not args.quiet, key=key)
+        with locked(out):
+            cert = certify(profile, args.backend, specs, out, spec_dir=args.specs,
+                           workers=args.workers, timeout=args.timeout, manifest=manifest,
+                           use_cache=not args.no_cache, progress=not args.quiet, key=key)
     except CertifyError as exc:
         return _usage(str(exc))
     totals = cert["totals"]
@@ -188,8 +191,6 @@ def cmd_verify(args, specs: dict) -> int:
     from conform.harness.verify import verify
     from conform.harness.signing import SigningError, load_public_key
 
-    if args.workers < 1:
-        return _usage("--workers must be at least 1")
     try:
         trusted = [load_public_key(path) for path in args.trusted_key]
         report = verify(args.certificate, specs, rerun=args.rerun, sample_seed=args.sample_seed,

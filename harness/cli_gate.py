@@ -81,9 +81,9 @@ def manifest_for(args, backend: str):
 
 def baseline_for(args):
     """The ``--baseline`` run, read before anything else can overwrite it (None if not given)."""
-    from conform.harness.gate import load_run
+    from conform.harness.gate import finished_run
 
-    return load_run(args.baseline) if args.baseline else None
+    return finished_run(args.baseline) if args.baseline else None
 
 
 def warn_stale(stale: list) -> None:
@@ -115,12 +115,12 @@ def gate_status(args, summary: dict, records: list, baseline) -> int:
 def cmd_gate(args) -> int:
     """``conform gate DIR``: re-judge the run's recorded verdicts under the manifest the options
     select (as ``run`` would), rebuild its summary in memory and apply the gate. Writes nothing."""
-    from conform.harness.gate import load_run
+    from conform.harness.gate import finished_run
     from conform.harness.manifests import Manifest, stale_entries
     from conform.reports import build_summary
     from conform.reports._coverage import coverage_text, rate_text
 
-    run = load_run(args.dir)
+    run = finished_run(args.dir)
     baseline = baseline_for(args)
     manifest = manifest_for(args, run.summary["backend"])
     records = [(manifest or Manifest((), ())).apply(r) for r in run.records]

@@ -51,6 +51,22 @@ def load_run(path: Path | str) -> RunData:
     return RunData(summary, records, directory)
 
 
+def finished_run(path: Path | str) -> RunData:
+    """:func:`load_run`, refusing (:class:`GateError`) a run that did not finish or whose
+    summary.json counts other results than its results.jsonl holds: a gate (or a baseline)
+    never judges an interrupted run, a run still going, or a summary left beside other results."""
+    run = load_run(path)
+    summary, lines, directory = run.summary, len(run.records), run.where
+    if summary.get("complete") is False:
+        raise GateError(f"{directory}: the run is incomplete ({summary.get('cases')} of "
+                        f"{summary.get('cases_planned')} cases): it was interrupted or is still "
+                        "running; finish it with `conform run ... --resume` and gate again")
+    if summary.get("cases") != lines:
+        raise GateError(f"{directory}: summary.json counts {summary.get('cases')} cases but "
+                        f"results.jsonl holds {lines}: they do not describe the same run")
+    return run
+
+
 @dataclass(frozen=True)
 class Criteria:
     """What the gate requires. ``None`` disables a pass-rate floor; ``inf`` disables growth."""

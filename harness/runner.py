@@ -4,6 +4,10 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import gc
+import hashlib
+import multiprocessing
+import os
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -13,7 +17,12 @@ from conform.generators import (dtype_labels, exhaustive_cases, fill_corpus, gen
                                 prune_corpus)
 from conform.harness.isolation import Judged, WorkerPool, forking_context
 from conform.harness.judge import result_record
-from conform.reports import ResultWriter, Tally
+from conform.harness.outdir import (NotResumable, check_same_run, complete_lines, read_previous,
+                                    remove_stale_reports)
+from conform.reports import ResultWriter, Tally, encode, write_summary
+
+#: How often a running run rewrites its summary.json (marked incomplete: "N of M cases").
+CHECKPOINT_SECONDS = 5.0
 
 
 @dataclass
@@ -35,6 +44,9 @@ class RunConfig:
     recycle_after: int | None = None
     manifest: object | None = None  # a conform.harness.manifests.Manifest: skip, xfail, waiver
     cases: list | None = None       # a precomputed corpus (conform certify): run exactly these
+    resume: bool = False            # continue the interrupted run in ``out``, skipping its cases
+    interruptible: bool = False     # Ctrl-C ends the run early, with what it has (and kills
+                                    # this process's multiprocessing children: the workers)
 
 
 @contextlib.contextmanager
@@ -120,14 +132,19 @@ class Progress:
 def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple[dict, Tally]:
     """Run the suite, writing its result records to ``config.out``/results.jsonl; returns the
     run metadata and the records' :class:`~conform.reports.Tally` (what the reports need; the
-    records themselves are not kept: ``read_results`` reads them back)."""
-    with cyclic_gc_paused():
+    records themselves are not kept: ``read_results`` reads them back).
+
+    While it runs, summary.json beside results.jsonl says the run is incomplete (rewritten every
+    :data:`CHECKPOINT_SECONDS`), and the reports of an earlier run are gone. ``config.resume``
+    continues the run an earlier, interrupted one left in ``config.out``; with
+    ``config.interruptible``, Ctrl-C ends the run early and ``meta["complete"]`` is False."""
+    with cyclic_gc_paused(), _interrupts_reach_parent_only():
         return _run_suite(config, specs, progress)
 
 
-def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Tally]:
+def _generate(config: RunConfig, specs: dict) -> tuple[list, object, list]:
+    """``(pairs, cases to run, records of the cases a manifest skips)``."""
     pairs = select(specs, config.ops, config.dtypes)
-    started = time.time()
     if config.exhaustive:
         # float32 (2**32 inputs per op) only when asked for by name
         sweeps = [(spec, label, exhaustive_cases(spec, label)) for spec, label in pairs
@@ -152,29 +169,173 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
     skipped: list = []
     if config.manifest is not None and not config.exhaustive:  # a sweep stays lazy: not partitioned
         cases, skipped = config.manifest.partition(cases)
+    return pairs, cases, skipped
+
+
+def run_key(config: RunConfig, pairs: list, specs: dict) -> dict:
+    """What a run's results depend on besides the backend's version: a resumed run must match
+    the interrupted one in all of it (the spec files and manifests by content)."""
+    import conform
+
+    def digest(paths) -> str:
+        h = hashlib.sha256()
+        for path in paths:
+            h.update(f"{path}\0".encode() + hashlib.sha256(Path(path).read_bytes()).digest())
+        return h.hexdigest()
+
+    ops = sorted({spec.op for spec, _ in pairs})
+    manifest = list(config.manifest.files) if config.manifest is not None else []
+    return {"backend": config.backend, "ops": config.ops, "dtypes": config.dtypes,
+            "max_examples": config.max_examples, "seed": config.seed,
+            "exhaustive": config.exhaustive, "subnormals": config.subnormals,
+            "conform_version": conform.__version__,
+            "specs_sha256": digest(specs[op].path for op in ops if specs[op].path),
+            "manifest": manifest, "manifest_sha256": digest(manifest)}
+
+
+class _Remaining:
+    """The cases of a lazy sequence (an exhaustive sweep) that a resumed run has still to run."""
+
+    def __init__(self, cases, done: set):
+        self.cases, self.done = cases, done
+
+    def __len__(self) -> int:
+        return len(self.cases) - len(self.done)
+
+    def __iter__(self):
+        return (case for case in self.cases if case.id not in self.done)
+
+
+@contextlib.contextmanager
+def _interrupts_reach_parent_only():
+    """While a run goes on, Ctrl-C (SIGINT, which the terminal sends to every process of the
+    command) interrupts this process alone: the processes it forks to draw the corpus inherit a
+    handler that ignores it, so they print no traceback (the workers ignore it themselves)."""
+    parent = os.getpid()
+
+    def interrupt(signum, frame):
+        if os.getpid() == parent:
+            raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, interrupt)
+    except ValueError:   # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _meta(config: RunConfig, info: dict, policy: str, pairs: list, key: dict, planned: int) -> dict:
+    return {
+        "backend": config.backend, "backend_version": info.get("version", "unknown"),
+        "device": info.get("device", "cpu"), "model_format": info.get("model_format"),
+        "subnormals_declared": info.get("subnormals"), "subnormals_applied": policy,
+        "seed": config.seed, "max_examples": config.max_examples, "exhaustive": config.exhaustive,
+        "selected_ops": sorted({spec.op for spec, _ in pairs}),
+        "complete": False, "cases_planned": planned, "run_key": key,
+        "worker_restarts": 0, "workers_recycled": 0, "wall_seconds": 0.0,
+    }
+
+
+def _resume_from(out: Path, config: RunConfig, key: dict):
+    """``(previous run or None, ids it finished)`` for a run into ``out``."""
+    if not config.resume:
+        return None, set()
+    previous = read_previous(out)
+    if previous is None:
+        print(f"conform: note: --resume: {out} holds no run; starting afresh", file=sys.stderr)
+        return None, set()
+    check_same_run(previous, key, out)
+    return previous, previous.done
+
+
+def _resumed_tally(previous, meta: dict, out: Path) -> Tally:
+    """The tally of the cases the interrupted run finished (which must have run on the same
+    backend version as this one); notes their number in ``meta``."""
+    if previous.summary.get("backend_version") != meta["backend_version"]:
+        raise NotResumable(f"--resume: the run in {out} used {meta['backend']} "
+                           f"{previous.summary.get('backend_version')}, this one "
+                           f"{meta['backend_version']}; run without --resume")
+    meta["resumed_cases"] = len(previous.records)
+    tally, previous.records = Tally.of(previous.records), []
+    return tally
+
+
+def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Tally]:
+    import conform
+
+    started = time.time()
+    pairs, cases, skipped = _generate(config, specs)
     generation_seconds = time.time() - started
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
+    key = run_key(config, pairs, specs)
+    planned = len(cases) + len(skipped)
+    previous, done = _resume_from(out, config, key)
+    if done:
+        cases = _Remaining(cases, done) if config.exhaustive else [c for c in cases if c.id not in done]
+        skipped = [record for record in skipped if record["id"] not in done]
     with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout,
                     load_timeout=config.load_timeout,
                     spec_dir=config.spec_dir, judge=True, subnormals=config.subnormals,
                     memory_limit_mb=config.memory_limit_mb, recycle_after=config.recycle_after,
                     manifest=config.manifest, specs=specs,
-                    cases=None if config.exhaustive else cases) as pool, \
-            ResultWriter(out / "results.jsonl") as writer:
-        meter = Progress(len(cases), config.backend) if progress else None
+                    cases=None if config.exhaustive else cases) as pool:
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
-        tally = Tally()
+        meta = _meta(config, pool.info, policy, pairs, key, planned)
+        tally = _resumed_tally(previous, meta, out) if previous is not None else Tally()
+        remove_stale_reports(out, keep_summary=previous is not None)
+        with ResultWriter(out / "results.jsonl",
+                          keep_bytes=previous.valid_bytes if previous else None) as writer:
+            write_summary(out, meta, conform.__version__, tally)   # incomplete: 0 (or N) of M
+            interrupted = False
+            try:
+                _execute(config, specs, pool, writer, tally, skipped, cases, policy, progress,
+                         checkpoint=lambda: write_summary(out, meta, conform.__version__, tally))
+            except KeyboardInterrupt:
+                if not config.interruptible:
+                    raise
+                interrupted = True
+                for worker in multiprocessing.active_children():   # what they owe is lost anyway:
+                    worker.kill()                                  # stop now, not after it
+            info, restarts, recycled = pool.info, pool.restarts, pool.recycled
+            given_up = pool.load_failures
+    if interrupted:   # the file is the truth: a reply may have been cut between write and tally
+        tally = Tally.of(complete_lines(out / "results.jsonl")[0])
+    stats, spent = (_rounded(counts) for counts in (pool.stats, pool.spent))
+    meta.update({
+        "complete": not interrupted, "worker_restarts": restarts, "workers_recycled": recycled,
+        "backend_stats": stats,
+        "workers_given_up": given_up,   # why each worker that could not load was given up
+        # where the harness's own time went: the workers' judging (oracle answers are kept with
+        # the cases: comparing), tallying and encoding, and the parent writing results.jsonl
+        "worker_seconds": spent, "write_seconds": round(writer.seconds, 3),
+        "generation_seconds": round(generation_seconds, 3),
+        "wall_seconds": round(time.time() - started, 3),
+    })
+    return meta, tally
+
+
+def _execute(config, specs, pool, writer, tally, skipped, cases, policy, progress,
+             checkpoint) -> None:
+    """Run ``cases`` on ``pool``, writing each result line as it comes and adding it to
+    ``tally``; ``checkpoint()`` every CHECKPOINT_SECONDS."""
+    meter = Progress(len(cases), config.backend) if progress else None
+    if skipped:
+        writer.write_lines([encode(record) for record in skipped])
         for record in skipped:
-            writer.write(record)
             tally.add(record)
-        for done in pool.run_batches(cases):
-            if isinstance(done, Judged):   # the workers judged these cases and tallied them
-                writer.write_lines(done.lines)
-                tally.merge(done.cells, done.record)
-                if meter:
-                    meter.update_many(part["counts"] for part in done.cells.values())
-                continue
+    last = time.monotonic()
+    for done in pool.run_batches(cases):
+        if isinstance(done, Judged):   # the workers judged these cases and tallied them
+            writer.write_lines(done.lines)
+            tally.merge(done.cells, done.record)
+            if meter:
+                meter.update_many(part["counts"] for part in done.cells.values())
+        else:
             for case, outcome in done:   # a crash or timeout, judged here
                 record = result_record(specs[case.op], case, outcome, config.backend, policy)
                 if config.manifest is not None:
@@ -183,21 +344,6 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
                 tally.add(record)
                 if meter:
                     meter.update_many([{record["verdict"]: 1}])
-        info, restarts, recycled = pool.info, pool.restarts, pool.recycled
-        given_up = pool.load_failures
-    stats, spent = (_rounded(counts) for counts in (pool.stats, pool.spent))
-    meta = {
-        "backend": config.backend, "backend_version": info.get("version", "unknown"),
-        "device": info.get("device", "cpu"), "model_format": info.get("model_format"),
-        "subnormals_declared": info.get("subnormals"), "subnormals_applied": policy,
-        "seed": config.seed, "max_examples": config.max_examples, "exhaustive": config.exhaustive,
-        "selected_ops": sorted({spec.op for spec, _ in pairs}),
-        "worker_restarts": restarts, "workers_recycled": recycled, "backend_stats": stats,
-        "workers_given_up": given_up,   # why each worker that could not load was given up
-        # where the harness's own time went: the workers' judging (oracle answers are kept with
-        # the cases: comparing), tallying and encoding, and the parent writing results.jsonl
-        "worker_seconds": spent, "write_seconds": round(writer.seconds, 3),
-        "generation_seconds": round(generation_seconds, 3),
-        "wall_seconds": round(time.time() - started, 3),
-    }
-    return meta, tally
+        if time.monotonic() - last >= CHECKPOINT_SECONDS:
+            checkpoint()
+            last = time.monotonic()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conform.reports._atomic import atomic_path, write_atomically
 from conform.reports._html import render_html
 from conform.reports._jsonl import ResultWriter, dumps, encode, read_results, to_json_safe
 from conform.reports._junit import write_junit
@@ -16,7 +17,8 @@ OUTPUT_FILES = ("results.jsonl", "summary.json", "report.html", "junit.xml", "su
 
 def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list | None = None,
                   tally: Tally | None = None) -> dict:
-    """Write summary.json, report.html, junit.xml and summary.md from ``tally`` (a
+    """Write summary.json, report.html, junit.xml and summary.md (each replaced atomically:
+    summary.json first) from ``tally`` (a
     :class:`Tally` that has added every record) or else from ``records`` (default: read from
     ``out_dir/results.jsonl``).
 
@@ -29,15 +31,22 @@ def write_reports(out_dir: Path, meta: dict, conform_version: str, records: list
         if records is None:
             records = list(read_results(out_dir / "results.jsonl"))
         tally = Tally.of(records)
+    summary = write_summary(out_dir, meta, conform_version, tally)
+    write_atomically(out_dir / "summary.md", render_markdown(summary))
+    with atomic_path(out_dir / "junit.xml") as junit:
+        write_junit(junit, records, summary, tally)
+    write_atomically(out_dir / "report.html",
+                     render_html(summary, records, run_dir=out_dir.resolve(), tally=tally))
+    return summary
+
+
+def write_summary(out_dir: Path, meta: dict, conform_version: str, tally: Tally) -> dict:
+    """Write summary.json alone (atomically) from ``tally``; returns the summary."""
     summary = tally.summary(neutral_value(meta), conform_version)
-    (out_dir / "summary.json").write_text(json.dumps(to_json_safe(summary), indent=2, allow_nan=False),
-                                          encoding="utf-8")
-    (out_dir / "summary.md").write_text(render_markdown(summary), encoding="utf-8")
-    write_junit(out_dir / "junit.xml", records, summary, tally)
-    (out_dir / "report.html").write_text(render_html(summary, records, run_dir=out_dir.resolve(), tally=tally),
-                                         encoding="utf-8")
+    write_atomically(Path(out_dir) / "summary.json",
+                     json.dumps(to_json_safe(summary), indent=2, allow_nan=False))
     return summary
 
 
 __all__ = ["OUTPUT_FILES", "ResultWriter", "Tally", "build_summary", "dumps", "encode", "pass_rate", "read_results",
-           "render_html", "render_markdown", "to_json_safe", "write_junit", "write_reports"]
+           "render_html", "render_markdown", "to_json_safe", "write_junit", "write_reports", "write_summary"]

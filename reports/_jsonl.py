@@ -88,33 +88,48 @@ def encode(value) -> bytes:
 
 
 class ResultWriter:
-    """Appends result records to a JSONL file (UTF-8) as the run produces them; ``seconds`` is
-    the time spent encoding and writing them, and closing the file."""
+    """Writes result records to a JSONL file (UTF-8) as the run produces them, each write
+    flushed to the operating system at once (a run killed with SIGKILL loses no line it
+    wrote); ``seconds`` is the time spent encoding and writing them, and closing the file.
+    ``keep_bytes``: continue an existing file after its first ``keep_bytes`` bytes (a resumed
+    run: what follows its last complete line goes), instead of starting it afresh."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, keep_bytes: int | None = None):
         self.path = Path(path)
+        self.keep_bytes = keep_bytes
         self._file = None
         self.seconds = 0.0
 
     def __enter__(self):
-        self._file = self.path.open("wb")
+        if self.keep_bytes is None:
+            self._file = self.path.open("wb")
+        else:
+            self._file = self.path.open("r+b")
+            self._file.truncate(self.keep_bytes)
+            self._file.seek(self.keep_bytes)
         return self
 
     def write(self, record: dict) -> None:
-        start = time.perf_counter()
-        self._file.write(encode(record) + b"\n")
-        self.seconds += time.perf_counter() - start
+        self.write_lines([encode(record)])
 
     def write_lines(self, lines: list[bytes]) -> None:
         """Write records already encoded with :func:`encode` (workers encode their own)."""
         if lines:
             start = time.perf_counter()
-            self._file.write(b"\n".join(lines) + b"\n")
+            try:
+                self._file.write(b"\n".join(lines) + b"\n")
+                self._file.flush()
+            except OSError as exc:   # a full disk: say which file
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from None
             self.seconds += time.perf_counter() - start
 
     def __exit__(self, *exc):
         start = time.perf_counter()
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError as error:   # what a failed write left buffered fails again: say it once
+            if exc[0] is None:
+                raise OSError(error.errno, error.strerror, str(self.path)) from None
         self.seconds += time.perf_counter() - start
 
 

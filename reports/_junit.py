@@ -51,6 +51,14 @@ def write_junit(path, records, summary: dict, tally: Tally | None = None) -> Non
             f"pass rate {rate_text(summary['by_op'][op][dtype]['pass_rate'])}, {coverage_text(counts)}")
     ET.SubElement(suite, "system-out").text = (
         f"pass rate {rate_text(summary.get('pass_rate'))}, {coverage_text(summary['counts'])}")
+    if summary.get("complete") is False:   # a CI reading junit.xml alone must see it
+        errors += 1
+        testcase = ET.SubElement(suite, "testcase", classname=f"conform.{summary['backend']}",
+                                 name="run complete", time="0")
+        ET.SubElement(testcase, "error", type="incomplete",
+                      message=f"the run is incomplete: {summary['cases']} of "
+                              f"{summary['cases_planned']} cases ran")
+        suite.set("tests", str(len(tally.cells) + 1))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
     suite.set("skipped", str(skipped))

@@ -28,6 +28,9 @@ def render_markdown(summary: dict, limit: int = 15) -> str:
         "",
         f"**Pass rate {rate_text(summary['pass_rate'])}**, {coverage_text(counts)}, in "
         f"{summary['ops']} ops (seed {md(summary['seed'])}, conform {md(summary['conform_version'])}).",
+        *([] if summary.get("complete", True) else [
+            "", f"**Incomplete run: {summary['cases']} of {summary['cases_planned']} cases ran** "
+                "(it was interrupted; `conform run ... --resume` finishes it)."]),
     ]
     reasons = _unsupported_reasons(summary)
     if reasons:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from conform.ops import OpDefinition, UnknownOp, definition, package_spec_dirs
 from conform.spec._cache import cached_loads
 from conform.spec._schema import SCHEMA
+from conform.spec._yaml import read_mapping
 
 if TYPE_CHECKING:
     import yaml
@@ -215,20 +216,9 @@ def _check_attribute_domains(data: dict, root: yaml.Node, path: Path) -> None:
 
 
 def _read_mapping(path: Path, what: str, error: type[SpecError] = SpecError):
-    """``(data, node tree)`` of a YAML file that must hold a mapping; ``error`` names the line."""
-    import yaml   # here: a run whose specs and manifests come from the cache does not need it
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
-    text = path.read_text(encoding="utf-8")
-    try:
-        root = yaml.compose(text, Loader=loader)
-        data = yaml.load(text, Loader=loader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise error(path, mark.line + 1 if mark else None, "", f"invalid YAML: {exc.problem}")
-    if not isinstance(data, dict) or root is None:
-        raise error(path, 1, "", f"{what} must be a YAML mapping")
-    return data, root
+    """``(data, node tree)`` of a YAML file that must hold a mapping; ``error`` names the line
+    (the shared safe reader, :func:`conform.spec._yaml.read_mapping`)."""
+    return read_mapping(path, what, error)
 
 
 def load_spec(path: Path | str) -> OpSpec:

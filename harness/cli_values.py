@@ -1,0 +1,113 @@
+"""Range-checked command-line values, and a parser whose every usage mistake is one line.
+
+Each ``type=`` function here raises :class:`argparse.ArgumentTypeError` naming the value and the
+range it must lie in; :class:`Parser` turns that (and every other argparse complaint) into one
+line, ``conform: error: ...``, and exit status 2, before any work starts.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+EXIT_USAGE = 2
+
+#: The smallest ``--memory-limit-mb`` accepted. The cap is on each worker's address space, not
+#: its resident memory: measured, a worker needs 256 MiB of it to import NumPy and conform and
+#: run one case on numpy, onnxruntime or nnef (jax needs 512 MiB; under its own need a backend
+#: fails to load, and the run says so). Below 256 MiB no built-in backend can load.
+MIN_MEMORY_LIMIT_MB = 256
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr and exit status 2 (sub-parsers
+    made by ``add_subparsers`` are of this class too)."""
+
+    def error(self, message: str):
+        print(f"conform: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def _number(text: str, kind):
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") \
+            from None
+
+
+def at_least_one(text: str) -> int:
+    """An integer >= 1 (a count: workers, cases, cases before recycling)."""
+    value = _number(text, int)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is below 1")
+    return value
+
+
+def non_negative(text: str) -> int:
+    """An integer >= 0."""
+    value = _number(text, int)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A finite number of seconds > 0."""
+    value = _number(text, float)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number of seconds > 0")
+    return value
+
+
+def memory_mb(text: str) -> int:
+    """A worker memory cap in MiB, at least :data:`MIN_MEMORY_LIMIT_MB`."""
+    value = _number(text, int)
+    if value < MIN_MEMORY_LIMIT_MB:
+        raise argparse.ArgumentTypeError(
+            f"{text} MB is below {MIN_MEMORY_LIMIT_MB} MB, the least a worker needs to load a "
+            "backend (the cap is on its address space)")
+    return value
+
+
+def seed(text: str) -> int:
+    """A seed: an integer in [0, 2**63)."""
+    value = _number(text, int)
+    if not 0 <= value < 1 << 63:
+        raise argparse.ArgumentTypeError(f"{text} is outside [0, 2**63)")
+    return value
+
+
+class UnusableDirectory(Exception):
+    """A directory conform must write into cannot be created or written (exit status 2)."""
+
+
+def writable_directory(path: Path, what: str) -> Path:
+    """Create ``path`` (with its parents) if needed and check that a file can be written there;
+    raise :class:`UnusableDirectory` naming ``what`` (``--out``, the cache directory) if not."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UnusableDirectory(f"{what} {path} is not a writable directory: {reason}") from None
+    return path
+
+
+def check_cache_directory() -> None:
+    """The cache directory (``$CONFORM_CACHE_DIR`` or ``~/.cache/conform``) is a directory or
+    can be made one. (One that cannot be written is usable: it costs the time, nothing else.)"""
+    from conform.spec._cache import cache_dir
+
+    where = "$CONFORM_CACHE_DIR" if os.environ.get("CONFORM_CACHE_DIR") else "the cache directory"
+    path = cache_dir()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UnusableDirectory(f"{where} {path} is not a usable directory: "
+                                f"{exc.strerror or exc}") from None
