@@ -216,8 +216,12 @@ def cmd_report(args) -> int:
         with locked(args.dirs[0]):
             return _rerender(args.dirs[0])
     from conform.reports._compare import write_comparison
+    from conform.reports._jsonl import SchemaVersionError
 
-    out = write_comparison(args.dirs, args.out or Path("conform-compare.html"))
+    try:
+        out = write_comparison(args.dirs, args.out or Path("conform-compare.html"))
+    except SchemaVersionError as exc:
+        raise _UsageError(str(exc)) from None
     print(f"wrote {out}")
     return EXIT_OK
 
@@ -225,6 +229,7 @@ def cmd_report(args) -> int:
 def _rerender(directory: Path) -> int:
     from conform.harness.outdir import complete_lines
     from conform.reports import write_reports
+    from conform.reports._jsonl import check_schema_version
 
     summary_path = directory / "summary.json"
     if not summary_path.exists():
@@ -233,11 +238,14 @@ def _rerender(directory: Path) -> int:
         previous = json.loads(summary_path.read_text(encoding="utf-8"))
         # a run killed while writing leaves its last line cut short: that case did not finish
         records, _ = complete_lines(directory / "results.jsonl")
+        check_schema_version(previous, summary_path)   # (a SchemaVersionError is a ValueError)
+        if records:
+            check_schema_version(records[0], directory / "results.jsonl")
     except (ValueError, UnicodeDecodeError) as exc:
         raise _UsageError(f"{directory} is not a readable conform run: {exc}") from None
     meta = {k: v for k, v in previous.items()
-            if k not in ("conform_version", "ops", "cases", "counts", "pass_rate", "judged", "coverage",
-                         "histogram_bins", "by_op")}
+            if k not in ("schema_version", "conform_version", "ops", "cases", "counts", "pass_rate",
+                         "judged", "coverage", "histogram_bins", "by_op")}
     summary = write_reports(directory, meta, previous["conform_version"], records=records)
     note = "" if summary.get("complete", True) else \
         f" (incomplete: {summary['cases']} of {summary['cases_planned']} cases)"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from conform.harness.manifests import FAILING
 from conform.reports import pass_rate, read_results
+from conform.reports._jsonl import SchemaVersionError, check_schema_version
 from conform.reports._coverage import coverage_text, judged
 from conform.reports._text import neutral
 
@@ -46,7 +47,10 @@ def load_run(path: Path | str) -> RunData:
     try:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
         records = list(read_results(results_path))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        check_schema_version(summary, summary_path)
+        if records:
+            check_schema_version(records[0], results_path)
+    except (json.JSONDecodeError, UnicodeDecodeError, SchemaVersionError) as exc:
         raise GateError(f"{directory}: not a readable conform run: {exc}") from None
     return RunData(summary, records, directory)
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from conform.harness.compare import Judgement, compare_many
 from conform.harness.outcome import Outcome
+from conform.reports._jsonl import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
 from conform.spec.dtypes import FLOAT_FORMATS
@@ -18,7 +19,7 @@ FEEDING_SHOWN = 8     # ... and shown in its message
 
 def case_record(case) -> dict:
     """The identifying part of a result line."""
-    return {"id": case.id, "op": case.op, "dtype": case.dtype, "input_dtypes": list(case.input_dtypes),
+    return {"schema_version": SCHEMA_VERSION, "id": case.id, "op": case.op, "dtype": case.dtype, "input_dtypes": list(case.input_dtypes),
             "out_dtype": case.out_dtype, "shapes": [list(x.shape) for x in case.inputs],
             "attrs": case.attrs, "plan": case.plan, "seed": case.seed}
 

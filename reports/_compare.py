@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conform.reports._html import ENV, anchor, cell_class, fmt, label_key, percent
-from conform.reports._jsonl import read_results
+from conform.reports._jsonl import check_schema_version, read_results
 from conform.reports._coverage import coverage_text
 from conform.reports._summary import case_ratio, pass_rate, severity
 
@@ -38,7 +38,11 @@ def load_run(directory) -> Run:
     directory = Path(directory)
     summary_path = directory / "summary.json"
     summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
+    check_schema_version(summary, summary_path)
     records = {r["id"]: r for r in read_results(directory / "results.jsonl")}
+    for record in records.values():
+        check_schema_version(record, directory / "results.jsonl")
+        break
     return Run(summary.get("backend", directory.name), str(directory), summary, records)
 
 

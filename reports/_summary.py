@@ -6,6 +6,7 @@ from operator import add
 
 from conform.harness.compare import RATIO_BINS
 from conform.reports._coverage import coverage, judged, unsupported_reason
+from conform.reports._jsonl import SCHEMA_VERSION
 from conform.reports._text import neutral
 
 VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout",
@@ -185,6 +186,7 @@ class Tally:
                                 "coverage": coverage(counts)}
         total = {v: total.get(v, 0) for v in VERDICTS}
         return {
+            "schema_version": SCHEMA_VERSION,
             **meta,
             "conform_version": conform_version,
             "ops": len(by_op),
