@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conform.harness.backends.base import API_VERSION
+from conform.harness.verdicts import BROKEN
 
 KNOWN_FORMATS = ("native", "onnx", "nnef", "stablehlo")
 SUBNORMAL_POLICIES = ("ieee", "ftz")
@@ -321,7 +322,7 @@ def _check_smoke(report: CheckReport, backend_name: str, spec_dir, timeout: floa
     counts: dict = {}
     for record in records:
         counts[record["verdict"]] = counts.get(record["verdict"], 0) + 1
-    broken = [r for r in records if r["verdict"] in ("error", "crash", "timeout")]
+    broken = [r for r in records if r["verdict"] in BROKEN]
     computed = sum(counts.get(v, 0) for v in ("pass", "fail", "impl_defined"))
     smoke = _smoke()
     detail = (f"{len(records)} cases of {', '.join(smoke.ops)} x {', '.join(smoke.dtypes)}: "

@@ -37,12 +37,13 @@ from pathlib import Path
 from conform.reports._jsonl import canonical
 from conform.spec import SpecError
 from conform.spec._loader import _line_of, _read_mapping, _validate
+from conform.harness import verdicts
 
 FORMAT = "conform-certificate/1"
 CERTIFICATE_FILE, RESULTS_FILE = "certificate.json", "results.jsonl"
 POLICIES = ("ieee", "ftz", "declared")
-UNCOUNTED = ("unsupported", "skip", "xfail", "waived")  # outside the coverage: not run or excused
-EXCUSED = ("skip", "xfail", "xpass", "waived")           # verdicts only a manifest gives
+UNCOUNTED = verdicts.UNCOUNTED       # outside the coverage: not run or excused
+EXCUSED = verdicts.FROM_MANIFEST     # verdicts only a manifest gives
 SHOWN = 20  # mismatches listed per kind before the rest are counted
 
 _TEXT = {"type": "string", "minLength": 1}

@@ -16,8 +16,9 @@ from conform.reports import pass_rate, read_results
 from conform.reports._jsonl import SchemaVersionError, check_schema_version
 from conform.reports._coverage import coverage_text, judged
 from conform.reports._text import neutral
+from conform.harness import verdicts
 
-PASSED = ("pass", "xpass")
+PASSED = verdicts.PASSED
 SHOWN = 200  # lines per kind of failure before the rest are only counted
 
 

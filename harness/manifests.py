@@ -37,9 +37,10 @@ from pathlib import Path
 
 from conform.spec import SpecError
 from conform.spec._loader import _line_of, _read_mapping, _validate
+from conform.harness import verdicts
 
 KINDS = ("xfail", "skip", "waiver")
-FAILING = ("fail", "error", "crash", "timeout")
+FAILING = verdicts.PROBLEMS
 
 _TEXT = {"type": "string", "minLength": 1}
 SCHEMA = {

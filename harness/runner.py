@@ -20,6 +20,7 @@ from conform.harness.judge import result_record
 from conform.harness.outdir import (NotResumable, check_same_run, complete_lines, read_previous,
                                     remove_stale_reports)
 from conform.reports import ResultWriter, Tally, encode, write_summary
+from conform.harness.verdicts import PROBLEMS
 
 #: How often a running run rewrites its summary.json (marked incomplete: "N of M cases").
 CHECKPOINT_SECONDS = 5.0
@@ -115,7 +116,7 @@ class Progress:
         """Count finished cases: ``counts`` holds verdict -> count mappings."""
         for part in counts:
             self.done += sum(part.values())
-            self.failures += sum(part.get(v, 0) for v in ("fail", "error", "crash", "timeout"))
+            self.failures += sum(part.get(v, 0) for v in PROBLEMS)
         now = time.monotonic()
         if now - self.last >= (0.2 if self.tty else 5.0) or self.done == self.total:
             self.last = now

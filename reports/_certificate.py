@@ -10,6 +10,7 @@ from pathlib import Path
 
 from conform.reports._html import ENV, fmt, label_key, percent
 from conform.reports._summary import PROBLEMS as BAD
+from conform.harness.verdicts import EXCUSED
 
 CERTIFICATE_JSON, CERTIFICATE_HTML = "certificate.json", "certificate.html"
 LISTED_CASES = 500  # cases other than `pass` listed on the page; all of them are in the JSON
@@ -23,7 +24,7 @@ def _rows(certificate: dict) -> list[dict]:
             cell = cells[label]
             counts = cell["counts"]
             rows.append({"op": op, "dtype": label, "cell": cell, "counts": counts,
-                         "excused": sum(counts.get(v, 0) for v in ("skip", "xfail", "waived")),
+                         "excused": sum(counts.get(v, 0) for v in EXCUSED),
                          "bad": any(counts.get(v) for v in BAD)})
     return rows
 

@@ -20,7 +20,7 @@ from conform.reports._coverage import coverage_text
 from conform.reports._summary import case_ratio, pass_rate, severity
 
 DIFF_ROWS = 1000   # differing cases listed on the page; the rest are counted
-NOT_RUN = ("unsupported", "skip")   # verdicts of a case a backend did not run
+from conform.harness.verdicts import BROKEN, NOT_RUN  # noqa: E402
 
 
 @dataclass
@@ -57,7 +57,7 @@ def same_case_key(record: dict) -> str:
 def closeness(record: dict) -> float | None:
     """Distance from the oracle: error/bound (see ``severity``); inf for error/crash/timeout;
     None where nothing was judged."""
-    if record["verdict"] in ("error", "crash", "timeout"):
+    if record["verdict"] in BROKEN:
         return math.inf
     return None if case_ratio(record) is None else severity(record)
 

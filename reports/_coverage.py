@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-JUDGED = ("pass", "xpass", "fail", "error", "crash", "timeout")
+from conform.harness.verdicts import JUDGED  # noqa: E402 - the vocabulary, re-exported
 
 # Why a case is unsupported, from the message its ``unsupported`` record carries (the backend
 # contract has no field for it): the first pattern that matches names the reason.

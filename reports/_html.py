@@ -21,6 +21,7 @@ from conform.reports._failing import COLUMNS, embedded_json, failing_rows, plan_
 from conform.reports._summary import PROBLEMS as BAD
 from conform.reports._summary import Tally, pass_rate, severity, special_value_failure
 from conform.reports._text import neutral
+from conform.harness.verdicts import BROKEN, CORE
 
 
 def _finalize(value):
@@ -35,7 +36,7 @@ ENV = jinja2.Environment(loader=jinja2.PackageLoader("conform.reports", "templat
 # No compiled templates are kept on disk: Jinja2's bytecode cache stores a pickle and marshalled
 # code, which a cache directory from elsewhere could turn into code run by the next report.
 
-CORE_VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
+CORE_VERDICTS = CORE
 DETAILS_PER_CELL = 5          # failure details rendered per op x dtype; the rest are counted
 MESSAGE_CHARS = 2000          # longer messages are cut (the full text stays in results.jsonl)
 TRACEBACK_CHARS = 2000        # tracebacks keep their tail, where the exception is
@@ -66,7 +67,7 @@ def anchor(*parts: str) -> str:
 
 def cell_class(counts: dict) -> str:
     """The matrix colour of an op x dtype cell from its verdict counts."""
-    if any(counts.get(v) for v in ("error", "crash", "timeout")):
+    if any(counts.get(v) for v in BROKEN):
         return "err"
     if counts.get("fail"):
         return "fail"

@@ -8,18 +8,16 @@ from conform.harness.compare import RATIO_BINS
 from conform.reports._coverage import coverage, judged, unsupported_reason
 from conform.reports._jsonl import SCHEMA_VERSION
 from conform.reports._text import neutral
+from conform.harness.verdicts import EXCUSED, PASSED, PROBLEMS, VERDICTS  # noqa: F401 - re-exported
 
-VERDICTS = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout",
-            "skip", "xfail", "xpass", "waived")
 REASON_EXAMPLE_CHARS = 300   # an unsupported reason's example message, cut
-EXCUSED = ("skip", "xfail", "waived")  # by a manifest: counted, not judged, no error figures
 
 
 def pass_rate(counts: dict) -> float | None:
     """(pass + xpass) / (pass + xpass + fail + error + crash + timeout); None when nothing was
     judged. Without a manifest there is no xpass: pass / (pass + fail + error + crash + timeout)."""
     denominator = judged(counts)
-    return (counts.get("pass", 0) + counts.get("xpass", 0)) / denominator if denominator else None
+    return sum(counts.get(v, 0) for v in PASSED) / denominator if denominator else None
 
 
 def _as_float(value):
@@ -65,7 +63,6 @@ def _case_order(case_id: str) -> tuple:
     return (head, 0, int(tail), "") if tail.isdigit() else (head, 1, 0, tail)
 
 
-PROBLEMS = ("fail", "error", "crash", "timeout")   # the verdicts reports list case by case
 
 # What a Tally keeps per cell besides the figures of summary.json: what finds the worst case,
 # and what the other reports need (their problem records, backend seconds, the first record,
