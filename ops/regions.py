@@ -21,6 +21,7 @@ class RegionContext:
     out_dtype: str
     float_oracle: Callable                # evaluates the op's oracle on float64 arrays
     accumulation_length: int | None = None
+    shapes: str = "equal"                 # how the inputs' shapes relate (the spec's signature.shapes)
 
     def none(self) -> np.ndarray:
         return np.zeros(self.expected.shape, bool)
@@ -114,9 +115,13 @@ def nan_operand(ctx: RegionContext) -> np.ndarray:
     only and say nothing of NaN (e.g. relu = max(x, 0): NNEF spells it select(x > 0, x, 0), which
     gives 0, while IEEE 754-2019 maximum propagates NaN)."""
     mask = ctx.none()
-    for operand in ctx.inputs:   # (inputs broadcast to the output by NumPy's rule)
+    rank = ctx.expected.ndim
+    for operand in ctx.inputs:
         if operand.dtype.kind == "f":
-            mask = mask | np.broadcast_to(np.isnan(operand), ctx.expected.shape)
+            nan = np.isnan(operand)
+            if ctx.shapes == "nnef_broadcast":   # NNEF aligns leading dimensions: pad trailing
+                nan = nan.reshape(nan.shape + (1,) * (rank - nan.ndim))
+            mask = mask | np.broadcast_to(nan, ctx.expected.shape)
     return mask
 
 

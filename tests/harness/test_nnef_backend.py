@@ -52,8 +52,8 @@ def test_every_bound_op_emits_documents_the_nnef_parser_accepts(specs):
 
 
 def test_a_written_document_loads_with_its_input_files(specs, tmp_path):
-    case = _case("add", [np.array([1.5, -0.0], np.float32), np.array([2.0, 1e-45], np.float32)])
-    path = write_document(tmp_path / "add", specs["add"], case)
+    case = _case("nnef_add", [np.array([1.5, -0.0], np.float32), np.array([2.0, 1e-45], np.float32)])
+    path = write_document(tmp_path / "add", specs["nnef_add"], case)
     graph = nnef.load_graph(str(path.parent))
     assert [op.name for op in graph.operations] == ["external", "external", "add"]
     with open(path.parent / "in1.dat", "rb") as file:
@@ -81,15 +81,15 @@ def test_translations_that_nnef_reads_differently(specs):
     zero_extent = _case("reshape", [np.zeros((0, 3), np.float32)], {"new_sizes": [3, 0]})
     with pytest.raises(Unsupported, match="keep the input extent"):
         build_document(specs["reshape"], zero_extent)
-    wide = _case("add", [rows.astype(np.float64)] * 2, dtype="float64")
+    wide = _case("nnef_add", [rows.astype(np.float64)] * 2, dtype="float64")
     with pytest.raises(Unsupported, match="no float64"):
-        build_document(specs["add"], wide)
+        build_document(specs["nnef_add"], wide)
 
 
 def _real_cases():
     grid = np.linspace(-2, 2, 2 * 3 * 5 * 4, dtype=np.float32).reshape(2, 3, 5, 4)
     return [
-        _case("add", [np.array([1e-45, 1.5, -0.0, 3], np.float32),
+        _case("nnef_add", [np.array([1e-45, 1.5, -0.0, 3], np.float32),
                       np.array([1e-45, 1.0, -0.0, np.inf], np.float32)]),
         _case("exp", [np.array(0.5, np.float32)], index=1),
         _case("reduce_sum", [grid], {"dimensions": [0, 2]}, index=2),
@@ -101,7 +101,7 @@ def _real_cases():
               {"padding_config": [[1, -1, 0], [0, 2, 0]]}, index=5),
         _case("convert_element_type", [np.array([1.7, -1.7, 0.0], np.float32)],
               {"new_dtype": "int32"}, dtype="float32->int32", out_dtype="int32", index=6),
-        _case("add", [np.ones(3, np.int32)] * 2, dtype="int32", index=7),        # NNEF add: scalar only
+        _case("nnef_add", [np.ones(3, np.int32)] * 2, dtype="int32", index=7),   # NNEF add: scalar only
         _case("pad", [np.ones(3, np.float32), np.array(1, np.float32)],
               {"padding_config": [[0, 0, 1]]}, index=8),                          # interior padding
         _case("round", [np.ones(3, np.float32)], index=9),                        # no nnef binding
@@ -115,8 +115,8 @@ def test_real_cases_through_the_executor_in_a_worker(specs):
         assert pool.info["model_format"] == "nnef" and pool.info["subnormals"] == "ieee"
     verdicts = [result_record(specs[c.op], c, outcomes[c.id], "nnef")["verdict"] for c in cases]
     assert verdicts == ["pass"] * 7 + ["unsupported"] * 3, [outcomes[c.id].message for c in cases]
-    assert "tensor<integer>" in outcomes["add.int32.t7"].message
-    assert outcomes["add.float32.t0"].outputs[0][0] == 2 * np.float32(1e-45)   # subnormals kept
+    assert "tensor<integer>" in outcomes["nnef_add.int32.t7"].message
+    assert outcomes["nnef_add.float32.t0"].outputs[0][0] == 2 * np.float32(1e-45)   # subnormals kept
 
 
 def _conform(*args):
