@@ -17,6 +17,7 @@ from conform.harness.cli_values import (Parser, at_least_one, check_cache_direct
                                         seconds, writable_directory)
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
+ONNX_OPSET_MAX = 28   # the newest opset the pinned onnx package defines
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE, as a command killed by a closed pipe exits
 
@@ -52,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
                           "load in time makes its cases `error`")
     run.add_argument("--subnormals", choices=["ieee", "ftz"], default=None,
                      help="subnormal policy to judge by (default: the one the backend declares)")
+    run.add_argument("--onnx-opset", type=int, default=None, metavar="N",
+                     help="build ONNX models at opset N (default: $CONFORM_ONNX_OPSET, else 21); "
+                          "an op whose ONNX binding names an opset range without N is unsupported")
     run.add_argument("--exhaustive", action="store_true",
                      help="all 65,536 inputs of each selected unary float16/bfloat16 op, "
                           "in one call per op and dtype; with --dtypes float32, all 2**32 float32 "
@@ -152,6 +156,11 @@ def cmd_run(args) -> int:
 
     specs = _load_specs(args.specs)
     profile = cli_certify.apply_profile(args)
+    if args.onnx_opset is not None:   # before any model is built, here or in a worker
+        if not 7 <= args.onnx_opset <= ONNX_OPSET_MAX:
+            raise _UsageError(f"--onnx-opset {args.onnx_opset}: conform builds ONNX models at "
+                              f"opsets 7 to {ONNX_OPSET_MAX}")
+        os.environ["CONFORM_ONNX_OPSET"] = str(args.onnx_opset)
     check_backend(args.backend)
     baseline = cli_gate.baseline_for(args)  # read first: the run may overwrite it
     manifest = cli_gate.manifest_for(args, args.backend)

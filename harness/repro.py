@@ -10,6 +10,7 @@ raised error), 0 when it does not, 3 when the backend is not installed; a crash 
 from __future__ import annotations
 
 import json
+import os
 import pprint
 import string
 from pathlib import Path
@@ -218,6 +219,8 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
     run = load_run(run_dir)
     record = find_record(run.records, case_id)
     backend = run.summary["backend"]
+    if run.summary.get("onnx_opset"):   # the model is written at the opset the run used
+        os.environ["CONFORM_ONNX_OPSET"] = str(run.summary["onnx_opset"])
     if record["op"] not in specs:
         raise ReproError(f"op {record['op']!r} of case {case_id} is not among the loaded specs")
     spec = specs[record["op"]]

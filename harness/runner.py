@@ -16,6 +16,7 @@ from pathlib import Path
 from conform.generators import (dtype_labels, exhaustive_cases, fill_corpus, generate_cases,
                                 prune_corpus)
 from conform.harness.isolation import Judged, WorkerPool, forking_context
+from conform.harness.backends.base import onnx_opset
 from conform.harness.judge import result_record
 from conform.harness.outdir import (NotResumable, check_same_run, complete_lines, read_previous,
                                     remove_stale_reports)
@@ -190,6 +191,7 @@ def run_key(config: RunConfig, pairs: list, specs: dict) -> dict:
             "max_examples": config.max_examples, "seed": config.seed,
             "exhaustive": config.exhaustive, "subnormals": config.subnormals,
             "conform_version": conform.__version__,
+            "onnx_opset": os.environ.get("CONFORM_ONNX_OPSET"),
             "specs_sha256": digest(specs[op].path for op in ops if specs[op].path),
             "manifest": manifest, "manifest_sha256": digest(manifest)}
 
@@ -233,6 +235,7 @@ def _meta(config: RunConfig, info: dict, policy: str, pairs: list, key: dict, pl
     return {
         "backend": config.backend, "backend_version": info.get("version", "unknown"),
         "device": info.get("device", "cpu"), "model_format": info.get("model_format"),
+        **({"onnx_opset": onnx_opset()} if info.get("model_format") == "onnx" else {}),
         "subnormals_declared": info.get("subnormals"), "subnormals_applied": policy,
         "seed": config.seed, "max_examples": config.max_examples, "exhaustive": config.exhaustive,
         "selected_ops": sorted({spec.op for spec, _ in pairs}),

@@ -143,6 +143,8 @@ SCHEMA = {
                 "onnx": {
                     "type": "object", "additionalProperties": False, "required": ["op_type"],
                     "properties": {"op_type": {"type": "string"}, "attributes": {"type": "object"},
+                                   "opsets": {"type": "array", "items": {"type": "integer", "minimum": 1},
+                                              "minItems": 2, "maxItems": 2},
                                    "dtypes": {"type": "array", "items": {"enum": DTYPES}}},
                 },
                 "nnef": {

@@ -6,6 +6,7 @@ worker process, never in the parent: a backend that crashes takes only its worke
 from __future__ import annotations
 
 import functools
+import os
 import time
 from typing import Callable, Sequence
 
@@ -136,3 +137,15 @@ def attrs_text(attrs: dict) -> str:
     """A case's attributes as a hashable, order-independent text for model keys (most cases
     have none)."""
     return repr(sorted(attrs.items())) if attrs else "[]"
+
+
+#: The opset ONNX models are built at: ``$CONFORM_ONNX_OPSET`` (``conform run --onnx-opset``), else 21.
+#: onnxruntime 1.32 loads opsets up to 28; 21 stays the default until the catalog's ops have been
+#: reviewed against the schema changes of opsets 22-28 (a run at 26 gave the same verdicts).
+DEFAULT_ONNX_OPSET = 21
+
+
+def onnx_opset() -> int:
+    """The opset this process builds models at (read each time: a run sets it before workers
+    start, and a forked worker may have imported this module earlier)."""
+    return int(os.environ.get("CONFORM_ONNX_OPSET") or DEFAULT_ONNX_OPSET)

@@ -12,11 +12,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from conform.harness.backends.base import Unsupported, attrs_text, binding
+from conform.harness.backends.base import Unsupported, attrs_text, binding, onnx_opset as opset
 from conform.spec.dtypes import np_dtype
 
 IR_VERSION = 10
-OPSET = 21
+
 
 ONNX_TYPES = {
     "bool": TensorProto.BOOL, "int8": TensorProto.INT8, "int16": TensorProto.INT16,
@@ -68,9 +68,14 @@ def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
     allowed = bound.get("dtypes")
     if allowed and any(d not in allowed for d in case.input_dtypes):
         raise Unsupported(f"ONNX {bound['op_type']} does not take {case.dtype}")
-    refused = _types_the_schema_refuses(bound["op_type"], case.input_dtypes)
+    version = opset()
+    low, high = bound.get("opsets", (1, version))
+    if not low <= version <= high:
+        raise Unsupported(f"ONNX {bound['op_type']} is bound at opsets {low} to {high}, not at the "
+                          f"opset of this run ({version}): the standard rules this case out")
+    refused = _types_the_schema_refuses(bound["op_type"], version, case.input_dtypes)
     if refused:
-        raise Unsupported(f"ONNX {bound['op_type']} (opset {OPSET}) does not allow "
+        raise Unsupported(f"ONNX {bound['op_type']} (opset {version}) does not allow "
                           f"{', '.join(refused)}: the standard rules this case out")
     graph = OnnxGraph(bound, len(case.inputs))
     lower = spec.definition.onnx
@@ -87,16 +92,16 @@ def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
         [_value_info("out0", case.out_dtype, shaped and _output_rank(spec, case), shaped)],
         initializer=graph.initializers)
     return helper.make_model(graph, ir_version=IR_VERSION,
-                             opset_imports=[helper.make_opsetid("", OPSET)],
+                             opset_imports=[helper.make_opsetid("", version)],
                              producer_name="conform")
 
 
 @functools.cache
-def _schema_types(op_type: str) -> tuple:
-    """Per formal input of the opset-``OPSET`` schema of ``op_type``: the conform dtypes it
+def _schema_types(op_type: str, version: int) -> tuple:
+    """Per formal input of the opset-``version`` schema of ``op_type``: the conform dtypes it
     allows, or None for an input whose type the schema leaves free (or a schema not found)."""
     try:
-        schema = onnx.defs.get_schema(op_type, OPSET)
+        schema = onnx.defs.get_schema(op_type, version)
     except onnx.defs.SchemaError:
         return ()
     renamed = {"float": "float32", "double": "float64"}
@@ -106,8 +111,8 @@ def _schema_types(op_type: str) -> tuple:
     return tuple(constraints.get(formal.type_str) for formal in schema.inputs)
 
 
-def _types_the_schema_refuses(op_type: str, dtypes) -> list[str]:
-    formals = _schema_types(op_type)
+def _types_the_schema_refuses(op_type: str, version: int, dtypes) -> list[str]:
+    formals = _schema_types(op_type, version)
     refused = []
     for k, dtype in enumerate(dtypes):
         allowed = formals[min(k, len(formals) - 1)] if formals else None
