@@ -16,6 +16,7 @@ from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracl
                                      oracle_power, oracle_subtract)
 from conform.ops.logical import oracle_ge, oracle_gt, oracle_le, oracle_ne
 from conform.ops.selection import oracle_select
+from conform.ops.unary_math import oracle_sign
 
 
 def _aligned(*operands) -> list:
@@ -48,3 +49,4 @@ oracle_nnef_ge = _nnef("nnef_ge", oracle_ge, "x >= y.")
 oracle_nnef_eq = _nnef("nnef_eq", oracle_eq, "x == y.")
 oracle_nnef_ne = _nnef("nnef_ne", oracle_ne, "x != y.")
 oracle_nnef_select = _nnef("nnef_select", oracle_select, "true_value where condition, else false_value.")
+oracle_nnef_sign = _nnef("nnef_sign", oracle_sign, "sign(x) on the reals: -1, 0 or 1.")

@@ -15,6 +15,7 @@ from conform.ops.logical import (oracle_bitwise_and, oracle_bitwise_or, oracle_b
                                  oracle_ge, oracle_gt, oracle_le, oracle_shift_left,
                                  oracle_shift_right_logical)
 from conform.ops.selection import oracle_select
+from conform.ops.unary_math import oracle_sign
 
 
 @op("onnx_add", version=1)
@@ -129,3 +130,9 @@ def oracle_onnx_bit_shift_right(x, y):
 def oracle_onnx_where(condition, x, y):
     """x where condition else y."""
     return oracle_select(condition, x, y)
+
+
+@op("onnx_sign", version=1)
+def oracle_onnx_sign(input):  # noqa: A002 - ONNX's input name
+    """1 for input > 0, -1 for input < 0, 0 for a zero (its sign left open by the spec)."""
+    return oracle_sign(input)

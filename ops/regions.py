@@ -27,6 +27,11 @@ class RegionContext:
         return np.zeros(self.expected.shape, bool)
 
 
+def _floating(array: np.ndarray) -> bool:
+    """Whether ``array`` holds floats (bfloat16 too, whose NumPy kind is 'V')."""
+    return array.dtype.kind == "f" or str(array.dtype) in FLOAT_FORMATS
+
+
 def _int_operands(ctx):
     return all(x.dtype.kind in "iu" for x in ctx.inputs)
 
@@ -66,7 +71,7 @@ def float_to_int_out_of_range(ctx: RegionContext) -> np.ndarray:
     """float -> integer conversion of NaN, infinities or values whose truncation does not fit."""
     (operand,) = ctx.inputs
     dtype = np_dtype(ctx.out_dtype)
-    if operand.dtype.kind != "f" or dtype.kind not in "iu":
+    if not _floating(operand) or dtype.kind not in "iu":
         return ctx.none()
     info = np.iinfo(dtype)
     limit = 2.0 ** (info.bits - 1 if dtype.kind == "i" else info.bits)  # exact; max + 1
@@ -117,7 +122,7 @@ def nan_operand(ctx: RegionContext) -> np.ndarray:
     mask = ctx.none()
     rank = ctx.expected.ndim
     for operand in ctx.inputs:
-        if operand.dtype.kind == "f":
+        if _floating(operand):
             nan = np.isnan(operand)
             if ctx.shapes == "nnef_broadcast":   # NNEF aligns leading dimensions: pad trailing
                 nan = nan.reshape(nan.shape + (1,) * (rank - nan.ndim))
@@ -146,7 +151,7 @@ def padding_times_nonfinite(ctx: RegionContext) -> np.ndarray:
     materialised zeros) or nothing (padding treated as absent) is not specified.
     """
     lhs, rhs = ctx.inputs
-    if lhs.dtype.kind != "f":
+    if not _floating(lhs):
         return ctx.none()
     nonfinite = (~np.isfinite(rhs)).astype(np.float64)
     inside = ctx.float_oracle([np.ones(lhs.shape), nonfinite])     # padded zeros contribute 0

@@ -298,3 +298,13 @@ def test_region_mask_is_the_union():
                                   [True, True, False])
     np.testing.assert_array_equal(region_mask(["int_div_by_zero"], ctx), [False, True, False])
     np.testing.assert_array_equal(region_mask([], ctx), [False, False, False])
+
+
+def test_nan_operand_sees_bfloat16_nans():
+    """bfloat16 arrays have NumPy kind 'V', not 'f': the region must still see their NaNs."""
+    import ml_dtypes
+
+    x = np.array([1.0, np.nan, -0.0], ml_dtypes.bfloat16)
+    ctx = RegionContext(inputs=[x], expected=np.array([1.0, np.nan, -0.0]), out_dtype="bfloat16",
+                        float_oracle=lambda xs: xs[0])
+    assert REGIONS["nan_operand"](ctx).tolist() == [False, True, False]
