@@ -144,9 +144,30 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple
         return _run_suite(config, specs, progress)
 
 
+def by_format(pairs: list, backend: str) -> list:
+    """The (spec, dtype label) pairs whose op the backend's model format can express: the ops
+    with the spec binding it consumes (an ONNX backend runs the ONNX ops, jax the XLA ones, nnef
+    the NNEF ones); all of them for a backend that names no binding (numpy) or whose class
+    cannot be looked at here (its workers then say why it does not load)."""
+    from conform.harness.claims import Claims
+    from conform.harness.registry import load_backend_class
+
+    try:
+        binding = Claims.of(load_backend_class(backend), backend).binding
+    except Exception:
+        return pairs
+    if binding is None:
+        return pairs
+    bound = [(spec, label) for spec, label in pairs if binding in spec.bindings]
+    if not bound:
+        raise SelectionError(f"none of the selected ops has the {binding} binding that "
+                             f"{backend} runs")
+    return bound
+
+
 def _generate(config: RunConfig, specs: dict) -> tuple[list, object, list]:
     """``(pairs, cases to run, records of the cases a manifest skips)``."""
-    pairs = select(specs, config.ops, config.dtypes)
+    pairs = by_format(select(specs, config.ops, config.dtypes), config.backend)
     if config.exhaustive:
         # float32 (2**32 inputs per op) only when asked for by name
         sweeps = [(spec, label, exhaustive_cases(spec, label)) for spec, label in pairs

@@ -52,14 +52,13 @@ def test_every_output_says_judged_n_of_m_beside_the_pass_rate(runs):
 def test_unsupported_cells_say_why(runs):
     root, _, _ = runs
     by_op = _summary(root / "nnef")["by_op"]
-    assert set(by_op["round"]["float32"]["unsupported_reasons"]) == {"binding"}   # no nnef binding
+    assert "round" not in by_op   # no nnef binding: the nnef backend does not run the op at all
     float16 = by_op["exp"]["float16"]
     assert float16["judged"] == 0 and float16["coverage"] == 0.0
     assert set(float16["unsupported_reasons"]) == {"dtype"}
     assert "does not claim dtype float16" in float16["unsupported_reasons"]["dtype"]["example"]
     page = (root / "nnef" / "report.html").read_text(encoding="utf-8")
     matrix = page[page.index('id="matrix"'):page.index("</table>", page.index('id="matrix"'))]
-    assert re.search(r'href="#c-round-float32">n/a<span class="n">no binding</span>', matrix)
     assert re.search(r'href="#c-exp-float16">n/a<span class="n">dtype not claimed</span>', matrix)
     assert "dtype not claimed by the backend" in page
 
@@ -94,7 +93,7 @@ def test_comparison_counts_unsupported_against_a_verdict_as_coverage(runs):
     nnef = {r["id"]: r["verdict"] for r in read_results(root / "nnef" / "results.jsonl")}
     numpy = {r["id"]: r["verdict"] for r in read_results(root / "numpy" / "results.jsonl")}
     gaps = sum(1 for i in nnef if nnef[i] != numpy[i] and "unsupported" in (nnef[i], numpy[i]))
-    assert gaps > 50 and figures["total"]["coverage"] == gaps == len(figures["coverage_only"])
+    assert gaps > 20 and figures["total"]["coverage"] == gaps == len(figures["coverage_only"])
     assert figures["total"]["differ"] == len(figures["differing"]) < gaps
     assert all("unsupported" not in [r["verdict"] for r in d["runs"]] for d in figures["differing"])
 

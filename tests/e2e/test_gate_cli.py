@@ -95,16 +95,16 @@ def test_onnxruntime_runs_with_its_builtin_manifest_and_reports_stale_entries(tm
     from conform.harness.manifests import default_manifest_path
 
     stale = _manifest(tmp_path, """\
-  - {op: select, dtype: float32, case: select.float32.999, kind: skip, reason: no such case,
+  - {op: onnx_where, dtype: float32, case: onnx_where.float32.999, kind: skip, reason: no such case,
      link: "https://x"}
 """)
     stale.write_text(stale.read_text().replace("backend: jax", "backend: onnxruntime"))
     out = tmp_path / "ort"
-    proc = conform_cli("run", "--backend", "onnxruntime", "--ops", "select,tanh", "--dtypes", "float32",
+    proc = conform_cli("run", "--backend", "onnxruntime", "--ops", "onnx_where,tanh", "--dtypes", "float32",
                    "--max-examples", 12, "--out", out, "--quiet", "--min-pass-rate", 1.0,
                    "--manifest", default_manifest_path("onnxruntime"), "--manifest", stale,
                    check_status=0)
-    assert f"stale manifest entry {stale}:3 (skip op=select dtype=float32 case=select.float32.999)" \
+    assert f"stale manifest entry {stale}:3 (skip op=onnx_where dtype=float32 case=onnx_where.float32.999)" \
         in proc.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["counts"]["xfail"] == 1 and summary["counts"]["fail"] == 0  # the tanh sweep
