@@ -96,7 +96,7 @@ def _ratio_without_per_case_work(warm: dict, warm_startup: float, workers: int) 
 def bench_backend(backend: str, max_examples: int, workers: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="conform-bench-") as tmp:
         cache, result = Path(tmp) / "cache", {"backend": backend, "max_examples": max_examples}
-        one_case = ["run", "--backend", backend, "--ops", "add", "--dtypes", "float32",
+        one_case = ["run", "--backend", backend, "--ops", "exp", "--dtypes", "float32",
                     "--max-examples", "1", "--out", f"{tmp}/startup", "--quiet", "--workers", str(workers)]
         startup, _ = _conform(one_case, Path(tmp) / "startup-cache")
         warm_startup, _ = _conform(one_case, Path(tmp) / "startup-cache")
