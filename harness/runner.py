@@ -212,7 +212,7 @@ def run_key(config: RunConfig, pairs: list, specs: dict) -> dict:
             "max_examples": config.max_examples, "seed": config.seed,
             "exhaustive": config.exhaustive, "subnormals": config.subnormals,
             "conform_version": conform.__version__,
-            "onnx_opset": os.environ.get("CONFORM_ONNX_OPSET"),
+            "onnx_opset": onnx_opset(),
             "specs_sha256": digest(specs[op].path for op in ops if specs[op].path),
             "manifest": manifest, "manifest_sha256": digest(manifest)}
 

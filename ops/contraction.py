@@ -10,8 +10,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from conform.oracles.feeding import span
 from conform.ops._registry import op
-
-_ACC = np.longdouble  # 64-bit significand on x86: the oracle's own rounding error stays negligible
+from conform.ops.reduction import EXTENDED
 
 
 # --- DotGeneral as batched matrix multiply -----------------------------------------------------
@@ -51,7 +50,7 @@ def oracle_dot_general(lhs, rhs):
     """DotGeneral as batched matmul: out[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]."""
     if lhs.dtype.kind != "f":
         return (np.einsum("...mk,...kn->...mn", lhs, rhs),)
-    out = np.einsum("...mk,...kn->...mn", lhs.astype(_ACC), rhs.astype(_ACC))
+    out = np.einsum("...mk,...kn->...mn", lhs.astype(EXTENDED), rhs.astype(EXTENDED))
     return (out.astype(np.float64),)
 
 
@@ -131,14 +130,14 @@ def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
 
     out[n, o, y, x] = sum_{c, i, j} lhs_pad[n, c, y*sy + i*dy, x*sx + j*dx] * rhs[o, c, i, j]
     """
-    acc = _ACC if lhs.dtype.kind == "f" else np.int64
+    acc = EXTENDED if lhs.dtype.kind == "f" else np.int64
     padded = _pad_or_crop(lhs.astype(acc), padding)
     kh, kw = rhs.shape[2:]
     dh, dw = rhs_dilation
     windows = sliding_window_view(padded, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
     windows = windows[:, :, ::window_strides[0], ::window_strides[1], ::dh, ::dw]
     out = np.einsum("ncyxij,ocij->noyx", windows, rhs.astype(acc))
-    return (out.astype(np.float64 if acc is _ACC else np.int64),)
+    return (out.astype(np.float64 if acc is EXTENDED else np.int64),)
 
 
 # --- ONNX MatMul: numpy.matmul, batch dimensions broadcast, 1-D operands promoted -----------------
@@ -189,4 +188,4 @@ def oracle_onnx_matmul(a, b):
     broadcast batch dimensions, a 1-D A or B promoted to a matrix and the added dimension removed."""
     if a.dtype.kind != "f":
         return (np.matmul(a, b),)
-    return (np.matmul(a.astype(_ACC), b.astype(_ACC)).astype(np.float64),)
+    return (np.matmul(a.astype(EXTENDED), b.astype(EXTENDED)).astype(np.float64),)

@@ -7,16 +7,12 @@ import math
 
 import numpy as np
 
+from conform.ops._lowering import unsupported
 from conform.ops._registry import op
 
 
-def _unsupported(reason: str):
-    from conform.harness.backends.base import Unsupported
-
-    return Unsupported(reason)
-
-
-def _moved(name: str, **hooks):
+def moved(name: str, **hooks):
+    """Declare a data-movement op (version 1): its output elements are copies of input elements."""
     return op(name, version=1, feeding="moved", **hooks)
 
 
@@ -27,12 +23,15 @@ def draw_transpose(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (shape,), {"permutation": list(permutation)}, dtype)
 
 
-def onnx_transpose(case, graph):
-    perm = case.attrs["permutation"]
-    graph.node(graph.op_type, graph.inputs, **({"perm": perm} if perm else {}))  # [] has no type
+def onnx_transpose_by(attr: str):
+    """An ONNX Transpose lowering taking ``perm`` from the attribute ``attr`` (none: reversed)."""
+    def lower(case, graph):
+        perm = case.attrs.get(attr)
+        graph.node(graph.op_type, graph.inputs, **({"perm": perm} if perm else {}))  # [] has no type
+    return lower
 
 
-@_moved("transpose", draw=draw_transpose, onnx=onnx_transpose, nnef=lambda case, call: call(["in0"], {"axes": case.attrs["permutation"]}))
+@moved("transpose", draw=draw_transpose, onnx=onnx_transpose_by("permutation"), nnef=lambda case, call: call(["in0"], {"axes": case.attrs["permutation"]}))
 def oracle_transpose(operand, *, permutation):
     """out.shape[i] = operand.shape[permutation[i]]."""
     return (np.transpose(operand, permutation),)
@@ -69,12 +68,12 @@ def nnef_reshape(case, call):
     sizes, shape = case.attrs["new_sizes"], case.inputs[0].shape
     for i, size in enumerate(sizes):
         if size == 0 and (i >= len(shape) or shape[i] != 0):
-            raise _unsupported("NNEF reshape reads 0 in 'shape' as 'keep the input extent'; "
+            raise unsupported("NNEF reshape reads 0 in 'shape' as 'keep the input extent'; "
                                f"it cannot spell new_sizes={sizes} for an input of shape {list(shape)}")
     return call(["in0"], {"shape": sizes})
 
 
-@_moved("reshape", draw=draw_reshape, onnx=onnx_reshape, nnef=nnef_reshape)
+@moved("reshape", draw=draw_reshape, onnx=onnx_reshape, nnef=nnef_reshape)
 def oracle_reshape(operand, *, new_sizes):
     """Row-major (last dimension fastest) reshape to ``new_sizes``."""
     return (np.reshape(operand, new_sizes),)
@@ -105,7 +104,7 @@ def onnx_broadcast_in_dim(case, graph):
     graph.node(graph.op_type, [reshaped, graph.const("out_shape", shape)])
 
 
-@_moved("broadcast_in_dim", draw=draw_broadcast_in_dim, onnx=onnx_broadcast_in_dim, onnx_shape_dependent=True)
+@moved("broadcast_in_dim", draw=draw_broadcast_in_dim, onnx=onnx_broadcast_in_dim, onnx_shape_dependent=True)
 def oracle_broadcast_in_dim(operand, *, shape, broadcast_dimensions):
     """Operand dimension i maps to output dimension broadcast_dimensions[i]; size-1 dims broadcast."""
     expanded = [1] * len(shape)
@@ -145,7 +144,7 @@ def nnef_slice(case, call):
                           "end": ends, "stride": a["strides"]})
 
 
-@_moved("slice", draw=draw_slice, onnx=onnx_slice, nnef=nnef_slice)
+@moved("slice", draw=draw_slice, onnx=onnx_slice, nnef=nnef_slice)
 def oracle_slice(operand, *, start_indices, limit_indices, strides):
     """operand[start:limit:stride] in every dimension."""
     index = tuple(slice(s, e, k) for s, e, k in zip(start_indices, limit_indices, strides))
@@ -172,7 +171,7 @@ def draw_pad(draw, kit, spec, dtype):
 def onnx_pad(case, graph):
     config = case.attrs["padding_config"]
     if any(interior for _, _, interior in config):
-        raise _unsupported("ONNX Pad has no interior padding")
+        raise unsupported("ONNX Pad has no interior padding")
     pads = graph.const("pads", [low for low, _, _ in config] + [high for _, high, _ in config])
     graph.node(graph.op_type, [graph.inputs[0], pads, graph.inputs[1]], mode="constant")
 
@@ -180,14 +179,14 @@ def onnx_pad(case, graph):
 def nnef_pad(case, call):
     config = case.attrs["padding_config"]
     if any(interior for _, _, interior in config):
-        raise _unsupported("NNEF pad has no interior padding")
+        raise unsupported("NNEF pad has no interior padding")
     # NNEF's pad value is a compile-time scalar attribute, so the padding value becomes a literal
     # (exact: it is copied, never computed with); the operand stays a runtime input.
     return call(["in0"], {"padding": [(low, high) for low, high, _ in config],
                           "value": float(case.inputs[1])}, inputs=[0])
 
 
-@_moved("pad", draw=draw_pad, onnx=onnx_pad, nnef=nnef_pad)
+@moved("pad", draw=draw_pad, onnx=onnx_pad, nnef=nnef_pad)
 def oracle_pad(operand, padding_value, *, padding_config):
     """XLA Pad: interior padding first, then edge padding (negative edges remove elements)."""
     out = operand
@@ -227,7 +226,7 @@ def lax_concatenate(lax, attrs):
     return lambda *operands: lax.concatenate(operands, attrs["dimension"])
 
 
-@_moved("concatenate", draw=draw_concatenate, nnef=nnef_concat, lax=lax_concatenate,
+@moved("concatenate", draw=draw_concatenate, nnef=nnef_concat, lax=lax_concatenate,
          onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, axis=case.attrs["dimension"]))
 def oracle_concatenate(*operands, dimension):
     """Operands joined along ``dimension`` in order."""
@@ -244,9 +243,11 @@ def draw_tile(draw, kit, spec, dtype):
 
 
 def onnx_with_constant(attr: str):
-    """An ONNX lowering passing the integer list attribute ``attr`` as a second, constant input."""
+    """An ONNX lowering passing the integer list attribute ``attr`` as a second, constant input
+    (left out where the case has no such attribute)."""
     def lower(case, graph):
-        graph.node(graph.op_type, [graph.inputs[0], graph.const(attr, case.attrs[attr])])
+        values = case.attrs.get(attr)
+        graph.node(graph.op_type, graph.inputs[:1] + ([] if values is None else [graph.const(attr, values)]))
     return lower
 
 
@@ -255,7 +256,7 @@ def nnef_with(attr: str):
     return lambda case, call: call(["in0"], {attr: case.attrs[attr]})
 
 
-@_moved("tile", draw=draw_tile, onnx=onnx_with_constant("repeats"), nnef=nnef_with("repeats"))
+@moved("tile", draw=draw_tile, onnx=onnx_with_constant("repeats"), nnef=nnef_with("repeats"))
 def oracle_tile(operand, *, repeats):
     """The operand repeated ``repeats[i]`` times along dimension i (NNEF tile, ONNX Tile):
     out[j...] = operand[j_0 mod s_0, j_1 mod s_1, ...]."""
@@ -271,7 +272,7 @@ def draw_squeeze(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (tuple(shape),), {"axes": sorted(ones)}, dtype)
 
 
-@_moved("squeeze", draw=draw_squeeze, onnx=onnx_with_constant("axes"), nnef=nnef_with("axes"))
+@moved("squeeze", draw=draw_squeeze, onnx=onnx_with_constant("axes"), nnef=nnef_with("axes"))
 def oracle_squeeze(operand, *, axes):
     """The operand without its size-1 dimensions ``axes`` (NNEF squeeze, ONNX Squeeze)."""
     return (np.squeeze(operand, axis=tuple(axes)),)
@@ -286,7 +287,7 @@ def draw_unsqueeze(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (shape,), {"axes": sorted(axes)}, dtype)
 
 
-@_moved("unsqueeze", draw=draw_unsqueeze, onnx=onnx_with_constant("axes"), nnef=nnef_with("axes"))
+@moved("unsqueeze", draw=draw_unsqueeze, onnx=onnx_with_constant("axes"), nnef=nnef_with("axes"))
 def oracle_unsqueeze(operand, *, axes):
     """The operand with size-1 dimensions inserted so that they sit at ``axes`` of the result
     (NNEF unsqueeze, ONNX Unsqueeze: the axes index the output)."""

@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._registry import op
-
-
-def _moved(name: str, **hooks):
-    return op(name, version=1, feeding="moved", **hooks)
+from conform.ops.movement import moved, onnx_transpose_by, onnx_with_constant
 
 
 def _signed(draw, kit, axis: int, rank: int) -> int:
@@ -33,7 +29,7 @@ def draw_onnx_concat(draw, kit, spec, dtype):
     return kit.Signature((dtype,) * len(shapes), tuple(shapes), attrs, dtype)
 
 
-@_moved("onnx_concat", draw=draw_onnx_concat,
+@moved("onnx_concat", draw=draw_onnx_concat,
         onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, axis=case.attrs["axis"]))
 def oracle_onnx_concat(*inputs, axis):
     """The inputs joined along ``axis`` (negative: counted from the end), in order."""
@@ -53,13 +49,7 @@ def draw_onnx_squeeze(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (tuple(shape),), attrs, dtype)
 
 
-def onnx_with_axes(case, graph):
-    """The ``axes`` attribute as the operator's second (int64, constant) input, when given."""
-    axes = case.attrs.get("axes")
-    graph.node(graph.op_type, graph.inputs + ([graph.const("axes", axes)] if axes is not None else []))
-
-
-@_moved("onnx_squeeze", draw=draw_onnx_squeeze, onnx=onnx_with_axes)
+@moved("onnx_squeeze", draw=draw_onnx_squeeze, onnx=onnx_with_constant("axes"))
 def oracle_onnx_squeeze(data, *, axes=None):
     """``data`` without the size-1 dimensions ``axes`` (without axes: every size-1 dimension)."""
     return (np.squeeze(data, axis=None if axes is None else tuple(axes)),)
@@ -76,7 +66,7 @@ def draw_onnx_unsqueeze(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (shape,), attrs, dtype)
 
 
-@_moved("onnx_unsqueeze", draw=draw_onnx_unsqueeze, onnx=onnx_with_axes)
+@moved("onnx_unsqueeze", draw=draw_onnx_unsqueeze, onnx=onnx_with_constant("axes"))
 def oracle_onnx_unsqueeze(data, *, axes):
     """``data`` with size-1 dimensions at ``axes`` of the output (negative: from its end)."""
     rank = data.ndim + len(axes)
@@ -92,12 +82,7 @@ def draw_onnx_transpose(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (shape,), attrs, dtype)
 
 
-def onnx_transpose(case, graph):
-    perm = case.attrs.get("perm")
-    graph.node(graph.op_type, graph.inputs, **({"perm": perm} if perm else {}))  # [] has no type
-
-
-@_moved("onnx_transpose", draw=draw_onnx_transpose, onnx=onnx_transpose)
+@moved("onnx_transpose", draw=draw_onnx_transpose, onnx=onnx_transpose_by("perm"))
 def oracle_onnx_transpose(data, *, perm=None):
     """out.shape[i] = data.shape[perm[i]]; without perm the dimensions are reversed."""
     return (np.transpose(data, perm),)
@@ -118,7 +103,7 @@ def draw_onnx_expand(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (data,), {"shape": shape}, dtype)
 
 
-@_moved("onnx_expand", draw=draw_onnx_expand,
+@moved("onnx_expand", draw=draw_onnx_expand,
         onnx=lambda case, graph: graph.node(
             graph.op_type, [graph.inputs[0], graph.const("shape", case.attrs["shape"])]))
 def oracle_onnx_expand(data, *, shape):

@@ -9,9 +9,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from conform.oracles.feeding import span
+from conform.ops._lowering import unsupported
 from conform.ops._registry import op
 
-_ACC = np.longdouble  # 64-bit significand on x86: the oracle's own rounding error stays negligible
+EXTENDED = np.longdouble  # 64-bit significand on x86: the oracle's own rounding error stays negligible
 
 
 def _lowest(dtype):
@@ -86,7 +87,7 @@ _REDUCE = dict(draw=draw_reduce, feeding=feed_reduce, onnx=onnx_reduce, nnef=nne
 def oracle_reduce_sum(operand, *, dimensions):
     """Reduce with Add over ``dimensions`` (init 0)."""
     if operand.dtype.kind == "f":
-        return (np.sum(operand.astype(_ACC), axis=tuple(dimensions)).astype(np.float64),)
+        return (np.sum(operand.astype(EXTENDED), axis=tuple(dimensions)).astype(np.float64),)
     return (np.sum(operand, axis=tuple(dimensions)),)
 
 
@@ -107,7 +108,7 @@ def oracle_reduce_mean(operand, *, dimensions):
     """The sum over ``dimensions`` divided by the number of reduced elements (NNEF mean_reduce =
     sum_reduce with normalize = true; ONNX ReduceMean), accumulated in extended precision."""
     count = int(np.prod([operand.shape[d] for d in dimensions], dtype=np.int64))
-    total = np.sum(operand.astype(_ACC), axis=tuple(dimensions))
+    total = np.sum(operand.astype(EXTENDED), axis=tuple(dimensions))
     return ((total / count).astype(np.float64),)
 
 
@@ -148,12 +149,10 @@ def feed_reduce_window(inputs, attrs, index):
 
 
 def onnx_max_pool(case, graph):
-    from conform.harness.backends.base import Unsupported
-
     window, strides = case.attrs["window_dimensions"], case.attrs["window_strides"]
     padding = case.attrs["padding"]
     if len(window) < 3 or any(window[i] != 1 or strides[i] != 1 or padding[i] != [0, 0] for i in (0, 1)):
-        raise Unsupported("ONNX MaxPool windows only the spatial dimensions of an N, C, ... tensor")
+        raise unsupported("ONNX MaxPool windows only the spatial dimensions of an N, C, ... tensor")
     graph.node(graph.op_type, graph.inputs, kernel_shape=window[2:], strides=strides[2:],
                pads=[p[0] for p in padding[2:]] + [p[1] for p in padding[2:]])
 

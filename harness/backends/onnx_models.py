@@ -17,7 +17,6 @@ from conform.spec.dtypes import np_dtype
 
 IR_VERSION = 10
 
-
 ONNX_TYPES = {
     "bool": TensorProto.BOOL, "int8": TensorProto.INT8, "int16": TensorProto.INT16,
     "int32": TensorProto.INT32, "int64": TensorProto.INT64, "uint8": TensorProto.UINT8,
