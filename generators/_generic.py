@@ -37,8 +37,7 @@ def draw_signature(draw, spec, dtype: str) -> kit.Signature:
               else tuple(_broadcastable(draw, full, leading=relation == "onnx_broadcast")
                          for _ in range(count)))
     ranks = dict(zip(spec.inputs, map(len, shapes)))
-    attrs = {name: _attribute(draw, domain, ranks)
-             for name, domain in spec.signature.get("attrs", {}).items()}
+    attrs = kit.attributes(draw, spec, ranks)
     input_dtypes = tuple(dtype if kind == "T" else kind for kind in spec.input_types)
     return kit.Signature(input_dtypes, shapes, attrs, kit.out_dtype(spec, dtype))
 
@@ -49,22 +48,3 @@ def _broadcastable(draw, full: tuple, *, leading: bool) -> tuple:
     kept = len(full) - draw(st.integers(0, len(full)))
     dims = full[len(full) - kept:] if leading else full[:kept]
     return tuple(1 if size != 1 and draw(st.integers(0, 3)) == 0 else size for size in dims)
-
-
-def _attribute(draw, domain, ranks: dict):
-    if not isinstance(domain, dict):
-        return domain
-    if "choice" in domain:
-        return draw(st.sampled_from(domain["choice"]))
-    if "range" in domain:
-        return draw(st.integers(*domain["range"]))
-    if "permutation_of" in domain:
-        return list(draw(st.permutations(range(ranks[domain["permutation_of"]]))))
-    negative = domain.get("negative", False)
-    if "axis_of" in domain:
-        rank = ranks[domain["axis_of"]]
-        return draw(st.integers(-rank if negative else 0, rank - 1))
-    rank = ranks[domain["axes_of"]]
-    axes = draw(st.lists(st.integers(0, rank - 1), min_size=min(domain.get("min_size", 1), rank),
-                         max_size=rank, unique=True))
-    return [axis - rank if negative and draw(st.booleans()) else axis for axis in axes]

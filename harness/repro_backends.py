@@ -1,5 +1,6 @@
 """The backend-specific part of a repro script: a ``backend()`` function, written out as source,
-that imports the runtime and returns ``inputs -> output`` computed the way conform's backend does.
+that imports the runtime and returns ``inputs -> outputs`` (a list, in the op's output order)
+computed the way conform's backend does.
 
 Each renderer takes ``(spec, case)`` and returns ``(source, requirement, formats)`` where
 ``formats`` names the model files the script reads (``onnx``: ``model.onnx``, ``nnef``: the
@@ -46,8 +47,11 @@ def render_jax(spec, case) -> tuple[str, str, dict]:
             from jax import lax
 
         ''') + program + (
-        "\n    compiled = jax.jit(op)\n"
-        "    return lambda inputs: np.asarray(compiled(*inputs))\n")
+        "\n    compiled = jax.jit(op)\n\n"
+        "    def run(inputs):\n"
+        "        outputs = compiled(*inputs)\n"
+        "        return [np.asarray(o) for o in (outputs if isinstance(outputs, (tuple, list)) else (outputs,))]\n\n"
+        "    return run\n")
     return source, "jax", []
 
 
@@ -71,7 +75,7 @@ def render_onnxruntime(spec, case) -> tuple[str, str, dict]:
                 session = ort.InferenceSession(str(HERE / "model.onnx"), options,
                                                providers=["CPUExecutionProvider"])
                 feeds = {{f"in{{i}}": np.ascontiguousarray(x) for i, x in enumerate(inputs)}}
-                return session.run(None, feeds)[0]
+                return session.run(None, feeds)
 
             return run
         ''')
@@ -93,9 +97,9 @@ def render_nnef(spec, case) -> tuple[str, str, list]:
             def run(inputs):
                 fed = [np.asarray(inputs[i], order="C") for i in {document.inputs!r}]
                 session = nnef.Session(str(HERE / "model.nnef" / "graph.nnef"), lowered=[])
-                (output,) = session(*fed)
+                outputs = list(session(*fed))
                 shape = {document.output_shape!r}   # NNEF reductions keep reduced axes as 1
-                return output if shape is None else output.reshape(shape)
+                return outputs if shape is None else [outputs[0].reshape(shape)]
 
             return run
         ''')
@@ -119,9 +123,9 @@ def render_adapter(name: str, spec, case) -> tuple[str, str, list]:
 
             def run(inputs):
                 case = Case(id=CASE_ID, op={spec.op!r}, dtype={case.dtype!r},
-                            input_dtypes=tuple(INPUT_DTYPES), out_dtype=OUT_DTYPE, inputs=inputs,
-                            attrs=ATTRS, plan="repro", seed=0)
-                return run_case(adapter, spec, case)[0]
+                            input_dtypes=tuple(INPUT_DTYPES), out_dtype={case.out_dtype!r},
+                            inputs=inputs, attrs=ATTRS, plan="repro", seed=0)
+                return run_case(adapter, spec, case)
 
             return run
         ''')

@@ -22,7 +22,7 @@ from typing import Callable
 #: The op modules shipped with conform (``conform.ops.<name>``), listed explicitly.
 BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
                    "reduction", "contraction", "movement", "onnx_elementwise",
-                   "onnx_reduction", "onnx_movement", "nnef_elementwise")
+                   "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -53,6 +53,10 @@ class OpDefinition:
       default: ``lax.<binding>(*inputs, **attrs)``).
     * ``numpy(*inputs, **attrs)``: the numpy backend's computation in the target dtype (default:
       the oracle on the target dtype).
+    * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
+      answers (the order of tied elements, of unordered unique values), maps a backend's outputs
+      to the one member of the set the oracle returns; the judge applies it before comparing.
+      It may reorder what the backend returned but must never repair a wrong value.
     """
 
     name: str
@@ -68,6 +72,7 @@ class OpDefinition:
     nnef: Callable | None = None
     lax: Callable | None = None
     numpy: Callable | None = None
+    canonical: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property

@@ -22,6 +22,7 @@ class RegionContext:
     float_oracle: Callable                # evaluates the op's oracle on float64 arrays
     accumulation_length: int | None = None
     shapes: str = "equal"                 # how the inputs' shapes relate (the spec's signature.shapes)
+    attrs: dict | None = None             # the case's attributes
 
     def none(self) -> np.ndarray:
         return np.zeros(self.expected.shape, bool)
@@ -138,6 +139,39 @@ def nan_in_reduction(ctx: RegionContext) -> np.ndarray:
     return np.isnan(ctx.expected)
 
 
+def nan_in_sorted_slice(ctx: RegionContext) -> np.ndarray:
+    """Results of a sort or top-k whose slice along the sorted axis (``attrs['axis']``, else the
+    last) holds a NaN, where the standard orders numbers and says nothing of where NaN goes."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or operand.ndim == 0:
+        return ctx.none()
+    axis = (ctx.attrs or {}).get("axis", -1) % operand.ndim
+    nan = np.isnan(operand.astype(np.float64)).any(axis=axis, keepdims=True)
+    return np.broadcast_to(nan, ctx.expected.shape)
+
+
+def zero_sign_ties(ctx: RegionContext) -> np.ndarray:
+    """Top-k positions that rank zeros, in slices (along ``attrs['axis']``, else the last) holding
+    zeros of both signs: the standard ranks entries as larger or equal without saying whether
+    -0 and +0 are equal (IEEE 754 comparison, then the lower index comes first) or ordered
+    -0 < +0 (IEEE 754 totalOrder). The zeros take the ranks after the entries ranked before
+    zero; only those positions are open."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or operand.ndim == 0:
+        return ctx.none()
+    attrs = ctx.attrs or {}
+    axis = attrs.get("axis", -1) % operand.ndim
+    wide = operand.astype(np.float64)
+    zero = wide == 0
+    negative = np.signbit(wide)
+    both = (zero & negative).any(axis, keepdims=True) & (zero & ~negative).any(axis, keepdims=True)
+    ahead = ((wide > 0) if attrs.get("largest", True) else (wide < 0)).sum(axis, keepdims=True)
+    rank = np.arange(ctx.expected.shape[axis]).reshape(
+        [-1 if d == axis else 1 for d in range(operand.ndim)])
+    open_ranks = both & (rank >= ahead) & (rank < ahead + zero.sum(axis, keepdims=True))
+    return np.broadcast_to(open_ranks, ctx.expected.shape)
+
+
 def empty_reduction(ctx: RegionContext) -> np.ndarray:
     """Every result of a reduction over an empty set of values (a reduced dimension of size 0),
     where the standard leaves that result undefined (ONNX ReduceMean)."""
@@ -176,7 +210,8 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
-               shift_out_of_range, nan_operand, nan_in_reduction, empty_reduction)
+               shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
+               zero_sign_ties, empty_reduction)
 }
 
 

@@ -76,7 +76,8 @@ class OpSpec:
         definition = self.definition
         described = {
             "inputs": [{"name": n, "type": t} for n, t in zip(self.inputs, self.input_types)],
-            "outputs": [{"name": "out", "type": "bool" if self.output_dtype == "bool" else "T"}],
+            "outputs": [{"name": n, "type": "bool" if t == "T" and self.output_dtype == "bool" else t}
+                        for n, t in zip(self.outputs, self.output_types)],
             "shapes": signature.get("shapes", "equal") if definition.draw is None else "drawn by the op",
             "attrs": signature.get("attrs", {}),
             "drawn_by": "generic" if definition.draw is None else
@@ -88,19 +89,41 @@ class OpSpec:
         return described
 
     @property
+    def outputs(self) -> tuple[str, ...]:
+        """The op's output names, in the order the oracle and every backend return them (one
+        output named ``out`` when the signature declares none)."""
+        return tuple(_input_name(entry) for entry in self.signature.get("outputs", ("out",)))
+
+    @property
+    def output_types(self) -> tuple[str, ...]:
+        """Per output, its type: ``T`` (the case's out dtype) or a fixed dtype such as ``int64``."""
+        return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
+                     for entry in self.signature.get("outputs", ("out",)))
+
+    def out_dtypes(self, case) -> tuple[str, ...]:
+        """The dtype of each of ``case``'s outputs."""
+        return tuple(case.out_dtype if kind == "T" else kind for kind in self.output_types)
+
+    @property
     def input_types(self) -> tuple[str, ...]:
         """Per input, its type: ``T`` (the case's dtype) or a fixed dtype such as ``bool``."""
         return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
                      for entry in self.signature["inputs"])
 
-    def model_for(self, dtype: str) -> dict:
-        """The error model for ``dtype``: the dtype's own entry, else its class (float/int/bool).
+    def model_for(self, dtype: str, output: int = 0) -> dict:
+        """The error model for ``dtype`` in output number ``output``: the output's own
+        ``error_model`` if it declares one, else the spec's; in it, the dtype's own entry, else
+        its class (float/int/bool).
 
         >>> spec.model_for("float32")   # doctest: +SKIP
         {'ulp': 0.5, 'why': '...'}
         """
         cls = dtype_class(dtype)
-        model = self.error_model.get(dtype) or self.error_model.get(cls)
+        models = self.error_model
+        if output:
+            declared = self.signature["outputs"][output]
+            models = declared.get("error_model", models) if isinstance(declared, dict) else models
+        model = models.get(dtype) or models.get(cls)
         if model is None:
             if cls == "float":
                 raise SpecError(self.path, None, "error_model",
@@ -172,29 +195,55 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
         found = definition(data["op"])
     except UnknownOp as exc:
         raise SpecError(path, _line_of(root, ["op"]), "op", str(exc)) from None
-    for key in sorted(set(data["signature"]) - {"inputs"} - found.honours):
+    for key in sorted(set(data["signature"]) - {"inputs", "outputs"} - found.honours):
         raise SpecError(path, _line_of(root, ["signature", key]), f"signature.{key}",
                         f"{key}={data['signature'][key]!r} would be ignored: the drawer of op "
                         f"{data['op']} ({found.module}) does not read it")
     _check_attribute_domains(data, root, path)
     from conform.ops.regions import REGIONS
 
+    names = _check_outputs(data, root, path)
     for i, entry in enumerate(data.get("implementation_defined", [])):
         if entry["region"] not in REGIONS:
             raise SpecError(path, _line_of(root, ["implementation_defined", i, "region"]),
                             f"implementation_defined.{i}.region",
                             f"region={entry['region']!r} is unknown; available: {sorted(REGIONS)}")
-    outputs = ["bool"] if data.get("output_dtype") == "bool" else data["dtypes"]
-    if any(dtype_class(d) == "float" for d in outputs):
-        if not any(k == "float" or k in FLOAT_DTYPES for k in data["error_model"]):
-            raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
-                            "float dtypes are listed but no float error model is given")
+        for k, name in enumerate(entry.get("outputs", ())):
+            if name not in names:
+                raise SpecError(path, _line_of(root, ["implementation_defined", i, "outputs", k]),
+                                f"implementation_defined.{i}.outputs.{k}",
+                                f"{name!r} names no output (outputs: {list(names)})")
     for i, entry in enumerate(data.get("edge_cases", [])):
         unknown = set(entry) - {_input_name(e) for e in data["signature"]["inputs"]}
         if unknown or not _elementwise(found, data["signature"]):
             raise SpecError(path, _line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
                             f"inputs={sorted(entry)} must name inputs of an element-wise op "
                             f"({data['signature']['inputs']})")
+
+
+def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
+    """Output names are distinct, and every output that can be a float has a float error model
+    (its own, or the spec's). Returns the output names."""
+    declared = data["signature"].get("outputs", ["out"])
+    names = [_input_name(e) for e in declared]
+    for k, entry in enumerate(declared):
+        where = ["signature", "outputs", k] if "outputs" in data["signature"] else ["error_model"]
+        if names.index(names[k]) != k:
+            raise SpecError(path, _line_of(root, where), f"signature.outputs.{k}",
+                            f"output name {names[k]!r} is given twice")
+        kind = "T" if isinstance(entry, str) else entry.get("type", "T")
+        dtypes = [kind] if kind != "T" else ["bool"] if data.get("output_dtype") == "bool" \
+            else data["dtypes"]
+        own = isinstance(entry, dict) and "error_model" in entry
+        models = entry["error_model"] if own else data["error_model"]
+        if any(dtype_class(d) == "float" for d in dtypes) \
+                and not any(key == "float" or key in FLOAT_DTYPES for key in models):
+            field_path = f"signature.outputs.{k}.error_model" if own else "error_model"
+            raise SpecError(path, _line_of(root, where + (["error_model"] if own else [])),
+                            field_path, f"output {names[k]!r} can be a float but no float error "
+                                        "model is given" if len(names) > 1 else
+                            "float dtypes are listed but no float error model is given")
+    return names
 
 
 def _check_attribute_domains(data: dict, root: yaml.Node, path: Path) -> None:

@@ -165,9 +165,9 @@ def test_corpus_hash_changes_with_any_input_byte_and_with_order(specs):
 def test_corpus_hash_covers_every_part_of_the_oracle_answers(specs):
     cases = generate_cases(specs["dot_general"], "float32", count=8, seed=0)
     base = certify.corpus_sha256(cases)
-    case = next(c for c in cases if c.expectation.accumulation
-                and np.isfinite(c.expectation.accumulation[0]).any())
-    answer = case.expectation
+    case = next(c for c in cases if c.expectation[0].accumulation
+                and np.isfinite(c.expectation[0].accumulation[0]).any())
+    (answer,) = case.expectation
     flipped = answer.expected.copy()
     flipped.view(np.uint8).reshape(-1)[0] ^= 1
     changed = [
@@ -178,6 +178,7 @@ def test_corpus_hash_covers_every_part_of_the_oracle_answers(specs):
         None,
     ]
     for poisoned in changed:
+        poisoned = poisoned and (poisoned,)
         swapped = [dataclasses.replace(c, expectation=poisoned) if c is case else c for c in cases]
         assert certify.corpus_sha256(swapped) != base, poisoned
     assert certify.corpus_sha256(cases) == base
