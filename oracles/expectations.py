@@ -34,7 +34,9 @@ def expect(spec, case) -> Expectation:
         context = RegionContext(inputs=[np.asarray(x) for x in case.inputs], expected=expected,
                                 out_dtype=case.out_dtype, accumulation_length=length,
                                 shapes=spec.signature.get("shapes", "equal"),
-                                float_oracle=lambda xs: evaluate(spec.oracle, xs, case.attrs)[0])
+                                float_oracle=lambda xs: evaluate(spec.oracle, xs, case.attrs)[0],
+                                attrs=case.attrs, oracle_with=lambda xs, **more: evaluate(
+                                    spec.oracle, xs, {**case.attrs, **more})[0])
         impl = region_mask(regions, context)
         impl = impl if impl.any() else None
     accumulation = None
