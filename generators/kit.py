@@ -3,7 +3,9 @@ generic drawer (:mod:`._generic`) uses it too.
 
 A hook draws with Hypothesis's ``draw`` and these helpers: :data:`st` (Hypothesis strategies),
 :func:`shape` (bounded by ``CONFORM_MAX_ARRAY_SIZE`` elements), :class:`Signature`,
-:func:`fixed_attrs`, :func:`attributes`, :func:`out_dtype` and :data:`MAX_ARRAY_SIZE`. Imported only when a corpus is
+:func:`fixed_attrs`, :func:`attributes`, :func:`out_dtype`, :data:`MAX_ARRAY_SIZE`, and for
+optional and 0-d inputs :func:`absent_inputs`, :func:`with_absent` and :func:`scalar_inputs`.
+Imported only when a corpus is
 drawn: a run from the corpus cache does not load Hypothesis.
 """
 from __future__ import annotations
@@ -15,8 +17,10 @@ from hypothesis import strategies as st
 
 from conform.generators._signature import Signature, fixed_attrs
 
-__all__ = ["MAX_ARRAY_SIZE", "Signature", "attributes", "fixed_attrs", "out_dtype", "ranks",
-           "shape", "st"]
+from conform.ops._optional import ABSENT
+
+__all__ = ["MAX_ARRAY_SIZE", "Signature", "absent_inputs", "attributes", "fixed_attrs", "out_dtype",
+           "ranks", "scalar_inputs", "shape", "st", "with_absent"]
 
 MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))
 
@@ -64,3 +68,19 @@ def _attribute(draw, domain, ranks: dict):
     axes = draw(st.lists(st.integers(0, rank - 1), min_size=min(domain.get("min_size", 1), rank),
                          max_size=rank, unique=True))
     return [axis - rank if negative and draw(st.booleans()) else axis for axis in axes]
+
+
+def absent_inputs(draw, spec) -> list[str]:
+    """The optional inputs a signature leaves out, each absent with probability 1/2 (draws
+    nothing for a spec without optional inputs)."""
+    return [name for name in spec.optional_inputs if not draw(st.booleans())]
+
+
+def with_absent(attrs: dict, absent) -> dict:
+    """``attrs`` with ``absent_inputs`` naming the ``absent`` inputs (unchanged if none is)."""
+    return {**attrs, ABSENT: list(absent)} if absent else attrs
+
+
+def scalar_inputs(spec) -> set[str]:
+    """The inputs the spec declares 0-d (``scalar: true``)."""
+    return {e["name"] for e in spec.signature["inputs"] if isinstance(e, dict) and e.get("scalar")}

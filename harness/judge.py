@@ -143,22 +143,27 @@ def _inputs_at(case, out_shape, index, relation: str = "equal"):
     """Input values feeding output ``index`` of an op whose inputs are element-aligned with
     its output: equal shapes, scalars, or shapes that broadcast to it (by NumPy's rule, or by
     NNEF's, which aligns leading dimensions, for ``nnef_broadcast``)."""
+    mapped = case.attrs.get("broadcast_dimensions") if relation == "xla_broadcast" else None
     return [None if (at := _broadcast_index(x.shape, tuple(out_shape), index,
-                                            trailing=relation != "nnef_broadcast")) is None
-            else _scalar(x[at]) for x in case.inputs]
+                                            trailing=relation != "nnef_broadcast",
+                                            mapped=mapped if x.ndim < len(out_shape) else None))
+            is None else _scalar(x[at]) for x in case.inputs]
 
 
-def _broadcast_index(shape: tuple, out_shape: tuple, index, *, trailing: bool):
+def _broadcast_index(shape: tuple, out_shape: tuple, index, *, trailing: bool, mapped=None):
     """The index of the element of a ``shape`` input broadcast to output element ``index``
-    (dimensions aligned at the end, or at the start), or None if ``shape`` does not broadcast."""
-    if len(shape) > len(out_shape):
+    (dimensions aligned at the end, or at the start, or, with ``mapped``, dimension k at
+    output dimension ``mapped[k]``: XLA's broadcast_dimensions), or None if ``shape`` does not
+    broadcast."""
+    if len(shape) > len(out_shape) or (mapped is not None and len(mapped) != len(shape)):
         return None
     offset = len(out_shape) - len(shape) if trailing else 0
+    dims = list(mapped) if mapped is not None else [offset + k for k in range(len(shape))]
     at = []
-    for k, size in enumerate(shape):
-        if size not in (1, out_shape[offset + k]):
+    for size, dim in zip(shape, dims):
+        if size not in (1, out_shape[dim]):
             return None
-        at.append(0 if size == 1 else index[offset + k])
+        at.append(0 if size == 1 else index[dim])
     return tuple(at)
 
 

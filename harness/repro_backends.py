@@ -27,8 +27,9 @@ def lax_program(spec, case) -> str:
     names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
     lower = spec.definition.lax
     if lower is not None:
+        bound_fn = f", bound=lax.{bound['lax']}" if spec.definition.lax_takes_bound else ""
         return (textwrap.dedent(inspect.getsource(lower))
-                + f"\n\nop = {lower.__name__}(lax, {attrs!r})\n")
+                + f"\n\nop = {lower.__name__}(lax, {attrs!r}{bound_fn})\n")
     arguments = [names] * bool(names) + [f"{k}={_frozen(v)!r}" for k, v in attrs.items()]
     return f"def op({names}):\n    return lax.{bound['lax']}({', '.join(arguments)})\n"
 

@@ -47,7 +47,9 @@ def expect(spec, case) -> Answer:
                 inputs=[np.asarray(x) for x in case.inputs], expected=expected,
                 out_dtype=out_dtype, accumulation_length=length,
                 shapes=spec.signature.get("shapes", "equal"), attrs=case.attrs,
-                float_oracle=lambda xs, k=k: evaluate(spec.oracle, xs, case.attrs)[k])
+                float_oracle=lambda xs, k=k: evaluate(spec.oracle, xs, case.attrs)[k],
+                oracle_with=lambda xs, k=k, **more: evaluate(spec.oracle, xs,
+                                                             {**case.attrs, **more})[k])
             impl = region_mask(regions, context)
             impl = impl if impl.any() else None
         accumulation = None

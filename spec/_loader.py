@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conform.ops import OpDefinition, UnknownOp, definition, package_spec_dirs
+from conform.ops._optional import present
 from conform.spec._cache import cached_loads
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
@@ -61,6 +62,16 @@ class OpSpec:
         return tuple(_input_name(entry) for entry in self.signature["inputs"])
 
     @property
+    def optional_inputs(self) -> tuple[str, ...]:
+        """The inputs a case may leave out (``optional: true``)."""
+        return tuple(_input_name(e) for e in self.signature["inputs"] if _flag(e, "optional"))
+
+    def present_inputs(self, attrs: dict) -> tuple[str, ...]:
+        """The names of the inputs a case with ``attrs`` holds, in order (its ``inputs``): all
+        of them but those its ``absent_inputs`` attribute names."""
+        return present(self.inputs, attrs)
+
+    @property
     def elementwise(self) -> bool:
         """Whether the op is element-wise as the generic drawer draws it: no draw hook, every
         input of the case's dtype and element-aligned with the output, only fixed attributes.
@@ -75,7 +86,9 @@ class OpSpec:
         signature = self.signature
         definition = self.definition
         described = {
-            "inputs": [{"name": n, "type": t} for n, t in zip(self.inputs, self.input_types)],
+            "inputs": [{"name": _input_name(e), "type": t,
+                        **{k: True for k in ("optional", "scalar") if _flag(e, k)}}
+                       for e, t in zip(signature["inputs"], self.input_types)],
             "outputs": [{"name": n, "type": "bool" if t == "T" and self.output_dtype == "bool" else t}
                         for n, t in zip(self.outputs, self.output_types)],
             "shapes": signature.get("shapes", "equal") if definition.draw is None else "drawn by the op",
@@ -138,12 +151,18 @@ _EXACT_BY_DEFAULT = {"exact": True, "why": "integer and boolean results are exac
 
 def _elementwise(definition: OpDefinition, signature: dict) -> bool:
     return (definition.draw is None and definition.feeding == "aligned"
-            and all(isinstance(e, str) or e.get("type", "T") == "T" for e in signature["inputs"])
+            and all(isinstance(e, str) or (e.get("type", "T") == "T" and not e.get("scalar"))
+                    for e in signature["inputs"])
             and not any(isinstance(v, dict) for v in signature.get("attrs", {}).values()))
 
 
 def _input_name(entry) -> str:
     return entry if isinstance(entry, str) else entry["name"]
+
+
+def _flag(entry, key: str) -> bool:
+    """Whether the signature input ``entry`` says ``key: true`` (``optional``, ``scalar``)."""
+    return not isinstance(entry, str) and bool(entry.get(key))
 
 
 def dtype_class(dtype: str) -> str:
@@ -200,6 +219,7 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                         f"{key}={data['signature'][key]!r} would be ignored: the drawer of op "
                         f"{data['op']} ({found.module}) does not read it")
     _check_attribute_domains(data, root, path)
+    _check_input_flags(data, root, path, found)
     from conform.ops.regions import REGIONS
 
     names = _check_outputs(data, root, path)
@@ -262,6 +282,48 @@ def _check_attribute_domains(data: dict, root: yaml.Node, path: Path) -> None:
             if key != "permutation_of" and signature.get("min_rank", 0) < 1:
                 raise SpecError(path, *where, f"{key} draws an axis, which a 0-d input lacks: "
                                               "set signature.min_rank >= 1")
+
+
+def _check_input_flags(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:
+    """``optional`` and ``scalar`` inputs: only where the op's drawer reads the flag; the first
+    input is never optional; an optional input is named by no edge case and no attribute
+    domain (it may be absent), and only ops whose lowering in every bound format is their op
+    module's own (a format's default lowering passes every input) have one."""
+    inputs = data["signature"]["inputs"]
+    names = {_input_name(e) for e in inputs if _flag(e, "optional")}
+    for i, entry in enumerate(inputs):
+        for key in ("optional", "scalar"):
+            if _flag(entry, key) and key not in found.honours:
+                raise SpecError(path, _line_of(root, ["signature", "inputs", i, key]),
+                                f"signature.inputs.{i}.{key}",
+                                f"{key}: true would be ignored: the drawer of op {data['op']} "
+                                f"({found.module}) does not read it")
+    if not names:
+        return
+
+    def where(*at):
+        return _line_of(root, list(at)), ".".join(map(str, at))
+
+    if _flag(inputs[0], "optional"):
+        raise SpecError(path, *where("signature", "inputs", 0, "optional"),
+                        "the first input cannot be optional: a case holds at least one input")
+    for i, entry in enumerate(data.get("edge_cases", [])):
+        if names & set(entry):
+            raise SpecError(path, *where("edge_cases", i), f"names the optional input(s) "
+                            f"{sorted(names & set(entry))}, which a case may leave out")
+    for attr, domain in data["signature"].get("attrs", {}).items():
+        named = [domain.get(k) for k in ("axis_of", "axes_of", "permutation_of")
+                 ] if isinstance(domain, dict) else []
+        if names & set(named):
+            raise SpecError(path, *where("signature", "attrs", attr), f"draws from the shape "
+                            f"of an optional input ({sorted(names & set(named))}), which a case "
+                            "may leave out")
+    hooks = {"xla": found.lax, "onnx": found.onnx, "nnef": found.nnef}
+    for fmt in data["bindings"]:
+        if fmt in hooks and fmt != "onnx" and hooks[fmt] is None:
+            raise SpecError(path, *where("bindings", fmt), f"a {fmt} binding of an op with "
+                            f"optional inputs needs the op module's own {fmt} lowering: the "
+                            "default one passes every input")
 
 
 def _read_mapping(path: Path, what: str, error: type[SpecError] = SpecError):

@@ -13,6 +13,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from conform.harness.backends.base import Unsupported, attrs_text, binding, onnx_opset as opset
+from conform.ops._optional import ABSENT, onnx_operands
 from conform.spec.dtypes import np_dtype
 
 IR_VERSION = 10
@@ -78,14 +79,17 @@ def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
     if not low <= version <= high:
         raise Unsupported(f"ONNX {bound['op_type']} is bound at opsets {low} to {high}, not at the "
                           f"opset of this run ({version}): the standard rules this case out")
-    refused = _types_the_schema_refuses(bound["op_type"], version, case.input_dtypes)
+    present = spec.present_inputs(case.attrs)   # formal positions of the case's inputs
+    positions = [spec.inputs.index(name) for name in present] if ABSENT in case.attrs else None
+    refused = _types_the_schema_refuses(bound["op_type"], version, case.input_dtypes, positions)
     if refused:
         raise Unsupported(f"ONNX {bound['op_type']} (opset {version}) does not allow "
                           f"{', '.join(refused)}: the standard rules this case out")
     graph = OnnxGraph(bound, len(case.inputs), len(spec.outputs))
     lower = spec.definition.onnx
-    if lower is None:
-        graph.node(graph.op_type, graph.inputs)
+    if lower is None:   # an absent optional input followed by a present one is ""
+        supplied = dict(zip(present, graph.inputs))
+        graph.node(graph.op_type, onnx_operands(supplied.get(name) for name in spec.inputs))
     else:
         lower(case, graph)
     # Graph inputs and outputs carry their rank with symbolic dimensions: the checker wants a
@@ -118,11 +122,14 @@ def _schema_types(op_type: str, version: int) -> tuple:
     return tuple(constraints.get(formal.type_str) for formal in schema.inputs)
 
 
-def _types_the_schema_refuses(op_type: str, version: int, dtypes) -> list[str]:
+def _types_the_schema_refuses(op_type: str, version: int, dtypes, positions=None) -> list[str]:
+    """The ``dtypes`` the schema refuses, input k checked against formal input ``positions[k]``
+    (default k: a case without absent optional inputs)."""
     formals = _schema_types(op_type, version)
     refused = []
     for k, dtype in enumerate(dtypes):
-        allowed = formals[min(k, len(formals) - 1)] if formals else None
+        at = k if positions is None else positions[k]
+        allowed = formals[min(at, len(formals) - 1)] if formals else None
         if allowed is not None and dtype not in allowed and dtype not in refused:
             refused.append(dtype)
     return refused

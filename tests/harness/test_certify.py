@@ -157,7 +157,7 @@ def test_corpus_hash_changes_with_any_input_byte_and_with_order(specs):
     base = certify.corpus_sha256(cases)
     assert certify.corpus_sha256(generate_cases(specs["multiply"], "float32", count=3, seed=0)) == base
     flipped = dataclasses.replace(cases[1], inputs=[x.copy() for x in cases[1].inputs])
-    flipped.inputs[0].view(np.uint8).reshape(-1)[-1] ^= 1
+    flipped.inputs[0].reshape(-1).view(np.uint8)[-1] ^= 1   # (a 0-d input too)
     assert certify.corpus_sha256([cases[0], flipped, cases[2]]) != base
     assert certify.corpus_sha256([cases[1], cases[0], cases[2]]) != base
 

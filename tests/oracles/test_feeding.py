@@ -21,6 +21,11 @@ def test_every_op_declared_element_aligned_is(specs):
         for case in generate_cases(spec, dtype_labels(spec)[0], count=4, seed=2):
             (out,) = evaluate(spec.oracle, case.inputs, case.attrs)
             shapes = [x.shape for x in case.inputs]
+            dims = case.attrs.get("broadcast_dimensions")   # XLA: the lower rank's mapping
+            if dims is not None:
+                rank = max(map(len, shapes))
+                shapes = [s if len(s) == rank else tuple(
+                    s[dims.index(d)] if d in dims else 1 for d in range(rank)) for s in shapes]
             if nnef:
                 rank = max(map(len, shapes))
                 shapes = [s + (1,) * (rank - len(s)) for s in shapes]
