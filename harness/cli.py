@@ -56,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--onnx-opset", type=int, default=None, metavar="N",
                      help="build ONNX models at opset N (default: $CONFORM_ONNX_OPSET, else 21); "
                           "an op whose ONNX binding names an opset range without N is unsupported")
+    run.add_argument("--programs", action="store_true",
+                     help="add the program suite: chains of 2 to 4 element-wise ops of the "
+                          "backend's model format, run as one model each and judged node by node "
+                          "(select among them with --ops 'chain__*')")
     run.add_argument("--exhaustive", action="store_true",
                      help="all 65,536 inputs of each selected unary float16/bfloat16 op, "
                           "in one call per op and dtype; with --dtypes float32, all 2**32 float32 "
@@ -182,7 +186,8 @@ def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
                        max_examples=args.max_examples, seed=args.seed, out=out,
                        workers=args.workers, timeout=args.timeout,
                        load_timeout=args.load_timeout, subnormals=args.subnormals,
-                       exhaustive=args.exhaustive, use_cache=not args.no_cache, manifest=manifest,
+                       exhaustive=args.exhaustive, programs=args.programs,
+                       use_cache=not args.no_cache, manifest=manifest,
                        spec_dir=args.specs, memory_limit_mb=args.memory_limit_mb,
                        recycle_after=args.recycle_after, resume=args.resume, interruptible=True)
     with cyclic_gc_paused():   # the corpus stays alive to the end of the command

@@ -11,6 +11,7 @@ from conform.harness.outcome import Outcome
 from conform.reports._jsonl import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
+from conform.spec.programs import node_case
 from conform.spec.dtypes import FLOAT_FORMATS
 
 FEEDING_KEPT = 256    # elements of a slice, window or patch kept in a failing record
@@ -76,6 +77,9 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
     parts: dict = {}     # case number -> its outputs' judgements (cases with several outputs)
     groups: dict = {}
     for i, (spec, case, outputs) in enumerate(triples):
+        if getattr(spec, "nodes", None):
+            judgements[i] = judge_program(spec, case, outputs, subnormals)
+            continue
         answer = expectation(spec, case)
         if len(outputs) != len(answer):
             judgements[i] = Judgement("fail", "n/a", "n/a", reason=(
@@ -106,6 +110,27 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
     for i, judged in parts.items():
         judgements[i] = combined(triples[i][0].outputs, judged)
     return judgements
+
+
+def judge_program(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
+    """Judge a program (:mod:`conform.spec.programs`) node by node: each node's output under
+    its op's error model, against its op's oracle evaluated on the values the backend gave that
+    node (the program's inputs, or the backend's own outputs of earlier nodes), so that an
+    error is blamed on the node that made it."""
+    if len(outputs) != len(spec.nodes):
+        return Judgement("fail", "n/a", "n/a", reason=(
+            f"backend returned {len(outputs)} outputs, expected {len(spec.nodes)} "
+            f"({', '.join(spec.outputs)})"))
+    values = dict(zip(spec.inputs, case.inputs))
+    values.update(zip(spec.outputs, map(np.asarray, outputs)))
+    nodes = [node_case(case, node, [values[name] for name in node.inputs])
+             for node in spec.nodes]
+    judged = judge_many([(node.spec, node_at, [values[node.output]])
+                         for node, node_at in zip(spec.nodes, nodes)], subnormals)
+    for judgement, node, node_at in zip(judged, spec.nodes, nodes):
+        if judgement.worst is not None:
+            judgement.worst["node"] = node.spec.op
+    return combined(spec.outputs, judged)
 
 
 def combined(names, parts: list[Judgement]) -> Judgement:
@@ -285,7 +310,7 @@ def _add_judgement(record: dict, case, judgement: Judgement, backend: str) -> No
 
 def _figures(judgement: Judgement) -> dict:
     """A judgement's verdict and figures as a result line holds them."""
-    worst = judgement.worst and {k: v if k in ("index", "inputs", "output") else json_number(v)
+    worst = judgement.worst and {k: v if k in ("index", "inputs", "output", "node") else json_number(v)
                                  for k, v in judgement.worst.items()}
     return dict(verdict=judgement.verdict, model=judgement.model, unit=judgement.unit,
                 checked=judgement.checked, mismatched=judgement.mismatched,

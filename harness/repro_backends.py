@@ -21,17 +21,42 @@ from conform.harness.backends.jax_backend import _frozen
 def lax_program(spec, case) -> str:
     """Source defining ``op(x0, x1, ...)``, the ``jax.lax`` computation conform's jax backend jits
     for ``case`` (``lax`` and ``np`` must be in scope): the op module's ``lax`` lowering itself,
-    written out with the case's attributes, or the binding's ``lax.<name>`` call."""
+    written out with the case's attributes, or the binding's ``lax.<name>`` call. For a program,
+    one such function per node (``op_0``, ...) and ``op`` calling them in order and returning
+    every node's output."""
+    names = [f"x{i}" for i in range(len(case.inputs))]
+    if not spec.nodes:
+        return _lax_call(spec, case.attrs, "op", names)
+    hooks, calls, steps = {}, [], []
+    for k, node in enumerate(spec.nodes):
+        source = _lax_call(node.spec, node.spec.signature.get("attrs", {}), f"op_{k}", node.inputs)
+        hook, _, call = source.rpartition("\n\n")   # a lowering's source is written once
+        if hook:
+            hooks.setdefault(hook, None)
+        calls.append(call if hook else source)
+        steps.append(f"    {node.output} = op_{k}({', '.join(node.inputs)})\n")
+    outputs = "".join(f"{node.output}, " for node in spec.nodes)
+    return "\n\n".join([*hooks, *calls, f"def op({', '.join(spec.inputs)}):\n"
+                        + "".join(steps) + f"    return ({outputs.rstrip()})\n"])
+
+
+def _lax_call(spec, attrs: dict, name: str, arguments) -> str:
+    """Source defining ``name(*arguments)``: one op's lax computation with ``attrs``."""
     bound = binding(spec, "xla")
-    attrs = {**bound.get("params", {}), **case.attrs}
-    names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
+    attrs = {**bound.get("params", {}), **attrs}
     lower = spec.definition.lax
     if lower is not None:
         bound_fn = f", bound=lax.{bound['lax']}" if spec.definition.lax_takes_bound else ""
-        return (textwrap.dedent(inspect.getsource(lower))
-                + f"\n\nop = {lower.__name__}(lax, {attrs!r}{bound_fn})\n")
-    arguments = [names] * bool(names) + [f"{k}={_frozen(v)!r}" for k, v in attrs.items()]
-    return f"def op({names}):\n    return lax.{bound['lax']}({', '.join(arguments)})\n"
+        return (textwrap.dedent(inspect.getsource(lower)).rstrip("\n")
+                + f"\n\n{name} = {lower.__name__}(lax, {attrs!r}{bound_fn})\n")
+    operands = ", ".join(arguments)
+    keywords = [operands] * bool(operands) + [f"{k}={_frozen(v)!r}" for k, v in attrs.items()]
+    return f"def {name}({operands}):\n    return lax.{bound['lax']}({', '.join(keywords)})\n"
+
+
+def _lax_names(spec) -> str:
+    ops = spec.nodes and [node.spec for node in spec.nodes] or [spec]
+    return ", ".join(f"jax.lax.{binding(op, 'xla')['lax']}" for op in ops)
 
 
 def render_jax(spec, case) -> tuple[str, str, dict]:
@@ -39,7 +64,7 @@ def render_jax(spec, case) -> tuple[str, str, dict]:
     program = textwrap.indent(lax_program(spec, case), " " * 4)
     source = textwrap.dedent(f'''\
         def backend():
-            """jax.lax.{binding(spec, "xla")["lax"]} jitted on the CPU with 64-bit types enabled, as
+            """{_lax_names(spec)} jitted on the CPU with 64-bit types enabled, as
             conform's jax backend runs it (inputs are runtime arguments, not constants)."""
             import jax
 

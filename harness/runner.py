@@ -40,6 +40,7 @@ class RunConfig:
     load_timeout: float | None = None   # None: WorkerPool's default
     subnormals: str | None = None   # None: the policy the backend declares
     exhaustive: bool = False
+    programs: bool = False          # add the program suite (conform.spec.programs) of the format
     use_cache: bool = True
     spec_dir: Path | None = None
     memory_limit_mb: int | None = None
@@ -144,18 +145,35 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple
         return _run_suite(config, specs, progress)
 
 
+def _backend_binding(backend: str) -> str | None:
+    """The spec binding ``backend``'s model format consumes (None: every op, or unknown here)."""
+    from conform.harness.claims import Claims
+    from conform.harness.registry import load_backend_class
+
+    try:
+        return Claims.of(load_backend_class(backend), backend).binding
+    except Exception:
+        return None
+
+
+def with_programs(specs: dict, config: RunConfig) -> dict:
+    """``specs``, the programs ``config.ops`` names (not as globs) and, with ``config.programs``,
+    the program suite of the backend's model format (the XLA ops' for a backend that runs every
+    op), by name."""
+    from conform.spec.programs import chain_names, is_program
+
+    names = [op for op in config.ops or () if is_program(op) and op in specs]
+    if config.programs:
+        names += chain_names(specs, _backend_binding(config.backend) or "xla", seed=config.seed)
+    return {**specs, **{name: specs[name] for name in names}} if names else specs
+
+
 def by_format(pairs: list, backend: str) -> list:
     """The (spec, dtype label) pairs whose op the backend's model format can express: the ops
     with the spec binding it consumes (an ONNX backend runs the ONNX ops, jax the XLA ones, nnef
     the NNEF ones); all of them for a backend that names no binding (numpy) or whose class
     cannot be looked at here (its workers then say why it does not load)."""
-    from conform.harness.claims import Claims
-    from conform.harness.registry import load_backend_class
-
-    try:
-        binding = Claims.of(load_backend_class(backend), backend).binding
-    except Exception:
-        return pairs
+    binding = _backend_binding(backend)
     if binding is None:
         return pairs
     bound = [(spec, label) for spec, label in pairs if binding in spec.bindings]
@@ -167,7 +185,8 @@ def by_format(pairs: list, backend: str) -> list:
 
 def _generate(config: RunConfig, specs: dict) -> tuple[list, object, list]:
     """``(pairs, cases to run, records of the cases a manifest skips)``."""
-    pairs = by_format(select(specs, config.ops, config.dtypes), config.backend)
+    pairs = by_format(select(with_programs(specs, config), config.ops, config.dtypes),
+                      config.backend)
     if config.exhaustive:
         # float32 (2**32 inputs per op) only when asked for by name
         sweeps = [(spec, label, exhaustive_cases(spec, label)) for spec, label in pairs
@@ -210,10 +229,13 @@ def run_key(config: RunConfig, pairs: list, specs: dict) -> dict:
     manifest = list(config.manifest.files) if config.manifest is not None else []
     return {"backend": config.backend, "ops": config.ops, "dtypes": config.dtypes,
             "max_examples": config.max_examples, "seed": config.seed,
-            "exhaustive": config.exhaustive, "subnormals": config.subnormals,
+            "exhaustive": config.exhaustive, "programs": config.programs,
+            "subnormals": config.subnormals,
             "conform_version": conform.__version__,
             "onnx_opset": onnx_opset(),
-            "specs_sha256": digest(specs[op].path for op in ops if specs[op].path),
+            "specs_sha256": digest(node.path for op in ops
+                                   for node in ([n.spec for n in specs[op].nodes] or [specs[op]])
+                                   if node.path),
             "manifest": manifest, "manifest_sha256": digest(manifest)}
 
 

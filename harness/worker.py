@@ -126,7 +126,15 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
     policy = options.get("subnormals") or backend.subnormals
     manifest = options.get("manifest")
     spent = {"judge": 0.0, "tally": 0.0, "encode": 0.0}   # seconds, reported with every reply
-    counts = {op: output_count(spec) for op, spec in specs.items()}   # outputs per op
+    counts = {op: output_count(spec) for op, spec in specs.items()}   # outputs per op (programs
+    # are not among the keys: see outputs_of)
+
+    def outputs_of(op: str) -> int:
+        found = counts.get(op)
+        if found is None:
+            found = counts[op] = output_count(specs[op])
+        return found
+
 
     def settle(done: list):
         """The outcomes of ``done`` (case, outcome) pairs; when the pool judges, they are judged
@@ -200,7 +208,7 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
                 else:
                     seconds += monotonic() - start
                     try:
-                        outcome = Outcome("ok", checked_outputs(returned, counts[case.op]))
+                        outcome = Outcome("ok", checked_outputs(returned, outputs_of(case.op)))
                     except Exception as exc:   # not arrays: the backend's fault, whatever the input
                         outcome = failed(exc)
                         outcome.on_input = False

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from conform.ops import UnknownOp as UnknownOracle
-from conform.ops import definition
+from conform.ops import OpDefinition, definition
 
 
 def widen(array: np.ndarray) -> np.ndarray:
@@ -20,13 +20,15 @@ def widen(array: np.ndarray) -> np.ndarray:
     return array.astype(np.float64)
 
 
-def evaluate(name: str, inputs: Sequence[np.ndarray], attrs: dict) -> tuple[np.ndarray, ...]:
-    """Run op ``name``'s oracle on widened copies of ``inputs``; returns a tuple of arrays.
+def evaluate(name, inputs: Sequence[np.ndarray], attrs: dict) -> tuple[np.ndarray, ...]:
+    """Run op ``name``'s oracle (or that of ``name``, an :class:`~conform.ops.OpDefinition`:
+    a program's) on widened copies of ``inputs``; returns a tuple of arrays.
 
     >>> evaluate("add", [np.float32([1.5]), np.float32([2.25])], {})
     (array([3.75]),)
     """
-    found = definition(name)
+    found = name if isinstance(name, OpDefinition) else definition(name)
+    name = found.name
     if found.takes_dtypes:
         attrs = {**attrs, "dtypes": tuple(str(np.asarray(x).dtype) for x in inputs)}
     with np.errstate(all="ignore"):

@@ -46,6 +46,7 @@ class OpSpec:
     edge_cases: tuple = ()
     implementation_defined: tuple = ()
     path: str = ""
+    nodes = ()   # an op is no program (conform.spec.programs.ProgramSpec has nodes)
 
     @property
     def definition(self) -> OpDefinition:
@@ -352,6 +353,36 @@ def load_spec(path: Path | str) -> OpSpec:
     )
 
 
+class Specs(dict):
+    """Op specs by op name. A program's name (:mod:`conform.spec.programs`) gives its spec too,
+    made on first use from the ops it names, though it is not among the keys: iterating lists
+    the ops."""
+
+    def _program(self, name):
+        made = self.__dict__.setdefault("programs", {})
+        if name not in made:
+            from conform.spec.programs import program_spec
+
+            try:
+                made[name] = program_spec(name, self)
+            except KeyError:
+                made[name] = None
+        return made[name]
+
+    def __missing__(self, name):
+        found = self._program(name) if isinstance(name, str) else None
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or (isinstance(name, str)
+                                                 and self._program(name) is not None)
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
 def load_specs(directory: Path | str | None = None) -> dict[str, OpSpec]:
     """The built-in suite's specs, those of installed op packages (``conform.ops`` entry points)
     and, with ``directory``, the specs in that folder, keyed by op name, sorted. A spec in
@@ -368,4 +399,4 @@ def load_specs(directory: Path | str | None = None) -> dict[str, OpSpec]:
                             if directory.is_dir() else "spec folder does not exist")
         files.update((path.stem, path) for path in own)
     specs = cached_loads([files[name] for name in sorted(files)], load_spec, types=(OpSpec,))
-    return {s.op: s for s in specs}
+    return Specs((s.op, s) for s in specs)

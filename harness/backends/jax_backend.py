@@ -55,6 +55,18 @@ def _frozen(value):
     return value
 
 
+def _lax_calls(spec, case) -> list[tuple[str, dict]]:
+    """Per op of the case (one, or a program's nodes): its ``lax`` binding's name and the
+    attributes it is called with (the binding's fixed ``params``, then the case's or the op's)."""
+    ops = [(spec, case.attrs)] if not spec.nodes else \
+        [(node.spec, node.spec.signature.get("attrs", {})) for node in spec.nodes]
+    calls = []
+    for op_spec, attrs in ops:
+        bound = binding(op_spec, "xla")
+        calls.append((bound["lax"], {**bound.get("params", {}), **attrs}))
+    return calls
+
+
 class JaxBackend(Backend):
     name = "jax"
     model_format = "native"
@@ -125,16 +137,29 @@ class JaxBackend(Backend):
         return lambda *xs: fn(*xs, **static)
 
     def _function(self, spec, case) -> tuple:
-        """``(key, jitted function)`` for the case's op and static attributes (cached by key)."""
-        bound = binding(spec, "xla")
-        lax_name = bound["lax"]
-        attrs = {**bound.get("params", {}), **case.attrs}  # params: fixed lax keywords of the op
-        key = (spec.op, lax_name, _frozen(attrs))
+        """``(key, jitted function)`` for the case's op and static attributes (cached by key); for
+        a program, one function computing every node and returning each node's output."""
+        key = (spec.op, *map(_frozen, _lax_calls(spec, case)))
         fn = self._compiled.get(key)
         if fn is None:
-            fn = self._jax.jit(self._builder(spec, lax_name, attrs))
+            fn = self._jax.jit(self._traced(spec, case))
             self._compiled[key] = fn
         return key, fn
+
+    def _traced(self, spec, case):
+        if not spec.nodes:
+            ((lax_name, attrs),) = _lax_calls(spec, case)
+            return self._builder(spec, lax_name, attrs)
+        calls = [self._builder(node.spec, lax_name, attrs)
+                 for node, (lax_name, attrs) in zip(spec.nodes, _lax_calls(spec, case))]
+
+        def program(*inputs):
+            values = dict(zip(spec.inputs, inputs))
+            for node, call in zip(spec.nodes, calls):
+                values[node.output] = call(*(values[name] for name in node.inputs))
+            return tuple(values[node.output] for node in spec.nodes)
+
+        return program
 
     def stablehlo(self, *, spec, case) -> str:
         """The case as a StableHLO module (MLIR text), lowered from the same jitted function that

@@ -76,7 +76,7 @@ class NnefBackend(Backend):
         path.write_text(document.text, encoding="utf-8")
         try:
             with self.clock.timing("compile"):
-                session = self._nnef.Session(str(path), stdlib=prelude(document.op), lowered=[])
+                session = self._nnef.Session(str(path), stdlib=prelude(*document.operations), lowered=[])
         except (ValueError, self._nnef.Error) as exc:
             raise _classified(exc) from None
         finally:

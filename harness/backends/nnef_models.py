@@ -22,6 +22,7 @@ import numpy as np
 
 from conform.harness.backends.base import Unsupported, binding
 from conform.spec.dtypes import np_dtype
+from conform.spec.programs import node_case
 
 NNEF_TYPES = {"float32": "scalar", "int32": "integer", "bool": "logical"}
 
@@ -35,6 +36,7 @@ class Document:
     inputs: list[int]             # which of the case's inputs are fed, in graph order
     output_shape: tuple | None = None   # reshape the result to this (reductions drop axes)
     notes: list[str] = field(default_factory=list)
+    operations: tuple = ()        # every NNEF operation invoked (a program's several)
 
     def feeds(self, case) -> list[np.ndarray]:
         """The executor's inputs: contiguous arrays of exactly the graph's dtypes."""
@@ -93,28 +95,53 @@ def _nnef_type(dtype: str) -> str:
 
 
 def build_document(spec, case) -> Document:
-    """The NNEF document computing ``case`` with the spec's ``nnef`` binding."""
-    bound = binding(spec, "nnef")
-    op = bound["op"]
+    """The NNEF document computing ``case`` with the spec's ``nnef`` binding: one invocation, or
+    for a program (``spec.nodes``) one per node, every node's result a result of the graph."""
     types = [_nnef_type(d) for d in case.input_dtypes]
     for dtype in spec.out_dtypes(case):
         _nnef_type(dtype)
-    lower = spec.definition.nnef
-    call = (Invocation([f"in{i}" for i in range(len(case.inputs))]) if lower is None
-            else lower(case, Invocation))
-    fed = list(range(len(case.inputs))) if call.inputs is None else call.inputs
-    attrs = {**bound.get("attributes", {}), **call.attrs}
-    arguments = call.args + [f"{k} = {literal(v)}" for k, v in attrs.items()]
-    name = op if call.generic is None else f"{op}<{_nnef_type(call.generic)}>"
+    if not spec.nodes:
+        outputs = [f"out{k}" for k in range(len(spec.outputs))]
+        line, op, fed, shape = _invocation(spec, case, [f"in{i}" for i in range(len(case.inputs))],
+                                           outputs)
+        lines, operations = [line], (op,)
+    else:
+        values = {name: f"in{j}" for j, name in enumerate(spec.inputs)}
+        lines, operations, fed, shape = [], (), list(range(len(case.inputs))), None
+        for k, node in enumerate(spec.nodes):
+            taken = [values[name] for name in node.inputs]
+            line, op, used, shape = _invocation(
+                node.spec, node_case(case, node, [case.inputs[0]] * len(taken)), taken, [f"out{k}"])
+            if shape is not None or len(used) != len(taken):
+                raise Unsupported(f"NNEF {op} in a program must take every operand and keep its "
+                                  "shape")
+            values[node.output] = f"out{k}"
+            lines.append(line)
+            operations += (op,)
+        outputs = [values[node.output] for node in spec.nodes]
     lines = [f"    in{i} = external<{types[i]}>(shape = {literal(list(case.inputs[i].shape))});"
-             for i in fed]
-    outputs = ", ".join(f"out{k}" for k in range(len(spec.outputs)))
-    results = outputs if len(spec.outputs) == 1 else f"( {outputs} )"
-    lines.append(f"    {results} = {name}({', '.join(arguments)});")
+             for i in fed] + lines
     names = ", ".join(f"in{i}" for i in fed)
-    text = (f"version 1.0;\n\ngraph conform_{spec.op}( {names} ) -> ( {outputs} )\n{{\n"
+    text = (f"version 1.0;\n\ngraph conform_{spec.op}( {names} ) -> ( {', '.join(outputs)} )\n{{\n"
             + "\n".join(lines) + "\n}\n")
-    return Document(text, op, fed, call.output_shape)
+    return Document(text, operations[0], fed, shape, operations=operations)
+
+
+def _invocation(spec, case, operands: list[str], outputs: list[str]):
+    """``(line, operation, inputs fed, output shape)``: the line of NNEF invoking ``spec``'s
+    operation on ``operands`` (the values of the case's inputs) into ``outputs``."""
+    bound = binding(spec, "nnef")
+    op = bound["op"]
+    lower = spec.definition.nnef
+    call = (Invocation(list(operands)) if lower is None else lower(case, Invocation))
+    fed = list(range(len(case.inputs))) if call.inputs is None else call.inputs
+    renamed = {f"in{i}": operands[i] for i in range(len(operands))}
+    arguments = [renamed.get(a, a) for a in call.args]
+    attrs = {**bound.get("attributes", {}), **call.attrs}
+    arguments += [f"{k} = {literal(v)}" for k, v in attrs.items()]
+    name = op if call.generic is None else f"{op}<{_nnef_type(call.generic)}>"
+    results = outputs[0] if len(outputs) == 1 else f"( {', '.join(outputs)} )"
+    return f"    {results} = {name}({', '.join(arguments)});", op, fed, call.output_shape
 
 
 def write_document(directory: Path | str, spec, case) -> Path:
@@ -167,14 +194,15 @@ def _declaration_end(source: str, start: int) -> int:
             return i
 
 
-def prelude(op: str) -> str | None:
-    """A minimal standard library for a document invoking ``op``: ``external`` and ``op``.
+def prelude(*ops: str) -> str | None:
+    """A minimal standard library for a document invoking ``ops``: ``external`` and each op.
 
     Parsing the whole standard library costs the executor ~3-5 ms per session; the two
     declarations a one-op document needs cost ~0.1 ms. ``None`` (use the full library) if the
     declarations cannot be found.
     """
     fragments = _standard_fragments()
-    if not fragments or op not in fragments or "external" not in fragments:
+    wanted = ["external", *dict.fromkeys(ops)]
+    if not fragments or any(name not in fragments for name in wanted):
         return None
-    return "\n".join([fragments["external"], fragments[op]]) + "\n"
+    return "\n".join(fragments[name] for name in wanted) + "\n"

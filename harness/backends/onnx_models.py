@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from conform.harness.backends.base import Unsupported, attrs_text, binding, onnx_opset as opset
 from conform.ops._optional import ABSENT, onnx_operands
+from conform.spec.programs import node_case
 from conform.spec.dtypes import np_dtype
 
 IR_VERSION = 10
@@ -42,9 +43,20 @@ class OnnxGraph:
         self.outputs = [f"out{k}" for k in range(outputs)]
         self.nodes: list = []
         self.initializers: list = []
+        self.prefix = ""
+
+    def view(self, bound: dict, inputs: list, outputs: list, prefix: str) -> "OnnxGraph":
+        """The graph as one op of a program sees it: its binding, the values it takes and gives,
+        and ``prefix`` on the names of its constants and its nodes' other values; nodes and
+        constants it adds are this graph's."""
+        view = OnnxGraph(bound, 0, 0)
+        view.inputs, view.outputs, view.prefix = list(inputs), list(outputs), prefix
+        view.nodes, view.initializers = self.nodes, self.initializers
+        return view
 
     def const(self, name: str, values) -> str:
         """An int64 initializer holding ``values``; returns its name."""
+        name = self.prefix + name
         self.initializers.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
         return name
 
@@ -56,6 +68,9 @@ class OnnxGraph:
             attrs = {**self.attributes, **attrs}
         if output is None:
             output = self.outputs[0] if len(self.outputs) == 1 else self.outputs
+        elif self.prefix:   # an intermediate value of one op of a program
+            output = [self.prefix + o for o in output] if isinstance(output, list) \
+                else self.prefix + output
         names = output if isinstance(output, list) else [output]
         self.nodes.append(helper.make_node(op_type, inputs, names, **attrs))
         return output
@@ -67,31 +82,23 @@ class OnnxGraph:
 
 
 def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
-    """A one-op ModelProto computing ``case`` with the spec's ONNX binding. Its inputs and output
-    carry their rank with symbolic dimensions, or, unless ``shaped``, no shape at all (the
-    models adapters written against contract 1 are handed)."""
-    bound = binding(spec, "onnx")
-    allowed = bound.get("dtypes")
-    if allowed and any(d not in allowed for d in case.input_dtypes):
-        raise Unsupported(f"ONNX {bound['op_type']} does not take {case.dtype}")
+    """A ModelProto computing ``case`` with the spec's ONNX binding: one op, or for a program
+    (``spec.nodes``) one node per op, every node's output an output of the graph. Its inputs and
+    outputs carry their rank with symbolic dimensions, or, unless ``shaped``, no shape at all
+    (the models adapters written against contract 1 are handed)."""
     version = opset()
-    low, high = bound.get("opsets", (1, version))
-    if not low <= version <= high:
-        raise Unsupported(f"ONNX {bound['op_type']} is bound at opsets {low} to {high}, not at the "
-                          f"opset of this run ({version}): the standard rules this case out")
-    present = spec.present_inputs(case.attrs)   # formal positions of the case's inputs
-    positions = [spec.inputs.index(name) for name in present] if ABSENT in case.attrs else None
-    refused = _types_the_schema_refuses(bound["op_type"], version, case.input_dtypes, positions)
-    if refused:
-        raise Unsupported(f"ONNX {bound['op_type']} (opset {version}) does not allow "
-                          f"{', '.join(refused)}: the standard rules this case out")
-    graph = OnnxGraph(bound, len(case.inputs), len(spec.outputs))
-    lower = spec.definition.onnx
-    if lower is None:   # an absent optional input followed by a present one is ""
-        supplied = dict(zip(present, graph.inputs))
-        graph.node(graph.op_type, onnx_operands(supplied.get(name) for name in spec.inputs))
+    if spec.nodes:
+        graph = OnnxGraph({"op_type": ""}, len(case.inputs), len(spec.outputs))
+        values = dict(zip(spec.inputs, graph.inputs))
+        for k, node in enumerate(spec.nodes):
+            view = graph.view(binding(node.spec, "onnx"), [values[name] for name in node.inputs],
+                              [graph.outputs[k]], prefix=f"n{k}_")
+            _add_op(node.spec, node_case(case, node, [case.inputs[0]] * len(node.inputs)), view,
+                    version)
+            values[node.output] = graph.outputs[k]
     else:
-        lower(case, graph)
+        graph = OnnxGraph(binding(spec, "onnx"), len(case.inputs), len(spec.outputs))
+        _add_op(spec, case, graph, version)
     # Graph inputs and outputs carry their rank with symbolic dimensions: the checker wants a
     # shape on each, and one session then serves every case of the same ranks.
     ranks = _output_ranks(spec, case) if shaped else [0] * len(graph.outputs)
@@ -105,6 +112,31 @@ def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
     return helper.make_model(graph, ir_version=IR_VERSION,
                              opset_imports=[helper.make_opsetid("", version)],
                              producer_name="conform")
+
+
+def _add_op(spec, case, graph: OnnxGraph, version: int) -> None:
+    """Add the node(s) of ``spec``'s op computing ``case`` to ``graph``, or raise
+    :class:`Unsupported` where the binding or the opset's schema rules the case out."""
+    bound = binding(spec, "onnx")
+    allowed = bound.get("dtypes")
+    if allowed and any(d not in allowed for d in case.input_dtypes):
+        raise Unsupported(f"ONNX {bound['op_type']} does not take {case.dtype}")
+    low, high = bound.get("opsets", (1, version))
+    if not low <= version <= high:
+        raise Unsupported(f"ONNX {bound['op_type']} is bound at opsets {low} to {high}, not at the "
+                          f"opset of this run ({version}): the standard rules this case out")
+    present = spec.present_inputs(case.attrs)   # formal positions of the case's inputs
+    positions = [spec.inputs.index(name) for name in present] if ABSENT in case.attrs else None
+    refused = _types_the_schema_refuses(bound["op_type"], version, case.input_dtypes, positions)
+    if refused:
+        raise Unsupported(f"ONNX {bound['op_type']} (opset {version}) does not allow "
+                          f"{', '.join(refused)}: the standard rules this case out")
+    lower = spec.definition.onnx
+    if lower is None:   # an absent optional input followed by a present one is ""
+        supplied = dict(zip(present, graph.inputs))
+        graph.node(graph.op_type, onnx_operands(supplied.get(name) for name in spec.inputs))
+    else:
+        lower(case, graph)
 
 
 @functools.cache

@@ -12,8 +12,10 @@ from conform.generators import dtype_labels, generate_cases
 from conform.harness.backends.base import Unsupported
 from conform.harness.backends.onnx_models import build_model
 from conform.spec import load_specs
+from conform.spec.programs import chain_names
 
-ONNX_OPS = sorted(op for op, spec in load_specs().items() if "onnx" in spec.bindings)
+ONNX_OPS = sorted(op for op, spec in load_specs().items() if "onnx" in spec.bindings) \
+    + chain_names(load_specs(), "onnx")   # and the programs of the ONNX ops
 
 
 def _concrete(model: onnx.ModelProto, case) -> onnx.ModelProto:

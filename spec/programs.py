@@ -1,0 +1,213 @@
+"""Programs: several ops composed into one model, the unit of work beyond one op.
+
+A program is a spec (:class:`ProgramSpec`) whose :attr:`~conform.spec.OpSpec.nodes` are ops
+applied in order. Every node's output is an output of the program, so that a backend exposes each
+intermediate and the judge judges every node under its own op's error model, evaluated on the
+backend's own inputs to that node (an error early in the program is blamed on the node that made
+it, never on the nodes after it).
+
+The program suite is made of *chains* (:func:`chain_name`): node 0 takes fresh program inputs;
+each later node takes the previous node's output as its first operand and fresh program inputs as
+the rest. A chain's name spells it (``chain__exp__add__tanh``), so a worker or a repro rebuilds it
+from the name alone (:func:`program_spec`). Chains are made of the element-wise ops of one model
+format (:func:`chain_names`): same shapes, one dtype from end to end.
+"""
+from __future__ import annotations
+
+import functools
+import random
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from conform.ops import OpDefinition
+
+PREFIX = "chain__"
+
+
+class ProgramNode(NamedTuple):
+    """One op applied in a program: its spec, the names of the values it takes (program inputs
+    ``x<j>`` or earlier nodes' outputs) and the name of its output."""
+
+    spec: object
+    inputs: tuple[str, ...]
+    output: str
+
+
+@dataclass(frozen=True)
+class ProgramSpec:
+    """A program of ops, presented as the spec of one op with one output per node.
+
+    It answers what the run, the drawer, the judge and the model builders ask of a spec; a
+    builder that sees :attr:`nodes` emits one node per op (one ONNX graph, one jitted function,
+    one NNEF graph)."""
+
+    op: str
+    nodes: tuple[ProgramNode, ...]
+    inputs: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    bindings: dict
+    input_values: dict
+    edge_values: dict
+    path: str = ""
+    summary: str = ""
+    defined_by: dict = None   # no standard defines a program: each node's spec cites its own
+    output_dtype: str = "same"
+    values: dict = None
+    edge_cases: tuple = ()
+    implementation_defined: tuple = ()   # each node's own regions apply to that node
+    error_model: dict = None
+
+    @property
+    def signature(self) -> dict:
+        return {"inputs": list(self.inputs), "outputs": list(self.outputs)}
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return tuple(node.output for node in self.nodes)
+
+    @property
+    def output_types(self) -> tuple[str, ...]:
+        return ("T",) * len(self.nodes)
+
+    @property
+    def input_types(self) -> tuple[str, ...]:
+        return ("T",) * len(self.inputs)
+
+    optional_inputs = ()
+    elementwise = False
+
+    def present_inputs(self, attrs: dict) -> tuple[str, ...]:
+        return self.inputs
+
+    def out_dtypes(self, case) -> tuple[str, ...]:
+        return (case.out_dtype,) * len(self.nodes)
+
+    @property
+    def oracle(self) -> OpDefinition:
+        """What evaluates the program's oracle (:func:`conform.oracles.evaluate` takes it)."""
+        return self.definition
+
+    def model_for(self, dtype: str, output: int = 0) -> dict:
+        """Node ``output``'s error model for ``dtype`` (its op's)."""
+        return self.nodes[output].spec.model_for(dtype)
+
+    @functools.cached_property
+    def definition(self) -> OpDefinition:
+        """The program as an op: its oracle composes the nodes' oracles and returns every
+        node's output; its draw hook gives every input one shape and the case's dtype."""
+        return OpDefinition(self.op, 1, functools.partial(_composed, self.nodes, "oracle"),
+                            draw=_draw_program, numpy=functools.partial(_composed, self.nodes,
+                                                                        "numpy"),
+                            module=__name__)
+
+    def described_signature(self) -> dict:
+        return {"inputs": [{"name": n, "type": "T"} for n in self.inputs],
+                "outputs": [{"name": n, "type": "T"} for n in self.outputs],
+                "nodes": [{"op": node.spec.op, "inputs": list(node.inputs), "output": node.output}
+                          for node in self.nodes],
+                "shapes": "equal", "attrs": {}, "drawn_by": "programs (one shape for every input)",
+                "dtype_labels": "dtypes"}
+
+
+def node_case(case, node: ProgramNode, inputs):
+    """The case that one node of ``case``'s program is: its op on ``inputs`` (arrays), in the
+    case's dtype, with the op's fixed attributes."""
+    import dataclasses
+
+    dtype = case.out_dtype
+    return dataclasses.replace(case, op=node.spec.op, input_dtypes=(dtype,) * len(inputs),
+                               inputs=list(inputs), attrs=dict(node.spec.signature.get("attrs", {})),
+                               expectation=None)
+
+
+def _composed(nodes, kind: str, *inputs, **attrs) -> tuple:
+    """Every node's output, each node computed on the values it takes: with its oracle on the
+    widened values (``kind`` ``oracle``), or with its numpy-backend computation (``numpy``:
+    its ``numpy`` hook, else its oracle on the target dtype), each result cast back to it."""
+    import numpy as np
+
+    values = {f"x{j}": x for j, x in enumerate(inputs)}
+    results = []
+    for node in nodes:
+        definition = node.spec.definition
+        compute = definition.oracle if kind == "oracle" else definition.numpy or definition.oracle
+        operands = [values[name] for name in node.inputs]
+        (out,) = compute(*operands, **node.spec.signature.get("attrs", {}))
+        if kind == "numpy":
+            out = np.asarray(out).astype(operands[0].dtype, copy=False)
+        values[node.output] = out
+        results.append(out)
+    return tuple(results)
+
+
+def _draw_program(draw, kit, spec, dtype):
+    """One shape for every program input (0-d, empty and >= 8-element shapes included)."""
+    shape = draw(kit.shape(min_rank=0, max_rank=4, min_side=draw(kit.st.sampled_from([1, 1, 1, 0]))))
+    return kit.Signature((dtype,) * len(spec.inputs), (shape,) * len(spec.inputs), {}, dtype)
+
+
+def chain_name(ops) -> str:
+    """The name of the chain of ``ops``, e.g. ``chain__exp__add__tanh``."""
+    return PREFIX + "__".join(ops)
+
+
+def is_program(name: str) -> bool:
+    return name.startswith(PREFIX)
+
+
+def chainable(spec) -> bool:
+    """Whether ``spec``'s op can be a link of a chain: element-wise (equal shapes, fixed
+    attributes), one output of its input dtype."""
+    return (spec.elementwise and spec.output_dtype == "same" and len(spec.outputs) == 1
+            and not spec.optional_inputs and not spec.definition.takes_dtypes)
+
+
+def program_spec(name: str, specs: dict) -> ProgramSpec:
+    """The program named ``name`` (see :func:`chain_name`), made of ``specs``' ops; KeyError
+    if ``name`` is not a chain of chainable ops in ``specs``."""
+    ops = name[len(PREFIX):].split("__") if is_program(name) else []
+    if not ops or any(op not in specs or not chainable(specs[op]) for op in ops):
+        raise KeyError(name)
+    nodes, inputs, previous = [], [], None
+    input_values: dict = {}
+    for k, op in enumerate(ops):
+        spec = specs[op]
+        taken = [] if previous is None else [previous]
+        for formal in spec.inputs[len(taken):]:
+            fresh = f"x{len(inputs)}"
+            inputs.append(fresh)
+            ranges = spec.input_values.get(formal) or spec.values
+            if ranges:
+                input_values[fresh] = ranges
+            taken.append(fresh)
+        previous = f"n{k}_{op}"
+        nodes.append(ProgramNode(spec, tuple(taken), previous))
+    dtypes = tuple(d for d in specs[ops[0]].dtypes if all(d in specs[op].dtypes for op in ops))
+    formats = set.intersection(*(set(specs[op].bindings) for op in ops))
+    edges: dict = {}
+    for op in ops:
+        for cls, values in specs[op].edge_values.items():
+            edges.setdefault(cls, [])
+            edges[cls] += [v for v in values if v not in edges[cls]]
+    return ProgramSpec(op=name, nodes=tuple(nodes), inputs=tuple(inputs), dtypes=dtypes,
+                       bindings={fmt: {} for fmt in sorted(formats)}, input_values=input_values,
+                       edge_values=edges, summary="chain: " + " -> ".join(ops), defined_by={},
+                       values={}, error_model={})
+
+
+def chain_names(specs: dict, fmt: str, *, count: int = 12, seed: int = 0) -> list[str]:
+    """``count`` chains of 2 to 4 chainable ops bound in format ``fmt`` (``xla``, ``onnx`` or
+    ``nnef``), drawn with ``seed``, each with a float dtype common to all its ops."""
+    eligible = sorted(op for op, spec in specs.items()
+                      if fmt in spec.bindings and not is_program(op) and chainable(spec))
+    rng = random.Random(f"{fmt}:{seed}")
+    names: list[str] = []
+    for _ in range(50 * count):
+        if len(names) == count or not eligible:
+            break
+        ops = [rng.choice(eligible) for _ in range(rng.randint(2, 4))]
+        common = set.intersection(*(set(specs[op].dtypes) for op in ops))
+        name = chain_name(ops)
+        if any(d.startswith(("float", "bfloat")) for d in common) and name not in names:
+            names.append(name)
+    return names

@@ -1,0 +1,95 @@
+"""Programs (chains of ops) as specs: built from their names, emitted as one model per format,
+and judged node by node so that an error is blamed on the node that made it."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from conform.generators import generate_cases
+from conform.generators._case import Case
+from conform.harness.backends.nnef_models import build_document
+from conform.harness.backends.onnx_models import build_model
+from conform.harness.judge import failure_message, judge_outputs
+from conform.spec.programs import chain_name, chain_names, program_spec
+
+EVERY_FORMAT = chain_name(["exp", "tanh", "abs"])   # ops bound in ONNX, XLA and NNEF alike
+
+
+def test_a_chain_is_built_from_its_name(specs):
+    spec = specs[chain_name(["exp", "add", "tanh"])]
+    assert [(n.spec.op, n.inputs, n.output) for n in spec.nodes] == [
+        ("exp", ("x0",), "n0_exp"), ("add", ("n0_exp", "x1"), "n1_add"),
+        ("tanh", ("n1_add",), "n2_tanh")]
+    assert spec.inputs == ("x0", "x1") and spec.outputs == ("n0_exp", "n1_add", "n2_tanh")
+    assert set(spec.dtypes) == set(specs["exp"].dtypes) & set(specs["add"].dtypes) & set(specs["tanh"].dtypes)
+    assert spec.model_for("float32", 1) is specs["add"].model_for("float32")
+    assert chain_name(["exp", "add", "tanh"]) in specs and "chain__exp__nope" not in specs
+
+
+@pytest.mark.parametrize("name", ["chain__", "chain__exp__reduce_sum", "chain__nope", "exp"])
+def test_a_name_that_is_no_chain_of_chainable_ops_is_refused(specs, name):
+    with pytest.raises(KeyError):
+        program_spec(name, specs)
+
+
+@pytest.mark.parametrize("fmt", ["xla", "onnx", "nnef"])
+def test_the_suite_of_a_format_is_fixed_by_its_seed_and_bound_in_it(specs, fmt):
+    names = chain_names(specs, fmt, seed=0)
+    assert names == chain_names(specs, fmt, seed=0) != chain_names(specs, fmt, seed=1)
+    assert len(names) == 12
+    for name in names:
+        spec = specs[name]
+        assert 2 <= len(spec.nodes) <= 4 and fmt in spec.bindings
+        assert any(d.startswith(("float", "bfloat")) for d in spec.dtypes)
+
+
+def _case(spec, inputs, dtype="float32"):
+    return Case(id=f"{spec.op}.{dtype}.0", op=spec.op, dtype=dtype, input_dtypes=(dtype,) * len(inputs),
+                out_dtype=dtype, inputs=inputs, attrs={}, plan="normal", seed=11)
+
+
+def test_an_error_is_blamed_on_the_node_that_made_it(specs):
+    spec = specs[chain_name(["exp", "negate"])]
+    x = np.float32([0.5, 1.0, 2.0])
+    exact = np.exp(x.astype(np.float64)).astype(np.float32)
+    wrong = exact.copy()
+    wrong[1] *= np.float32(1 + 2.0 ** -12)   # ~2048 ulp off
+    case = _case(spec, [x])
+    # node 0 wrong, node 1 right on what node 0 gave it: only node 0 fails
+    judgement = judge_outputs(spec, case, [wrong, -wrong])
+    parts = dict(judgement.outputs)
+    assert judgement.verdict == "fail" and judgement.worst["output"] == "n0_exp"
+    assert parts["n0_exp"].verdict == "fail" and parts["n1_negate"].verdict == "pass"
+    message = failure_message(case, judgement, "b")
+    assert "worst n0_exp[1]" in message and "inputs=(1.0)" in message and "seed=11" in message
+    # node 0 right, node 1 wrong: only node 1 fails, and its inputs are node 0's output
+    judgement = judge_outputs(spec, case, [exact, -wrong])
+    assert judgement.worst["output"] == "n1_negate" and judgement.worst["node"] == "negate"
+    assert judgement.worst["inputs"] == [float(exact[1])]
+    assert dict(judgement.outputs)["n0_exp"].verdict == "pass"
+
+
+def test_a_backend_returning_only_the_last_output_fails(specs):
+    spec = specs[chain_name(["exp", "negate"])]
+    judgement = judge_outputs(spec, _case(spec, [np.float32([1])]), [np.float32([-2.7])])
+    assert judgement.verdict == "fail" and "expected 2 (n0_exp, n1_negate)" in judgement.reason
+
+
+def test_every_node_is_one_onnx_node_and_the_model_is_valid(specs):
+    spec = specs[chain_name(["exp", "onnx_add", "tanh"])]
+    for case in generate_cases(spec, "float32", count=4, seed=0):
+        model = build_model(spec, case)
+        onnx.checker.check_model(model, full_check=True)
+        assert [(n.op_type, list(n.input), list(n.output)) for n in model.graph.node] == [
+            ("Exp", ["in0"], ["out0"]), ("Add", ["out0", "in1"], ["out1"]),
+            ("Tanh", ["out1"], ["out2"])]
+        assert [o.name for o in model.graph.output] == ["out0", "out1", "out2"]
+
+
+def test_an_nnef_program_is_one_graph_of_invocations(specs):
+    spec = specs[EVERY_FORMAT]
+    case = generate_cases(spec, "float32", count=1, seed=0)[0]
+    text = build_document(spec, case).text
+    assert "-> ( out0, out1, out2 )" in text
+    assert "out0 = exp(in0);" in text and "out1 = tanh(out0);" in text and "out2 = abs(out1);" in text
