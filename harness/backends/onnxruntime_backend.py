@@ -59,13 +59,14 @@ class OnnxRuntimeBackend(Backend):
                 raise Unsupported(f"onnxruntime has no kernel: {text.splitlines()[0][:300]}")
             raise
 
-    def run(self, *, spec, case, model=None):
-        return self.prepare(spec=spec, case=case, model=model)()
+    def run(self, *, program, inputs, model=None):
+        return self.prepare(program=program, inputs=inputs, model=model)()
 
-    def prepare(self, *, spec, case, model=None):
-        model = model or Model("onnx", spec, case)
+    def prepare(self, *, program, inputs, model=None):
+        case = program.case
+        model = model or Model("onnx", program.spec, case)
         session = self._sessions.get(model.key, lambda: self._new_session(model))
-        feeds = dict(zip(model.input_names, model.inputs()))
+        feeds = dict(zip(model.input_names, inputs))
         if "bfloat16" in (*case.input_dtypes, case.out_dtype):
             # onnxruntime's session.run takes and gives no ml_dtypes bfloat16 arrays: their bits
             # cross as OrtValues typed bfloat16 instead
