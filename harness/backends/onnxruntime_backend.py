@@ -66,17 +66,23 @@ class OnnxRuntimeBackend(Backend):
         model = model or Model("onnx", spec, case)
         session = self._sessions.get(model.key, lambda: self._new_session(model))
         feeds = dict(zip(model.input_names, model.inputs()))
-        if "bfloat16" in (*case.input_dtypes, case.out_dtype):
-            # onnxruntime's session.run takes and gives no ml_dtypes bfloat16 arrays: their bits
-            # cross as OrtValues typed bfloat16 instead
+        if any(d in BY_BITS or d in PACKED for d in (*case.input_dtypes, case.out_dtype)):
+            # onnxruntime's session.run takes and gives no ml_dtypes arrays (bfloat16, float8,
+            # int4): their bits cross as OrtValues typed by their ONNX element type instead
             feeds = {name: self._ort_value(x) for name, x in feeds.items()}
             return functools.partial(self._execute_values, session, feeds)
         return functools.partial(self._execute, session, feeds)
 
     def _ort_value(self, x: np.ndarray):
-        if x.dtype == ml_dtypes.bfloat16:
+        if x.dtype.name in BY_BITS:
+            element_type, bits = BY_BITS[x.dtype.name]
             return self._ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
-                x.view(np.uint16), onnx_element_type=ONNX_BFLOAT16)
+                x.view(bits), onnx_element_type=element_type)
+        if x.dtype.name in PACKED:
+            value = self._ort.OrtValue.ortvalue_from_shape_and_type(x.shape, PACKED[x.dtype.name])
+            packed = _pack_nibbles(x)
+            ctypes.memmove(value.data_ptr(), packed.ctypes.data, packed.nbytes)
+            return value
         return self._ort.OrtValue.ortvalue_from_numpy(x)
 
     def _execute_values(self, session, feeds: dict):
@@ -97,13 +103,43 @@ class OnnxRuntimeBackend(Backend):
             self.clock.execute += time.perf_counter() - start
 
 
-ONNX_BFLOAT16 = 16   # TensorProto.BFLOAT16
+#: ml_dtypes types that cross as OrtValues by their bits: (ONNX element type, TensorProto's
+#: number, and the unsigned integer type of their width)
+BY_BITS = {"bfloat16": (16, np.uint16), "float8_e4m3fn": (17, np.uint8),
+           "float8_e4m3fnuz": (18, np.uint8), "float8_e5m2": (19, np.uint8),
+           "float8_e5m2fnuz": (20, np.uint8)}
+#: ... and by OrtValue's name for them
+_BY_TYPE_NAME = {f"tensor({name.replace('_', '')})": name for name in BY_BITS}
+#: 4-bit integers, packed two to a byte (ONNX: element 2k in the low nibble, 2k+1 in the high)
+PACKED = {"int4": 22, "uint4": 21}
+
+
+def _pack_nibbles(x: np.ndarray) -> np.ndarray:
+    nibbles = x.astype(np.int64).ravel() & 0xF
+    if nibbles.size % 2:
+        nibbles = np.append(nibbles, 0)
+    return (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8)
+
+
+def _unpack_nibbles(value, name: str) -> np.ndarray:
+    shape = tuple(value.shape())
+    size = int(np.prod(shape, dtype=np.int64))
+    packed = np.empty((size + 1) // 2, np.uint8)
+    ctypes.memmove(packed.ctypes.data, value.data_ptr(), packed.nbytes)
+    nibbles = np.stack([packed & 0xF, packed >> 4], axis=-1).ravel()[:size].astype(np.int64)
+    if name == "int4":
+        nibbles = np.where(nibbles >= 8, nibbles - 16, nibbles)
+    return nibbles.astype(getattr(ml_dtypes, name)).reshape(shape)
 
 
 def _array(value) -> np.ndarray:
-    """An OrtValue's data as a NumPy array; bfloat16 (which OrtValue.numpy() refuses) by its bits."""
-    if value.data_type() != "tensor(bfloat16)":
+    """An OrtValue's data as a NumPy array; bfloat16, float8 and int4/uint4 (which
+    OrtValue.numpy() refuses) by their bits."""
+    if value.data_type() in ("tensor(int4)", "tensor(uint4)"):
+        return _unpack_nibbles(value, value.data_type()[len("tensor("):-1])
+    name = _BY_TYPE_NAME.get(value.data_type())
+    if name is None:
         return value.numpy()
-    bits = np.empty(value.shape(), np.uint16)
+    bits = np.empty(value.shape(), BY_BITS[name][1])
     ctypes.memmove(bits.ctypes.data, value.data_ptr(), bits.nbytes)
-    return bits.view(ml_dtypes.bfloat16)
+    return bits.view(getattr(ml_dtypes, name))
