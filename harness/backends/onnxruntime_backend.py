@@ -5,15 +5,12 @@ single-threaded (intra- and inter-op threads = 1) with graph optimisation level 
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import time
 
-import ml_dtypes
-import numpy as np
-
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.harness.backends.models import Model, ModelCache
+from conform.harness.backends.ort_values import array_of, needs_ort_values, ort_value
 
 
 class OnnxRuntimeBackend(Backend):
@@ -66,24 +63,12 @@ class OnnxRuntimeBackend(Backend):
         model = model or Model("onnx", spec, case)
         session = self._sessions.get(model.key, lambda: self._new_session(model))
         feeds = dict(zip(model.input_names, model.inputs()))
-        if any(d in BY_BITS or d in PACKED for d in (*case.input_dtypes, case.out_dtype)):
+        if needs_ort_values((*case.input_dtypes, case.out_dtype)):
             # onnxruntime's session.run takes and gives no ml_dtypes arrays (bfloat16, float8,
-            # int4): their bits cross as OrtValues typed by their ONNX element type instead
-            feeds = {name: self._ort_value(x) for name, x in feeds.items()}
+            # int4): they cross as OrtValues typed by their ONNX element type instead
+            feeds = {name: ort_value(self._ort, x) for name, x in feeds.items()}
             return functools.partial(self._execute_values, session, feeds)
         return functools.partial(self._execute, session, feeds)
-
-    def _ort_value(self, x: np.ndarray):
-        if x.dtype.name in BY_BITS:
-            element_type, bits = BY_BITS[x.dtype.name]
-            return self._ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
-                x.view(bits), onnx_element_type=element_type)
-        if x.dtype.name in PACKED:
-            value = self._ort.OrtValue.ortvalue_from_shape_and_type(x.shape, PACKED[x.dtype.name])
-            packed = _pack_nibbles(x)
-            ctypes.memmove(value.data_ptr(), packed.ctypes.data, packed.nbytes)
-            return value
-        return self._ort.OrtValue.ortvalue_from_numpy(x)
 
     def _execute_values(self, session, feeds: dict):
         start = time.perf_counter()
@@ -91,7 +76,7 @@ class OnnxRuntimeBackend(Backend):
             values = session.run_with_ort_values(None, feeds)
         finally:
             self.clock.execute += time.perf_counter() - start
-        return [_array(value) for value in values]
+        return [array_of(value) for value in values]
 
     def _execute(self, session, feeds: dict):
         # timed by hand, not with self.clock.timing(): this runs once per case, and the context
@@ -101,45 +86,3 @@ class OnnxRuntimeBackend(Backend):
             return session.run(None, feeds)
         finally:
             self.clock.execute += time.perf_counter() - start
-
-
-#: ml_dtypes types that cross as OrtValues by their bits: (ONNX element type, TensorProto's
-#: number, and the unsigned integer type of their width)
-BY_BITS = {"bfloat16": (16, np.uint16), "float8_e4m3fn": (17, np.uint8),
-           "float8_e4m3fnuz": (18, np.uint8), "float8_e5m2": (19, np.uint8),
-           "float8_e5m2fnuz": (20, np.uint8)}
-#: ... and by OrtValue's name for them
-_BY_TYPE_NAME = {f"tensor({name.replace('_', '')})": name for name in BY_BITS}
-#: 4-bit integers, packed two to a byte (ONNX: element 2k in the low nibble, 2k+1 in the high)
-PACKED = {"int4": 22, "uint4": 21}
-
-
-def _pack_nibbles(x: np.ndarray) -> np.ndarray:
-    nibbles = x.astype(np.int64).ravel() & 0xF
-    if nibbles.size % 2:
-        nibbles = np.append(nibbles, 0)
-    return (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8)
-
-
-def _unpack_nibbles(value, name: str) -> np.ndarray:
-    shape = tuple(value.shape())
-    size = int(np.prod(shape, dtype=np.int64))
-    packed = np.empty((size + 1) // 2, np.uint8)
-    ctypes.memmove(packed.ctypes.data, value.data_ptr(), packed.nbytes)
-    nibbles = np.stack([packed & 0xF, packed >> 4], axis=-1).ravel()[:size].astype(np.int64)
-    if name == "int4":
-        nibbles = np.where(nibbles >= 8, nibbles - 16, nibbles)
-    return nibbles.astype(getattr(ml_dtypes, name)).reshape(shape)
-
-
-def _array(value) -> np.ndarray:
-    """An OrtValue's data as a NumPy array; bfloat16, float8 and int4/uint4 (which
-    OrtValue.numpy() refuses) by their bits."""
-    if value.data_type() in ("tensor(int4)", "tensor(uint4)"):
-        return _unpack_nibbles(value, value.data_type()[len("tensor("):-1])
-    name = _BY_TYPE_NAME.get(value.data_type())
-    if name is None:
-        return value.numpy()
-    bits = np.empty(value.shape(), BY_BITS[name][1])
-    ctypes.memmove(bits.ctypes.data, value.data_ptr(), bits.nbytes)
-    return bits.view(getattr(ml_dtypes, name))
