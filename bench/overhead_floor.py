@@ -64,7 +64,7 @@ def _runnable(specs, cases):
             session.run(None, dict(zip(model.input_names, feeds)))   # warm: first runs apart
         except Exception:
             continue
-        runnable.append((session, tuple(model.input_names), feeds, case, case.expectation.expected))
+        runnable.append((session, tuple(model.input_names), feeds, case, case.expectation[0].expected))
     return runnable, backend.clock.compile
 
 

@@ -48,15 +48,21 @@ _ALIGN = 16
 # ------------------------------------------------------------------ oracle answers
 
 def answer_arrays(answer) -> dict[str, np.ndarray]:
-    """An oracle answer (:class:`conform.oracles.expectations.Expectation`) as named arrays,
-    absent parts left out: what the corpus stores and the corpus hash covers."""
-    arrays = {"expected": answer.expected}
-    if answer.impl_mask is not None:
-        arrays["impl_mask"] = answer.impl_mask
-    if answer.accumulation is not None:
-        magnitude_sum, length = answer.accumulation
-        arrays["magnitude_sum"] = magnitude_sum
-        arrays["accumulation_length"] = np.asarray(length, np.int64)
+    """An oracle answer (per output, a :class:`conform.oracles.expectations.Expectation`) as
+    named arrays, absent parts left out: what the corpus stores and the corpus hash covers. The
+    first output's arrays are named as they were before ops had several outputs (``expected``,
+    ...), so that a single-output case's stored answer and hash are unchanged; output ``k > 0``
+    adds ``@k`` to each name."""
+    arrays = {}
+    for k, part in enumerate(answer):
+        suffix = f"@{k}" if k else ""
+        arrays["expected" + suffix] = part.expected
+        if part.impl_mask is not None:
+            arrays["impl_mask" + suffix] = part.impl_mask
+        if part.accumulation is not None:
+            magnitude_sum, length = part.accumulation
+            arrays["magnitude_sum" + suffix] = magnitude_sum
+            arrays["accumulation_length" + suffix] = np.asarray(length, np.int64)
     return arrays
 
 
@@ -64,12 +70,19 @@ def answers_from_arrays(named: dict[str, list], count: int) -> list:
     """The oracle answers of ``count`` cases from their :func:`answer_arrays`, one list per
     name (None where a case has no such array; no ``expected``: no answer)."""
     missing = [None] * count
-    expected = named.get("expected", missing)
-    sums, lengths = named.get("magnitude_sum", missing), named.get("accumulation_length", missing)
-    accumulations = [None if s is None else (s, int(n)) for s, n in zip(sums, lengths)]
-    answers = list(map(Expectation._make, zip(expected, named.get("impl_mask", missing),
-                                              accumulations)))
-    return [None if e is None else a for e, a in zip(expected, answers)]
+    outputs = 1 + max((int(name.partition("@")[2] or 0) for name in named), default=0)
+    parts = []
+    for k in range(outputs):
+        suffix = f"@{k}" if k else ""
+        expected = named.get("expected" + suffix, missing)
+        sums = named.get("magnitude_sum" + suffix, missing)
+        lengths = named.get("accumulation_length" + suffix, missing)
+        accumulations = [None if s is None else (s, int(n)) for s, n in zip(sums, lengths)]
+        parts.append([None if e is None else Expectation(e, m, a) for e, m, a in
+                      zip(expected, named.get("impl_mask" + suffix, missing), accumulations)])
+    if outputs == 1:   # the common case, made without a loop over cases in Python
+        return [None if p is None else (p,) for p in parts[0]]
+    return [tuple(p for p in case if p is not None) or None for case in zip(*parts)]
 
 
 # ------------------------------------------------------------------------- writing

@@ -27,8 +27,9 @@ def materialize(spec: OpSpec, dtype: str, index: int, plan, edges: dict | None =
     edges = {} if edges is None else edges
     rng = np.random.default_rng(fill_seed)
     inputs = []
+    names = spec.present_inputs(signature.attrs)   # absent optional inputs are not in the case
     for i, (in_dtype, shape) in enumerate(zip(signature.input_dtypes, signature.shapes)):
-        name = spec.inputs[min(i, len(spec.inputs) - 1)]
+        name = names[min(i, len(names) - 1)]
         low, high = value_range(spec, name, in_dtype) if dtype_class(in_dtype) != "bool" else (0, 1)
         if in_dtype not in edges:
             edges[in_dtype] = edge_values(spec, in_dtype)

@@ -3,7 +3,9 @@ generic drawer (:mod:`._generic`) uses it too.
 
 A hook draws with Hypothesis's ``draw`` and these helpers: :data:`st` (Hypothesis strategies),
 :func:`shape` (bounded by ``CONFORM_MAX_ARRAY_SIZE`` elements), :class:`Signature`,
-:func:`fixed_attrs`, :func:`out_dtype` and :data:`MAX_ARRAY_SIZE`. Imported only when a corpus is
+:func:`fixed_attrs`, :func:`attributes`, :func:`out_dtype`, :data:`MAX_ARRAY_SIZE`, and for
+optional and 0-d inputs :func:`absent_inputs`, :func:`with_absent` and :func:`scalar_inputs`.
+Imported only when a corpus is
 drawn: a run from the corpus cache does not load Hypothesis.
 """
 from __future__ import annotations
@@ -15,7 +17,10 @@ from hypothesis import strategies as st
 
 from conform.generators._signature import Signature, fixed_attrs
 
-__all__ = ["MAX_ARRAY_SIZE", "Signature", "fixed_attrs", "out_dtype", "ranks", "shape", "st"]
+from conform.ops._optional import ABSENT
+
+__all__ = ["MAX_ARRAY_SIZE", "Signature", "absent_inputs", "attributes", "fixed_attrs", "out_dtype",
+           "ranks", "scalar_inputs", "shape", "st", "with_absent"]
 
 MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))
 
@@ -36,3 +41,46 @@ def ranks(spec, default_min=0, default_max=4):
 def out_dtype(spec, dtype):
     """bool for a spec whose output_dtype is bool, else ``dtype``."""
     return "bool" if spec.output_dtype == "bool" else dtype
+
+
+def attributes(draw, spec, ranks: dict) -> dict:
+    """The spec's attributes (``signature.attrs``) drawn from their domains (see
+    :mod:`conform.generators._generic`); ``ranks`` gives each input's rank, for domains tied to
+    an input's shape."""
+    return {name: _attribute(draw, domain, ranks)
+            for name, domain in spec.signature.get("attrs", {}).items()}
+
+
+def _attribute(draw, domain, ranks: dict):
+    if not isinstance(domain, dict):
+        return domain
+    if "choice" in domain:
+        return draw(st.sampled_from(domain["choice"]))
+    if "range" in domain:
+        return draw(st.integers(*domain["range"]))
+    if "permutation_of" in domain:
+        return list(draw(st.permutations(range(ranks[domain["permutation_of"]]))))
+    negative = domain.get("negative", False)
+    if "axis_of" in domain:
+        rank = ranks[domain["axis_of"]]
+        return draw(st.integers(-rank if negative else 0, rank - 1))
+    rank = ranks[domain["axes_of"]]
+    axes = draw(st.lists(st.integers(0, rank - 1), min_size=min(domain.get("min_size", 1), rank),
+                         max_size=rank, unique=True))
+    return [axis - rank if negative and draw(st.booleans()) else axis for axis in axes]
+
+
+def absent_inputs(draw, spec) -> list[str]:
+    """The optional inputs a signature leaves out, each absent with probability 1/2 (draws
+    nothing for a spec without optional inputs)."""
+    return [name for name in spec.optional_inputs if not draw(st.booleans())]
+
+
+def with_absent(attrs: dict, absent) -> dict:
+    """``attrs`` with ``absent_inputs`` naming the ``absent`` inputs (unchanged if none is)."""
+    return {**attrs, ABSENT: list(absent)} if absent else attrs
+
+
+def scalar_inputs(spec) -> set[str]:
+    """The inputs the spec declares 0-d (``scalar: true``)."""
+    return {e["name"] for e in spec.signature["inputs"] if isinstance(e, dict) and e.get("scalar")}

@@ -77,9 +77,8 @@ class WrongReturn(TypeError):
 
 
 def output_count(spec) -> int:
-    """How many outputs ``spec``'s op has: those it names if it names them, else one."""
-    named = getattr(spec, "outputs", None)
-    return len(named) if isinstance(named, (list, tuple, dict)) and named else 1
+    """How many outputs ``spec``'s op has."""
+    return len(spec.outputs)
 
 
 def checked_outputs(outputs, expected: int) -> list:

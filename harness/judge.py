@@ -44,18 +44,20 @@ def flush_subnormals(array: np.ndarray) -> np.ndarray:
 
 
 def flushed_expectation(spec, case):
-    """``(expected, accumulation)`` with subnormal inputs read as zeros, or None if there are none."""
+    """Per output, ``(expected, accumulation)`` with subnormal inputs read as zeros, or None if
+    there are none."""
     inputs = [np.asarray(x) for x in case.inputs]
     if not any(m is not None and m.any() for m in map(_subnormal_mask, inputs)):
         return None
     answer = expect(spec, dataclasses.replace(case, inputs=[flush_subnormals(x) for x in inputs],
                                               expectation=None))
-    return answer.expected, answer.accumulation
+    return [(part.expected, part.accumulation) for part in answer]
 
 
 def expectation(spec, case):
-    """The oracle's answer for ``case`` (an :class:`~conform.oracles.expectations.Expectation`):
-    the one stored with the case when it has one."""
+    """The oracle's answer for ``case``, per output an
+    :class:`~conform.oracles.expectations.Expectation`: the one stored with the case when it has
+    one."""
     return case.expectation if case.expectation is not None else expect(spec, case)
 
 
@@ -66,68 +68,112 @@ def judge_outputs(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
 
 
 def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
-    """:func:`judge_outputs` for ``(spec, case, outputs)`` triples: the outputs of each op, dtype
-    and error model are compared together (:func:`~conform.harness.compare.compare_many`)."""
+    """:func:`judge_outputs` for ``(spec, case, outputs)`` triples. Each output is judged under
+    its own error model, and the outputs of each op, dtype and model are compared together
+    (:func:`~conform.harness.compare.compare_many`); a case with several outputs gets one
+    judgement that holds each output's (:func:`combined`)."""
     judgements: list = [None] * len(triples)
+    parts: dict = {}     # case number -> its outputs' judgements (cases with several outputs)
     groups: dict = {}
     for i, (spec, case, outputs) in enumerate(triples):
-        if len(outputs) != 1:
-            judgements[i] = Judgement("fail", "n/a", "n/a",
-                                      reason=f"backend returned {len(outputs)} outputs, expected 1")
+        answer = expectation(spec, case)
+        if len(outputs) != len(answer):
+            judgements[i] = Judgement("fail", "n/a", "n/a", reason=(
+                f"backend returned {len(outputs)} outputs, expected {len(answer)} "
+                f"({', '.join(spec.outputs)})"))
             continue
-        answer, model = expectation(spec, case), spec.model_for(case.out_dtype)
+        if spec.definition.canonical is not None:
+            outputs = spec.definition.canonical([np.asarray(o) for o in outputs], case)
         flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
-        groups.setdefault((spec.op, case.out_dtype, id(model)), (model, []))[1].append(
-            (i, (np.asarray(outputs[0]), answer.expected, answer.impl_mask, answer.accumulation,
-                 flushed)))
+        if len(answer) > 1:
+            parts[i] = [None] * len(answer)
+        for k, (part, out_dtype) in enumerate(zip(answer, spec.out_dtypes(case))):
+            model = spec.model_for(out_dtype, k)
+            groups.setdefault((spec.op, out_dtype, id(model)), (model, []))[1].append(
+                ((i, k), (np.asarray(outputs[k]), part.expected, part.impl_mask, part.accumulation,
+                          flushed and flushed[k])))
     for (_, out_dtype, _), (model, members) in groups.items():
         judged = compare_many([item for _, item in members], out_dtype=out_dtype, model=model,
                               subnormals=subnormals)
-        for (i, item), judgement in zip(members, judged):
+        for ((i, k), item), judgement in zip(members, judged):
+            spec, case = triples[i][0], triples[i][1]
             if judgement.worst is not None:
-                spec, case = triples[i][0], triples[i][1]
-                if spec.definition.feeding == "aligned":
-                    inputs = _inputs_at(case, item[1].shape, judgement.worst["index"],
-                                        spec.signature.get("shapes", "equal"))
-                elif judgement.verdict == "fail":   # passing records stay small
-                    inputs = _feeding_at(spec, case, judgement.worst["index"])
-                else:
-                    inputs = [None] * len(case.inputs)
-                judgement.worst["inputs"] = inputs
-            judgements[i] = judgement
+                judgement.worst["inputs"] = _worst_inputs(spec, case, judgement, item[1].shape, k)
+            if i in parts:
+                parts[i][k] = judgement
+            else:
+                judgements[i] = judgement
+    for i, judged in parts.items():
+        judgements[i] = combined(triples[i][0].outputs, judged)
     return judgements
+
+
+def combined(names, parts: list[Judgement]) -> Judgement:
+    """One judgement for a case with several outputs: it fails if any output fails, else it is
+    implementation-defined if any output is; its figures are those of the first output with that
+    verdict, its counts the sums over the outputs. ``outputs`` keeps each output's
+    judgement by name; the worst element names its output."""
+    verdicts = [p.verdict for p in parts]
+    verdict = next((v for v in ("fail", "impl_defined") if v in verdicts), verdicts[0])
+    deciding = parts[verdicts.index(verdict)]
+    name = names[parts.index(deciding)]
+    histograms = [p.histogram for p in parts if p.histogram]
+    worst = deciding.worst and {**deciding.worst, "output": name}
+    return dataclasses.replace(
+        deciding, verdict=verdict, worst=worst,
+        checked=sum(p.checked for p in parts), mismatched=sum(p.mismatched for p in parts),
+        impl_defined=sum(p.impl_defined for p in parts),
+        histogram=[sum(bins) for bins in zip(*histograms)] if histograms else [],
+        observed=[pair for p in parts for pair in p.observed][:5],
+        reason=deciding.reason and f"output {name}: {deciding.reason}",
+        outputs=list(zip(names, parts)))
+
+
+def _worst_inputs(spec, case, judgement: Judgement, out_shape, output: int) -> list:
+    """The input values feeding the worst element of output number ``output``."""
+    if spec.definition.feeding == "aligned":
+        return _inputs_at(case, out_shape, judgement.worst["index"],
+                          spec.signature.get("shapes", "equal"))
+    if judgement.verdict == "fail":   # passing records stay small
+        return _feeding_at(spec, case, judgement.worst["index"], output)
+    return [None] * len(case.inputs)
 
 
 def _inputs_at(case, out_shape, index, relation: str = "equal"):
     """Input values feeding output ``index`` of an op whose inputs are element-aligned with
     its output: equal shapes, scalars, or shapes that broadcast to it (by NumPy's rule, or by
     NNEF's, which aligns leading dimensions, for ``nnef_broadcast``)."""
+    mapped = case.attrs.get("broadcast_dimensions") if relation == "xla_broadcast" else None
     return [None if (at := _broadcast_index(x.shape, tuple(out_shape), index,
-                                            trailing=relation != "nnef_broadcast")) is None
-            else _scalar(x[at]) for x in case.inputs]
+                                            trailing=relation != "nnef_broadcast",
+                                            mapped=mapped if x.ndim < len(out_shape) else None))
+            is None else _scalar(x[at]) for x in case.inputs]
 
 
-def _broadcast_index(shape: tuple, out_shape: tuple, index, *, trailing: bool):
+def _broadcast_index(shape: tuple, out_shape: tuple, index, *, trailing: bool, mapped=None):
     """The index of the element of a ``shape`` input broadcast to output element ``index``
-    (dimensions aligned at the end, or at the start), or None if ``shape`` does not broadcast."""
-    if len(shape) > len(out_shape):
+    (dimensions aligned at the end, or at the start, or, with ``mapped``, dimension k at
+    output dimension ``mapped[k]``: XLA's broadcast_dimensions), or None if ``shape`` does not
+    broadcast."""
+    if len(shape) > len(out_shape) or (mapped is not None and len(mapped) != len(shape)):
         return None
     offset = len(out_shape) - len(shape) if trailing else 0
+    dims = list(mapped) if mapped is not None else [offset + k for k in range(len(shape))]
     at = []
-    for k, size in enumerate(shape):
-        if size not in (1, out_shape[offset + k]):
+    for size, dim in zip(shape, dims):
+        if size not in (1, out_shape[dim]):
             return None
-        at.append(0 if size == 1 else index[offset + k])
+        at.append(0 if size == 1 else index[dim])
     return tuple(at)
 
 
-def _feeding_at(spec, case, index):
+def _feeding_at(spec, case, index, output: int = 0):
     """Per input, the values of the elements feeding output ``index`` (a list: a slice, window
     or patch, at most FEEDING_KEPT of them), the value itself where it is one element copied,
     ``None`` where the input takes no part (or where finding it failed: it only illustrates
     the verdict, which it must never cost)."""
     try:
-        feeding = feeding_elements(spec.op, case.inputs, case.attrs, index)
+        feeding = feeding_elements(spec.op, case.inputs, case.attrs, index, output)
     except Exception:
         return [None] * len(case.inputs)
     if spec.definition.feeding == "moved":
@@ -159,7 +205,7 @@ def failure_message(case, judgement: Judgement, backend: str) -> str:
     why = judgement.reason or (f"error {w['error']:.4g} {judgement.unit} > bound {w['bound']:.4g} "
                                f"{judgement.unit}")
     return (f"{head}: Mismatched elements: {judgement.mismatched} / {judgement.checked} "
-            f"({share:.3g}%); worst out{w['index']}: actual={w['actual']!r}, "
+            f"({share:.3g}%); worst {w.get('output', 'out')}{w['index']}: actual={w['actual']!r}, "
             f"expected={w['expected']!r}, inputs=({inputs}): {why} [{judgement.model}]")
 
 
@@ -180,8 +226,8 @@ def _value_text(value) -> str:
 def raising_allowed(spec, case) -> bool:
     """Whether the standard leaves some of ``case``'s output elements open: raising instead of
     producing them is then recorded as the implementation's choice, not judged."""
-    mask = expectation(spec, case).impl_mask
-    return mask is not None and bool(mask.any())
+    return any(part.impl_mask is not None and bool(part.impl_mask.any())
+               for part in expectation(spec, case))
 
 
 def result_record(spec, case, outcome: Outcome, backend: str, subnormals: str = "ieee") -> dict:
@@ -228,14 +274,21 @@ def _judge_alone(spec, case, outputs, subnormals):
 
 
 def _add_judgement(record: dict, case, judgement: Judgement, backend: str) -> None:
-    worst = judgement.worst and {k: v if k in ("index", "inputs") else json_number(v)
-                                 for k, v in judgement.worst.items()}
-    record.update(verdict=judgement.verdict, model=judgement.model, unit=judgement.unit,
-                  checked=judgement.checked, mismatched=judgement.mismatched,
-                  impl_defined_elements=judgement.impl_defined,
-                  max_error=json_number(judgement.max_error), bound=json_number(judgement.bound),
-                  worst=worst, histogram=judgement.histogram)
+    record.update(_figures(judgement), histogram=judgement.histogram)
     if judgement.observed:
         record["observed"] = [[json_number(v) for v in pair] for pair in judgement.observed]
+    if judgement.outputs:
+        record["outputs"] = [{"name": name, **_figures(part)} for name, part in judgement.outputs]
     if judgement.verdict == "fail":
         record["message"] = failure_message(case, judgement, backend)
+
+
+def _figures(judgement: Judgement) -> dict:
+    """A judgement's verdict and figures as a result line holds them."""
+    worst = judgement.worst and {k: v if k in ("index", "inputs", "output") else json_number(v)
+                                 for k, v in judgement.worst.items()}
+    return dict(verdict=judgement.verdict, model=judgement.model, unit=judgement.unit,
+                checked=judgement.checked, mismatched=judgement.mismatched,
+                impl_defined_elements=judgement.impl_defined,
+                max_error=json_number(judgement.max_error), bound=json_number(judgement.bound),
+                worst=worst)

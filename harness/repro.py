@@ -109,6 +109,7 @@ HERE = Path(__file__).resolve().parent
 nan, inf = float("nan"), float("inf")
 CASE_ID = $case_id_literal
 INPUT_DTYPES = $input_dtypes
+OUTPUT = $output   # the output checked: its number among the op's outputs ($output_name)
 OUT_DTYPE = $out_dtype
 ATTRS = $attrs
 RECORDED = $recorded
@@ -185,7 +186,7 @@ def main():
         return 3
     inputs, expected = load()
     try:
-        actual = np.asarray(run(inputs))
+        actual = np.asarray(run(inputs)[OUTPUT])
     except Exception as exc:
         print(f"the backend raised {type(exc).__name__}: {exc}")
         return 1 if RECORDED["verdict"] == "error" else 0
@@ -204,15 +205,25 @@ if __name__ == "__main__":
 ''')
 
 
-def render_script(record: dict, summary: dict, case, backend_source: str, requirement: str) -> str:
-    """The text of repro.py for ``case`` (see :data:`SCRIPT`)."""
+def checked_output(spec, record: dict) -> int:
+    """The number of the output a repro checks: the one holding the recorded worst element."""
+    name = (record.get("worst") or {}).get("output")
+    return spec.outputs.index(name) if name in spec.outputs else 0
+
+
+def render_script(record: dict, summary: dict, spec, case, backend_source: str,
+                  requirement: str) -> str:
+    """The text of repro.py for ``case`` of op ``spec`` (see :data:`SCRIPT`)."""
     claim = _claim(record)
-    uses_ml_dtypes = any(d in ML_DTYPES for d in (*case.input_dtypes, case.out_dtype))
+    output = checked_output(spec, record)
+    uses_ml_dtypes = any(d in ML_DTYPES for d in (*case.input_dtypes, *spec.out_dtypes(case)))
     return SCRIPT.substitute(
         case_id=record["id"], case_id_literal=repr(record["id"]), verdict=claim["verdict"],
         backend_version=summary.get("backend_version", summary["backend"]), requirement=requirement,
-        ml_dtypes_note=" ml_dtypes" if uses_ml_dtypes else "", ml_dtypes=repr(ML_DTYPES), input_dtypes=repr(list(case.input_dtypes)),
-        out_dtype=repr(case.out_dtype), attrs=repr(case.attrs),
+        ml_dtypes_note=" ml_dtypes" if uses_ml_dtypes else "", ml_dtypes=repr(ML_DTYPES),
+        input_dtypes=repr(list(case.input_dtypes)),
+        output=output, output_name=spec.outputs[output],
+        out_dtype=repr(spec.out_dtypes(case)[output]), attrs=repr(case.attrs),
         recorded=pprint.pformat(claim, width=100, sort_dicts=False),
         backend_source=backend_source)
 
@@ -234,7 +245,7 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
         raise ReproError(f"op {record['op']!r} of case {case_id} is not among the loaded specs")
     spec = specs[record["op"]]
     case = regenerate(spec, run.summary, record)
-    (expected,) = evaluate(spec.oracle, case.inputs, case.attrs)
+    expected = evaluate(spec.oracle, case.inputs, case.attrs)[checked_output(spec, record)]
     try:
         source, requirement, needed = renderer(backend)(spec, case)
     except Unsupported as exc:
@@ -255,6 +266,7 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
     for model in models.values():
         model.write(out)
     script = out / "repro.py"
-    script.write_text(render_script(record, run.summary, case, source, requirement), encoding="utf-8")
+    script.write_text(render_script(record, run.summary, spec, case, source, requirement),
+                      encoding="utf-8")
     script.chmod(0o755)
     return out

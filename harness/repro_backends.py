@@ -1,5 +1,6 @@
 """The backend-specific part of a repro script: a ``backend()`` function, written out as source,
-that imports the runtime and returns ``inputs -> output`` computed the way conform's backend does.
+that imports the runtime and returns ``inputs -> outputs`` (a list, in the op's output order)
+computed the way conform's backend does.
 
 Each renderer takes ``(spec, case)`` and returns ``(source, requirement, formats)`` where
 ``formats`` names the model files the script reads (``onnx``: ``model.onnx``, ``nnef``: the
@@ -26,8 +27,9 @@ def lax_program(spec, case) -> str:
     names = ", ".join(f"x{i}" for i in range(len(case.inputs)))
     lower = spec.definition.lax
     if lower is not None:
+        bound_fn = f", bound=lax.{bound['lax']}" if spec.definition.lax_takes_bound else ""
         return (textwrap.dedent(inspect.getsource(lower))
-                + f"\n\nop = {lower.__name__}(lax, {attrs!r})\n")
+                + f"\n\nop = {lower.__name__}(lax, {attrs!r}{bound_fn})\n")
     arguments = [names] * bool(names) + [f"{k}={_frozen(v)!r}" for k, v in attrs.items()]
     return f"def op({names}):\n    return lax.{bound['lax']}({', '.join(arguments)})\n"
 
@@ -46,8 +48,11 @@ def render_jax(spec, case) -> tuple[str, str, dict]:
             from jax import lax
 
         ''') + program + (
-        "\n    compiled = jax.jit(op)\n"
-        "    return lambda inputs: np.asarray(compiled(*inputs))\n")
+        "\n    compiled = jax.jit(op)\n\n"
+        "    def run(inputs):\n"
+        "        outputs = compiled(*inputs)\n"
+        "        return [np.asarray(o) for o in (outputs if isinstance(outputs, (tuple, list)) else (outputs,))]\n\n"
+        "    return run\n")
     return source, "jax", []
 
 
@@ -77,12 +82,12 @@ def render_onnxruntime(spec, case) -> tuple[str, str, dict]:
         ''')
     from conform.harness.backends import ort_values
 
-    if not ort_values.needs_ort_values((*case.input_dtypes, case.out_dtype)):
-        return source.replace("__RUN__", "session.run(None, feeds)[0]"), "onnxruntime", ["onnx"]
+    if not ort_values.needs_ort_values((*case.input_dtypes, *spec.out_dtypes(case))):
+        return source.replace("__RUN__", "session.run(None, feeds)"), "onnxruntime", ["onnx"]
     # bfloat16, float8 and int4 cross as OrtValues: conform's own functions for it, as they are
     helpers = inspect.getsource(ort_values).split("from __future__ import annotations\n", 1)[1]
-    run_line = ("array_of(session.run_with_ort_values(\n"
-                "                    None, {name: ort_value(ort, x) for name, x in feeds.items()})[0])")
+    run_line = ("[array_of(value) for value in session.run_with_ort_values(\n"
+                "                    None, {name: ort_value(ort, x) for name, x in feeds.items()})]")
     return helpers + "\n\n" + source.replace("__RUN__", run_line), "onnxruntime", ["onnx"]
 
 
@@ -101,9 +106,9 @@ def render_nnef(spec, case) -> tuple[str, str, list]:
             def run(inputs):
                 fed = [np.asarray(inputs[i], order="C") for i in {document.inputs!r}]
                 session = nnef.Session(str(HERE / "model.nnef" / "graph.nnef"), lowered=[])
-                (output,) = session(*fed)
+                outputs = list(session(*fed))
                 shape = {document.output_shape!r}   # NNEF reductions keep reduced axes as 1
-                return output if shape is None else output.reshape(shape)
+                return outputs if shape is None else [outputs[0].reshape(shape)]
 
             return run
         ''')
@@ -127,9 +132,9 @@ def render_adapter(name: str, spec, case) -> tuple[str, str, list]:
 
             def run(inputs):
                 case = Case(id=CASE_ID, op={spec.op!r}, dtype={case.dtype!r},
-                            input_dtypes=tuple(INPUT_DTYPES), out_dtype=OUT_DTYPE, inputs=inputs,
-                            attrs=ATTRS, plan="repro", seed=0)
-                return run_case(adapter, spec, case)[0]
+                            input_dtypes=tuple(INPUT_DTYPES), out_dtype={case.out_dtype!r},
+                            inputs=inputs, attrs=ATTRS, plan="repro", seed=0)
+                return run_case(adapter, spec, case)
 
             return run
         ''')

@@ -22,12 +22,14 @@ from typing import Callable
 #: The op modules shipped with conform (``conform.ops.<name>``), listed explicitly.
 BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
                    "reduction", "contraction", "movement", "onnx_elementwise",
-                   "onnx_reduction", "onnx_movement", "nnef_elementwise")
+                   "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
 #: The spec ``signature`` fields the generic element-wise drawer reads.
-GENERIC_DRAW_HONOURS = frozenset({"min_rank", "max_rank", "attrs", "shapes"})
+#: (``optional`` and ``scalar`` are flags of ``signature.inputs`` entries: a draw hook naming them
+#: in ``draw_honours`` draws the presence of optional inputs and 0-d scalar inputs itself.)
+GENERIC_DRAW_HONOURS = frozenset({"min_rank", "max_rank", "attrs", "shapes", "optional", "scalar"})
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,9 +52,14 @@ class OpDefinition:
     * ``nnef(case, invocation) -> invocation(...)``: the NNEF invocation (default: every input).
     * ``lax(lax, attrs) -> fn(*inputs)``: the jax.lax computation, jitted by the jax backend and
       written into repro scripts as source (so it may use only ``lax``, ``np`` and its arguments;
-      default: ``lax.<binding>(*inputs, **attrs)``).
+      default: ``lax.<binding>(*inputs, **attrs)``); a hook with a ``bound`` keyword gets the
+      binding's lax function there (``lax(lax, attrs, bound=lax.<binding>)``).
     * ``numpy(*inputs, **attrs)``: the numpy backend's computation in the target dtype (default:
       the oracle on the target dtype).
+    * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
+      answers (the order of tied elements, of unordered unique values), maps a backend's outputs
+      to the one member of the set the oracle returns; the judge applies it before comparing.
+      It may reorder what the backend returned but must never repair a wrong value.
     """
 
     name: str
@@ -68,6 +75,7 @@ class OpDefinition:
     nnef: Callable | None = None
     lax: Callable | None = None
     numpy: Callable | None = None
+    canonical: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property
@@ -76,6 +84,12 @@ class OpDefinition:
         dtype names (an oracle sees widened arrays, and some answers depend on the type, such
         as an empty reduction's 'minimum value of the data type')."""
         return "dtypes" in inspect.signature(self.oracle).parameters
+
+    @functools.cached_property
+    def lax_takes_bound(self) -> bool:
+        """Whether the ``lax`` hook has a ``bound`` keyword: it then receives the binding's
+        ``jax.lax`` function (one hook serving several ops, e.g. XLA's binary ops)."""
+        return self.lax is not None and "bound" in inspect.signature(self.lax).parameters
 
     def __post_init__(self):
         if not callable(self.feeding) and self.feeding not in FEEDING_KINDS:

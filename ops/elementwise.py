@@ -6,7 +6,65 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._lowering import unsupported
 from conform.ops._registry import op
+
+
+def xla_operands(lhs, rhs, broadcast_dimensions=None):
+    """XLA's binary element-wise operands brought to one shape (operation semantics, "Element-wise
+    binary arithmetic operations"): with ``broadcast_dimensions`` the lower-rank operand's
+    dimension k becomes dimension ``broadcast_dimensions[k]`` of the higher rank and the
+    unmapped dimensions have size 1; degenerate (size-1) dimensions of either operand then
+    broadcast so that both shapes are equal."""
+    if broadcast_dimensions is None:
+        return lhs, rhs
+    low, high = (lhs, rhs) if lhs.ndim < rhs.ndim else (rhs, lhs)
+    sizes = [1] * high.ndim
+    for k, dim in enumerate(broadcast_dimensions):
+        sizes[dim] = low.shape[k]
+    low = low.reshape(sizes)
+    return np.broadcast_arrays(*((low, high) if lhs.ndim < rhs.ndim else (high, low)))
+
+
+def lax_xla_binary(lax, attrs, bound):
+    """jax.lax's binary ops take no broadcast_dimensions: both operands are first broadcast to
+    the result's shape with lax.broadcast_in_dim (the lower-rank one along
+    ``broadcast_dimensions``, the other along its own dimensions, expanding size-1 ones)."""
+    dims = attrs.get("broadcast_dimensions")
+
+    def apply(lhs, rhs):
+        if dims is None:
+            return bound(lhs, rhs)
+        low, high = (lhs, rhs) if lhs.ndim < rhs.ndim else (rhs, lhs)
+        shape = list(high.shape)
+        for k, dim in enumerate(dims):
+            shape[dim] = low.shape[k] if shape[dim] == 1 else shape[dim]   # 1 grows, even to 0
+        own = tuple(range(high.ndim))
+        return bound(*(lax.broadcast_in_dim(x, tuple(shape), tuple(dims) if x is low else own)
+                       for x in (lhs, rhs)))
+    return apply
+
+
+def nnef_xla_binary(case, call):
+    """NNEF broadcasting aligns leading dimensions (a shape goes on with singletons), so only
+    ``broadcast_dimensions`` 0, 1, ..., k-1 are expressible without a reshape."""
+    dims = case.attrs.get("broadcast_dimensions")
+    if dims is not None and list(dims) != list(range(len(dims))):
+        raise unsupported(f"NNEF broadcasting aligns leading dimensions, not broadcast_dimensions={dims}")
+    return call(["in0", "in1"], {})
+
+
+def xla_binary(name: str, **hooks):
+    """Declare XLA element-wise binary op ``name`` (version 1): its oracle, written for operands
+    of one shape, also serves the variant with ``broadcast_dimensions`` (:func:`xla_operands`)."""
+    def define(oracle):
+        def broadcasting(lhs, rhs, *, broadcast_dimensions=None):
+            return oracle(*xla_operands(lhs, rhs, broadcast_dimensions))
+
+        broadcasting.__name__, broadcasting.__qualname__ = oracle.__name__, oracle.__qualname__
+        broadcasting.__module__, broadcasting.__doc__ = oracle.__module__, oracle.__doc__
+        return op(name, version=1, lax=lax_xla_binary, nnef=nnef_xla_binary, **hooks)(broadcasting)
+    return define
 
 
 def _int_trunc_div(lhs, rhs):
@@ -19,25 +77,25 @@ def _int_trunc_div(lhs, rhs):
     return np.where(rhs == 0, 0, (lhs - np.fmod(lhs, safe)) // safe)
 
 
-@op("add", version=1)
+@xla_binary("add")
 def oracle_add(lhs, rhs):
     """lhs + rhs."""
     return (lhs + rhs,)
 
 
-@op("subtract", version=1)
+@xla_binary("subtract")
 def oracle_subtract(lhs, rhs):
     """lhs - rhs."""
     return (lhs - rhs,)
 
 
-@op("multiply", version=1)
+@xla_binary("multiply")
 def oracle_multiply(lhs, rhs):
     """lhs * rhs."""
     return (lhs * rhs,)
 
 
-@op("divide", version=1)
+@xla_binary("divide")
 def oracle_divide(lhs, rhs):
     """lhs / rhs; integers truncate toward zero (XLA Div, C semantics)."""
     if lhs.dtype.kind in "iu":
@@ -45,25 +103,25 @@ def oracle_divide(lhs, rhs):
     return (lhs / rhs,)
 
 
-@op("remainder", version=1)
+@xla_binary("remainder")
 def oracle_remainder(lhs, rhs):
     """XLA Rem: lhs - rhs * trunc(lhs / rhs); the sign follows the dividend, |result| < |rhs|."""
     return (np.fmod(lhs, rhs),)  # C's % on integers; exact in binary floating point
 
 
-@op("maximum", version=1)
+@xla_binary("maximum")
 def oracle_maximum(lhs, rhs):
     """max(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 maximum); -0 vs +0 is left open."""
     return (np.maximum(lhs, rhs),)
 
 
-@op("minimum", version=1)
+@xla_binary("minimum")
 def oracle_minimum(lhs, rhs):
     """min(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 minimum); -0 vs +0 is left open."""
     return (np.minimum(lhs, rhs),)
 
 
-@op("power", version=1)
+@xla_binary("power")
 def oracle_power(lhs, rhs):
     """lhs ** rhs with the C99/IEEE 754 pow special cases (pow(x, 0) = 1, pow(1, y) = 1, ...)."""
     return (np.power(lhs, rhs),)
@@ -122,19 +180,19 @@ def oracle_round(operand):
     return (np.where(away, truncated + np.sign(operand), truncated),)
 
 
-@op("lt", version=1)
+@xla_binary("lt")
 def oracle_lt(lhs, rhs):
     """lhs < rhs under IEEE 754 comparison (false if either is NaN)."""
     return (np.less(lhs, rhs),)
 
 
-@op("eq", version=1)
+@xla_binary("eq")
 def oracle_eq(lhs, rhs):
     """lhs == rhs under IEEE 754 comparison (-0 == +0; NaN != NaN)."""
     return (np.equal(lhs, rhs),)
 
 
-@op("atan2", version=1)
+@xla_binary("atan2")
 def oracle_atan2(lhs, rhs):
     """atan2(lhs, rhs): the angle of (rhs, lhs), with the C99/IEEE 754 signed-zero and infinity
     cases (atan2(±0, -0) = ±pi, atan2(±0, +0) = ±0, atan2(±inf, -inf) = ±3pi/4, ...)."""

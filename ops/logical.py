@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._registry import op
+from conform.ops.elementwise import xla_binary
 
 
 def _bits(x: np.ndarray) -> int:
@@ -35,43 +36,43 @@ def _in_range(rhs: np.ndarray, bits: int) -> np.ndarray:
     return (rhs >= 0) & (rhs < bits)
 
 
-@op("ne", version=1)
+@xla_binary("ne")
 def oracle_ne(lhs, rhs):
     """lhs != rhs under IEEE 754 comparison (true if either is NaN; -0 == +0)."""
     return (np.not_equal(lhs, rhs),)
 
 
-@op("gt", version=1)
+@xla_binary("gt")
 def oracle_gt(lhs, rhs):
     """lhs > rhs under IEEE 754 comparison (false if either is NaN)."""
     return (np.greater(lhs, rhs),)
 
 
-@op("ge", version=1)
+@xla_binary("ge")
 def oracle_ge(lhs, rhs):
     """lhs >= rhs under IEEE 754 comparison (false if either is NaN; -0 >= +0)."""
     return (np.greater_equal(lhs, rhs),)
 
 
-@op("le", version=1)
+@xla_binary("le")
 def oracle_le(lhs, rhs):
     """lhs <= rhs under IEEE 754 comparison (false if either is NaN; +0 <= -0)."""
     return (np.less_equal(lhs, rhs),)
 
 
-@op("bitwise_and", version=1)
+@xla_binary("bitwise_and")
 def oracle_bitwise_and(lhs, rhs):
     """XLA And: logical AND on PRED, bitwise AND on integers (width-independent)."""
     return (np.bitwise_and(lhs, rhs),)
 
 
-@op("bitwise_or", version=1)
+@xla_binary("bitwise_or")
 def oracle_bitwise_or(lhs, rhs):
     """XLA Or: logical OR on PRED, bitwise OR on integers (width-independent)."""
     return (np.bitwise_or(lhs, rhs),)
 
 
-@op("bitwise_xor", version=1)
+@xla_binary("bitwise_xor")
 def oracle_bitwise_xor(lhs, rhs):
     """XLA Xor: logical XOR on PRED, bitwise XOR on integers (width-independent)."""
     return (np.bitwise_xor(lhs, rhs),)
@@ -83,7 +84,7 @@ def oracle_bitwise_not(operand):
     return (np.invert(operand),)
 
 
-@op("shift_left", version=1)
+@xla_binary("shift_left")
 def oracle_shift_left(lhs, rhs):
     """lhs * 2**rhs modulo 2**bits, for 0 <= rhs < bits (width-independent after the cast back).
 
@@ -95,7 +96,7 @@ def oracle_shift_left(lhs, rhs):
     return (np.where(_in_range(rhs, bits), shifted, 0).astype(lhs.dtype),)
 
 
-@op("shift_right_arithmetic", version=1)
+@xla_binary("shift_right_arithmetic")
 def oracle_shift_right_arithmetic(lhs, rhs):
     """floor(lhs / 2**rhs) on the signed pattern: vacated bits copy the sign bit; 0 <= rhs < bits.
 
@@ -108,7 +109,7 @@ def oracle_shift_right_arithmetic(lhs, rhs):
     return (np.right_shift(pattern, _amount(rhs, pattern, bits)).astype(lhs.dtype),)
 
 
-@op("shift_right_logical", version=1)
+@xla_binary("shift_right_logical")
 def oracle_shift_right_logical(lhs, rhs):
     """The unsigned pattern of lhs divided by 2**rhs: vacated bits are zero; 0 <= rhs < bits.
 

@@ -3,11 +3,16 @@
 They differ from the XLA ops of the same arithmetic in their signature: every input broadcasts
 multidirectionally (NumPy's rule, ONNX Broadcasting.md), where XLA's element-wise ops take equal
 shapes. Where the arithmetic itself agrees, the oracle is the XLA op's (NumPy broadcasts it);
-the specs (ops/onnx_*.yaml) give ONNX's types, regions and error models.
+the specs (ops/onnx_*.yaml) give ONNX's types, regions and error models. Clip takes optional
+0-d ``min`` and ``max`` inputs.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from conform.ops._optional import by_name
 from conform.ops._registry import op
+from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
                                      oracle_maximum, oracle_minimum, oracle_multiply,
                                      oracle_power, oracle_remainder, oracle_subtract)
@@ -136,3 +141,21 @@ def oracle_onnx_where(condition, x, y):
 def oracle_onnx_sign(input):  # noqa: A002 - ONNX's input name
     """1 for input > 0, -1 for input < 0, 0 for a zero (its sign left open by the spec)."""
     return oracle_sign(input)
+
+
+def _limits(dtype: str) -> tuple:
+    """numeric_limits<T>::lowest() and ::max() of ``dtype`` (ONNX Clip's defaults)."""
+    if dtype in FLOAT_FORMATS:
+        return -FLOAT_FORMATS[dtype].max_finite, FLOAT_FORMATS[dtype].max_finite
+    info = np.iinfo(np_dtype(dtype))
+    return int(info.min), int(info.max)
+
+
+@op("onnx_clip", version=1)
+def oracle_onnx_clip(input, *bounds, absent_inputs=(), dtypes):  # noqa: A002 - ONNX's input name
+    """ONNX Clip-13: Min(max, Max(input, min)); an absent min is numeric_limits<T>::lowest() and
+    an absent max numeric_limits<T>::max() (so an infinite input becomes finite), and where
+    min > max every element is max."""
+    given = by_name(("min", "max"), bounds, absent_inputs)
+    lowest, highest = _limits(dtypes[0])
+    return (np.minimum(given.get("max", highest), np.maximum(input, given.get("min", lowest))),)

@@ -2,11 +2,14 @@
 Squeeze and Unsqueeze take negative axes ('accepted range is [-r, r-1]', counted from the end;
 for Unsqueeze, r is the output's rank), Squeeze without axes drops every size-1 dimension,
 Transpose reverses the dimensions without perm, and Expand broadcasts both ways (the shape may
-be smaller than the input's). Every output element is a copy of one input element."""
+be smaller than the input's), and Pad (opset 19: constant, reflect, edge and wrap modes, negative
+pads, optional axes and constant_value). Every output element is a copy of one input element."""
 from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._lowering import unsupported
+from conform.ops._optional import onnx_operands, present
 from conform.ops.movement import moved, onnx_transpose_by, onnx_with_constant
 
 
@@ -109,3 +112,132 @@ def draw_onnx_expand(draw, kit, spec, dtype):
 def oracle_onnx_expand(data, *, shape):
     """``data`` broadcast with ``shape`` both ways: the result's shape is their broadcast."""
     return (np.broadcast_to(data, np.broadcast_shapes(data.shape, tuple(shape))).copy(),)
+
+
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
+def _pad_pair(draw, st, mode: str, size: int) -> tuple[int, int]:
+    """``(begin, end)`` pads of one axis of ``size`` elements (negative: elements removed).
+
+    Constant padding may remove every element. Edge and wrap padding keep at least one
+    element to copy, reflect padding two (the text mirrors on the first and last values); a
+    reflected pad is at most the kept size - 1, or 2 on an axis of 2 (the text's Example 2).
+    Empty axes are not padded but in constant mode: edge, reflect and wrap have no value there.
+    """
+    if mode == "constant":
+        begin = draw(st.integers(-min(size, 2), 3))
+        return begin, draw(st.integers(-min(size + begin, 2), 3))
+    keep = 2 if mode == "reflect" else 1
+    if size < keep:
+        return 0, 0
+    begin = draw(st.integers(-min(size - keep, 2), 3))
+    end = draw(st.integers(-min(size - keep + min(begin, 0), 2), 3))
+    if mode == "reflect":
+        kept = size + min(begin, 0) + min(end, 0)
+        limit = 2 if kept == size == 2 else kept - 1
+        begin, end = min(begin, limit), min(end, limit)
+    return begin, end
+
+
+def draw_onnx_pad(draw, kit, spec, dtype):
+    """A mode, ``pads`` per padded axis (negative ones remove elements; the result's shape
+    stays valid), ``axes`` (some of the axes in any order, each possibly negative) or none
+    (every axis), and ``constant_value`` present or absent."""
+    st = kit.st
+    mode = draw(st.sampled_from(PAD_MODES))
+    shape = draw(kit.shape(min_rank=1, max_rank=3, max_side=5,
+                           min_side=draw(st.sampled_from([1, 1, 1, 0]))))
+    rank = len(shape)
+    attrs = {"mode": mode}
+    padded = list(range(rank))
+    if draw(st.booleans()):
+        padded = list(draw(st.permutations(range(rank))))[:draw(st.integers(1, rank))]
+        attrs["axes"] = [_signed(draw, kit, axis, rank) for axis in padded]
+    pairs = [_pad_pair(draw, st, mode, shape[axis]) for axis in padded]
+    attrs["pads"] = [begin for begin, _ in pairs] + [end for _, end in pairs]
+    absent = kit.absent_inputs(draw, spec)
+    count = 2 - len(absent)   # data, and constant_value unless absent
+    return kit.Signature((dtype,) * count, (shape, ())[:count], kit.with_absent(attrs, absent),
+                         dtype)
+
+
+def _pad_sources(size: int, begin: int, end: int, mode: str, crop: str) -> np.ndarray:
+    """Per output position of one axis, the data index it copies (-1: the constant value).
+
+    ``crop`` says when negative pads remove elements: ``before`` padding the other side, or
+    ``after`` (the text does not say; the region ``crop_order`` holds the elements where the
+    two readings differ)."""
+    grow = max(begin, 0), max(end, 0)
+    if crop == "before" and mode != "constant":   # (constant: the same, and a crop may
+        # reach past the data into the other side's padding, which only 'after' can say)
+        start = max(-begin, 0)
+        kept = np.arange(start, max(size - max(-end, 0), start))
+        return _copied(kept, grow, mode)
+    full = _copied(np.arange(size), grow, mode)
+    return full[max(-begin, 0):len(full) - max(-end, 0)]
+
+
+def _copied(kept: np.ndarray, grow: tuple, mode: str) -> np.ndarray:
+    """The data indices ``kept`` padded by ``grow`` = (begin, end) in ``mode`` (-1: constant)."""
+    if not len(kept):   # only constant padding reaches an empty axis
+        return np.full(sum(grow), -1)
+    at = _padded_positions(len(kept), *grow, mode)
+    return np.where(at < 0, -1, kept[at])
+
+
+def _padded_positions(size: int, begin: int, end: int, mode: str) -> np.ndarray:
+    """Indices into ``arange(size)`` (with -1 for the constant) of an axis padded by ``begin``
+    and ``end`` in ``mode`` (ONNX Pad's text: reflect mirrors on the first and last values,
+    as numpy.pad's reflect; edge repeats them; wrap reads the data as a torus)."""
+    at = np.arange(-begin, size + end)
+    if mode == "edge":
+        return np.clip(at, 0, size - 1)
+    if mode == "wrap":
+        return at % size
+    if mode == "reflect":
+        period = 2 * size - 2
+        folded = at % period
+        return np.where(folded < size, folded, period - folded)
+    return np.where((at >= 0) & (at < size), at, -1)   # constant; -1 indexes the appended value
+
+
+def onnx_pad(case, graph):
+    """Pad over the data, ``pads`` and ``axes`` as int64 constant initializers (Tind also
+    allows int32 axes, which onnx's own shape inference refuses: such a model fails the
+    checker) and ``constant_value`` where present ("" where axes follows an absent one)."""
+    from conform.harness.backends.base import onnx_opset
+
+    attrs = case.attrs
+    if attrs["mode"] == "wrap" and onnx_opset() < 19:
+        raise unsupported("ONNX Pad has mode 'wrap' from opset 19: the standard rules this "
+                          f"case out at opset {onnx_opset()}")
+    given = dict(zip(present(("data", "constant_value"), attrs), graph.inputs))
+    axes = graph.const("axes", attrs["axes"]) if "axes" in attrs else None
+    graph.node(graph.op_type, onnx_operands([given["data"], graph.const("pads", attrs["pads"]),
+                                             given.get("constant_value"), axes]),
+               mode=attrs["mode"])
+
+
+@moved("onnx_pad", draw=draw_onnx_pad, draw_honours=frozenset({"optional", "scalar"}),
+       onnx=onnx_pad)
+def oracle_onnx_pad(data, *value, mode, pads, axes=None, absent_inputs=(), crop="before"):
+    """ONNX Pad-19: ``pads`` = [begins..., ends...] of ``axes`` (negative: counted from the end;
+    default every axis), negative pads removing elements; ``constant_value`` (default 0 or
+    False) fills constant padding, reflect, edge and wrap copy data elements."""
+    rank = data.ndim
+    axes = list(range(rank)) if axes is None else [axis % rank for axis in axes]
+    count = len(axes)
+    sources = [np.arange(size) for size in data.shape]
+    for k, axis in enumerate(axes):
+        sources[axis] = _pad_sources(data.shape[axis], pads[k], pads[count + k], mode, crop)
+    fill = value[0] if value else np.zeros((), data.dtype)
+    flat = np.append(data.ravel(), fill)   # the constant sits past the data's last element
+    index = np.zeros([len(s) for s in sources], dtype=np.int64)
+    outside = np.zeros(index.shape, dtype=bool)
+    for axis, source in enumerate(sources):
+        shaped = source.reshape([-1 if k == axis else 1 for k in range(rank)])
+        outside |= shaped < 0
+        index = index * data.shape[axis] + np.maximum(shaped, 0)
+    return (np.where(outside, fill, flat[np.minimum(index, data.size)] if data.size else fill)
+            .astype(data.dtype),)

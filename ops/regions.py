@@ -6,7 +6,7 @@ A spec names regions in ``implementation_defined``; elements inside them get the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -22,9 +22,25 @@ class RegionContext:
     float_oracle: Callable                # evaluates the op's oracle on float64 arrays
     accumulation_length: int | None = None
     shapes: str = "equal"                 # how the inputs' shapes relate (the spec's signature.shapes)
+    attrs: dict = field(default_factory=dict)   # the case's attributes
+    # evaluates the op's oracle on float64 arrays with attributes added to the case's (or None)
+    oracle_with: Callable | None = None
 
     def none(self) -> np.ndarray:
         return np.zeros(self.expected.shape, bool)
+
+    def aligned(self, mask: np.ndarray) -> np.ndarray:
+        """A per-element ``mask`` of an element-aligned input, broadcast to the output's shape
+        as the spec's shape relation broadcasts that input."""
+        rank = self.expected.ndim
+        if self.shapes == "nnef_broadcast":   # NNEF aligns leading dimensions: pad trailing
+            mask = mask.reshape(mask.shape + (1,) * (rank - mask.ndim))
+        elif self.shapes == "xla_broadcast" and mask.ndim < rank:
+            sizes = [1] * rank   # XLA maps the lower rank's dimensions by broadcast_dimensions
+            for k, dim in enumerate(self.attrs.get("broadcast_dimensions", range(mask.ndim))):
+                sizes[dim] = mask.shape[k]
+            mask = mask.reshape(sizes)
+        return np.broadcast_to(mask, self.expected.shape)
 
 
 def _floating(array: np.ndarray) -> bool:
@@ -40,7 +56,7 @@ def int_div_by_zero(ctx: RegionContext) -> np.ndarray:
     """Integer division or remainder with a zero divisor."""
     if not _int_operands(ctx):
         return ctx.none()
-    return np.broadcast_to(ctx.inputs[1] == 0, ctx.expected.shape)
+    return ctx.aligned(ctx.inputs[1] == 0)
 
 
 def int_min_div_neg1(ctx: RegionContext) -> np.ndarray:
@@ -49,7 +65,7 @@ def int_min_div_neg1(ctx: RegionContext) -> np.ndarray:
     if not _int_operands(ctx) or dtype.kind != "i":
         return ctx.none()
     lhs, rhs = ctx.inputs
-    return np.broadcast_to((lhs == np.iinfo(dtype).min) & (rhs == -1), ctx.expected.shape)
+    return ctx.aligned(lhs == np.iinfo(dtype).min) & ctx.aligned(rhs == -1)
 
 
 def int_overflow(ctx: RegionContext) -> np.ndarray:
@@ -118,13 +134,9 @@ def nan_operand(ctx: RegionContext) -> np.ndarray:
     only and say nothing of NaN (e.g. relu = max(x, 0): NNEF spells it select(x > 0, x, 0), which
     gives 0, while IEEE 754-2019 maximum propagates NaN)."""
     mask = ctx.none()
-    rank = ctx.expected.ndim
     for operand in ctx.inputs:
         if _floating(operand):
-            nan = np.isnan(operand)
-            if ctx.shapes == "nnef_broadcast":   # NNEF aligns leading dimensions: pad trailing
-                nan = nan.reshape(nan.shape + (1,) * (rank - nan.ndim))
-            mask = mask | np.broadcast_to(nan, ctx.expected.shape)
+            mask = mask | ctx.aligned(np.isnan(operand))
     return mask
 
 
@@ -134,6 +146,39 @@ def nan_in_reduction(ctx: RegionContext) -> np.ndarray:
     if ctx.expected.dtype.kind != "f":
         return ctx.none()
     return np.isnan(ctx.expected)
+
+
+def nan_in_sorted_slice(ctx: RegionContext) -> np.ndarray:
+    """Results of a sort or top-k whose slice along the sorted axis (``attrs['axis']``, else the
+    last) holds a NaN, where the standard orders numbers and says nothing of where NaN goes."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or operand.ndim == 0:
+        return ctx.none()
+    axis = ctx.attrs.get("axis", -1) % operand.ndim
+    nan = np.isnan(operand.astype(np.float64)).any(axis=axis, keepdims=True)
+    return np.broadcast_to(nan, ctx.expected.shape)
+
+
+def zero_sign_ties(ctx: RegionContext) -> np.ndarray:
+    """Top-k positions that rank zeros, in slices (along ``attrs['axis']``, else the last) holding
+    zeros of both signs: the standard ranks entries as larger or equal without saying whether
+    -0 and +0 are equal (IEEE 754 comparison, then the lower index comes first) or ordered
+    -0 < +0 (IEEE 754 totalOrder). The zeros take the ranks after the entries ranked before
+    zero; only those positions are open."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or operand.ndim == 0:
+        return ctx.none()
+    attrs = ctx.attrs
+    axis = attrs.get("axis", -1) % operand.ndim
+    wide = operand.astype(np.float64)
+    zero = wide == 0
+    negative = np.signbit(wide)
+    both = (zero & negative).any(axis, keepdims=True) & (zero & ~negative).any(axis, keepdims=True)
+    ahead = ((wide > 0) if attrs.get("largest", True) else (wide < 0)).sum(axis, keepdims=True)
+    rank = np.arange(ctx.expected.shape[axis]).reshape(
+        [-1 if d == axis else 1 for d in range(operand.ndim)])
+    open_ranks = both & (rank >= ahead) & (rank < ahead + zero.sum(axis, keepdims=True))
+    return np.broadcast_to(open_ranks, ctx.expected.shape)
 
 
 def empty_reduction(ctx: RegionContext) -> np.ndarray:
@@ -167,14 +212,27 @@ def shift_out_of_range(ctx: RegionContext) -> np.ndarray:
     lhs, rhs = ctx.inputs
     if lhs.dtype.kind not in "iu":
         return ctx.none()
-    return np.broadcast_to((rhs < 0) | (rhs >= lhs.dtype.itemsize * 8), ctx.expected.shape)
+    return ctx.aligned((rhs < 0) | (rhs >= lhs.dtype.itemsize * 8))
+
+
+def crop_order(ctx: RegionContext) -> np.ndarray:
+    """Outputs of a padding op whose source depends on when negative pads remove elements:
+    before or after the other side of the same axis is reflected, repeated or wrapped. (ONNX
+    Pad's text says negative pads remove elements and defines each mode on 'the vector', not
+    which vector.) The op's oracle computes both readings (its keyword ``crop``: ``before``,
+    ``after``); each input element is numbered and the two readings' numbers compared."""
+    sizes = np.cumsum([0] + [x.size for x in ctx.inputs])
+    labels = [np.arange(start, start + x.size, dtype=np.float64).reshape(x.shape)
+              for start, x in zip(sizes, ctx.inputs)]
+    return ctx.oracle_with(labels, crop="before") != ctx.oracle_with(labels, crop="after")
 
 
 REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
-               shift_out_of_range, nan_operand, nan_in_reduction, empty_reduction)
+               shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
+               zero_sign_ties, empty_reduction, crop_order)
 }
 
 

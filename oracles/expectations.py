@@ -1,6 +1,6 @@
-"""What the standard says a case's output is: the oracle's result plus the figures the error model
-needs. It depends on the case alone (never on a backend), so it is computed once per case, when
-the case is generated, and kept with it in the corpus."""
+"""What the standard says a case's outputs are: the oracle's result plus the figures the error
+model needs, per output. They depend on the case alone (never on a backend), so they are computed
+once per case, when the case is generated, and kept with it in the corpus."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -12,33 +12,50 @@ from conform.ops.regions import RegionContext, region_mask
 
 
 class Expectation(NamedTuple):
-    """The oracle's answer for one case. (A named tuple: a run loads one per case from the
-    corpus, and it is made in half the time of a frozen dataclass.)"""
+    """The oracle's answer for one output of one case. (A named tuple: a run loads one per case
+    from the corpus, and it is made in half the time of a frozen dataclass.)"""
 
     expected: np.ndarray              # the float64 (or int64, bool) reference output
     impl_mask: np.ndarray | None      # elements the standard leaves open (None: no such element)
     accumulation: tuple | None        # (S, n) for the accumulation error model, else None
 
 
-def expect(spec, case) -> Expectation:
-    """Evaluate ``spec``'s oracle on ``case`` with its implementation-defined regions and, for
+#: A case's answer: one :class:`Expectation` per output, in the spec's output order.
+Answer = tuple
+
+
+def expect(spec, case) -> Answer:
+    """Evaluate ``spec``'s oracle on ``case``: per output, its answer with its implementation-
+    defined regions (those of the spec's regions that name the output, or name none) and, for
     the accumulation model, the sum of magnitudes ``S`` and accumulation length ``n``."""
-    (expected,) = evaluate(spec.oracle, case.inputs, case.attrs)
-    model = spec.model_for(case.out_dtype)
-    regions = [r["region"] for r in spec.implementation_defined]
+    outputs = evaluate(spec.oracle, case.inputs, case.attrs)
+    names, out_dtypes = spec.outputs, spec.out_dtypes(case)
+    if len(outputs) != len(names):
+        raise TypeError(f"oracle {spec.op!r} returned {len(outputs)} outputs; the spec declares "
+                        f"{len(names)} ({', '.join(names)})")
     length = None
     if spec.definition.accumulation_length is not None:
         length = accumulation_length(spec.op, [x.shape for x in case.inputs], case.attrs)
-    impl = None
-    if regions:
-        context = RegionContext(inputs=[np.asarray(x) for x in case.inputs], expected=expected,
-                                out_dtype=case.out_dtype, accumulation_length=length,
-                                shapes=spec.signature.get("shapes", "equal"),
-                                float_oracle=lambda xs: evaluate(spec.oracle, xs, case.attrs)[0])
-        impl = region_mask(regions, context)
-        impl = impl if impl.any() else None
-    accumulation = None
-    if "accumulation" in model:
-        (magnitude_sum,) = evaluate(spec.oracle, [np.abs(x) for x in case.inputs], case.attrs)
-        accumulation = (magnitude_sum, length)
-    return Expectation(expected, impl, accumulation)
+    magnitude_sums = None
+    answer = []
+    for k, (name, expected, out_dtype) in enumerate(zip(names, outputs, out_dtypes)):
+        regions = [r["region"] for r in spec.implementation_defined
+                   if name in r.get("outputs", (name,))]
+        impl = None
+        if regions:
+            context = RegionContext(
+                inputs=[np.asarray(x) for x in case.inputs], expected=expected,
+                out_dtype=out_dtype, accumulation_length=length,
+                shapes=spec.signature.get("shapes", "equal"), attrs=case.attrs,
+                float_oracle=lambda xs, k=k: evaluate(spec.oracle, xs, case.attrs)[k],
+                oracle_with=lambda xs, k=k, **more: evaluate(spec.oracle, xs,
+                                                             {**case.attrs, **more})[k])
+            impl = region_mask(regions, context)
+            impl = impl if impl.any() else None
+        accumulation = None
+        if "accumulation" in spec.model_for(out_dtype, k):
+            if magnitude_sums is None:
+                magnitude_sums = evaluate(spec.oracle, [np.abs(x) for x in case.inputs], case.attrs)
+            accumulation = (magnitude_sums[k], length)
+        answer.append(Expectation(expected, impl, accumulation))
+    return tuple(answer)

@@ -32,14 +32,14 @@ def span(start: int, length: int, step: int, size: int) -> tuple[np.ndarray, np.
     return positions[inside], taps[inside]
 
 
-def _moved(oracle: str, inputs, attrs, index) -> Feeding:
+def _moved(oracle: str, inputs, attrs, index, output: int = 0) -> Feeding:
     """The one input element copied to ``out[index]``: every input element is numbered (as a
     float64, exact below 2**53) and the numbers are sent through the oracle itself."""
     sizes = [x.size for x in inputs]
     offsets = np.cumsum([0, *sizes])
     labels = [np.arange(offset, offset + x.size, dtype=np.float64).reshape(x.shape)
               for offset, x in zip(offsets, inputs)]
-    (moved,) = evaluate(oracle, labels, attrs)
+    moved = evaluate(oracle, labels, attrs)[output]
     label = int(moved[tuple(index)])
     source = int(np.searchsorted(offsets, label, side="right")) - 1
     return [x.ravel()[label - offsets[k]:label - offsets[k] + 1] if k == source else None
@@ -47,18 +47,19 @@ def _moved(oracle: str, inputs, attrs, index) -> Feeding:
 
 
 def feeding_elements(op: str, inputs: Sequence[np.ndarray], attrs: dict,
-                     index: Sequence[int]) -> Feeding:
+                     index: Sequence[int], output: int = 0) -> Feeding:
     """Per input, the elements the standard combines into output element ``index`` of op
     ``op`` (row-major, padding left out), or ``None`` for an input that takes no part. Not for
     element-aligned ops, whose inputs are read at ``index`` itself (the judge does so for every
-    record).
+    record). ``output`` is the output's number (an op's own rule gives the same elements for
+    each of its outputs).
 
     >>> feeding_elements("reduce_sum", [np.arange(6.0).reshape(2, 3)], {"dimensions": [1]}, [1])
     [array([3., 4., 5.])]
     """
     rule = definition(op).feeding
     if rule == "moved":
-        return _moved(op, inputs, attrs, index)
+        return _moved(op, inputs, attrs, index, output)
     if not callable(rule):
         raise KeyError(f"op {op!r} is element-aligned: its inputs are read at the output's index")
     return rule(inputs, attrs, index)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conform.ops import OpDefinition, UnknownOp, definition, package_spec_dirs
+from conform.ops._optional import present
 from conform.spec._cache import cached_loads
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
@@ -62,6 +63,16 @@ class OpSpec:
         return tuple(_input_name(entry) for entry in self.signature["inputs"])
 
     @property
+    def optional_inputs(self) -> tuple[str, ...]:
+        """The inputs a case may leave out (``optional: true``)."""
+        return tuple(_input_name(e) for e in self.signature["inputs"] if _flag(e, "optional"))
+
+    def present_inputs(self, attrs: dict) -> tuple[str, ...]:
+        """The names of the inputs a case with ``attrs`` holds, in order (its ``inputs``): all
+        of them but those its ``absent_inputs`` attribute names."""
+        return present(self.inputs, attrs)
+
+    @property
     def elementwise(self) -> bool:
         """Whether the op is element-wise as the generic drawer draws it: no draw hook, every
         input of the case's dtype and element-aligned with the output, only fixed attributes.
@@ -76,8 +87,11 @@ class OpSpec:
         signature = self.signature
         definition = self.definition
         described = {
-            "inputs": [{"name": n, "type": t} for n, t in zip(self.inputs, self.input_types)],
-            "outputs": [{"name": "out", "type": "bool" if self.output_dtype == "bool" else "T"}],
+            "inputs": [{"name": _input_name(e), "type": t,
+                        **{k: True for k in ("optional", "scalar") if _flag(e, k)}}
+                       for e, t in zip(signature["inputs"], self.input_types)],
+            "outputs": [{"name": n, "type": "bool" if t == "T" and self.output_dtype == "bool" else t}
+                        for n, t in zip(self.outputs, self.output_types)],
             "shapes": signature.get("shapes", "equal") if definition.draw is None else "drawn by the op",
             "attrs": signature.get("attrs", {}),
             "drawn_by": "generic" if definition.draw is None else
@@ -89,19 +103,41 @@ class OpSpec:
         return described
 
     @property
+    def outputs(self) -> tuple[str, ...]:
+        """The op's output names, in the order the oracle and every backend return them (one
+        output named ``out`` when the signature declares none)."""
+        return tuple(_input_name(entry) for entry in self.signature.get("outputs", ("out",)))
+
+    @property
+    def output_types(self) -> tuple[str, ...]:
+        """Per output, its type: ``T`` (the case's out dtype) or a fixed dtype such as ``int64``."""
+        return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
+                     for entry in self.signature.get("outputs", ("out",)))
+
+    def out_dtypes(self, case) -> tuple[str, ...]:
+        """The dtype of each of ``case``'s outputs."""
+        return tuple(case.out_dtype if kind == "T" else kind for kind in self.output_types)
+
+    @property
     def input_types(self) -> tuple[str, ...]:
         """Per input, its type: ``T`` (the case's dtype) or a fixed dtype such as ``bool``."""
         return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
                      for entry in self.signature["inputs"])
 
-    def model_for(self, dtype: str) -> dict:
-        """The error model for ``dtype``: the dtype's own entry, else its class (float/int/bool).
+    def model_for(self, dtype: str, output: int = 0) -> dict:
+        """The error model for ``dtype`` in output number ``output``: the output's own
+        ``error_model`` if it declares one, else the spec's; in it, the dtype's own entry, else
+        its class (float/int/bool).
 
         >>> spec.model_for("float32")   # doctest: +SKIP
         {'ulp': 0.5, 'why': '...'}
         """
         cls = dtype_class(dtype)
-        model = self.error_model.get(dtype) or self.error_model.get(cls)
+        models = self.error_model
+        if output:
+            declared = self.signature["outputs"][output]
+            models = declared.get("error_model", models) if isinstance(declared, dict) else models
+        model = models.get(dtype) or models.get(cls)
         if model is None:
             if cls == "float":
                 raise SpecError(self.path, None, "error_model",
@@ -116,12 +152,18 @@ _EXACT_BY_DEFAULT = {"exact": True, "why": "integer and boolean results are exac
 
 def _elementwise(definition: OpDefinition, signature: dict) -> bool:
     return (definition.draw is None and definition.feeding == "aligned"
-            and all(isinstance(e, str) or e.get("type", "T") == "T" for e in signature["inputs"])
+            and all(isinstance(e, str) or (e.get("type", "T") == "T" and not e.get("scalar"))
+                    for e in signature["inputs"])
             and not any(isinstance(v, dict) for v in signature.get("attrs", {}).values()))
 
 
 def _input_name(entry) -> str:
     return entry if isinstance(entry, str) else entry["name"]
+
+
+def _flag(entry, key: str) -> bool:
+    """Whether the signature input ``entry`` says ``key: true`` (``optional``, ``scalar``)."""
+    return not isinstance(entry, str) and bool(entry.get(key))
 
 
 def dtype_class(dtype: str) -> str:
@@ -173,29 +215,56 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
         found = definition(data["op"])
     except UnknownOp as exc:
         raise SpecError(path, _line_of(root, ["op"]), "op", str(exc)) from None
-    for key in sorted(set(data["signature"]) - {"inputs"} - found.honours):
+    for key in sorted(set(data["signature"]) - {"inputs", "outputs"} - found.honours):
         raise SpecError(path, _line_of(root, ["signature", key]), f"signature.{key}",
                         f"{key}={data['signature'][key]!r} would be ignored: the drawer of op "
                         f"{data['op']} ({found.module}) does not read it")
     _check_attribute_domains(data, root, path)
+    _check_input_flags(data, root, path, found)
     from conform.ops.regions import REGIONS
 
+    names = _check_outputs(data, root, path)
     for i, entry in enumerate(data.get("implementation_defined", [])):
         if entry["region"] not in REGIONS:
             raise SpecError(path, _line_of(root, ["implementation_defined", i, "region"]),
                             f"implementation_defined.{i}.region",
                             f"region={entry['region']!r} is unknown; available: {sorted(REGIONS)}")
-    outputs = ["bool"] if data.get("output_dtype") == "bool" else data["dtypes"]
-    if any(dtype_class(d) == "float" for d in outputs):
-        if not any(k == "float" or k in FLOAT_DTYPES for k in data["error_model"]):
-            raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
-                            "float dtypes are listed but no float error model is given")
+        for k, name in enumerate(entry.get("outputs", ())):
+            if name not in names:
+                raise SpecError(path, _line_of(root, ["implementation_defined", i, "outputs", k]),
+                                f"implementation_defined.{i}.outputs.{k}",
+                                f"{name!r} names no output (outputs: {list(names)})")
     for i, entry in enumerate(data.get("edge_cases", [])):
         unknown = set(entry) - {_input_name(e) for e in data["signature"]["inputs"]}
         if unknown or not _elementwise(found, data["signature"]):
             raise SpecError(path, _line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
                             f"inputs={sorted(entry)} must name inputs of an element-wise op "
                             f"({data['signature']['inputs']})")
+
+
+def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
+    """Output names are distinct, and every output that can be a float has a float error model
+    (its own, or the spec's). Returns the output names."""
+    declared = data["signature"].get("outputs", ["out"])
+    names = [_input_name(e) for e in declared]
+    for k, entry in enumerate(declared):
+        where = ["signature", "outputs", k] if "outputs" in data["signature"] else ["error_model"]
+        if names.index(names[k]) != k:
+            raise SpecError(path, _line_of(root, where), f"signature.outputs.{k}",
+                            f"output name {names[k]!r} is given twice")
+        kind = "T" if isinstance(entry, str) else entry.get("type", "T")
+        dtypes = [kind] if kind != "T" else ["bool"] if data.get("output_dtype") == "bool" \
+            else data["dtypes"]
+        own = isinstance(entry, dict) and "error_model" in entry
+        models = entry["error_model"] if own else data["error_model"]
+        if any(dtype_class(d) == "float" for d in dtypes) \
+                and not any(key == "float" or key in FLOAT_DTYPES for key in models):
+            field_path = f"signature.outputs.{k}.error_model" if own else "error_model"
+            raise SpecError(path, _line_of(root, where + (["error_model"] if own else [])),
+                            field_path, f"output {names[k]!r} can be a float but no float error "
+                                        "model is given" if len(names) > 1 else
+                            "float dtypes are listed but no float error model is given")
+    return names
 
 
 def _check_attribute_domains(data: dict, root: yaml.Node, path: Path) -> None:
@@ -214,6 +283,48 @@ def _check_attribute_domains(data: dict, root: yaml.Node, path: Path) -> None:
             if key != "permutation_of" and signature.get("min_rank", 0) < 1:
                 raise SpecError(path, *where, f"{key} draws an axis, which a 0-d input lacks: "
                                               "set signature.min_rank >= 1")
+
+
+def _check_input_flags(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:
+    """``optional`` and ``scalar`` inputs: only where the op's drawer reads the flag; the first
+    input is never optional; an optional input is named by no edge case and no attribute
+    domain (it may be absent), and only ops whose lowering in every bound format is their op
+    module's own (a format's default lowering passes every input) have one."""
+    inputs = data["signature"]["inputs"]
+    names = {_input_name(e) for e in inputs if _flag(e, "optional")}
+    for i, entry in enumerate(inputs):
+        for key in ("optional", "scalar"):
+            if _flag(entry, key) and key not in found.honours:
+                raise SpecError(path, _line_of(root, ["signature", "inputs", i, key]),
+                                f"signature.inputs.{i}.{key}",
+                                f"{key}: true would be ignored: the drawer of op {data['op']} "
+                                f"({found.module}) does not read it")
+    if not names:
+        return
+
+    def where(*at):
+        return _line_of(root, list(at)), ".".join(map(str, at))
+
+    if _flag(inputs[0], "optional"):
+        raise SpecError(path, *where("signature", "inputs", 0, "optional"),
+                        "the first input cannot be optional: a case holds at least one input")
+    for i, entry in enumerate(data.get("edge_cases", [])):
+        if names & set(entry):
+            raise SpecError(path, *where("edge_cases", i), f"names the optional input(s) "
+                            f"{sorted(names & set(entry))}, which a case may leave out")
+    for attr, domain in data["signature"].get("attrs", {}).items():
+        named = [domain.get(k) for k in ("axis_of", "axes_of", "permutation_of")
+                 ] if isinstance(domain, dict) else []
+        if names & set(named):
+            raise SpecError(path, *where("signature", "attrs", attr), f"draws from the shape "
+                            f"of an optional input ({sorted(names & set(named))}), which a case "
+                            "may leave out")
+    hooks = {"xla": found.lax, "onnx": found.onnx, "nnef": found.nnef}
+    for fmt in data["bindings"]:
+        if fmt in hooks and fmt != "onnx" and hooks[fmt] is None:
+            raise SpecError(path, *where("bindings", fmt), f"a {fmt} binding of an op with "
+                            f"optional inputs needs the op module's own {fmt} lowering: the "
+                            "default one passes every input")
 
 
 def _read_mapping(path: Path, what: str, error: type[SpecError] = SpecError):

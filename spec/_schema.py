@@ -44,6 +44,12 @@ _error_model = {
     },
 }
 
+_error_models = {   # per dtype (or dtype class) the model judging it
+    "type": "object",
+    "minProperties": 1,
+    "propertyNames": {"enum": ["float", "int", "bool"] + DTYPES},
+    "additionalProperties": _error_model,
+}
 _input_name = {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}
 _attribute_domain = {"oneOf": [
     {"type": ["number", "boolean", "string"]},
@@ -101,11 +107,18 @@ SCHEMA = {
                     {"type": "string"},
                     {"type": "object", "additionalProperties": False, "required": ["name"],
                      "properties": {"name": {"type": "string"},
-                                    "type": {"enum": ["T"] + DTYPES}}}]}},
+                                    "type": {"enum": ["T"] + DTYPES},
+                                    "optional": {"type": "boolean"},
+                                    "scalar": {"type": "boolean"}}}]}},
                 "min_rank": {"type": "integer", "minimum": 0},
                 "max_rank": {"type": "integer", "minimum": 0, "maximum": 6},
-                "shapes": {"enum": ["equal", "onnx_broadcast", "nnef_broadcast"]},
+                "shapes": {"enum": ["equal", "onnx_broadcast", "nnef_broadcast", "xla_broadcast"]},
                 "attrs": {"type": "object", "additionalProperties": _attribute_domain},
+                "outputs": {"type": "array", "minItems": 1, "items": {"oneOf": [
+                    _input_name,
+                    {"type": "object", "additionalProperties": False, "required": ["name"],
+                     "properties": {"name": _input_name, "type": {"enum": ["T"] + DTYPES},
+                                    "error_model": _error_models}}]}},
             },
         },
         "dtypes": {"type": "array", "items": {"enum": DTYPES}, "minItems": 1, "uniqueItems": True},
@@ -121,17 +134,13 @@ SCHEMA = {
             "type": "array",
             "items": {"type": "object", "minProperties": 1, "additionalProperties": _edge_value},
         },
-        "error_model": {
-            "type": "object",
-            "minProperties": 1,
-            "propertyNames": {"enum": ["float", "int", "bool"] + DTYPES},
-            "additionalProperties": _error_model,
-        },
+        "error_model": _error_models,
         "implementation_defined": {
             "type": "array",
             "items": {
                 "type": "object", "additionalProperties": False, "required": ["region", "why"],
-                "properties": {"region": {"type": "string"}, "why": {"type": "string"}},
+                "properties": {"region": {"type": "string"}, "why": {"type": "string"},
+                               "outputs": {"type": "array", "items": _input_name, "minItems": 1}},
             },
         },
         "bindings": {

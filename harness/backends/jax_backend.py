@@ -115,8 +115,9 @@ class JaxBackend(Backend):
     def _builder(self, spec, lax_name: str, attrs: dict):
         lax = self._jax.lax
         lower = spec.definition.lax
-        if lower is not None:
-            return lower(lax, attrs)
+        if lower is not None:   # a hook taking ``bound`` gets the binding's lax function
+            extra = {"bound": getattr(lax, lax_name)} if spec.definition.lax_takes_bound else {}
+            return lower(lax, attrs, **extra)
         fn = getattr(lax, lax_name, None)
         if fn is None:
             raise Unsupported(f"jax.lax has no function {lax_name!r}")

@@ -2,7 +2,7 @@
 
 A document is NNEF 1.0 text in the flat syntax (NNEF 1.0, chapter 3): every runtime input is an
 ``external`` tensor, fed by the executor at run time (never a folded constant), and one invocation
-of the bound operation computes ``out0``. An op's ``nnef`` lowering (in its op module) maps
+of the bound operation computes ``out0`` (and ``out1``, ... for an op with several outputs). An op's ``nnef`` lowering (in its op module) maps
 conform's attributes onto the NNEF operation's attributes and raises :class:`Unsupported` where
 NNEF cannot express the case.
 
@@ -97,7 +97,8 @@ def build_document(spec, case) -> Document:
     bound = binding(spec, "nnef")
     op = bound["op"]
     types = [_nnef_type(d) for d in case.input_dtypes]
-    _nnef_type(case.out_dtype)
+    for dtype in spec.out_dtypes(case):
+        _nnef_type(dtype)
     lower = spec.definition.nnef
     call = (Invocation([f"in{i}" for i in range(len(case.inputs))]) if lower is None
             else lower(case, Invocation))
@@ -107,9 +108,11 @@ def build_document(spec, case) -> Document:
     name = op if call.generic is None else f"{op}<{_nnef_type(call.generic)}>"
     lines = [f"    in{i} = external<{types[i]}>(shape = {literal(list(case.inputs[i].shape))});"
              for i in fed]
-    lines.append(f"    out0 = {name}({', '.join(arguments)});")
+    outputs = ", ".join(f"out{k}" for k in range(len(spec.outputs)))
+    results = outputs if len(spec.outputs) == 1 else f"( {outputs} )"
+    lines.append(f"    {results} = {name}({', '.join(arguments)});")
     names = ", ".join(f"in{i}" for i in fed)
-    text = (f"version 1.0;\n\ngraph conform_{spec.op}( {names} ) -> ( out0 )\n{{\n"
+    text = (f"version 1.0;\n\ngraph conform_{spec.op}( {names} ) -> ( {outputs} )\n{{\n"
             + "\n".join(lines) + "\n}\n")
     return Document(text, op, fed, call.output_shape)
 

@@ -42,4 +42,5 @@ class NumpyBackend(Backend):
             outputs = fn(*case.inputs, **attrs)
             if not isinstance(outputs, tuple):
                 outputs = (outputs,)
-            return [np.asarray(o).astype(np_dtype(case.out_dtype), copy=False) for o in outputs]
+            return [np.asarray(o).astype(np_dtype(dtype), copy=False)
+                    for o, dtype in zip(outputs, spec.out_dtypes(case))]

@@ -13,6 +13,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from conform.harness.backends.base import Unsupported, attrs_text, binding, onnx_opset as opset
+from conform.ops._optional import ABSENT, onnx_operands
 from conform.spec.dtypes import np_dtype
 
 IR_VERSION = 10
@@ -32,14 +33,16 @@ ONNX_TYPES = {
 class OnnxGraph:
     """What an op's ``onnx`` lowering builds its node(s) with.
 
-    ``inputs`` are the graph inputs' names (``in0``, ...); ``op_type`` and ``attributes`` are the
-    spec's binding; :meth:`const` adds an int64 initializer; :meth:`node` adds a node whose output
-    is the model's (``out0``) unless named otherwise.
+    ``inputs`` and ``outputs`` are the graph inputs' and outputs' names (``in0``, ..., and
+    ``out0``, ... in the spec's output order); ``op_type`` and ``attributes`` are the spec's
+    binding; :meth:`const` adds an int64 initializer; :meth:`node` adds a node whose outputs are
+    the model's unless named otherwise.
     """
 
-    def __init__(self, bound: dict, count: int):
+    def __init__(self, bound: dict, count: int, outputs: int = 1):
         self.op_type, self.attributes = bound["op_type"], bound.get("attributes", {})
         self.inputs = [f"in{i}" for i in range(count)]
+        self.outputs = [f"out{k}" for k in range(outputs)]
         self.nodes: list = []
         self.initializers: list = []
 
@@ -48,12 +51,16 @@ class OnnxGraph:
         self.initializers.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
         return name
 
-    def node(self, op_type: str, inputs: list, output: str = "out0", **attrs) -> str:
-        """Add a node; the binding's attributes apply to a node of its op_type. Returns the
-        node's output name."""
+    def node(self, op_type: str, inputs: list, output: str | list | None = None, **attrs):
+        """Add a node with output ``output`` (a name, or a list of names; default: the model's
+        outputs); the binding's attributes apply to a node of its op_type. Returns the output's
+        name (or the list of names)."""
         if op_type == self.op_type:
             attrs = {**self.attributes, **attrs}
-        self.nodes.append(helper.make_node(op_type, inputs, [output], **attrs))
+        if output is None:
+            output = self.outputs[0] if len(self.outputs) == 1 else self.outputs
+        names = output if isinstance(output, list) else [output]
+        self.nodes.append(helper.make_node(op_type, inputs, names, **attrs))
         return output
 
     @staticmethod
@@ -75,23 +82,28 @@ def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
     if not low <= version <= high:
         raise Unsupported(f"ONNX {bound['op_type']} is bound at opsets {low} to {high}, not at the "
                           f"opset of this run ({version}): the standard rules this case out")
-    refused = _types_the_schema_refuses(bound["op_type"], version, case.input_dtypes)
+    present = spec.present_inputs(case.attrs)   # formal positions of the case's inputs
+    positions = [spec.inputs.index(name) for name in present] if ABSENT in case.attrs else None
+    refused = _types_the_schema_refuses(bound["op_type"], version, case.input_dtypes, positions)
     if refused:
         raise Unsupported(f"ONNX {bound['op_type']} (opset {version}) does not allow "
                           f"{', '.join(refused)}: the standard rules this case out")
-    graph = OnnxGraph(bound, len(case.inputs))
+    graph = OnnxGraph(bound, len(case.inputs), len(spec.outputs))
     lower = spec.definition.onnx
-    if lower is None:
-        graph.node(graph.op_type, graph.inputs)
+    if lower is None:   # an absent optional input followed by a present one is ""
+        supplied = dict(zip(present, graph.inputs))
+        graph.node(graph.op_type, onnx_operands(supplied.get(name) for name in spec.inputs))
     else:
         lower(case, graph)
-    # Graph inputs and the output carry their rank with symbolic dimensions: the checker wants a
+    # Graph inputs and outputs carry their rank with symbolic dimensions: the checker wants a
     # shape on each, and one session then serves every case of the same ranks.
+    ranks = _output_ranks(spec, case) if shaped else [0] * len(graph.outputs)
     graph = helper.make_graph(
         graph.nodes, f"conform_{spec.op}",
         [_value_info(n, d, np.ndim(x), shaped)
          for n, d, x in zip(graph.inputs, case.input_dtypes, case.inputs)],
-        [_value_info("out0", case.out_dtype, shaped and _output_rank(spec, case), shaped)],
+        [_value_info(n, d, rank, shaped)
+         for n, d, rank in zip(graph.outputs, spec.out_dtypes(case), ranks)],
         initializer=graph.initializers)
     return helper.make_model(graph, ir_version=IR_VERSION,
                              opset_imports=[helper.make_opsetid("", version)],
@@ -115,11 +127,14 @@ def _schema_types(op_type: str, version: int) -> tuple:
     return tuple(constraints.get(formal.type_str) for formal in schema.inputs)
 
 
-def _types_the_schema_refuses(op_type: str, version: int, dtypes) -> list[str]:
+def _types_the_schema_refuses(op_type: str, version: int, dtypes, positions=None) -> list[str]:
+    """The ``dtypes`` the schema refuses, input k checked against formal input ``positions[k]``
+    (default k: a case without absent optional inputs)."""
     formals = _schema_types(op_type, version)
     refused = []
     for k, dtype in enumerate(dtypes):
-        allowed = formals[min(k, len(formals) - 1)] if formals else None
+        at = k if positions is None else positions[k]
+        allowed = formals[min(at, len(formals) - 1)] if formals else None
         if allowed is not None and dtype not in allowed and dtype not in refused:
             refused.append(dtype)
     return refused
@@ -130,14 +145,14 @@ def _value_info(name: str, dtype: str, rank: int, shaped: bool):
     return helper.make_tensor_value_info(name, ONNX_TYPES[dtype], shape)
 
 
-def _output_rank(spec, case) -> int:
-    """The rank of the oracle's answer (kept with the case, or computed)."""
+def _output_ranks(spec, case) -> list[int]:
+    """The ranks of the oracle's outputs (kept with the case, or computed)."""
     answer = case.expectation
     if answer is None:
         from conform.oracles.expectations import expect
 
         answer = expect(spec, case)
-    return np.ndim(answer.expected)
+    return [np.ndim(part.expected) for part in answer]
 
 
 def signature_key(spec, case) -> tuple:

@@ -63,7 +63,7 @@ class OnnxRuntimeBackend(Backend):
         model = model or Model("onnx", spec, case)
         session = self._sessions.get(model.key, lambda: self._new_session(model))
         feeds = dict(zip(model.input_names, model.inputs()))
-        if needs_ort_values((*case.input_dtypes, case.out_dtype)):
+        if needs_ort_values((*case.input_dtypes, *spec.out_dtypes(case))):
             # onnxruntime's session.run takes and gives no ml_dtypes arrays (bfloat16, float8,
             # int4): they cross as OrtValues typed by their ONNX element type instead
             feeds = {name: ort_value(self._ort, x) for name, x in feeds.items()}

@@ -157,7 +157,7 @@ def test_corpus_hash_changes_with_any_input_byte_and_with_order(specs):
     base = certify.corpus_sha256(cases)
     assert certify.corpus_sha256(generate_cases(specs["multiply"], "float32", count=3, seed=0)) == base
     flipped = dataclasses.replace(cases[1], inputs=[x.copy() for x in cases[1].inputs])
-    flipped.inputs[0].view(np.uint8).reshape(-1)[-1] ^= 1
+    flipped.inputs[0].reshape(-1).view(np.uint8)[-1] ^= 1   # (a 0-d input too)
     assert certify.corpus_sha256([cases[0], flipped, cases[2]]) != base
     assert certify.corpus_sha256([cases[1], cases[0], cases[2]]) != base
 
@@ -165,9 +165,9 @@ def test_corpus_hash_changes_with_any_input_byte_and_with_order(specs):
 def test_corpus_hash_covers_every_part_of_the_oracle_answers(specs):
     cases = generate_cases(specs["dot_general"], "float32", count=8, seed=0)
     base = certify.corpus_sha256(cases)
-    case = next(c for c in cases if c.expectation.accumulation
-                and np.isfinite(c.expectation.accumulation[0]).any())
-    answer = case.expectation
+    case = next(c for c in cases if c.expectation[0].accumulation
+                and np.isfinite(c.expectation[0].accumulation[0]).any())
+    (answer,) = case.expectation
     flipped = answer.expected.copy()
     flipped.view(np.uint8).reshape(-1)[0] ^= 1
     changed = [
@@ -178,6 +178,7 @@ def test_corpus_hash_covers_every_part_of_the_oracle_answers(specs):
         None,
     ]
     for poisoned in changed:
+        poisoned = poisoned and (poisoned,)
         swapped = [dataclasses.replace(c, expectation=poisoned) if c is case else c for c in cases]
         assert certify.corpus_sha256(swapped) != base, poisoned
     assert certify.corpus_sha256(cases) == base

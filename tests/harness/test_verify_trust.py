@@ -167,7 +167,7 @@ def test_a_poisoned_oracle_answer_in_the_cache_fails_verification(tmp_path, spec
     slice_path = corpus_path(specs["multiply"], "float32", count=profile.max_examples,
                              seed=profile.seed)
     cases = read(slice_path)
-    cases[1].expectation.expected[...] += 1.0   # poisoned, and its digest rewritten to match
+    cases[1].expectation[0].expected[...] += 1.0   # poisoned, and its digest rewritten to match
     write(slice_path, cases)
     # certified on the poisoned cache: the backend's right answer now looks like a failure
     poisoned = tmp_path / "poisoned"

@@ -78,6 +78,15 @@ BAD_SPECS = [
     (("op: add", "op: sub"), 1, "op", "does not match the file name"),
     (("bindings:\n", "bindings:\n  tflite: {op: ADD}\n"), 15, "bindings.tflite",
      "Additional properties are not allowed ('tflite' was unexpected)"),
+    # named outputs
+    (("signature: {inputs: [lhs, rhs]}", "signature: {inputs: [lhs, rhs], outputs: [sum, sum]}"),
+     6, "signature.outputs.1", "output name 'sum' is given twice"),
+    (("signature: {inputs: [lhs, rhs]}",
+      "signature: {inputs: [lhs, rhs], outputs: [sum, {name: carry, type: float32, error_model: "
+      "{int: {exact: true, why: integers are exact}}}]}"),
+     6, "signature.outputs.1.error_model", "output 'carry' can be a float but no float error model"),
+    (("  - {region: int_overflow,", "  - {region: int_overflow, outputs: [carry],"), 13,
+     "implementation_defined.0.outputs.0", "'carry' names no output (outputs: ['out'])"),
 ]
 
 

@@ -1,0 +1,34 @@
+"""onnxruntime with an injected top-k bug, named by import path in the multi-output tests: of
+equal values it returns the higher index first (as an unstable sort may), values untouched."""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+
+
+def _later_index_first(values: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """``indices`` with each run of equal values (along the last axis) in reverse order."""
+    rows_v, rows_i = values.reshape(-1, values.shape[-1]), indices.reshape(-1, values.shape[-1]).copy()
+    for row_v, row_i in zip(rows_v, rows_i):
+        start = 0
+        for end in range(1, len(row_v) + 1):
+            if end == len(row_v) or row_v[end] != row_v[start]:
+                row_i[start:end] = row_i[start:end][::-1]
+                start = end
+    return rows_i.reshape(indices.shape)
+
+
+class TieBreakingBackend(OnnxRuntimeBackend):
+    name = "tie-breaking"
+
+    def prepare(self, *, spec, case, model=None):
+        compute = super().prepare(spec=spec, case=case, model=model)
+        if spec.op != "onnx_top_k" or case.attrs["axis"] % case.inputs[0].ndim != case.inputs[0].ndim - 1:
+            return compute
+
+        def buggy():
+            values, indices = compute()
+            return [values, _later_index_first(values, indices)]
+
+        return buggy
