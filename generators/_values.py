@@ -1,15 +1,19 @@
 """Fill input arrays from a value plan with NumPy (fast, seeded): Hypothesis only picks the plan.
 
-Plans: ``normal`` (the spec's value range), ``wide`` (log-uniform over the whole dtype, subnormals
-included), ``edge`` (normal values with edge values at random positions), ``special`` (edge values
-only).
+Plans: ``normal`` (the spec's value range, within the dtype's), ``wide`` (log-uniform over the
+whole dtype, subnormals included; for 8-bit floats, uniform over all 256 encodings, so every
+value is reachable), ``edge`` (normal values with edge values at random positions), ``special``
+(edge values only).
+
+Edge values a dtype does not have (``inf`` in float8_e4m3fn, ``-zero`` in a fnuz format) are
+left out of its draws.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from conform.spec import dtype_class
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype, resolve_edge_value
+from conform.spec.dtypes import FLOAT_FORMATS, AbsentValue, int_info, np_dtype, resolve_edge_value
 
 PLANS = {"float": ("normal", "wide", "edge", "special"), "int": ("normal", "wide", "edge"),
          "bool": ("normal",)}
@@ -26,8 +30,11 @@ def value_range(spec, input_name: str, dtype: str) -> tuple[float, float]:
     override = spec.input_values.get(input_name, {}).get(cls)
     low, high = override or spec.values.get(cls) or DEFAULT_RANGES[cls]
     if cls == "int":
-        info = np.iinfo(np_dtype(dtype))
+        info = int_info(dtype)
         low, high = max(low, int(info.min)), min(high, int(info.max))
+    elif cls == "float":   # e.g. [-1000, 1000] in float8_e4m3fn (largest finite value 448)
+        top = FLOAT_FORMATS[dtype].max_finite
+        low, high = max(low, -top), min(high, top)
     return low, high
 
 
@@ -37,9 +44,12 @@ def edge_values(spec, dtype: str) -> np.ndarray:
     names = spec.edge_values.get(cls, DEFAULT_EDGES.get(cls, []))
     values = []
     for name in names:
-        value = resolve_edge_value(name, dtype)
+        try:
+            value = resolve_edge_value(name, dtype)
+        except AbsentValue:
+            continue
         if cls == "int":
-            info = np.iinfo(np_dtype(dtype))
+            info = int_info(dtype)
             if not info.min <= value <= info.max:
                 continue
         values.append(value)
@@ -59,10 +69,13 @@ def _normal(rng, shape, dtype, low, high):
 def _wide(rng, shape, dtype):
     cls = dtype_class(dtype)
     if cls == "int":
-        info = np.iinfo(np_dtype(dtype))
+        info = int_info(dtype)
         raw = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=np.int64)
         return raw >> rng.integers(0, info.bits, size=shape)  # log-uniform magnitudes
     fmt = FLOAT_FORMATS[dtype]
+    if fmt.bits == 8:   # every encoding, NaNs and zeros too, decoded exactly
+        patterns = rng.integers(0, 256, size=shape, dtype=np.uint16).astype(np.uint8)
+        return patterns.view(np_dtype(dtype)).astype(np.float64)
     exponent = rng.uniform(fmt.emin - fmt.precision + 1, fmt.emax + 1, size=shape)
     return np.exp2(exponent) * rng.choice([-1.0, 1.0], size=shape)
 

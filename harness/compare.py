@@ -8,7 +8,15 @@ error is computed:
 * an infinite actual for a finite reference is measured as if it were ``2**(emax+1)`` (the value
   IEEE 754 rounding treats as the overflow threshold), so overflow passes only where the bound
   reaches past the largest finite value; a reference at or beyond ``2**(emax+1)`` accepts it;
-* signed zeros: under ``signed_zero: strict`` a zero of the wrong sign fails.
+* signed zeros: under ``signed_zero: strict`` a zero of the wrong sign fails (in a format
+  without -0, the fnuz float8 formats, every zero is +0: the sign of a reference zero is moot);
+* formats without infinities (float8 e4m3fn, e4m3fnuz, e5m2fnuz): a correctly rounded result
+  beyond the largest finite value is NaN (non-saturating rounding, OCP OFP8 §5; ONNX Cast with
+  saturate=0), so a NaN actual for a finite reference is measured as if it were the value after
+  the largest finite one (``FloatFormat.beyond_max``), as an infinity is in IEEE formats; a
+  reference at or beyond it, or infinite, accepts NaN;
+* ``saturate: true`` in a model (an op that saturates): the reference is clamped to
+  ``±max_finite`` (infinities too) before it is judged.
 
 Models (``error_model`` entries in a spec):
 
@@ -29,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+from conform.spec.dtypes import FLOAT_FORMATS, np_dtype, round_to_format
 
 
 @dataclass
@@ -98,25 +106,27 @@ def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     return np.ldexp(1.0, np.maximum(exponent, fmt.emin) - fmt.precision + 1)
 
 
-def round_to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
-    """``values`` rounded once, to nearest even, into ``dtype``.
+#: Formats NumPy itself rounds into, once and correctly (float64 -> float16/float32 casts)
+_NUMPY_ROUNDED = ("float16", "float32", "float64")
 
-    NumPy's float64 -> float16/float32 casts round once; ml_dtypes' float64 -> bfloat16 goes
-    through float32 and can round twice, so bfloat16 is rounded here explicitly.
+
+def round_to_dtype(values: np.ndarray, dtype: str, *, saturate: bool = False) -> np.ndarray:
+    """``values`` rounded once, to nearest even, into ``dtype``; on overflow, the format's
+    :attr:`~conform.spec.dtypes.FloatFormat.overflow_value` (inf, or NaN in a format without
+    infinities), or ``±max_finite`` under ``saturate``.
+
+    NumPy's float64 -> float16/float32 casts round once; ml_dtypes' float64 -> bfloat16 (and
+    -> float8) goes through float32 and can round twice, so those are rounded here explicitly
+    (:func:`~conform.spec.dtypes.round_to_format`).
 
     >>> float(round_to_dtype(np.array(1.0 + 2.0 ** -8 + 2.0 ** -30), "bfloat16")[()])
     1.0078125
     """
-    if dtype != "bfloat16":
+    fmt = FLOAT_FORMATS.get(dtype)
+    if fmt is None or (dtype in _NUMPY_ROUNDED and not saturate):
         return np.asarray(values).astype(np_dtype(dtype))
-    fmt = FLOAT_FORMATS[dtype]
-    x = np.asarray(values, np.float64)
-    with np.errstate(all="ignore"):
-        exponent = np.where(np.isfinite(x) & (x != 0), np.floor(np.log2(np.abs(x))), fmt.emin)
-        quantum = np.exp2(np.maximum(exponent, fmt.emin) - fmt.precision + 1)
-        rounded = np.where(np.isfinite(x), np.rint(x / quantum) * quantum, x)
-        rounded = np.where(np.abs(rounded) > fmt.max_finite, np.copysign(np.inf, x), rounded)
-    return rounded.astype(np_dtype(dtype))  # exactly representable now: no second rounding
+    # exactly representable now: the cast does not round a second time
+    return round_to_format(values, fmt, saturate=saturate).astype(np_dtype(dtype))
 
 
 def accumulator_roundoff(out_dtype: str, params: dict) -> float:
@@ -127,11 +137,11 @@ def accumulator_roundoff(out_dtype: str, params: dict) -> float:
     return min(u, FLOAT_FORMATS[wider].unit_roundoff) if wider else u
 
 
-def _exact(actual, expected, out_dtype, strict_zero):
+def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
     """Per element: does ``actual`` differ from the reference rounded once to ``out_dtype``?"""
     with np.errstate(all="ignore"):
-        want = round_to_dtype(expected, out_dtype)
-    if want.dtype.kind != "f" and np_dtype(out_dtype) != np.dtype("bfloat16"):
+        want = round_to_dtype(expected, out_dtype, saturate=saturate)
+    if out_dtype not in FLOAT_FORMATS:
         return actual != want
     a, w = actual.astype(np.float64), want.astype(np.float64)
     bad = ~((a == w) | (np.isnan(a) & np.isnan(w)))
@@ -144,11 +154,17 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation):
     fmt = FLOAT_FORMATS[out_dtype]
     a = actual.astype(np.float64)
     e = expected.astype(np.float64)
-    with np.errstate(over="ignore"):
-        overflow_value = np.ldexp(1.0, fmt.emax + 1)  # inf for float64: no finite stand-in
-    a_measured = np.where(np.isinf(a), np.copysign(overflow_value, a), a)
-    special_bad = (np.isnan(e) != np.isnan(a)) | (np.isinf(e) & (a != e))
-    beyond = np.isinf(a) & np.isfinite(e) & (np.abs(e) >= overflow_value) & (np.sign(a) == np.sign(e))
+    if model.get("saturate"):
+        e = np.where(np.isnan(e), e, np.clip(e, -fmt.max_finite, fmt.max_finite))
+    if fmt.has_inf or model.get("saturate"):
+        with np.errstate(over="ignore"):
+            overflow_value = np.ldexp(1.0, fmt.emax + 1)  # inf for float64: no finite stand-in
+        a_measured = np.where(np.isinf(a), np.copysign(overflow_value, a), a)
+        special_bad = (np.isnan(e) != np.isnan(a)) | (np.isinf(e) & (a != e))
+        beyond = np.isinf(a) & np.isfinite(e) & (np.abs(e) >= overflow_value) & (np.sign(a) == np.sign(e))
+    else:   # overflow gives NaN: a NaN actual stands for the value after max_finite
+        a_measured, special_bad, beyond = _nan_overflow(a, e, fmt)
+        a = a_measured
     diff = np.where(np.isfinite(e) & ~np.isnan(a) & ~beyond, np.abs(a_measured - e), 0.0)
     ulp = ulp_of(np.where(np.isfinite(e), e, 0.0), out_dtype)
     if "ulp" in model:
@@ -166,6 +182,17 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation):
         bound_abs = gamma * np.where(np.isfinite(magnitude_sum), magnitude_sum, 0.0) \
             + model["accumulation"].get("final_ulp", 0.5) * ulp
     return diff / ulp, bound_abs / ulp, special_bad
+
+
+def _nan_overflow(a, e, fmt):
+    """:func:`_numeric_error`'s ``(a_measured, special_bad, beyond)`` for a format whose
+    overflow is NaN: a NaN or infinite reference wants NaN; a NaN actual for a finite
+    reference is measured as ``beyond_max`` with the reference's sign (so it passes only where
+    the bound reaches past ``max_finite``), and passes outright at or past it."""
+    overflowed = np.isnan(a) & np.isfinite(e)
+    special_bad = ~np.isfinite(e) & ~np.isnan(a)
+    beyond = overflowed & (np.abs(e) >= fmt.beyond_max)
+    return np.where(overflowed, np.copysign(fmt.beyond_max, e), a), special_bad, beyond
 
 
 def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: dict,
@@ -249,8 +276,9 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
     with np.errstate(all="ignore"):
         quick = np.zeros(len(group), bool)
         if model.get("exact"):  # the common case: every element matches, no per-element figures
-            strict_zero = model.get("signed_zero", "strict") == "strict"
-            quick = ~np.logical_or.reduceat(_exact(actual, expected, out_dtype, strict_zero),
+            quick = ~np.logical_or.reduceat(_exact(actual, expected, out_dtype,
+                                                   _strict_zero(model, out_dtype),
+                                                   model.get("saturate", False)),
                                             offsets) & ~impl_any
             if quick.all():
                 return [_all_matched(name, unit, n) for n in sizes.tolist()]
@@ -357,13 +385,20 @@ def _first_maximum(values, offsets, sizes, segment) -> np.ndarray:
     return first
 
 
+def _strict_zero(model: dict, out_dtype: str) -> bool:
+    """Whether a zero of the wrong sign fails: under ``signed_zero: strict``, in a format that
+    has -0 (in one without, the fnuz float8 formats, -0 is +0: there is no other zero)."""
+    fmt = FLOAT_FORMATS.get(out_dtype)
+    return model.get("signed_zero", "strict") == "strict" and (fmt is None or fmt.has_negative_zero)
+
+
 def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out,
                      flushed_reference=False):
     """Per element: error, bound, special-value failure and error / bound (inf for failures).
     ``flushed_reference``: ``expected`` was computed from inputs with subnormals read as zeros."""
-    strict_zero = model.get("signed_zero", "strict") == "strict"
+    strict_zero = _strict_zero(model, out_dtype)
     if model.get("exact"):
-        bad = _exact(actual, expected, out_dtype, strict_zero)
+        bad = _exact(actual, expected, out_dtype, strict_zero, model.get("saturate", False))
         if flush_out and flushed_reference:
             # an exact result is a copy of an input element (a selection, a move): where the
             # backend read a subnormal input as zero, the copy it returns keeps its bits

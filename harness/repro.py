@@ -2,10 +2,11 @@
 
 The case is regenerated from the run's seed and ``max_examples`` (summary.json) and checked against
 the recorded shapes, attributes and fill seed; its inputs and the float64 reference go to
-``inputs.npz`` (bfloat16 arrays as their uint16 bits), the backend's model file beside them, and
-``repro.py`` runs the backend on them and prints actual against expected. The script exits 1 when
-the recorded failure reproduces (the same actual value at the recorded worst element, the same
-raised error), 0 when it does not, 3 when the backend is not installed; a crash kills it.
+``inputs.npz`` (bfloat16, float8 and int4 arrays as their bits), the backend's model file beside
+them, and ``repro.py`` runs the backend on them and prints actual against expected. The script
+exits 1 when the recorded failure reproduces (the same actual value at the recorded worst
+element, the same raised error), 0 when it does not, 3 when the backend is not installed; a
+crash kills it.
 """
 from __future__ import annotations
 
@@ -63,9 +64,17 @@ def regenerate(spec, summary: dict, record: dict):
     return case
 
 
+#: dtypes NumPy has not: inputs.npz holds their bits, the script views them with ml_dtypes
+ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+             "int4", "uint4")
+
+
 def _stored(array: np.ndarray) -> np.ndarray:
-    """An array as inputs.npz holds it: bfloat16 as its uint16 bits (plain NumPy can load it)."""
-    return array.view(np.uint16) if array.dtype.name == "bfloat16" else array
+    """An array as inputs.npz holds it: ml_dtypes' types (bfloat16, float8, int4) as their bits
+    (uint16, uint8: plain NumPy can load them)."""
+    if array.dtype.name in ML_DTYPES:
+        return array.view(np.uint16 if array.dtype.itemsize == 2 else np.uint8)
+    return array
 
 
 def _figure(value):
@@ -88,7 +97,7 @@ SCRIPT = string.Template('''\
 #!/usr/bin/env python3
 """Reproduce conform case $case_id on $backend_version.
 
-Needs: numpy and $requirement (pip install numpy $requirement$bfloat16_note).
+Needs: numpy and $requirement (pip install numpy $requirement$ml_dtypes_note).
 Exit status: 1 = the recorded $verdict reproduces, 0 = it does not, 3 = $requirement missing.
 """
 import sys
@@ -107,10 +116,10 @@ RECORDED = $recorded
 
 
 def dtype(name):
-    """The NumPy dtype of a conform dtype name (bfloat16 comes from ml_dtypes)."""
-    if name == "bfloat16":
+    """The NumPy dtype of a conform dtype name (bfloat16, float8 and int4 come from ml_dtypes)."""
+    if name in $ml_dtypes:
         import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(name)
 
 
@@ -207,11 +216,12 @@ def render_script(record: dict, summary: dict, spec, case, backend_source: str,
     """The text of repro.py for ``case`` of op ``spec`` (see :data:`SCRIPT`)."""
     claim = _claim(record)
     output = checked_output(spec, record)
-    uses_bfloat16 = "bfloat16" in (*case.input_dtypes, case.out_dtype)
+    uses_ml_dtypes = any(d in ML_DTYPES for d in (*case.input_dtypes, *spec.out_dtypes(case)))
     return SCRIPT.substitute(
         case_id=record["id"], case_id_literal=repr(record["id"]), verdict=claim["verdict"],
         backend_version=summary.get("backend_version", summary["backend"]), requirement=requirement,
-        bfloat16_note=" ml_dtypes" if uses_bfloat16 else "", input_dtypes=repr(list(case.input_dtypes)),
+        ml_dtypes_note=" ml_dtypes" if uses_ml_dtypes else "", ml_dtypes=repr(ML_DTYPES),
+        input_dtypes=repr(list(case.input_dtypes)),
         output=output, output_name=spec.outputs[output],
         out_dtype=repr(spec.out_dtypes(case)[output]), attrs=repr(case.attrs),
         recorded=pprint.pformat(claim, width=100, sort_dicts=False),

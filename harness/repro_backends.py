@@ -101,11 +101,19 @@ def render_onnxruntime(spec, case) -> tuple[str, str, dict]:
                 session = ort.InferenceSession(str(HERE / "model.onnx"), options,
                                                providers=["CPUExecutionProvider"])
                 feeds = {{f"in{{i}}": np.ascontiguousarray(x) for i, x in enumerate(inputs)}}
-                return session.run(None, feeds)
+                return __RUN__
 
             return run
         ''')
-    return source, "onnxruntime", ["onnx"]
+    from conform.harness.backends import ort_values
+
+    if not ort_values.needs_ort_values((*case.input_dtypes, *spec.out_dtypes(case))):
+        return source.replace("__RUN__", "session.run(None, feeds)"), "onnxruntime", ["onnx"]
+    # bfloat16, float8 and int4 cross as OrtValues: conform's own functions for it, as they are
+    helpers = inspect.getsource(ort_values).split("from __future__ import annotations\n", 1)[1]
+    run_line = ("[array_of(value) for value in session.run_with_ort_values(\n"
+                "                    None, {name: ort_value(ort, x) for name, x in feeds.items()})]")
+    return helpers + "\n\n" + source.replace("__RUN__", run_line), "onnxruntime", ["onnx"]
 
 
 def render_nnef(spec, case) -> tuple[str, str, list]:

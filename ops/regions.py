@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
 
 
 @dataclass
@@ -70,11 +70,10 @@ def int_min_div_neg1(ctx: RegionContext) -> np.ndarray:
 
 def int_overflow(ctx: RegionContext) -> np.ndarray:
     """An integer result outside the range of the output type (wrap-around is not specified)."""
-    dtype = np_dtype(ctx.out_dtype)
-    if dtype.kind not in "iu":
+    if not is_integer(ctx.out_dtype):
         return ctx.none()
-    info = np.iinfo(dtype)
-    if dtype.itemsize < 8:
+    info = int_info(ctx.out_dtype)
+    if info.bits < 64:
         return (ctx.expected < info.min) | (ctx.expected > info.max)
     # The int64 oracle itself may have wrapped. A float64 evaluation is off by far less than
     # 2**62, while a wrapped result is off by a multiple of 2**64: compare the two.
@@ -86,11 +85,10 @@ def int_overflow(ctx: RegionContext) -> np.ndarray:
 def float_to_int_out_of_range(ctx: RegionContext) -> np.ndarray:
     """float -> integer conversion of NaN, infinities or values whose truncation does not fit."""
     (operand,) = ctx.inputs
-    dtype = np_dtype(ctx.out_dtype)
-    if not _floating(operand) or dtype.kind not in "iu":
+    if not _floating(operand) or not is_integer(ctx.out_dtype):
         return ctx.none()
-    info = np.iinfo(dtype)
-    limit = 2.0 ** (info.bits - 1 if dtype.kind == "i" else info.bits)  # exact; max + 1
+    info = int_info(ctx.out_dtype)
+    limit = 2.0 ** (info.bits - 1 if info.min < 0 else info.bits)  # exact; max + 1
     with np.errstate(invalid="ignore", over="ignore"):
         truncated = np.trunc(operand.astype(np.float64))
         return ~np.isfinite(truncated) | (truncated < info.min) | (truncated >= limit)

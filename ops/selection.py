@@ -6,6 +6,7 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops._registry import op
+from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
 
 
 def draw_select(draw, kit, spec, dtype):
@@ -56,7 +57,33 @@ def draw_convert(draw, kit, spec, dtype):
 
 
 def onnx_cast(case, graph):
-    graph.node(graph.op_type, graph.inputs, to=graph.onnx_type(case.attrs["new_dtype"]))
+    """Cast; into float8, with saturate=0 (Cast-19 and later): XLA's conversion overflows to
+    the format's infinity or NaN, where Cast's default saturates to the largest finite value."""
+    new_dtype = case.attrs["new_dtype"]
+    saturate = {}
+    if new_dtype in FLOAT_FORMATS and FLOAT_FORMATS[new_dtype].bits == 8:
+        from conform.harness.backends.base import onnx_opset
+
+        if onnx_opset() < 19:
+            raise unsupported(f"ONNX Cast has float8 types from opset 19, not {onnx_opset()}")
+        saturate = {"saturate": 0}
+    source = graph.inputs[0]
+    old_dtype = case.input_dtypes[0]
+    if old_dtype in FLOAT_FORMATS and new_dtype != "bool" and new_dtype not in FLOAT_FORMATS:
+        source = _onnx_truncated(graph, source, FLOAT_FORMATS[old_dtype].bits == 8)
+    graph.node(graph.op_type, [source], to=graph.onnx_type(new_dtype), **saturate)
+
+
+def _onnx_truncated(graph, source: str, widen: bool) -> str:
+    """``source`` rounded toward zero, as XLA converts a float to an integer: ONNX Cast leaves
+    the rounding of a float into a fixed-point type open (onnxruntime truncates into int8 to
+    int64 but rounds to nearest into int4), so the lowering truncates first, as
+    sign(x) * floor(|x|), and the Cast of an integral value is exact. Float8 values are widened
+    to float32 first (exactly), as Floor takes no float8."""
+    if widen:
+        source = graph.node("Cast", [source], "widened", to=graph.onnx_type("float32"))
+    magnitude = graph.node("Floor", [graph.node("Abs", [source], "magnitude")], "whole")
+    return graph.node("Mul", [graph.node("Sign", [source], "sign"), magnitude], "truncated")
 
 
 def nnef_cast(case, call):
@@ -64,11 +91,16 @@ def nnef_cast(case, call):
 
 
 def lax_convert(lax, attrs):
+    # np.dtype knows the float8 and int4 names once ml_dtypes is imported, as jax imports it
+    # (written out as it stands into repro scripts: nothing of conform's in scope)
     return lambda x: lax.convert_element_type(x, np.dtype(attrs["new_dtype"]))
 
 
 def numpy_convert(operand, *, new_dtype):
-    return (operand.astype(np.dtype(new_dtype)),)
+    target = np_dtype(new_dtype)
+    if {operand.dtype.name, target.name} == {"int4", "uint4"}:   # ml_dtypes casts neither way
+        operand = operand.astype(np.int64)
+    return (operand.astype(target),)
 
 
 @op("convert_element_type", version=1, draw=draw_convert, dtype_labels=conversion_labels,
@@ -77,6 +109,9 @@ def oracle_convert_element_type(operand, *, new_dtype):
     """ConvertElementType: the value itself; rounding to the target type happens at comparison.
 
     float -> int truncates toward zero (C++ static_cast); to bool, nonzero (and NaN) is true.
+    Into a float type the judge rounds the value once, to nearest even, by the target format's
+    parameters (:func:`conform.spec.dtypes.round_to_format`: float8 too, overflowing to the
+    format's infinity, or NaN where it has none).
     """
     if new_dtype == "bool":
         return (operand != 0,)

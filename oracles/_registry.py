@@ -8,6 +8,7 @@ import numpy as np
 
 from conform.ops import UnknownOp as UnknownOracle
 from conform.ops import OpDefinition, definition
+from conform.spec.dtypes import is_integer
 
 
 def widen(array: np.ndarray) -> np.ndarray:
@@ -15,7 +16,7 @@ def widen(array: np.ndarray) -> np.ndarray:
     kind = array.dtype.kind
     if kind == "b":
         return array.astype(np.bool_)
-    if kind in "iu":
+    if kind in "iu" or (kind == "V" and is_integer(array.dtype.name)):   # int4, uint4
         return array.astype(np.int64)
     return array.astype(np.float64)
 

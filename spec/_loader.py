@@ -10,13 +10,14 @@ from conform.ops._optional import present
 from conform.spec._cache import cached_loads
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
+from conform.spec.dtypes import FLOAT_FORMATS
 
 if TYPE_CHECKING:
     import yaml
 
 #: The built-in suite's specs: the YAML files beside conform's op modules (``conform.ops``).
 BUILTIN_DIR = Path(__file__).parent.parent / "ops"
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+FLOAT_DTYPES = tuple(FLOAT_FORMATS)
 
 
 class SpecError(Exception):

@@ -4,7 +4,8 @@ The schema is also written to ``spec/schema.json`` (``python -m conform.spec.sch
 editors can autocomplete spec files.
 """
 
-DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+DTYPES = ["bool", "int4", "int8", "int16", "int32", "int64", "uint4", "uint8", "uint16", "uint32",
+          "uint64", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
           "float16", "bfloat16", "float32", "float64"]
 
 _range = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
@@ -19,7 +20,7 @@ _error_model = {
     "additionalProperties": False,
     "required": ["why"],
     "minProperties": 2,
-    "maxProperties": 3,
+    "maxProperties": 4,
     "properties": {
         "why": {"type": "string", "minLength": 10},
         "exact": {"const": True},
@@ -39,6 +40,7 @@ _error_model = {
                            "accumulator_at_least": {"enum": ["float32", "float64"]}},
         },
         "signed_zero": {"enum": ["strict", "any"]},
+        "saturate": {"const": True},   # overflow gives ±max_finite (docs/error-models.md)
     },
 }
 

@@ -2,6 +2,13 @@
 
 Named edge values used in spec files (``edge_values``) are resolved here, e.g. ``-max_finite``,
 ``min_subnormal``, ``int_min``.
+
+The float formats are IEEE 754's binary16/32/64, bfloat16, and the four 8-bit formats
+(docs/dtypes.md has the references): OCP *8-bit Floating Point Specification (OFP8)* rev. 1.0
+E4M3 (``float8_e4m3fn``: no infinities, NaN only at S.1111.111, so the largest finite value is
+448) and E5M2 (``float8_e5m2``: IEEE-like, with infinities), and the ``fnuz`` variants that ONNX
+(Cast, "Float 8 types") takes from Graphcore/AMD: no infinities, no negative zero, the one NaN
+encoded where -0 would be (0x80), exponent bias one larger than OCP's.
 """
 from __future__ import annotations
 
@@ -11,22 +18,55 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+#: dtypes NumPy does not have, from ml_dtypes
+_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+              "int4", "uint4")
+
 
 @functools.cache   # called for every input of every case
 def np_dtype(name: str) -> np.dtype:
-    """The NumPy dtype for a conform dtype name (bfloat16 comes from ml_dtypes)."""
-    if name == "bfloat16":
-        return np.dtype(ml_dtypes.bfloat16)
+    """The NumPy dtype for a conform dtype name (bfloat16, float8_* and int4/uint4 come from
+    ml_dtypes)."""
+    if name in _ML_DTYPES:
+        return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(name)
+
+
+@functools.cache
+def int_info(name: str):
+    """``iinfo`` (``min``, ``max``, ``bits``) of an integer dtype name, int4 and uint4 included
+    (NumPy's ``iinfo`` refuses ml_dtypes' integers).
+
+    >>> (int_info("int4").min, int_info("uint4").max)
+    (-8, 15)
+    """
+    return ml_dtypes.iinfo(np_dtype(name))
+
+
+def is_integer(name: str) -> bool:
+    """Whether ``name`` is an integer dtype (int4 and uint4 are, though NumPy's kind is 'V')."""
+    return name in ("int4", "uint4") or np_dtype(name).kind in "iu"
 
 
 @dataclass(frozen=True)
 class FloatFormat:
-    """Parameters of a binary floating-point format (IEEE 754 terms)."""
+    """Parameters and traits of a binary floating-point format (IEEE 754 terms).
+
+    ``has_inf``, ``has_nan`` and ``has_negative_zero`` say which special values the format
+    encodes. ``nan_encoding`` says where NaN lives: ``ieee`` (exponent all ones, fraction
+    non-zero, beside the infinities), ``all_ones`` (only S.1111.111: OCP E4M3, which gives the
+    top binade's largest significand to NaN) or ``negative_zero`` (only 1.0000.000, the
+    encoding of -0 elsewhere: the fnuz formats).
+    """
 
     precision: int   # p: significand bits including the implicit one
     emin: int        # exponent of the smallest normal number
     emax: int        # exponent of the largest finite number
+    bits: int = 0    # storage width (0: not needed)
+    has_inf: bool = True
+    has_nan: bool = True
+    has_negative_zero: bool = True
+    nan_encoding: str = "ieee"
 
     @property
     def unit_roundoff(self) -> float:
@@ -41,15 +81,43 @@ class FloatFormat:
         return 2.0 ** (self.emin - self.precision + 1)
 
     @property
-    def max_finite(self) -> float:
-        return (2.0 - 2.0 ** (1 - self.precision)) * 2.0 ** self.emax
+    def ulp_at_max(self) -> float:
+        """The spacing of the top binade."""
+        return 2.0 ** (self.emax - self.precision + 1)
 
+    @property
+    def max_finite(self) -> float:
+        top = 2.0 - 2.0 ** (1 - self.precision)   # largest significand
+        if self.nan_encoding == "all_ones":          # ... is NaN's: the one below it
+            top -= 2.0 ** (1 - self.precision)
+        return top * 2.0 ** self.emax
+
+    @property
+    def beyond_max(self) -> float:
+        """The value after ``max_finite`` were the exponent range unbounded: a correctly rounded
+        result at or past it overflows (IEEE 754 §7.4). ``2**(emax+1)`` for IEEE formats."""
+        return self.max_finite + self.ulp_at_max
+
+    @property
+    def overflow_value(self) -> float:
+        """What a non-saturating rounding gives on overflow (sign aside): inf where the format
+        has one, else NaN (OCP OFP8 §5 and ONNX Cast with saturate=0)."""
+        return np.inf if self.has_inf else np.nan
+
+
+_FNUZ = dict(has_inf=False, has_negative_zero=False, nan_encoding="negative_zero")
 
 FLOAT_FORMATS = {
-    "float16": FloatFormat(11, -14, 15),
-    "bfloat16": FloatFormat(8, -126, 127),
-    "float32": FloatFormat(24, -126, 127),
-    "float64": FloatFormat(53, -1022, 1023),
+    "float16": FloatFormat(11, -14, 15, 16),
+    "bfloat16": FloatFormat(8, -126, 127, 16),
+    "float32": FloatFormat(24, -126, 127, 32),
+    "float64": FloatFormat(53, -1022, 1023, 64),
+    # OCP OFP8 rev 1.0 table 1: E4M3 bias 7, E5M2 bias 15
+    "float8_e4m3fn": FloatFormat(4, -6, 8, 8, has_inf=False, nan_encoding="all_ones"),
+    "float8_e5m2": FloatFormat(3, -14, 15, 8),
+    # fnuz: bias 8 and 16 (one more than OCP's), every exponent code is a finite binade
+    "float8_e4m3fnuz": FloatFormat(4, -7, 7, 8, **_FNUZ),
+    "float8_e5m2fnuz": FloatFormat(3, -15, 15, 8, **_FNUZ),
 }
 
 
@@ -57,38 +125,86 @@ def float_format(name: str) -> FloatFormat:
     return FLOAT_FORMATS[name]
 
 
+def round_to_format(values, fmt: FloatFormat, *, saturate: bool = False) -> np.ndarray:
+    """``values`` (float64) rounded once, to nearest even, into ``fmt``, as float64.
+
+    Rounds as if the exponent range were unbounded (subnormals at ``emin``); a result beyond
+    ``max_finite`` overflows (IEEE 754 §7.4) to ``fmt.overflow_value`` with the value's sign,
+    or to ``±max_finite`` under ``saturate`` (which infinities take too: ONNX Cast, saturate=1).
+    A format without -0 gives +0 for every zero. For formats narrower than float64 only.
+
+    >>> round_to_format(np.array([464.0, 465.0, -1e-9]), FLOAT_FORMATS["float8_e4m3fn"]).tolist()
+    [448.0, nan, -0.0]
+    """
+    x = np.asarray(values, np.float64)
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(x)
+        _, e = np.frexp(np.where(finite, x, 0.0))   # |x| in [2**(e-1), 2**e)
+        quantum = np.ldexp(1.0, np.maximum(e - 1, fmt.emin) - fmt.precision + 1)
+        rounded = np.where(finite, np.rint(x / quantum) * quantum, x)
+        over = np.abs(rounded) > fmt.max_finite
+        limit = fmt.max_finite if saturate else fmt.overflow_value
+        rounded = np.where(over, np.copysign(limit, x), rounded)
+    if not fmt.has_negative_zero:
+        rounded = np.where(rounded == 0, 0.0, rounded)
+    return rounded
+
+
 def _float_named(fmt: FloatFormat) -> dict[str, float]:
-    ulp_at_max = 2.0 ** (fmt.emax - fmt.precision + 1)
-    return {
+    named = {
         "zero": 0.0, "inf": np.inf, "nan": np.nan, "one": 1.0, "half": 0.5,
         "min_subnormal": fmt.min_subnormal,
         "max_subnormal": fmt.min_normal - fmt.min_subnormal,
         "min_normal": fmt.min_normal,
         "max_finite": fmt.max_finite,
-        "below_max_finite": fmt.max_finite - ulp_at_max,
+        "below_max_finite": fmt.max_finite - fmt.ulp_at_max,
     }
+    if not fmt.has_inf:
+        del named["inf"]
+    if not fmt.has_nan:
+        del named["nan"]
+    return named
+
+
+class AbsentValue(KeyError):
+    """A named value the dtype does not have (``inf`` in float8_e4m3fn, ``-zero`` in a fnuz
+    format or an integer type, ``int_min`` in a float type)."""
 
 
 def resolve_edge_value(value, dtype: str):
     """A spec edge value (number or name, optionally '-'-prefixed) as a Python number.
 
+    Raises :class:`AbsentValue` (a KeyError) for a name the dtype does not have, and KeyError
+    for a name no dtype has.
+
     >>> resolve_edge_value("-max_finite", "float16")
     -65504.0
     >>> resolve_edge_value("int_min", "int32")
     -2147483648
+    >>> resolve_edge_value("inf", "float8_e4m3fn")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    AbsentValue: edge value 'inf' does not exist in float8_e4m3fn (it has no infinities); ...
     """
     if not isinstance(value, str):
         return value
     sign, name = (-1, value[1:]) if value.startswith("-") else (1, value)
     if dtype in FLOAT_FORMATS:
-        named = _float_named(FLOAT_FORMATS[dtype])
+        fmt = FLOAT_FORMATS[dtype]
+        named = _float_named(fmt)
+        if value == "-zero" and not fmt.has_negative_zero:
+            raise AbsentValue(f"edge value {value!r} does not exist in {dtype} (it has no -0)")
         if name not in named:
+            why = {"inf": " (it has no infinities)", "nan": " (it has no NaN)"}.get(name)
+            if why is not None or name in ("int_min", "int_max"):
+                raise AbsentValue(f"edge value {value!r} does not exist in {dtype}{why or ''}; "
+                                  f"known: {sorted(named)}")
             raise KeyError(f"edge value {value!r} is not defined for {dtype}; known: {sorted(named)}")
         return sign * named[name]
     if value == "-zero":
-        raise KeyError(f"edge value {value!r} exists only for floating-point dtypes")
-    info = np.iinfo(np_dtype(dtype))
+        raise AbsentValue(f"edge value {value!r} exists only for floating-point dtypes")
+    info = int_info(dtype)
     named = {"zero": 0, "one": 1, "int_min": int(info.min), "int_max": int(info.max)}
     if name not in named:
-        raise KeyError(f"edge value {value!r} is not defined for {dtype}; known: {sorted(named)}")
+        cls = AbsentValue if name in _float_named(FLOAT_FORMATS["float64"]) else KeyError
+        raise cls(f"edge value {value!r} is not defined for {dtype}; known: {sorted(named)}")
     return sign * named[name]

@@ -25,6 +25,9 @@ ONNX_TYPES = {
     "uint16": TensorProto.UINT16, "uint32": TensorProto.UINT32, "uint64": TensorProto.UINT64,
     "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
     "float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE,
+    "float8_e4m3fn": TensorProto.FLOAT8E4M3FN, "float8_e4m3fnuz": TensorProto.FLOAT8E4M3FNUZ,
+    "float8_e5m2": TensorProto.FLOAT8E5M2, "float8_e5m2fnuz": TensorProto.FLOAT8E5M2FNUZ,
+    "int4": TensorProto.INT4, "uint4": TensorProto.UINT4,
 }
 
 
@@ -147,7 +150,9 @@ def _schema_types(op_type: str, version: int) -> tuple:
         schema = onnx.defs.get_schema(op_type, version)
     except onnx.defs.SchemaError:
         return ()
-    renamed = {"float": "float32", "double": "float64"}
+    renamed = {"float": "float32", "double": "float64", "float8e4m3fn": "float8_e4m3fn",
+               "float8e4m3fnuz": "float8_e4m3fnuz", "float8e5m2": "float8_e5m2",
+               "float8e5m2fnuz": "float8_e5m2fnuz"}
     constraints = {c.type_param_str: {renamed.get(t[len("tensor("):-1], t[len("tensor("):-1])
                                       for t in c.allowed_type_strs}
                    for c in schema.type_constraints}

@@ -5,15 +5,12 @@ single-threaded (intra- and inter-op threads = 1) with graph optimisation level 
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import time
 
-import ml_dtypes
-import numpy as np
-
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.harness.backends.models import Model, ModelCache
+from conform.harness.backends.ort_values import array_of, needs_ort_values, ort_value
 
 
 class OnnxRuntimeBackend(Backend):
@@ -67,18 +64,12 @@ class OnnxRuntimeBackend(Backend):
         model = model or Model("onnx", program.spec, case)
         session = self._sessions.get(model.key, lambda: self._new_session(model))
         feeds = dict(zip(model.input_names, inputs))
-        if "bfloat16" in (*case.input_dtypes, case.out_dtype):
-            # onnxruntime's session.run takes and gives no ml_dtypes bfloat16 arrays: their bits
-            # cross as OrtValues typed bfloat16 instead
-            feeds = {name: self._ort_value(x) for name, x in feeds.items()}
+        if needs_ort_values((*case.input_dtypes, *program.out_dtypes)):
+            # onnxruntime's session.run takes and gives no ml_dtypes arrays (bfloat16, float8,
+            # int4): they cross as OrtValues typed by their ONNX element type instead
+            feeds = {name: ort_value(self._ort, x) for name, x in feeds.items()}
             return functools.partial(self._execute_values, session, feeds)
         return functools.partial(self._execute, session, feeds)
-
-    def _ort_value(self, x: np.ndarray):
-        if x.dtype == ml_dtypes.bfloat16:
-            return self._ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
-                x.view(np.uint16), onnx_element_type=ONNX_BFLOAT16)
-        return self._ort.OrtValue.ortvalue_from_numpy(x)
 
     def _execute_values(self, session, feeds: dict):
         start = time.perf_counter()
@@ -86,7 +77,7 @@ class OnnxRuntimeBackend(Backend):
             values = session.run_with_ort_values(None, feeds)
         finally:
             self.clock.execute += time.perf_counter() - start
-        return [_array(value) for value in values]
+        return [array_of(value) for value in values]
 
     def _execute(self, session, feeds: dict):
         # timed by hand, not with self.clock.timing(): this runs once per case, and the context
@@ -96,15 +87,3 @@ class OnnxRuntimeBackend(Backend):
             return session.run(None, feeds)
         finally:
             self.clock.execute += time.perf_counter() - start
-
-
-ONNX_BFLOAT16 = 16   # TensorProto.BFLOAT16
-
-
-def _array(value) -> np.ndarray:
-    """An OrtValue's data as a NumPy array; bfloat16 (which OrtValue.numpy() refuses) by its bits."""
-    if value.data_type() != "tensor(bfloat16)":
-        return value.numpy()
-    bits = np.empty(value.shape(), np.uint16)
-    ctypes.memmove(bits.ctypes.data, value.data_ptr(), bits.nbytes)
-    return bits.view(ml_dtypes.bfloat16)

@@ -196,3 +196,20 @@ def test_an_onnxruntime_script_reproduces_a_real_failure_in_a_clean_venv(tmp_pat
     assert f"REPRODUCED: the recorded fail of {record['id']}" in result.stdout
     assert "actual now                   = 0.0" in result.stdout
     assert "expected (the reference)     = -0.0" in result.stdout
+
+
+def test_an_onnxruntime_script_reproduces_a_float8_failure(tmp_path, specs, conform_cli):
+    """float8 inputs and outputs cross as OrtValues in the script as in the backend (the
+    script carries conform's own functions for it, and needs ml_dtypes)."""
+    run_dir = tmp_path / "run"
+    conform_cli("run", "--backend", "onnxruntime", "--ops", "convert_element_type", "--dtypes",
+                "float16->float8_e5m2", "--max-examples", 8, "--out", run_dir, "--quiet",
+                check_status=0)
+    record = _failure(run_dir)   # 65504 -> NaN, where inf is due: waived, failed as run
+    out = write_repro(run_dir, record["id"], specs, tmp_path / "repro")
+    script = (out / "repro.py").read_text()
+    assert "pip install numpy onnxruntime ml_dtypes" in script and "def ort_value(" in script
+    proc = _run_script(sys.executable, out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"REPRODUCED: the recorded fail of {record['id']}" in proc.stdout
+    assert "actual now                   = nan" in proc.stdout

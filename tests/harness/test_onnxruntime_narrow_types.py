@@ -1,0 +1,50 @@
+"""onnxruntime takes and gives float8 (as OrtValues by their bits) and int4/uint4 (packed two
+to a byte): every encoding crosses both ways unchanged."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conform.generators import Case
+from conform.harness.backends.models import run_case
+from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+from conform.spec.dtypes import np_dtype
+
+FLOAT8 = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"]
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return OnnxRuntimeBackend()
+
+
+def convert(backend, spec, x, src, dst):
+    case = Case(id=f"t.{src}->{dst}", op=spec.op, dtype=f"{src}->{dst}", input_dtypes=(src,),
+                out_dtype=dst, inputs=[x], attrs={"new_dtype": dst}, plan="special", seed=0)
+    (out,) = run_case(backend, spec, case)
+    assert out.dtype == np_dtype(dst) and out.shape == x.shape
+    return out
+
+
+@pytest.mark.parametrize("name", FLOAT8)
+def test_every_float8_encoding_crosses_both_ways(backend, specs, name):
+    spec = specs["convert_element_type"]
+    codes = np.arange(256, dtype=np.uint16).astype(np.uint8)
+    x = codes.view(np_dtype(name)).reshape(16, 16)
+    wide = convert(backend, spec, x, name, "float32")
+    assert np.array_equal(wide, x.astype(np.float32), equal_nan=True)
+    back = convert(backend, spec, wide, "float32", name)   # exact: each value is representable
+    numbers = ~np.isnan(wide)
+    assert np.array_equal(back.view(np.uint8)[numbers], x.view(np.uint8)[numbers])
+    assert np.isnan(back.astype(np.float32)[~numbers]).all()
+
+
+@pytest.mark.parametrize("name, values", [("int4", range(-8, 8)), ("uint4", range(16))])
+@pytest.mark.parametrize("shape", [(16,), (3, 5), ()])
+def test_four_bit_integers_pack_and_unpack(backend, specs, name, values, shape):
+    spec = specs["convert_element_type"]
+    x = np.resize(np.array(list(values), np.int64), shape).astype(np_dtype(name))
+    wide = convert(backend, spec, x, name, "int32")   # odd sizes too: a half-filled last byte
+    assert np.array_equal(wide, x.astype(np.int32))
+    back = convert(backend, spec, wide, "int32", name)
+    assert np.array_equal(back.astype(np.int64), x.astype(np.int64))
