@@ -25,6 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from conform.generators import dtype_labels, generate_cases
+from conform.harness.backends.models import prepare_case, run_case
 from conform.harness.registry import load_backend_class
 from conform.spec import load_specs
 from conform.spec.dtypes import np_dtype
@@ -58,13 +59,13 @@ def check(backend_name: str, count: int, seed: int) -> dict:
                 if kills_the_process(case) or len({np.shape(x) for x in case.inputs}) != 1:
                     continue
                 try:
-                    singles.append(np.asarray(backend.run(spec=spec, case=case)[0]).ravel())
+                    singles.append(np.asarray(run_case(backend, spec, case)[0]).ravel())
                 except Exception:   # unsupported, or raising: nothing to compare
                     continue
                 cases.append(case)
             if len(cases) < 2:
                 continue
-            together = np.asarray(backend.run(spec=spec, case=_packed(cases))[0])
+            together = np.asarray(run_case(backend, spec, _packed(cases))[0])
             if together.tobytes() == np.concatenate(singles).tobytes():
                 identical += 1
             else:
@@ -104,7 +105,7 @@ def check_packing(count: int, seed: int) -> dict:
                     continue
                 model = Model("onnx", spec, case)
                 try:
-                    run = backend.prepare(spec=spec, case=case, model=model)
+                    run = prepare_case(backend, spec, case, model=model)
                     run()   # a session's first run apart, as in the packs below
                 except Exception:   # unsupported, or raising: nothing to compare
                     continue

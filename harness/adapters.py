@@ -119,13 +119,10 @@ def _probe_cases(op: str):
 def _run_probe(backend, spec, case) -> dict:
     from conform.harness.backends.base import Unsupported
 
-    from conform.harness.backends.models import Model, takes_model
+    from conform.harness.backends.models import call_run
 
     try:
-        if takes_model(backend):  # the probes reach run() whatever the adapter claims
-            outputs = backend.run(spec=spec, case=case, model=Model(backend.model_format, spec, case))
-        else:
-            outputs = backend.run(spec=spec, case=case)
+        outputs = call_run(backend, spec, case)   # the probes reach run() whatever it claims
         return {"kind": "ok", "message": f"returned {len(list(outputs))} output(s)"}
     except Unsupported as exc:
         return {"kind": "unsupported", "message": str(exc)}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conform.harness.backends.models import claims_op
+
 # The spec binding each model format is built from (stablehlo is lowered by jax from the
 # XLA binding). A native backend names the binding it reads in ``spec_binding`` (jax: xla);
 # one that names none computes ops its own way, and may still find some unsupported.
@@ -32,7 +34,7 @@ class Claims:
 
     def dtypes_of(self, spec) -> list[str]:
         """The dtypes of ``spec`` this backend runs ([] if it runs none of the op)."""
-        if self.ops is not None and spec.op not in self.ops:
+        if not claims_op(self.ops, spec):
             return []
         if self.binding is not None and self.binding not in spec.bindings:
             return []

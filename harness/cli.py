@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="list ops with their bindings and dtypes")
     listing.add_argument("--backend", default=None)
     listing.add_argument("--format", choices=["table", "json"], default="table")
+    listing.add_argument("--programs", action="store_true",
+                         help="add the program suite `conform run --programs` adds (chains of "
+                              "ops in the backend's format; the XLA ops' without --backend)")
 
     run = sub.add_parser("run", help="run the suite against a backend")
     run.add_argument("--backend", required=True)
@@ -113,6 +116,11 @@ def cmd_list(args) -> int:
         except Exception as exc:   # a module:Class that does not import, a broken entry point
             raise _UsageError(f"backend {args.backend} cannot be loaded: {exc!r}") from None
         claims = Claims.of(backend_class, args.backend)
+    if args.programs:
+        from conform.spec.programs import chain_names
+
+        chains = chain_names(specs, (claims.binding if claims else None) or "xla")
+        specs = {**specs, **{name: specs[name] for name in chains}}
     rows = [{"op": s.op, "definition": s.definition.qualified_name,
              "dtypes": claims.dtypes_of(s) if claims else list(s.dtypes),
              "bindings": s.bindings, "signature": s.described_signature(),
@@ -128,7 +136,7 @@ def cmd_list(args) -> int:
     for r in rows:
         print(f"{r['op']:24} {r['definition']:26} {','.join(sorted(r['bindings'])):20} "
               f"{','.join(r['dtypes'])}")
-    print(f"\n{len(rows)} ops" + (f" that {args.backend} runs" if claims else ""))
+    print(f"\n{len(rows)} ops" + (f" that {claims.name} runs" if claims else ""))
     return EXIT_OK
 
 

@@ -276,7 +276,8 @@ def _interrupts_reach_parent_only():
 
 def _meta(config: RunConfig, info: dict, policy: str, pairs: list, key: dict, planned: int) -> dict:
     return {
-        "backend": config.backend, "backend_version": info.get("version", "unknown"),
+        "backend": config.backend, "backend_name": info.get("name") or config.backend,
+        "backend_version": info.get("version", "unknown"),
         "device": info.get("device", "cpu"), "model_format": info.get("model_format"),
         **({"onnx_opset": onnx_opset()} if info.get("model_format") == "onnx" else {}),
         "subnormals_declared": info.get("subnormals"), "subnormals_applied": policy,

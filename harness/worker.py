@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from conform.harness.backends.base import Unsupported
-from conform.harness.backends.models import prepare_case, takes_model
+from conform.harness.backends.models import legacy, prepare_case, takes_model
 from conform.harness.outcome import Outcome
 from conform.harness.boundary import (WrongReturn, checked_outputs, described, exception_message,
                                       exception_traceback, output_count, safe_text)
@@ -96,7 +96,7 @@ def worker_main(conn, backend_name: str, options: dict, finished, since) -> None
 
 
 def _load(conn, backend_name: str, options: dict, inherited: dict):
-    """``(specs, backend, with_model)`` once the backend is loaded and has said hello; None (and a ``fatal``
+    """``(specs, backend, with_model, old)`` once the backend is loaded and has said hello; None (and a ``fatal``
     message with the traceback) if it could not load."""
     from conform.harness.registry import load_backend_class
     from conform.spec import load_specs
@@ -110,20 +110,22 @@ def _load(conn, backend_name: str, options: dict, inherited: dict):
                              "device": safe_text(backend.device()),
                              "subnormals": backend.subnormals,
                              "model_format": backend.model_format}))
-        return specs, backend, with_model
+        return specs, backend, with_model, legacy(backend)
     except BaseException as exc:  # report every failure to load, including SystemExit from imports
         conn.send(("fatal", exception_traceback(exc)))
         return None
 
 
 def _serve(conn, backend_name: str, options: dict, finished, since, shared, specs, backend,
-           with_model: bool) -> None:
+           with_model: bool, old: bool) -> None:
     """Run the batches that arrive until the parent asks to stop (sends None); ``with_model``:
-    whether the backend is handed each case's model."""
+    whether the backend is handed each case's model; ``old``: whether it implements contract 1
+    or 2 (:func:`~conform.harness.backends.models.legacy`)."""
     from conform.harness.judge import raising_allowed, result_records
     from conform.reports import Tally
 
     policy = options.get("subnormals") or backend.subnormals
+    shown = backend.name or backend_name   # what messages call the backend
     manifest = options.get("manifest")
     spent = {"judge": 0.0, "tally": 0.0, "encode": 0.0}   # seconds, reported with every reply
     counts = {op: output_count(spec) for op, spec in specs.items()}   # outputs per op (programs
@@ -150,7 +152,7 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
             return [outcome for _, outcome in done]
         start = time.perf_counter()
         records = result_records([(specs[case.op], case, outcome) for case, outcome in done],
-                                 backend_name, policy)
+                                 shown, policy)
         judged = time.perf_counter()
         share = round((judged - start) / len(done), 6)   # each case's part
         tally = Tally()
@@ -184,7 +186,7 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
             finished.value = started + offset
             since.value = start = monotonic()   # the backend's time: preparing and computing alone
             try:
-                step = prepare_case(backend, specs[case.op], case, with_model=with_model)
+                step = prepare_case(backend, specs[case.op], case, with_model=with_model, old=old)
             except Exception as exc:
                 step = failed(exc)
             steps.append((step, monotonic() - start))

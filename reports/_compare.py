@@ -18,6 +18,7 @@ from conform.reports._html import ENV, anchor, cell_class, fmt, label_key, perce
 from conform.reports._jsonl import check_schema_version, read_results
 from conform.reports._coverage import coverage_text
 from conform.reports._summary import case_ratio, pass_rate, severity
+from conform.reports._text import backend_label
 
 DIFF_ROWS = 1000   # differing cases listed on the page; the rest are counted
 from conform.harness.verdicts import BROKEN, NOT_RUN  # noqa: E402
@@ -43,7 +44,7 @@ def load_run(directory) -> Run:
     for record in records.values():
         check_schema_version(record, directory / "results.jsonl")
         break
-    return Run(summary.get("backend", directory.name), str(directory), summary, records)
+    return Run(backend_label(summary) or directory.name, str(directory), summary, records)
 
 
 CASE_FIELDS = ("op", "dtype", "input_dtypes", "shapes", "attrs", "plan", "seed")

@@ -42,7 +42,7 @@ MESSAGE_CHARS = 2000          # longer messages are cut (the full text stays in 
 TRACEBACK_CHARS = 2000        # tracebacks keep their tail, where the exception is
 CARD_INPUT_CHARS = 160        # the worst element's inputs on an op x dtype card (a slice may be long)
 
-ENV_FIELDS = (("backend", "backend"), ("backend_version", "runtime version"), ("device", "device"),
+ENV_FIELDS = (("backend_name", "backend"), ("backend", "loaded as (--backend)"), ("backend_version", "runtime version"), ("device", "device"),
               ("model_format", "model format"), ("subnormals_declared", "subnormals declared"),
               ("subnormals_applied", "subnormals applied"), ("conform_version", "conform version"),
               ("seed", "seed"), ("max_examples", "max examples"),

@@ -10,7 +10,7 @@ from xml.etree import ElementTree as ET
 
 from conform.reports._coverage import coverage_text, rate_text
 from conform.reports._summary import Tally, severity
-from conform.reports._text import neutral
+from conform.reports._text import backend_label, neutral
 
 
 def _message(record: dict) -> str:
@@ -24,7 +24,7 @@ def write_junit(path, records, summary: dict, tally: Tally | None = None) -> Non
     the pass rate beside the coverage ("judged N of M cases (coverage x%)"), and so does each
     testcase's system-out for its op x dtype."""
     tally = tally or Tally.of(records)
-    backend = neutral(summary["backend"])
+    backend = neutral(backend_label(summary))
     suite = ET.Element("testsuite", name=f"conform.{backend}", tests=str(len(tally.cells)))
     properties = ET.SubElement(suite, "properties")
     for name in ("pass_rate", "judged", "cases", "coverage"):
@@ -53,7 +53,7 @@ def write_junit(path, records, summary: dict, tally: Tally | None = None) -> Non
         f"pass rate {rate_text(summary.get('pass_rate'))}, {coverage_text(summary['counts'])}")
     if summary.get("complete") is False:   # a CI reading junit.xml alone must see it
         errors += 1
-        testcase = ET.SubElement(suite, "testcase", classname=f"conform.{summary['backend']}",
+        testcase = ET.SubElement(suite, "testcase", classname=f"conform.{backend}",
                                  name="run complete", time="0")
         ET.SubElement(testcase, "error", type="incomplete",
                       message=f"the run is incomplete: {summary['cases']} of "

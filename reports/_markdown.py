@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from conform.reports._coverage import REASONS, coverage_text, rate_text
-from conform.reports._text import markdown_text as md
+from conform.reports._text import backend_label, markdown_text as md
 
 
 def _unsupported_reasons(summary: dict) -> Counter:
@@ -24,7 +24,7 @@ def render_markdown(summary: dict, limit: int = 15) -> str:
     """The summary.md text of ``summary`` (a summary.json document)."""
     counts = summary["counts"]
     lines = [
-        f"## conform: {md(summary['backend'])} ({md(summary['backend_version'])})",
+        f"## conform: {md(backend_label(summary))} ({md(summary['backend_version'])})",
         "",
         f"**Pass rate {rate_text(summary['pass_rate'])}**, {coverage_text(counts)}, in "
         f"{summary['ops']} ops (seed {md(summary['seed'])}, conform {md(summary['conform_version'])}).",

@@ -43,6 +43,12 @@ def neutral_value(value):
     return value
 
 
+def backend_label(summary: dict) -> str:
+    """The backend as reports show it: its ``Backend.name`` (``backend_name``), else what
+    ``--backend`` named (a run written before the name was kept)."""
+    return summary.get("backend_name") or summary.get("backend", "")
+
+
 def markdown_text(text, limit: int = 200) -> str:
     """Any text for one line (a table cell) of summary.md: neutral, on one line, cut to
     ``limit`` characters, every Markdown and HTML special character backslash-escaped."""

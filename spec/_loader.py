@@ -101,6 +101,10 @@ class OpSpec:
             "dtype_labels": "conversion pairs SRC->DST" if definition.dtype_labels else "dtypes",
         }
         described.update({k: signature[k] for k in ("min_rank", "max_rank") if k in signature})
+        if self.optional_inputs:
+            described["absent_inputs"] = ("a case leaves out optional inputs: it holds the "
+                                          "present ones, in order, and attrs['absent_inputs'] "
+                                          "names the absent ones")
         return described
 
     @property

@@ -17,7 +17,7 @@ from conform.generators import cache_dir  # noqa: F401 - backends keep their cac
 #: The version of this contract. It grows compatibly: new arguments to :meth:`Backend.run` are
 #: keyword-only with defaults, new methods are optional and have defaults here; a change that
 #: would break an existing adapter bumps this number (see docs/adapters.md).
-API_VERSION = 2
+API_VERSION = 3
 
 
 class Unsupported(Exception):
@@ -99,30 +99,38 @@ class Backend:
         :class:`RuntimeClock`; summed over workers."""
         return {}
 
-    def run(self, *, spec, case, model=None) -> Sequence[np.ndarray]:
-        """Compute ``case`` (a :class:`conform.generators.Case`) for the op ``spec``.
+    def run(self, *, program, inputs, model=None) -> Sequence[np.ndarray]:
+        """Compute one case: ``program`` (a :class:`~conform.harness.backends.program.Program`:
+        its nodes' ops and attributes, input and output names and dtypes) on ``inputs`` (NumPy
+        arrays, C-contiguous, in ``program.input_dtypes``).
 
         A backend whose ``model_format`` is not ``native`` is handed ``model``, the case as a
-        :class:`conform.harness.backends.models.Model` in that format (adapters written before
-        this argument existed, without ``model`` in their signature, are called without it).
+        :class:`conform.harness.backends.models.Model` in that format.
 
-        Returns the outputs as NumPy arrays in the case's ``out_dtype``. Raise :class:`Unsupported`
-        when the backend cannot express the case; any other exception becomes an ``error`` verdict.
+        Returns one array per name in ``program.outputs``, in ``program.out_dtypes``. Raise
+        :class:`Unsupported` when the backend cannot express the case; any other exception
+        becomes an ``error`` verdict. (Adapters written against contract 1 or 2, with
+        ``run(*, spec, case, model)``, are called that way: see docs/adapters.md.)
         """
         raise NotImplementedError
 
-    def prepare(self, *, spec, case, model=None) -> Callable[[], Sequence[np.ndarray]]:
+    def prepare(self, *, program=None, inputs=None, model=None,
+                **old) -> Callable[[], Sequence[np.ndarray]]:
         """Optional: :meth:`run` in two steps. ``prepare`` does all that comes before the runtime
         computes (the model, the session, the inputs) and returns a function that computes the
         outputs (raising as :meth:`run` would). A worker prepares a batch of cases, then computes
         them one after another, so that the runtime's calls follow each other instead of
         alternating with Python code, which runs both faster (onnxruntime, 41k warm cases in one
         process: model key, session lookup, inputs and run took 43-50 us a case interleaved,
-        34 us in two passes). The default leaves all of the work to the returned function.
+        34 us in two passes). The default leaves all of the work to the returned function
+        (also when called with contract 2's ``spec=`` and ``case=``, as an older adapter's
+        ``super().prepare(...)`` does: then ``run`` is called with them).
         """
+        if old:
+            return functools.partial(self.run, **old, **({} if model is None else {"model": model}))
         if model is None:
-            return functools.partial(self.run, spec=spec, case=case)
-        return functools.partial(self.run, spec=spec, case=case, model=model)
+            return functools.partial(self.run, program=program, inputs=inputs)
+        return functools.partial(self.run, program=program, inputs=inputs, model=model)
 
 
 def binding(spec, fmt: str) -> dict:

@@ -166,9 +166,10 @@ class JaxBackend(Backend):
         :meth:`run` executes; inputs stay runtime arguments of ``@main``."""
         return self._function(spec, case)[1].lower(*case.inputs).as_text()
 
-    def run(self, *, spec, case):
+    def run(self, *, program, inputs, model=None):
+        spec, case = program.spec, program.case
         key, fn = self._function(spec, case)
-        signature = (key, case.input_dtypes, tuple(np.shape(x) for x in case.inputs))
+        signature = (key, case.input_dtypes, tuple(np.shape(x) for x in inputs))
         phase = "execute"
         if signature not in self._live:
             if len(self._live) >= self.max_live_executables:
@@ -177,7 +178,7 @@ class JaxBackend(Backend):
             self._live.add(signature)
             phase = "compile"
         with self.clock.timing(phase):   # to the NumPy arrays: jax dispatches asynchronously
-            outputs = fn(*case.inputs)
+            outputs = fn(*inputs)
             if not isinstance(outputs, tuple | list):
                 outputs = (outputs,)
             return [np.asarray(o) for o in outputs]

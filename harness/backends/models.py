@@ -1,10 +1,12 @@
-"""The model conform hands a non-native backend: one case in the backend's model format.
+"""The model conform hands a non-native backend: one case in the backend's model format; and
+the one place a backend is called (:func:`prepare_case`), under the contract it implements.
 
 A :class:`Model` is built on demand: a backend that already compiled a model with the same
 :attr:`Model.key` runs the new inputs through it and never pays for building the model again.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections import OrderedDict
@@ -13,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from conform.harness.backends.base import API_VERSION, Backend, Unsupported, attrs_text
+from conform.harness.backends.program import Program
 from conform.spec.dtypes import np_dtype
 
 FORMATS = ("onnx", "stablehlo", "nnef")
@@ -88,8 +91,7 @@ class Model:
         case = self.case
         if self.format == "nnef":
             return self.build().feeds(case)
-        return [np.asarray(x, dtype=np_dtype(d), order="C")
-                for x, d in zip(case.inputs, case.input_dtypes)]
+        return declared_inputs(case)
 
     def write(self, directory: Path | str) -> Path:
         """Write the model into ``directory``: ``model.onnx``, ``model.mlir``, or an NNEF folder
@@ -157,10 +159,17 @@ class ModelCache:
         return entry
 
 
+def claims_op(ops, spec) -> bool:
+    """Whether a backend claiming ``ops`` (None: every op) claims ``spec``'s op: a program is
+    claimed when each of its nodes' ops is."""
+    return ops is None or spec.op in ops or (
+        bool(spec.nodes) and all(node.spec.op in ops for node in spec.nodes))
+
+
 def unclaimed(backend, spec, case) -> str | None:
     """Why ``backend``'s declarations exclude ``case`` (op or dtypes), or None if it claims it."""
     name = backend.name or type(backend).__name__
-    if backend.ops is not None and spec.op not in backend.ops:
+    if not claims_op(backend.ops, spec):
         return f"{name} does not claim op {spec.op}"
     if backend.dtypes is not None:
         missing = sorted({*case.input_dtypes, case.out_dtype} - set(backend.dtypes))
@@ -179,23 +188,89 @@ def takes_model(backend) -> bool:
     return "model" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
-def run_case(backend, spec, case, *, with_model: bool | None = None):
+def legacy(backend) -> bool:
+    """Whether ``backend`` implements contract 1 or 2 (``run(*, spec, case, model)``) rather
+    than 3 (``run(*, program, inputs, model)``): it declares ``api_version`` 1 or 2, or its
+    ``run`` or ``prepare`` names ``spec`` or ``case`` and not ``program`` (an adapter that
+    declares no version inherits the newest, yet was written against the one its signatures
+    show)."""
+    if getattr(backend, "api_version", API_VERSION) < 3:
+        return True
+    for method in (backend.run, getattr(backend, "prepare", None)):
+        parameters = inspect.signature(method).parameters if method is not None else {}
+        if "program" not in parameters and ("spec" in parameters or "case" in parameters):
+            return True
+    return False
+
+
+def run_case(backend, spec, case, *, with_model: bool | None = None, old: bool | None = None):
     """Run ``case`` on ``backend`` as a run does: unclaimed cases raise :class:`Unsupported`
     without reaching the backend; non-native backends get the case's :class:`Model`."""
-    return prepare_case(backend, spec, case, with_model=with_model)()
+    return prepare_case(backend, spec, case, with_model=with_model, old=old)()
 
 
-def prepare_case(backend, spec, case, *, with_model: bool | None = None):
+def prepare_case(backend, spec, case, *, with_model: bool | None = None, old: bool | None = None,
+                 model: Model | None = None, inputs=None):
     """:func:`run_case` in two steps: this one prepares the case (see
     :meth:`~conform.harness.backends.base.Backend.prepare`) and returns the function that
-    computes its outputs."""
+    computes its outputs. The one place that calls a backend under the contract it implements:
+    ``old`` (default :func:`legacy`) calls ``prepare(spec=, case=, model=)``, else
+    ``prepare(program=, inputs=, model=)``. ``model`` (made for this case) is reused if it is
+    what the backend's contract hands over; ``inputs`` replace the case's (a wrapper's)."""
     reason = unclaimed(backend, spec, case)
     if reason:
         raise Unsupported(reason)
     if with_model is None:
         with_model = takes_model(backend)
-    shaped = getattr(backend, "api_version", API_VERSION) >= 2   # contract 1: models as they were
-    model = {"model": Model(backend.model_format, spec, case, shaped=shaped)} if with_model else {}
-    # an adapter that does not derive from Backend gets Backend's default: run does it all
+    if old is None:
+        old = legacy(backend)
+    extra = {}
+    if with_model:
+        shaped = getattr(backend, "api_version", API_VERSION) >= 2   # contract 1: models as they were
+        if model is None or model.shaped != shaped or model.format != backend.model_format:
+            model = Model(backend.model_format, spec, case, shaped=shaped)
+        extra["model"] = model
+    if old:
+        if inputs is not None and not _same(inputs, case.inputs):
+            case = dataclasses.replace(case, inputs=list(inputs))
+        # an adapter that does not override prepare (or does not derive from Backend) gets
+        # contract 2's default: run does it all
+        prepare = getattr(backend, "prepare", None)
+        if prepare is None or getattr(type(backend), "prepare", None) is Backend.prepare:
+            return functools.partial(backend.run, spec=spec, case=case, **extra)
+        return prepare(spec=spec, case=case, **extra)
+    program = Program(spec, case)
+    if inputs is None:
+        inputs = declared_inputs(case)
     prepare = getattr(backend, "prepare", None) or functools.partial(Backend.prepare, backend)
-    return prepare(spec=spec, case=case, **model)
+    return prepare(program=program, inputs=inputs, **extra)
+
+
+def declared_inputs(case) -> list[np.ndarray]:
+    """The case's input arrays, C-contiguous, in its input dtypes (no copy where they are)."""
+    found = _NP_DTYPES.get
+    return [np.asarray(x, dtype=found(d) or _np_dtype(d), order="C")
+            for x, d in zip(case.inputs, case.input_dtypes)]
+
+
+_NP_DTYPES: dict = {}
+
+
+def _np_dtype(name: str) -> np.dtype:
+    _NP_DTYPES[name] = found = np_dtype(name)
+    return found
+
+
+def call_run(backend, spec, case):
+    """``backend.run`` on ``case`` under the contract it implements, whatever it claims (and
+    never through ``prepare``): what ``conform adapter check`` probes it with."""
+    model = {"model": Model(backend.model_format, spec, case,
+                            shaped=getattr(backend, "api_version", API_VERSION) >= 2)} \
+        if takes_model(backend) else {}
+    if legacy(backend):
+        return backend.run(spec=spec, case=case, **model)
+    return backend.run(program=Program(spec, case), inputs=declared_inputs(case), **model)
+
+
+def _same(given, own) -> bool:
+    return len(given) == len(own) and all(a is b for a, b in zip(given, own))

@@ -56,8 +56,9 @@ class NnefBackend(Backend):
         """Counters for the benchmark: executor sessions created (documents parsed)."""
         return {"sessions": self._sessions.compiled, **self.clock.as_stats()}
 
-    def run(self, *, spec, case, model=None):
-        model = model or Model("nnef", spec, case)
+    def run(self, *, program, inputs, model=None):
+        # the executor takes the document's own feeds (its tensor types), not ``inputs``
+        model = model or Model("nnef", program.spec, program.case)
         with self.clock.timing("model_build"):
             document = model.build()
         session = self._sessions.get(model.key, lambda: self._new_session(document))

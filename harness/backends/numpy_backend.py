@@ -28,7 +28,8 @@ class NumpyBackend(Backend):
     def stats(self) -> dict:
         return self.clock.as_stats()
 
-    def run(self, *, spec, case):
+    def run(self, *, program, inputs, model=None):
+        spec, case = program.spec, program.case
         try:
             definition = spec.definition
         except UnknownOp:
@@ -39,8 +40,8 @@ class NumpyBackend(Backend):
             if definition.takes_dtypes:
                 attrs = {**attrs, "dtypes": case.input_dtypes}
         with self.clock.timing("execute"), np.errstate(all="ignore"):
-            outputs = fn(*case.inputs, **attrs)
+            outputs = fn(*inputs, **attrs)
             if not isinstance(outputs, tuple):
                 outputs = (outputs,)
             return [np.asarray(o).astype(np_dtype(dtype), copy=False)
-                    for o, dtype in zip(outputs, spec.out_dtypes(case))]
+                    for o, dtype in zip(outputs, program.out_dtypes)]

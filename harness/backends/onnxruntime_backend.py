@@ -56,14 +56,15 @@ class OnnxRuntimeBackend(Backend):
                 raise Unsupported(f"onnxruntime has no kernel: {text.splitlines()[0][:300]}")
             raise
 
-    def run(self, *, spec, case, model=None):
-        return self.prepare(spec=spec, case=case, model=model)()
+    def run(self, *, program, inputs, model=None):
+        return self.prepare(program=program, inputs=inputs, model=model)()
 
-    def prepare(self, *, spec, case, model=None):
-        model = model or Model("onnx", spec, case)
+    def prepare(self, *, program, inputs, model=None):
+        case = program.case
+        model = model or Model("onnx", program.spec, case)
         session = self._sessions.get(model.key, lambda: self._new_session(model))
-        feeds = dict(zip(model.input_names, model.inputs()))
-        if needs_ort_values((*case.input_dtypes, *spec.out_dtypes(case))):
+        feeds = dict(zip(model.input_names, inputs))
+        if needs_ort_values((*case.input_dtypes, *program.out_dtypes)):
             # onnxruntime's session.run takes and gives no ml_dtypes arrays (bfloat16, float8,
             # int4): they cross as OrtValues typed by their ONNX element type instead
             feeds = {name: ort_value(self._ort, x) for name, x in feeds.items()}

@@ -146,6 +146,23 @@ def test_list_json_shows_ops_with_bindings(conform_cli):
     assert "permutation" in transpose["signature"]["drawn_by"]
 
 
+def test_list_json_gives_each_signature_an_adapter_needs(conform_cli):
+    """Outputs with their types, attributes with their domains, optional inputs, and with
+    --programs a chain's nodes: what an adapter author reads instead of conform's source."""
+    rows = {r["op"]: r for r in json.loads(conform_cli(
+        "list", "--backend", "onnxruntime", "--programs", "--format", "json",
+        check_status=0).stdout)}
+    top_k = rows["onnx_top_k"]["signature"]
+    assert top_k["outputs"] == [{"name": "values", "type": "T"}, {"name": "indices", "type": "int64"}]
+    assert {"axis", "largest", "sorted"} <= set(top_k["attrs"]) and "k" in top_k["drawn_by"]
+    clip = rows["onnx_clip"]["signature"]
+    assert clip["inputs"][1] == {"name": "min", "type": "T", "optional": True, "scalar": True}
+    assert "absent_inputs" in clip["absent_inputs"]
+    chain = next(r for op, r in rows.items() if op.startswith("chain__"))["signature"]
+    assert [n["output"] for n in chain["nodes"]] == [o["name"] for o in chain["outputs"]]
+    assert all(set(n) == {"op", "inputs", "output"} for n in chain["nodes"])
+
+
 def test_report_rerenders_a_finished_run(full_runs, conform_cli):
     _, out = full_runs["numpy"]
     (out / "report.html").unlink()

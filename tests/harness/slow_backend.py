@@ -12,6 +12,6 @@ SECONDS_PER_CASE = 0.004
 class SlowNumpy(NumpyBackend):
     name = "slow-numpy"
 
-    def run(self, *, spec, case):
+    def run(self, *, program, inputs, model=None):
         time.sleep(SECONDS_PER_CASE)
-        return super().run(spec=spec, case=case)
+        return super().run(program=program, inputs=inputs, model=model)

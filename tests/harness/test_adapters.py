@@ -16,7 +16,7 @@ def _failed(report) -> dict:
 
 
 def test_api_version_is_exported_and_inherited():
-    assert API_VERSION == 2 and Backend.api_version == API_VERSION
+    assert API_VERSION == 3 and Backend.api_version == API_VERSION
 
 
 def test_numpy_backend_passes():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from conform.generators import Case
+from conform.harness.backends.models import run_case
 from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
 from conform.spec.dtypes import np_dtype
 
@@ -20,7 +21,7 @@ def backend():
 def convert(backend, spec, x, src, dst):
     case = Case(id=f"t.{src}->{dst}", op=spec.op, dtype=f"{src}->{dst}", input_dtypes=(src,),
                 out_dtype=dst, inputs=[x], attrs={"new_dtype": dst}, plan="special", seed=0)
-    (out,) = backend.run(spec=spec, case=case)
+    (out,) = run_case(backend, spec, case)
     assert out.dtype == np_dtype(dst) and out.shape == x.shape
     return out
 

@@ -22,9 +22,9 @@ def _later_index_first(values: np.ndarray, indices: np.ndarray) -> np.ndarray:
 class TieBreakingBackend(OnnxRuntimeBackend):
     name = "tie-breaking"
 
-    def prepare(self, *, spec, case, model=None):
-        compute = super().prepare(spec=spec, case=case, model=model)
-        if spec.op != "onnx_top_k" or case.attrs["axis"] % case.inputs[0].ndim != case.inputs[0].ndim - 1:
+    def prepare(self, *, program, inputs, model=None):
+        compute = super().prepare(program=program, inputs=inputs, model=model)
+        if program.op != "onnx_top_k" or program.attrs["axis"] % inputs[0].ndim != inputs[0].ndim - 1:
             return compute
 
         def buggy():
