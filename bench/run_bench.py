@@ -1,6 +1,10 @@
 """The conform benchmark: whole-command rates per built-in backend, cold and warm.
 
-    python bench/run_bench.py [--backends onnxruntime,jax,numpy,nnef] [--max-examples 300] [--out FILE]
+    python bench/run_bench.py [--backends onnxruntime,jax,numpy,nnef] [--max-examples 300]
+                              [--ops GLOB,..] [--out FILE]
+
+``--ops`` limits the runs to some ops: to compare two commits on the cases both draw alike (run
+this script with each commit's Python: it calls ``conform`` through ``sys.executable``).
 
 For each backend it runs ``conform run`` twice with one fresh cache directory: *cold* (empty corpus
 and compilation caches) and *warm* (caches filled by the cold run), and reports verified cases per
@@ -93,7 +97,7 @@ def _ratio_without_per_case_work(warm: dict, warm_startup: float, workers: int) 
     return round(1 - runtime / (warm_startup + warm["generation_seconds"] + runtime), 3)
 
 
-def bench_backend(backend: str, max_examples: int, workers: int) -> dict:
+def bench_backend(backend: str, max_examples: int, workers: int, ops: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="conform-bench-") as tmp:
         cache, result = Path(tmp) / "cache", {"backend": backend, "max_examples": max_examples}
         one_case = ["run", "--backend", backend, "--ops", "exp", "--dtypes", "float32",
@@ -104,8 +108,10 @@ def bench_backend(backend: str, max_examples: int, workers: int) -> dict:
         result["warm_startup_seconds"] = round(warm_startup, 2)
         for phase in ("cold", "warm"):
             out = Path(tmp) / phase
+            selection = ["--ops", ops] if ops else []
             wall, peak = _conform(["run", "--backend", backend, "--max-examples", str(max_examples),
-                                   "--out", str(out), "--quiet", "--workers", str(workers)], cache)
+                                   *selection, "--out", str(out), "--quiet", "--workers",
+                                   str(workers)], cache)
             result[phase] = {**_breakdown(out, wall, workers), "peak_rss_mb": round(peak / 1024, 1)}
             print(f"{backend:12} {phase}: {result[phase]['cases']} cases in {wall:.1f} s = "
                   f"{result[phase]['cases_per_second']:.0f} cases/s, peak {peak / 1024:.0f} MB, "
@@ -122,11 +128,12 @@ def main() -> None:
     parser.add_argument("--backends", default="onnxruntime,jax,numpy,nnef")
     parser.add_argument("--max-examples", type=int, default=300)
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--ops", default=None, help="only these ops (globs, comma-separated)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "cpus": os.cpu_count(), "workers": args.workers,
-              "results": [bench_backend(b, args.max_examples, args.workers)
+              "cpus": os.cpu_count(), "workers": args.workers, "ops": args.ops,
+              "results": [bench_backend(b, args.max_examples, args.workers, args.ops)
                           for b in args.backends.split(",")]}
     out = args.out or Path(__file__).parent / "results" / f"{report['date'][:10]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

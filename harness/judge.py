@@ -77,31 +77,35 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
     parts: dict = {}     # case number -> its outputs' judgements (cases with several outputs)
     groups: dict = {}
     for i, (spec, case, outputs) in enumerate(triples):
-        if getattr(spec, "nodes", None):
+        if spec.nodes:
             judgements[i] = judge_program(spec, case, outputs, subnormals)
             continue
-        answer = expectation(spec, case)
+        answer = case.expectation or expect(spec, case)
         if len(outputs) != len(answer):
             judgements[i] = Judgement("fail", "n/a", "n/a", reason=(
                 f"backend returned {len(outputs)} outputs, expected {len(answer)} "
                 f"({', '.join(spec.outputs)})"))
             continue
-        if spec.definition.canonical is not None:
-            outputs = spec.definition.canonical([np.asarray(o) for o in outputs], case)
+        canonical = spec.definition.canonical
+        if canonical is not None:
+            outputs = canonical([np.asarray(o) for o in outputs], case)
         flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
         if len(answer) > 1:
             parts[i] = [None] * len(answer)
         for k, (part, out_dtype) in enumerate(zip(answer, spec.out_dtypes(case))):
             model = spec.model_for(out_dtype, k)
-            groups.setdefault((spec.op, out_dtype, id(model)), (model, []))[1].append(
-                ((i, k), (np.asarray(outputs[k]), part.expected, part.impl_mask, part.accumulation,
-                          flushed and flushed[k])))
+            key = (spec.op, out_dtype, id(model))
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = (model, [])
+            group[1].append((i, k, (np.asarray(outputs[k]), part.expected, part.impl_mask,
+                                    part.accumulation, flushed and flushed[k])))
     for (_, out_dtype, _), (model, members) in groups.items():
-        judged = compare_many([item for _, item in members], out_dtype=out_dtype, model=model,
+        judged = compare_many([member[2] for member in members], out_dtype=out_dtype, model=model,
                               subnormals=subnormals)
-        for ((i, k), item), judgement in zip(members, judged):
-            spec, case = triples[i][0], triples[i][1]
+        for (i, k, item), judgement in zip(members, judged):
             if judgement.worst is not None:
+                spec, case, _ = triples[i]
                 judgement.worst["inputs"] = _worst_inputs(spec, case, judgement, item[1].shape, k)
             if i in parts:
                 parts[i][k] = judgement
@@ -166,13 +170,21 @@ def _worst_inputs(spec, case, judgement: Judgement, out_shape, output: int) -> l
 
 def _inputs_at(case, out_shape, index, relation: str = "equal"):
     """Input values feeding output ``index`` of an op whose inputs are element-aligned with
-    its output: equal shapes, scalars, or shapes that broadcast to it (by NumPy's rule, or by
-    NNEF's, which aligns leading dimensions, for ``nnef_broadcast``)."""
+    its output: equal shapes, scalars, or shapes that broadcast to it (by NumPy's rule, by
+    NNEF's, which aligns leading dimensions, for ``nnef_broadcast``, or by XLA's
+    ``broadcast_dimensions`` for ``xla_broadcast``)."""
+    out_shape = tuple(out_shape)
     mapped = case.attrs.get("broadcast_dimensions") if relation == "xla_broadcast" else None
-    return [None if (at := _broadcast_index(x.shape, tuple(out_shape), index,
-                                            trailing=relation != "nnef_broadcast",
-                                            mapped=mapped if x.ndim < len(out_shape) else None))
-            is None else _scalar(x[at]) for x in case.inputs]
+    found = []
+    for x in case.inputs:
+        if x.shape == out_shape:   # the common case: the element at the same index
+            found.append(_scalar(x[tuple(index)]))
+            continue
+        dims = mapped if mapped is not None and x.ndim < len(out_shape) else None
+        at = _broadcast_index(x.shape, out_shape, index, trailing=relation != "nnef_broadcast",
+                              mapped=dims)
+        found.append(None if at is None else _scalar(x[at]))
+    return found
 
 
 def _broadcast_index(shape: tuple, out_shape: tuple, index, *, trailing: bool, mapped=None):
@@ -299,21 +311,26 @@ def _judge_alone(spec, case, outputs, subnormals):
 
 
 def _add_judgement(record: dict, case, judgement: Judgement, backend: str) -> None:
-    record.update(_figures(judgement), histogram=judgement.histogram)
+    _add_figures(record, judgement)
+    record["histogram"] = judgement.histogram
     if judgement.observed:
         record["observed"] = [[json_number(v) for v in pair] for pair in judgement.observed]
     if judgement.outputs:
-        record["outputs"] = [{"name": name, **_figures(part)} for name, part in judgement.outputs]
+        record["outputs"] = [_add_figures({"name": name}, part) for name, part in judgement.outputs]
     if judgement.verdict == "fail":
         record["message"] = failure_message(case, judgement, backend)
 
 
-def _figures(judgement: Judgement) -> dict:
-    """A judgement's verdict and figures as a result line holds them."""
-    worst = judgement.worst and {k: v if k in ("index", "inputs", "output", "node") else json_number(v)
+def _add_figures(record: dict, judgement: Judgement) -> dict:
+    """``record`` with a judgement's verdict and figures as a result line holds them."""
+    worst = judgement.worst and {k: v if k in _KEPT else json_number(v)
                                  for k, v in judgement.worst.items()}
-    return dict(verdict=judgement.verdict, model=judgement.model, unit=judgement.unit,
-                checked=judgement.checked, mismatched=judgement.mismatched,
-                impl_defined_elements=judgement.impl_defined,
-                max_error=json_number(judgement.max_error), bound=json_number(judgement.bound),
-                worst=worst)
+    record.update(verdict=judgement.verdict, model=judgement.model, unit=judgement.unit,
+                  checked=judgement.checked, mismatched=judgement.mismatched,
+                  impl_defined_elements=judgement.impl_defined,
+                  max_error=json_number(judgement.max_error), bound=json_number(judgement.bound),
+                  worst=worst)
+    return record
+
+
+_KEPT = frozenset({"index", "inputs", "output", "node"})   # worst-element fields kept as they are

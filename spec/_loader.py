@@ -1,6 +1,7 @@
 """Load and validate op specs, with errors that name the file, the line and the field."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,7 @@ class OpSpec:
     path: str = ""
     nodes = ()   # an op is no program (conform.spec.programs.ProgramSpec has nodes)
 
-    @property
+    @functools.cached_property
     def definition(self) -> OpDefinition:
         """The op's :class:`~conform.ops.OpDefinition` (oracle, lowerings, hooks)."""
         return definition(self.op)
@@ -107,13 +108,13 @@ class OpSpec:
                                           "names the absent ones")
         return described
 
-    @property
+    @functools.cached_property   # (read for every case judged: kept once made)
     def outputs(self) -> tuple[str, ...]:
         """The op's output names, in the order the oracle and every backend return them (one
         output named ``out`` when the signature declares none)."""
         return tuple(_input_name(entry) for entry in self.signature.get("outputs", ("out",)))
 
-    @property
+    @functools.cached_property
     def output_types(self) -> tuple[str, ...]:
         """Per output, its type: ``T`` (the case's out dtype) or a fixed dtype such as ``int64``."""
         return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
@@ -121,7 +122,10 @@ class OpSpec:
 
     def out_dtypes(self, case) -> tuple[str, ...]:
         """The dtype of each of ``case``'s outputs."""
-        return tuple(case.out_dtype if kind == "T" else kind for kind in self.output_types)
+        kinds = self.output_types
+        if kinds == ("T",):
+            return (case.out_dtype,)
+        return tuple(case.out_dtype if kind == "T" else kind for kind in kinds)
 
     @property
     def input_types(self) -> tuple[str, ...]:

@@ -249,8 +249,13 @@ def prepare_case(backend, spec, case, *, with_model: bool | None = None, old: bo
 def declared_inputs(case) -> list[np.ndarray]:
     """The case's input arrays, C-contiguous, in its input dtypes (no copy where they are)."""
     found = _NP_DTYPES.get
-    return [np.asarray(x, dtype=found(d) or _np_dtype(d), order="C")
-            for x, d in zip(case.inputs, case.input_dtypes)]
+    inputs = case.inputs
+    for x, d in zip(inputs, case.input_dtypes):   # most are already: hand them over as they are
+        if type(x) is not np.ndarray or x.dtype is not (found(d) or _np_dtype(d)) \
+                or not x.flags.c_contiguous:
+            return [np.asarray(x, dtype=found(d) or _np_dtype(d), order="C")
+                    for x, d in zip(inputs, case.input_dtypes)]
+    return list(inputs)
 
 
 _NP_DTYPES: dict = {}

@@ -1,6 +1,8 @@
 """StableHLO export of cases, from the same jitted lax functions the jax backend runs."""
 from __future__ import annotations
 
+import dataclasses
+
 import re
 
 import numpy as np
@@ -36,6 +38,6 @@ def test_attribute_ops_export_their_own_stablehlo_op(specs, op, marker, tmp_path
 
 def test_an_op_without_an_xla_binding_is_unsupported(specs):
     spec = specs["add"]
-    unbound = type(spec)(**{**spec.__dict__, "bindings": {}})
+    unbound = dataclasses.replace(spec, bindings={})
     with pytest.raises(Unsupported, match="no xla binding"):
         build_stablehlo(unbound, _case("add", [np.ones(2, np.float32)] * 2))
