@@ -92,7 +92,7 @@ def test_a_manifest_on_gate_turns_failures_into_xfail_and_reports_xpass(jax_runs
 
 def test_onnxruntime_runs_with_its_builtin_manifest_and_reports_stale_entries(tmp_path,
                                                                               conform_cli):
-    from conform.harness.manifests import default_manifest_path
+    from conform.harness.assurance.manifests import default_manifest_path
 
     stale = _manifest(tmp_path, """\
   - {op: onnx_where, dtype: float32, case: onnx_where.float32.999, kind: skip, reason: no such case,
@@ -123,7 +123,7 @@ def test_the_example_workflow_calls_conform_with_options_it_accepts():
 
     import yaml
 
-    from conform.harness.cli import _parser
+    from conform.harness.cli.main import _parser
 
     workflow = Path(__file__).parents[2] / "examples" / "github-actions" / "conform.yml"
     steps = yaml.safe_load(workflow.read_text())["jobs"]["conform"]["steps"]

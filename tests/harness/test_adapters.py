@@ -5,7 +5,7 @@ import tomllib
 
 import pytest
 
-from conform.harness.adapters import AdapterError, check_adapter, class_name, new_adapter
+from conform.harness.assurance.adapters import AdapterError, check_adapter, class_name, new_adapter
 from conform.harness.backends import API_VERSION, Backend
 
 BAD = "tests.harness.bad_adapters"

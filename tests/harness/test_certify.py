@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from conform.generators import generate_cases
-from conform.harness import certify, verify, cli, cli_certify
-from conform.harness.judge import case_record
-from conform.harness.runner import SelectionError
+from conform.harness.assurance import certify, verify
+from conform.harness.cli import main as cli, certify as cli_certify
+from conform.harness.judge.judging import case_record
+from conform.harness.run.runner import SelectionError
 from conform.reports._certificate import render_certificate, write_certificate
 from conform.spec import BUILTIN_DIR, load_specs
 

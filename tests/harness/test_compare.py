@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conform.harness.compare import compare, ulp_of
+from conform.harness.judge.compare import compare, ulp_of
 from conform.oracles import evaluate
 
 ULP_HALF = {"ulp": 0.5, "why": "IEEE 754 correctly rounded"}
@@ -127,7 +127,7 @@ ACCUMULATION = {"accumulation": {"final_ulp": 0.5, "accumulator_at_least": "floa
 
 
 def test_accumulator_at_least_tightens_only_narrower_types():
-    from conform.harness.compare import accumulator_roundoff
+    from conform.harness.judge.compare import accumulator_roundoff
 
     params = {"accumulator_at_least": "float32"}
     assert accumulator_roundoff("float16", params) == 2.0 ** -24
@@ -216,7 +216,7 @@ def test_asymmetric_ulp_bounds():
 
 
 def test_bfloat16_reference_is_rounded_once():
-    from conform.harness.compare import round_to_dtype
+    from conform.harness.judge.compare import round_to_dtype
     from conform.spec.dtypes import np_dtype
 
     value = 1.0 + 2.0 ** -8 + 2.0 ** -30      # just above the tie between 1 and 1 + 2**-7
@@ -258,7 +258,7 @@ def _outputs_for_many(rng, dtype, count):
                                    {"accumulation": {"final_ulp": 0.5}}])
 @pytest.mark.parametrize("subnormals", ["ieee", "ftz"])
 def test_judging_many_outputs_together_gives_each_the_judgement_it_gets_alone(model, subnormals):
-    from conform.harness.compare import compare_many
+    from conform.harness.judge.compare import compare_many
 
     items = _outputs_for_many(np.random.default_rng(7), np.float32, 40)
     together = compare_many(items, out_dtype="float32", model=model, subnormals=subnormals)

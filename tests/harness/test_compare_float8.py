@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conform.harness.compare import compare, round_to_dtype
+from conform.harness.judge.compare import compare, round_to_dtype
 from conform.spec.dtypes import np_dtype
 
 EXACT = {"exact": True, "why": "correctly rounded conversion"}

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from conform.harness.gate import (Criteria, GateError, RunData, baseline_view, error_growth, evaluate,
+from conform.harness.assurance.gate import (Criteria, GateError, RunData, baseline_view, error_growth, evaluate,
                                   load_run, op_pass_rates, ops_below, regressions, worst_ratio)
 from conform.reports import build_summary
 

@@ -13,9 +13,9 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from conform.harness.boundary import MAX_TEXT
-from conform.harness.isolation import WorkerPool
-from conform.harness.judge import result_record
+from conform.harness.run.boundary import MAX_TEXT
+from conform.harness.run.isolation import WorkerPool
+from conform.harness.judge.judging import result_record
 from tests.harness.hostile_adapters import HUGE, MARKER, add_cases
 
 HOSTILE = "tests.harness.hostile_adapters:"
@@ -157,7 +157,7 @@ def test_crashes_hangs_and_hogs_each_cost_one_case_and_leave_no_chained_errors(s
 
 _BUSY_PARENT = """
 import sys
-from conform.harness.isolation import WorkerPool
+from conform.harness.run.isolation import WorkerPool
 from tests.harness.hostile_adapters import add_cases
 try:
     with WorkerPool("tests.harness.hostile_adapters:Crashes", workers=1, timeout=600,

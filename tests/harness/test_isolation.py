@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from conform.generators import Case
-from conform.harness.isolation import BackendLoadError, WorkerPool
-from conform.harness.judge import result_record
+from conform.harness.run.isolation import BackendLoadError, WorkerPool
+from conform.harness.judge.judging import result_record
 
 MISBEHAVING = "tests.harness.misbehaving_backend:MisbehavingBackend"
 
@@ -81,7 +81,7 @@ def test_a_backend_that_fails_to_import_names_itself_and_shows_the_traceback():
 
 
 def test_lazy_queue_reads_the_source_only_as_far_as_needed():
-    from conform.harness.isolation import _LazyQueue
+    from conform.harness.run.isolation import _LazyQueue
 
     pulled = []
 
@@ -131,7 +131,7 @@ def test_workers_are_forked_only_from_a_parent_without_threads_or_runtimes(setup
     import subprocess
     import sys
 
-    code = f"{setup}\nfrom conform.harness.isolation import start_method; print(start_method())"
+    code = f"{setup}\nfrom conform.harness.run.isolation import start_method; print(start_method())"
     chosen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert chosen.stdout.strip() == method
 
@@ -145,7 +145,7 @@ def test_forked_workers_exit_when_the_parent_dies(tmp_path):
 
     script = f"""
 import os, sys, time
-from conform.harness.isolation import WorkerPool
+from conform.harness.run.isolation import WorkerPool
 with WorkerPool({MISBEHAVING!r}, workers=2, method="fork") as pool:
     print(" ".join(str(w.process.pid) for w in pool._pool), flush=True)
     time.sleep(60)
@@ -176,8 +176,8 @@ def _alive(pid: int) -> bool:
 def test_a_judged_reply_gives_the_parent_each_record_as_its_line_reads():
     import pickle
 
-    from conform.harness.isolation import Judged, _unpack
-    from conform.harness.worker import pack_judged
+    from conform.harness.run.isolation import Judged, _unpack
+    from conform.harness.run.worker import pack_judged
     from conform.reports import Tally, encode
 
     records = [{"id": "x.f.1", "op": "x", "dtype": "f", "verdict": "pass", "max_error": 0.1,

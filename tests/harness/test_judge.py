@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.generators._case import Case
-from conform.harness.judge import failure_message, judge_outputs
+from conform.harness.judge.judging import failure_message, judge_outputs
 
 
 def _case(op, inputs, attrs, dtype="float32"):

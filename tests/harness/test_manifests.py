@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conform.generators import Case, dtype_labels
-from conform.harness.manifests import (Manifest, ManifestError, default_manifest_path, load_manifest,
+from conform.harness.assurance.manifests import (Manifest, ManifestError, default_manifest_path, load_manifest,
                                        manifest_summary, resolve_manifest, stale_entries)
 from conform.reports import Tally, build_summary, pass_rate
 

@@ -14,8 +14,8 @@ from conform.generators import Case, dtype_labels, generate_cases  # noqa: E402
 from conform.harness.backends.base import Unsupported  # noqa: E402
 from conform.harness.backends.nnef_models import (  # noqa: E402
     build_document, literal, prelude, write_document)
-from conform.harness.isolation import WorkerPool  # noqa: E402
-from conform.harness.judge import result_record  # noqa: E402
+from conform.harness.run.isolation import WorkerPool  # noqa: E402
+from conform.harness.judge.judging import result_record  # noqa: E402
 
 CONVERSIONS = ("float32->int32", "int32->float32", "float32->bool", "bool->float32")
 
@@ -120,7 +120,7 @@ def test_real_cases_through_the_executor_in_a_worker(specs):
 
 
 def _conform(*args):
-    return subprocess.run([sys.executable, "-m", "conform.harness.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "conform.harness.cli.main", *map(str, args)],
                           capture_output=True, text=True, timeout=900)
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conform.harness.outdir import (NotResumable, STALE, check_same_run, complete_lines,
+from conform.harness.run.outdir import (NotResumable, STALE, check_same_run, complete_lines,
                                     read_previous, remove_stale_reports)
 from conform.reports._atomic import atomic_path, write_atomically
 

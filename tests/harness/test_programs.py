@@ -10,7 +10,7 @@ from conform.generators import generate_cases
 from conform.generators._case import Case
 from conform.harness.backends.nnef_models import build_document
 from conform.harness.backends.onnx_models import build_model
-from conform.harness.judge import failure_message, judge_outputs
+from conform.harness.judge.judging import failure_message, judge_outputs
 from conform.spec.programs import chain_name, chain_names, program_spec
 
 EVERY_FORMAT = chain_name(["exp", "tanh", "abs"])   # ops bound in ONNX, XLA and NNEF alike

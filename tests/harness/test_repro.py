@@ -11,9 +11,9 @@ import pytest
 
 from conform.generators import dtype_labels, generate_cases
 from conform.harness.backends.base import Unsupported
-from conform.harness.judge import case_record
-from conform.harness.repro import ReproError, write_repro
-from conform.harness.repro_backends import lax_program
+from conform.harness.judge.judging import case_record
+from conform.harness.assurance.repro import ReproError, write_repro
+from conform.harness.assurance.repro_backends import lax_program
 
 ORT_PIN = "onnxruntime==1.32.0"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conform.harness.runner import SelectionError, by_format, select
+from conform.harness.run.runner import SelectionError, by_format, select
 
 
 def test_each_backend_runs_the_ops_bound_in_its_format(specs):

@@ -11,7 +11,7 @@ import pytest
 
 from conform.generators._corpus import corpus_path
 from conform.generators._corpus_format import read, write
-from conform.harness import certify, verify, signing
+from conform.harness.assurance import certify, verify, signing
 from tests.harness.test_certify import _load, _make, _profile, _save
 
 

@@ -104,7 +104,7 @@ def test_onnx_operands_and_present_inputs():
 @pytest.mark.parametrize("relation_index", [([2, 3], [0], (2, 3), (1, 1)), ([2, 3], [1], (2, 3), (0, 2))])
 def test_judge_reads_the_lower_rank_operand_through_broadcast_dimensions(relation_index):
     from conform.generators import Case
-    from conform.harness.judge import _inputs_at
+    from conform.harness.judge.judging import _inputs_at
 
     shape, dims, out_shape, index = relation_index
     high = np.arange(6.0).reshape(shape)

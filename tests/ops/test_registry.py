@@ -20,9 +20,9 @@ SHARED_PACKAGES = ("conform", "spec", "generators", "oracles", "harness", "repor
 NOT_OP_NAMES = {
     ("spec/_schema.py", "minimum"): "a JSON Schema keyword",
     ("spec/_schema.py", "maximum"): "a JSON Schema keyword",
-    ("harness/certify.py", "minimum"): "a JSON Schema keyword (the profile schema)",
-    ("harness/certify.py", "maximum"): "a JSON Schema keyword (the profile schema)",
-    ("harness/compare.py", "abs"): "the unit of an abs_rel error model",
+    ("harness/assurance/certify.py", "minimum"): "a JSON Schema keyword (the profile schema)",
+    ("harness/assurance/certify.py", "maximum"): "a JSON Schema keyword (the profile schema)",
+    ("harness/judge/compare.py", "abs"): "the unit of an abs_rel error model",
 }
 
 
@@ -132,7 +132,7 @@ def test_an_installed_op_package_adds_its_ops(tmp_path, monkeypatch):
     (info / "entry_points.txt").write_text("[conform.ops]\nvendor = vendor_ops\n")
     env = {"PYTHONPATH": str(site), "CONFORM_CACHE_DIR": str(tmp_path / "cache"),
            "PATH": "/usr/bin:/bin"}
-    command = [sys.executable, "-m", "conform.harness.cli"]
+    command = [sys.executable, "-m", "conform.harness.cli.main"]
     listed = subprocess.run([*command, "list", "--format", "json"], capture_output=True,
                             text=True, env=env, check=True)
     rows = {row["op"]: row for row in json.loads(listed.stdout)}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conform.generators._case import Case
-from conform.harness.judge import failure_message, judge_outputs
+from conform.harness.judge.judging import failure_message, judge_outputs
 from conform.oracles._registry import evaluate
 from conform.oracles.expectations import expect
 

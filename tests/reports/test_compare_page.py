@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from conform.harness.cli import main
+from conform.harness.cli.main import main
 from conform.reports._compare import closest, compare_runs, load_run
 
 

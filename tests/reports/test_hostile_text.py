@@ -12,7 +12,7 @@ import orjson
 import pytest
 from markdown_it import MarkdownIt
 
-from conform.harness.cli import main
+from conform.harness.cli.main import main
 from conform.reports._text import markdown_text, neutral
 
 # raw characters that must not reach any output file

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from conform.harness.certify import ProfileError, load_profiles
-from conform.harness.manifests import ManifestError, load_manifest
+from conform.harness.assurance.certify import ProfileError, load_profiles
+from conform.harness.assurance.manifests import ManifestError, load_manifest
 from conform.spec import SpecError, load_spec
 from conform.spec._yaml import MAX_BYTES, MAX_DEPTH
 

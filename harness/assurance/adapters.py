@@ -3,8 +3,8 @@
 
 The check loads the adapter in a worker process (never in the caller), reads its declarations,
 sends it two probe cases (one it cannot express, one that must raise) and runs a small smoke
-suite through :class:`~conform.harness.isolation.WorkerPool` and
-:func:`~conform.harness.judge.result_record`, exactly as ``conform run`` would.
+suite through :class:`~conform.harness.run.isolation.WorkerPool` and
+:func:`~conform.harness.judge.judging.result_record`, exactly as ``conform run`` would.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conform.harness.backends.base import API_VERSION
-from conform.harness.verdicts import BROKEN
+from conform.harness.judge.verdicts import BROKEN
 
 KNOWN_FORMATS = ("native", "onnx", "nnef", "stablehlo")
 SUBNORMAL_POLICIES = ("ieee", "ftz")
@@ -82,7 +82,7 @@ def _plain(value):
 
 
 def _smoke():
-    from conform.harness.certify import find_profile
+    from conform.harness.assurance.certify import find_profile
 
     return find_profile(SMOKE_PROFILE)
 
@@ -90,7 +90,7 @@ def _smoke():
 def _probe_spec(specs: dict, model_format: str):
     """The smoke suite's first element-wise float32 op of two inputs that ``model_format`` can
     express (the probes' op), or None."""
-    from conform.harness.claims import FORMAT_BINDINGS
+    from conform.harness.run.claims import FORMAT_BINDINGS
 
     binding = FORMAT_BINDINGS.get(model_format)
     for op in _smoke().ops:
@@ -134,7 +134,7 @@ def _run_probe(backend, spec, case) -> dict:
 def _inspect_main(conn, backend_name: str, spec_dir) -> None:
     """Load the adapter, send its declarations, then the outcome of each probe."""
     try:
-        from conform.harness.registry import load_backend_class
+        from conform.harness.run.registry import load_backend_class
 
         backend = load_backend_class(backend_name)()
     except BaseException:  # SystemExit from an import included
@@ -149,8 +149,8 @@ def _inspect_main(conn, backend_name: str, spec_dir) -> None:
             info[method] = None
             info[f"{method}_error"] = traceback.format_exc()
     conn.send(("info", info))
-    from conform.harness.outcome import Outcome
-    from conform.harness.judge import result_record
+    from conform.harness.judge.outcome import Outcome
+    from conform.harness.judge.judging import result_record
     from conform.spec import load_specs
 
     spec = _probe_spec(load_specs(spec_dir), getattr(backend, "model_format", "native"))
@@ -185,7 +185,7 @@ def _inspect(backend_name: str, spec_dir, timeout: float) -> tuple[list, str]:
                 message = parent.recv()
             except EOFError:
                 process.join(5)
-                from conform.harness.isolation import _death_message
+                from conform.harness.run.isolation import _death_message
 
                 stopped = _death_message(process.exitcode)
                 break
@@ -303,7 +303,7 @@ def _smoke_cases(specs: dict) -> list:
 
 
 def _check_smoke(report: CheckReport, backend_name: str, spec_dir, timeout: float) -> list:
-    from conform.harness.isolation import BackendLoadError, WorkerPool
+    from conform.harness.run.isolation import BackendLoadError, WorkerPool
     from conform.spec import load_specs
 
     cases = _smoke_cases(load_specs(spec_dir))
@@ -335,7 +335,7 @@ def _check_smoke(report: CheckReport, backend_name: str, spec_dir, timeout: floa
 
 def check_adapter(backend_name: str, *, spec_dir=None, timeout: float = 60.0) -> CheckReport:
     """Run every check on the adapter registered as ``backend_name`` (or ``module:Class``)."""
-    from conform.harness.registry import UnknownBackend, check_backend
+    from conform.harness.run.registry import UnknownBackend, check_backend
 
     report = CheckReport(backend_name)
     try:

@@ -1,5 +1,5 @@
 """Profiles and certification on the command line: ``conform run --profile P``, ``conform
-certify`` and ``conform verify`` (wired in by :mod:`conform.harness.cli`).
+certify`` and ``conform verify`` (wired in by :mod:`conform.harness.cli.main`).
 
 ``certify`` exits 0 when the backend is certified, 1 when it ran and is not; ``verify`` exits 0
 when the certificate is verified, 1 when it is not (what did not match is printed); both exit 2
@@ -12,8 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from conform.harness.cli_gate import add_manifest_options
-from conform.harness.cli_values import at_least_one, seconds, writable_directory
+from conform.harness.cli.gate import add_manifest_options
+from conform.harness.cli.values import at_least_one, seconds, writable_directory
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROFILED = ("ops", "dtypes", "max_examples", "seed", "subnormals")  # run options a profile sets
@@ -50,12 +50,12 @@ def apply_profile(args):
     allows no manifest turns the default manifest off. Returns the profile, or None."""
     if args.profile is None:
         if args.profiles is not None:
-            from conform.harness.runner import SelectionError
+            from conform.harness.run.runner import SelectionError
 
             raise SelectionError("--profiles needs --profile")
         profile, values = None, {}
     else:
-        from conform.harness.certify import find_profile
+        from conform.harness.assurance.certify import find_profile
 
         profile = find_profile(args.profile, args.profiles)
         values = {"ops": list(profile.ops), "dtypes": list(profile.dtypes or []) or None,
@@ -129,7 +129,7 @@ def _usage(message: str) -> int:
 
 def cmd_key(args) -> int:
     """``conform key new PATH``."""
-    from conform.harness.signing import SigningError, new_key_pair
+    from conform.harness.assurance.signing import SigningError, new_key_pair
 
     try:
         private, public, key_id = new_key_pair(args.path)
@@ -142,10 +142,10 @@ def cmd_key(args) -> int:
 
 def cmd_certify(args, specs: dict) -> int:
     """``conform certify --backend B --profile P [--key KEYFILE]``."""
-    from conform.harness.certify import CertifyError, certify, find_profile
-    from conform.harness.manifests import resolve_manifest
-    from conform.harness.registry import check_backend
-    from conform.harness.signing import SigningError, load_private_key
+    from conform.harness.assurance.certify import CertifyError, certify, find_profile
+    from conform.harness.assurance.manifests import resolve_manifest
+    from conform.harness.run.registry import check_backend
+    from conform.harness.assurance.signing import SigningError, load_private_key
 
     try:
         key = load_private_key(args.key) if args.key is not None else None
@@ -157,7 +157,7 @@ def cmd_certify(args, specs: dict) -> int:
         return _usage(f"profile {profile.name} allows no manifest of known deviations")
     manifest = resolve_manifest(args.backend, args.manifest, disabled=args.no_manifest) \
         if profile.manifests else None
-    from conform.harness.outdir import locked
+    from conform.harness.run.outdir import locked
 
     out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-{profile.name}",
                              "--out")
@@ -187,9 +187,9 @@ def cmd_certify(args, specs: dict) -> int:
 
 def cmd_verify(args, specs: dict) -> int:
     """``conform verify CERT [--rerun N|all] [--trusted-key PUBKEY]``."""
-    from conform.harness.certify import CertifyError
-    from conform.harness.verify import verify
-    from conform.harness.signing import SigningError, load_public_key
+    from conform.harness.assurance.certify import CertifyError
+    from conform.harness.assurance.verify import verify
+    from conform.harness.assurance.signing import SigningError, load_public_key
 
     try:
         trusted = [load_public_key(path) for path in args.trusted_key]

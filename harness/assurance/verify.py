@@ -1,4 +1,4 @@
-"""Verification of certificates written by :mod:`conform.harness.certify`: the signature (under
+"""Verification of certificates written by :mod:`conform.harness.assurance.certify`: the signature (under
 the keys the verifier trusts), the digest, the results they name, every figure re-derived from
 the result lines, the policy and profile, the corpus (inputs and oracle answers, regenerated
 afresh: the local cache is not trusted) and spec hashes of this conform version, and a re-run
@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conform.harness.certify import (
+from conform.harness.assurance.certify import (
     CERTIFICATE_FILE,
     CertifyError,
     Corpus,
@@ -170,7 +170,7 @@ def _differences(claimed, computed, where: str = "", other: str = "recomputed") 
 
 def _manifest_from(cert: dict):
     """The manifest the certificate says it applied, rebuilt from its recorded entries."""
-    from conform.harness.manifests import Entry, Manifest
+    from conform.harness.assurance.manifests import Entry, Manifest
 
     entries = []
     for e in cert["manifest"]["entries"]:
@@ -234,7 +234,7 @@ def _check_profile(cert: dict, report: Verification) -> None:
 def _check_hashes(cert: dict, specs: dict, report: Verification, use_cache: bool,
                   workers: int = 1):
     """Regenerate the corpus and re-hash the specs; returns the corpus (None if it differs)."""
-    from conform.harness.runner import SelectionError
+    from conform.harness.run.runner import SelectionError
 
     settings = cert["profile"]["settings"]
     profile = Profile.from_settings(cert["profile"]["name"], settings)
@@ -298,7 +298,7 @@ def rerun_count(cert: dict, rerun: int | str | None, allow_module_backend: bool,
     Only installed backends (entry points in ``conform.backends``) are imported, unless
     ``allow_module_backend``; a re-run asked for on a backend that cannot be run is a
     :class:`CertifyError`."""
-    from conform.harness.registry import GROUP, available_backends
+    from conform.harness.run.registry import GROUP, available_backends
 
     backend = str(cert["environment"]["backend"])
     if rerun == 0:
@@ -322,8 +322,8 @@ def _rerun(cert: dict, corpus: Corpus, specs: dict, n: int | None, sample_seed: 
     """Re-run the cases (``n`` None) or a sample of ``n`` covering every op x dtype cell on the
     certificate's backend and compare the verdicts the backend earns (before any manifest)
     with the claimed ones."""
-    from conform.harness.isolation import WorkerPool
-    from conform.harness.judge import result_record
+    from conform.harness.run.isolation import WorkerPool
+    from conform.harness.judge.judging import result_record
 
     env = cert["environment"]
     by_id = {c.id: c for c in corpus.cases}
@@ -385,7 +385,7 @@ def verify(path: Path | str, specs: dict, *, rerun: int | str | None = None, sam
 
 
 def _check_signature(cert: dict, trusted_keys, report: Verification) -> None:
-    from conform.harness.signing import SIGNATURE, check_signature
+    from conform.harness.assurance.signing import SIGNATURE, check_signature
 
     if trusted_keys:
         held, line = check_signature(cert, list(trusted_keys))

@@ -20,9 +20,9 @@ import numpy as np
 
 from conform.generators import exhaustive_case, generate_cases
 from conform.harness.backends.base import Unsupported
-from conform.harness.gate import load_run
+from conform.harness.assurance.gate import load_run
 from conform.harness.backends.models import FORMATS, Model
-from conform.harness.repro_backends import renderer
+from conform.harness.assurance.repro_backends import renderer
 from conform.oracles import evaluate
 
 

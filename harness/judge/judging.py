@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from conform.harness.compare import Judgement, compare_many
-from conform.harness.outcome import Outcome
+from conform.harness.judge.compare import Judgement, compare_many
+from conform.harness.judge.outcome import Outcome
 from conform.reports._jsonl import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
@@ -71,7 +71,7 @@ def judge_outputs(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
 def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
     """:func:`judge_outputs` for ``(spec, case, outputs)`` triples. Each output is judged under
     its own error model, and the outputs of each op, dtype and model are compared together
-    (:func:`~conform.harness.compare.compare_many`); a case with several outputs gets one
+    (:func:`~conform.harness.judge.compare.compare_many`); a case with several outputs gets one
     judgement that holds each output's (:func:`combined`)."""
     judgements: list = [None] * len(triples)
     parts: dict = {}     # case number -> its outputs' judgements (cases with several outputs)

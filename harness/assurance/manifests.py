@@ -37,7 +37,7 @@ from pathlib import Path
 
 from conform.spec import SpecError
 from conform.spec._loader import _line_of, _read_mapping, _validate
-from conform.harness import verdicts
+from conform.harness.judge import verdicts
 
 KINDS = ("xfail", "skip", "waiver")
 FAILING = verdicts.PROBLEMS
@@ -139,7 +139,7 @@ class Manifest:
 
     def partition(self, cases) -> tuple[list, list[dict]]:
         """``(cases to run, records of the skipped ones)``."""
-        from conform.harness.judge import case_record
+        from conform.harness.judge.judging import case_record
 
         run, skipped = [], []
         # a suite comes op x dtype by op x dtype, and most have no skip entry in scope

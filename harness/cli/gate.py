@@ -1,5 +1,5 @@
 """The CI gate, manifests and repro on the command line: options shared by ``conform run`` and
-``conform gate``, and the ``gate`` and ``repro`` commands (wired in by :mod:`conform.harness.cli`).
+``conform gate``, and the ``gate`` and ``repro`` commands (wired in by :mod:`conform.harness.cli.main`).
 
 Errors are raised as :class:`GateError`, :class:`ReproError` or :class:`ManifestError`; the CLI
 turns them into exit status 2.
@@ -74,14 +74,14 @@ def add_commands(sub) -> None:
 
 def manifest_for(args, backend: str):
     """The manifest the options select for ``backend`` (None if none); expired entries raise."""
-    from conform.harness.manifests import resolve_manifest
+    from conform.harness.assurance.manifests import resolve_manifest
 
     return resolve_manifest(backend, args.manifest, disabled=args.no_manifest)
 
 
 def baseline_for(args):
     """The ``--baseline`` run, read before anything else can overwrite it (None if not given)."""
-    from conform.harness.gate import finished_run
+    from conform.harness.assurance.gate import finished_run
 
     return finished_run(args.baseline) if args.baseline else None
 
@@ -95,7 +95,7 @@ def warn_stale(stale: list) -> None:
 
 def gate_status(args, summary: dict, records: list, baseline) -> int:
     """Evaluate the gate, print what failed (stderr) or held (stdout); the exit status."""
-    from conform.harness.gate import Criteria, evaluate
+    from conform.harness.assurance.gate import Criteria, evaluate
 
     criteria = Criteria(min_pass_rate=args.min_pass_rate, min_op_pass_rate=args.min_op_pass_rate,
                         min_coverage=args.min_coverage, max_error_growth=args.max_error_growth, strict_xfail=args.strict_xfail)
@@ -115,8 +115,8 @@ def gate_status(args, summary: dict, records: list, baseline) -> int:
 def cmd_gate(args) -> int:
     """``conform gate DIR``: re-judge the run's recorded verdicts under the manifest the options
     select (as ``run`` would), rebuild its summary in memory and apply the gate. Writes nothing."""
-    from conform.harness.gate import finished_run
-    from conform.harness.manifests import Manifest, stale_entries
+    from conform.harness.assurance.gate import finished_run
+    from conform.harness.assurance.manifests import Manifest, stale_entries
     from conform.reports import build_summary
     from conform.reports._coverage import coverage_text, rate_text
 
@@ -137,7 +137,7 @@ def cmd_gate(args) -> int:
 
 def cmd_repro(args, specs: dict) -> int:
     """``conform repro CASE_ID --from DIR``."""
-    from conform.harness.repro import write_repro
+    from conform.harness.assurance.repro import write_repro
 
     formats = [f.strip() for text in args.formats for f in text.split(",") if f.strip()]
     out = write_repro(args.run_dir, args.case_id, specs, args.out, formats=formats)

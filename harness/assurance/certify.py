@@ -22,7 +22,7 @@ The digest is a checksum, not a signature: whoever edits a certificate can recom
 guarantees is that every figure in the certificate is bound to the result lines it came from,
 and :func:`verify` re-derives every figure from those lines and re-runs the cases on the
 backend. Who made a certificate is proven by its Ed25519 signature
-(:mod:`conform.harness.signing`: ``certify --key``, ``verify --trusted-key``).
+(:mod:`conform.harness.assurance.signing`: ``certify --key``, ``verify --trusted-key``).
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from pathlib import Path
 from conform.reports._jsonl import canonical
 from conform.spec import SpecError
 from conform.spec._loader import _line_of, _read_mapping, _validate
-from conform.harness import verdicts
+from conform.harness.judge import verdicts
 
 FORMAT = "conform-certificate/1"
 CERTIFICATE_FILE, RESULTS_FILE = "certificate.json", "results.jsonl"
@@ -171,7 +171,7 @@ def find_profile(name: str, profiles_file: Path | str | None = None) -> Profile:
                                f"{clash[0]!r} is a built-in profile; give yours another name")
         profiles.update(extra)
     if name not in profiles:
-        from conform.harness.runner import SelectionError
+        from conform.harness.run.runner import SelectionError
 
         raise SelectionError(f"unknown profile {name!r}; profiles are: {', '.join(profiles)}")
     return profiles[name]
@@ -193,7 +193,7 @@ class Corpus:
 
 def select_pairs(profile: Profile, specs: dict) -> list[tuple]:
     """(spec, dtype label) pairs of the profile, as ``conform run --ops .. --dtypes ..`` selects."""
-    from conform.harness.runner import select
+    from conform.harness.run.runner import select
 
     return select(specs, list(profile.ops), list(profile.dtypes) if profile.dtypes else None)
 
@@ -211,7 +211,7 @@ def build_corpus(profile: Profile, specs: dict, *, use_cache: bool = True,
     """Generate (or load from the corpus cache) the profile's cases and hash them; slices the
     cache lacks are drawn in up to ``processes`` processes."""
     from conform.generators import fill_corpus, generate_cases
-    from conform.harness.isolation import forking_context
+    from conform.harness.run.isolation import forking_context
 
     pairs = select_pairs(profile, specs)
     if use_cache:
@@ -410,10 +410,10 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
             progress: bool = True, key=None) -> dict:
     """Run ``profile``'s corpus on ``backend`` into ``out`` (results.jsonl and the usual reports),
     then write certificate.json and certificate.html there, signed with the Ed25519 private
-    ``key`` if one is given (:mod:`conform.harness.signing`). Returns the certificate."""
+    ``key`` if one is given (:mod:`conform.harness.assurance.signing`). Returns the certificate."""
     import conform
-    from conform.harness.manifests import manifest_summary
-    from conform.harness.runner import RunConfig, run_suite
+    from conform.harness.assurance.manifests import manifest_summary
+    from conform.harness.run.runner import RunConfig, run_suite
     from conform.reports import write_reports
     from conform.reports._certificate import write_certificate
 
@@ -437,7 +437,7 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
         meta=meta, manifest=manifest, results_path=out / RESULTS_FILE,
         conform_version=conform.__version__, run={"workers": workers, "timeout": timeout})
     if key is not None:
-        from conform.harness.signing import sign
+        from conform.harness.assurance.signing import sign
 
         certificate = sign(certificate, key)
     write_certificate(out, certificate)

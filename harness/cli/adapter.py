@@ -1,15 +1,15 @@
 """Vendor adapters on the command line: ``conform adapter new`` and ``conform adapter check``
-(wired in by :mod:`conform.harness.cli`).
+(wired in by :mod:`conform.harness.cli.main`).
 
 ``check`` exits 0 when every check passes, 1 when any fails (the checklist says what to fix,
 including an adapter that is not installed or fails to import); both exit 2 on a usage error
-(:class:`~conform.harness.adapters.AdapterError`).
+(:class:`~conform.harness.assurance.adapters.AdapterError`).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from conform.harness.cli_values import seconds
+from conform.harness.cli.values import seconds
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -31,7 +31,7 @@ def add_commands(sub) -> None:
 
 
 def cmd_adapter(args) -> int:
-    from conform.harness.adapters import check_adapter, class_name, new_adapter
+    from conform.harness.assurance.adapters import check_adapter, class_name, new_adapter
 
     if args.adapter_command == "new":
         out = new_adapter(args.name, args.dir)

@@ -11,12 +11,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conform.harness.manifests import FAILING
+from conform.harness.assurance.manifests import FAILING
 from conform.reports import pass_rate, read_results
 from conform.reports._jsonl import SchemaVersionError, check_schema_version
 from conform.reports._coverage import coverage_text, judged
 from conform.reports._text import neutral
-from conform.harness import verdicts
+from conform.harness.judge import verdicts
 
 PASSED = verdicts.PASSED
 SHOWN = 200  # lines per kind of failure before the rest are only counted

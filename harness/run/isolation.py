@@ -11,7 +11,7 @@ worker is killed and the case gets ``timeout``. Either way the worker is replace
 it still owed, including those it had finished but not yet reported, are sent again. Loading the
 backend has a time limit of its own, at the start and in a replacement: a worker that misses it
 is given up, and a pool left with none answers every case left with an ``error`` saying why.
-The worker's side is :mod:`conform.harness.worker`.
+The worker's side is :mod:`conform.harness.run.worker`.
 
 Workers are forked where that is safe (the parent runs no other threads and has loaded no backend
 runtime, see :func:`start_method`): they inherit the specs and the run's cases, so a batch is a list
@@ -33,7 +33,7 @@ from typing import Iterable, Iterator
 
 import orjson
 
-from conform.harness.worker import (INHERITED, REPLY_BATCH, REPLY_INTERVAL, Outcome,  # noqa: F401
+from conform.harness.run.worker import (INHERITED, REPLY_BATCH, REPLY_INTERVAL, Outcome,  # noqa: F401
                                     reuse_freed_memory, worker_main)
 
 #: Seconds a worker may take to load its backend (import it, make the adapter, say hello), when

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from conform.generators import (dtype_labels, exhaustive_cases, fill_corpus, generate_cases,
                                 prune_corpus)
-from conform.harness.isolation import Judged, WorkerPool, forking_context
+from conform.harness.run.isolation import Judged, WorkerPool, forking_context
 from conform.harness.backends.base import onnx_opset
-from conform.harness.judge import result_record
-from conform.harness.outdir import (NotResumable, check_same_run, complete_lines, read_previous,
+from conform.harness.judge.judging import result_record
+from conform.harness.run.outdir import (NotResumable, check_same_run, complete_lines, read_previous,
                                     remove_stale_reports)
 from conform.reports import ResultWriter, Tally, encode, write_summary
-from conform.harness.verdicts import PROBLEMS
+from conform.harness.judge.verdicts import PROBLEMS
 
 #: How often a running run rewrites its summary.json (marked incomplete: "N of M cases").
 CHECKPOINT_SECONDS = 5.0
@@ -45,7 +45,7 @@ class RunConfig:
     spec_dir: Path | None = None
     memory_limit_mb: int | None = None
     recycle_after: int | None = None
-    manifest: object | None = None  # a conform.harness.manifests.Manifest: skip, xfail, waiver
+    manifest: object | None = None  # a conform.harness.assurance.manifests.Manifest: skip, xfail, waiver
     cases: list | None = None       # a precomputed corpus (conform certify): run exactly these
     resume: bool = False            # continue the interrupted run in ``out``, skipping its cases
     interruptible: bool = False     # Ctrl-C ends the run early, with what it has (and kills
@@ -147,8 +147,8 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple
 
 def _backend_binding(backend: str) -> str | None:
     """The spec binding ``backend``'s model format consumes (None: every op, or unknown here)."""
-    from conform.harness.claims import Claims
-    from conform.harness.registry import load_backend_class
+    from conform.harness.run.claims import Claims
+    from conform.harness.run.registry import load_backend_class
 
     try:
         return Claims.of(load_backend_class(backend), backend).binding

@@ -12,8 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from conform.harness import cli_adapter, cli_certify, cli_gate
-from conform.harness.cli_values import (Parser, at_least_one, check_cache_directory, memory_mb,
+from conform.harness.cli import adapter as cli_adapter, certify as cli_certify, gate as cli_gate
+from conform.harness.cli.values import (Parser, at_least_one, check_cache_directory, memory_mb,
                                         seconds, writable_directory)
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
@@ -106,8 +106,8 @@ def cmd_list(args) -> int:
     specs = _load_specs(args.specs)
     claims = None
     if args.backend:
-        from conform.harness.claims import Claims
-        from conform.harness.registry import UnknownBackend, load_backend_class
+        from conform.harness.run.claims import Claims
+        from conform.harness.run.registry import UnknownBackend, load_backend_class
 
         try:
             backend_class = load_backend_class(args.backend)
@@ -163,8 +163,8 @@ def _print_table(summary: dict) -> None:
 
 
 def cmd_run(args) -> int:
-    from conform.harness.outdir import locked
-    from conform.harness.registry import check_backend
+    from conform.harness.run.outdir import locked
+    from conform.harness.run.registry import check_backend
 
     specs = _load_specs(args.specs)
     profile = cli_certify.apply_profile(args)
@@ -184,9 +184,9 @@ def cmd_run(args) -> int:
 def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
     """``conform run`` once ``out`` is checked and locked."""
     import conform
-    from conform.harness.gate import baseline_view
-    from conform.harness.manifests import manifest_summary, stale_entries
-    from conform.harness.runner import RunConfig, cyclic_gc_paused, run_suite
+    from conform.harness.assurance.gate import baseline_view
+    from conform.harness.assurance.manifests import manifest_summary, stale_entries
+    from conform.harness.run.runner import RunConfig, cyclic_gc_paused, run_suite
     from conform.reports import read_results, write_reports
     from conform.reports._definitions import op_definitions
 
@@ -233,7 +233,7 @@ def cmd_report(args) -> int:
     if len(args.dirs) == 1:
         if args.out is not None:
             raise _UsageError("--out names the comparison page: give two or more DIRs")
-        from conform.harness.outdir import locked
+        from conform.harness.run.outdir import locked
 
         with locked(args.dirs[0]):
             return _rerender(args.dirs[0])
@@ -249,7 +249,7 @@ def cmd_report(args) -> int:
 
 
 def _rerender(directory: Path) -> int:
-    from conform.harness.outdir import complete_lines
+    from conform.harness.run.outdir import complete_lines
     from conform.reports import write_reports
     from conform.reports._jsonl import check_schema_version
 
@@ -297,14 +297,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from conform.harness.adapters import AdapterError
-    from conform.harness.cli_values import UnusableDirectory
-    from conform.harness.gate import GateError
-    from conform.harness.isolation import BackendLoadError
-    from conform.harness.outdir import NotResumable, OutputBusy
-    from conform.harness.repro import ReproError
-    from conform.harness.registry import UnknownBackend
-    from conform.harness.runner import SelectionError
+    from conform.harness.assurance.adapters import AdapterError
+    from conform.harness.cli.values import UnusableDirectory
+    from conform.harness.assurance.gate import GateError
+    from conform.harness.run.isolation import BackendLoadError
+    from conform.harness.run.outdir import NotResumable, OutputBusy
+    from conform.harness.assurance.repro import ReproError
+    from conform.harness.run.registry import UnknownBackend
+    from conform.harness.run.runner import SelectionError
     from conform.spec import SpecError
 
     args = _parser().parse_args(argv)

@@ -1,7 +1,7 @@
 """The worker process: load the backend, then prepare, compute, judge and report batches of cases.
 
-This is the side of :mod:`conform.harness.isolation` that runs in the child. What it tells the
-parent is made safe first (:mod:`conform.harness.boundary`), so that no message or return value of
+This is the side of :mod:`conform.harness.run.isolation` that runs in the child. What it tells the
+parent is made safe first (:mod:`conform.harness.run.boundary`), so that no message or return value of
 the backend can cost another case. The worker ignores SIGINT (a Ctrl-C reaches the whole process
 group; the parent decides what it means) and dies with its parent: on Linux through
 ``PR_SET_PDEATHSIG``, elsewhere when its pipe to the parent closes.
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from conform.harness.backends.base import Unsupported
 from conform.harness.backends.models import legacy, prepare_case, takes_model
-from conform.harness.outcome import Outcome
-from conform.harness.boundary import (WrongReturn, checked_outputs, described, exception_message,
+from conform.harness.judge.outcome import Outcome
+from conform.harness.run.boundary import (WrongReturn, checked_outputs, described, exception_message,
                                       exception_traceback, output_count, safe_text)
 
 
@@ -98,7 +98,7 @@ def worker_main(conn, backend_name: str, options: dict, finished, since) -> None
 def _load(conn, backend_name: str, options: dict, inherited: dict):
     """``(specs, backend, with_model, old)`` once the backend is loaded and has said hello; None (and a ``fatal``
     message with the traceback) if it could not load."""
-    from conform.harness.registry import load_backend_class
+    from conform.harness.run.registry import load_backend_class
     from conform.spec import load_specs
 
     try:
@@ -121,7 +121,7 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
     """Run the batches that arrive until the parent asks to stop (sends None); ``with_model``:
     whether the backend is handed each case's model; ``old``: whether it implements contract 1
     or 2 (:func:`~conform.harness.backends.models.legacy`)."""
-    from conform.harness.judge import raising_allowed, result_records
+    from conform.harness.judge.judging import raising_allowed, result_records
     from conform.reports import Tally
 
     policy = options.get("subnormals") or backend.subnormals

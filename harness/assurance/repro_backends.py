@@ -149,7 +149,7 @@ def render_adapter(name: str, spec, case) -> tuple[str, str, list]:
             calls it (needs conform and the adapter installed)."""
             from conform.generators import Case
             from conform.harness.backends.models import run_case
-            from conform.harness.registry import load_backend_class
+            from conform.harness.run.registry import load_backend_class
             from conform.spec import load_specs
 
             adapter = load_backend_class({name!r})()
