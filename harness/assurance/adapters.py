@@ -303,13 +303,13 @@ def _smoke_cases(specs: dict) -> list:
 
 
 def _check_smoke(report: CheckReport, backend_name: str, spec_dir, timeout: float) -> list:
-    from conform.harness.run.isolation import BackendLoadError, WorkerPool
+    from conform.harness.run.isolation import BackendLoadError, PoolSettings, WorkerPool
     from conform.spec import load_specs
 
     cases = _smoke_cases(load_specs(spec_dir))
     try:
-        with WorkerPool(backend_name, workers=1, timeout=timeout, load_timeout=timeout,
-                        spec_dir=spec_dir, judge=True) as pool:
+        settings = PoolSettings(timeout=timeout, load_timeout=timeout, spec_dir=spec_dir, judge=True)
+        with WorkerPool(backend_name, settings) as pool:
             records = [outcome.record or {"id": case.id, "op": case.op, "dtype": case.dtype,
                                           "verdict": outcome.kind, "message": outcome.message}
                        for case, outcome in pool.run(cases)]

@@ -322,7 +322,7 @@ def _rerun(cert: dict, corpus: Corpus, specs: dict, n: int | None, sample_seed: 
     """Re-run the cases (``n`` None) or a sample of ``n`` covering every op x dtype cell on the
     certificate's backend and compare the verdicts the backend earns (before any manifest)
     with the claimed ones."""
-    from conform.harness.run.isolation import WorkerPool
+    from conform.harness.run.isolation import PoolSettings, WorkerPool
     from conform.harness.judge.judging import result_record
 
     env = cert["environment"]
@@ -333,8 +333,9 @@ def _rerun(cert: dict, corpus: Corpus, specs: dict, n: int | None, sample_seed: 
     claimed = {c["id"]: c.get("raw_verdict", c["verdict"]) for c in cert["results"]["cases"]}
     timeout = cert.get("run", {}).get("timeout") or 60.0
     got, policy = {}, env["subnormals_applied"]
-    with WorkerPool(env["backend"], workers=max(1, min(workers, len(ids))), timeout=timeout,
-                    spec_dir=spec_dir, judge=True, subnormals=policy) as pool:
+    settings = PoolSettings(workers=max(1, min(workers, len(ids))), timeout=timeout,
+                            spec_dir=spec_dir, judge=True, subnormals=policy)
+    with WorkerPool(env["backend"], settings) as pool:
         for case, outcome in pool.run([by_id[i] for i in ids]):  # crash, timeout: no record
             got[case.id] = outcome.record or result_record(specs[case.op], case, outcome,
                                                            env["backend"], policy)

@@ -21,6 +21,7 @@ cases travel pickled. A replacement worker starts in the background while the ot
 from __future__ import annotations
 
 import collections
+import dataclasses
 import multiprocessing as mp
 import os
 import signal
@@ -174,6 +175,40 @@ class _LoadFailed(Exception):
     """A worker that could not load its backend; the message says why, in one line."""
 
 
+@dataclass(frozen=True)
+class PoolSettings:
+    """How a :class:`WorkerPool` runs its workers.
+
+    * ``workers``: how many; ``batch_size``: the cases sent to a worker at once.
+    * ``timeout`` bounds each case: its preparing and computing together. ``load_timeout``
+      (default :data:`LOAD_TIMEOUT`, or ``timeout`` if longer) bounds each worker's loading of
+      the backend, at the start and when a worker is replaced: a worker that cannot load in
+      time is given up (its slot stays empty), and once none is left every remaining case is
+      an ``error`` saying so.
+    * ``judge=True`` makes workers judge each case themselves (under ``subnormals``, or the
+      backend's declared policy, then re-judged under ``manifest`` if given) and tally the
+      records of each reply: :meth:`WorkerPool.run_batches` yields those replies as
+      :class:`Judged`, :meth:`WorkerPool.run` gives each record in ``Outcome.record`` and its
+      results.jsonl line in ``Outcome.line``.
+    * ``memory_limit_mb`` caps each worker's address space; ``recycle_after`` replaces a worker
+      after that many cases (between batches).
+    * ``spec_dir``: the user's spec folder (a spawned worker loads it); ``method`` forces
+      ``fork`` or ``spawn`` (default: :func:`start_method`).
+    """
+
+    workers: int = 1
+    timeout: float = 60.0
+    load_timeout: float | None = None
+    batch_size: int = 256
+    judge: bool = False
+    subnormals: str | None = None
+    manifest: object = None
+    memory_limit_mb: int | None = None
+    recycle_after: int | None = None
+    spec_dir: str | None = None
+    method: str | None = None
+
+
 class WorkerPool:
     """A pool of isolated backend workers.
 
@@ -181,35 +216,24 @@ class WorkerPool:
     ...     for case, outcome in pool.run(cases): ...
     """
 
-    def __init__(self, backend: str, *, workers: int = 1, timeout: float = 60.0,
-                 load_timeout: float | None = None,
-                 batch_size: int = 256, spec_dir: str | None = None,
-                 memory_limit_mb: int | None = None, judge: bool = False,
-                 subnormals: str | None = None, recycle_after: int | None = None,
-                 manifest=None, specs: dict | None = None, cases=None,
-                 method: str | None = None):
-        """``timeout`` bounds each case: its preparing and computing together. ``load_timeout``
-        (default :data:`LOAD_TIMEOUT`, or ``timeout`` if longer) bounds each worker's loading
-        of the backend, at the start and when a worker is replaced: a worker that cannot load
-        in time is given up (its slot stays empty), and once none is left every remaining case
-        is an ``error`` saying so.
-        ``judge=True`` makes workers judge each case themselves (under ``subnormals``, or the
-        backend's declared policy, then re-judged under ``manifest`` if given) and tally the
-        records of each reply: :meth:`run_batches` yields those replies as :class:`Judged`,
-        :meth:`run` gives each record in ``Outcome.record`` and its results.jsonl line in
-        ``Outcome.line``.
-        ``memory_limit_mb`` caps each worker's address space; ``recycle_after`` replaces a worker
-        after that many cases (between batches). ``specs`` (the loaded ``spec_dir``) and
-        ``cases`` (the sequence later given to :meth:`run`) are inherited by forked workers
-        instead of being loaded or sent again. ``method`` forces ``fork`` or ``spawn``
-        (default: :func:`start_method`)."""
-        self.backend, self.workers, self.timeout = backend, max(1, workers), timeout
-        self.load_timeout = max(LOAD_TIMEOUT, timeout) if load_timeout is None else load_timeout
-        self.batch_size, self.recycle_after, self.recycled = batch_size, recycle_after, 0
-        self.method = method or start_method()
+    def __init__(self, backend: str, settings: "PoolSettings | None" = None, *,
+                 specs: dict | None = None, cases=None, **changes):
+        """A pool running ``backend`` as ``settings`` say (:class:`PoolSettings`; keywords
+        given as ``changes`` replace its fields). ``specs`` (the loaded ``settings.spec_dir``)
+        and ``cases`` (the sequence later given to :meth:`run`) are inherited by forked workers
+        instead of being loaded or sent again."""
+        settings = dataclasses.replace(settings or PoolSettings(), **changes)
+        self.settings = settings
+        self.backend, self.workers, self.timeout = backend, max(1, settings.workers), settings.timeout
+        self.load_timeout = max(LOAD_TIMEOUT, settings.timeout) if settings.load_timeout is None \
+            else settings.load_timeout
+        self.batch_size, self.recycle_after, self.recycled = (settings.batch_size,
+                                                              settings.recycle_after, 0)
+        self.method = settings.method or start_method()
         forked = self.method == "fork"
-        self.options = {"spec_dir": spec_dir, "memory_limit_mb": memory_limit_mb, "judge": judge,
-                        "subnormals": subnormals, "manifest": manifest, "inherited": forked,
+        self.options = {"spec_dir": settings.spec_dir, "memory_limit_mb": settings.memory_limit_mb,
+                        "judge": settings.judge, "subnormals": settings.subnormals,
+                        "manifest": settings.manifest, "inherited": forked,
                         "parent_pid": os.getpid()}
         self._inherit = {"specs": specs, "cases": cases if forked and cases is not None else ()}
         self._ctx = mp.get_context(self.method)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from conform.generators import (dtype_labels, exhaustive_cases, fill_corpus, generate_cases,
                                 prune_corpus)
-from conform.harness.run.isolation import Judged, WorkerPool, forking_context
+from conform.harness.run.isolation import Judged, PoolSettings, WorkerPool, forking_context
 from conform.harness.backends.base import onnx_opset
 from conform.harness.judge.judging import result_record
 from conform.harness.run.outdir import (NotResumable, check_same_run, complete_lines, read_previous,
@@ -50,6 +50,15 @@ class RunConfig:
     resume: bool = False            # continue the interrupted run in ``out``, skipping its cases
     interruptible: bool = False     # Ctrl-C ends the run early, with what it has (and kills
                                     # this process's multiprocessing children: the workers)
+
+    def pool_settings(self) -> PoolSettings:
+        """How the run's worker pool runs: its workers judge and tally the cases themselves."""
+        return PoolSettings(workers=self.workers, timeout=self.timeout,
+                            load_timeout=self.load_timeout, judge=True,
+                            subnormals=self.subnormals, manifest=self.manifest,
+                            memory_limit_mb=self.memory_limit_mb,
+                            recycle_after=self.recycle_after,
+                            spec_dir=None if self.spec_dir is None else str(self.spec_dir))
 
 
 @contextlib.contextmanager
@@ -326,11 +335,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
     if done:
         cases = _Remaining(cases, done) if config.exhaustive else [c for c in cases if c.id not in done]
         skipped = [record for record in skipped if record["id"] not in done]
-    with WorkerPool(config.backend, workers=config.workers, timeout=config.timeout,
-                    load_timeout=config.load_timeout,
-                    spec_dir=config.spec_dir, judge=True, subnormals=config.subnormals,
-                    memory_limit_mb=config.memory_limit_mb, recycle_after=config.recycle_after,
-                    manifest=config.manifest, specs=specs,
+    with WorkerPool(config.backend, config.pool_settings(), specs=specs,
                     cases=None if config.exhaustive else cases) as pool:
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
         meta = _meta(config, pool.info, policy, pairs, key, planned)
