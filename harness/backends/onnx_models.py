@@ -142,6 +142,22 @@ def _add_op(spec, case, graph: OnnxGraph, version: int) -> None:
         lower(case, graph)
 
 
+def schema_allows(spec, label: str, version: int) -> bool:
+    """Whether the opset-``version`` schema of each ONNX operator ``spec`` binds (a program's:
+    every node's) allows the input types of the cases of dtype label ``label`` (the input
+    dtypes the generic drawer gives them: the label's first dtype, or an input's fixed type).
+    A label it refuses is not drawn for an ONNX backend: the standard rules it out."""
+    dtype = label.split("->")[0]
+    for op in [node.spec for node in spec.nodes] or [spec]:
+        bound = op.bindings.get("onnx")
+        if bound is None:
+            return True   # no binding: the model says why, case by case
+        dtypes = [dtype if kind == "T" else kind for kind in op.input_types]
+        if _types_the_schema_refuses(bound["op_type"], version, dtypes):
+            return False
+    return True
+
+
 @functools.cache
 def _schema_types(op_type: str, version: int) -> tuple:
     """Per formal input of the opset-``version`` schema of ``op_type``: the conform dtypes it

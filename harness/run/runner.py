@@ -180,8 +180,9 @@ def with_programs(specs: dict, config: RunConfig) -> dict:
 def by_format(pairs: list, backend: str) -> list:
     """The (spec, dtype label) pairs whose op the backend's model format can express: the ops
     with the spec binding it consumes (an ONNX backend runs the ONNX ops, jax the XLA ones, nnef
-    the NNEF ones); all of them for a backend that names no binding (numpy) or whose class
-    cannot be looked at here (its workers then say why it does not load)."""
+    the NNEF ones), and for ONNX the types the operator's schema allows at the run's opset; all
+    of them for a backend that names no binding (numpy) or whose class cannot be looked at here
+    (its workers then say why it does not load)."""
     binding = _backend_binding(backend)
     if binding is None:
         return pairs
@@ -189,6 +190,10 @@ def by_format(pairs: list, backend: str) -> list:
     if not bound:
         raise SelectionError(f"none of the selected ops has the {binding} binding that "
                              f"{backend} runs")
+    if binding == "onnx":   # a type the operator's schema refuses at this opset: never drawn
+        from conform.harness.backends.onnx_models import schema_allows
+
+        bound = [(spec, label) for spec, label in bound if schema_allows(spec, label, onnx_opset())]
     return bound
 
 

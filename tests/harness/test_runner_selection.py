@@ -20,3 +20,12 @@ def test_each_backend_runs_the_ops_bound_in_its_format(specs):
 def test_a_selection_with_nothing_in_the_backends_format_says_so(specs):
     with pytest.raises(SelectionError, match="none of the selected ops has the onnx binding"):
         by_format(select(specs, ["atan2"], None), "onnxruntime")
+
+
+def test_an_onnx_type_the_schema_refuses_is_never_drawn(specs, monkeypatch):
+    """ONNX Cos (opset 21) takes float16, float32 and float64: a bfloat16 cos is not drawn for
+    onnxruntime, but is for jax."""
+    monkeypatch.delenv("CONFORM_ONNX_OPSET", raising=False)
+    labels = {label for _, label in by_format(select(specs, ["cos"], None), "onnxruntime")}
+    assert labels == {"float16", "float32", "float64"}
+    assert "bfloat16" in {label for _, label in by_format(select(specs, ["cos"], None), "jax")}
