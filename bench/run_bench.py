@@ -48,7 +48,7 @@ def _conform(args: list[str], cache: Path) -> tuple[float, int]:
     env = {**os.environ, "CONFORM_CACHE_DIR": str(cache)}
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m",
-                           "conform.harness.cli.main", *args], env=env, capture_output=True, text=True)
+                           "conform.harness.cli", *args], env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if proc.returncode not in (0, 1):
         raise SystemExit(f"conform {' '.join(args)} failed:\n{proc.stderr}")

@@ -23,7 +23,7 @@ def pytest_configure(config):
 def conform_cli():
     """``run(*args, check_status=None)``: the real ``conform`` command in a subprocess."""
     def run(*args, check_status=None):
-        proc = subprocess.run([sys.executable, "-m", "conform.harness.cli.main", *map(str, args)],
+        proc = subprocess.run([sys.executable, "-m", "conform.harness.cli", *map(str, args)],
                               capture_output=True, text=True, timeout=900)
         if check_status is not None:
             assert proc.returncode == check_status, proc.stdout + proc.stderr

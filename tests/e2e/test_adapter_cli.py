@@ -8,7 +8,7 @@ import sys
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "conform.harness.cli.main", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "conform.harness.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=300, env=env)
 
 

@@ -29,7 +29,7 @@ def test_is_pickle_knows_a_pickle():
 def _run(tmp_path, out):
     env = {**os.environ, "CONFORM_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run(
-        [sys.executable, "-m", "conform.harness.cli.main", "run", "--backend", "onnxruntime",
+        [sys.executable, "-m", "conform.harness.cli", "run", "--backend", "onnxruntime",
          "--ops", "add,abs,reduce_sum", "--dtypes", "float32,int32", "--max-examples", "4",
          "--workers", "1", "--out", str(tmp_path / out)],
         env=env, capture_output=True, text=True, timeout=600)

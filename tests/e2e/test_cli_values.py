@@ -62,7 +62,7 @@ def folder(tmp_path):
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "conform.harness.cli.main", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "conform.harness.cli", *args], capture_output=True,
                           text=True, timeout=300, env=env)
 
 
@@ -85,7 +85,7 @@ def test_an_unusable_cache_directory_exits_2_naming_it(folder):
 
 
 def test_a_closed_pipe_exits_quietly_with_141():
-    command = f"{sys.executable} -m conform.harness.cli.main list --format json | true"
+    command = f"{sys.executable} -m conform.harness.cli list --format json | true"
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 141 and proc.stderr == ""
@@ -93,7 +93,7 @@ def test_a_closed_pipe_exits_quietly_with_141():
 
 def test_a_full_disk_is_one_line(tmp_path):
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([sys.executable, "-m", "conform.harness.cli.main", "list"], stdout=full,
+        proc = subprocess.run([sys.executable, "-m", "conform.harness.cli", "list"], stdout=full,
                               stderr=subprocess.PIPE, text=True, timeout=300)
     assert proc.returncode == 2
     # (the output fills a buffer, which fails inside print, or else at the final flush)

@@ -126,7 +126,7 @@ def test_repro_commands_work_from_any_directory(tmp_path, conform_cli):
     elsewhere.mkdir()
     command = shlex.split(rows[0][-1])
     assert command[:2] == ["conform", "repro"] and command[-1] == str(out.resolve())
-    proc = subprocess.run([sys.executable, "-m", "conform.harness.cli.main", *command[1:],
+    proc = subprocess.run([sys.executable, "-m", "conform.harness.cli", *command[1:],
                            "--out", str(elsewhere / "repro")], cwd=elsewhere,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -24,7 +24,7 @@ TIMING = ("seconds", "judge_seconds")   # the only fields that differ between tw
 
 def _start(*args) -> subprocess.Popen:
     """The real command in its own process group (a terminal's Ctrl-C reaches the whole group)."""
-    return subprocess.Popen([sys.executable, "-m", "conform.harness.cli.main", *map(str, args)],
+    return subprocess.Popen([sys.executable, "-m", "conform.harness.cli", *map(str, args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
 

@@ -60,7 +60,7 @@ def test_the_contract_2_starter_installs_and_passes_the_check(tmp_path):
                    check=True, capture_output=True, timeout=300)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(target)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-    check = subprocess.run([sys.executable, "-m", "conform.harness.cli.main", "adapter", "check",
+    check = subprocess.run([sys.executable, "-m", "conform.harness.cli", "adapter", "check",
                             "legacy_v2"], capture_output=True, text=True, timeout=300, env=env)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "all 11 checks pass" in check.stdout and "written against contract 2" in check.stdout

@@ -120,7 +120,7 @@ def test_real_cases_through_the_executor_in_a_worker(specs):
 
 
 def _conform(*args):
-    return subprocess.run([sys.executable, "-m", "conform.harness.cli.main", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "conform.harness.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=900)
 
 

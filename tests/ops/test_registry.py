@@ -132,7 +132,7 @@ def test_an_installed_op_package_adds_its_ops(tmp_path, monkeypatch):
     (info / "entry_points.txt").write_text("[conform.ops]\nvendor = vendor_ops\n")
     env = {"PYTHONPATH": str(site), "CONFORM_CACHE_DIR": str(tmp_path / "cache"),
            "PATH": "/usr/bin:/bin"}
-    command = [sys.executable, "-m", "conform.harness.cli.main"]
+    command = [sys.executable, "-m", "conform.harness.cli"]
     listed = subprocess.run([*command, "list", "--format", "json"], capture_output=True,
                             text=True, env=env, check=True)
     rows = {row["op"]: row for row in json.loads(listed.stdout)}

@@ -27,7 +27,7 @@ def _errors(validator, document) -> list[str]:
 @pytest.fixture(scope="module")
 def numpy_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("numpy-run")
-    proc = subprocess.run([sys.executable, "-m", "conform.harness.cli.main", "run", "--backend", "numpy",
+    proc = subprocess.run([sys.executable, "-m", "conform.harness.cli", "run", "--backend", "numpy",
                            "--max-examples", "2", "--out", str(out), "--quiet"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -43,7 +43,7 @@ def _sync_playwright():
 def jax_run(tmp_path_factory):
     """A real jax run with failures: jax flushes float32 subnormals, judged here under `ieee`."""
     out = tmp_path_factory.mktemp("jax-report")
-    proc = subprocess.run([sys.executable, "-m", "conform.harness.cli.main", "run", "--backend", "jax",
+    proc = subprocess.run([sys.executable, "-m", "conform.harness.cli", "run", "--backend", "jax",
                            "--ops", "multiply,add,transpose", "--dtypes", "float32", "--max-examples", "10",
                            "--subnormals", "ieee", "--out", str(out), "--quiet"],
                           capture_output=True, text=True, timeout=600)
