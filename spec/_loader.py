@@ -60,11 +60,11 @@ class OpSpec:
         """The name the op's oracle is registered under: the op's own."""
         return self.op
 
-    @property
+    @functools.cached_property
     def inputs(self) -> tuple[str, ...]:
         return tuple(_input_name(entry) for entry in self.signature["inputs"])
 
-    @property
+    @functools.cached_property
     def optional_inputs(self) -> tuple[str, ...]:
         """The inputs a case may leave out (``optional: true``)."""
         return tuple(_input_name(e) for e in self.signature["inputs"] if _flag(e, "optional"))
@@ -72,7 +72,7 @@ class OpSpec:
     def present_inputs(self, attrs: dict) -> tuple[str, ...]:
         """The names of the inputs a case with ``attrs`` holds, in order (its ``inputs``): all
         of them but those its ``absent_inputs`` attribute names."""
-        return present(self.inputs, attrs)
+        return present(self.inputs, attrs) if self.optional_inputs else self.inputs
 
     @property
     def elementwise(self) -> bool:
@@ -127,7 +127,7 @@ class OpSpec:
             return (case.out_dtype,)
         return tuple(case.out_dtype if kind == "T" else kind for kind in kinds)
 
-    @property
+    @functools.cached_property
     def input_types(self) -> tuple[str, ...]:
         """Per input, its type: ``T`` (the case's dtype) or a fixed dtype such as ``bool``."""
         return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
