@@ -243,18 +243,19 @@ def prepare_case(backend, spec, case, *, with_model: bool | None = None, old: bo
     program = Program(spec, case)
     if inputs is None:
         inputs = declared_inputs(case)
-    prepare = getattr(backend, "prepare", None) or functools.partial(Backend.prepare, backend)
-    return prepare(program=program, inputs=inputs, **extra)
+    prepare = getattr(type(backend), "prepare", None)
+    if prepare is None or prepare is Backend.prepare:   # the default: run does it all
+        return functools.partial(backend.run, program=program, inputs=inputs, **extra)
+    return backend.prepare(program=program, inputs=inputs, **extra)
 
 
 def declared_inputs(case) -> list[np.ndarray]:
     """The case's input arrays, C-contiguous, in its input dtypes (no copy where they are)."""
-    found = _NP_DTYPES.get
     inputs = case.inputs
     for x, d in zip(inputs, case.input_dtypes):   # most are already: hand them over as they are
         # (the arrays conform draws and stores are C-contiguous: their dtype is what may differ)
-        if type(x) is not np.ndarray or x.dtype is not (found(d) or _np_dtype(d)):
-            return [np.asarray(x, dtype=found(d) or _np_dtype(d), order="C")
+        if type(x) is not np.ndarray or x.dtype is not _NP_DTYPES.get(d):
+            return [np.asarray(x, dtype=_NP_DTYPES.get(d) or _np_dtype(d), order="C")
                     for x, d in zip(inputs, case.input_dtypes)]
     return list(inputs)
 
