@@ -250,11 +250,13 @@ def prepare_case(backend, spec, case, *, with_model: bool | None = None, old: bo
 
 
 def declared_inputs(case) -> list[np.ndarray]:
-    """The case's input arrays, C-contiguous, in its input dtypes (no copy where they are)."""
+    """The case's input arrays, C-contiguous, in its input dtypes. The arrays conform draws and
+    stores are already (``materialize`` makes them in their dtype, the corpus keeps them so):
+    they are handed over as they are; a NumPy scalar (a 0-d input read from the corpus) or
+    another array-like becomes an array."""
     inputs = case.inputs
-    for x, d in zip(inputs, case.input_dtypes):   # most are already: hand them over as they are
-        # (the arrays conform draws and stores are C-contiguous: their dtype is what may differ)
-        if type(x) is not np.ndarray or x.dtype is not _NP_DTYPES.get(d):
+    for x in inputs:
+        if type(x) is not np.ndarray:
             return [np.asarray(x, dtype=_NP_DTYPES.get(d) or _np_dtype(d), order="C")
                     for x, d in zip(inputs, case.input_dtypes)]
     return list(inputs)
