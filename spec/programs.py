@@ -26,11 +26,13 @@ PREFIX = "chain__"
 
 class ProgramNode(NamedTuple):
     """One op applied in a program: its spec, the names of the values it takes (program inputs
-    ``x<j>`` or earlier nodes' outputs) and the name of its output."""
+    ``x<j>`` or earlier nodes' outputs), the name of its output and its attributes (the op's
+    fixed ones: a chain's ops draw none)."""
 
     spec: object
     inputs: tuple[str, ...]
     output: str
+    attrs: dict
 
 
 @dataclass(frozen=True)
@@ -116,8 +118,13 @@ def node_case(case, node: ProgramNode, inputs):
 
     dtype = case.out_dtype
     return dataclasses.replace(case, op=node.spec.op, input_dtypes=(dtype,) * len(inputs),
-                               inputs=list(inputs), attrs=dict(node.spec.signature.get("attrs", {})),
-                               expectation=None)
+                               inputs=list(inputs), attrs=dict(node.attrs), expectation=None)
+
+
+def lowered_cases(spec, case) -> list:
+    """Per node of ``case``'s program, the case its lowering is given: its op on arrays of the
+    program's shape and dtype (every value of a chain has them)."""
+    return [node_case(case, node, [case.inputs[0]] * len(node.inputs)) for node in spec.nodes]
 
 
 def _composed(nodes, kind: str, *inputs, **attrs) -> tuple:
@@ -132,7 +139,7 @@ def _composed(nodes, kind: str, *inputs, **attrs) -> tuple:
         definition = node.spec.definition
         compute = definition.oracle if kind == "oracle" else definition.numpy or definition.oracle
         operands = [values[name] for name in node.inputs]
-        (out,) = compute(*operands, **node.spec.signature.get("attrs", {}))
+        (out,) = compute(*operands, **node.attrs)
         if kind == "numpy":
             out = np.asarray(out).astype(operands[0].dtype, copy=False)
         values[node.output] = out
@@ -181,7 +188,8 @@ def program_spec(name: str, specs: dict) -> ProgramSpec:
                 input_values[fresh] = ranges
             taken.append(fresh)
         previous = f"n{k}_{op}"
-        nodes.append(ProgramNode(spec, tuple(taken), previous))
+        nodes.append(ProgramNode(spec, tuple(taken), previous,
+                                 dict(spec.signature.get("attrs", {}))))
     dtypes = tuple(d for d in specs[ops[0]].dtypes if all(d in specs[op].dtypes for op in ops))
     formats = set.intersection(*(set(specs[op].bindings) for op in ops))
     edges: dict = {}

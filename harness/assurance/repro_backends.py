@@ -14,8 +14,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-from conform.harness.backends.base import binding
-from conform.harness.backends.jax_backend import _frozen
+from conform.harness.backends.jax_backend import _frozen, _lax_calls
 
 
 def lax_program(spec, case) -> str:
@@ -25,11 +24,13 @@ def lax_program(spec, case) -> str:
     one such function per node (``op_0``, ...) and ``op`` calling them in order and returning
     every node's output."""
     names = [f"x{i}" for i in range(len(case.inputs))]
+    lax_calls = _lax_calls(spec, case)
     if not spec.nodes:
-        return _lax_call(spec, case.attrs, "op", names)
+        ((lax_name, attrs),) = lax_calls
+        return _lax_call(spec, lax_name, attrs, "op", names)
     hooks, calls, steps = {}, [], []
-    for k, node in enumerate(spec.nodes):
-        source = _lax_call(node.spec, node.spec.signature.get("attrs", {}), f"op_{k}", node.inputs)
+    for k, (node, (lax_name, attrs)) in enumerate(zip(spec.nodes, lax_calls)):
+        source = _lax_call(node.spec, lax_name, attrs, f"op_{k}", node.inputs)
         hook, _, call = source.rpartition("\n\n")   # a lowering's source is written once
         if hook:
             hooks.setdefault(hook, None)
@@ -40,31 +41,26 @@ def lax_program(spec, case) -> str:
                         + "".join(steps) + f"    return ({outputs.rstrip()})\n"])
 
 
-def _lax_call(spec, attrs: dict, name: str, arguments) -> str:
-    """Source defining ``name(*arguments)``: one op's lax computation with ``attrs``."""
-    bound = binding(spec, "xla")
-    attrs = {**bound.get("params", {}), **attrs}
+def _lax_call(spec, lax_name: str, attrs: dict, name: str, arguments) -> str:
+    """Source defining ``name(*arguments)``: one op's lax computation (its binding ``lax_name``)
+    with ``attrs`` (the binding's params included)."""
     lower = spec.definition.lax
     if lower is not None:
-        bound_fn = f", bound=lax.{bound['lax']}" if spec.definition.lax_takes_bound else ""
+        bound_fn = f", bound=lax.{lax_name}" if spec.definition.lax_takes_bound else ""
         return (textwrap.dedent(inspect.getsource(lower)).rstrip("\n")
                 + f"\n\n{name} = {lower.__name__}(lax, {attrs!r}{bound_fn})\n")
     operands = ", ".join(arguments)
     keywords = [operands] * bool(operands) + [f"{k}={_frozen(v)!r}" for k, v in attrs.items()]
-    return f"def {name}({operands}):\n    return lax.{bound['lax']}({', '.join(keywords)})\n"
-
-
-def _lax_names(spec) -> str:
-    ops = spec.nodes and [node.spec for node in spec.nodes] or [spec]
-    return ", ".join(f"jax.lax.{binding(op, 'xla')['lax']}" for op in ops)
+    return f"def {name}({operands}):\n    return lax.{lax_name}({', '.join(keywords)})\n"
 
 
 def render_jax(spec, case) -> tuple[str, str, dict]:
     """``backend()`` for the jax backend: the lax call, jitted, x64 on the CPU."""
     program = textwrap.indent(lax_program(spec, case), " " * 4)
+    functions = ", ".join(f"jax.lax.{name}" for name, _ in _lax_calls(spec, case))
     source = textwrap.dedent(f'''\
         def backend():
-            """{_lax_names(spec)} jitted on the CPU with 64-bit types enabled, as
+            """{functions} jitted on the CPU with 64-bit types enabled, as
             conform's jax backend runs it (inputs are runtime arguments, not constants)."""
             import jax
 

@@ -59,7 +59,7 @@ def _lax_calls(spec, case) -> list[tuple[str, dict]]:
     """Per op of the case (one, or a program's nodes): its ``lax`` binding's name and the
     attributes it is called with (the binding's fixed ``params``, then the case's or the op's)."""
     ops = [(spec, case.attrs)] if not spec.nodes else \
-        [(node.spec, node.spec.signature.get("attrs", {})) for node in spec.nodes]
+        [(node.spec, node.attrs) for node in spec.nodes]
     calls = []
     for op_spec, attrs in ops:
         bound = binding(op_spec, "xla")

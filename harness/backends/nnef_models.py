@@ -22,7 +22,7 @@ import numpy as np
 
 from conform.harness.backends.base import Unsupported, binding
 from conform.spec.dtypes import np_dtype
-from conform.spec.programs import node_case
+from conform.spec.programs import lowered_cases
 
 NNEF_TYPES = {"float32": "scalar", "int32": "integer", "bool": "logical"}
 
@@ -108,10 +108,9 @@ def build_document(spec, case) -> Document:
     else:
         values = {name: f"in{j}" for j, name in enumerate(spec.inputs)}
         lines, operations, fed, shape = [], (), list(range(len(case.inputs))), None
-        for k, node in enumerate(spec.nodes):
+        for k, (node, node_at) in enumerate(zip(spec.nodes, lowered_cases(spec, case))):
             taken = [values[name] for name in node.inputs]
-            line, op, used, shape = _invocation(
-                node.spec, node_case(case, node, [case.inputs[0]] * len(taken)), taken, [f"out{k}"])
+            line, op, used, shape = _invocation(node.spec, node_at, taken, [f"out{k}"])
             if shape is not None or len(used) != len(taken):
                 raise Unsupported(f"NNEF {op} in a program must take every operand and keep its "
                                   "shape")

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from conform.harness.backends.base import Unsupported, attrs_text, binding, onnx_opset as opset
 from conform.ops._optional import ABSENT, onnx_operands
-from conform.spec.programs import node_case
+from conform.spec.programs import lowered_cases
 from conform.spec.dtypes import np_dtype
 
 IR_VERSION = 10
@@ -93,11 +93,10 @@ def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
     if spec.nodes:
         graph = OnnxGraph({"op_type": ""}, len(case.inputs), len(spec.outputs))
         values = dict(zip(spec.inputs, graph.inputs))
-        for k, node in enumerate(spec.nodes):
+        for k, (node, node_at) in enumerate(zip(spec.nodes, lowered_cases(spec, case))):
             view = graph.view(binding(node.spec, "onnx"), [values[name] for name in node.inputs],
                               [graph.outputs[k]], prefix=f"n{k}_")
-            _add_op(node.spec, node_case(case, node, [case.inputs[0]] * len(node.inputs)), view,
-                    version)
+            _add_op(node.spec, node_at, view, version)
             values[node.output] = graph.outputs[k]
     else:
         graph = OnnxGraph(binding(spec, "onnx"), len(case.inputs), len(spec.outputs))

@@ -104,7 +104,7 @@ class Program:
             return (Node(spec.op, case.attrs, self.input_names, spec.outputs,
                          spec.out_dtypes(case)),)
         # chain links keep the case's dtype from end to end and have fixed attributes
-        return tuple(Node(node.spec.op, node.spec.signature.get("attrs", {}), node.inputs,
+        return tuple(Node(node.spec.op, node.attrs, node.inputs,
                           (node.output,), (case.out_dtype,)) for node in spec.nodes)
 
     def __repr__(self) -> str:

@@ -80,11 +80,9 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
         if spec.nodes:
             judgements[i] = judge_program(spec, case, outputs, subnormals)
             continue
-        answer = case.expectation or expect(spec, case)
+        answer = expectation(spec, case)
         if len(outputs) != len(answer):
-            judgements[i] = Judgement("fail", "n/a", "n/a", reason=(
-                f"backend returned {len(outputs)} outputs, expected {len(answer)} "
-                f"({', '.join(spec.outputs)})"))
+            judgements[i] = _wrong_count(outputs, spec.outputs)
             continue
         canonical = spec.definition.canonical
         if canonical is not None:
@@ -122,19 +120,23 @@ def judge_program(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
     node (the program's inputs, or the backend's own outputs of earlier nodes), so that an
     error is blamed on the node that made it."""
     if len(outputs) != len(spec.nodes):
-        return Judgement("fail", "n/a", "n/a", reason=(
-            f"backend returned {len(outputs)} outputs, expected {len(spec.nodes)} "
-            f"({', '.join(spec.outputs)})"))
+        return _wrong_count(outputs, spec.outputs)
     values = dict(zip(spec.inputs, case.inputs))
     values.update(zip(spec.outputs, map(np.asarray, outputs)))
     nodes = [node_case(case, node, [values[name] for name in node.inputs])
              for node in spec.nodes]
     judged = judge_many([(node.spec, node_at, [values[node.output]])
                          for node, node_at in zip(spec.nodes, nodes)], subnormals)
-    for judgement, node, node_at in zip(judged, spec.nodes, nodes):
+    for judgement, node in zip(judged, spec.nodes):
         if judgement.worst is not None:
             judgement.worst["node"] = node.spec.op
     return combined(spec.outputs, judged)
+
+
+def _wrong_count(outputs, names) -> Judgement:
+    """The failure of a backend that returned another number of outputs than the op's."""
+    return Judgement("fail", "n/a", "n/a", reason=f"backend returned {len(outputs)} outputs, "
+                                                  f"expected {len(names)} ({', '.join(names)})")
 
 
 def combined(names, parts: list[Judgement]) -> Judgement:
