@@ -13,10 +13,11 @@ and the backend's compilations or sessions. Start-up alone is measured with a on
 
 Where the time goes: generation (corpus), the backend calls (summed over workers), and within
 them what the backend's :class:`~conform.harness.backends.base.RuntimeClock` saw: conform's
-model building, the runtime's compile (sessions, executables) and execute; then the workers'
+model building, the runtime's compile (sessions, executables), load (executables read from the
+runtime's own cache) and execute; then the workers'
 judging (the oracle's answers are kept with the cases: comparing), tallying and encoding of
 records, and writing results.jsonl. The harness overhead ratio is ``1 - runtime seconds per worker / wall``, where
-the runtime seconds are compile + execute: everything else, conform's own work inside a backend
+the runtime seconds are compile + load + execute: everything else, conform's own work inside a backend
 call included, is harness time. A backend without a clock can only be measured by its whole
 calls (``overhead_counts`` says which was used). ``ratio_with_no_per_case_work`` is the ratio
 the warm run would score if its only cost per case were reading the corpus: a warm one-case
@@ -65,7 +66,8 @@ def _breakdown(out: Path, wall: float, workers: int) -> dict:
             judge += record.get("judge_seconds", 0.0)
     stats = summary.get("backend_stats", {})
     clocked = "execute_seconds" in stats
-    runtime = stats.get("compile_seconds", 0.0) + stats.get("execute_seconds", 0.0) if clocked else backend
+    runtime = sum(stats.get(f"{phase}_seconds", 0.0) for phase in ("compile", "load", "execute")) \
+        if clocked else backend
     return {
         "cases": summary["cases"], "pass_rate": summary["pass_rate"],
         "cases_per_second": round(summary["cases"] / wall, 1), "wall_seconds": round(wall, 2),
@@ -73,6 +75,7 @@ def _breakdown(out: Path, wall: float, workers: int) -> dict:
         "backend_seconds_total": round(backend, 2),   # whole backend calls
         "model_build_seconds_total": stats.get("model_build_seconds"),
         "compile_seconds_total": stats.get("compile_seconds"),
+        "load_seconds_total": stats.get("load_seconds"),
         "execute_seconds_total": stats.get("execute_seconds"),
         "judge_seconds_total": round(judge, 2),
         "worker_seconds": summary.get("worker_seconds"),   # judging, tallying, encoding records
@@ -86,6 +89,21 @@ def _breakdown(out: Path, wall: float, workers: int) -> dict:
     }
 
 
+def _breakdown_line(figures: dict, workers: int) -> str:
+    """Where a run's wall time went: the backend's compile, load and execute seconds and the
+    workers' judging (each summed over the workers, then divided by their number: wall seconds
+    on parallel workers), generation and the parent's writing of results."""
+    def per_worker(total):
+        return f"{(total or 0.0) / workers:.1f}"
+
+    return (f"compile {per_worker(figures['compile_seconds_total'])} s, "
+            f"load {per_worker(figures['load_seconds_total'])} s, "
+            f"execute {per_worker(figures['execute_seconds_total'])} s, "
+            f"judge {per_worker(figures['judge_seconds_total'])} s (per worker); "
+            f"generate {figures['generation_seconds'] or 0.0:.1f} s, "
+            f"write {figures['write_seconds'] or 0.0:.1f} s, of {figures['wall_seconds']:.1f} s wall")
+
+
 def _ratio_without_per_case_work(warm: dict, warm_startup: float, workers: int) -> float | None:
     """The overhead ratio a warm run would score if conform spent nothing per case but reading
     its corpus: the wall time is then a one-case run's (interpreter, imports, workers starting,
@@ -93,7 +111,7 @@ def _ratio_without_per_case_work(warm: dict, warm_startup: float, workers: int) 
     stats = warm["backend_stats"]
     if "execute_seconds" not in stats:
         return None
-    runtime = (stats.get("compile_seconds", 0.0) + stats["execute_seconds"]) / workers
+    runtime = sum(stats.get(f"{phase}_seconds", 0.0) for phase in ("compile", "load", "execute")) / workers
     return round(1 - runtime / (warm_startup + warm["generation_seconds"] + runtime), 3)
 
 
@@ -116,6 +134,7 @@ def bench_backend(backend: str, max_examples: int, workers: int, ops: str | None
             print(f"{backend:12} {phase}: {result[phase]['cases']} cases in {wall:.1f} s = "
                   f"{result[phase]['cases_per_second']:.0f} cases/s, peak {peak / 1024:.0f} MB, "
                   f"harness overhead {result[phase]['harness_overhead_ratio']:.2f}", flush=True)
+            print(f"{'':12} {phase} breakdown: {_breakdown_line(result[phase], workers)}", flush=True)
         floor = result["warm"]["ratio_with_no_per_case_work"] = _ratio_without_per_case_work(
             result["warm"], warm_startup, workers)
         print(f"{backend:12} start-up {startup:.2f} s cold, {warm_startup:.2f} s warm; "

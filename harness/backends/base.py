@@ -29,6 +29,7 @@ class RuntimeClock:
 
     * ``model_build``: making the model the runtime takes (conform's ONNX, NNEF or MLIR builders),
     * ``compile``: the runtime making a session or executable of it,
+    * ``load``: the runtime reading an executable it compiled before from its own cache,
     * ``execute``: the runtime computing outputs.
 
     A backend that keeps one adds each runtime call's time (``clock.execute += seconds``, or
@@ -37,10 +38,10 @@ class RuntimeClock:
     only count the whole backend call).
     """
 
-    __slots__ = ("model_build", "compile", "execute")
+    __slots__ = ("model_build", "compile", "load", "execute")
 
     def __init__(self):
-        self.model_build = self.compile = self.execute = 0.0
+        self.model_build = self.compile = self.load = self.execute = 0.0
 
     def timing(self, phase: str) -> "_Timing":
         """A context manager adding the time spent inside it to ``phase``."""
@@ -85,6 +86,10 @@ class Backend:
     dtypes: frozenset[str] | None = None   # dtype names claimed; None: every dtype
     devices: tuple[str, ...] = ("cpu",)
     spec_binding: str | None = None        # native backends: the spec binding they read
+    #: True if the functions :meth:`prepare` returns may compute several cases of a batch
+    #: together (the first one called computes them all): a crash or hang in one of them then
+    #: runs the batch's cases again one at a time, so that it is blamed on the case causing it.
+    packs: bool = False
 
     def version(self) -> str:
         """The version string of the runtime under test."""

@@ -1,18 +1,24 @@
 """The ``jax`` backend: each op through its ``jax.lax`` binding (or its op module's ``lax``
 lowering), jitted.
 
-Compiled functions are cached by op + static attributes (jit itself caches per shapes and dtypes);
-inputs are passed as runtime arguments so that no constant folding changes the numerics.
-Spec attribute names follow the lax keyword names, so most bindings need no translation.
+The cases a worker prepares together (a batch) are packed into one jitted program
+(:mod:`~conform.harness.backends.jax_packing`): one compilation per batch, not per signature. A
+case run alone (:meth:`JaxBackend.run`) goes through a function cached by op + static attributes
+(jit itself caches per shapes and dtypes). Inputs are always runtime arguments, so that no
+constant folding changes the numerics. Spec attribute names follow the lax keyword names, so most
+bindings need no translation. ``$CONFORM_JAX_PACKING=0`` runs every case alone.
 """
 from __future__ import annotations
 
+import functools
 import os
+import time
 from pathlib import Path
 
 import numpy as np
 
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, binding, cache_dir
+from conform.harness.backends.jax_packing import CacheHits, Slot, run_pack
 from conform.spec._cache import prune_folder
 
 #: The persistent compilation cache's size cap, in MiB ($CONFORM_JAX_CACHE_MAX_MB). An entry takes
@@ -72,6 +78,7 @@ class JaxBackend(Backend):
     model_format = "native"
     spec_binding = "xla"   # what `conform list --backend jax` needs of a spec
     subnormals = "ftz"  # XLA:CPU flushes float32 subnormals (inputs and results)
+    packs = True        # a batch's cases are one compiled program (see jax_packing)
 
     def __init__(self):
         import jax
@@ -87,7 +94,10 @@ class JaxBackend(Backend):
         self._jax = jax
         self._compiled: dict = {}
         self._live: set = set()          # (function key, input shapes and dtypes) compiled now
-        self._released_compilations = 0
+        self._pending: list[Slot] = []   # cases prepared and not computed yet: the next pack
+        self.packs = os.environ.get("CONFORM_JAX_PACKING", "1") != "0"
+        self.cache_hits = CacheHits(jax)
+        self.compilations = self.loads = self.packed_cases = 0
         self.clock = RuntimeClock()
 
     def version(self) -> str:
@@ -104,17 +114,28 @@ class JaxBackend(Backend):
     max_live_executables = 256
 
     def stats(self) -> dict:
-        """Compilations: one per jitted function and distinct input signature; the clock's
-        ``compile`` holds the whole first call of each (tracing, compiling, executing)."""
-        return {"compilations": self._released_compilations
-                + sum(fn._cache_size() for fn in self._compiled.values()), **self.clock.as_stats()}
+        """Executables compiled (``compilations``) and read from jax's persistent cache
+        (``loads``), one per pack or per signature of a case run alone; ``packed_cases``: cases
+        computed in packs. The clock's ``compile`` and ``load`` hold each first call whole
+        (tracing, compiling or loading)."""
+        return {"compilations": self.compilations, "loads": self.loads,
+                "packed_cases": self.packed_cases, **self.clock.as_stats()}
+
+    def made_executable(self, seconds: float, hits_before: int) -> None:
+        """Count an executable made in ``seconds``: loaded if jax's persistent cache was hit
+        since it held ``hits_before`` hits, else compiled."""
+        if self.cache_hits.count > hits_before:
+            self.clock.load += seconds
+            self.loads += 1
+        else:
+            self.clock.compile += seconds
+            self.compilations += 1
 
     def _release_executables(self) -> None:
         """Drop every compiled function and return the memory to the operating system."""
         import ctypes
         import gc
 
-        self._released_compilations = self.stats()["compilations"]
         self._compiled.clear()
         self._live.clear()
         self._jax.clear_caches()
@@ -142,11 +163,13 @@ class JaxBackend(Backend):
         key = (spec.op, *map(_frozen, _lax_calls(spec, case)))
         fn = self._compiled.get(key)
         if fn is None:
-            fn = self._jax.jit(self._traced(spec, case))
+            fn = self._jax.jit(self.traced(spec, case))
             self._compiled[key] = fn
         return key, fn
 
-    def _traced(self, spec, case):
+    def traced(self, spec, case):
+        """The case's computation as a function of its inputs, not jitted: its op's lax call,
+        or for a program each node's, returning every node's output."""
         if not spec.nodes:
             ((lax_name, attrs),) = _lax_calls(spec, case)
             return self._builder(spec, lax_name, attrs)
@@ -166,19 +189,48 @@ class JaxBackend(Backend):
         :meth:`run` executes; inputs stay runtime arguments of ``@main``."""
         return self._function(spec, case)[1].lower(*case.inputs).as_text()
 
+    def prepare(self, *, program, inputs, model=None):
+        """Keep the case for the pack its batch makes; the returned function computes the whole
+        pack the first time one of its cases is asked for (see :mod:`jax_packing`). A subclass
+        that overrides :meth:`run` has its ``run`` called for each case."""
+        if not self.packs or type(self).run is not JaxBackend.run:
+            return functools.partial(self.run, program=program, inputs=inputs)
+        slot = Slot(program, inputs)
+        self._pending.append(slot)
+        return functools.partial(self._outputs_of, slot)
+
+    def _outputs_of(self, slot: Slot) -> list:
+        if slot.outputs is None and slot.error is None:
+            slots, self._pending = self._pending, []
+            if len(slots) == 1:   # alone: through the executable cached for its signature
+                slot.outputs = self.run(program=slot.program, inputs=slot.inputs)
+            else:
+                run_pack(self, slots)
+        if slot.error is not None:
+            raise slot.error
+        return slot.outputs
+
     def run(self, *, program, inputs, model=None):
         spec, case = program.spec, program.case
         key, fn = self._function(spec, case)
         signature = (key, case.input_dtypes, tuple(np.shape(x) for x in inputs))
-        phase = "execute"
-        if signature not in self._live:
-            if len(self._live) >= self.max_live_executables:
-                self._release_executables()
-                key, fn = self._function(spec, case)   # fn was dropped with the rest
-            self._live.add(signature)
-            phase = "compile"
-        with self.clock.timing(phase):   # to the NumPy arrays: jax dispatches asynchronously
-            outputs = fn(*inputs)
-            if not isinstance(outputs, tuple | list):
-                outputs = (outputs,)
-            return [np.asarray(o) for o in outputs]
+        if signature in self._live:
+            with self.clock.timing("execute"):
+                return _arrays(fn(*inputs))
+        if len(self._live) >= self.max_live_executables:
+            self._release_executables()
+            key, fn = self._function(spec, case)   # fn was dropped with the rest
+        self._live.add(signature)
+        hits, start = self.cache_hits.count, time.perf_counter()
+        try:
+            return _arrays(fn(*inputs))   # the first call: tracing, compiling or loading, running
+        finally:
+            self.made_executable(time.perf_counter() - start, hits)
+
+
+def _arrays(outputs) -> list:
+    """A jitted function's outputs as NumPy arrays (waiting for them: jax dispatches
+    asynchronously)."""
+    if not isinstance(outputs, tuple | list):
+        outputs = (outputs,)
+    return [np.asarray(o) for o in outputs]

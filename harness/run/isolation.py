@@ -34,8 +34,8 @@ from typing import Iterable, Iterator
 
 import orjson
 
-from conform.harness.run.worker import (INHERITED, REPLY_BATCH, REPLY_INTERVAL, Outcome,  # noqa: F401
-                                    reuse_freed_memory, worker_main)
+from conform.harness.run.worker import (INHERITED, REPLY_BATCH, REPLY_INTERVAL, CaseByCase,  # noqa: F401
+                                    Outcome, reuse_freed_memory, worker_main)
 
 #: Seconds a worker may take to load its backend (import it, make the adapter, say hello), when
 #: the pool is not told: loading a runtime is not running a case, and jax or OpenVINO take
@@ -126,11 +126,14 @@ class _LazyQueue:
 
     def take(self, count: int, max_bytes: int = BATCH_BYTES) -> list:
         """Up to ``count`` cases, stopping early once the inputs of those that will travel
-        pickled reach ``max_bytes`` (an int is the index of an inherited case)."""
+        pickled reach ``max_bytes`` (an int is the index of an inherited case). A batch holding
+        cases a replaced worker handed back is a :class:`CaseByCase`."""
         batch, size = [], 0
         while len(batch) < count and size < max_bytes and (self._returned or self._next is not _END):
             if self._returned:
                 case = self._returned.popleft()
+                if type(batch) is list:
+                    batch = CaseByCase(batch)
             else:
                 case, self._next = self._next, next(self._source, _END)
             batch.append(case)
@@ -151,6 +154,7 @@ class _Worker:
     conn: object
     finished: object                 # shared counter: cases the worker has finished
     since: object                    # shared: when the case being run began (see worker_main)
+    together: object                 # shared: 1 while it runs a case packed with others (same)
     started: float = 0.0             # when the worker was started (it loads within load_timeout)
     pending: collections.deque = field(default_factory=collections.deque)
     last_reply: float = 0.0          # when the worker last replied (or was sent work)
@@ -275,19 +279,21 @@ class WorkerPool:
         parent, child = self._ctx.Pipe()
         finished = self._ctx.Value("q", 0, lock=False)   # only the worker writes these two
         since = self._ctx.Value("d", 0.0, lock=False)
+        together = self._ctx.Value("b", 0, lock=False)
         if self.method == "fork":
             INHERITED.update(self._inherit)
             INHERITED["parent_ends"] = [end for end in INHERITED["parent_ends"] if not end.closed]
             INHERITED["parent_ends"].append(parent)
         process = self._ctx.Process(target=worker_main, daemon=True,
-                                    args=(child, self.backend, self.options, finished, since))
+                                    args=(child, self.backend, self.options, finished, since,
+                                          together))
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             process.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child.close()
-        return _Worker(process, parent, finished, since, started=time.monotonic())
+        return _Worker(process, parent, finished, since, together, started=time.monotonic())
 
     def _wait(self) -> set:
         """Wait for a message or a death from a busy or loading worker, or until the first time
@@ -373,7 +379,7 @@ class WorkerPool:
         worker.conn.close()
 
     def _replace(self, worker: _Worker, kill: bool, recycle: bool = False,
-                 culprit: int = 0) -> list:
+                 culprit: int | None = None) -> list:
         """Replace ``worker`` (the new one starts in the background); returns the cases the
         old one still owed but for ``pending[culprit]``. A ``recycle`` (a planned
         replacement) is counted apart from restarts after failures."""
@@ -448,10 +454,18 @@ class WorkerPool:
             if worker.conn in ready or worker.process.sentinel in ready:
                 yield from self._replies(worker, queue)
             elif time.monotonic() >= worker.deadline(self.timeout):
-                culprit = worker.running()
-                case = self._case(worker.pending[culprit])
+                culprit = self._culprit(worker)
+                case = None if culprit is None else self._case(worker.pending[culprit])
                 queue.extendleft(reversed(self._replace(worker, kill=True, culprit=culprit)))
-                yield [(case, Outcome("timeout", message=f"no result within {self.timeout:g} s"))]
+                if case is not None:
+                    yield [(case, Outcome("timeout", message=f"no result within {self.timeout:g} s"))]
+
+    @staticmethod
+    def _culprit(worker: _Worker) -> int | None:
+        """The index in ``pending`` of the case that crashed or hung ``worker``; None if it
+        was computing cases packed together (any of them may be the cause: they all run
+        again, one at a time, see :class:`CaseByCase`)."""
+        return None if worker.together.value else worker.running()
 
     def _replies(self, worker: _Worker, queue: "_LazyQueue"):
         """The replies ``worker`` has sent; if it died, the case it was running as a ``crash``,
@@ -481,11 +495,12 @@ class WorkerPool:
             died = True
         if died:   # replaced outside the except clause: a forked worker would inherit its context
             worker.process.join(5)
-            culprit = worker.running()
-            case = self._case(worker.pending[culprit])
+            culprit = self._culprit(worker)
+            case = None if culprit is None else self._case(worker.pending[culprit])
             message = _death_message(worker.process.exitcode)
             queue.extendleft(reversed(self._replace(worker, kill=True, culprit=culprit)))
-            yield [(case, Outcome("crash", message=message))]
+            if case is not None:
+                yield [(case, Outcome("crash", message=message))]
 
 
 def _first_message(worker: _Worker):

@@ -67,11 +67,13 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
 
-def worker_main(conn, backend_name: str, options: dict, finished, since) -> None:
+def worker_main(conn, backend_name: str, options: dict, finished, since, together) -> None:
     """Load the backend, then run batches of cases. ``finished`` counts the cases done (while
     one is being run: those before it); ``since`` is when (``time.monotonic()``) the case being
     run began to be prepared or computed, less the seconds it spent being prepared, so that the
-    parent times each case on its own.
+    parent times each case on its own; ``together`` is 1 while the backend computes a case that
+    may compute others of its batch with it (a backend that ``packs``): a crash or hang then
+    says nothing of which case caused it.
     A batch holds cases, or indices into the inherited cases of a forked worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # blocked while we started
@@ -92,7 +94,7 @@ def worker_main(conn, backend_name: str, options: dict, finished, since) -> None
         resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
     loaded = _load(conn, backend_name, options, inherited)
     if loaded is not None:
-        _serve(conn, backend_name, options, finished, since, inherited["cases"], *loaded)
+        _serve(conn, backend_name, options, finished, since, together, inherited["cases"], *loaded)
 
 
 def _load(conn, backend_name: str, options: dict, inherited: dict):
@@ -116,7 +118,7 @@ def _load(conn, backend_name: str, options: dict, inherited: dict):
         return None
 
 
-def _serve(conn, backend_name: str, options: dict, finished, since, shared, specs, backend,
+def _serve(conn, backend_name: str, options: dict, finished, since, together, shared, specs, backend,
            with_model: bool, old: bool) -> None:
     """Run the batches that arrive until the parent asks to stop (sends None); ``with_model``:
     whether the backend is handed each case's model; ``old``: whether it implements contract 1
@@ -179,24 +181,31 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
             return
         done, last_reply = [], monotonic()
         cases = [shared[item] if isinstance(item, int) else item for item in batch]
-        # The batch's cases are prepared, then computed: the runtime's calls follow each other
-        # (Backend.prepare). ``finished`` says which case is being prepared or computed.
-        steps = []   # per case: the function computing it (or its outcome) and the seconds so far
-        for offset, case in enumerate(cases):
+
+        def prepared(offset: int, case) -> tuple:
+            """The function computing ``case`` (or its outcome) and the seconds so far."""
             finished.value = started + offset
             since.value = start = monotonic()   # the backend's time: preparing and computing alone
             try:
                 step = prepare_case(backend, specs[case.op], case, with_model=with_model, old=old)
             except Exception as exc:
                 step = failed(exc)
-            steps.append((step, monotonic() - start))
-        for offset, (case, (step, seconds)) in enumerate(zip(cases, steps)):
+            return step, monotonic() - start
+
+        # The batch's cases are prepared, then computed: the runtime's calls follow each other
+        # (Backend.prepare). ``finished`` says which case is being prepared or computed.
+        alone = isinstance(batch, CaseByCase)
+        packs = not alone and bool(getattr(backend, "packs", False))
+        steps = None if alone else [prepared(offset, case) for offset, case in enumerate(cases)]
+        for offset, case in enumerate(cases):
+            step, seconds = prepared(offset, case) if alone else steps[offset]
             if type(step) is Outcome:
                 outcome = step
             else:
                 finished.value = started + offset
                 start = monotonic()
                 since.value = start - seconds   # the case's time limit covers its preparing
+                together.value = packs
                 try:
                     returned = step()
                 except Exception as exc:
@@ -214,6 +223,7 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
                     except Exception as exc:   # not arrays: the backend's fault, whatever the input
                         outcome = failed(exc)
                         outcome.on_input = False
+            together.value = 0
             outcome.seconds = seconds
             done.append((case, outcome))
             if len(done) >= REPLY_BATCH or monotonic() - last_reply >= REPLY_INTERVAL:
@@ -223,6 +233,13 @@ def _serve(conn, backend_name: str, options: dict, finished, since, shared, spec
         finished.value = started
         if done:
             conn.send(settle(done))
+
+
+class CaseByCase(list):
+    """A batch to run one case at a time (prepare it, compute it, then the next): the cases a
+    worker owed when it crashed or hung. A backend that works on a whole prepared batch at once
+    (the jax backend packs it into one program) then computes each alone, so the next crash or
+    timeout is blamed on the case that caused it, not on the first case of its pack."""
 
 
 def _counters(backend) -> dict:

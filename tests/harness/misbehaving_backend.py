@@ -34,3 +34,31 @@ class MisbehavingBackend(Backend):
         if marker == RAISE:
             raise RuntimeError("adapter failed on purpose")
         return [np.add(*case.inputs)]
+
+
+class PackingMisbehavingBackend(MisbehavingBackend):
+    """The same markers, from a backend that ``packs``: the first case of a batch asked for
+    computes every case prepared with it, so a marker anywhere in the batch strikes while the
+    first case is being computed."""
+
+    name = "packing-misbehaving"
+    packs = True
+
+    def __init__(self):
+        self._pending: list = []
+
+    def run(self, *, program, inputs, model=None):
+        return super().run(spec=program.spec, case=program.case)
+
+    def prepare(self, *, program, inputs, model=None):
+        slot = {"program": program}
+        self._pending.append(slot)
+
+        def compute():
+            if "outputs" not in slot:
+                pack, self._pending = self._pending, []
+                for each in pack:
+                    each["outputs"] = self.run(program=each["program"], inputs=None)
+            return slot["outputs"]
+
+        return compute

@@ -48,6 +48,19 @@ def test_with_a_second_batch_in_flight_a_hang_still_costs_only_its_case():
     assert restarts == 1
 
 
+PACKING = "tests.harness.misbehaving_backend:PackingMisbehavingBackend"
+
+
+@pytest.mark.parametrize("marker, kind", [(13, "crash"), (17, "timeout")])
+def test_a_crash_or_hang_inside_a_pack_is_blamed_on_its_case_alone(marker, kind):
+    """The first case of the pack is computing when the third one's marker strikes: nobody is
+    blamed then; the batch runs again case by case, and only the third case is lost."""
+    cases = [_add_case(i, first) for i, first in enumerate([1, 2, marker, 3, 4, 5])]
+    outcomes, restarts = _run(PACKING, cases, workers=1, timeout=3.0, batch_size=4)
+    assert [outcomes[c.id].kind for c in cases] == ["ok", "ok", kind, "ok", "ok", "ok"]
+    assert restarts == 2   # the pack's failure, then the case's own
+
+
 def test_unbounded_allocation_is_stopped_by_the_worker_memory_cap():
     cases = [_add_case(0, 1), _add_case(1, 19), _add_case(2, 2)]
     outcomes, _ = _run(MISBEHAVING, cases, workers=1, memory_limit_mb=3072)

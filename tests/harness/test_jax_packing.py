@@ -1,0 +1,123 @@
+"""Packing a batch's cases into one compiled jax program changes no output bit and costs one
+case nothing it would not have cost alone."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conform.generators import dtype_labels, generate_cases
+from conform.harness.backends.base import Unsupported
+from conform.harness.backends.jax_backend import JaxBackend
+from conform.harness.backends.jax_packing import Slot, run_pack
+from conform.harness.backends.models import declared_inputs
+from conform.harness.backends.program import Program
+from conform.spec.programs import chain_names
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    os.environ.setdefault("CONFORM_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    return JaxBackend()
+
+
+def _sample(specs) -> list:
+    """Two cases of a float and an integer dtype label of every op bound to XLA (and every
+    12th label of an op with many, conversions), and of three chains: every op family, scalar,
+    empty and broadcast shapes among them."""
+    cases = []
+    for spec in specs.values():
+        if "xla" not in spec.bindings:
+            continue
+        labels = dtype_labels(spec)
+        if len(labels) >= 12:
+            chosen = labels[::12]
+        else:
+            floats = [label for label in labels if "float" in label]
+            chosen = floats[:1] + [label for label in labels if "int" in label][:1] or labels[:1]
+        for label in chosen:
+            cases += [(spec, case) for case in generate_cases(spec, label, count=2, seed=5)]
+    for name in chain_names(specs, "xla", count=3, seed=1):
+        spec = specs[name]
+        cases += [(spec, case) for case in generate_cases(spec, dtype_labels(spec)[0], count=2, seed=5)]
+    return cases
+
+
+def test_every_output_of_a_pack_is_bit_identical_to_the_case_run_alone(backend, specs):
+    sample = _sample(specs)
+    assert len({spec.definition.module for spec, _ in sample}) >= 8   # op modules: families
+    slots = [Slot(Program(spec, case), declared_inputs(case)) for spec, case in sample]
+    before = backend.stats()
+    run_pack(backend, slots)
+    after = backend.stats()
+    assert after["packed_cases"] - before["packed_cases"] == len(slots)   # no case fell back
+    assert (after["compilations"] + after["loads"]) - (before["compilations"] + before["loads"]) == 1
+    differ = []
+    for (spec, case), slot in zip(sample, slots):
+        assert slot.error is None, (case.id, slot.error)
+        alone = backend.run(program=Program(spec, case), inputs=declared_inputs(case))
+        if len(alone) != len(slot.outputs) or any(
+                a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes()
+                for a, b in zip(alone, slot.outputs)):
+            differ.append(case.id)
+    assert not differ
+
+
+def test_a_case_that_cannot_be_lowered_keeps_its_error_and_the_rest_of_the_pack_runs(backend, specs):
+    spec = specs["exp"]
+    cases = generate_cases(spec, "float32", count=3, seed=2)
+    slots = [Slot(Program(spec, case), declared_inputs(case)) for case in cases]
+    traced = backend.traced
+
+    def refusing(spec, case):
+        if case is cases[1]:
+            raise Unsupported("not this one")
+        return traced(spec, case)
+
+    backend.traced = refusing
+    try:
+        run_pack(backend, slots)
+    finally:
+        del backend.traced
+    assert isinstance(slots[1].error, Unsupported)
+    for i in (0, 2):
+        alone = backend.run(program=Program(spec, cases[i]), inputs=declared_inputs(cases[i]))
+        assert slots[i].outputs[0].tobytes() == alone[0].tobytes()
+
+
+def test_a_pack_that_fails_to_trace_runs_each_case_alone(backend, specs):
+    spec = specs["tanh"]
+    cases = generate_cases(spec, "float64", count=3, seed=3)
+    slots = [Slot(Program(spec, case), declared_inputs(case)) for case in cases]
+    slots[2].inputs = [np.zeros((2, 2), np.int8)]   # lax.tanh refuses int8 while tracing
+    run_pack(backend, slots)
+    assert slots[2].error is not None and slots[2].outputs is None
+    for i in (0, 1):
+        alone = backend.run(program=Program(spec, cases[i]), inputs=declared_inputs(cases[i]))
+        assert slots[i].outputs[0].tobytes() == alone[0].tobytes()
+
+
+def _run(tmp_path, name: str, packing: str) -> list:
+    out = tmp_path / name
+    env = {**os.environ, "CONFORM_JAX_PACKING": packing, "CONFORM_CACHE_DIR": str(tmp_path / "cache")}
+    subprocess.run([sys.executable, "-m", "conform.harness.cli", "run", "--backend", "jax",
+                    "--ops", "tanh,divide,top_k,convert_element_type,reduce_sum,conv",
+                    "--max-examples", "4", "--out", str(out), "--quiet"],
+                   env=env, check=False, capture_output=True)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    for record in records:
+        record.pop("seconds", None)
+        record.pop("judge_seconds", None)
+    return sorted(records, key=lambda r: r["id"])
+
+
+def test_verdicts_and_error_figures_are_the_same_with_and_without_packing(tmp_path):
+    packed, alone = _run(tmp_path, "packed", "1"), _run(tmp_path, "alone", "0")
+    assert len(packed) > 300
+    assert packed == alone
+    summary = json.loads((tmp_path / "packed" / "summary.json").read_text())
+    assert summary["backend_stats"]["packed_cases"] == summary["cases"]
