@@ -14,6 +14,11 @@ session pays for itself.
 
     python bench/check_batching.py [--backends jax,onnxruntime] [--count 40] [--seed 11]
     python bench/check_batching.py --packing [--count 300] [--seed 11]
+    python bench/check_batching.py --ort-batches
+
+*Batch packing on onnxruntime* (``--ort-batches``): the default cold run's cases, each batch of
+256 (different ops, dtypes and shapes) as one graph and one session, against conform's session
+per signature: see :func:`check_ort_batches`.
 """
 from __future__ import annotations
 
@@ -81,6 +86,11 @@ def _packed_model(models):
     from onnx import compose, helper
 
     graphs = [compose.add_prefix(m.build(), f"c{k}_").graph for k, m in enumerate(models)]
+    for k, graph in enumerate(graphs):   # each graph's symbolic dims are its own
+        for value in (*graph.input, *graph.output):
+            for dim in value.type.tensor_type.shape.dim:
+                if dim.dim_param:
+                    dim.dim_param = f"c{k}_{dim.dim_param}"
     first = models[0].build()
     graph = helper.make_graph([n for g in graphs for n in g.node], "packed",
                               [i for g in graphs for i in g.input],
@@ -161,6 +171,67 @@ def check_packing(count: int, seed: int) -> dict:
                                                     / saved_us, 1)}
 
 
+def check_ort_batches(batch: int) -> dict:
+    """A cold onnxruntime run's cases two ways, in one process: as conform runs them (a session
+    per signature, cached, and a run per case) and packed as the jax backend packs, one graph
+    holding a whole batch's cases (different ops, dtypes and shapes), one session and one run
+    per batch. Cases crossing as OrtValues (bfloat16, float8, int4), cases a kernel refuses and
+    cases that kill the process are left out of both. Times model building, sessions and runs."""
+    from conform.harness.backends.models import Model
+    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+    from conform.harness.backends.ort_values import needs_ort_values
+    from conform.harness.run.runner import RunConfig, _generate
+
+    specs, clock = load_specs(), time.perf_counter
+    _, cases, _ = _generate(RunConfig(backend="onnxruntime"), specs)
+    cases = [c for c in cases if not needs_ort_values((*c.input_dtypes, *specs[c.op].out_dtypes(c)))
+             and not kills_the_process(c)]
+    backend = OnnxRuntimeBackend()
+    began, kept = clock(), []
+    for case in cases:
+        try:
+            kept.append((case, run_case(backend, specs[case.op], case)))
+        except Exception:   # unsupported or raising: in neither way
+            continue
+    alone_seconds = clock() - began
+    alone_stats = backend.stats()
+    packed = OnnxRuntimeBackend()
+    build = session_seconds = run_seconds = 0.0
+    identical = differ = 0
+    for start in range(0, len(kept), batch):
+        chunk = kept[start:start + batch]
+        began = clock()
+        models = [Model("onnx", specs[case.op], case) for case, _ in chunk]
+        serialized = _packed_model(models).SerializeToString()
+        built = clock()
+        session = packed._ort.InferenceSession(serialized, packed.options,
+                                               providers=["CPUExecutionProvider"])
+        opened = clock()
+        feeds = {f"c{k}_{name}": value for k, m in enumerate(models)
+                 for name, value in zip(m.input_names, m.inputs())}
+        outputs = session.run(None, feeds)
+        ran = clock()
+        build, session_seconds, run_seconds = build + built - began, session_seconds + opened - built, \
+            run_seconds + ran - opened
+        at = 0
+        for (case, alone) in chunk:
+            together = outputs[at:at + len(alone)]
+            at += len(alone)
+            if all(np.asarray(a).tobytes() == np.asarray(b).tobytes() for a, b in zip(together, alone)):
+                identical += 1
+            else:
+                differ += 1
+    return {"backend": "onnxruntime", "batch": batch, "cases": len(kept),
+            "alone": {"seconds": round(alone_seconds, 2), "sessions": alone_stats["sessions"],
+                      "model_build": round(alone_stats["model_build_seconds"], 2),
+                      "session": round(alone_stats["compile_seconds"], 2),
+                      "run": round(alone_stats["execute_seconds"], 2)},
+            "packed": {"seconds": round(build + session_seconds + run_seconds, 2),
+                       "sessions": -(-len(kept) // batch), "model_build": round(build, 2),
+                       "session": round(session_seconds, 2), "run": round(run_seconds, 2)},
+            "identical": identical, "differ": differ}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="jax,onnxruntime")
@@ -169,7 +240,12 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=None,
                         help="cases per op and dtype (default 40; 300 with --packing)")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--ort-batches", action="store_true",
+                        help="time a cold onnxruntime run's cases packed a batch per graph")
     args = parser.parse_args()
+    if args.ort_batches:
+        print(json.dumps(check_ort_batches(256), indent=1))
+        return
     if args.packing:
         print(json.dumps(check_packing(args.count or 300, args.seed), indent=1))
         return

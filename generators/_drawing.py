@@ -27,21 +27,30 @@ CASES_PER_SIGNATURE = 4  # cases sharing one drawn signature: fewer compilations
 MAX_SIGNATURES = 16
 
 
-def _signature_strategy(spec: OpSpec, dtype: str):
+# The composites are made once, here, not per op x dtype: making one inspects its function's
+# source (~1 ms), and a strategy made once is validated once.
+@st.composite
+def _family(draw, spec: OpSpec, dtype: str):
     hook = spec.definition.draw
-    family = st.composite(lambda draw: draw_signature(draw, spec, dtype) if hook is None
-                          else hook(draw, kit, spec, dtype))
+    return draw_signature(draw, spec, dtype) if hook is None else hook(draw, kit, spec, dtype)
 
-    @st.composite
-    def signatures(draw):
-        signature = draw(family())
-        classes = {dtype_class(d) for d in signature.input_dtypes}
-        plans = PLANS["float" if "float" in classes else "int" if "int" in classes else "bool"]
-        first_plan = draw(st.integers(0, len(plans) - 1))
-        base_seed = draw(st.integers(0, 2**32 - 1))
-        return signature, plans, first_plan, base_seed
 
-    return signatures()
+_FIRST_PLAN = {kind: st.integers(0, len(plans) - 1) for kind, plans in PLANS.items()}
+_BASE_SEED = st.integers(0, 2**32 - 1)
+
+
+@st.composite
+def _signatures(draw, spec: OpSpec, dtype: str):
+    signature = draw(_family(spec, dtype))
+    classes = {dtype_class(d) for d in signature.input_dtypes}
+    kind = "float" if "float" in classes else "int" if "int" in classes else "bool"
+    first_plan = draw(_FIRST_PLAN[kind])
+    base_seed = draw(_BASE_SEED)
+    return signature, PLANS[kind], first_plan, base_seed
+
+
+def _signature_strategy(spec: OpSpec, dtype: str):
+    return _signatures(spec, dtype)
 
 
 @contextlib.contextmanager

@@ -40,7 +40,7 @@ RELATIONS = ("equal", "onnx_broadcast", "nnef_broadcast", "xla_broadcast")
 def draw_signature(draw, spec, dtype: str) -> kit.Signature:
     """A signature of ``spec`` under ``dtype`` as its ``signature`` declares it."""
     lo, hi = kit.ranks(spec)
-    full = draw(kit.shape(min_rank=lo, max_rank=hi, min_side=draw(st.sampled_from([1, 1, 1, 0]))))
+    full = draw(kit.shape(min_rank=lo, max_rank=hi, min_side=draw(st.sampled_from((1, 1, 1, 0)))))
     relation = spec.signature.get("shapes", "equal")
     count = len(spec.inputs)
     mapped = {}

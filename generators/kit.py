@@ -10,10 +10,11 @@ drawn: a run from the corpus cache does not load Hypothesis.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 
-from hypothesis import strategies as st
+from hypothesis import strategies as _strategies
 
 from conform.generators._signature import Signature, fixed_attrs
 
@@ -25,6 +26,45 @@ __all__ = ["MAX_ARRAY_SIZE", "Signature", "absent_inputs", "attributes", "fixed_
 MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))
 
 
+class _Strategies:
+    """Hypothesis's ``strategies`` module, each strategy made from hashable arguments made once.
+
+    A draw hook makes its strategies as it draws (``draw(st.integers(0, rank - 1))``); Hypothesis
+    builds and validates each new one on its first draw (~50 us), which was a third of drawing
+    a corpus. A strategy is an immutable description, so the one made before serves: the
+    choices drawn are the same (the corpus digest test pins that). Arguments that cannot be
+    hashed (a list) make a new strategy each time, as before."""
+
+    def __init__(self, module):
+        self._module = module
+        self._made: dict = {}
+
+    def __getattr__(self, name: str):
+        factory = getattr(self._module, name)
+        if not callable(factory) or isinstance(factory, type):
+            return factory
+        made = self._made
+
+        @functools.wraps(factory)
+        def make(*args, **kwargs):
+            key = (name, args, tuple(kwargs.items()), *map(type, args))   # 1 and 1.0 apart
+            try:
+                return made[key]
+            except KeyError:
+                found = made[key] = factory(*args, **kwargs)
+                return found
+            except TypeError:   # an unhashable argument
+                return factory(*args, **kwargs)
+
+        setattr(self, name, make)
+        return make
+
+
+#: Hypothesis's strategies (see :class:`_Strategies`): what hooks draw with.
+st = _Strategies(_strategies)
+
+
+@functools.lru_cache(maxsize=None)
 def shape(*, min_rank=0, max_rank=4, min_side=1, max_side=6):
     """Shapes of ``min_rank`` to ``max_rank`` sides in ``[min_side, max_side]``, at most
     MAX_ARRAY_SIZE elements."""

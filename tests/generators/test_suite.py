@@ -340,3 +340,22 @@ def test_filling_the_corpus_in_child_processes_writes_the_files_one_process_woul
     assert len(files) == count == 7
     for path in files:
         assert path.read_bytes() == (serial / "corpus" / path.name).read_bytes(), path.name
+
+
+class _Forgetful(dict):
+    def __setitem__(self, key, value):   # keeps nothing: every strategy is made anew
+        pass
+
+
+@pytest.mark.parametrize("op", ["add", "conv", "slice", "convert_element_type", "onnx_pad", "top_k"])
+def test_strategies_made_once_draw_the_cases_new_ones_would(specs, op, monkeypatch):
+    from conform.generators import kit
+
+    label = dtype_labels(specs[op])[0]
+    kept = [case_digest(c) for c in generate_cases(specs[op], label, count=12, seed=4, use_cache=False)]
+    monkeypatch.setattr(kit.st, "_made", _Forgetful())
+    monkeypatch.setattr(kit, "shape", kit.shape.__wrapped__)
+    for name in [n for n in vars(kit.st) if not n.startswith("_")]:
+        monkeypatch.delattr(kit.st, name)   # the wrappers close over the old store
+    new = [case_digest(c) for c in generate_cases(specs[op], label, count=12, seed=4, use_cache=False)]
+    assert kept == new
