@@ -7,12 +7,24 @@ A manifest names the cases it covers by globs and says what to do with them::
       - op: reduce_max            # glob over op names
         dtype: "float*"           # glob over dtype labels (``float32``, ``float32->int8``)
         case: "reduce_max.*.1?"   # optional glob over case ids
+        when: {inputs: nan}       # optional: the condition it excuses (below)
         kind: xfail               # xfail | skip | waiver
         reason: NaN is ignored instead of propagated
         link: https://github.com/...
         expires: 2026-06-30       # optional: the last day the entry holds
 
-The first entry (in file order, files in the order given) that matches a case decides:
+An entry names what it excuses: a ``when`` condition, or a ``case`` glob, or, to cover every case
+of its op x dtype cells, ``scope: cell`` (said explicitly, with its reason): an entry with none of
+them is an error, since it would hide every new bug of its cells. A ``when`` condition holds for a
+failing case when every condition it lists holds (:data:`CONDITIONS`), each over *every* failing
+element of the case (the judge sums them up in the record's ``failing`` profile,
+:mod:`conform.harness.judge.profile`), so a case with any other failing element stays a failure;
+``attrs`` holds when the case's attributes have the values given. A case with no failing
+element to look at (an error, crash or timeout) meets no element condition. ``skip`` entries
+can only use ``attrs`` (a skipped case is never judged).
+
+The first entry (in file order, files in the order given) that matches a case and whose condition
+holds decides:
 
 * ``skip``: the case is generated (ids stay stable) but not run; it is recorded with verdict ``skip``.
 * ``xfail``: a failing case (``fail``, ``error``, ``crash``, ``timeout``) becomes ``xfail``; a
@@ -41,6 +53,17 @@ from conform.harness.judge import verdicts
 
 KINDS = ("xfail", "skip", "waiver")
 FAILING = verdicts.PROBLEMS
+#: A ``when`` condition's keys, and what each says of every failing element of a case.
+CONDITIONS = {
+    "inputs": "nan: a NaN is among its inputs; inf: an infinity is; nonfinite: either is",
+    "inputs_below": "every input's magnitude is below this",
+    "some_input_at_least": "some input's magnitude is at least this",
+    "expected": "zero: the expected value is +0 or -0; inf: an infinity; nan: NaN",
+    "expected_below": "the expected value's magnitude is below this",
+    "expected_at_least": "the expected value's magnitude is at least this",
+    "attrs": "(of the case) its attributes have these values",
+}
+_NUMBER = {"type": "number", "exclusiveMinimum": 0}
 
 _TEXT = {"type": "string", "minLength": 1}
 SCHEMA = {
@@ -57,7 +80,15 @@ SCHEMA = {
             "required": ["op", "dtype", "kind", "reason", "link"],
             "properties": {"op": _TEXT, "dtype": _TEXT, "case": _TEXT, "kind": {"enum": list(KINDS)},
                            "reason": {"type": "string", "minLength": 5}, "link": _TEXT,
-                           "expires": {}},  # a YAML date or a YYYY-MM-DD string; checked below
+                           "expires": {},  # a YAML date or a YYYY-MM-DD string; checked below
+                           "scope": {"enum": ["cell"]},
+                           "when": {"type": "object", "additionalProperties": False,
+                                    "minProperties": 1, "properties": {
+                                        "inputs": {"enum": ["nan", "inf", "nonfinite"]},
+                                        "inputs_below": _NUMBER, "some_input_at_least": _NUMBER,
+                                        "expected": {"enum": ["zero", "inf", "nan"]},
+                                        "expected_below": _NUMBER, "expected_at_least": _NUMBER,
+                                        "attrs": {"type": "object", "minProperties": 1}}}},
         }},
     },
 }
@@ -80,6 +111,8 @@ class Entry:
     line: int
     case: str | None = None
     expires: datetime.date | None = None
+    when: tuple = ()          # the condition's (key, value) pairs, attrs as sorted pairs
+    scope: str | None = None  # "cell": every case of its op x dtype cells, said explicitly
 
     @property
     def where(self) -> str:
@@ -95,17 +128,66 @@ class Entry:
         return self.in_scope(op, dtype) and (self.case is None
                                              or fnmatch.fnmatchcase(case_id, self.case))
 
+    def holds(self, record: dict) -> bool:
+        """Whether the entry's ``when`` condition holds for the result ``record`` (or a case's
+        ``{"attrs": ...}`` for a skip); an entry without one holds for every case it matches."""
+        if not self.when:
+            return True
+        elements = None
+        for key, wanted in self.when:
+            if key == "attrs":
+                attrs = record.get("attrs") or {}
+                if any(attrs.get(name, _MISSING) != value for name, value in wanted):
+                    return False
+                continue
+            if elements is None:
+                profile = record.get("failing")
+                if not profile or not profile["elements"] or profile["profiled"] < profile["elements"]:
+                    return False
+                elements = profile["elements"]
+            if not _condition(key, wanted, profile, elements):
+                return False
+        return True
+
+    @property
+    def condition(self) -> dict | None:
+        """The ``when`` condition as written (None: none)."""
+        return {key: dict(value) if key == "attrs" else value for key, value in self.when} or None
+
     def describe(self) -> str:
-        """``file:line (kind op=.. dtype=.. [case=..])`` for messages."""
+        """``file:line (kind op=.. dtype=.. [case=..] [when=..])`` for messages."""
         case = f" case={self.case}" if self.case else ""
-        return f"{self.where} ({self.kind} op={self.op} dtype={self.dtype}{case})"
+        when = f" when={self.condition}" if self.when else ""
+        return f"{self.where} ({self.kind} op={self.op} dtype={self.dtype}{case}{when})"
 
     def as_json(self) -> dict:
         """The entry as recorded in results.jsonl and summary.json."""
         fields = {"entry": self.where, "kind": self.kind, "op": self.op, "dtype": self.dtype,
-                  "case": self.case, "reason": self.reason, "link": self.link,
+                  "case": self.case, "when": self.condition, "scope": self.scope,
+                  "reason": self.reason, "link": self.link,
                   "expires": self.expires.isoformat() if self.expires else None}
         return {k: v for k, v in fields.items() if v is not None}
+
+
+_MISSING = object()
+
+
+def _condition(key: str, wanted, profile: dict, elements: int) -> bool:
+    """Whether ``key: wanted`` holds for every one of the ``elements`` failing elements the
+    ``profile`` sums up (values may be JSON's 'inf' strings)."""
+    if key == "inputs":
+        return profile[f"inputs_{wanted}"] == elements
+    if key == "expected":
+        return profile[f"expected_{wanted}"] == elements
+    if key == "inputs_below":
+        return float(profile["inputs_max_abs"]) < wanted
+    if key == "some_input_at_least":
+        return float(profile["inputs_min_of_max_abs"]) >= wanted
+    if key == "expected_below":
+        return profile["expected_nan"] == 0 and float(profile["expected_max_abs"]) < wanted
+    if key == "expected_at_least":
+        return profile["expected_nan"] == 0 and float(profile["expected_min_abs"]) >= wanted
+    raise KeyError(key)
 
 
 def _verdict_under(kind: str, verdict: str) -> str:
@@ -123,10 +205,12 @@ class Manifest:
     entries: tuple[Entry, ...]
     files: tuple[str, ...]
 
-    def find(self, op: str, dtype: str, case_id: str) -> Entry | None:
-        """The first entry that matches the case, or None."""
+    def find(self, op: str, dtype: str, case_id: str, record: dict | None = None) -> Entry | None:
+        """The first entry that matches the case and whose condition holds for ``record`` (its
+        result, or ``{"attrs": ...}``), or None."""
         return next((e for e in self._in_scope(op, dtype)
-                     if e.case is None or fnmatch.fnmatchcase(case_id, e.case)), None)
+                     if (e.case is None or fnmatch.fnmatchcase(case_id, e.case))
+                     and e.holds(record or {})), None)
 
     def _in_scope(self, op: str, dtype: str) -> tuple[Entry, ...]:
         """The entries covering ``op`` x ``dtype``, in order (memoised: a run asks per case)."""
@@ -148,7 +232,7 @@ class Manifest:
                 run.extend(group)
                 continue
             for case in group:
-                entry = self.find(op, dtype, case.id)
+                entry = self.find(op, dtype, case.id, {"attrs": case.attrs})
                 if entry is None or entry.kind != "skip":
                     run.append(case)
                     continue
@@ -166,7 +250,7 @@ class Manifest:
         raw = record.get("raw_verdict", record["verdict"])
         out = {k: v for k, v in record.items() if k not in ("raw_verdict", "manifest")}
         out["verdict"] = raw
-        entry = self.find(record["op"], record["dtype"], record["id"])
+        entry = self.find(record["op"], record["dtype"], record["id"], out)
         if entry is None:
             return out
         out["manifest"] = entry.as_json()
@@ -232,8 +316,25 @@ def _parse_manifest(path: Path, backend: str | None) -> Manifest:
         expires = _parse_expiry(raw.get("expires"), path, _line_of(root, ["entries", i, "expires"]), i)
         entries.append(Entry(op=raw["op"], dtype=raw["dtype"], kind=raw["kind"], reason=raw["reason"],
                              link=raw["link"], path=str(path), line=line, case=raw.get("case"),
-                             expires=expires))
+                             expires=expires, when=_when(raw, path, line, i), scope=raw.get("scope")))
     return Manifest(entries=tuple(entries), files=(str(path),))
+
+
+def _when(raw: dict, path: Path, line: int, index: int) -> tuple:
+    """The entry's ``when`` condition as pairs; an entry must say what it excuses."""
+    when = raw.get("when") or {}
+    if not when and raw.get("case") is None and raw.get("scope") != "cell":
+        raise ManifestError(path, line, f"entries.{index}",
+                            f"the {raw['kind']} entry op={raw['op']} dtype={raw['dtype']} names no "
+                            "condition: give 'when' (the condition it excuses, e.g. {inputs: nan}), "
+                            "'case' (a glob over case ids), or 'scope: cell' to cover every case of "
+                            "its op x dtype cells")
+    if raw["kind"] == "skip" and set(when) - {"attrs"}:
+        raise ManifestError(path, line, f"entries.{index}.when",
+                            "a skip entry can only use 'attrs' (a skipped case is never judged, "
+                            "so nothing is known of its elements)")
+    return tuple((key, tuple(sorted(value.items())) if key == "attrs" else value)
+                 for key, value in sorted(when.items()))
 
 
 def load_manifests(paths, backend: str | None = None) -> Manifest:

@@ -57,6 +57,9 @@ class Judgement:
     observed: list = field(default_factory=list)   # sample of values in impl-defined regions
     histogram: list = field(default_factory=list)  # judged elements per RATIO_BINS bin
     outputs: list = field(default_factory=list)    # (name, Judgement) per output, for several
+    # flat indices of the elements that failed (an array; failing judgements only): what a
+    # manifest condition is checked against (harness/judge/profile.py)
+    failing: object = field(default=None, repr=False, compare=False)
 
 
 # Edges of the per-element histogram of error / bound. Bins are [0, 1/16], (1/16, 1/8], ...,
@@ -326,6 +329,8 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
                            "actual": actual_at, "error": error_at, "bound": bound_at}
         if mismatched_n[k]:
             judgement.verdict = "fail"
+            start = int(offsets[k])
+            judgement.failing = np.flatnonzero(bad[start:start + sizes[k]])
             if special_at:
                 judgement.reason = "special value mismatch (NaN, infinity or signed zero)"
         elif impl_seen[k]:

@@ -8,6 +8,7 @@ import numpy as np
 
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
+from conform.harness.judge.profile import failure_profile
 from conform.reports._jsonl import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
@@ -296,12 +297,12 @@ def result_records(triples, backend: str, subnormals: str = "ieee") -> list[dict
         judgements = judge_many([(spec, case, o.outputs) for _, spec, case, o in ok], subnormals)
     except Exception:  # judge one by one, so that one bad output does not cost the others
         judgements = [_judge_alone(spec, case, o.outputs, subnormals) for _, spec, case, o in ok]
-    for (record, _, case, _), judgement in zip(ok, judgements):
+    for (record, spec, case, _), judgement in zip(ok, judgements):
         if isinstance(judgement, Exception):  # a bad output shape/dtype must not stop the run
             record.update(verdict="error", message=f"could not judge output: "
                                                    f"{type(judgement).__name__}: {judgement}")
         else:
-            _add_judgement(record, case, judgement, backend)
+            _add_judgement(record, spec, case, judgement, backend)
     return records
 
 
@@ -312,7 +313,7 @@ def _judge_alone(spec, case, outputs, subnormals):
         return exc
 
 
-def _add_judgement(record: dict, case, judgement: Judgement, backend: str) -> None:
+def _add_judgement(record: dict, spec, case, judgement: Judgement, backend: str) -> None:
     _add_figures(record, judgement)
     record["histogram"] = judgement.histogram
     if judgement.observed:
@@ -321,6 +322,13 @@ def _add_judgement(record: dict, case, judgement: Judgement, backend: str) -> No
         record["outputs"] = [_add_figures({"name": name}, part) for name, part in judgement.outputs]
     if judgement.verdict == "fail":
         record["message"] = failure_message(case, judgement, backend)
+        try:   # what a manifest condition reads; it only excuses, so it must never cost a verdict
+            profile = failure_profile(spec, case, judgement,
+                                      [part.expected for part in expectation(spec, case)])
+        except Exception:
+            profile = None
+        if profile is not None:
+            record["failing"] = {k: json_number(v) for k, v in profile.items()}
 
 
 def _add_figures(record: dict, judgement: Judgement) -> dict:

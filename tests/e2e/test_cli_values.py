@@ -13,7 +13,7 @@ from conform.harness.cli.values import MIN_MEMORY_LIMIT_MB
 RUN = ["run", "--backend", "numpy", "--ops", "add", "--max-examples", "2", "--quiet", "--out", "{tmp}/out"]
 FEB_30 = """\
 entries:
-  - {op: add, dtype: float32, kind: xfail, reason: a reason here, link: x, expires: 2026-02-30}
+  - {op: add, dtype: float32, scope: cell, kind: xfail, reason: a reason here, link: x, expires: 2026-02-30}
 """
 
 # (id, arguments ({tmp} is the test's folder), fragment of the one line on stderr)

@@ -72,8 +72,8 @@ def test_a_manifest_on_gate_turns_failures_into_xfail_and_reports_xpass(jax_runs
                                                                          conform_cli):
     root, _, _ = jax_runs
     manifest = _manifest(tmp_path, """\
-  - {op: multiply, dtype: float32, kind: xfail, reason: jax flushes subnormals, link: "https://x"}
-  - {op: add, dtype: "*", kind: waiver, reason: not in this run, link: "https://x"}
+  - {op: multiply, dtype: float32, scope: cell, kind: xfail, reason: jax flushes subnormals, link: "https://x"}
+  - {op: add, dtype: "*", scope: cell, kind: waiver, reason: not in this run, link: "https://x"}
 """)
     proc = conform_cli("gate", root / "ieee", "--baseline", root / "baseline", "--manifest", manifest,
                    "--min-pass-rate", 1.0, check_status=0)
@@ -82,7 +82,7 @@ def test_a_manifest_on_gate_turns_failures_into_xfail_and_reports_xpass(jax_runs
     conform_cli("gate", root / "ieee", "--manifest", manifest, "--no-manifest", "--min-pass-rate", 1.0,
             check_status=1)
     expired = _manifest(tmp_path, """\
-  - {op: "mul*", dtype: float32, kind: waiver, reason: jax flushes subnormals, link: "https://x",
+  - {op: "mul*", dtype: float32, scope: cell, kind: waiver, reason: jax flushes subnormals, link: "https://x",
      expires: 2001-02-03}
 """)
     proc = conform_cli("gate", root / "ieee", "--manifest", expired, check_status=2)

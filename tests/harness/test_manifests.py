@@ -17,6 +17,7 @@ backend: onnxruntime
 entries:
   - op: select
     dtype: "float*"
+    scope: cell
     kind: waiver
     reason: Where loses the sign of zero
     link: https://example.org/where
@@ -28,12 +29,14 @@ entries:
     link: https://example.org/tanh
   - op: tanh
     dtype: float32
+    scope: cell
     kind: skip
     reason: too slow on this machine
     link: https://example.org/slow
     expires: 2999-12-31
   - op: "reduce_*"
     dtype: int64
+    scope: cell
     kind: xfail
     reason: imprecise int64 sums
     link: https://example.org/sum
@@ -58,17 +61,17 @@ def manifest(tmp_path):
 
 def test_entries_load_in_order_with_their_file_and_line(manifest, tmp_path):
     assert [e.kind for e in manifest.entries] == ["waiver", "xfail", "skip", "xfail"]
-    assert manifest.entries[1].where == f"{tmp_path / 'm.yaml'}:8"
+    assert manifest.entries[1].where == f"{tmp_path / 'm.yaml'}:9"
     assert manifest.entries[2].expires == datetime.date(2999, 12, 31)
     assert manifest.entries[1].as_json()["case"] == "tanh.float32.sweep"
 
 
 @pytest.mark.parametrize("old, new, line, field, fragment", [
-    ("    kind: waiver\n", "    kind: ignore\n", 5, "entries.0.kind", "'ignore' is not one of"),
+    ("    kind: waiver\n", "    kind: ignore\n", 6, "entries.0.kind", "'ignore' is not one of"),
     ("    link: https://example.org/where\n", "", 3, "entries.0", "'link' is a required property"),
-    ("    expires: 2999-12-31\n", "    expires: someday\n", 19, "entries.2.expires", "not a date"),
+    ("    expires: 2999-12-31\n", "    expires: someday\n", 21, "entries.2.expires", "not a date"),
     ("backend: onnxruntime\n", "backend: jax\n", 1, "backend", "the run is for 'onnxruntime'"),
-    ("    dtype: int64\n", "    dtype: int64\n    owner: me\n", 22, "entries.3.owner", "owner"),
+    ("    dtype: int64\n", "    dtype: int64\n    owner: me\n", 24, "entries.3.owner", "owner"),
     ("  - op: select\n", "  - op: [select\n", 4, "", "invalid YAML"),
 ])
 def test_a_malformed_manifest_names_file_line_and_field(tmp_path, old, new, line, field, fragment):
@@ -101,7 +104,7 @@ def test_an_expired_entry_is_an_error_naming_it(tmp_path):
     path = _write(tmp_path, MANIFEST.replace("2999-12-31", "2020-01-31"))
     manifest = load_manifest(path)
     manifest.check_expiry(datetime.date(2020, 1, 31))  # the expiry day itself still holds
-    with pytest.raises(ManifestError, match=rf"{path}:14: field expires: skip entry op=tanh "
+    with pytest.raises(ManifestError, match=rf"{path}:15: field expires: skip entry op=tanh "
                                             r"dtype=float32 expired on 2020-01-31"):
         manifest.check_expiry(datetime.date(2020, 2, 1))
     with pytest.raises(ManifestError, match="expired"):
@@ -217,3 +220,74 @@ def test_the_builtin_onnxruntime_manifest_is_valid_and_names_real_ops(specs):
     assert default_manifest_path("jax") is None
     assert default_manifest_path("my_vendor.adapter:Backend") is None
     assert resolve_manifest("onnxruntime", disabled=True) is None
+
+
+def test_no_shipped_entry_covers_a_whole_cell(specs):
+    """Every entry of the shipped manifests names what it excuses: a condition or a case."""
+    for entry in resolve_manifest("onnxruntime").entries:
+        assert entry.when or entry.case, entry.describe()
+        assert entry.scope is None, entry.describe()
+
+
+def test_an_entry_that_names_no_condition_is_an_error_naming_its_line(tmp_path):
+    path = _write(tmp_path, MANIFEST.replace("    scope: cell\n    kind: waiver\n", "    kind: waiver\n"))
+    with pytest.raises(ManifestError, match=rf"{path}:3: field entries.0: the waiver entry op=select "
+                                            r"dtype=float\* names no condition: give 'when'"):
+        load_manifest(path)
+    skip = MANIFEST.replace("    scope: cell\n    kind: skip\n", "    when: {inputs: nan}\n    kind: skip\n")
+    with pytest.raises(ManifestError, match=r"entries.2.when: a skip entry can only use 'attrs'"):
+        load_manifest(_write(tmp_path, skip, "skip.yaml"))
+
+
+CONDITIONAL = """\
+entries:
+  - op: tanh
+    dtype: float32
+    when: {inputs: nan}
+    kind: waiver
+    reason: NaN goes its own way
+    link: https://example.org/nan
+  - op: tanh
+    dtype: float32
+    when: {inputs_below: 1.0e-30, expected: zero}
+    kind: xfail
+    reason: tiny inputs flush
+    link: https://example.org/tiny
+  - op: tanh
+    dtype: float32
+    when: {attrs: {mode: fast}}
+    kind: waiver
+    reason: the fast mode is approximate
+    link: https://example.org/fast
+"""
+
+
+def _failing(elements, **counts):
+    profile = {"elements": elements, "profiled": elements, "inputs_nan": 0, "inputs_inf": 0,
+               "inputs_nonfinite": 0, "inputs_max_abs": 1.0, "inputs_min_of_max_abs": 1.0,
+               "expected_zero": 0, "expected_inf": 0, "expected_nan": 0, "expected_min_abs": 1.0,
+               "expected_max_abs": 1.0}
+    return {**profile, **counts}
+
+
+@pytest.mark.parametrize("failing, attrs, verdict", [
+    (_failing(3, inputs_nan=3, inputs_max_abs="inf"), {}, "waived"),    # every failing element
+    (_failing(3, inputs_nan=2, inputs_max_abs="inf"), {}, "fail"),      # one without a NaN
+    (_failing(3, inputs_nan=3, profiled=2), {}, "fail"),                # not all of them known
+    (_failing(2, inputs_max_abs=1e-35, expected_zero=2), {}, "xfail"),  # both conditions
+    (_failing(2, inputs_max_abs=1e-35, expected_zero=1), {}, "fail"),   # only one of the two
+    (_failing(2, inputs_max_abs="inf"), {"mode": "fast"}, "waived"),
+    (_failing(2, inputs_max_abs="inf"), {"mode": "exact"}, "fail"),
+    (None, {}, "fail"),                                                 # nothing to look at
+])
+def test_a_condition_excuses_a_case_only_if_every_failing_element_meets_it(tmp_path, failing, attrs,
+                                                                         verdict):
+    manifest = load_manifest(_write(tmp_path, CONDITIONAL))
+    record = _record("tanh.float32.3", "fail", attrs=attrs)
+    if failing is not None:
+        record["failing"] = failing
+    applied = manifest.apply(record)
+    assert applied["verdict"] == verdict
+    if verdict != "fail":
+        assert applied["manifest"]["when"] and applied["raw_verdict"] == "fail"
+    assert stale_entries(manifest, [applied]) != []   # some entries excused nothing here

@@ -17,6 +17,7 @@ backend: numpy
 entries:
   - op: tanh
     dtype: float32
+    case: tanh.float32.sweep
     kind: xfail
     reason: smallest normal is 29 ULP off
     link: https://example.org/tanh
@@ -69,7 +70,7 @@ def test_a_date_that_does_not_exist_is_a_located_error(tmp_path):
     path.write_text(MANIFEST + "    expires: 2026-02-30\n")
     with pytest.raises(ManifestError, match=re.escape("'2026-02-30' is not a date that exists")) as info:
         load_manifest(path, "numpy")
-    assert info.value.line == 8
+    assert info.value.line == 9
 
 
 def test_a_well_formed_manifest_still_loads(tmp_path):
