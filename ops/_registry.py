@@ -22,7 +22,8 @@ from typing import Callable
 #: The op modules shipped with conform (``conform.ops.<name>``), listed explicitly.
 BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
                    "reduction", "contraction", "movement", "onnx_elementwise",
-                   "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting")
+                   "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
+                   "indexing")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -56,6 +57,10 @@ class OpDefinition:
       binding's lax function there (``lax(lax, attrs, bound=lax.<binding>)``).
     * ``numpy(*inputs, **attrs)``: the numpy backend's computation in the target dtype (default:
       the oracle on the target dtype).
+    * ``values(rng, inputs, attrs) -> inputs``: the case's input arrays (as the value plan
+      filled them) with those whose valid values depend on the drawn signature replaced (indices
+      in range for the drawn shapes, unique scatter indices, a condition); ``rng`` is the case's
+      seeded NumPy generator, so the values are a pure function of the fill seed.
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.
@@ -75,6 +80,7 @@ class OpDefinition:
     nnef: Callable | None = None
     lax: Callable | None = None
     numpy: Callable | None = None
+    values: Callable | None = None
     canonical: Callable | None = None
     module: str = field(default="", compare=False)
 
