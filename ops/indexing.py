@@ -15,27 +15,24 @@ import math
 
 import numpy as np
 
-from conform.ops._lowering import unsupported
 from conform.ops._registry import op
 
-GATHER_HONOURS = frozenset()
-REDUCTIONS = ("none", "add", "mul", "max", "min")
-#: The first opset at which ScatterElements and ScatterND take each reduction.
-REDUCTION_SINCE = {"none": 11, "add": 16, "mul": 16, "max": 18, "min": 18}
+#: The spec signature fields the drawers here read: none (they draw every shape themselves).
+DRAWN_HERE = frozenset()
 
 
-def _index_type(draw, kit, spec, name: str) -> str:
+def index_type(draw, kit, spec, name: str) -> str:
     """One of the dtypes the spec allows for index input ``name`` (a type variable, or fixed)."""
     kind = spec.input_types[spec.inputs.index(name)]
     return draw(kit.st.sampled_from(kind)) if isinstance(kind, tuple) else kind
 
 
-def _signed(draw, kit, axis: int, rank: int) -> int:
+def signed_axis(draw, kit, axis: int, rank: int) -> int:
     """``axis`` in [0, rank), or the same axis counted from the end, as drawn."""
     return axis - rank if draw(kit.st.booleans()) else axis
 
 
-def _in_range(rng, sizes, shape, dtype) -> np.ndarray:
+def in_range(rng, sizes, shape, dtype) -> np.ndarray:
     """Indices of ``shape`` in ``[-s, s)`` for the axis sizes ``sizes`` (broadcast against the
     shape: one size, or one per position of the last dimension), half of them negative."""
     sizes = np.broadcast_to(np.asarray(sizes, np.int64), shape)
@@ -43,7 +40,7 @@ def _in_range(rng, sizes, shape, dtype) -> np.ndarray:
     return np.where(rng.random(shape) < 0.5, positions - sizes, positions).astype(dtype)
 
 
-def _normalised(indices: np.ndarray, sizes) -> np.ndarray:
+def normalised(indices: np.ndarray, sizes) -> np.ndarray:
     """Indices with the negative ones counted from the end of an axis of size ``sizes``."""
     indices = np.asarray(indices, np.int64)
     return np.where(indices < 0, indices + np.asarray(sizes, np.int64), indices)
@@ -90,23 +87,23 @@ def draw_onnx_gather(draw, kit, spec, dtype):
     indices = draw(kit.shape(min_rank=0, max_rank=3, max_side=4,
                              min_side=draw(st.sampled_from([1, 1, 1, 0]))).filter(
         lambda s: math.prod(s) * rest <= kit.MAX_ARRAY_SIZE))
-    return kit.Signature((dtype, _index_type(draw, kit, spec, "indices")), (data, indices),
-                         {"axis": _signed(draw, kit, axis, len(data))}, dtype)
+    return kit.Signature((dtype, index_type(draw, kit, spec, "indices")), (data, indices),
+                         {"axis": signed_axis(draw, kit, axis, len(data))}, dtype)
 
 
 def values_onnx_gather(rng, inputs, attrs):
     """Indices in ``[-s, s)`` along the gathered axis."""
     data, indices = inputs
-    return [data, _in_range(rng, data.shape[attrs["axis"]], indices.shape, indices.dtype)]
+    return [data, in_range(rng, data.shape[attrs["axis"]], indices.shape, indices.dtype)]
 
 
-@op("onnx_gather", version=1, draw=draw_onnx_gather, draw_honours=GATHER_HONOURS,
+@op("onnx_gather", version=1, draw=draw_onnx_gather, draw_honours=DRAWN_HERE,
     values=values_onnx_gather, feeding=traced_feeding("onnx_gather", (0,)),
     onnx=_lower_with("axis"))
 def oracle_onnx_gather(data, indices, *, axis):
     """ONNX Gather-13: output[j_0.., i_0..i_{q-1}, j_axis..] = data[j_0.., k, j_axis..] with
     k = indices[i_0..i_{q-1}] (negative: counted from the end of the axis)."""
-    return (np.take(data, _normalised(indices, data.shape[axis]), axis=axis),)
+    return (np.take(data, normalised(indices, data.shape[axis]), axis=axis),)
 
 
 # -- GatherElements ---------------------------------------------------------------------------
@@ -120,18 +117,18 @@ def draw_onnx_gather_elements(draw, kit, spec, dtype):
     axis = draw(st.integers(0, len(data) - 1))
     indices = tuple(draw(st.integers(0 if k == axis else min(side, 1), 5 if k == axis else side))
                     for k, side in enumerate(data))
-    return kit.Signature((dtype, _index_type(draw, kit, spec, "indices")), (data, indices),
-                         {"axis": _signed(draw, kit, axis, len(data))}, dtype)
+    return kit.Signature((dtype, index_type(draw, kit, spec, "indices")), (data, indices),
+                         {"axis": signed_axis(draw, kit, axis, len(data))}, dtype)
 
 
 @op("onnx_gather_elements", version=1, draw=draw_onnx_gather_elements,
-    draw_honours=GATHER_HONOURS, values=values_onnx_gather,
+    draw_honours=DRAWN_HERE, values=values_onnx_gather,
     feeding=traced_feeding("onnx_gather_elements", (0,)), onnx=_lower_with("axis"))
 def oracle_onnx_gather_elements(data, indices, *, axis):
     """ONNX GatherElements-13: out[i][j][k] = data[index[i][j][k]][j][k] for axis 0 (and so
     on for the other axes); the output has the indices' shape."""
     axis %= data.ndim
-    index = _normalised(indices, data.shape[axis])
+    index = normalised(indices, data.shape[axis])
     grid = list(np.indices(indices.shape, sparse=True))
     grid[axis] = index
     return (data[tuple(grid)],)
@@ -159,10 +156,10 @@ def values_onnx_gather_nd(rng, inputs, attrs):
     """Each tuple's j-th index in ``[-s, s)`` for the axis b + j of data it indexes."""
     data, indices = inputs
     batch, k = attrs["batch_dims"], indices.shape[-1]
-    return [data, _in_range(rng, data.shape[batch:batch + k], indices.shape, indices.dtype)]
+    return [data, in_range(rng, data.shape[batch:batch + k], indices.shape, indices.dtype)]
 
 
-@op("onnx_gather_nd", version=1, draw=draw_onnx_gather_nd, draw_honours=GATHER_HONOURS,
+@op("onnx_gather_nd", version=1, draw=draw_onnx_gather_nd, draw_honours=DRAWN_HERE,
     values=values_onnx_gather_nd, feeding=traced_feeding("onnx_gather_nd", (0,)),
     onnx=_lower_with("batch_dims"))
 def oracle_onnx_gather_nd(data, indices, *, batch_dims):
@@ -172,6 +169,6 @@ def oracle_onnx_gather_nd(data, indices, *, batch_dims):
     b, k = batch_dims, indices.shape[-1]
     batches = math.prod(data.shape[:b])
     flat = data.reshape((batches,) + data.shape[b:])
-    tuples = _normalised(indices, data.shape[b:b + k]).reshape(batches, -1, k)
+    tuples = normalised(indices, data.shape[b:b + k]).reshape(batches, -1, k)
     at = (np.arange(batches)[:, None],) + tuple(tuples[..., j] for j in range(k))
     return (flat[at].reshape(indices.shape[:-1] + data.shape[b + k:]),)
