@@ -172,3 +172,77 @@ def oracle_onnx_gather_nd(data, indices, *, batch_dims):
     tuples = normalised(indices, data.shape[b:b + k]).reshape(batches, -1, k)
     at = (np.arange(batches)[:, None],) + tuple(tuples[..., j] for j in range(k))
     return (flat[at].reshape(indices.shape[:-1] + data.shape[b + k:]),)
+
+
+# -- OneHot -----------------------------------------------------------------------------------
+
+def draw_onnx_one_hot(draw, kit, spec, dtype):
+    """Indices of rank 1 to 3 (empty too; onnx's shape inference refuses rank 0) and ``depth`` (0-d or one element; each of a type
+    T1 and T2 allow, integral where a float), ``values`` = [off, on] of the case's dtype, and
+    ``axis`` in [-r-1, r] (drawn negative or not)."""
+    st = kit.st
+    indices = draw(kit.shape(min_rank=1, max_rank=3, max_side=4,
+                             min_side=draw(st.sampled_from([1, 1, 1, 0]))))
+    depth = draw(st.sampled_from([(), (1,)]))
+    rank = len(indices) + 1
+    attrs = {"axis": signed_axis(draw, kit, draw(st.integers(0, rank - 1)), rank)}
+    types = (index_type(draw, kit, spec, "indices"), index_type(draw, kit, spec, "depth"), dtype)
+    return kit.Signature(types, (indices, depth, (2,)), attrs, dtype)
+
+
+def values_onnx_one_hot(rng, inputs, attrs):
+    """``depth`` in [1, 6]; indices in [-depth - 2, depth + 1]: in range, or out of it by up to
+    two on either side (the text gives those an all-off slice)."""
+    indices, depth, values = inputs
+    count = int(rng.integers(1, 7))
+    drawn = rng.integers(-count - 2, count + 2, size=indices.shape)
+    return [drawn.astype(indices.dtype), np.full(depth.shape, count, depth.dtype), values]
+
+
+@op("onnx_one_hot", version=1, draw=draw_onnx_one_hot, draw_honours=DRAWN_HERE,
+    values=values_onnx_one_hot, feeding=traced_feeding("onnx_one_hot", (2,)),
+    onnx=_lower_with("axis"))
+def oracle_onnx_one_hot(indices, depth, values, *, axis):
+    """ONNX OneHot-11: a new dimension of size ``depth`` at ``axis`` (in [-r-1, r], negative
+    counted from the end of the output's dimensions); on_value = values[1] where the new index
+    equals the entry of indices (cast to int64; negative in [-depth, -1] counted from the end),
+    off_value = values[0] elsewhere, and all off for an entry outside [-depth, depth-1]."""
+    count = int(depth.ravel()[0])
+    entries = np.trunc(indices).astype(np.int64) if indices.dtype.kind == "f" else indices
+    inside = (entries >= -count) & (entries < count)
+    position = np.where(entries < 0, entries + count, entries)
+    axis %= indices.ndim + 1
+    classes = np.arange(count).reshape([-1 if k == axis else 1 for k in range(indices.ndim + 1)])
+    hot = (np.expand_dims(position, axis) == classes) & np.expand_dims(inside, axis)
+    return (np.where(hot, values[1], values[0]),)
+
+
+# -- Compress ---------------------------------------------------------------------------------
+
+def draw_onnx_compress(draw, kit, spec, dtype):
+    """An input of rank 1 to 4 (empty dimensions too), an axis (possibly negative) or none (the
+    input flattened), and a bool condition of length up to the axis' size (or the flattened
+    size): shorter ones discard the rest, as the text allows."""
+    st = kit.st
+    shape = draw(kit.shape(min_rank=1, max_rank=4, max_side=5,
+                           min_side=draw(st.sampled_from([1, 1, 1, 0]))))
+    attrs = {}
+    if draw(st.integers(0, 3)):   # a quarter of the cases give no axis
+        axis = draw(st.integers(0, len(shape) - 1))
+        attrs["axis"] = signed_axis(draw, kit, axis, len(shape))
+        length = shape[axis]
+    else:
+        length = math.prod(shape)
+    condition = (draw(st.integers(max(length - 2, 0), length)),)
+    return kit.Signature((dtype, "bool"), (shape, condition), attrs, dtype)
+
+
+@op("onnx_compress", version=1, draw=draw_onnx_compress, draw_honours=DRAWN_HERE,
+    feeding=traced_feeding("onnx_compress", (0,)), onnx=_lower_with("axis"))
+def oracle_onnx_compress(input, condition, *, axis=None):
+    """ONNX Compress-11: the slices along ``axis`` (or the elements of the flattened input)
+    whose condition entry is true; positions past the condition's length are discarded."""
+    if axis is None:
+        input, axis = input.ravel(), 0
+    kept = np.flatnonzero(condition)
+    return (np.take(input, kept, axis=axis),)

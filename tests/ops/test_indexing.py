@@ -99,7 +99,8 @@ def _attributes(node) -> dict:
 
 BACKEND_CASES = {"Gather": "onnx_gather", "GatherElements": "onnx_gather_elements",
                  "GatherND": "onnx_gather_nd", "ScatterElements": "onnx_scatter_elements",
-                 "ScatterND": "onnx_scatter_nd"}
+                 "ScatterND": "onnx_scatter_nd", "OneHot": "onnx_one_hot",
+                 "Compress": "onnx_compress"}
 
 
 @pytest.mark.parametrize("op_type", sorted(BACKEND_CASES))
@@ -119,7 +120,7 @@ def test_oracle_reproduces_the_onnx_backend_node_cases(op_type):
 def _defaults(op_type: str) -> dict:
     return {"Gather": {"axis": 0}, "GatherElements": {"axis": 0},
             "GatherND": {"batch_dims": 0}, "ScatterElements": {"axis": 0, "reduction": "none"},
-            "ScatterND": {"reduction": "none"}}[op_type]
+            "ScatterND": {"reduction": "none"}, "OneHot": {"axis": -1}, "Compress": {}}[op_type]
 
 
 def test_scatter_elements_examples():
@@ -176,6 +177,26 @@ def test_max_min_reading_holds_nan_and_zeros_of_both_signs_open(specs):
     assert "max_min_reading" in [r["region"] for r in specs["onnx_scatter_nd"].implementation_defined]
 
 
+def test_one_hot_as_the_text_states_it():
+    indices = np.int64([[0, 2], [-1, 3]])          # 3 is outside [-3, 2]: all off
+    out = run("onnx_one_hot", indices, np.int64(3), np.float32([0, 1]), axis=-1)
+    assert out.tolist() == [[[1, 0, 0], [0, 0, 1]], [[0, 0, 1], [0, 0, 0]]]
+    out = run("onnx_one_hot", indices, np.float32([3]), np.int32([5, 7]), axis=0)
+    assert out.shape == (3, 2, 2) and out[:, 1, 1].tolist() == [5, 5, 5]
+    assert out[2].tolist() == [[5, 7], [7, 5]]   # output[input[i, j], i, j] = on_value
+    assert run("onnx_one_hot", np.float64([-2.0, 1.0]), np.int32(2), np.int8([0, 1]),
+               axis=-2).tolist() == [[1, 0], [0, 1]]
+
+
+def test_compress_along_an_axis_flattened_and_with_a_short_condition():
+    x = np.arange(6.0).reshape(3, 2)     # numpy.compress's own examples
+    assert run("onnx_compress", x, [False, True], axis=0).tolist() == [[2.0, 3.0]]
+    assert run("onnx_compress", x, [False, True, True], axis=0).tolist() == [[2, 3], [4, 5]]
+    assert run("onnx_compress", x, [False, True], axis=-1).tolist() == [[1.0], [3.0], [5.0]]
+    assert run("onnx_compress", x, [False, True]).tolist() == [1.0]
+    assert run("onnx_compress", x, np.zeros(0, bool), axis=1).shape == (3, 0)
+
+
 # -- drawn cases ------------------------------------------------------------------------------
 
 GATHERS = ("onnx_gather", "onnx_gather_elements", "onnx_gather_nd")
@@ -213,6 +234,18 @@ def test_scatter_targets_are_distinct_but_for_integer_reductions(specs, name, dt
             assert dtype == "int32" and case.attrs["reduction"] != "none", case.id
             repeated += 1
     assert repeated or dtype == "float32"
+
+
+def test_drawn_one_hot_depths_and_indices_in_and_out_of_range(specs):
+    outside = inside = 0
+    for case in generate_cases(specs["onnx_one_hot"], "float32", count=40, seed=2):
+        indices, depth, values = case.inputs
+        count = int(depth.ravel()[0])
+        assert 1 <= count <= 6 and depth.shape in ((), (1,)) and values.shape == (2,)
+        assert (indices == np.trunc(indices)).all() and indices.ndim >= 1
+        inside += int(((indices >= -count) & (indices < count)).sum())
+        outside += int(((indices < -count) | (indices >= count)).sum())
+    assert inside and outside
 
 
 def test_feeding_names_the_gathered_element():
@@ -255,7 +288,8 @@ def _indexed_sizes(name, case):
     return data.shape[case.attrs["axis"]]
 
 
-@pytest.mark.parametrize("name", sorted(BACKEND_CASES.values()))
+@pytest.mark.parametrize("name", sorted(set(BACKEND_CASES.values()) - {"onnx_one_hot",
+                                                                        "onnx_compress"}))
 def test_judge_catches_an_off_by_one_index_run_on_onnxruntime(specs, onnxruntime, name):
     from conform.harness.backends.models import run_case
 
@@ -274,3 +308,36 @@ def test_judge_catches_an_off_by_one_index_run_on_onnxruntime(specs, onnxruntime
             assert verdict in ("fail", "impl_defined")   # all wrong elements in a region
             caught += verdict == "fail"
     assert caught
+
+
+def _case(name, inputs, attrs, dtype):
+    return Case(id=f"{name}.{dtype}.0", op=name, dtype=dtype,
+                input_dtypes=tuple(str(x.dtype) for x in inputs), out_dtype=dtype,
+                inputs=list(inputs), attrs=attrs, plan="normal", seed=0)
+
+
+def test_judge_catches_one_hot_ignoring_negative_indices_on_onnxruntime(specs, onnxruntime):
+    """A kernel reading an index in [-depth, -1] as out of range (all off) fails."""
+    from conform.harness.backends.models import run_case
+
+    spec = specs["onnx_one_hot"]
+    indices, depth, values = np.int64([[-1, 0], [2, -3]]), np.int64([3]), np.float32([0.5, -2])
+    case = _case("onnx_one_hot", [indices, depth, values], {"axis": 1}, "float32")
+    assert judge_outputs(spec, case, run_case(onnxruntime, spec, case)).verdict == "pass"
+    buggy = _case("onnx_one_hot", [np.where(indices < 0, 7, indices), depth, values],
+                  {"axis": 1}, "float32")
+    judged = judge_outputs(spec, case, run_case(onnxruntime, spec, buggy))
+    assert judged.verdict == "fail" and judged.mismatched == 2
+
+
+def test_judge_catches_compress_keeping_one_slice_too_many_on_onnxruntime(specs, onnxruntime):
+    """A kernel that reads the condition one position late (an off-by-one) fails."""
+    from conform.harness.backends.models import run_case
+
+    spec = specs["onnx_compress"]
+    x, condition = np.arange(12, dtype=np.int32).reshape(3, 4), np.array([True, False, True])
+    case = _case("onnx_compress", [x, condition], {"axis": -1}, "int32")
+    assert judge_outputs(spec, case, run_case(onnxruntime, spec, case)).verdict == "pass"
+    late = _case("onnx_compress", [x, np.array([False, True, False, True])], {"axis": -1},
+                 "int32")
+    assert judge_outputs(spec, case, run_case(onnxruntime, spec, late)).verdict == "fail"
