@@ -50,6 +50,9 @@ class OpDefinition:
     * ``onnx(case, graph)``: adds the nodes computing ``out0`` to ``graph`` (default: one node of
       the binding's ``op_type`` over every input); ``onnx_shape_dependent``: the model depends on
       the input shapes (not only attributes), so models are keyed by them.
+    * ``value_dependent_shape``: the outputs' shapes depend on input values, not only on the
+      input shapes and attributes (Compress's condition, OneHot's depth): shape inference from
+      the input shapes leaves those dimensions unknown.
     * ``nnef(case, invocation) -> invocation(...)``: the NNEF invocation (default: every input).
     * ``lax(lax, attrs) -> fn(*inputs)``: the jax.lax computation, jitted by the jax backend and
       written into repro scripts as source (so it may use only ``lax``, ``np`` and its arguments;
@@ -77,6 +80,7 @@ class OpDefinition:
     accumulation_length: Callable | None = None
     onnx: Callable | None = None
     onnx_shape_dependent: bool = False
+    value_dependent_shape: bool = False
     nnef: Callable | None = None
     lax: Callable | None = None
     numpy: Callable | None = None

@@ -201,7 +201,7 @@ def values_onnx_one_hot(rng, inputs, attrs):
 
 @op("onnx_one_hot", version=1, draw=draw_onnx_one_hot, draw_honours=DRAWN_HERE,
     values=values_onnx_one_hot, feeding=traced_feeding("onnx_one_hot", (2,)),
-    onnx=_lower_with("axis"))
+    onnx=_lower_with("axis"), value_dependent_shape=True)
 def oracle_onnx_one_hot(indices, depth, values, *, axis):
     """ONNX OneHot-11: a new dimension of size ``depth`` at ``axis`` (in [-r-1, r], negative
     counted from the end of the output's dimensions); on_value = values[1] where the new index
@@ -238,7 +238,8 @@ def draw_onnx_compress(draw, kit, spec, dtype):
 
 
 @op("onnx_compress", version=1, draw=draw_onnx_compress, draw_honours=DRAWN_HERE,
-    feeding=traced_feeding("onnx_compress", (0,)), onnx=_lower_with("axis"))
+    feeding=traced_feeding("onnx_compress", (0,)), onnx=_lower_with("axis"),
+    value_dependent_shape=True)
 def oracle_onnx_compress(input, condition, *, axis=None):
     """ONNX Compress-11: the slices along ``axis`` (or the elements of the flattened input)
     whose condition entry is true; positions past the condition's length are discarded."""

@@ -340,3 +340,18 @@ def test_filling_the_corpus_in_child_processes_writes_the_files_one_process_woul
     assert len(files) == count == 7
     for path in files:
         assert path.read_bytes() == (serial / "corpus" / path.name).read_bytes(), path.name
+
+
+def test_an_ops_values_hook_fills_the_inputs_its_drawn_shapes_constrain(specs):
+    """The hook runs after the value plan, from the case's seeded generator: the same plan
+    gives the same values, and the values it writes (indices in range) are the case's."""
+    from conform.generators._drawing import draw_plans
+    from conform.generators._suite import materialize
+
+    spec = specs["onnx_gather"]
+    for k, plan in enumerate(draw_plans(spec, "float32", count=8, seed=5)):
+        case, again = materialize(spec, "float32", k, plan), materialize(spec, "float32", k, plan)
+        data, indices = case.inputs
+        size = data.shape[case.attrs["axis"]]
+        assert ((indices >= -size) & (indices < size)).all()
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(case.inputs, again.inputs))
