@@ -78,15 +78,19 @@ def _lower_with(*names: str):
 # -- Gather -----------------------------------------------------------------------------------
 
 def draw_onnx_gather(draw, kit, spec, dtype):
-    """Data of rank 1 to 4, an axis (possibly negative), indices of rank 0 to 3 (empty ones
-    too) of int32 or int64; the output has at most MAX_ARRAY_SIZE elements."""
+    """Data of rank 1 to 4 (empty too), an axis (possibly negative), indices of rank 0 to 3
+    (empty too, and always where the axis is empty: no index is valid there) of int32 or
+    int64; the output has at most MAX_ARRAY_SIZE elements."""
     st = kit.st
-    data = draw(kit.shape(min_rank=1, max_rank=4, max_side=5))
+    data = draw(kit.shape(min_rank=1, max_rank=4, max_side=5,
+                          min_side=draw(st.sampled_from([1, 1, 1, 0]))))
     axis = draw(st.integers(0, len(data) - 1))
-    rest = math.prod(data) // data[axis]
+    rest = math.prod(data[:axis] + data[axis + 1:])
     indices = draw(kit.shape(min_rank=0, max_rank=3, max_side=4,
                              min_side=draw(st.sampled_from([1, 1, 1, 0]))).filter(
         lambda s: math.prod(s) * rest <= kit.MAX_ARRAY_SIZE))
+    if data[axis] == 0 and math.prod(indices):
+        indices = (0,) + indices[1:]
     return kit.Signature((dtype, index_type(draw, kit, spec, "indices")), (data, indices),
                          {"axis": signed_axis(draw, kit, axis, len(data))}, dtype)
 
@@ -109,13 +113,16 @@ def oracle_onnx_gather(data, indices, *, axis):
 # -- GatherElements ---------------------------------------------------------------------------
 
 def draw_onnx_gather_elements(draw, kit, spec, dtype):
-    """Data of rank 1 to 4, an axis (possibly negative), and indices of the same rank: along the
-    axis any length (0 included), elsewhere at most data's size there (the text reads data at
-    the entry's own index in those dimensions)."""
+    """Data of rank 1 to 4 (empty too), an axis (possibly negative), and indices of the same
+    rank: along the axis any length (0 included; only 0 where the axis is empty), elsewhere at
+    most data's size there (the text reads data at the entry's own index in those
+    dimensions)."""
     st = kit.st
-    data = draw(kit.shape(min_rank=1, max_rank=4, max_side=5))
+    data = draw(kit.shape(min_rank=1, max_rank=4, max_side=5,
+                          min_side=draw(st.sampled_from([1, 1, 1, 0]))))
     axis = draw(st.integers(0, len(data) - 1))
-    indices = tuple(draw(st.integers(0 if k == axis else min(side, 1), 5 if k == axis else side))
+    indices = tuple(draw(st.integers(0 if k == axis else min(side, 1),
+                                     (5 if side else 0) if k == axis else side))
                     for k, side in enumerate(data))
     return kit.Signature((dtype, index_type(draw, kit, spec, "indices")), (data, indices),
                          {"axis": signed_axis(draw, kit, axis, len(data))}, dtype)
