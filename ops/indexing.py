@@ -1,14 +1,14 @@
-"""ONNX's indexing operators (ai.onnx): Gather, GatherElements and GatherND read the elements
-that an index tensor names; ScatterElements and ScatterND write updates into a copy of the data
-at the positions an index tensor names, combining them with the element there under a
-``reduction`` (none, add, mul, max, min). Index values lie in ``[-s, s-1]`` along an axis of
-size ``s`` ('it is an error if any of the index values are out of bounds'), negative ones
-counting from the end: the drawers draw them there, so out-of-range indices are never drawn.
+"""ONNX's gathering operators (ai.onnx): Gather, GatherElements and GatherND read the elements
+that an index tensor names, OneHot writes on_value where its indices name a class, Compress
+keeps the slices its condition selects; and the helpers the other index ops (ops/scatter.py,
+ops/dynamic_slicing.py) share. Index values lie in ``[-s, s-1]`` along an axis of size ``s``
+('it is an error if any of the index values are out of bounds'), negative ones counting from
+the end: the drawers draw them there (OneHot's text defines indices out of range too: those
+are drawn as well).
 
 Indices are real inputs of each case (int32 or int64 as the schema's ``Tind`` allows), filled
 from the case's seed by each op's ``values`` hook once the shapes are drawn. Every output is
-judged exactly: gathers copy elements, and a scatter combines each element with at most one
-update in floating point (see the specs), which the float64 oracle computes exactly."""
+judged exactly: each element is a copy of an input element."""
 from __future__ import annotations
 
 import math
@@ -61,7 +61,7 @@ def traced_feeding(name: str, data_inputs: tuple[int, ...]):
                 .reshape(inputs[k].shape)
             offset += inputs[k].size
         label = int(evaluate(name, numbered, attrs)[0][tuple(index)])
-        source = max(k for k in data_inputs if starts[k] <= label)
+        source = next(k for k in data_inputs if starts[k] <= label < starts[k] + inputs[k].size)
         return [x.ravel()[label - starts[k]:label - starts[k] + 1] if k == source else None
                 for k, x in enumerate(inputs)]
     return feed
