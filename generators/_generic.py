@@ -21,7 +21,8 @@ attribute ``absent_inputs`` (left out when every input is present), and the sign
 and shapes are those of the present inputs.
 
 An input declared ``{name, type}`` with a dtype as its type (``bool`` for a condition) has that
-dtype; every other input has the case's (type ``T``).
+dtype, one declared with a list of dtypes (a type variable such as ONNX's ``Tind``) one of them,
+drawn per signature; every other input has the case's (type ``T``).
 
 Attribute domains (``signature.attrs``; a plain value is fixed): ``{choice: [...]}``,
 ``{range: [lo, hi]}``, ``{axis_of: INPUT}`` (in ``[0, rank)``, or ``[-rank, rank)`` with
@@ -57,7 +58,8 @@ def draw_signature(draw, spec, dtype: str) -> kit.Signature:
     ranks = dict(zip(spec.inputs, map(len, shapes)))
     attrs = kit.attributes(draw, spec, ranks)
     attrs.update(mapped)
-    input_dtypes = tuple(dtype if kind == "T" else kind for kind in spec.input_types)
+    input_dtypes = tuple(dtype if kind == "T" else draw(st.sampled_from(kind))
+                         if isinstance(kind, tuple) else kind for kind in spec.input_types)
     absent = kit.absent_inputs(draw, spec)
     if absent:
         kept = [k for k, name in enumerate(spec.inputs) if name not in absent]

@@ -35,6 +35,8 @@ def materialize(spec: OpSpec, dtype: str, index: int, plan, edges: dict | None =
             edges[in_dtype] = edge_values(spec, in_dtype)
         inputs.append(fill(rng, shape=shape, dtype=in_dtype, plan=value_plan, low=low, high=high,
                            edges=edges[in_dtype]))
+    if spec.definition.values is not None:   # values the drawn shapes constrain (indices)
+        inputs = list(spec.definition.values(rng, inputs, signature.attrs))
     return Case(id=f"{spec.op}.{dtype}.{index}", op=spec.op, dtype=dtype,
                 input_dtypes=signature.input_dtypes, out_dtype=signature.out_dtype, inputs=inputs,
                 attrs=signature.attrs, plan=value_plan, seed=fill_seed)

@@ -22,7 +22,8 @@ from typing import Callable
 #: The op modules shipped with conform (``conform.ops.<name>``), listed explicitly.
 BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
                    "reduction", "contraction", "movement", "onnx_elementwise",
-                   "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting")
+                   "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
+                   "indexing", "scatter", "dynamic_slicing")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -49,6 +50,9 @@ class OpDefinition:
     * ``onnx(case, graph)``: adds the nodes computing ``out0`` to ``graph`` (default: one node of
       the binding's ``op_type`` over every input); ``onnx_shape_dependent``: the model depends on
       the input shapes (not only attributes), so models are keyed by them.
+    * ``value_dependent_shape``: the outputs' shapes depend on input values, not only on the
+      input shapes and attributes (Compress's condition, OneHot's depth): shape inference from
+      the input shapes leaves those dimensions unknown.
     * ``nnef(case, invocation) -> invocation(...)``: the NNEF invocation (default: every input).
     * ``lax(lax, attrs) -> fn(*inputs)``: the jax.lax computation, jitted by the jax backend and
       written into repro scripts as source (so it may use only ``lax``, ``np`` and its arguments;
@@ -56,6 +60,10 @@ class OpDefinition:
       binding's lax function there (``lax(lax, attrs, bound=lax.<binding>)``).
     * ``numpy(*inputs, **attrs)``: the numpy backend's computation in the target dtype (default:
       the oracle on the target dtype).
+    * ``values(rng, inputs, attrs) -> inputs``: the case's input arrays (as the value plan
+      filled them) with those whose valid values depend on the drawn signature replaced (indices
+      in range for the drawn shapes, unique scatter indices, a condition); ``rng`` is the case's
+      seeded NumPy generator, so the values are a pure function of the fill seed.
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.
@@ -72,9 +80,11 @@ class OpDefinition:
     accumulation_length: Callable | None = None
     onnx: Callable | None = None
     onnx_shape_dependent: bool = False
+    value_dependent_shape: bool = False
     nnef: Callable | None = None
     lax: Callable | None = None
     numpy: Callable | None = None
+    values: Callable | None = None
     canonical: Callable | None = None
     module: str = field(default="", compare=False)
 

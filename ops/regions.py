@@ -227,12 +227,28 @@ def crop_order(ctx: RegionContext) -> np.ndarray:
     return ctx.oracle_with(labels, crop="before") != ctx.oracle_with(labels, crop="after")
 
 
+def max_min_reading(ctx: RegionContext) -> np.ndarray:
+    """Results of a max or min whose two operands are a NaN and a number, or zeros of both
+    signs, where the standard names max or min and says nothing of NaN (IEEE 754-2019 maximum
+    propagates it; maxNum and C's fmax return the number) nor whether -0 < +0. The op's oracle
+    computes both readings (its keyword ``selection``: ``ieee``, IEEE 754-2019 maximum and
+    minimum, or ``number``, the number over NaN and of -0 and +0 the zero IEEE does not
+    choose); the elements where the two differ (NaN equal to NaN, the sign of zero counted)
+    are open."""
+    if ctx.expected.dtype.kind != "f":
+        return ctx.none()
+    ieee = ctx.oracle_with(ctx.inputs, selection="ieee")
+    number = ctx.oracle_with(ctx.inputs, selection="number")
+    same = (ieee == number) & (np.signbit(ieee) == np.signbit(number))
+    return ~(same | (np.isnan(ieee) & np.isnan(number)))
+
+
 REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
-               zero_sign_ties, empty_reduction, crop_order)
+               zero_sign_ties, empty_reduction, crop_order, max_min_reading)
 }
 
 

@@ -129,8 +129,10 @@ class OpSpec:
 
     @functools.cached_property
     def input_types(self) -> tuple[str, ...]:
-        """Per input, its type: ``T`` (the case's dtype) or a fixed dtype such as ``bool``."""
-        return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
+        """Per input, its type: ``T`` (the case's dtype), a fixed dtype such as ``bool``, or a
+        tuple of dtypes (a type variable such as ONNX's ``Tind``: the op's drawer picks one per
+        signature)."""
+        return tuple("T" if isinstance(entry, str) else _type_of(entry)
                      for entry in self.signature["inputs"])
 
     def model_for(self, dtype: str, output: int = 0) -> dict:
@@ -164,6 +166,11 @@ def _elementwise(definition: OpDefinition, signature: dict) -> bool:
             and all(isinstance(e, str) or (e.get("type", "T") == "T" and not e.get("scalar"))
                     for e in signature["inputs"])
             and not any(isinstance(v, dict) for v in signature.get("attrs", {}).values()))
+
+
+def _type_of(entry: dict):
+    kind = entry.get("type", "T")
+    return tuple(kind) if isinstance(kind, list) else kind
 
 
 def _input_name(entry) -> str:

@@ -107,7 +107,10 @@ SCHEMA = {
                     {"type": "string"},
                     {"type": "object", "additionalProperties": False, "required": ["name"],
                      "properties": {"name": {"type": "string"},
-                                    "type": {"enum": ["T"] + DTYPES},
+                                    "type": {"oneOf": [
+                                        {"enum": ["T"] + DTYPES},
+                                        {"type": "array", "items": {"enum": DTYPES},
+                                         "minItems": 2, "uniqueItems": True}]},
                                     "optional": {"type": "boolean"},
                                     "scalar": {"type": "boolean"}}}]}},
                 "min_rank": {"type": "integer", "minimum": 0},

@@ -96,7 +96,7 @@ def render_onnxruntime(spec, case) -> tuple[str, str, dict]:
                 options.graph_optimization_level = ort.GraphOptimizationLevel.{level}
                 session = ort.InferenceSession(str(HERE / "model.onnx"), options,
                                                providers=["CPUExecutionProvider"])
-                feeds = {{f"in{{i}}": np.ascontiguousarray(x) for i, x in enumerate(inputs)}}
+                feeds = {{f"in{{i}}": np.asarray(x, order="C") for i, x in enumerate(inputs)}}
                 return __RUN__
 
             return run

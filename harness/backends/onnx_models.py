@@ -152,6 +152,10 @@ def schema_allows(spec, label: str, version: int) -> bool:
         if bound is None:
             return True   # no binding: the model says why, case by case
         dtypes = [dtype if kind == "T" else kind for kind in op.input_types]
+        for k, kind in enumerate(dtypes):   # a type variable: the label holds if one member does
+            if isinstance(kind, tuple):
+                dtypes[k] = next((d for d in kind if not _types_the_schema_refuses(
+                    bound["op_type"], version, [d], [k])), kind[0])
         if _types_the_schema_refuses(bound["op_type"], version, dtypes):
             return False
     return True

@@ -95,3 +95,20 @@ def test_a_bad_domain_is_named(tmp_path, signature, field, message):
     with pytest.raises(SpecError) as info:
         load_spec(path)
     assert info.value.field == field and message in str(info.value)
+
+
+def test_an_input_typed_by_a_list_of_dtypes_takes_each_of_them(specs):
+    """A type variable (ONNX's Tind) is one of its dtypes per signature; the others keep T."""
+    spec = _with(specs["add"], inputs=["lhs", {"name": "rhs", "type": ["int32", "int64"]}])
+    assert spec.input_types == ("T", ("int32", "int64"))
+    drawn = {signature.input_dtypes for signature in _signatures(spec, count=64)}
+    assert drawn == {("float32", "int32"), ("float32", "int64")}
+
+
+def test_an_onnx_label_holds_where_one_member_of_a_type_variable_is_allowed(specs):
+    from conform.harness.backends.onnx_models import schema_allows
+
+    gather = specs["onnx_gather"]   # Tind: int32 or int64
+    assert schema_allows(gather, "float32", 21)
+    wrong = _with(gather, inputs=["data", {"name": "indices", "type": ["int8", "uint8"]}])
+    assert not schema_allows(wrong, "float32", 21)

@@ -359,3 +359,18 @@ def test_strategies_made_once_draw_the_cases_new_ones_would(specs, op, monkeypat
         monkeypatch.delattr(kit.st, name)   # the wrappers close over the old store
     new = [case_digest(c) for c in generate_cases(specs[op], label, count=12, seed=4, use_cache=False)]
     assert kept == new
+
+
+def test_an_ops_values_hook_fills_the_inputs_its_drawn_shapes_constrain(specs):
+    """The hook runs after the value plan, from the case's seeded generator: the same plan
+    gives the same values, and the values it writes (indices in range) are the case's."""
+    from conform.generators._drawing import draw_plans
+    from conform.generators._suite import materialize
+
+    spec = specs["onnx_gather"]
+    for k, plan in enumerate(draw_plans(spec, "float32", count=8, seed=5)):
+        case, again = materialize(spec, "float32", k, plan), materialize(spec, "float32", k, plan)
+        data, indices = case.inputs
+        size = data.shape[case.attrs["axis"]]
+        assert ((indices >= -size) & (indices < size)).all()
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(case.inputs, again.inputs))

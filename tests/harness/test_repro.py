@@ -213,3 +213,20 @@ def test_an_onnxruntime_script_reproduces_a_float8_failure(tmp_path, specs, conf
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"REPRODUCED: the recorded fail of {record['id']}" in proc.stdout
     assert "actual now                   = nan" in proc.stdout
+
+
+def test_an_onnxruntime_script_feeds_a_0d_input_as_0d(tmp_path, specs):
+    """A 0-d input (ScatterND's updates for a full index tuple) reaches the model as 0-d
+    (np.ascontiguousarray would make it 1-d, which onnxruntime refuses there)."""
+    spec = specs["onnx_scatter_nd"]
+    case = next(c for c in generate_cases(spec, "float32", count=64, seed=0)
+                if np.ndim(c.inputs[2]) == 0)
+    record = json.loads(json.dumps({**case_record(case), "verdict": "pass"}))
+    summary = {"backend": "onnxruntime", "backend_version": "test", "seed": 0,
+               "max_examples": 64, "conform_version": "0.1.0"}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
+    out = write_repro(tmp_path, record["id"], specs, tmp_path / "repro")
+    proc = _run_script(sys.executable, out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "nothing to reproduce: the recorded verdict is pass" in proc.stdout
