@@ -149,13 +149,16 @@ def nan_in_reduction(ctx: RegionContext) -> np.ndarray:
 
 
 def nan_in_sorted_slice(ctx: RegionContext) -> np.ndarray:
-    """Results of a sort or top-k whose slice along the sorted axis (``attrs['axis']``, else the
-    last) holds a NaN, where the standard orders numbers and says nothing of where NaN goes."""
+    """Results of a sort, top-k or arg-max/min whose slice along the ranked axis
+    (``attrs['axis']``, else the last) holds a NaN, where the standard orders numbers and says
+    nothing of where NaN goes. (A result of lower rank than the operand has dropped that axis.)"""
     operand = ctx.inputs[0]
     if not _floating(operand) or operand.ndim == 0:
         return ctx.none()
     axis = ctx.attrs.get("axis", -1) % operand.ndim
     nan = np.isnan(operand.astype(np.float64)).any(axis=axis, keepdims=True)
+    if ctx.expected.ndim < operand.ndim:
+        nan = np.squeeze(nan, axis)
     return np.broadcast_to(nan, ctx.expected.shape)
 
 
@@ -179,6 +182,24 @@ def zero_sign_ties(ctx: RegionContext) -> np.ndarray:
         [-1 if d == axis else 1 for d in range(operand.ndim)])
     open_ranks = both & (rank >= ahead) & (rank < ahead + zero.sum(axis, keepdims=True))
     return np.broadcast_to(open_ranks, ctx.expected.shape)
+
+
+def zero_sign_extreme(ctx: RegionContext) -> np.ndarray:
+    """Arg-max/min results (indices along ``attrs['axis']``, the axis kept or dropped) whose
+    extreme is a zero in a slice holding zeros of both signs: the standard does not say whether
+    -0 and +0 are equal (IEEE 754 comparison: the tie rule picks among all the zeros) or
+    -0 < +0 (IEEE 754 totalOrder: only the zeros of one sign are extreme)."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or operand.ndim == 0 or operand.size == 0:
+        return ctx.none()
+    axis = ctx.attrs["axis"] % operand.ndim
+    wide = operand.astype(np.float64)
+    zero = wide == 0
+    negative = np.signbit(wide)
+    both = (zero & negative).any(axis, keepdims=True) & (zero & ~negative).any(axis, keepdims=True)
+    index = ctx.expected.reshape(both.shape).astype(np.intp)
+    at_zero = np.take_along_axis(wide, index, axis=axis) == 0
+    return (both & at_zero).reshape(ctx.expected.shape)
 
 
 def empty_reduction(ctx: RegionContext) -> np.ndarray:
@@ -232,7 +253,7 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
-               zero_sign_ties, empty_reduction, crop_order)
+               zero_sign_ties, zero_sign_extreme, empty_reduction, crop_order)
 }
 
 
