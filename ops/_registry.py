@@ -47,6 +47,10 @@ class OpDefinition:
       ``"moved"`` (each output element is a copy of one input element: traced through the oracle),
       or ``fn(inputs, attrs, index)`` giving, per input, the elements combined into out[index].
     * ``accumulation_length(shapes, attrs) -> int``: terms summed into one output element.
+    * ``accumulation_magnitude(inputs, attrs) -> tuple``: per output, the ``S`` that the
+      accumulation model multiplies by ``gamma_n`` (on the widened inputs; default: the oracle on
+      ``|inputs|``, the sum of the terms' magnitudes), for ops whose error bound is not
+      ``gamma_n`` times that sum (a prefix shorter than ``n``, a log of a sum).
     * ``onnx(case, graph)``: adds the nodes computing ``out0`` to ``graph`` (default: one node of
       the binding's ``op_type`` over every input); ``onnx_shape_dependent``: the model depends on
       the input shapes (not only attributes), so models are keyed by them.
@@ -71,6 +75,7 @@ class OpDefinition:
     dtype_labels: Callable | None = None
     feeding: str | Callable = "aligned"
     accumulation_length: Callable | None = None
+    accumulation_magnitude: Callable | None = None
     onnx: Callable | None = None
     onnx_shape_dependent: bool = False
     nnef: Callable | None = None

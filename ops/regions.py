@@ -129,6 +129,52 @@ def mean_accumulation_overflow(ctx: RegionContext) -> np.ndarray:
         return n * ctx.float_oracle(finite_terms) * (1 + nu / (1 - nu)) >= fmt.max_finite
 
 
+def partial_product_out_of_range(ctx: RegionContext) -> np.ndarray:
+    """Products whose partial products, in some order of the factors, leave the normal range of
+    the output type: the product of the finite factors' magnitudes above 1 (times
+    ``1 + gamma_n``) reaches the largest finite value, or that of those below 1 (zeros left out)
+    falls below the smallest normal. The standard leaves the order open, and some orders
+    overflow (or lose bits to underflow) where others do not."""
+    if ctx.out_dtype not in FLOAT_FORMATS:
+        return ctx.none()
+    fmt = FLOAT_FORMATS[ctx.out_dtype]
+    with np.errstate(all="ignore"):
+        magnitudes = [np.abs(np.where(np.isfinite(x) & (x != 0), x, 1.0)).astype(np.float64)
+                      for x in ctx.inputs]
+        large = ctx.float_oracle([np.maximum(m, 1.0) for m in magnitudes])
+        small = ctx.float_oracle([np.minimum(m, 1.0) for m in magnitudes])
+        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
+        return (large * (1 + nu / (1 - nu)) >= fmt.max_finite) | (small < fmt.min_normal)
+
+
+def sum_of_squares_out_of_range(ctx: RegionContext) -> np.ndarray:
+    """Norms sqrt(sum x_i**2) whose sum of squares leaves the normal range of the output type:
+    at or above the largest finite value (times ``1 + gamma_n``), where squaring and summing in
+    the type overflows though the norm is finite, or below the smallest normal (and not 0),
+    where the squares lose bits to underflow though the norm is a normal number. The standard
+    defines the norm, and its function body squares in the type; scaling does not overflow."""
+    if ctx.out_dtype not in FLOAT_FORMATS:
+        return ctx.none()
+    fmt = FLOAT_FORMATS[ctx.out_dtype]
+    with np.errstate(all="ignore"):
+        finite = [np.abs(np.where(np.isfinite(x), x, 0.0)).astype(np.float64) for x in ctx.inputs]
+        squares = ctx.float_oracle(finite) ** 2
+        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
+        return (squares * (1 + nu / (1 - nu)) >= fmt.max_finite) | \
+            ((squares > 0) & (squares < fmt.min_normal))
+
+
+def exp_sum_out_of_float64_range(ctx: RegionContext) -> np.ndarray:
+    """Log-sum-exps whose sum of exponentials, e**result, leaves float64's normal range (result
+    at or above ln(max float64) ~ 709.78, or below ln(smallest normal) ~ -708.40): the operator's
+    function body sums Exp of the input cast to float64, with no shift by the maximum, so it
+    overflows to inf or underflows there, while the log-sum-exp the text names is finite."""
+    info = np.finfo(np.float64)
+    with np.errstate(invalid="ignore"):
+        value = ctx.expected.astype(np.float64)
+        return np.isfinite(value) & ((value >= np.log(info.max)) | (value < np.log(info.tiny)))
+
+
 def nan_operand(ctx: RegionContext) -> np.ndarray:
     """Element-wise results with a NaN operand, where the standards define the op over the reals
     only and say nothing of NaN (e.g. relu = max(x, 0): NNEF spells it select(x > 0, x, 0), which
@@ -252,6 +298,8 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
+               partial_product_out_of_range, sum_of_squares_out_of_range,
+               exp_sum_out_of_float64_range,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
                zero_sign_ties, zero_sign_extreme, empty_reduction, crop_order)
 }

@@ -122,7 +122,7 @@ def test_an_ignored_select_last_index_fails_on_onnxruntime(tmp_path, conform_cli
     """onnxruntime running ArgMax with select_last_index forced to 0 (the injected bug) fails
     exactly the cases that ask for the last of tied maxima."""
     out = tmp_path / "run"
-    conform_cli("run", "--backend", "tests.harness.first_index_backend:FirstIndexBackend",
+    conform_cli("run", "--backend", "tests.harness.ignored_attribute_backend:FirstIndexBackend",
                 "--ops", "onnx_arg_max", "--dtypes", "int32", "--max-examples", "30",
                 "--out", out, "--quiet")
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

@@ -1,0 +1,41 @@
+"""onnxruntime with an injected bug, named by import path in the op tests: it ignores one
+attribute of one op (the model it runs has that attribute at its default), as a kernel that
+never reads it would. Each class names the op and the attribute."""
+from __future__ import annotations
+
+import dataclasses
+
+from conform.harness.backends.models import Model
+from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+
+
+class _IgnoredAttribute(OnnxRuntimeBackend):
+    ops: tuple = ()
+    attribute = ""
+    default = 0
+
+    def prepare(self, *, program, inputs, model=None):
+        case = program.case
+        if program.op in self.ops and case.attrs.get(self.attribute, self.default) != self.default:
+            ignored = dataclasses.replace(case, attrs={**case.attrs, self.attribute: self.default})
+            model = Model("onnx", program.spec, ignored)
+        return super().prepare(program=program, inputs=inputs, model=model)
+
+
+class FirstIndexBackend(_IgnoredAttribute):
+    """ArgMax/ArgMin that always return the first of tied extremes."""
+    name = "first-index"
+    ops, attribute = ("onnx_arg_max", "onnx_arg_min"), "select_last_index"
+
+
+class InclusiveCumSumBackend(_IgnoredAttribute):
+    """CumSum that always includes the element itself (an off-by-one prefix)."""
+    name = "inclusive-cum-sum"
+    ops, attribute = ("onnx_cum_sum",), "exclusive"
+
+
+class ReducingNoopBackend(_IgnoredAttribute):
+    """ReduceLogSumExp/L2/Prod that reduce every axis where noop_with_empty_axes asks for none."""
+    name = "reducing-noop"
+    ops = ("onnx_reduce_log_sum_exp", "onnx_reduce_l2", "onnx_reduce_prod")
+    attribute = "noop_with_empty_axes"
