@@ -23,7 +23,7 @@ from typing import Callable
 BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
                    "reduction", "contraction", "movement", "onnx_elementwise",
                    "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
-                   "arg_reduction")
+                   "arg_reduction", "onnx_range_split")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -43,6 +43,10 @@ class OpDefinition:
       ``draw_honours`` names the spec's ``signature`` fields (``min_rank``, ``max_rank``, ``attrs``)
       the hook reads: a spec giving any other is rejected.
     * ``dtype_labels(spec) -> list``: the dtype labels a spec runs under (default: its dtypes).
+    * ``fill(rng, signature, plan) -> list``: the case's input arrays, from NumPy's ``rng`` (the
+      case's fill seed), where the value plans cannot say them (default: each input filled by
+      the value plan ``plan`` from the spec's ranges and edge values); e.g. inputs whose values
+      set the output's shape (Range's start, limit and delta: a bounded element count).
     * ``feeding``: ``"aligned"`` (out[i] is computed from each input's element i, or a scalar),
       ``"moved"`` (each output element is a copy of one input element: traced through the oracle),
       or ``fn(inputs, attrs, index)`` giving, per input, the elements combined into out[index].
@@ -73,6 +77,7 @@ class OpDefinition:
     draw: Callable | None = None
     draw_honours: frozenset = frozenset()
     dtype_labels: Callable | None = None
+    fill: Callable | None = None
     feeding: str | Callable = "aligned"
     accumulation_length: Callable | None = None
     accumulation_magnitude: Callable | None = None

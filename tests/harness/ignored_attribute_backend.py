@@ -1,9 +1,11 @@
-"""onnxruntime with an injected bug, named by import path in the op tests: it ignores one
+"""onnxruntime with injected bugs, named by import path in the op tests. Most ignore one
 attribute of one op (the model it runs has that attribute at its default), as a kernel that
 never reads it would. Each class names the op and the attribute."""
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
 
 from conform.harness.backends.models import Model
 from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
@@ -39,3 +41,14 @@ class ReducingNoopBackend(_IgnoredAttribute):
     name = "reducing-noop"
     ops = ("onnx_reduce_log_sum_exp", "onnx_reduce_l2", "onnx_reduce_prod")
     attribute = "noop_with_empty_axes"
+
+
+class InclusiveLimitRangeBackend(OnnxRuntimeBackend):
+    """Range run with limit + delta: one element too many (the limit taken as inclusive)."""
+    name = "inclusive-limit-range"
+
+    def prepare(self, *, program, inputs, model=None):
+        if program.op == "onnx_range":
+            start, limit, delta = inputs
+            inputs = [start, np.asarray(limit + delta, dtype=limit.dtype), delta]
+        return super().prepare(program=program, inputs=inputs, model=model)
