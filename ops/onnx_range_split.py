@@ -114,3 +114,63 @@ def oracle_onnx_range(start, limit, delta, *, dtypes=()):
     if count < 0:
         raise ValueError(f"Range of start={start}, limit={limit}, delta={delta} has no finite length")
     return (range_values(start[()], delta[()], count, dtype).astype(np.float64 if dtype.kind == "f" else np.int64),)
+
+
+# --- Split (opset 18) -------------------------------------------------------------------------------
+
+SPLIT_OUTPUTS = 3   # the spec's outputs: the format fixes an op's output count per spec
+
+
+def chunk_sizes(size: int, attrs) -> list[int]:
+    """The sizes along the axis of the outputs: the ``split`` input's, or with ``num_outputs``
+    n equal chunks of ceil(size / n), 'the last chunk ... smaller' (size less the others)."""
+    if attrs["split"] is not None:
+        return list(attrs["split"])
+    count = attrs["num_outputs"]
+    chunk = -(-size // count)
+    return [chunk] * (count - 1) + [size - chunk * (count - 1)]
+
+
+def draw_split(draw, kit, spec, dtype):
+    """A shape and an axis, then either the split sizes (non-negative, summing to the axis'
+    size; zeros included) or num_outputs, on an axis whose size the text's rule splits (the
+    last chunk not negative: a size of 1 in 3 parts is not drawn, as the text's rule gives it
+    no meaning)."""
+    st = kit.st
+    min_side = draw(st.sampled_from([1, 1, 1, 0]))
+    low, high = kit.ranks(spec, default_min=1)
+    shape = list(draw(kit.shape(min_rank=max(low, 1), max_rank=high, min_side=min_side,
+                                max_side=9)))
+    attrs = kit.attributes(draw, spec, {spec.inputs[0]: len(shape)})
+    axis = attrs["axis"]
+    if draw(st.booleans()):
+        cuts = sorted(draw(st.lists(st.integers(0, shape[axis]), min_size=SPLIT_OUTPUTS - 1,
+                                    max_size=SPLIT_OUTPUTS - 1)))
+        edges = [0, *cuts, shape[axis]]
+        attrs.update(split=[b - a for a, b in zip(edges, edges[1:])], num_outputs=None)
+    else:
+        attrs.update(split=None, num_outputs=SPLIT_OUTPUTS)
+        if chunk_sizes(shape[axis], attrs)[-1] < 0:
+            shape[axis] = SPLIT_OUTPUTS * draw(st.integers(0, 2)) + draw(st.sampled_from([0, 2]))
+    return kit.Signature((dtype,), (tuple(shape),), attrs, dtype)
+
+
+def onnx_split(case, graph):
+    attrs = case.attrs
+    if attrs["split"] is not None:
+        graph.node(graph.op_type, [graph.inputs[0], graph.const("split", attrs["split"])],
+                   axis=attrs["axis"])
+    else:
+        graph.node(graph.op_type, [graph.inputs[0]], axis=attrs["axis"],
+                   num_outputs=attrs["num_outputs"])
+
+
+@op("onnx_split", version=1, draw=draw_split,
+    draw_honours=frozenset({"attrs", "min_rank", "max_rank"}),
+    feeding="moved", onnx=onnx_split)
+def oracle_onnx_split(input, *, axis, split, num_outputs):
+    """ONNX Split: consecutive parts of ``input`` along ``axis``, of the sizes ``chunk_sizes``
+    gives."""
+    axis %= input.ndim
+    sizes = chunk_sizes(input.shape[axis], {"split": split, "num_outputs": num_outputs})
+    return tuple(np.split(input, np.cumsum(sizes)[:-1], axis=axis))

@@ -12,13 +12,13 @@ from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
 
 
 class _IgnoredAttribute(OnnxRuntimeBackend):
-    ops: tuple = ()
+    target_ops: tuple = ()
     attribute = ""
     default = 0
 
     def prepare(self, *, program, inputs, model=None):
         case = program.case
-        if program.op in self.ops and case.attrs.get(self.attribute, self.default) != self.default:
+        if program.op in self.target_ops and case.attrs.get(self.attribute, self.default) != self.default:
             ignored = dataclasses.replace(case, attrs={**case.attrs, self.attribute: self.default})
             model = Model("onnx", program.spec, ignored)
         return super().prepare(program=program, inputs=inputs, model=model)
@@ -27,19 +27,19 @@ class _IgnoredAttribute(OnnxRuntimeBackend):
 class FirstIndexBackend(_IgnoredAttribute):
     """ArgMax/ArgMin that always return the first of tied extremes."""
     name = "first-index"
-    ops, attribute = ("onnx_arg_max", "onnx_arg_min"), "select_last_index"
+    target_ops, attribute = ("onnx_arg_max", "onnx_arg_min"), "select_last_index"
 
 
 class InclusiveCumSumBackend(_IgnoredAttribute):
     """CumSum that always includes the element itself (an off-by-one prefix)."""
     name = "inclusive-cum-sum"
-    ops, attribute = ("onnx_cum_sum",), "exclusive"
+    target_ops, attribute = ("onnx_cum_sum",), "exclusive"
 
 
 class ReducingNoopBackend(_IgnoredAttribute):
     """ReduceLogSumExp/L2/Prod that reduce every axis where noop_with_empty_axes asks for none."""
     name = "reducing-noop"
-    ops = ("onnx_reduce_log_sum_exp", "onnx_reduce_l2", "onnx_reduce_prod")
+    target_ops = ("onnx_reduce_log_sum_exp", "onnx_reduce_l2", "onnx_reduce_prod")
     attribute = "noop_with_empty_axes"
 
 
@@ -51,4 +51,17 @@ class InclusiveLimitRangeBackend(OnnxRuntimeBackend):
         if program.op == "onnx_range":
             start, limit, delta = inputs
             inputs = [start, np.asarray(limit + delta, dtype=limit.dtype), delta]
+        return super().prepare(program=program, inputs=inputs, model=model)
+
+
+class EqualSplitBackend(OnnxRuntimeBackend):
+    """Split that ignores the split sizes and cuts equal chunks (num_outputs) instead."""
+    name = "equal-split"
+
+    def prepare(self, *, program, inputs, model=None):
+        case = program.case
+        if program.op == "onnx_split" and case.attrs["split"] is not None:
+            equal = dataclasses.replace(case, attrs={**case.attrs, "split": None,
+                                                     "num_outputs": len(case.attrs["split"])})
+            model = Model("onnx", program.spec, equal)
         return super().prepare(program=program, inputs=inputs, model=model)

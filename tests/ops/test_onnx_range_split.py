@@ -74,3 +74,35 @@ def test_a_limit_taken_as_inclusive_fails_on_onnxruntime(tmp_path, conform_cli):
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     failing = [r for r in records if r["verdict"] == "fail"]
     assert len(failing) >= 10 and all("expected int32[" in r["message"] for r in failing)
+
+
+def _split(x, **attrs):
+    return [part.tolist() for part in evaluate("onnx_split", [np.asarray(x)], attrs)]
+
+
+def test_split_operator_test_case_examples():
+    """The inputs of the ONNX operator test cases (onnx/backend/test/case/node/split.py), in
+    three outputs: equal parts, given sizes, and the uneven last chunk."""
+    x = np.float32([1, 2, 3, 4, 5, 6])
+    assert _split(x, axis=0, split=None, num_outputs=3) == [[1, 2], [3, 4], [5, 6]]
+    assert _split(x, axis=0, split=[1, 2, 3], num_outputs=None) == [[1], [2, 3], [4, 5, 6]]
+    assert _split(np.arange(1.0, 8.0), axis=0, split=None, num_outputs=3) == [[1, 2, 3], [4, 5, 6], [7]]
+    matrix = np.float32([[1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12]])
+    assert _split(matrix, axis=-1, split=None, num_outputs=3) == \
+        [[[1, 2], [7, 8]], [[3, 4], [9, 10]], [[5, 6], [11, 12]]]
+
+
+def test_split_sizes_may_be_zero_and_the_last_equal_chunk_may_be_empty():
+    assert _split(np.float32([1, 2]), axis=0, split=[0, 2, 0], num_outputs=None) == [[], [1, 2], []]
+    assert _split(np.float32([1, 2, 3, 4]), axis=0, split=None, num_outputs=3) == [[1, 2], [3, 4], []]
+
+
+def test_equal_chunks_instead_of_the_split_sizes_fail_on_onnxruntime(tmp_path, conform_cli):
+    out = tmp_path / "run"
+    conform_cli("run", "--backend", "tests.harness.ignored_attribute_backend:EqualSplitBackend",
+                "--ops", "onnx_split", "--dtypes", "float32", "--max-examples", "30",
+                "--out", out, "--quiet")
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    failing = [r for r in records if r["verdict"] in ("fail", "error")]
+    assert failing and all(r["attrs"]["split"] is not None for r in failing)
+    assert any(r["verdict"] == "fail" for r in failing)
