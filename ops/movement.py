@@ -292,3 +292,17 @@ def oracle_unsqueeze(operand, *, axes):
     """The operand with size-1 dimensions inserted so that they sit at ``axes`` of the result
     (NNEF unsqueeze, ONNX Unsqueeze: the axes index the output)."""
     return (np.expand_dims(operand, tuple(axes)),)
+
+
+def draw_rev(draw, kit, spec, dtype):
+    """A shape (0-d and empty ones included) and any set of its dimensions, in any order."""
+    shape = draw(kit.shape(max_rank=4, min_side=draw(kit.st.sampled_from([1, 1, 1, 0])),
+                           max_side=7))
+    dims = draw(kit.st.permutations(range(len(shape))))[:draw(kit.st.integers(0, len(shape)))]
+    return kit.Signature((dtype,), (shape,), {"dimensions": list(dims)}, dtype)
+
+
+@moved("rev", draw=draw_rev)
+def oracle_rev(operand, *, dimensions):
+    """XLA Rev: along each dimension in ``dimensions`` of size N, index i goes to N - 1 - i."""
+    return (np.flip(operand, axis=tuple(dimensions)).copy(),)

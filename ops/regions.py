@@ -175,6 +175,22 @@ def exp_sum_out_of_float64_range(ctx: RegionContext) -> np.ndarray:
         return np.isfinite(value) & ((value >= np.log(info.max)) | (value < np.log(info.tiny)))
 
 
+def below_narrow_normal_range(ctx: RegionContext) -> np.ndarray:
+    """Results of rounding into a narrower float format (``attrs['exponent_bits']``, IEEE-style
+    bias) whose operand is nonzero and below that format's smallest normal number, or below the
+    operand type's own (its subnormals): the text rounds 'to the nearest value representable
+    with the given number of mantissa bits' and clamps overflow, and says nothing of gradual
+    underflow (kept as subnormals, flushed to zero, or rounded in the type's bit field)."""
+    operand = ctx.inputs[0]
+    if not _floating(operand):
+        return ctx.none()
+    fmt = FLOAT_FORMATS[str(operand.dtype)]
+    emin = 2 - (1 << (ctx.attrs["exponent_bits"] - 1))
+    threshold = max(2.0 ** emin, fmt.min_normal)
+    magnitude = np.abs(operand.astype(np.float64))
+    return ctx.aligned((magnitude > 0) & (magnitude < threshold))
+
+
 def nan_operand(ctx: RegionContext) -> np.ndarray:
     """Element-wise results with a NaN operand, where the standards define the op over the reals
     only and say nothing of NaN (e.g. relu = max(x, 0): NNEF spells it select(x > 0, x, 0), which
@@ -299,7 +315,7 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
                partial_product_out_of_range, sum_of_squares_out_of_range,
-               exp_sum_out_of_float64_range,
+               exp_sum_out_of_float64_range, below_narrow_normal_range,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
                zero_sign_ties, zero_sign_extreme, empty_reduction, crop_order)
 }
