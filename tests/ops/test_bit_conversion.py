@@ -1,4 +1,4 @@
-"""XLA ReducePrecision, BitcastConvertType (conform/ops/bit_conversion.py) and Rev
+"""XLA ReducePrecision, BitcastConvertType (conform/ops/bit_conversion.py), Rev and Iota
 (conform/ops/movement.py): the XLA text's examples and rules, the underflow region, and the
 judge catching injected bugs through the real jax backend."""
 from __future__ import annotations
@@ -111,3 +111,22 @@ def test_the_judge_catches_an_injected_bug(tmp_path, conform_cli, backend, op, d
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert any(r["verdict"] == "fail" for r in records), "the judge let the bug pass"
     assert not [r for r in records if r["verdict"] in ("error", "crash")]
+
+
+# --- Iota (no operand) --------------------------------------------------------------------------
+
+def test_iota_the_texts_examples():
+    """Iota(s32[4, 8], 0) and Iota(s32[4, 8], 1)."""
+    (down,) = evaluate("iota", [], {"shape": [4, 8], "dimension": 0, "dtype": "int32"})
+    (across,) = evaluate("iota", [], {"shape": [4, 8], "dimension": 1, "dtype": "int32"})
+    assert down.tolist() == [[i] * 8 for i in range(4)]
+    assert across.tolist() == [list(range(8))] * 4
+
+
+def test_iota_runs_on_jax_with_no_operand(tmp_path, conform_cli):
+    out = tmp_path / "run"
+    conform_cli("run", "--backend", "jax", "--ops", "iota", "--dtypes", "bfloat16,uint8",
+                "--max-examples", "8", "--out", out, "--quiet", check_status=0)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 16 and all(r["verdict"] == "pass" for r in records)
+    assert all(r["shapes"] == [] for r in records)
