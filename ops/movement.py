@@ -324,7 +324,7 @@ def lax_iota(lax, attrs):
                                         attrs["dimension"])
 
 
-@op("iota", version=1, draw=draw_iota, lax=lax_iota)
+@op("iota", version=1, draw=draw_iota, lax=lax_iota, feeding=lambda inputs, attrs, index: [])
 def oracle_iota(*, shape, dimension, dtype):
     """XLA Iota: 0, 1, 2, ... along ``dimension``, the same across the others; for float types
     ConvertElementType of the integer Iota (the judge rounds each value once to the type)."""
