@@ -27,7 +27,8 @@ drawn per signature; every other input has the case's (type ``T``).
 Attribute domains (``signature.attrs``; a plain value is fixed): ``{choice: [...]}``,
 ``{range: [lo, hi]}``, ``{axis_of: INPUT}`` (in ``[0, rank)``, or ``[-rank, rank)`` with
 ``negative: true``), ``{axes_of: INPUT, min_size: n}`` (distinct axes, each possibly negative with
-``negative: true``) and ``{permutation_of: INPUT}``.
+``negative: true``; none for a 0-d input, which ``min_size: 0`` admits) and
+``{permutation_of: INPUT}``.
 """
 from __future__ import annotations
 

@@ -53,8 +53,10 @@ def edge_values(spec, dtype: str) -> np.ndarray:
             if not info.min <= value <= info.max:
                 continue
         values.append(value)
+    if cls == "int":   # directly in the dtype: uint64's maximum does not fit an int64
+        return np.array(values, dtype=np_dtype(dtype))
     with np.errstate(over="ignore"):
-        return np.array(values, dtype=np.float64 if cls == "float" else np.int64).astype(np_dtype(dtype))
+        return np.array(values, dtype=np.float64).astype(np_dtype(dtype))
 
 
 def _normal(rng, shape, dtype, low, high):
@@ -70,8 +72,9 @@ def _wide(rng, shape, dtype):
     cls = dtype_class(dtype)
     if cls == "int":
         info = int_info(dtype)
-        raw = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=np.int64)
-        return raw >> rng.integers(0, info.bits, size=shape)  # log-uniform magnitudes
+        kind = np.uint64 if info.max > np.iinfo(np.int64).max else np.int64   # uint64
+        raw = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=kind)
+        return raw >> rng.integers(0, info.bits, size=shape).astype(kind)  # log-uniform magnitudes
     fmt = FLOAT_FORMATS[dtype]
     if fmt.bits == 8:   # every encoding, NaNs and zeros too, decoded exactly
         patterns = rng.integers(0, 256, size=shape, dtype=np.uint16).astype(np.uint8)

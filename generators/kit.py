@@ -105,6 +105,8 @@ def _attribute(draw, domain, ranks: dict):
         rank = ranks[domain["axis_of"]]
         return draw(st.integers(-rank if negative else 0, rank - 1))
     rank = ranks[domain["axes_of"]]
+    if rank == 0:   # a 0-d input has no axis: only min_size 0 allows it (the loader checks)
+        return []
     axes = draw(st.lists(st.integers(0, rank - 1), min_size=min(domain.get("min_size", 1), rank),
                          max_size=rank, unique=True))
     return [axis - rank if negative and draw(st.booleans()) else axis for axis in axes]

@@ -23,7 +23,8 @@ from typing import Callable
 BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
                    "reduction", "contraction", "movement", "onnx_elementwise",
                    "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
-                   "indexing", "scatter", "dynamic_slicing")
+                   "indexing", "scatter", "dynamic_slicing",
+                   "arg_reduction", "onnx_range_split", "bit_conversion")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -43,10 +44,18 @@ class OpDefinition:
       ``draw_honours`` names the spec's ``signature`` fields (``min_rank``, ``max_rank``, ``attrs``)
       the hook reads: a spec giving any other is rejected.
     * ``dtype_labels(spec) -> list``: the dtype labels a spec runs under (default: its dtypes).
+    * ``fill(rng, signature, plan) -> list``: the case's input arrays, from NumPy's ``rng`` (the
+      case's fill seed), where the value plans cannot say them (default: each input filled by
+      the value plan ``plan`` from the spec's ranges and edge values); e.g. inputs whose values
+      set the output's shape (Range's start, limit and delta: a bounded element count).
     * ``feeding``: ``"aligned"`` (out[i] is computed from each input's element i, or a scalar),
       ``"moved"`` (each output element is a copy of one input element: traced through the oracle),
       or ``fn(inputs, attrs, index)`` giving, per input, the elements combined into out[index].
     * ``accumulation_length(shapes, attrs) -> int``: terms summed into one output element.
+    * ``accumulation_magnitude(inputs, attrs) -> tuple``: per output, the ``S`` that the
+      accumulation model multiplies by ``gamma_n`` (on the widened inputs; default: the oracle on
+      ``|inputs|``, the sum of the terms' magnitudes), for ops whose error bound is not
+      ``gamma_n`` times that sum (a prefix shorter than ``n``, a log of a sum).
     * ``onnx(case, graph)``: adds the nodes computing ``out0`` to ``graph`` (default: one node of
       the binding's ``op_type`` over every input); ``onnx_shape_dependent``: the model depends on
       the input shapes (not only attributes), so models are keyed by them.
@@ -76,8 +85,10 @@ class OpDefinition:
     draw: Callable | None = None
     draw_honours: frozenset = frozenset()
     dtype_labels: Callable | None = None
+    fill: Callable | None = None
     feeding: str | Callable = "aligned"
     accumulation_length: Callable | None = None
+    accumulation_magnitude: Callable | None = None
     onnx: Callable | None = None
     onnx_shape_dependent: bool = False
     value_dependent_shape: bool = False

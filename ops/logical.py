@@ -12,6 +12,7 @@ import numpy as np
 
 from conform.ops._registry import op
 from conform.ops.elementwise import xla_binary
+from conform.spec.dtypes import int_info
 
 
 def _bits(x: np.ndarray) -> int:
@@ -122,24 +123,31 @@ def oracle_shift_right_logical(lhs, rhs):
     return (np.where(_in_range(rhs, bits), shifted, 0).astype(lhs.dtype),)
 
 
-@op("population_count", version=1)
-def oracle_population_count(operand):
-    """The number of set bits in the two's-complement pattern of ``operand`` (its own width).
+def _pattern(operand: np.ndarray, dtypes) -> tuple[np.ndarray, int]:
+    """``(pattern, bits)``: the two's-complement bit pattern of ``operand`` in the width of its
+    original dtype (the registry widens integers to int64, which keeps the low bits), as
+    uint64, and that width (4 for int4 and uint4)."""
+    bits = int_info(dtypes[0] if dtypes else operand.dtype.name).bits
+    pattern = operand.astype(np.int64).view(np.uint64)
+    return pattern & np.uint64((1 << bits) - 1), bits
 
-    Width-independent for unsigned inputs and for int64 only (sign extension adds set bits).
-    """
-    return (np.bitwise_count(_as_unsigned(operand)).astype(np.int64),)
+
+@op("population_count", version=1)
+def oracle_population_count(operand, *, dtypes=()):
+    """The number of set bits in the two's-complement pattern of ``operand`` in its original
+    width (a negative int8 has at most 8 set bits)."""
+    pattern, _ = _pattern(operand, dtypes)
+    return (np.bitwise_count(pattern).astype(np.int64),)
 
 
 @op("count_leading_zeros", version=1)
-def oracle_count_leading_zeros(operand):
-    """bits - bit_length(pattern): leading zero bits of the pattern in ``operand``'s own width.
+def oracle_count_leading_zeros(operand, *, dtypes=()):
+    """bits - bit_length(pattern): leading zero bits of the pattern in ``operand``'s original
+    width (clz of a 32-bit 1 is 31, of a 64-bit 1 is 63, of a 4-bit 1 is 3).
 
-    Smearing the highest set bit down to bit 0 makes popcount(pattern) the bit length. Depends on
-    the width for every input, so only the widened type itself (int64) is width-independent.
+    Smearing the highest set bit down to bit 0 makes popcount(pattern) the bit length.
     """
-    pattern = _as_unsigned(operand)
+    pattern, bits = _pattern(operand, dtypes)
     for step in (1, 2, 4, 8, 16, 32):
-        if step < _bits(operand):
-            pattern = pattern | (pattern >> pattern.dtype.type(step))
-    return ((_bits(operand) - np.bitwise_count(pattern).astype(np.int64)),)
+        pattern = pattern | (pattern >> np.uint64(step))
+    return (bits - np.bitwise_count(pattern).astype(np.int64),)

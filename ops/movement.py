@@ -292,3 +292,43 @@ def oracle_unsqueeze(operand, *, axes):
     """The operand with size-1 dimensions inserted so that they sit at ``axes`` of the result
     (NNEF unsqueeze, ONNX Unsqueeze: the axes index the output)."""
     return (np.expand_dims(operand, tuple(axes)),)
+
+
+def draw_rev(draw, kit, spec, dtype):
+    """A shape (0-d and empty ones included) and any set of its dimensions, in any order."""
+    shape = draw(kit.shape(max_rank=4, min_side=draw(kit.st.sampled_from([1, 1, 1, 0])),
+                           max_side=7))
+    dims = draw(kit.st.permutations(range(len(shape))))[:draw(kit.st.integers(0, len(shape)))]
+    return kit.Signature((dtype,), (shape,), {"dimensions": list(dims)}, dtype)
+
+
+@moved("rev", draw=draw_rev)
+def oracle_rev(operand, *, dimensions):
+    """XLA Rev: along each dimension in ``dimensions`` of size N, index i goes to N - 1 - i."""
+    return (np.flip(operand, axis=tuple(dimensions)).copy(),)
+
+
+def draw_iota(draw, kit, spec, dtype):
+    """A shape of rank >= 1 (empty ones included), the dimension that counts up and the element
+    type (an attribute: Iota has no operand)."""
+    shape = draw(kit.shape(min_rank=1, max_rank=4, min_side=draw(kit.st.sampled_from([1, 1, 1, 0])),
+                           max_side=16))
+    attrs = {"shape": list(shape), "dimension": draw(kit.st.integers(0, len(shape) - 1)),
+             "dtype": dtype}
+    return kit.Signature((), (), attrs, dtype)
+
+
+def lax_iota(lax, attrs):
+    """jax.lax.broadcasted_iota(dtype, shape, dimension), a function of no operand."""
+    return lambda: lax.broadcasted_iota(np.dtype(attrs["dtype"]), tuple(attrs["shape"]),
+                                        attrs["dimension"])
+
+
+@op("iota", version=1, draw=draw_iota, lax=lax_iota, feeding=lambda inputs, attrs, index: [])
+def oracle_iota(*, shape, dimension, dtype):
+    """XLA Iota: 0, 1, 2, ... along ``dimension``, the same across the others; for float types
+    ConvertElementType of the integer Iota (the judge rounds each value once to the type)."""
+    counts = np.arange(shape[dimension], dtype=np.int64)
+    view = [-1 if d == dimension else 1 for d in range(len(shape))]
+    out = np.broadcast_to(counts.reshape(view), shape).copy()
+    return (out.astype(np.float64) if dtype.startswith(("float", "bfloat")) else out,)

@@ -129,6 +129,68 @@ def mean_accumulation_overflow(ctx: RegionContext) -> np.ndarray:
         return n * ctx.float_oracle(finite_terms) * (1 + nu / (1 - nu)) >= fmt.max_finite
 
 
+def partial_product_out_of_range(ctx: RegionContext) -> np.ndarray:
+    """Products whose partial products, in some order of the factors, leave the normal range of
+    the output type: the product of the finite factors' magnitudes above 1 (times
+    ``1 + gamma_n``) reaches the largest finite value, or that of those below 1 (zeros left out)
+    falls below the smallest normal. The standard leaves the order open, and some orders
+    overflow (or lose bits to underflow) where others do not."""
+    if ctx.out_dtype not in FLOAT_FORMATS:
+        return ctx.none()
+    fmt = FLOAT_FORMATS[ctx.out_dtype]
+    with np.errstate(all="ignore"):
+        magnitudes = [np.abs(np.where(np.isfinite(x) & (x != 0), x, 1.0)).astype(np.float64)
+                      for x in ctx.inputs]
+        large = ctx.float_oracle([np.maximum(m, 1.0) for m in magnitudes])
+        small = ctx.float_oracle([np.minimum(m, 1.0) for m in magnitudes])
+        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
+        return (large * (1 + nu / (1 - nu)) >= fmt.max_finite) | (small < fmt.min_normal)
+
+
+def sum_of_squares_out_of_range(ctx: RegionContext) -> np.ndarray:
+    """Norms sqrt(sum x_i**2) whose sum of squares leaves the normal range of the output type:
+    at or above the largest finite value (times ``1 + gamma_n``), where squaring and summing in
+    the type overflows though the norm is finite, or below the smallest normal (and not 0),
+    where the squares lose bits to underflow though the norm is a normal number. The standard
+    defines the norm, and its function body squares in the type; scaling does not overflow."""
+    if ctx.out_dtype not in FLOAT_FORMATS:
+        return ctx.none()
+    fmt = FLOAT_FORMATS[ctx.out_dtype]
+    with np.errstate(all="ignore"):
+        finite = [np.abs(np.where(np.isfinite(x), x, 0.0)).astype(np.float64) for x in ctx.inputs]
+        squares = ctx.float_oracle(finite) ** 2
+        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
+        return (squares * (1 + nu / (1 - nu)) >= fmt.max_finite) | \
+            ((squares > 0) & (squares < fmt.min_normal))
+
+
+def exp_sum_out_of_float64_range(ctx: RegionContext) -> np.ndarray:
+    """Log-sum-exps whose sum of exponentials, e**result, leaves float64's normal range (result
+    at or above ln(max float64) ~ 709.78, or below ln(smallest normal) ~ -708.40): the operator's
+    function body sums Exp of the input cast to float64, with no shift by the maximum, so it
+    overflows to inf or underflows there, while the log-sum-exp the text names is finite."""
+    info = np.finfo(np.float64)
+    with np.errstate(invalid="ignore"):
+        value = ctx.expected.astype(np.float64)
+        return np.isfinite(value) & ((value >= np.log(info.max)) | (value < np.log(info.tiny)))
+
+
+def below_narrow_normal_range(ctx: RegionContext) -> np.ndarray:
+    """Results of rounding into a narrower float format (``attrs['exponent_bits']``, IEEE-style
+    bias) whose operand is nonzero and below that format's smallest normal number, or below the
+    operand type's own (its subnormals): the text rounds 'to the nearest value representable
+    with the given number of mantissa bits' and clamps overflow, and says nothing of gradual
+    underflow (kept as subnormals, flushed to zero, or rounded in the type's bit field)."""
+    operand = ctx.inputs[0]
+    if not _floating(operand):
+        return ctx.none()
+    fmt = FLOAT_FORMATS[str(operand.dtype)]
+    emin = 2 - (1 << (ctx.attrs["exponent_bits"] - 1))
+    threshold = max(2.0 ** emin, fmt.min_normal)
+    magnitude = np.abs(operand.astype(np.float64))
+    return ctx.aligned((magnitude > 0) & (magnitude < threshold))
+
+
 def nan_operand(ctx: RegionContext) -> np.ndarray:
     """Element-wise results with a NaN operand, where the standards define the op over the reals
     only and say nothing of NaN (e.g. relu = max(x, 0): NNEF spells it select(x > 0, x, 0), which
@@ -149,13 +211,16 @@ def nan_in_reduction(ctx: RegionContext) -> np.ndarray:
 
 
 def nan_in_sorted_slice(ctx: RegionContext) -> np.ndarray:
-    """Results of a sort or top-k whose slice along the sorted axis (``attrs['axis']``, else the
-    last) holds a NaN, where the standard orders numbers and says nothing of where NaN goes."""
+    """Results of a sort, top-k or arg-max/min whose slice along the ranked axis
+    (``attrs['axis']``, else the last) holds a NaN, where the standard orders numbers and says
+    nothing of where NaN goes. (A result of lower rank than the operand has dropped that axis.)"""
     operand = ctx.inputs[0]
     if not _floating(operand) or operand.ndim == 0:
         return ctx.none()
     axis = ctx.attrs.get("axis", -1) % operand.ndim
     nan = np.isnan(operand.astype(np.float64)).any(axis=axis, keepdims=True)
+    if ctx.expected.ndim < operand.ndim:
+        nan = np.squeeze(nan, axis)
     return np.broadcast_to(nan, ctx.expected.shape)
 
 
@@ -179,6 +244,24 @@ def zero_sign_ties(ctx: RegionContext) -> np.ndarray:
         [-1 if d == axis else 1 for d in range(operand.ndim)])
     open_ranks = both & (rank >= ahead) & (rank < ahead + zero.sum(axis, keepdims=True))
     return np.broadcast_to(open_ranks, ctx.expected.shape)
+
+
+def zero_sign_extreme(ctx: RegionContext) -> np.ndarray:
+    """Arg-max/min results (indices along ``attrs['axis']``, the axis kept or dropped) whose
+    extreme is a zero in a slice holding zeros of both signs: the standard does not say whether
+    -0 and +0 are equal (IEEE 754 comparison: the tie rule picks among all the zeros) or
+    -0 < +0 (IEEE 754 totalOrder: only the zeros of one sign are extreme)."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or operand.ndim == 0 or operand.size == 0:
+        return ctx.none()
+    axis = ctx.attrs["axis"] % operand.ndim
+    wide = operand.astype(np.float64)
+    zero = wide == 0
+    negative = np.signbit(wide)
+    both = (zero & negative).any(axis, keepdims=True) & (zero & ~negative).any(axis, keepdims=True)
+    index = ctx.expected.reshape(both.shape).astype(np.intp)
+    at_zero = np.take_along_axis(wide, index, axis=axis) == 0
+    return (both & at_zero).reshape(ctx.expected.shape)
 
 
 def empty_reduction(ctx: RegionContext) -> np.ndarray:
@@ -247,8 +330,10 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
+               partial_product_out_of_range, sum_of_squares_out_of_range,
+               exp_sum_out_of_float64_range, below_narrow_normal_range,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
-               zero_sign_ties, empty_reduction, crop_order, max_min_reading)
+               zero_sign_ties, zero_sign_extreme, empty_reduction, crop_order, max_min_reading)
 }
 
 

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from conform.oracles._registry import accumulation_length, evaluate
+from conform.oracles._registry import accumulation_length, evaluate, widen
 from conform.ops.regions import RegionContext, region_mask
 
 
@@ -55,7 +55,19 @@ def expect(spec, case) -> Answer:
         accumulation = None
         if "accumulation" in spec.model_for(out_dtype, k):
             if magnitude_sums is None:
-                magnitude_sums = evaluate(spec.oracle, [np.abs(x) for x in case.inputs], case.attrs)
+                magnitude_sums = _magnitudes(spec, case)
             accumulation = (magnitude_sums[k], length)
         answer.append(Expectation(expected, impl, accumulation))
     return tuple(answer)
+
+
+def _magnitudes(spec, case) -> tuple:
+    """Per output, the ``S`` of the accumulation model: the op's ``accumulation_magnitude`` hook
+    on the widened inputs, or by default the oracle on the inputs' magnitudes (the sum of
+    ``|x_i|`` for a sum)."""
+    hook = spec.definition.accumulation_magnitude
+    if hook is None:
+        return evaluate(spec.oracle, [np.abs(x) for x in case.inputs], case.attrs)
+    with np.errstate(all="ignore"):
+        return tuple(np.asarray(s, np.float64)
+                     for s in hook([widen(np.asarray(x)) for x in case.inputs], case.attrs))

@@ -296,9 +296,11 @@ def _check_attribute_domains(data: dict, root: yaml.Node, path: Path) -> None:
             if domain[key] not in {_input_name(e) for e in signature["inputs"]}:
                 raise SpecError(path, *where, f"{key}={domain[key]!r} names no input "
                                               f"(inputs: {signature['inputs']})")
-            if key != "permutation_of" and signature.get("min_rank", 0) < 1:
+            empty_allowed = key == "axes_of" and domain.get("min_size", 1) == 0
+            if key != "permutation_of" and not empty_allowed and signature.get("min_rank", 0) < 1:
                 raise SpecError(path, *where, f"{key} draws an axis, which a 0-d input lacks: "
-                                              "set signature.min_rank >= 1")
+                                              "set signature.min_rank >= 1 (or, for axes_of, "
+                                              "min_size: 0)")
 
 
 def _check_input_flags(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:

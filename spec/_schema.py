@@ -103,7 +103,7 @@ SCHEMA = {
             "additionalProperties": False,
             "required": ["inputs"],
             "properties": {
-                "inputs": {"type": "array", "minItems": 1, "items": {"oneOf": [
+                "inputs": {"type": "array", "minItems": 0, "items": {"oneOf": [
                     {"type": "string"},
                     {"type": "object", "additionalProperties": False, "required": ["name"],
                      "properties": {"name": {"type": "string"},

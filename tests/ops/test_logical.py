@@ -20,7 +20,7 @@ from conform.ops import definitions
 from conform.oracles import evaluate
 from conform.ops.regions import REGIONS, RegionContext
 from conform.spec import dtype_class, load_specs
-from conform.spec.dtypes import np_dtype
+from conform.spec.dtypes import int_info, np_dtype
 
 INF, NAN = math.inf, math.nan
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
@@ -60,13 +60,14 @@ def from_pattern(bits: int, dtype) -> int:
 
 def samples(dtype, n=400, seed=0) -> np.ndarray:
     """Random full-range values of an integer ``dtype`` plus its extremes, 0, 1 and -1."""
-    info = np.iinfo(dtype)
+    info = int_info(dtype)   # np.iinfo knows no int4
     rng = np.random.default_rng(seed)
-    raw = rng.integers(info.min, info.max, size=n, endpoint=True, dtype=np.int64)
-    raw = raw >> rng.integers(0, info.bits, size=n)       # every magnitude, not only huge ones
+    kind = np.uint64 if info.max > np.iinfo(np.int64).max else np.int64
+    raw = rng.integers(info.min, info.max, size=n, endpoint=True, dtype=kind)
+    raw = raw >> rng.integers(0, info.bits, size=n).astype(kind)   # every magnitude, not only huge ones
     edges = [v for v in (0, 1, -1, int(info.min), int(info.max), int(info.min) + 1, int(info.max) - 1)
              if info.min <= v <= info.max]
-    return np.concatenate([raw, edges]).astype(dtype)
+    return np.concatenate([raw.astype(np_dtype(dtype)), np.array(edges, np_dtype(dtype))])
 
 
 # --- comparisons: IEEE 754-2019 §5.11 --------------------------------------------------------------
@@ -243,6 +244,18 @@ def test_bit_count_examples(dtype, operand, popcount, clz):
     assert int(native("count_leading_zeros", x)) == clz
 
 
+@pytest.mark.parametrize("dtype, operand, popcount, clz", [
+    ("int4", -1, 4, 0), ("int4", -4, 2, 0), ("int4", -8, 1, 0), ("int4", 1, 1, 3), ("int4", 7, 3, 1),
+    ("uint4", 15, 4, 0), ("uint4", 1, 1, 3), ("uint4", 0, 0, 4),
+    ("int16", -1, 16, 0), ("uint16", 1, 1, 15), ("uint64", 2**64 - 1, 64, 0), ("uint64", 2**63, 1, 0),
+])
+def test_bit_counts_in_the_original_width_as_the_judge_sees_them(dtype, operand, popcount, clz):
+    """The registry widens integers to int64; the oracles count in the input's own width."""
+    x = np.array([operand], np_dtype(dtype))
+    assert run("population_count", x).tolist() == [popcount]
+    assert run("count_leading_zeros", x).tolist() == [clz]
+
+
 @pytest.mark.parametrize("dtype", INT_DTYPES)
 def test_bit_counts_against_python_integers(dtype):
     x = samples(dtype, seed=1)
@@ -301,8 +314,6 @@ def test_every_listed_dtype_survives_widening(op):
 
 @pytest.mark.parametrize("op, dtype", [
     ("shift_right_logical", "int32"), ("shift_right_arithmetic", "uint32"),
-    ("population_count", "int32"), ("count_leading_zeros", "int32"),
-    ("count_leading_zeros", "uint32"), ("count_leading_zeros", "uint8"),
 ])
 def test_dtypes_left_out_would_not_survive_widening(op, dtype):
     # Why these specs list fewer dtypes: lifting the restriction needs the input dtype at the oracle.

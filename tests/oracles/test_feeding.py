@@ -57,8 +57,16 @@ def _influencing(spec, inputs, attrs, index, valued):
     return found
 
 
+#: Ops whose feeding elements perturbation cannot find, and why.
+NOT_BY_PERTURBATION = {
+    "bitcast_convert_type": "a piece of an element's bytes need not change when the element does",
+    "onnx_range": "changing start, limit or delta changes the output's length",
+}
+#: Ops whose output is an index along ``attrs['axis']``: into a slice of one element it is 0
+#: whatever that element is, so such cases are left out.
+INDEX_OPS = {"onnx_arg_max", "onnx_arg_min", "nnef_argmax_reduce", "nnef_argmin_reduce"}
 NON_ALIGNED_OPS = sorted(op for op, spec in load_specs().items()
-                         if spec.definition.feeding != "aligned")
+                         if spec.definition.feeding != "aligned" and op not in NOT_BY_PERTURBATION)
 
 
 @pytest.mark.parametrize("op", NON_ALIGNED_OPS)
@@ -66,6 +74,8 @@ def test_feeding_elements_are_exactly_those_that_move_the_output(specs, op):
     spec = specs[op]
     rng = np.random.default_rng(0)
     for case in generate_cases(spec, dtype_labels(spec)[0], count=12, seed=5):
+        if op in INDEX_OPS and case.inputs[0].shape[case.attrs["axis"]] == 1:
+            continue
         # inputs of the case's type T carry values; the others (indices, a condition: a fixed
         # type or a type variable) keep the case's own, which the op's drawer made valid
         names = spec.present_inputs(case.attrs)

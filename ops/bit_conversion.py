@@ -1,0 +1,116 @@
+"""XLA ReducePrecision and BitcastConvertType: a value rounded into a narrower float format and
+back, and a tensor's bits read as another element type. Both are judged exactly.
+
+ReducePrecision (XLA operation semantics, "ReducePrecision"): 'the input value is rounded to the
+nearest value representable with the given number of mantissa bits (using round to nearest
+even semantics), and any values that exceed the range specified by the number of exponent bits
+are clamped to positive or negative infinity. NaN values are retained'; a number of bits at or
+above the type's own makes that part of the conversion a no-op. The text says nothing of values
+below the narrow format's smallest normal number: a region.
+
+BitcastConvertType: 'a bitwise conversion ... implemented as a low-level cast': the operand's
+bytes in memory read as the new type; between widths B > B' each element becomes B/B' elements
+along a new minor-most dimension, and for B < B' the operand's last dimension (of size B'/B) is
+consumed. The pieces' order is the machine's byte order (the text: 'machines with different
+floating-point representations will give different results'); conform judges it on the host's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.ops._registry import op
+from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+
+
+# --- ReducePrecision ----------------------------------------------------------------------------
+
+def _own_bits(dtype: str) -> tuple[int, int]:
+    """(exponent bits, explicit mantissa bits) of a float type."""
+    fmt = FLOAT_FORMATS[dtype]
+    return (fmt.bits - fmt.precision), fmt.precision - 1
+
+
+def draw_reduce_precision(draw, kit, spec, dtype):
+    """Any exponent_bits >= 1 and mantissa_bits >= 0 up to two past the type's own (where
+    that part of the conversion is a no-op)."""
+    exponent, mantissa = _own_bits(dtype)
+    shape = draw(kit.shape(min_side=draw(kit.st.sampled_from([1, 1, 1, 0]))))
+    attrs = {"exponent_bits": draw(kit.st.integers(1, exponent + 2)),
+             "mantissa_bits": draw(kit.st.integers(0, mantissa + 2))}
+    return kit.Signature((dtype,), (shape,), attrs, dtype)
+
+
+def _narrow_range(exponent_bits: int) -> tuple[int, int]:
+    """(emin, emax) of an IEEE-style format with ``exponent_bits`` (bias 2**(e-1) - 1)."""
+    emax = (1 << (exponent_bits - 1)) - 1
+    return 1 - emax, emax
+
+
+@op("reduce_precision", version=1, draw=draw_reduce_precision)
+def oracle_reduce_precision(operand, *, exponent_bits, mantissa_bits, dtypes=()):
+    """``operand`` rounded to ``mantissa_bits + 1`` significant bits, ties to even, then
+    overflowing to +-inf past the largest finite value of the ``exponent_bits`` format (each
+    part a no-op where its width reaches the type's own). NaN and infinities are kept."""
+    own_exponent, own_mantissa = _own_bits(dtypes[0]) if dtypes else (11, 52)
+    x = np.asarray(operand, np.float64)
+    if mantissa_bits < own_mantissa:
+        significand, exponent = np.frexp(x)   # x = significand * 2**exponent, 0.5 <= |s| < 1
+        x = np.ldexp(np.rint(np.ldexp(significand, mantissa_bits + 1)), exponent - mantissa_bits - 1)
+        x = np.where(np.isfinite(operand), x, operand)
+    if exponent_bits < own_exponent:
+        _, emax = _narrow_range(exponent_bits)
+        x = np.where(np.abs(x) >= 2.0 ** (emax + 1), np.copysign(np.inf, x), x)
+    return (x,)
+
+
+# --- BitcastConvertType -------------------------------------------------------------------------
+
+def bitcast_labels(spec):
+    """'SRC->DST' for every ordered pair of distinct dtypes of the spec."""
+    return [f"{a}->{b}" for a in spec.dtypes for b in spec.dtypes if a != b]
+
+
+def _width(dtype: str) -> int:
+    return np.dtype(np_dtype(dtype)).itemsize
+
+
+def draw_bitcast(draw, kit, spec, dtype):
+    """dtype is 'SRC->DST'. Into a narrower type any shape (0-d too); into a wider one the
+    operand's last dimension is the ratio of the widths."""
+    src, dst = dtype.split("->")
+    ratio = _width(dst) // _width(src)
+    shape = draw(kit.shape(max_rank=3, min_side=draw(kit.st.sampled_from([1, 1, 1, 0]))))
+    if ratio > 1:
+        shape = (*shape, ratio)
+    return kit.Signature((src,), (shape,), {"new_dtype": dst}, dst)
+
+
+def feed_bitcast(inputs, attrs, index):
+    """The operand element whose bytes out[index] holds (or part of)."""
+    (operand,) = inputs
+    ratio = operand.dtype.itemsize / np.dtype(np_dtype(attrs["new_dtype"])).itemsize
+    index = tuple(index)
+    at = index[:-1] if ratio > 1 else index
+    return [np.ravel(operand[at])]
+
+
+def lax_bitcast(lax, attrs):
+    return lambda x: lax.bitcast_convert_type(x, np.dtype(attrs["new_dtype"]))
+
+
+@op("bitcast_convert_type", version=1, draw=draw_bitcast, dtype_labels=bitcast_labels,
+    feeding=feed_bitcast, lax=lax_bitcast)
+def oracle_bitcast_convert_type(operand, *, new_dtype, dtypes=()):
+    """The operand's bytes (in its original type, restored exactly from the widened values;
+    NaNs are quiet ones) read as ``new_dtype`` in the host's byte order."""
+    # a fresh C-ordered copy (np.ascontiguousarray would make a 0-d operand 1-d)
+    source = np.asarray(operand).astype(np_dtype(dtypes[0]) if dtypes else operand.dtype, order="C")
+    target = np_dtype(new_dtype)
+    ratio = source.dtype.itemsize / np.dtype(target).itemsize
+    if ratio >= 1:
+        out = source.reshape(source.shape + (1,)).view(target)
+        out = out.reshape(source.shape + ((int(ratio),) if ratio > 1 else ()))
+    else:
+        out = source.view(target).reshape(source.shape[:-1])
+    wide = np.float64 if out.dtype.kind == "f" or new_dtype in FLOAT_FORMATS else np.int64
+    return (out.astype(wide),)
