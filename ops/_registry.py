@@ -22,7 +22,8 @@ from typing import Callable
 #: The op modules shipped with conform (``conform.ops.<name>``), listed explicitly.
 BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
                    "reduction", "contraction", "movement", "onnx_elementwise",
-                   "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting")
+                   "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
+                   "onnx_pooling")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")

@@ -25,6 +25,8 @@ class RegionContext:
     attrs: dict = field(default_factory=dict)   # the case's attributes
     # evaluates the op's oracle on float64 arrays with attributes added to the case's (or None)
     oracle_with: Callable | None = None
+    # evaluates the op's oracle on float64 arrays: every output (or None)
+    all_outputs: Callable | None = None
 
     def none(self) -> np.ndarray:
         return np.zeros(self.expected.shape, bool)
@@ -227,12 +229,50 @@ def crop_order(ctx: RegionContext) -> np.ndarray:
     return ctx.oracle_with(labels, crop="before") != ctx.oracle_with(labels, crop="after")
 
 
+def nan_in_window(ctx: RegionContext) -> np.ndarray:
+    """Results of a windowed maximum whose window holds a NaN, where the standard's text says
+    nothing of NaN: the op's first output is the windowed maximum (other outputs, such as the
+    index of the element chosen, share its windows). The windows holding a NaN are those whose
+    maximum of the NaN indicator (1 where NaN, else 0) is 1."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or not np.isnan(operand.astype(np.float64)).any():
+        return ctx.none()
+    indicator = [np.isnan(x.astype(np.float64)).astype(np.float64) if _floating(x) else
+                 np.zeros(x.shape) for x in ctx.inputs]
+    return np.broadcast_to(ctx.all_outputs(indicator)[0] > 0, ctx.expected.shape)
+
+
+def empty_window(ctx: RegionContext) -> np.ndarray:
+    """Results of a pooling window holding no input element (every tap falls in padding, as a
+    dilated window can over a short axis), where the text's value is the maximum or the
+    average of no element. An average that counts padding (``count_include_pad``) is 0 there
+    and is not in the region. The op's first output on all-ones inputs is positive exactly
+    where a window holds an input element (1 for a maximum or an average of elements)."""
+    if ctx.attrs.get("count_include_pad"):
+        return ctx.none()
+    ones = [np.ones(x.shape) for x in ctx.inputs]
+    with np.errstate(invalid="ignore"):
+        return np.broadcast_to(~(ctx.all_outputs(ones)[0] > 0), ctx.expected.shape)
+
+
+def reading_differs(ctx: RegionContext) -> np.ndarray:
+    """Results that depend on which of two readings of an ambiguous sentence of the standard is
+    taken: the op's oracle computes both (its keyword ``reading``: 0, the oracle's default, or
+    1), and the op's spec says in the region's ``why`` what the two readings are."""
+    with np.errstate(invalid="ignore"):
+        other = ctx.oracle_with(list(ctx.inputs), reading=1)
+        same = (other == ctx.expected) | (np.isnan(other) & np.isnan(ctx.expected)
+                                          if ctx.expected.dtype.kind == "f" else False)
+    return ~same
+
+
 REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
-               zero_sign_ties, empty_reduction, crop_order)
+               zero_sign_ties, empty_reduction, crop_order, nan_in_window, empty_window,
+               reading_differs)
 }
 
 
