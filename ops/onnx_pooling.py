@@ -8,7 +8,8 @@ with explicit ``pads`` the output size ``floor`` (or, with ``ceil_mode``, ``ceil
 start in the right padded region' (they 'are ignored'); with ``auto_pad`` SAME_UPPER or
 SAME_LOWER ``ceil(size / stride)`` outputs and a total pad of ``(out - 1) * stride + effective
 kernel - size`` split evenly, the odd one at the end (UPPER) or the beginning (LOWER); with
-VALID no padding. Tap ``t`` of output ``o`` reads position ``o * stride - pad_begin + t *
+VALID no padding and ``ceil((size - effective kernel + 1) / stride)`` outputs (the texts'
+formulas with ceil_mode and without agree). Tap ``t`` of output ``o`` reads position ``o * stride - pad_begin + t *
 dilation``; positions outside ``[0, size)`` are padding, which no maximum and (with
 count_include_pad 0) no average counts.
 """
@@ -34,23 +35,25 @@ def _pads(size, kernel, stride, dilation, auto_pad, begin, end):
         total = (out - 1) * stride + reach - size
         head = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
         return head, total - head, out
-    if auto_pad == "VALID":
-        begin = end = 0
+    if auto_pad == "VALID":   # ceil((size - reach + 1) / stride), with ceil_mode or not
+        return 0, 0, (size - reach) // stride + 1
     return begin, end, None
 
 
-def _output_size(size, reach, stride, begin, end, ceil_mode):
+def _output_size(size, reach, stride, begin, end, ceil_mode, ignore_right_starts):
     span = size + begin + end - reach
     out = (-(-span // stride) if ceil_mode else span // stride) + 1
-    if (out - 1) * stride >= size + begin:   # starts in the right padded region: ignored
+    if ignore_right_starts and (out - 1) * stride >= size + begin:
         out -= 1
     return out
 
 
-def window_taps(spatial, attrs):
+def window_taps(spatial, attrs, ignore_right_starts=True):
     """Per spatial axis ``(positions, inside, in_extent)``: arrays ``[outputs, kernel]`` of the
     input position each tap reads, whether it is an input element, and whether it lies within
-    the padded extent ``[-pad_begin, size + pad_end)`` (a ceil_mode window may reach past it)."""
+    the padded extent ``[-pad_begin, size + pad_end)`` (a ceil_mode window may reach past it).
+    ``ignore_right_starts``: drop a last window starting in the right padding (the MaxPool and
+    AveragePool texts say so; the LpPool text, whose formula keeps it, does not)."""
     n = len(spatial)
     kernel = attrs["kernel_shape"]
     strides = attrs.get("strides") or [1] * n
@@ -62,7 +65,8 @@ def window_taps(spatial, attrs):
         k, s, d = kernel[i], strides[i], dilations[i]
         begin, end, out = _pads(size, k, s, d, auto_pad, pads[i], pads[n + i])
         if out is None:
-            out = _output_size(size, (k - 1) * d + 1, s, begin, end, attrs.get("ceil_mode", 0))
+            out = _output_size(size, (k - 1) * d + 1, s, begin, end, attrs.get("ceil_mode", 0),
+                               ignore_right_starts)
         positions = np.arange(out)[:, None] * s - begin + np.arange(k)[None, :] * d
         taps.append((positions, (positions >= 0) & (positions < size), positions < size + end))
     return taps
@@ -78,12 +82,12 @@ def _spread(arrays, n):
     return shaped
 
 
-def gather_windows(x, attrs):
+def gather_windows(x, attrs, ignore_right_starts=True):
     """``(values, inside, in_extent, flat)``: x's windows as ``(N, C, O1..On, K)`` arrays (the
     K = prod(kernel) taps in row-major order; padding taps hold a clipped neighbour), the masks,
     and each tap's spatial position as ``(N, C, O1..On, K, n)`` indices."""
     n = x.ndim - 2
-    taps = window_taps(x.shape[2:], attrs)
+    taps = window_taps(x.shape[2:], attrs, ignore_right_starts)
     positions = _spread([np.clip(p, 0, max(size - 1, 0)) for (p, _, _), size
                          in zip(taps, x.shape[2:])], n)
     inside = math.prod(_spread([t[1] for t in taps], n))
@@ -186,10 +190,10 @@ def draw_pooling(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (tuple(outer + sizes),), attrs, dtype)
 
 
-def feed_pooling(inputs, attrs, index):
+def feed_pooling(inputs, attrs, index, ignore_right_starts=True):
     """The input elements of out[index]'s window (padding left out)."""
     (x,) = inputs
-    taps = window_taps(x.shape[2:], attrs)
+    taps = window_taps(x.shape[2:], attrs, ignore_right_starts)
     spans = [positions[o][inside[o]] for o, (positions, inside, _) in zip(index[2:], taps)]
     return [x[tuple(index[:2])][np.ix_(*spans)].ravel()]
 
@@ -229,7 +233,7 @@ def canonical_max_pool(outputs, case):
 
 
 _ATTRIBUTES = ("kernel_shape", "strides", "dilations", "auto_pad", "ceil_mode", "storage_order",
-               "count_include_pad")
+               "count_include_pad", "p")
 
 
 def onnx_pooling(case, graph):
@@ -265,6 +269,26 @@ def oracle_onnx_average_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_m
     attrs = dict(kernel_shape=kernel_shape, strides=strides, pads=pads, auto_pad=auto_pad,
                  ceil_mode=ceil_mode, count_include_pad=count_include_pad, dilations=dilations)
     return (_average_pool(x, attrs, reading),)
+
+
+def feed_lp_pool(inputs, attrs, index):
+    """The input elements of out[index]'s window, LpPool's windows."""
+    return feed_pooling(inputs, attrs, index, ignore_right_starts=False)
+
+
+@op("onnx_lp_pool", version=1, accumulation_length=kernel_size, onnx=onnx_pooling,
+    draw=draw_pooling, draw_honours=_HONOURS, feeding=feed_lp_pool)
+def oracle_onnx_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, p,
+                        dilations=None):
+    """ONNX LpPool: 'the Lp norm on all values of a subset of the input', ``(sum |x_i|**p)**(1/p)``
+    over each window's input elements (padding adds |0|**p = 0), in extended precision. Its
+    output shape is the text's formula alone: unlike MaxPool's and AveragePool's, the LpPool text
+    does not ignore a ceil_mode window starting in the right padding (its value is 0)."""
+    attrs = dict(kernel_shape=kernel_shape, strides=strides, pads=pads, auto_pad=auto_pad,
+                 ceil_mode=ceil_mode, dilations=dilations)
+    values, inside, _, _ = gather_windows(x, attrs, ignore_right_starts=False)
+    powers = np.where(inside, np.abs(values), 0).astype(EXTENDED) ** p
+    return ((np.sum(powers, axis=-1) ** (EXTENDED(1) / p)).astype(np.float64),)
 
 
 def draw_global(draw, kit, spec, dtype):

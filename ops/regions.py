@@ -131,6 +131,24 @@ def mean_accumulation_overflow(ctx: RegionContext) -> np.ndarray:
         return n * ctx.float_oracle(finite_terms) * (1 + nu / (1 - nu)) >= fmt.max_finite
 
 
+def power_sum_out_of_range(ctx: RegionContext) -> np.ndarray:
+    """Lp norms ``(sum |x_i|**p)**(1/p)`` (``p`` the attribute ``p``) whose power sum over the
+    finite terms leaves the output type's normal range: it reaches the largest finite value
+    (times ``1 + gamma_n``: some orders overflow), or it is non-zero and below the smallest
+    normal (the powers lose their relative precision as subnormals or flush to 0). The
+    standard defines the norm, not its evaluation: summing the powers in the output type gives
+    inf, 0 or a few significant bits there, a scaled evaluation does not."""
+    if ctx.out_dtype not in FLOAT_FORMATS:
+        return ctx.none()
+    fmt = FLOAT_FORMATS[ctx.out_dtype]
+    finite_terms = [np.abs(np.where(np.isfinite(x), x, 0.0)).astype(np.float64) for x in ctx.inputs]
+    with np.errstate(over="ignore", invalid="ignore"):
+        power_sum = ctx.float_oracle(finite_terms) ** ctx.attrs["p"]
+        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
+        return ((power_sum * (1 + nu / (1 - nu)) >= fmt.max_finite)
+                | ((power_sum > 0) & (power_sum < fmt.min_normal)))
+
+
 def nan_operand(ctx: RegionContext) -> np.ndarray:
     """Element-wise results with a NaN operand, where the standards define the op over the reals
     only and say nothing of NaN (e.g. relu = max(x, 0): NNEF spells it select(x > 0, x, 0), which
@@ -272,7 +290,7 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
                zero_sign_ties, empty_reduction, crop_order, nan_in_window, empty_window,
-               reading_differs)
+               reading_differs, power_sum_out_of_range)
 }
 
 

@@ -16,7 +16,8 @@ from conform.oracles._registry import evaluate
 from conform.oracles.expectations import expect
 
 ONNX_OPS = {"MaxPool": "onnx_max_pool", "AveragePool": "onnx_average_pool",
-            "GlobalMaxPool": "onnx_global_max_pool", "GlobalAveragePool": "onnx_global_average_pool"}
+            "GlobalMaxPool": "onnx_global_max_pool", "GlobalAveragePool": "onnx_global_average_pool",
+            "LpPool": "onnx_lp_pool"}
 #: Node test cases whose inputs and expected values the onnx package gives to four decimals only
 #: (taken from another implementation's unrounded run): the oracle agrees within 1e-4 (the
 #: expected value's rounding, 5e-5, plus the inputs', 5e-5 per term at most).
@@ -29,9 +30,10 @@ def _attrs(op, node_attrs, rank):
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node_attrs}
     attrs = {k: v.decode() if isinstance(v, bytes) else list(v) if isinstance(v, list) else v
              for k, v in attrs.items()}
-    if op in ("onnx_max_pool", "onnx_average_pool"):
+    if op in ("onnx_max_pool", "onnx_average_pool", "onnx_lp_pool"):
         defaults = {"strides": [1] * n, "pads": [0] * 2 * n, "auto_pad": "NOTSET", "ceil_mode": 0}
-        defaults.update({"storage_order": 0} if op == "onnx_max_pool" else {"count_include_pad": 0})
+        defaults.update({"onnx_max_pool": {"storage_order": 0}, "onnx_lp_pool": {"p": 2},
+                         "onnx_average_pool": {"count_include_pad": 0}}[op])
         attrs = {**defaults, **attrs}
     return attrs
 
@@ -46,7 +48,7 @@ def _node_test_cases():
 
 
 def test_the_onnx_node_test_cases_are_reproduced(specs):
-    """Every MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool node test case of the onnx
+    """Every MaxPool, AveragePool, LpPool, GlobalMaxPool and GlobalAveragePool node test case of the onnx
     package (built in memory: this install ships no test data files) is reproduced, Indices
     included: its expected outputs, made in float32, are judged against the oracle under the
     spec's error model (maxima exactly, averages within the accumulation bound). One case's
@@ -71,7 +73,7 @@ def test_the_onnx_node_test_cases_are_reproduced(specs):
                     np.testing.assert_allclose(got[0], outputs[0], atol=1e-6, err_msg=name)
                     impl_defined.append(name)
             seen += 1
-    assert seen >= 40
+    assert seen >= 50
     # the one case in a region: a ceil_mode window past the end padding, count_include_pad 1
     assert impl_defined == ["test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True"]
 
@@ -261,3 +263,35 @@ def test_an_off_by_one_window_fails_max_pool_through_onnxruntime(specs):
     row_major = _run_mutated(spec, case, storage_order=1)     # Indices column major
     verdict = judge_outputs(spec, case, row_major)
     assert verdict.verdict == "fail" and verdict.worst["output"] == "indices"
+
+
+def test_valid_padding_gives_the_same_shape_with_ceil_mode_or_not():
+    """size 4, kernel 1, stride 2: VALID gives ceil((4 - 1 + 1) / 2) = 2 = floor(3 / 2) + 1,
+    where explicit padding with ceil_mode would give ceil(3 / 2) + 1 = 3."""
+    x = np.arange(4.0).reshape(1, 1, 4)
+    for ceil_mode in (0, 1):
+        y, _ = _max_pool(x, kernel_shape=[1], strides=[2], auto_pad="VALID", ceil_mode=ceil_mode)
+        assert y.ravel().tolist() == [0, 2]
+    y, _ = _max_pool(x, kernel_shape=[1], strides=[2], ceil_mode=1)
+    assert y.ravel().tolist() == [0, 2]      # the third window starts at 4: ignored
+
+
+def test_lp_pool_keeps_a_window_starting_in_the_right_padding():
+    """The LpPool text's formula alone: size 2, kernel 2, dilation 2 (effective 3), stride 3,
+    pads 1 and 1, ceil_mode: ceil((2 + 2 - 3) / 3) + 1 = 2 windows, the second (taps 2 and 4)
+    all padding, of norm 0; MaxPool's text ignores it."""
+    attrs = {"kernel_shape": [2], "strides": [3], "dilations": [2], "pads": [1, 1],
+             "auto_pad": "NOTSET", "ceil_mode": 1}
+    x = np.array([[[3.0, -4.0]]])
+    (y,) = evaluate("onnx_lp_pool", [x], {**attrs, "p": 2})
+    assert y.ravel().tolist() == [4, 0]
+    y, _ = _max_pool(x, **attrs)
+    assert y.ravel().tolist() == [-4]
+
+
+@pytest.mark.parametrize("p, expected", [(1, [7, 9]), (2, [5, np.sqrt(41)]), (3, [np.cbrt(91), np.cbrt(189)])])
+def test_lp_pool_is_the_p_norm_of_each_window(p, expected):
+    attrs = {"kernel_shape": [2], "strides": [1], "pads": [0, 0], "auto_pad": "NOTSET",
+             "ceil_mode": 0, "p": p}
+    (y,) = evaluate("onnx_lp_pool", [np.array([[[3.0, -4.0, 5.0]]])], attrs)
+    np.testing.assert_allclose(y.ravel(), expected, rtol=1e-15)
