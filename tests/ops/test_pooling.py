@@ -5,6 +5,8 @@ storage_order), the regions mark what the texts leave open, and the judge catche
 run through onnxruntime."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import onnx
 import pytest
@@ -295,3 +297,92 @@ def test_lp_pool_is_the_p_norm_of_each_window(p, expected):
              "ceil_mode": 0, "p": p}
     (y,) = evaluate("onnx_lp_pool", [np.array([[[3.0, -4.0, 5.0]]])], attrs)
     np.testing.assert_allclose(y.ravel(), expected, rtol=1e-15)
+
+
+# --- XLA ReduceWindow with Add (and Max: the shared window placement) ---------------------------
+
+def _window_loops(x, init, combine, window, strides, padding, base, spacing):
+    """ReduceWindow by loops over the StableHLO definition: dilate by base (init holes), pad
+    with init, take taps spaced ``spacing`` apart from every ``strides``-th start."""
+    dilated = [(n - 1) * b + 1 for n, b in zip(x.shape, base)]
+    padded = [d + lo + hi for d, (lo, hi) in zip(dilated, padding)]
+    reach = [(w - 1) * d + 1 for w, d in zip(window, spacing)]
+    out_shape = [(p - r) // s + 1 for p, r, s in zip(padded, reach, strides)]
+    out = np.empty(out_shape, dtype=np.float64)
+    for index in itertools.product(*(range(n) for n in out_shape)):
+        acc = init
+        for tap in itertools.product(*(range(w) for w in window)):
+            at = [i * s + t * d - lo for i, s, t, d, (lo, _) in zip(index, strides, tap, spacing, padding)]
+            if all(0 <= a <= (n - 1) * b and a % b == 0 for a, n, b in zip(at, x.shape, base)):
+                acc = combine(acc, x[tuple(a // b for a, b in zip(at, base))])
+        out[index] = acc
+    return out
+
+
+WINDOWS = [
+    ((4, 6), [2, 3], [2, 3], [[0, 0], [0, 0]], [1, 1], [1, 1]),   # the ReduceWindow section's
+    ((5,), [3], [2], [[1, 1]], [1], [1]),                          # kSame of its min example
+    ((3, 4), [2, 2], [1, 2], [[1, 0], [0, 1]], [2, 1], [1, 2]),
+    ((2, 3, 2), [1, 2, 3], [1, 1, 2], [[0, 1], [1, 1], [2, 0]], [1, 3, 2], [2, 1, 1]),
+    ((4,), [3], [1], [[2, 2]], [2], [2]),
+]
+
+
+@pytest.mark.parametrize("shape, window, strides, padding, base, spacing", WINDOWS)
+def test_reduce_window_sum_and_max_follow_the_dilated_window_placement(shape, window, strides,
+                                                                      padding, base, spacing):
+    x = np.random.default_rng(len(shape) + sum(window)).uniform(-10, 10, shape)
+    attrs = {"window_dimensions": window, "window_strides": strides, "padding": padding,
+             "base_dilation": base, "window_dilation": spacing}
+    (total,) = evaluate("reduce_window_sum", [x], attrs)
+    np.testing.assert_allclose(total, _window_loops(x, 0.0, lambda a, b: a + b, window, strides,
+                                                    padding, base, spacing), rtol=1e-14, atol=1e-13)
+    (largest,) = evaluate("reduce_window_max", [x], attrs)
+    np.testing.assert_array_equal(largest, _window_loops(x, -np.inf, max, window, strides, padding,
+                                                         base, spacing))
+
+
+def test_reduce_window_sum_of_the_texts_min_example_layout():
+    """The ReduceWindow section's padding example, summed: [10000, 1000, 100, 10, 1], window 3,
+    stride 2: kValid windows [10000, 1000, 100] and [100, 10, 1]; kSame pads one init value (0)
+    each side: [0, 10000, 1000], [1000, 100, 10], [10, 1, 0]."""
+    x = np.float64([10000, 1000, 100, 10, 1])
+    base = {"window_dimensions": [3], "window_strides": [2]}
+    (valid,) = evaluate("reduce_window_sum", [x], {**base, "padding": [[0, 0]]})
+    (same,) = evaluate("reduce_window_sum", [x], {**base, "padding": [[1, 1]]})
+    assert valid.tolist() == [11100, 111] and same.tolist() == [11000, 1110, 11]
+
+
+def test_a_window_of_holes_and_padding_gives_the_init_value_of_the_operand_type():
+    attrs = {"window_dimensions": [1], "window_strides": [1], "padding": [[1, 0]],
+             "base_dilation": [2], "window_dilation": [1]}
+    (largest,) = evaluate("reduce_window_max", [np.int32([5, 7])], attrs)
+    assert largest.tolist() == [np.iinfo(np.int32).min, 5, np.iinfo(np.int32).min, 7]
+    (total,) = evaluate("reduce_window_sum", [np.int32([5, 7])], attrs)
+    assert total.tolist() == [0, 5, 0, 7]
+
+
+def test_jax_passes_and_a_shifted_or_undilated_window_fails(specs):
+    """jax's reduce_window with add passes; the same computation with each window one row off
+    (the low padding moved to the high side: same shape) or with window_dilation left out
+    (taps adjacent: another shape) is caught."""
+    import jax
+    from jax import lax
+
+    from conform.ops.reduction import lax_reduce_window_sum
+
+    spec = specs["reduce_window_sum"]
+    x = np.random.default_rng(9).uniform(-4, 4, (3, 7)).astype(np.float32)
+    attrs = {"window_dimensions": [2, 3], "window_strides": [1, 2], "padding": [[1, 0], [1, 1]],
+             "base_dilation": [1, 1], "window_dilation": [1, 2]}
+    case = Case(id="reduce_window_sum.float32.0", op="reduce_window_sum", dtype="float32",
+                input_dtypes=("float32",), out_dtype="float32", inputs=[x], attrs=attrs,
+                plan="normal", seed=1)
+
+    def run(**changed):
+        return [np.asarray(jax.jit(lax_reduce_window_sum(lax, {**attrs, **changed}))(x))]
+
+    assert judge_outputs(spec, case, run()).verdict == "pass"
+    shifted = run(padding=[[0, 1], [1, 1]])
+    assert shifted[0].shape == (3, 3) and judge_outputs(spec, case, shifted).verdict == "fail"
+    assert judge_outputs(spec, case, run(window_dilation=[1, 1])).verdict == "fail"
