@@ -154,7 +154,7 @@ def draw_reduce_window(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (shape,), attrs, dtype)
 
 
-def _taps(index, size, stride, window, low, base, spacing):
+def dilated_taps(index, size, stride, window, low, base, spacing):
     """The operand positions the taps of window ``index`` read along one dimension (padding and
     base-dilation holes left out)."""
     dilated = np.arange(window) * spacing + index * stride - low
@@ -170,7 +170,7 @@ def feed_reduce_window(inputs, attrs, index):
     """The window of the operand (padding and holes left out) reduced into out[index]."""
     (operand,) = inputs
     base, spacing = _dilations(attrs, operand.ndim)
-    spans = [_taps(*args) for args in zip(index, operand.shape, attrs["window_strides"],
+    spans = [dilated_taps(*args) for args in zip(index, operand.shape, attrs["window_strides"],
                                           attrs["window_dimensions"],
                                           [p[0] for p in attrs["padding"]], base, spacing)]
     return [operand[np.ix_(*spans)].ravel()]

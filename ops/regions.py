@@ -263,14 +263,13 @@ def nan_in_window(ctx: RegionContext) -> np.ndarray:
 def empty_window(ctx: RegionContext) -> np.ndarray:
     """Results of a pooling window holding no input element (every tap falls in padding, as a
     dilated window can over a short axis), where the text's value is the maximum or the
-    average of no element. An average that counts padding (``count_include_pad``) is 0 there
-    and is not in the region. The op's first output on all-ones inputs is positive exactly
-    where a window holds an input element (1 for a maximum or an average of elements)."""
-    if ctx.attrs.get("count_include_pad"):
-        return ctx.none()
+    average of no element. The op's first output on all-ones inputs is not finite exactly
+    there (a maximum of nothing is -inf, an average of nothing 0/0); where the op's definition
+    gives such a window a value (an average counting its padding, a sum) it is finite, and not
+    in the region."""
     ones = [np.ones(x.shape) for x in ctx.inputs]
-    with np.errstate(invalid="ignore"):
-        return np.broadcast_to(~(ctx.all_outputs(ones)[0] > 0), ctx.expected.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.broadcast_to(~np.isfinite(ctx.all_outputs(ones)[0]), ctx.expected.shape)
 
 
 def reading_differs(ctx: RegionContext) -> np.ndarray:

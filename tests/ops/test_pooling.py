@@ -386,3 +386,71 @@ def test_jax_passes_and_a_shifted_or_undilated_window_fails(specs):
     shifted = run(padding=[[0, 1], [1, 1]])
     assert shifted[0].shape == (3, 3) and judge_outputs(spec, case, shifted).verdict == "fail"
     assert judge_outputs(spec, case, run(window_dilation=[1, 1])).verdict == "fail"
+
+
+# --- NNEF box and avg_pool ----------------------------------------------------------------------
+
+def _box(x, border, normalize, size=(3,), padding=((1, 1),), stride=(1,), dilation=(1,)):
+    attrs = {"size": list(size), "border": border, "padding": [list(p) for p in padding],
+             "stride": list(stride), "dilation": list(dilation)}
+    if normalize:
+        return evaluate("nnef_avg_pool", [np.float64(x)], attrs)[0]
+    return evaluate("nnef_box", [np.float64(x)], {**attrs, "normalize": False})[0]
+
+
+@pytest.mark.parametrize("border, sums", [
+    ("constant", [3, 6, 9, 7]),       # 0 | 1 2 3 4 | 0
+    ("ignore", [3, 6, 9, 7]),         # the padding left out: for a sum the same
+    ("replicate", [4, 6, 9, 11]),     # 1 | 1 2 3 4 | 4
+    ("reflect", [5, 6, 9, 10]),       # 2 | 1 2 3 4 | 3
+    ("reflect-even", [4, 6, 9, 11]),  # 1 | 1 2 3 4 | 4 (the edge element repeated)
+])
+def test_box_sums_over_each_border_extension(border, sums):
+    assert _box([1, 2, 3, 4], border, False).tolist() == sums
+
+
+def test_reflect_and_reflect_even_differ_two_elements_out():
+    x = [1, 2, 3, 4]
+    assert _box(x, "reflect", False, size=(1,), padding=((2, 2),)).tolist() == [3, 2, 1, 2, 3, 4, 3, 2]
+    assert _box(x, "reflect-even", False, size=(1,), padding=((2, 2),)).tolist() == [2, 1, 1, 2, 3, 4, 4, 3]
+
+
+def test_avg_pool_ignore_counts_only_the_input_elements():
+    assert _box([3, 6, 9], "ignore", True).tolist() == [4.5, 6, 7.5]
+    assert _box([3, 6, 9], "constant", True).tolist() == [3, 6, 5]
+    # dilation 2, stride 1, size 2, padding (2, 2) over one element: the window starting at
+    # -1 taps -1 and 1, no element: an average of nothing, a region; its neighbours are not
+    got = _box([8], "ignore", True, size=(2,), padding=((2, 2),), dilation=(2,))
+    assert got[0] == 8 and np.isnan(got[1]) and got[2] == 8
+
+
+def _nnef_case(op, x, attrs):
+    return Case(id=f"{op}.float32.0", op=op, dtype="float32", input_dtypes=("float32",),
+                out_dtype="float32", inputs=[np.asarray(x, np.float32)], attrs=attrs,
+                plan="normal", seed=2)
+
+
+def test_the_nnef_executor_passes_and_a_constant_border_for_ignore_fails(specs, tmp_path):
+    """The NNEF reference executor's avg_pool with border 'ignore' passes; the same document
+    with 'constant' (the padding counted, as with count_include_pad ignored) is caught."""
+    nnef = pytest.importorskip("nnef")
+    from conform.harness.backends.nnef_models import build_document, prelude
+
+    spec = specs["nnef_avg_pool"]
+    x = np.random.default_rng(4).uniform(1, 2, (1, 2, 5)).astype(np.float32)
+    attrs = {"size": [1, 1, 3], "border": "ignore", "padding": [[0, 0], [0, 0], [1, 2]],
+             "stride": [1, 1, 2], "dilation": [1, 1, 1]}
+    case = _nnef_case("nnef_avg_pool", x, attrs)
+    document = build_document(spec, case)
+
+    def run(text):
+        path = tmp_path / "graph.nnef"
+        path.write_text(text, encoding="utf-8")
+        with nnef.Session(str(path), stdlib=prelude(*document.operations), lowered=[]) as session:
+            return [document.finish(o) for o in session(*document.feeds(case))]
+
+    assert judge_outputs(spec, case, run(document.text)).verdict == "pass"
+    counted = document.text.replace("border = 'ignore'", "border = 'constant'")
+    assert counted != document.text
+    judgement = judge_outputs(spec, case, run(counted))
+    assert judgement.verdict == "fail" and judgement.worst["index"][2] in (0, 2)

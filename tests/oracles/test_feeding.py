@@ -37,7 +37,8 @@ def test_every_op_declared_element_aligned_is(specs):
 def _influencing(spec, inputs, attrs, index):
     """Per input, the values of the elements whose change moves ``out[index]``: every input
     holds distinct positive values, and each element in turn becomes larger, then smaller, than
-    all of them (which moves a sum, a maximum or minimum, a product with positives and a copy)."""
+    all of them (which moves a sum, a maximum or minimum, a product with positives and a copy).
+    A NaN output (an average of no element) that stays NaN has not moved."""
     base = evaluate(spec.oracle, inputs, attrs)[0]
     found = []
     for k, x in enumerate(inputs):
@@ -47,7 +48,8 @@ def _influencing(spec, inputs, attrs, index):
                 changed = x.copy()
                 changed.flat[j] = extreme
                 out = evaluate(spec.oracle, [*inputs[:k], changed, *inputs[k + 1:]], attrs)[0]
-                if out[tuple(index)] != base[tuple(index)]:
+                before, after = base[tuple(index)], out[tuple(index)]
+                if not (after == before or (after != after and before != before)):  # NaN stays
                     moved.add(float(x.flat[j]))
         found.append(moved)
     return found
