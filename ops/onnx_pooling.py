@@ -276,14 +276,30 @@ def feed_lp_pool(inputs, attrs, index):
     return feed_pooling(inputs, attrs, index, ignore_right_starts=False)
 
 
+def draw_lp_pool(draw, kit, spec, dtype):
+    """As draw_pooling, but with ceil_mode 0 where ceil_mode would make a window start in the
+    right padding or past it: the LpPool text lacks MaxPool's and AveragePool's sentence that
+    ignores such windows, and only its shape formula counts them (onnxruntime and
+    onnx.reference drop them): whether they exist is open, and a shape cannot be a region."""
+    signature = draw_pooling(draw, kit, spec, dtype)
+    attrs = signature.attrs
+    if attrs["ceil_mode"]:
+        spatial = signature.shapes[0][2:]
+        kept = [t[0].shape for t in window_taps(spatial, attrs, ignore_right_starts=False)]
+        if kept != [t[0].shape for t in window_taps(spatial, attrs)]:
+            attrs["ceil_mode"] = 0
+    return signature
+
+
 @op("onnx_lp_pool", version=1, accumulation_length=kernel_size, onnx=onnx_pooling,
-    draw=draw_pooling, draw_honours=_HONOURS, feeding=feed_lp_pool)
+    draw=draw_lp_pool, draw_honours=_HONOURS, feeding=feed_lp_pool)
 def oracle_onnx_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, p,
                         dilations=None):
     """ONNX LpPool: 'the Lp norm on all values of a subset of the input', ``(sum |x_i|**p)**(1/p)``
     over each window's input elements (padding adds |0|**p = 0), in extended precision. Its
     output shape is the text's formula alone: unlike MaxPool's and AveragePool's, the LpPool text
-    does not ignore a ceil_mode window starting in the right padding (its value is 0)."""
+    does not ignore a ceil_mode window starting in the right padding (its value is 0; such
+    cases are not drawn, see draw_lp_pool)."""
     attrs = dict(kernel_shape=kernel_shape, strides=strides, pads=pads, auto_pad=auto_pad,
                  ceil_mode=ceil_mode, dilations=dilations)
     values, inside, _, _ = gather_windows(x, attrs, ignore_right_starts=False)

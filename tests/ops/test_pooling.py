@@ -454,3 +454,38 @@ def test_the_nnef_executor_passes_and_a_constant_border_for_ignore_fails(specs, 
     assert counted != document.text
     judgement = judge_outputs(spec, case, run(counted))
     assert judgement.verdict == "fail" and judgement.worst["index"][2] in (0, 2)
+
+
+def _reference_is_known_wrong(op, case):
+    """Configurations where onnx.reference (1.23) contradicts the texts, triaged by hand: its
+    GlobalMaxPool shapes are wrong but for rank 4 ((5, 3, 4) gives (5, 1), (4, 3, 3, 1, 1)
+    gives (4, 3, 3, 1, 1, 1): the text keeps N, C and makes each spatial dimension 1); it leaves dilations out of
+    the SAME and VALID output sizes and pads (the texts spell (kernel - 1) * dilations + 1),
+    and gives SAME_LOWER over a 1-element axis 0 outputs (the text: ceil(size / stride)); it
+    refuses ceil_mode with auto_pad; storage_order 1 is a region (reading_differs)."""
+    attrs = case.attrs
+    if op == "onnx_global_max_pool":
+        return case.inputs[0].ndim != 4
+    return (attrs.get("auto_pad", "NOTSET") != "NOTSET" or attrs.get("storage_order", 0) == 1)
+
+
+@pytest.mark.parametrize("op", ["onnx_max_pool", "onnx_average_pool", "onnx_lp_pool",
+                                "onnx_global_max_pool", "onnx_global_average_pool"])
+def test_onnx_reference_agrees_where_it_is_not_known_wrong(specs, op):
+    """onnx.reference as a second opinion (never the oracle): on drawn float32 cases with
+    explicit padding its answers agree with the oracles."""
+    from onnx.reference import ReferenceEvaluator
+
+    from conform.generators import generate_cases
+
+    compared = 0
+    for case in generate_cases(specs[op], "float32", count=120, seed=3):
+        if case.plan != "normal" or _reference_is_known_wrong(op, case):
+            continue
+        model = build_model(specs[op], case)
+        got = ReferenceEvaluator(model).run(None, {"in0": case.inputs[0]})
+        for actual, expected in zip(got, evaluate(op, case.inputs, case.attrs)):
+            assert actual.shape == expected.shape, case.attrs
+            np.testing.assert_allclose(actual, expected, rtol=2e-6, atol=1e-6, err_msg=str(case.attrs))
+        compared += 1
+    assert compared >= 5
