@@ -220,22 +220,20 @@ def nnef_max_pool(case, call):
     return call(["in0"], attrs)
 
 
-def _lax_window_args(attrs):
-    return dict(window_dimensions=attrs["window_dimensions"], window_strides=attrs["window_strides"],
-                padding=[tuple(p) for p in attrs["padding"]],
-                base_dilation=attrs.get("base_dilation"), window_dilation=attrs.get("window_dilation"))
-
-
 def lax_reduce_window_max(lax, attrs):
     def reduce_window_max(x):
         lowest = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
-        return lax.reduce_window(x, np.array(lowest, x.dtype), lax.max, **_lax_window_args(attrs))
+        return lax.reduce_window(x, np.array(lowest, x.dtype), lax.max, attrs["window_dimensions"],
+                                 attrs["window_strides"], [tuple(p) for p in attrs["padding"]],
+                                 attrs.get("base_dilation"), attrs.get("window_dilation"))
     return reduce_window_max
 
 
 def lax_reduce_window_sum(lax, attrs):
     def reduce_window_sum(x):
-        return lax.reduce_window(x, np.array(0, x.dtype), lax.add, **_lax_window_args(attrs))
+        return lax.reduce_window(x, np.array(0, x.dtype), lax.add, attrs["window_dimensions"],
+                                 attrs["window_strides"], [tuple(p) for p in attrs["padding"]],
+                                 attrs.get("base_dilation"), attrs.get("window_dilation"))
     return reduce_window_sum
 
 

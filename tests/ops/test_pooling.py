@@ -489,3 +489,10 @@ def test_onnx_reference_agrees_where_it_is_not_known_wrong(specs, op):
             np.testing.assert_allclose(actual, expected, rtol=2e-6, atol=1e-6, err_msg=str(case.attrs))
         compared += 1
     assert compared >= 5
+
+
+def test_ceil_mode_also_ignores_a_window_starting_past_the_padding():
+    """size 1, kernel 2, stride 3, pads 1 and 1, ceil_mode: ceil((1 + 2 - 2) / 3) + 1 = 2, but
+    the second window would start at 3, past the padded extent (0 to 2): it holds nothing."""
+    y, _ = _max_pool(np.array([[[7.0]]]), kernel_shape=[2], strides=[3], pads=[1, 1], ceil_mode=1)
+    assert y.ravel().tolist() == [7]
