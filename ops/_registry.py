@@ -24,7 +24,8 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "reduction", "contraction", "movement", "onnx_elementwise",
                    "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
                    "indexing", "scatter", "dynamic_slicing",
-                   "arg_reduction", "onnx_range_split", "bit_conversion")
+                   "arg_reduction", "onnx_range_split", "bit_conversion",
+                   "onnx_pooling", "nnef_pooling")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")

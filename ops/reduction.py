@@ -8,9 +8,9 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from conform.oracles.feeding import span
 from conform.ops._lowering import unsupported
 from conform.ops._registry import op
+from conform.spec.dtypes import int_info, is_integer
 
 EXTENDED = np.longdouble  # 64-bit significand on x86: the oracle's own rounding error stays negligible
 
@@ -112,55 +112,111 @@ def oracle_reduce_mean(operand, *, dimensions):
     return ((total / count).astype(np.float64),)
 
 
-# --- ReduceWindow with Max ----------------------------------------------------------------------
+# --- ReduceWindow with Max and with Add ----------------------------------------------------------
+# Window placement (the ReduceWindow section; base and window dilation, which it lists without
+# defining, as StableHLO's reduce_window defines them): the operand is dilated by base_dilation
+# (base_dilation - 1 holes between neighbours), padded (low, high) per dimension, holes and
+# padding holding the init value; a window of window_dimensions taps spaced window_dilation
+# apart starts every window_strides elements of that padded operand, as long as it fits.
 
 def draw_reduce_window(draw, kit, spec, dtype):
-    """Window dimensions, strides and explicit (low, high) padding per dimension.
+    """Window dimensions, strides, explicit (low, high) padding and base and window dilations
+    per dimension.
 
-    Half the signatures are pooling-shaped: rank 3 or 4 with a window of 1, stride 1 and no
-    padding on the first two dimensions (batch and channels), the only windows ONNX MaxPool
-    expresses; drawn freely, hardly any window is."""
+    Half the signatures are pooling-shaped: rank 3 or 4 with a window of 1, stride 1, no
+    padding and no dilation on the first two dimensions (batch and channels), and no base
+    dilation, the only windows ONNX MaxPool expresses; drawn freely, hardly any window is."""
     st = kit.st
     pooling = draw(st.booleans())
     shape = draw(kit.shape(min_rank=3 if pooling else 1, max_rank=4, max_side=7))
-    window, strides, padding = [], [], []
+    window, strides, padding, base, spacing = [], [], [], [], []
     for axis, size in enumerate(shape):
         if pooling and axis < 2:
             window.append(1)
             strides.append(1)
             padding.append([0, 0])
+            base.append(1)
+            spacing.append(1)
             continue
-        w = draw(st.integers(1, min(size + 1, 3)))
+        b = 1 if pooling else draw(st.integers(1, 2))
+        d = draw(st.integers(1, 2))
+        dilated = (size - 1) * b + 1
+        w = draw(st.integers(1, min(dilated + 1, 3)))
         low, high = draw(st.integers(0, w - 1)), draw(st.integers(0, w - 1))
-        window.append(max(1, min(w, size + low + high)))
+        w = max(1, min(w, (dilated + low + high - 1) // d + 1))   # the window fits once
+        window.append(w)
         strides.append(draw(st.integers(1, 2)))
         padding.append([low, high])
-    attrs = {"window_dimensions": window, "window_strides": strides, "padding": padding}
+        base.append(b)
+        spacing.append(d)
+    attrs = {"window_dimensions": window, "window_strides": strides, "padding": padding,
+             "base_dilation": base, "window_dilation": spacing}
     return kit.Signature((dtype,), (shape,), attrs, dtype)
 
 
+def dilated_taps(index, size, stride, window, low, base, spacing):
+    """The operand positions the taps of window ``index`` read along one dimension (padding and
+    base-dilation holes left out)."""
+    dilated = np.arange(window) * spacing + index * stride - low
+    inside = (dilated >= 0) & (dilated <= (size - 1) * base) & (dilated % base == 0)
+    return dilated[inside] // base
+
+
+def _dilations(attrs, rank):
+    return (attrs.get("base_dilation") or [1] * rank, attrs.get("window_dilation") or [1] * rank)
+
+
 def feed_reduce_window(inputs, attrs, index):
-    """The window of the operand (padding left out) reduced into out[index]."""
+    """The window of the operand (padding and holes left out) reduced into out[index]."""
     (operand,) = inputs
-    spans = [span(i * stride - low, window, 1, size)[0] for i, stride, window, (low, _), size
-             in zip(index, attrs["window_strides"], attrs["window_dimensions"], attrs["padding"],
-                    operand.shape)]
+    base, spacing = _dilations(attrs, operand.ndim)
+    spans = [dilated_taps(*args) for args in zip(index, operand.shape, attrs["window_strides"],
+                                          attrs["window_dimensions"],
+                                          [p[0] for p in attrs["padding"]], base, spacing)]
     return [operand[np.ix_(*spans)].ravel()]
+
+
+def window_size(shapes, attrs):
+    """The taps of one window: at most that many terms are summed into one output element."""
+    return math.prod(attrs["window_dimensions"])
+
+
+def reduce_windows(operand, init, window_dimensions, window_strides, padding, base_dilation=None,
+                   window_dilation=None):
+    """Every window of ``operand`` as an array ``(outputs..., taps...)``, padding and holes
+    holding ``init``."""
+    base, spacing = _dilations({"base_dilation": base_dilation,
+                                "window_dilation": window_dilation}, operand.ndim)
+    dilated = [(n - 1) * b + 1 if n else 0 for n, b in zip(operand.shape, base)]
+    padded = np.full([d + lo + hi for d, (lo, hi) in zip(dilated, padding)], init, operand.dtype)
+    padded[tuple(slice(lo, lo + d, b) for d, (lo, _), b in zip(dilated, padding, base))] = operand
+    reach = tuple((w - 1) * d + 1 for w, d in zip(window_dimensions, spacing))
+    windows = sliding_window_view(padded, reach, axis=tuple(range(operand.ndim)))
+    return windows[tuple(slice(None, None, s) for s in window_strides)
+                   + tuple(slice(None, None, d) for d in spacing)]
 
 
 def onnx_max_pool(case, graph):
     window, strides = case.attrs["window_dimensions"], case.attrs["window_strides"]
     padding = case.attrs["padding"]
-    if len(window) < 3 or any(window[i] != 1 or strides[i] != 1 or padding[i] != [0, 0] for i in (0, 1)):
+    base, spacing = _dilations(case.attrs, len(window))
+    if len(window) < 3 or any(window[i] != 1 or strides[i] != 1 or padding[i] != [0, 0]
+                              or spacing[i] != 1 for i in (0, 1)):
         raise unsupported("ONNX MaxPool windows only the spatial dimensions of an N, C, ... tensor")
+    if any(b != 1 for b in base):
+        raise unsupported("ONNX MaxPool has no base (input) dilation")
     graph.node(graph.op_type, graph.inputs, kernel_shape=window[2:], strides=strides[2:],
-               pads=[p[0] for p in padding[2:]] + [p[1] for p in padding[2:]])
+               pads=[p[0] for p in padding[2:]] + [p[1] for p in padding[2:]],
+               dilations=spacing[2:])
 
 
 def nnef_max_pool(case, call):
+    base, spacing = _dilations(case.attrs, len(case.attrs["window_dimensions"]))
+    if any(b != 1 for b in base):
+        raise unsupported("NNEF max_pool has no base (input) dilation")
     attrs = {"size": case.attrs["window_dimensions"],
              "padding": [tuple(int(p) for p in pair[:2]) for pair in case.attrs["padding"]],
-             "stride": case.attrs["window_strides"]}
+             "stride": case.attrs["window_strides"], "dilation": list(spacing)}
     return call(["in0"], attrs)
 
 
@@ -168,16 +224,42 @@ def lax_reduce_window_max(lax, attrs):
     def reduce_window_max(x):
         lowest = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
         return lax.reduce_window(x, np.array(lowest, x.dtype), lax.max, attrs["window_dimensions"],
-                                 attrs["window_strides"], [tuple(p) for p in attrs["padding"]])
+                                 attrs["window_strides"], [tuple(p) for p in attrs["padding"]],
+                                 attrs.get("base_dilation"), attrs.get("window_dilation"))
     return reduce_window_max
 
 
-@op("reduce_window_max", version=1, draw=draw_reduce_window, feeding=feed_reduce_window,
-    onnx=onnx_max_pool, nnef=nnef_max_pool, lax=lax_reduce_window_max)
-def oracle_reduce_window_max(operand, *, window_dimensions, window_strides, padding):
-    """ReduceWindow with Max; padding elements take the init value (-inf or the integer minimum)."""
-    padded = np.pad(operand, [tuple(p) for p in padding], constant_values=_lowest(operand.dtype))
-    axes = tuple(range(operand.ndim))
-    windows = sliding_window_view(padded, tuple(window_dimensions), axis=axes)
-    windows = windows[tuple(slice(None, None, s) for s in window_strides)]
+def lax_reduce_window_sum(lax, attrs):
+    def reduce_window_sum(x):
+        return lax.reduce_window(x, np.array(0, x.dtype), lax.add, attrs["window_dimensions"],
+                                 attrs["window_strides"], [tuple(p) for p in attrs["padding"]],
+                                 attrs.get("base_dilation"), attrs.get("window_dilation"))
+    return reduce_window_sum
+
+
+_WINDOW = dict(draw=draw_reduce_window, feeding=feed_reduce_window)
+
+
+@op("reduce_window_max", version=1, onnx=onnx_max_pool, nnef=nnef_max_pool,
+    lax=lax_reduce_window_max, **_WINDOW)
+def oracle_reduce_window_max(operand, *, window_dimensions, window_strides, padding,
+                             base_dilation=None, window_dilation=None, dtypes=None):
+    """ReduceWindow with Max; padding and holes take the init value (-inf, or the minimum of
+    the operand's integer type: a window of padding and holes only gives it)."""
+    lowest = int_info(dtypes[0]).min if dtypes and is_integer(dtypes[0]) else _lowest(operand.dtype)
+    windows = reduce_windows(operand, lowest, window_dimensions, window_strides,
+                             padding, base_dilation, window_dilation)
     return (np.max(windows, axis=tuple(range(operand.ndim, 2 * operand.ndim))),)
+
+
+@op("reduce_window_sum", version=1, accumulation_length=window_size,
+    lax=lax_reduce_window_sum, **_WINDOW)
+def oracle_reduce_window_sum(operand, *, window_dimensions, window_strides, padding,
+                             base_dilation=None, window_dilation=None):
+    """ReduceWindow with Add (init 0): each window's sum, padding and holes adding 0; floats
+    accumulate in extended precision, integers exactly."""
+    wide = operand.astype(EXTENDED) if operand.dtype.kind == "f" else operand
+    windows = reduce_windows(wide, 0, window_dimensions, window_strides, padding, base_dilation,
+                             window_dilation)
+    total = np.sum(windows, axis=tuple(range(operand.ndim, 2 * operand.ndim)))
+    return (total.astype(np.float64) if operand.dtype.kind == "f" else total,)

@@ -25,6 +25,8 @@ class RegionContext:
     attrs: dict = field(default_factory=dict)   # the case's attributes
     # evaluates the op's oracle on float64 arrays with attributes added to the case's (or None)
     oracle_with: Callable | None = None
+    # evaluates the op's oracle on float64 arrays: every output (or None)
+    all_outputs: Callable | None = None
 
     def none(self) -> np.ndarray:
         return np.zeros(self.expected.shape, bool)
@@ -191,6 +193,24 @@ def below_narrow_normal_range(ctx: RegionContext) -> np.ndarray:
     return ctx.aligned((magnitude > 0) & (magnitude < threshold))
 
 
+def power_sum_out_of_range(ctx: RegionContext) -> np.ndarray:
+    """Lp norms ``(sum |x_i|**p)**(1/p)`` (``p`` the attribute ``p``) whose power sum over the
+    finite terms leaves the output type's normal range: it reaches the largest finite value
+    (times ``1 + gamma_n``: some orders overflow), or it is non-zero and below the smallest
+    normal (the powers lose their relative precision as subnormals or flush to 0). The
+    standard defines the norm, not its evaluation: summing the powers in the output type gives
+    inf, 0 or a few significant bits there, a scaled evaluation does not."""
+    if ctx.out_dtype not in FLOAT_FORMATS:
+        return ctx.none()
+    fmt = FLOAT_FORMATS[ctx.out_dtype]
+    finite_terms = [np.abs(np.where(np.isfinite(x), x, 0.0)).astype(np.float64) for x in ctx.inputs]
+    with np.errstate(over="ignore", invalid="ignore"):
+        power_sum = ctx.float_oracle(finite_terms) ** ctx.attrs["p"]
+        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
+        return ((power_sum * (1 + nu / (1 - nu)) >= fmt.max_finite)
+                | ((power_sum > 0) & (power_sum < fmt.min_normal)))
+
+
 def nan_operand(ctx: RegionContext) -> np.ndarray:
     """Element-wise results with a NaN operand, where the standards define the op over the reals
     only and say nothing of NaN (e.g. relu = max(x, 0): NNEF spells it select(x > 0, x, 0), which
@@ -326,6 +346,42 @@ def max_min_reading(ctx: RegionContext) -> np.ndarray:
     return ~(same | (np.isnan(ieee) & np.isnan(number)))
 
 
+def nan_in_window(ctx: RegionContext) -> np.ndarray:
+    """Results of a windowed maximum whose window holds a NaN, where the standard's text says
+    nothing of NaN: the op's first output is the windowed maximum (other outputs, such as the
+    index of the element chosen, share its windows). The windows holding a NaN are those whose
+    maximum of the NaN indicator (1 where NaN, else 0) is 1."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or not np.isnan(operand.astype(np.float64)).any():
+        return ctx.none()
+    indicator = [np.isnan(x.astype(np.float64)).astype(np.float64) if _floating(x) else
+                 np.zeros(x.shape) for x in ctx.inputs]
+    return np.broadcast_to(ctx.all_outputs(indicator)[0] > 0, ctx.expected.shape)
+
+
+def empty_window(ctx: RegionContext) -> np.ndarray:
+    """Results of a pooling window holding no input element (every tap falls in padding, as a
+    dilated window can over a short axis), where the text's value is the maximum or the
+    average of no element. The op's first output on all-ones inputs is not finite exactly
+    there (a maximum of nothing is -inf, an average of nothing 0/0); where the op's definition
+    gives such a window a value (an average counting its padding, a sum) it is finite, and not
+    in the region."""
+    ones = [np.ones(x.shape) for x in ctx.inputs]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.broadcast_to(~np.isfinite(ctx.all_outputs(ones)[0]), ctx.expected.shape)
+
+
+def reading_differs(ctx: RegionContext) -> np.ndarray:
+    """Results that depend on which of two readings of an ambiguous sentence of the standard is
+    taken: the op's oracle computes both (its keyword ``reading``: 0, the oracle's default, or
+    1), and the op's spec says in the region's ``why`` what the two readings are."""
+    with np.errstate(invalid="ignore"):
+        other = ctx.oracle_with(list(ctx.inputs), reading=1)
+        same = (other == ctx.expected) | (np.isnan(other) & np.isnan(ctx.expected)
+                                          if ctx.expected.dtype.kind == "f" else False)
+    return ~same
+
+
 REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
@@ -333,7 +389,8 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
                partial_product_out_of_range, sum_of_squares_out_of_range,
                exp_sum_out_of_float64_range, below_narrow_normal_range,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
-               zero_sign_ties, zero_sign_extreme, empty_reduction, crop_order, max_min_reading)
+               zero_sign_ties, zero_sign_extreme, empty_reduction, crop_order, max_min_reading,
+               nan_in_window, empty_window, reading_differs, power_sum_out_of_range)
 }
 
 

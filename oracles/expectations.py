@@ -49,7 +49,8 @@ def expect(spec, case) -> Answer:
                 shapes=spec.signature.get("shapes", "equal"), attrs=case.attrs,
                 float_oracle=lambda xs, k=k: evaluate(spec.oracle, xs, case.attrs)[k],
                 oracle_with=lambda xs, k=k, **more: evaluate(spec.oracle, xs,
-                                                             {**case.attrs, **more})[k])
+                                                             {**case.attrs, **more})[k],
+                all_outputs=lambda xs: evaluate(spec.oracle, xs, case.attrs))
             impl = region_mask(regions, context)
             impl = impl if impl.any() else None
         accumulation = None

@@ -30,3 +30,13 @@ def conform_cli():
         return proc
 
     return run
+
+
+@pytest.fixture(scope="session")
+def onnx_node_cases():
+    """Every backend node test case the onnx package's exporters make, collected once: its
+    ``collect_testcases(op_type)`` imports each exporter module once per process and keeps only
+    the op type asked for on that first call, so it is asked once, for every op type."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    return tuple(collect_testcases(None))

@@ -59,12 +59,14 @@ def test_every_failure_message_names_op_dtype_shapes_seed_and_worst_element(full
             if record["verdict"] != "fail":
                 continue
             message = record["message"]
-            # an output of the wrong shape has no worst element: its message gives both shapes
-            wrong_shape = re.search(r"output is \w+\[[\d, ]*\], expected \w+\[[\d, ]*\]", message)
-            element = () if wrong_shape else ("worst out", "actual=", "expected=", "inputs=",
-                                              record["model"])
-            for part in (record["op"], f"dtype={record['dtype']}", "shapes=",
-                         f"seed={record['seed']}", *element):
+            worst = record["worst"]
+            if worst is None:   # an output of the wrong shape has no worst element: both shapes
+                parts = ("output is", ", expected ")
+            else:               # an op with several outputs names the output holding it
+                parts = (f"worst {worst.get('output', 'out')}[", "actual=", "expected=", "inputs=",
+                         record["model"])
+            for part in (record["op"], f"dtype={record['dtype']}", "shapes=", f"seed={record['seed']}",
+                         *parts):
                 assert part in message, (backend, part, message)
 
 

@@ -39,6 +39,29 @@ def _inferred_output_shapes(model: onnx.ModelProto) -> list[list]:
             for output in model.graph.output]
 
 
+def _plain_ceil_shape(case) -> list[int]:
+    """A pooling case's output shape by ceil((size + pads - dilated kernel) / stride) + 1 alone,
+    VALID read as zero pads: what ONNX's shape inference (1.23) gives with ceil_mode. The
+    pooling texts differ: MaxPool's and AveragePool's ignore 'sliding windows that would start
+    in the right padded region', and their VALID size with ceil_mode is ceil((size - dilated
+    kernel + 1) / stride), one fewer where the stride does not divide size - dilated kernel
+    (triaged: the oracles follow the texts, as onnxruntime does)."""
+    x, attrs = case.inputs[0], case.attrs
+    n = x.ndim - 2
+    pads = attrs.get("pads") or [0] * 2 * n
+    dilations = attrs.get("dilations") or [1] * n
+    return list(x.shape[:2]) + [
+        -(-(size + pads[i] + pads[n + i] - (k - 1) * d - 1) // s) + 1
+        for i, (size, k, s, d) in enumerate(zip(x.shape[2:], attrs["kernel_shape"],
+                                                attrs["strides"], dilations))]
+
+
+def _shape_inference_is_known_wrong(case, inferred) -> bool:
+    attrs = case.attrs
+    return (attrs.get("ceil_mode") == 1 and attrs.get("auto_pad") in ("NOTSET", "VALID")
+            and all(shape == _plain_ceil_shape(case) for shape in inferred))
+
+
 @pytest.mark.parametrize("op", ONNX_OPS)
 def test_every_emitted_model_is_valid_and_infers_the_oracles_shape(specs, op):
     spec, checked = specs[op], 0
@@ -60,6 +83,8 @@ def test_every_emitted_model_is_valid_and_infers_the_oracles_shape(specs, op):
                 expected = [[size if known is not None else None
                              for size, known in zip(shape, got)]
                             for shape, got in zip(expected, inferred)]
+            if inferred != expected and _shape_inference_is_known_wrong(case, inferred):
+                continue
             assert inferred == expected, case.id
             checked += 1
     assert checked > 0

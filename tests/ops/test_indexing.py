@@ -4,7 +4,6 @@ range (unique where the text asks), and the judge catching an injected off-by-on
 through the real onnxruntime."""
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import pytest
@@ -68,27 +67,9 @@ def test_gather_nd_negative_entries_and_empty_tuples():
 
 # -- the onnx package's backend node cases ----------------------------------------------------
 
-@functools.cache
-def _node_cases(op_type: str) -> list:
-    """The onnx package's backend node cases of ``op_type`` (its exporters run once per process:
-    each class named after an op exports its cases when first imported, so later op types are
-    exported here by calling the class's exporters again)."""
-    import onnx.backend.test.case.node as node_cases
-    from onnx.backend.test.case.base import Base
-
-    def of_type(found):
-        return [case for case in found if case.model.graph.node[-1].op_type == op_type]
-
-    exported = of_type(node_cases.collect_testcases(op_type))
-    if exported:   # the first op type asked for in this process
-        return exported
-    node_cases._TargetOpType = op_type
-    for exporter in [cls for cls in Base.__subclasses__() if cls.__name__ == op_type]:
-        for name, member in vars(exporter).items():
-            if name.startswith("export"):
-                np.random.seed(0)
-                member.__func__()
-    return of_type(node_cases._NodeTestCases)
+def _node_cases(all_cases, op_type: str) -> list:
+    """The onnx package's backend node cases of ``op_type``."""
+    return [case for case in all_cases if case.model.graph.node[-1].op_type == op_type]
 
 
 def _attributes(node) -> dict:
@@ -104,8 +85,8 @@ BACKEND_CASES = {"Gather": "onnx_gather", "GatherElements": "onnx_gather_element
 
 
 @pytest.mark.parametrize("op_type", sorted(BACKEND_CASES))
-def test_oracle_reproduces_the_onnx_backend_node_cases(op_type):
-    cases = _node_cases(op_type)
+def test_oracle_reproduces_the_onnx_backend_node_cases(op_type, onnx_node_cases):
+    cases = _node_cases(onnx_node_cases, op_type)
     assert cases
     for case in cases:
         (node,) = case.model.graph.node

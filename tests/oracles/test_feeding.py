@@ -38,7 +38,8 @@ def _influencing(spec, inputs, attrs, index, valued):
     """Per input, the values of the elements whose change moves ``out[index]``: every input
     holds distinct positive values, and each element in turn becomes larger, then smaller, than
     all of them (which moves a sum, a maximum or minimum, a product with positives and a copy).
-    Inputs not ``valued`` (indices, conditions) are not changed: none of them is a term."""
+    Inputs not ``valued`` (indices, conditions) are not changed: none of them is a term.
+    A NaN output (an average of no element) that stays NaN has not moved."""
     base = evaluate(spec.oracle, inputs, attrs)[0]
     found = []
     for k, x in enumerate(inputs):
@@ -51,7 +52,8 @@ def _influencing(spec, inputs, attrs, index, valued):
                 changed = x.copy()
                 changed.flat[j] = extreme
                 out = evaluate(spec.oracle, [*inputs[:k], changed, *inputs[k + 1:]], attrs)[0]
-                if out[tuple(index)] != base[tuple(index)]:
+                before, after = base[tuple(index)], out[tuple(index)]
+                if not (after == before or (after != after and before != before)):  # NaN stays
                     moved.add(float(x.flat[j]))
         found.append(moved)
     return found
