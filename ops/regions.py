@@ -149,8 +149,9 @@ def nan_in_reduction(ctx: RegionContext) -> np.ndarray:
 
 
 def nan_in_sorted_slice(ctx: RegionContext) -> np.ndarray:
-    """Results of a sort or top-k whose slice along the sorted axis (``attrs['axis']``, else the
-    last) holds a NaN, where the standard orders numbers and says nothing of where NaN goes."""
+    """Results of a sort, top-k or arg-max (hardmax) whose slice along the sorted axis
+    (``attrs['axis']``, else the last) holds a NaN, where the standard orders numbers and says
+    nothing of where NaN goes."""
     operand = ctx.inputs[0]
     if not _floating(operand) or operand.ndim == 0:
         return ctx.none()
@@ -179,6 +180,22 @@ def zero_sign_ties(ctx: RegionContext) -> np.ndarray:
         [-1 if d == axis else 1 for d in range(operand.ndim)])
     open_ranks = both & (rank >= ahead) & (rank < ahead + zero.sum(axis, keepdims=True))
     return np.broadcast_to(open_ranks, ctx.expected.shape)
+
+
+def zero_sign_maximum(ctx: RegionContext) -> np.ndarray:
+    """Every element of a slice (along ``attrs['axis']``) whose maximum is zero and that holds
+    zeros of both signs, where the standard picks the first maximum without saying whether -0
+    and +0 are equal (IEEE 754 comparison) or -0 is smaller (IEEE 754 totalOrder)."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or operand.ndim == 0 or operand.size == 0:
+        return ctx.none()
+    axis = ctx.attrs.get("axis", -1) % operand.ndim
+    wide = operand.astype(np.float64)
+    zero = wide == 0
+    both = (zero & np.signbit(wide)).any(axis, keepdims=True) \
+        & (zero & ~np.signbit(wide)).any(axis, keepdims=True)
+    top = np.max(np.where(np.isnan(wide), -np.inf, wide), axis=axis, keepdims=True)
+    return np.broadcast_to(both & (top == 0), ctx.expected.shape)
 
 
 def empty_reduction(ctx: RegionContext) -> np.ndarray:
@@ -232,7 +249,7 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
-               zero_sign_ties, empty_reduction, crop_order)
+               zero_sign_ties, zero_sign_maximum, empty_reduction, crop_order)
 }
 
 

@@ -7,8 +7,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from conform.oracles._registry import accumulation_length, evaluate
+from conform.oracles._registry import accumulation_length, evaluate, widen
 from conform.ops.regions import RegionContext, region_mask
+from conform.spec.dtypes import FLOAT_FORMATS
 
 
 class Expectation(NamedTuple):
@@ -17,7 +18,9 @@ class Expectation(NamedTuple):
 
     expected: np.ndarray              # the float64 (or int64, bool) reference output
     impl_mask: np.ndarray | None      # elements the standard leaves open (None: no such element)
-    accumulation: tuple | None        # (S, n) for the accumulation error model, else None
+    # (S, n) for the accumulation error model; (B, 0) for the derived model, B the op's
+    # per-element bound (its error_bound hook); else None
+    accumulation: tuple | None
 
 
 #: A case's answer: one :class:`Expectation` per output, in the spec's output order.
@@ -53,9 +56,25 @@ def expect(spec, case) -> Answer:
             impl = region_mask(regions, context)
             impl = impl if impl.any() else None
         accumulation = None
-        if "accumulation" in spec.model_for(out_dtype, k):
+        model = spec.model_for(out_dtype, k)
+        if "accumulation" in model:
             if magnitude_sums is None:
                 magnitude_sums = evaluate(spec.oracle, [np.abs(x) for x in case.inputs], case.attrs)
             accumulation = (magnitude_sums[k], length)
+        elif "derived" in model:
+            accumulation = (derived_bound(spec, case, outputs, k, out_dtype, model["derived"]), 0)
         answer.append(Expectation(expected, impl, accumulation))
     return tuple(answer)
+
+
+def derived_bound(spec, case, outputs, k: int, out_dtype: str, params: dict) -> np.ndarray:
+    """The absolute error bound of output ``k`` under the ``derived`` model: the op's
+    ``error_bound`` hook evaluated on the case (its figures in float64, shaped like the output)."""
+    u = FLOAT_FORMATS[out_dtype].unit_roundoff
+    if params.get("accumulator_at_least"):
+        u = min(u, FLOAT_FORMATS[params["accumulator_at_least"]].unit_roundoff)
+    inputs = [widen(np.asarray(x)) for x in case.inputs]
+    with np.errstate(all="ignore"):
+        bounds = spec.definition.error_bound(inputs, case.attrs, outputs, out_dtype=out_dtype, u=u,
+                                             constants=params.get("constants", {}))
+    return np.broadcast_to(np.asarray(bounds[k], np.float64), np.shape(outputs[k]))

@@ -1,0 +1,140 @@
+"""ONNX Softmax, LogSoftmax and Hardmax at opset 13+: each normalises along one ``axis``
+(negative counts from the end), the other dimensions independent.
+
+The oracles follow the operators' texts (``onnx.defs.get_schema(name).doc``) and their function
+bodies: Softmax is ``Exp(x - ReduceMax(x)) / ReduceSum(Exp(x - ReduceMax(x)))`` (the max shift
+leaves the mathematical value unchanged and defines what infinities and NaN give: ``inf - inf``
+is NaN), LogSoftmax is ``(x - max) - Log(ReduceSum(Exp(x - max)))`` and Hardmax is 1 at the
+first maximum of each slice and 0 elsewhere.
+
+Softmax and LogSoftmax are judged by the ``derived`` error model: the bounds below follow the
+rounding errors of that evaluation in the output type (unit roundoff ``u``), with the ULP bounds
+assumed for exp and log as the spec's constants. ``_grown(k, u) = (1 - u)**-k - 1`` bounds the
+relative error of a product or quotient of ``k`` factors ``(1 + delta)``, ``|delta| <= u``
+(Higham 2002, Lemma 3.1, without its first-order simplification, so it stays finite for any
+``k``); an ``exp`` within ``b`` ULPs has relative error ``<= 2 b u``, counted as ``2 b`` factors.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.ops._registry import op
+from conform.ops.sorting import feed_top_k as feed_axis_slice
+from conform.spec.dtypes import FLOAT_FORMATS
+
+
+def _axis(x: np.ndarray, attrs_axis: int) -> int:
+    return attrs_axis % x.ndim
+
+
+def _shifted(x: np.ndarray, axis: int) -> np.ndarray:
+    """``x - max(x)`` along ``axis`` (NaN where the max is infinite or NaN, as the text's
+    function body gives)."""
+    return x - np.max(x, axis=axis, keepdims=True)
+
+
+def onnx_along_axis(case, graph):
+    """One node with the case's ``axis`` attribute."""
+    graph.node(graph.op_type, graph.inputs, axis=case.attrs["axis"])
+
+
+def _grown(k, u: float):
+    """``(1 - u)**-k - 1``: the largest relative error of ``k`` rounded operations (or of an
+    error of ``k u`` passed through an exponential: ``exp(k u) - 1`` is smaller)."""
+    return np.expm1(-np.asarray(k, np.float64) * np.log1p(-u))
+
+
+def _sum_spread(weights, d, axis, k_each, u) -> np.ndarray:
+    """``sigma``: the relative error bound of the sum ``s = sum_j exp(d_j)`` computed as the text
+    does. Each term carries its own ``|d_j|`` (the rounded subtraction, through exp) plus
+    ``k_each`` roundings (exp, and at most ``n - 1`` additions in any order); the sum's relative
+    error is the weighted mean of its terms', with weights ``exp(d_j) / s``."""
+    terms = np.where(weights == 0, 0.0, weights * _grown(np.abs(d) + k_each, u))
+    return np.sum(terms, axis=axis, keepdims=True)
+
+
+def softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants) -> tuple:
+    """Softmax's absolute error bound per element.
+
+    With ``d_i = x_i - max`` and ``y_i`` the exact result: ``exp(fl(d_i))`` is
+    ``exp(d_i) (1 + delta)**|d_i|`` and ``exp`` adds ``2 b`` factors (``b``: ``exp_ulp``); the
+    sum is ``s (1 + phi)``, ``|phi| <= sigma`` (:func:`_sum_spread`, ``n - 1`` additions); the
+    division adds one rounding, or two where it is a multiplication by a rounded reciprocal
+    (the text's formula does not exclude it). So ``|err_i| <= y_i ((1 + g_i) / (1 - sigma) - 1)``
+    with ``g_i = _grown(|d_i| + 2 b + 2, u)``, plus an absolute floor for exp results and
+    quotients in the subnormal range, where ULPs are not relative: ``(b (n + 1) + 1)`` smallest
+    subnormals over ``1 - sigma`` (the sum is at least ``exp(0) = 1``). ``sigma >= 1`` leaves
+    no bound (inf)."""
+    (x,), (y,) = inputs, outputs
+    if x.size == 0:
+        return (np.zeros(x.shape),)
+    axis = _axis(x, attrs["axis"])
+    n, b = x.shape[axis], constants["exp_ulp"]
+    d = _shifted(x, axis)
+    sigma = _sum_spread(y, d, axis, 2 * b + n - 1, u)
+    shrink = np.where(sigma < 1, 1 - sigma, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = (1 + _grown(np.abs(d) + 2 * b + 2, u)) / shrink - 1
+        floor = (b * (n + 1) + 1) * FLOAT_FORMATS[out_dtype].min_subnormal / shrink
+        bound = np.where(y == 0, 0.0, y * relative) + floor
+    return (np.where(np.isnan(bound), 0.0, bound),)
+
+
+@op("onnx_softmax", version=1, feeding=feed_axis_slice,
+    onnx=onnx_along_axis,
+    error_bound=softmax_bound)
+def oracle_onnx_softmax(x, *, axis):
+    """exp(x - max) / sum(exp(x - max)) along ``axis``."""
+    if x.size == 0:
+        return (x.copy(),)
+    e = np.exp(_shifted(x, _axis(x, axis)))
+    return (e / np.sum(e, axis=_axis(x, axis), keepdims=True),)
+
+
+def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants) -> tuple:
+    """LogSoftmax's absolute error bound per element.
+
+    ``y_i = d_i - L`` with ``L = log s``. The sum is ``s (1 + phi)``, ``|phi| <= sigma`` as for
+    Softmax, so ``log`` of it is off by at most ``-log(1 - sigma)``; ``log`` within ``b_log``
+    ULPs adds ``2 b_log u |log s^|`` (plus ``b_log`` smallest subnormals where the logarithm is
+    subnormal); ``fl(d_i)`` is off by ``u |d_i|``. With ``E`` the sum of these, the final
+    subtraction gives ``E + u (|y_i| + E)``."""
+    (x,), (y,) = inputs, outputs
+    if x.size == 0:
+        return (np.zeros(x.shape),)
+    axis = _axis(x, attrs["axis"])
+    n, b_exp, b_log = x.shape[axis], constants["exp_ulp"], constants["log_ulp"]
+    d = _shifted(x, axis)
+    sigma = _sum_spread(np.exp(y), d, axis, 2 * b_exp + n - 1, u)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_error = np.where(sigma < 1, -np.log1p(-np.minimum(sigma, 1)), np.inf)
+        log_s = np.log(np.sum(np.exp(d), axis=axis, keepdims=True))
+        error = (u * np.abs(d) + log_error + 2 * b_log * u * (np.abs(log_s) + log_error)
+                 + b_log * FLOAT_FORMATS[out_dtype].min_subnormal)
+        bound = error + u * (np.abs(y) + error)
+    return (np.where(np.isnan(bound), 0.0, bound),)
+
+
+@op("onnx_log_softmax", version=1, feeding=feed_axis_slice,
+    onnx=onnx_along_axis,
+    error_bound=log_softmax_bound)
+def oracle_onnx_log_softmax(x, *, axis):
+    """(x - max) - log(sum(exp(x - max))) along ``axis``."""
+    if x.size == 0:
+        return (x.copy(),)
+    d = _shifted(x, _axis(x, axis))
+    return (d - np.log(np.sum(np.exp(d), axis=_axis(x, axis), keepdims=True)),)
+
+
+@op("onnx_hardmax", version=1, feeding=feed_axis_slice,
+    onnx=onnx_along_axis)
+def oracle_onnx_hardmax(x, *, axis):
+    """1 at the first maximum of each slice along ``axis``, 0 elsewhere (-0 and +0 compare
+    equal; a slice holding NaN is a region of the spec)."""
+    out = np.zeros(x.shape)
+    if x.size == 0:
+        return (out,)
+    axis = _axis(x, axis)
+    first = np.argmax(np.where(np.isnan(x), -np.inf, x), axis=axis)
+    np.put_along_axis(out, np.expand_dims(first, axis), 1.0, axis=axis)
+    return (out,)
