@@ -23,7 +23,7 @@ from typing import Callable
 BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
                    "reduction", "contraction", "movement", "onnx_elementwise",
                    "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
-                   "onnx_softmax")
+                   "onnx_softmax", "onnx_normalization")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -57,12 +57,13 @@ class OpDefinition:
       binding's lax function there (``lax(lax, attrs, bound=lax.<binding>)``).
     * ``numpy(*inputs, **attrs)``: the numpy backend's computation in the target dtype (default:
       the oracle on the target dtype).
-    * ``error_bound(inputs, attrs, outputs, *, out_dtype, u, constants) -> tuple``: for the
+    * ``error_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tuple``: for the
       ``derived`` error model, per output the absolute bound on each element's error (an array
       shaped like the output; None for an output not judged by it), derived from the rounding
       errors of the computation the standard defines. ``inputs`` and ``outputs`` are the widened
       inputs and the oracle's float64 outputs, ``u`` the unit roundoff of the model's type (the
-      output type's, or the finer ``accumulator_at_least``), ``constants`` the model's.
+      output type's, or the finer ``accumulator_at_least``), ``constants`` the model's, ``dtypes``
+      the inputs' dtype names.
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.

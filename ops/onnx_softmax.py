@@ -38,6 +38,25 @@ def onnx_along_axis(case, graph):
     graph.node(graph.op_type, graph.inputs, axis=case.attrs["axis"])
 
 
+def draw_along_axis(draw, kit, spec, dtype):
+    """A shape of the spec's ranks (sides up to 6, or 0), the spec's attributes (the axis), and
+    the normalised axis stretched up to 64 elements (within the array size cap), so that sums of
+    many terms are drawn too."""
+    low, high = kit.ranks(spec, default_min=1)
+    shape = list(draw(kit.shape(min_rank=max(low, 1), max_rank=high,
+                                min_side=draw(kit.st.sampled_from([1, 1, 1, 0])))))
+    attrs = kit.attributes(draw, spec, {spec.inputs[0]: len(shape)})
+    axis = attrs["axis"] % len(shape)
+    others = int(np.prod([side for k, side in enumerate(shape) if k != axis]))
+    if shape[axis] and draw(kit.st.booleans()):
+        shape[axis] = draw(kit.st.integers(shape[axis], max(shape[axis],
+                                                            min(64, kit.MAX_ARRAY_SIZE // max(others, 1)))))
+    return kit.Signature((dtype,), (tuple(shape),), attrs, dtype)
+
+
+_DRAW = dict(draw=draw_along_axis, draw_honours=frozenset({"min_rank", "max_rank", "attrs"}))
+
+
 def _grown(k, u: float):
     """``(1 - u)**-k - 1``: the largest relative error of ``k`` rounded operations (or of an
     error of ``k u`` passed through an exponential: ``exp(k u) - 1`` is smaller)."""
@@ -53,7 +72,7 @@ def _sum_spread(weights, d, axis, k_each, u) -> np.ndarray:
     return np.sum(terms, axis=axis, keepdims=True)
 
 
-def softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants) -> tuple:
+def softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tuple:
     """Softmax's absolute error bound per element.
 
     With ``d_i = x_i - max`` and ``y_i`` the exact result: ``exp(fl(d_i))`` is
@@ -80,7 +99,7 @@ def softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants) -> tuple:
     return (np.where(np.isnan(bound), 0.0, bound),)
 
 
-@op("onnx_softmax", version=1, feeding=feed_axis_slice,
+@op("onnx_softmax", version=1, feeding=feed_axis_slice, **_DRAW,
     onnx=onnx_along_axis,
     error_bound=softmax_bound)
 def oracle_onnx_softmax(x, *, axis):
@@ -91,7 +110,7 @@ def oracle_onnx_softmax(x, *, axis):
     return (e / np.sum(e, axis=_axis(x, axis), keepdims=True),)
 
 
-def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants) -> tuple:
+def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tuple:
     """LogSoftmax's absolute error bound per element.
 
     ``y_i = d_i - L`` with ``L = log s``. The sum is ``s (1 + phi)``, ``|phi| <= sigma`` as for
@@ -115,7 +134,7 @@ def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants) -> tup
     return (np.where(np.isnan(bound), 0.0, bound),)
 
 
-@op("onnx_log_softmax", version=1, feeding=feed_axis_slice,
+@op("onnx_log_softmax", version=1, feeding=feed_axis_slice, **_DRAW,
     onnx=onnx_along_axis,
     error_bound=log_softmax_bound)
 def oracle_onnx_log_softmax(x, *, axis):
@@ -126,7 +145,7 @@ def oracle_onnx_log_softmax(x, *, axis):
     return (d - np.log(np.sum(np.exp(d), axis=_axis(x, axis), keepdims=True)),)
 
 
-@op("onnx_hardmax", version=1, feeding=feed_axis_slice,
+@op("onnx_hardmax", version=1, feeding=feed_axis_slice, **_DRAW,
     onnx=onnx_along_axis)
 def oracle_onnx_hardmax(x, *, axis):
     """1 at the first maximum of each slice along ``axis``, 0 elsewhere (-0 and +0 compare

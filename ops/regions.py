@@ -25,6 +25,8 @@ class RegionContext:
     attrs: dict = field(default_factory=dict)   # the case's attributes
     # evaluates the op's oracle on float64 arrays with attributes added to the case's (or None)
     oracle_with: Callable | None = None
+    # the output's per-element bound under the derived error model (its op's error_bound hook)
+    error_bound: np.ndarray | None = None
 
     def none(self) -> np.ndarray:
         return np.zeros(self.expected.shape, bool)
@@ -198,6 +200,15 @@ def zero_sign_maximum(ctx: RegionContext) -> np.ndarray:
     return np.broadcast_to(both & (top == 0), ctx.expected.shape)
 
 
+def unbounded_evaluation(ctx: RegionContext) -> np.ndarray:
+    """Elements where the op's derived bound is undefined (NaN): the evaluation its standard
+    defines fails there (a square or a sum overflows the type it is computed in, a variance
+    computed in one pass can cancel below zero), so the text gives no value to judge against."""
+    if ctx.error_bound is None:
+        return ctx.none()
+    return np.broadcast_to(np.isnan(ctx.error_bound), ctx.expected.shape)
+
+
 def empty_reduction(ctx: RegionContext) -> np.ndarray:
     """Every result of a reduction over an empty set of values (a reduced dimension of size 0),
     where the standard leaves that result undefined (ONNX ReduceMean)."""
@@ -249,7 +260,8 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
-               zero_sign_ties, zero_sign_maximum, empty_reduction, crop_order)
+               zero_sign_ties, zero_sign_maximum, empty_reduction, crop_order,
+               unbounded_evaluation)
 }
 
 

@@ -42,6 +42,14 @@ def expect(spec, case) -> Answer:
     magnitude_sums = None
     answer = []
     for k, (name, expected, out_dtype) in enumerate(zip(names, outputs, out_dtypes)):
+        accumulation = None
+        model = spec.model_for(out_dtype, k)
+        if "accumulation" in model:
+            if magnitude_sums is None:
+                magnitude_sums = evaluate(spec.oracle, [np.abs(x) for x in case.inputs], case.attrs)
+            accumulation = (magnitude_sums[k], length)
+        elif "derived" in model:
+            accumulation = (derived_bound(spec, case, outputs, k, out_dtype, model["derived"]), 0)
         regions = [r["region"] for r in spec.implementation_defined
                    if name in r.get("outputs", (name,))]
         impl = None
@@ -52,17 +60,10 @@ def expect(spec, case) -> Answer:
                 shapes=spec.signature.get("shapes", "equal"), attrs=case.attrs,
                 float_oracle=lambda xs, k=k: evaluate(spec.oracle, xs, case.attrs)[k],
                 oracle_with=lambda xs, k=k, **more: evaluate(spec.oracle, xs,
-                                                             {**case.attrs, **more})[k])
+                                                             {**case.attrs, **more})[k],
+                error_bound=accumulation[0] if "derived" in model else None)
             impl = region_mask(regions, context)
             impl = impl if impl.any() else None
-        accumulation = None
-        model = spec.model_for(out_dtype, k)
-        if "accumulation" in model:
-            if magnitude_sums is None:
-                magnitude_sums = evaluate(spec.oracle, [np.abs(x) for x in case.inputs], case.attrs)
-            accumulation = (magnitude_sums[k], length)
-        elif "derived" in model:
-            accumulation = (derived_bound(spec, case, outputs, k, out_dtype, model["derived"]), 0)
         answer.append(Expectation(expected, impl, accumulation))
     return tuple(answer)
 
@@ -75,6 +76,7 @@ def derived_bound(spec, case, outputs, k: int, out_dtype: str, params: dict) -> 
         u = min(u, FLOAT_FORMATS[params["accumulator_at_least"]].unit_roundoff)
     inputs = [widen(np.asarray(x)) for x in case.inputs]
     with np.errstate(all="ignore"):
-        bounds = spec.definition.error_bound(inputs, case.attrs, outputs, out_dtype=out_dtype, u=u,
-                                             constants=params.get("constants", {}))
+        bounds = spec.definition.error_bound(
+            inputs, case.attrs, outputs, out_dtype=out_dtype, u=u,
+            constants=params.get("constants", {}), dtypes=tuple(str(x.dtype) for x in case.inputs))
     return np.broadcast_to(np.asarray(bounds[k], np.float64), np.shape(outputs[k]))

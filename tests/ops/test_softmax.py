@@ -10,16 +10,14 @@ import os
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 
 from conform.generators._case import Case
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
+from tests.ops.ort_graphs import constant, rounded_to_float16, run_graph
 
-_FLOAT = {np.float32: onnx.TensorProto.FLOAT, np.float16: onnx.TensorProto.FLOAT16,
-          np.float64: onnx.TensorProto.DOUBLE}
 DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
 
 
@@ -30,17 +28,8 @@ def _case(op, x, axis=-1):
 
 
 def _run(nodes, x):
-    """Run the ONNX graph ``nodes`` (input ``x``, output ``y``) on onnxruntime."""
-    elem = _FLOAT[x.dtype.type]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", elem, x.shape)],
-                              [helper.make_tensor_value_info("y", elem, x.shape)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
-    onnx.checker.check_model(model, full_check=True)
-    options = ort.SessionOptions()   # no graph rewrite may remove the injected casts
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options,
-                                   providers=["CPUExecutionProvider"])
-    return session.run(None, {"x": x})[0]
+    """Run the ONNX graph ``nodes`` (input ``x``, output ``y`` of x's type and shape)."""
+    return run_graph(nodes, {"x": x}, {"y": (x.dtype, x.shape)})[0]
 
 
 def _judged(specs, op, x, actual, axis=-1):
@@ -158,8 +147,7 @@ def _softmax_without_max_shift():
 
 
 def _axes_constant():
-    return helper.make_node("Constant", [], ["axes"],
-                            value=numpy_helper.from_array(np.int64([-1]), "axes"))
+    return constant("axes", [-1])
 
 
 def test_a_softmax_without_the_max_shift_fails_where_exp_overflows(specs):
@@ -171,30 +159,21 @@ def test_a_softmax_without_the_max_shift_fails_where_exp_overflows(specs):
     assert "special value" in judgement.reason
 
 
-def _rounded_to_float16(name, out):
-    """Nodes rounding float32 ``name`` to float16 and back into ``out``."""
-    return [helper.make_node("Cast", [name], [out + "_h"], to=onnx.TensorProto.FLOAT16),
-            helper.make_node("Cast", [out + "_h"], [out], to=onnx.TensorProto.FLOAT)]
-
-
 def _softmax_with_a_float16_accumulator(rows, n):
     """Softmax over the last axis of a (rows, n) float32 tensor, n a power of two, whose terms
     and partial sums are held in float16 (a pairwise sum, each level rounded to float16):
     ONNX Runtime's float16 ReduceSum accumulates in float32, so the bug is spelled out."""
     nodes = [_axes_constant(), helper.make_node("ReduceMax", ["x", "axes"], ["m"], keepdims=1),
              helper.make_node("Sub", ["x", "m"], ["d"]), helper.make_node("Exp", ["d"], ["e"])]
-    nodes += _rounded_to_float16("e", "s0")
+    nodes += rounded_to_float16("e", "s0")
     level, width = 0, n
     while width > 1:
         width //= 2
-        shape = numpy_helper.from_array(np.int64([rows, 2, width]), f"shape{level}")
-        one = numpy_helper.from_array(np.int64([1]), f"one{level}")
-        nodes += [helper.make_node("Constant", [], [f"shape{level}"], value=shape),
-                  helper.make_node("Constant", [], [f"one{level}"], value=one),
+        nodes += [constant(f"shape{level}", [rows, 2, width]), constant(f"one{level}", [1]),
                   helper.make_node("Reshape", [f"s{level}", f"shape{level}"], [f"p{level}"]),
                   helper.make_node("ReduceSum", [f"p{level}", f"one{level}"], [f"q{level}"],
                                    keepdims=0)]
-        nodes += _rounded_to_float16(f"q{level}", f"s{level + 1}")
+        nodes += rounded_to_float16(f"q{level}", f"s{level + 1}")
         level += 1
     return nodes + [helper.make_node("Div", ["e", f"s{level}"], ["y"])]
 

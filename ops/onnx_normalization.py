@@ -1,0 +1,197 @@
+"""ONNX normalisations: LayerNormalization (opset 17), GroupNormalization (opset 21),
+InstanceNormalization and BatchNormalization in inference mode.
+
+Each standardises ``x`` over a set of axes, ``(x - mean) / sqrt(var + epsilon)``, then scales and
+shifts it. The oracles compute that exactly in float64 (the population variance, ``epsilon`` as
+the float32 attribute it is). The error bounds (``error_bound`` hooks, the ``derived`` model)
+follow the computations the texts define:
+
+* LayerNormalization and GroupNormalization: the function bodies cast ``x`` to the stash type
+  (``stash_type`` 1: float32) and evaluate the variance in one pass, ``mean(x*x) - mean(x)**2``,
+  while LayerNormalization's doc string spells two passes, ``mean((x - mean)**2)``; both are the
+  text, so the bound is the larger of the two per element. Then ``sqrt``, a division (or the
+  reciprocal and a product), a cast back to ``T`` and the scale and shift in ``T``.
+* InstanceNormalization: only the formula; it is bounded as that evaluation in ``T``.
+* BatchNormalization (training_mode=0): a per-channel element-wise formula in ``T``.
+
+Where the evaluation the text defines fails (its squares or sums overflow the type they are
+computed in, or the one-pass variance can cancel to a negative number) the bound is NaN: the
+``unbounded_evaluation`` region of the specs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.ops._optional import by_name
+from conform.ops._registry import op
+from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+
+
+def _grown(k, u: float):
+    """``(1 - u)**-k - 1``: the largest relative error of ``k`` rounded operations (Higham 2002,
+    Lemma 3.1, kept exact so that it stays finite)."""
+    return np.expm1(-np.asarray(k, np.float64) * np.log1p(-u))
+
+
+def _float32(value: float) -> float:
+    """A float attribute as ONNX stores it (float32)."""
+    return float(np.float32(value))
+
+
+def standardized(x: np.ndarray, axes: tuple, epsilon: float):
+    """``(mean, d, inv)``: the mean over ``axes`` (kept), ``x - mean`` and ``1 / sqrt(var + eps)``
+    with the population variance."""
+    mean = np.mean(x, axis=axes, keepdims=True)
+    d = x - mean
+    return mean, d, 1 / np.sqrt(np.mean(d * d, axis=axes, keepdims=True) + epsilon)
+
+
+def _stage_one_bound(x, axes, epsilon, stage: str, cast: int):
+    """Error figures of the standardisation evaluated in type ``stage`` (its inputs first
+    rounded into it where ``cast``: when ``x``'s type is wider). Returns
+    ``(mean_error, inv_relative, z, z_error, unbounded)``: absolute for the mean, relative for
+    1 / sqrt(var + eps), the standardised ``z`` with its absolute error, and where (per slice)
+    the evaluation is unbounded (overflow, or the variance's error reaching var + eps). A rounding
+    into the subnormal range is off by half a smallest subnormal (``tiny`` covers it), not by
+    ``u`` relative; a subtraction whose result is subnormal is exact."""
+    n = int(np.prod([x.shape[a] for a in axes]))
+    fmt = FLOAT_FORMATS[stage]
+    u, tiny, big = fmt.unit_roundoff, fmt.min_subnormal, fmt.max_finite
+    mean, d, inv = standardized(x, axes, epsilon)
+    m1 = np.mean(np.abs(x), axis=axes, keepdims=True)
+    m2 = np.mean(x * x, axis=axes, keepdims=True)
+    var = 1 / (inv * inv) - epsilon
+    # the mean: n - 1 additions, the scaling by 1/n, the input cast (Higham §4.2)
+    mean_error = _grown(n + 1 + cast, u) * m1 + (1 + cast) * tiny
+    # two passes: each deviation off by e_j, then n squares, n - 1 additions and the scaling
+    e = mean_error * (1 + u) + u * np.abs(d) + cast * (u * np.abs(x) + tiny) * (1 + u)
+    two_pass = np.mean(e * (2 * np.abs(d) + e), axis=axes, keepdims=True) \
+        + _grown(n + 1, u) * np.mean((np.abs(d) + e) ** 2, axis=axes, keepdims=True) + tiny
+    # one pass: mean of squares, square of the mean, their difference
+    mean_of_squares = _grown(n + 2 + 2 * cast, u) * m2 + tiny + cast * 2 * tiny * m1
+    square_of_mean = mean_error * (2 * np.abs(mean) + mean_error) \
+        + u * (np.abs(mean) + mean_error) ** 2 + tiny
+    one_pass = mean_of_squares + square_of_mean
+    one_pass = one_pass + u * (var + one_pass)
+    var_error = np.maximum(two_pass, one_pass)
+    total = var + epsilon
+    total_error = var_error + u * (total + var_error)
+    relative = total_error / total
+    overflow = n * m2 * (1 + _grown(n + 2, u)) >= big
+    finite = np.all(np.isfinite(x), axis=axes, keepdims=True)   # else the result is NaN too
+    unbounded = finite & (overflow | ~(relative < 1))
+    sqrt_relative = relative / (1 + np.sqrt(np.maximum(1 - relative, 0.0)))
+    shrink = np.where(unbounded, np.nan, 1 - sqrt_relative)
+    inv_relative = (1 + _grown(2, u)) / shrink - 1          # sqrt and reciprocal (or division)
+    ratio = (1 + _grown(3, u)) / shrink - 1                  # ... and the product by d
+    z = d * inv
+    z_error = inv * (np.abs(d) * ratio + e * (1 + ratio)) + tiny
+    return mean_error, inv_relative, z, z_error, unbounded
+
+
+def _stage_two_bound(z, z_error, scale, bias, dtype, u_stage):
+    """The error of ``cast_T(z) * scale + bias`` evaluated in ``T`` (``dtype``), ``z`` off by
+    ``z_error``; the cast rounds where ``T`` is narrower than the stage-one type. Each rounding
+    is off by ``u_t`` relative, or half a smallest subnormal where its result is subnormal."""
+    u_t, half = FLOAT_FORMATS[dtype].unit_roundoff, FLOAT_FORMATS[dtype].min_subnormal / 2
+    cast = 1 if u_t > u_stage else 0
+    zt_error = z_error + cast * (u_t * (np.abs(z) + z_error) + half)
+    product_error = np.abs(scale) * zt_error + u_t * np.abs(scale) * (np.abs(z) + zt_error) + half
+    if bias is None:
+        return product_error
+    return product_error + u_t * (np.abs(z * scale + bias) + product_error) + half
+
+
+def _judged_where(bound, expected, unbounded):
+    """``bound`` where the exact result is finite, 0 where it is NaN or infinite (a special value
+    the judge settles first), and NaN (the ``unbounded_evaluation`` region) where the text's
+    evaluation is ``unbounded``."""
+    shape = np.shape(expected)
+    judged = np.where(np.isfinite(expected), np.broadcast_to(bound, shape), 0.0)
+    return np.where(np.broadcast_to(unbounded, shape), np.nan, judged)
+
+
+#: stash_type (an ONNX element type) -> the type stage one is computed in
+_STASH = {1: "float32", 16: "bfloat16", 11: "float64"}
+
+
+# ------------------------------------------------------------------ LayerNormalization
+
+def draw_layer_norm(draw, kit, spec, dtype):
+    """X of rank 1 to 4 (the last side stretched up to 32), the axis, epsilon and stash_type from
+    the spec; Scale (and B, when present) shaped as X's normalised dimensions."""
+    low, high = kit.ranks(spec, default_min=1)
+    shape = list(draw(kit.shape(min_rank=max(low, 1), max_rank=high)))
+    if draw(kit.st.booleans()):
+        shape[-1] = draw(kit.st.integers(shape[-1], max(shape[-1], min(
+            32, kit.MAX_ARRAY_SIZE // max(int(np.prod(shape[:-1])), 1)))))
+    attrs = kit.attributes(draw, spec, {"x": len(shape)})
+    normalised = tuple(shape[attrs["axis"] % len(shape):])
+    absent = kit.absent_inputs(draw, spec)
+    shapes = (tuple(shape), normalised) + (() if "b" in absent else (normalised,))
+    return kit.Signature((dtype,) * len(shapes), shapes, kit.with_absent(attrs, absent), dtype)
+
+
+def feed_normalised(inputs, axis: int, index):
+    """The slice of ``x`` normalised together into element ``index`` (its dimensions before
+    ``axis`` fixed), and every element of the other inputs."""
+    x = inputs[0]
+    return [x[tuple(index[:axis % x.ndim])].ravel()] + [other.ravel() for other in inputs[1:]]
+
+
+def _layer_axes(x, axis):
+    return tuple(range(axis % x.ndim, x.ndim))
+
+
+def onnx_layer_norm(case, graph):
+    graph.node(graph.op_type, graph.inputs, axis=case.attrs["axis"],
+               epsilon=case.attrs["epsilon"], stash_type=case.attrs["stash_type"])
+
+
+def layer_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tuple:
+    """Per output (Y, Mean, InvStdDev) the absolute error bound of the function body's
+    evaluation (see :func:`_stage_one_bound` and :func:`_stage_two_bound`)."""
+    named = by_name(("x", "scale", "b"), inputs, attrs.get("absent_inputs", ()))
+    x = named["x"]
+    if x.size == 0:
+        return tuple(np.zeros(np.shape(o)) for o in outputs)
+    stash = FLOAT_FORMATS[_STASH[attrs["stash_type"]]]
+    wider = FLOAT_FORMATS[dtypes[0]].unit_roundoff < stash.unit_roundoff
+    mean_error, inv_relative, z, z_error, unbounded = _stage_one_bound(
+        x, _layer_axes(x, attrs["axis"]), _float32(attrs["epsilon"]), _STASH[attrs["stash_type"]],
+        int(wider))
+    y_error = _stage_two_bound(z, z_error, named["scale"], named.get("b"), dtypes[0],
+                               stash.unit_roundoff)
+    bounds = y_error, mean_error, outputs[2] * inv_relative + stash.min_subnormal
+    return tuple(_judged_where(bound, out, unbounded) for bound, out in zip(bounds, outputs))
+
+
+def numpy_layer_norm(x, scale, *rest, axis, epsilon, stash_type, absent_inputs=()):
+    """The numpy backend's LayerNormalization as the text spells it: the standardisation (two
+    passes) in the stash type, its result cast to T, then the scale and shift in T."""
+    stash = np_dtype(_STASH[stash_type])
+    axes = _layer_axes(x, axis)
+    if x.size == 0:
+        reduced = tuple(1 if k in axes else side for k, side in enumerate(x.shape))
+        return x.copy(), np.zeros(reduced, stash), np.zeros(reduced, stash)
+    xu = x.astype(stash)
+    mean = np.mean(xu, axis=axes, keepdims=True, dtype=stash)
+    d = xu - mean
+    inv = 1 / np.sqrt(np.mean(d * d, axis=axes, keepdims=True, dtype=stash) + stash.type(epsilon))
+    y = (d * inv).astype(x.dtype) * scale
+    return (y + rest[0] if rest else y), mean, inv
+
+
+@op("onnx_layer_normalization", version=1, draw=draw_layer_norm, numpy=numpy_layer_norm,
+    draw_honours=frozenset({"min_rank", "max_rank", "attrs", "optional"}),
+    feeding=lambda inputs, attrs, index: feed_normalised(inputs, attrs["axis"], index),
+    onnx=onnx_layer_norm, error_bound=layer_norm_bound)
+def oracle_onnx_layer_normalization(x, scale, *rest, axis, epsilon, stash_type, absent_inputs=()):
+    """Y = (x - mean) / sqrt(var + epsilon) * scale + b over the axes from ``axis`` on; Mean and
+    InvStdDev with those axes kept (size 1)."""
+    if x.size == 0:
+        reduced = x.shape[:axis % x.ndim] + (1,) * (x.ndim - axis % x.ndim)
+        return x.copy(), np.zeros(reduced), np.zeros(reduced)
+    mean, d, inv = standardized(x, _layer_axes(x, axis), _float32(epsilon))
+    y = d * inv * scale
+    return (y + rest[0] if rest else y), mean, inv
