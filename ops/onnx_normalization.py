@@ -174,12 +174,19 @@ def numpy_layer_norm(x, scale, *rest, axis, epsilon, stash_type, absent_inputs=(
     if x.size == 0:
         reduced = tuple(1 if k in axes else side for k, side in enumerate(x.shape))
         return x.copy(), np.zeros(reduced, stash), np.zeros(reduced, stash)
+    mean, z, inv = _numpy_standardized(x, axes, epsilon, stash)
+    y = z * scale
+    return (y + rest[0] if rest else y), mean, inv
+
+
+def _numpy_standardized(x, axes, epsilon, stash):
+    """``(mean, z, inv)`` as NumPy computes them in the ``stash`` dtype (two passes), ``z``
+    cast back to x's dtype."""
     xu = x.astype(stash)
     mean = np.mean(xu, axis=axes, keepdims=True, dtype=stash)
     d = xu - mean
     inv = 1 / np.sqrt(np.mean(d * d, axis=axes, keepdims=True, dtype=stash) + stash.type(epsilon))
-    y = (d * inv).astype(x.dtype) * scale
-    return (y + rest[0] if rest else y), mean, inv
+    return mean, (d * inv).astype(x.dtype), inv
 
 
 @op("onnx_layer_normalization", version=1, draw=draw_layer_norm, numpy=numpy_layer_norm,
@@ -195,3 +202,137 @@ def oracle_onnx_layer_normalization(x, scale, *rest, axis, epsilon, stash_type, 
     mean, d, inv = standardized(x, _layer_axes(x, axis), _float32(epsilon))
     y = d * inv * scale
     return (y + rest[0] if rest else y), mean, inv
+
+
+# ------------------------------------------------------------------ per-channel normalisations
+
+def _per_channel(values: np.ndarray, rank: int) -> np.ndarray:
+    """A (C,) tensor shaped to broadcast over dimension 1 of a rank-``rank`` X."""
+    return values.reshape((1, -1) + (1,) * (rank - 2))
+
+
+def _grouped(x: np.ndarray, groups: int) -> np.ndarray:
+    """X (N, C, ...) as (N, groups, C / groups * prod(...)): the values normalised together."""
+    return x.reshape(x.shape[0], groups, -1)
+
+
+def draw_channels(draw, kit, spec, dtype):
+    """X (N, C, spatial...) of the spec's ranks (at least 2), the spec's attributes, C a
+    multiple of ``num_groups`` where the op has one, and one (C,) tensor per further input
+    (scale, bias; BatchNormalization's mean and variance)."""
+    low, high = kit.ranks(spec, default_min=3)
+    rank = draw(kit.st.integers(max(low, 2), high))
+    attrs = kit.attributes(draw, spec, {"x": rank})
+    channels = attrs.get("num_groups", 1) * draw(kit.st.integers(1, 3))
+    spatial = draw(kit.shape(min_rank=rank - 2, max_rank=rank - 2, max_side=5))
+    batch = draw(kit.st.integers(1, max(1, min(3, kit.MAX_ARRAY_SIZE // max(
+        channels * int(np.prod(spatial)), 1)))))
+    shapes = ((batch, channels) + tuple(spatial),) + ((channels,),) * (len(spec.inputs) - 1)
+    return kit.Signature((dtype,) * len(shapes), shapes, attrs, dtype)
+
+
+def feed_channels(inputs, attrs, index):
+    """The values of X normalised together with element ``index`` (its instance and channel,
+    or group), and the per-channel parameters of its channel."""
+    x = inputs[0]
+    groups = attrs.get("num_groups", x.shape[1])
+    per_group = x.shape[1] // groups
+    group = index[1] // per_group
+    together = x[index[0], group * per_group:(group + 1) * per_group].ravel()
+    return [together] + [p[index[1]:index[1] + 1] for p in inputs[1:]]
+
+
+def _channel_norm_bound(x, scale, bias, groups, epsilon, stage, dtype, expected):
+    """Y's bound for a normalisation over groups of channels (the whole instance-channel
+    slice for InstanceNormalization), stage one in ``stage``, then cast to and scaled in T."""
+    grouped = _grouped(x, groups)
+    cast = int(FLOAT_FORMATS[dtype].unit_roundoff < FLOAT_FORMATS[stage].unit_roundoff)
+    _, _, z, z_error, unbounded = _stage_one_bound(grouped, (2,), epsilon, stage, cast)
+    rank = x.ndim
+    y_error = _stage_two_bound(z.reshape(x.shape), z_error.reshape(x.shape),
+                               _per_channel(scale, rank), _per_channel(bias, rank), dtype,
+                               FLOAT_FORMATS[stage].unit_roundoff)
+    unbounded = np.broadcast_to(unbounded, grouped.shape).reshape(x.shape)
+    return (_judged_where(y_error, expected, unbounded),)
+
+
+def _channel_norm(x, scale, bias, groups, epsilon):
+    mean, d, inv = standardized(_grouped(x, groups), (2,), _float32(epsilon))
+    rank = x.ndim
+    return ((d * inv).reshape(x.shape) * _per_channel(scale, rank) + _per_channel(bias, rank),)
+
+
+def onnx_with_attrs(case, graph):
+    """One node with the case's attributes."""
+    graph.node(graph.op_type, graph.inputs, **case.attrs)
+
+
+_CHANNELS = dict(draw=draw_channels, draw_honours=frozenset({"min_rank", "max_rank", "attrs"}),
+                 feeding=feed_channels, onnx=onnx_with_attrs)
+
+
+def numpy_group_norm(x, scale, bias, *, num_groups, epsilon, stash_type):
+    """The numpy backend's GroupNormalization as the text spells it: the standardisation in the
+    stash type, cast to T, then the scale and shift in T."""
+    _, z, _ = _numpy_standardized(_grouped(x, num_groups), (2,), epsilon,
+                                  np_dtype(_STASH[stash_type]))
+    return (z.reshape(x.shape) * _per_channel(scale, x.ndim) + _per_channel(bias, x.ndim),)
+
+
+@op("onnx_group_normalization", version=1, **_CHANNELS, numpy=numpy_group_norm,
+    error_bound=lambda inputs, attrs, outputs, *, dtypes, **_: _channel_norm_bound(
+        *inputs, attrs["num_groups"], _float32(attrs["epsilon"]), _STASH[attrs["stash_type"]],
+        dtypes[0], outputs[0]))
+def oracle_onnx_group_normalization(x, scale, bias, *, num_groups, epsilon, stash_type):
+    """y = scale * (x - mean) / sqrt(variance + epsilon) + bias, mean and variance per instance
+    per group of C / num_groups channels; scale and bias per channel (opset 21)."""
+    return _channel_norm(x, scale, bias, num_groups, epsilon)
+
+
+@op("onnx_instance_normalization", version=1, **_CHANNELS,
+    error_bound=lambda inputs, attrs, outputs, *, dtypes, **_: _channel_norm_bound(
+        *inputs, inputs[0].shape[1], _float32(attrs["epsilon"]), dtypes[0], dtypes[0], outputs[0]))
+def oracle_onnx_instance_normalization(x, scale, b, *, epsilon):
+    """y = scale * (x - mean) / sqrt(variance + epsilon) + B, mean and variance per instance per
+    channel."""
+    return _channel_norm(x, scale, b, x.shape[1], epsilon)
+
+
+# ------------------------------------------------------------------ BatchNormalization
+
+def batch_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tuple:
+    """Y's bound for ``(x - mean) / sqrt(var + epsilon) * scale + B`` evaluated in T, per
+    element: ``var + epsilon`` off by one rounding (and epsilon's own rounding into a T
+    narrower than its float32 attribute), at most halved by sqrt; the subtraction, sqrt and
+    division (or reciprocal and product) one rounding each; then :func:`_stage_two_bound`."""
+    x, scale, b, mean, var = inputs
+    rank = x.ndim
+    fmt = FLOAT_FORMATS[dtypes[0]]
+    epsilon = _float32(attrs["epsilon"])
+    eps_error = fmt.unit_roundoff * epsilon if fmt.unit_roundoff > FLOAT_FORMATS["float32"].unit_roundoff else 0.0
+    total = _per_channel(var + epsilon, rank)
+    relative = (eps_error + u * (total + eps_error)) / total
+    sqrt_relative = relative / (1 + np.sqrt(np.maximum(1 - relative, 0.0)))
+    d = x - _per_channel(mean, rank)
+    z = d / np.sqrt(total)
+    scale_c = _per_channel(scale, rank)
+    # where an intermediate overflows T (or z underflows to a zero an infinite scale makes NaN)
+    # the formula evaluated in T gives no value though the exact result may be finite
+    unbounded = np.isfinite(total) & ~(relative < 1)
+    for value in (d, z, z * scale_c):
+        unbounded = unbounded | (np.isfinite(value) & (np.abs(value) > fmt.max_finite))
+    unbounded |= np.isinf(scale_c) & (z != 0) & (np.abs(z) < fmt.min_normal)
+    z_error = np.abs(z) * ((1 + _grown(4, u)) / (1 - np.minimum(sqrt_relative, 0.5)) - 1) \
+        + fmt.min_subnormal
+    y_error = _stage_two_bound(z, z_error, scale_c, _per_channel(b, rank), dtypes[0], u)
+    return (_judged_where(y_error, outputs[0], unbounded),)
+
+
+@op("onnx_batch_normalization", version=1, **_CHANNELS, error_bound=batch_norm_bound)
+def oracle_onnx_batch_normalization(x, scale, b, input_mean, input_var, *, epsilon, momentum,
+                                    training_mode):
+    """Inference mode (training_mode=0): Y = (X - input_mean) / sqrt(input_var + epsilon) *
+    scale + B, every parameter per channel (dimension 1)."""
+    rank = x.ndim
+    z = (x - _per_channel(input_mean, rank)) / np.sqrt(_per_channel(input_var, rank) + _float32(epsilon))
+    return (z * _per_channel(scale, rank) + _per_channel(b, rank),)
