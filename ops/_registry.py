@@ -23,7 +23,7 @@ from typing import Callable
 BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
                    "reduction", "contraction", "movement", "onnx_elementwise",
                    "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
-                   "onnx_softmax", "onnx_normalization")
+                   "onnx_softmax", "onnx_normalization", "nnef_normalization")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")

@@ -24,13 +24,8 @@ import numpy as np
 
 from conform.ops._optional import by_name
 from conform.ops._registry import op
+from conform.ops.onnx_softmax import grown as _grown
 from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
-
-
-def _grown(k, u: float):
-    """``(1 - u)**-k - 1``: the largest relative error of ``k`` rounded operations (Higham 2002,
-    Lemma 3.1, kept exact so that it stays finite)."""
-    return np.expm1(-np.asarray(k, np.float64) * np.log1p(-u))
 
 
 def _float32(value: float) -> float:
@@ -300,11 +295,14 @@ def oracle_onnx_instance_normalization(x, scale, b, *, epsilon):
 
 # ------------------------------------------------------------------ BatchNormalization
 
-def batch_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tuple:
+def batch_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                     scale_first=False) -> tuple:
     """Y's bound for ``(x - mean) / sqrt(var + epsilon) * scale + B`` evaluated in T, per
     element: ``var + epsilon`` off by one rounding (and epsilon's own rounding into a T
     narrower than its float32 attribute), at most halved by sqrt; the subtraction, sqrt and
-    division (or reciprocal and product) one rounding each; then :func:`_stage_two_bound`."""
+    division (or reciprocal and product) one rounding each; then :func:`_stage_two_bound`.
+    ``scale_first``: the formula multiplies ``(x - mean)`` by scale before dividing (NNEF's),
+    which is another intermediate that can overflow."""
     x, scale, b, mean, var = inputs
     rank = x.ndim
     fmt = FLOAT_FORMATS[dtypes[0]]
@@ -319,7 +317,7 @@ def batch_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes)
     # where an intermediate overflows T (or z underflows to a zero an infinite scale makes NaN)
     # the formula evaluated in T gives no value though the exact result may be finite
     unbounded = np.isfinite(total) & ~(relative < 1)
-    for value in (d, z, z * scale_c):
+    for value in (d, z, z * scale_c) + ((d * scale_c,) if scale_first else ()):
         unbounded = unbounded | (np.isfinite(value) & (np.abs(value) > fmt.max_finite))
     unbounded |= np.isinf(scale_c) & (z != 0) & (np.abs(z) < fmt.min_normal)
     z_error = np.abs(z) * ((1 + _grown(4, u)) / (1 - np.minimum(sqrt_relative, 0.5)) - 1) \

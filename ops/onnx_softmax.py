@@ -9,7 +9,7 @@ first maximum of each slice and 0 elsewhere.
 
 Softmax and LogSoftmax are judged by the ``derived`` error model: the bounds below follow the
 rounding errors of that evaluation in the output type (unit roundoff ``u``), with the ULP bounds
-assumed for exp and log as the spec's constants. ``_grown(k, u) = (1 - u)**-k - 1`` bounds the
+assumed for exp and log as the spec's constants. ``grown(k, u) = (1 - u)**-k - 1`` bounds the
 relative error of a product or quotient of ``k`` factors ``(1 + delta)``, ``|delta| <= u``
 (Higham 2002, Lemma 3.1, without its first-order simplification, so it stays finite for any
 ``k``); an ``exp`` within ``b`` ULPs has relative error ``<= 2 b u``, counted as ``2 b`` factors.
@@ -23,14 +23,24 @@ from conform.ops.sorting import feed_top_k as feed_axis_slice
 from conform.spec.dtypes import FLOAT_FORMATS
 
 
-def _axis(x: np.ndarray, attrs_axis: int) -> int:
-    return attrs_axis % x.ndim
+def normalised_axes(rank: int, attrs: dict) -> tuple:
+    """The axes normalised together: ONNX's one ``axis`` (negative counts from the end) or
+    NNEF's ``axes``."""
+    return (attrs["axis"] % rank,) if "axis" in attrs else tuple(attrs["axes"])
 
 
-def _shifted(x: np.ndarray, axis: int) -> np.ndarray:
-    """``x - max(x)`` along ``axis`` (NaN where the max is infinite or NaN, as the text's
-    function body gives)."""
-    return x - np.max(x, axis=axis, keepdims=True)
+def _shifted(x: np.ndarray, axes: tuple) -> np.ndarray:
+    """``x - max(x)`` over ``axes`` (NaN where the max is infinite or NaN, as the texts'
+    function bodies give)."""
+    return x - np.max(x, axis=axes, keepdims=True)
+
+
+def softmax(x: np.ndarray, axes: tuple) -> np.ndarray:
+    """exp(x - max) / sum(exp(x - max)) over ``axes``."""
+    if x.size == 0:
+        return x.copy()
+    e = np.exp(_shifted(x, axes))
+    return e / np.sum(e, axis=axes, keepdims=True)
 
 
 def onnx_along_axis(case, graph):
@@ -39,14 +49,14 @@ def onnx_along_axis(case, graph):
 
 
 def draw_along_axis(draw, kit, spec, dtype):
-    """A shape of the spec's ranks (sides up to 6, or 0), the spec's attributes (the axis), and
-    the normalised axis stretched up to 64 elements (within the array size cap), so that sums of
+    """A shape of the spec's ranks (sides up to 6, or 0), the spec's attributes (the axis or
+    axes), and the (first) normalised axis stretched up to 64 elements (within the array size cap), so that sums of
     many terms are drawn too."""
     low, high = kit.ranks(spec, default_min=1)
     shape = list(draw(kit.shape(min_rank=max(low, 1), max_rank=high,
                                 min_side=draw(kit.st.sampled_from([1, 1, 1, 0])))))
     attrs = kit.attributes(draw, spec, {spec.inputs[0]: len(shape)})
-    axis = attrs["axis"] % len(shape)
+    axis = normalised_axes(len(shape), attrs)[0]
     others = int(np.prod([side for k, side in enumerate(shape) if k != axis]))
     if shape[axis] and draw(kit.st.booleans()):
         shape[axis] = draw(kit.st.integers(shape[axis], max(shape[axis],
@@ -57,19 +67,19 @@ def draw_along_axis(draw, kit, spec, dtype):
 _DRAW = dict(draw=draw_along_axis, draw_honours=frozenset({"min_rank", "max_rank", "attrs"}))
 
 
-def _grown(k, u: float):
+def grown(k, u: float):
     """``(1 - u)**-k - 1``: the largest relative error of ``k`` rounded operations (or of an
     error of ``k u`` passed through an exponential: ``exp(k u) - 1`` is smaller)."""
     return np.expm1(-np.asarray(k, np.float64) * np.log1p(-u))
 
 
-def _sum_spread(weights, d, axis, k_each, u) -> np.ndarray:
+def _sum_spread(weights, d, axes, k_each, u) -> np.ndarray:
     """``sigma``: the relative error bound of the sum ``s = sum_j exp(d_j)`` computed as the text
     does. Each term carries its own ``|d_j|`` (the rounded subtraction, through exp) plus
     ``k_each`` roundings (exp, and at most ``n - 1`` additions in any order); the sum's relative
     error is the weighted mean of its terms', with weights ``exp(d_j) / s``."""
-    terms = np.where(weights == 0, 0.0, weights * _grown(np.abs(d) + k_each, u))
-    return np.sum(terms, axis=axis, keepdims=True)
+    terms = np.where(weights == 0, 0.0, weights * grown(np.abs(d) + k_each, u))
+    return np.sum(terms, axis=axes, keepdims=True)
 
 
 def softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tuple:
@@ -80,20 +90,20 @@ def softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) ->
     sum is ``s (1 + phi)``, ``|phi| <= sigma`` (:func:`_sum_spread`, ``n - 1`` additions); the
     division adds one rounding, or two where it is a multiplication by a rounded reciprocal
     (the text's formula does not exclude it). So ``|err_i| <= y_i ((1 + g_i) / (1 - sigma) - 1)``
-    with ``g_i = _grown(|d_i| + 2 b + 2, u)``, plus an absolute floor for exp results and
+    with ``g_i = grown(|d_i| + 2 b + 2, u)``, plus an absolute floor for exp results and
     quotients in the subnormal range, where ULPs are not relative: ``(b (n + 1) + 1)`` smallest
     subnormals over ``1 - sigma`` (the sum is at least ``exp(0) = 1``). ``sigma >= 1`` leaves
     no bound (inf)."""
     (x,), (y,) = inputs, outputs
     if x.size == 0:
         return (np.zeros(x.shape),)
-    axis = _axis(x, attrs["axis"])
-    n, b = x.shape[axis], constants["exp_ulp"]
-    d = _shifted(x, axis)
-    sigma = _sum_spread(y, d, axis, 2 * b + n - 1, u)
+    axes = normalised_axes(x.ndim, attrs)
+    n, b = int(np.prod([x.shape[a] for a in axes])), constants["exp_ulp"]
+    d = _shifted(x, axes)
+    sigma = _sum_spread(y, d, axes, 2 * b + n - 1, u)
     shrink = np.where(sigma < 1, 1 - sigma, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        relative = (1 + _grown(np.abs(d) + 2 * b + 2, u)) / shrink - 1
+        relative = (1 + grown(np.abs(d) + 2 * b + 2, u)) / shrink - 1
         floor = (b * (n + 1) + 1) * FLOAT_FORMATS[out_dtype].min_subnormal / shrink
         bound = np.where(y == 0, 0.0, y * relative) + floor
     return (np.where(np.isnan(bound), 0.0, bound),)
@@ -104,10 +114,7 @@ def softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) ->
     error_bound=softmax_bound)
 def oracle_onnx_softmax(x, *, axis):
     """exp(x - max) / sum(exp(x - max)) along ``axis``."""
-    if x.size == 0:
-        return (x.copy(),)
-    e = np.exp(_shifted(x, _axis(x, axis)))
-    return (e / np.sum(e, axis=_axis(x, axis), keepdims=True),)
+    return (softmax(x, normalised_axes(x.ndim, {"axis": axis})),)
 
 
 def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tuple:
@@ -121,8 +128,8 @@ def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     (x,), (y,) = inputs, outputs
     if x.size == 0:
         return (np.zeros(x.shape),)
-    axis = _axis(x, attrs["axis"])
-    n, b_exp, b_log = x.shape[axis], constants["exp_ulp"], constants["log_ulp"]
+    axis = normalised_axes(x.ndim, attrs)
+    n, b_exp, b_log = x.shape[axis[0]], constants["exp_ulp"], constants["log_ulp"]
     d = _shifted(x, axis)
     sigma = _sum_spread(np.exp(y), d, axis, 2 * b_exp + n - 1, u)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -141,8 +148,9 @@ def oracle_onnx_log_softmax(x, *, axis):
     """(x - max) - log(sum(exp(x - max))) along ``axis``."""
     if x.size == 0:
         return (x.copy(),)
-    d = _shifted(x, _axis(x, axis))
-    return (d - np.log(np.sum(np.exp(d), axis=_axis(x, axis), keepdims=True)),)
+    axes = normalised_axes(x.ndim, {"axis": axis})
+    d = _shifted(x, axes)
+    return (d - np.log(np.sum(np.exp(d), axis=axes, keepdims=True)),)
 
 
 @op("onnx_hardmax", version=1, feeding=feed_axis_slice, **_DRAW,
@@ -153,7 +161,7 @@ def oracle_onnx_hardmax(x, *, axis):
     out = np.zeros(x.shape)
     if x.size == 0:
         return (out,)
-    axis = _axis(x, axis)
+    axis %= x.ndim
     first = np.argmax(np.where(np.isnan(x), -np.inf, x), axis=axis)
     np.put_along_axis(out, np.expand_dims(first, axis), 1.0, axis=axis)
     return (out,)
