@@ -1,5 +1,6 @@
-"""Run small hand-written ONNX graphs on onnxruntime: the injected-bug tests spell a buggy
-implementation of an op as a graph of primitive nodes and judge its outputs."""
+"""Run small hand-written ONNX graphs on onnxruntime (and NNEF documents on the nnef executor):
+the injected-bug tests spell a buggy implementation of an op as a graph of primitive nodes and
+judge its outputs."""
 from __future__ import annotations
 
 import numpy as np
@@ -39,3 +40,14 @@ def rounded_to_float16(name: str, out: str) -> list:
     """Nodes rounding float32 ``name`` to float16 and back into ``out``."""
     return [helper.make_node("Cast", [name], [out + "_h"], to=onnx.TensorProto.FLOAT16),
             helper.make_node("Cast", [out + "_h"], [out], to=onnx.TensorProto.FLOAT)]
+
+
+def run_nnef_document(text: str, inputs: list, tmp_path) -> list:
+    """Run the NNEF graph document ``text`` (flat syntax, the full standard library) on the
+    ``nnef`` package's executor with float32 ``inputs``."""
+    import nnef
+
+    path = tmp_path / "graph.nnef"
+    path.write_text(text, encoding="utf-8")
+    session = nnef.Session(str(path), lowered=[])
+    return list(session(*[np.ascontiguousarray(x, np.float32) for x in inputs]))

@@ -12,7 +12,7 @@ from conform.generators._case import Case
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
 from conform.oracles.expectations import expect
-from tests.ops.ort_graphs import constant, rounded_to_float16, run_graph
+from tests.ops.ort_graphs import constant, rounded_to_float16, run_graph, run_nnef_document
 
 LN = "onnx_layer_normalization"
 
@@ -233,3 +233,50 @@ def test_a_regrouped_batch_normalization_fails_where_x_is_near_the_mean(specs):
     ort_y = run_graph([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
                       dict(zip("xsbmv", [x] + params)), {"y": (np.float32, x.shape)})
     assert judge_outputs(specs["onnx_batch_normalization"], case, ort_y).verdict == "fail"
+
+
+# ------------------------------------------------------------------ NNEF batch_normalization
+
+def test_nnef_batch_normalization_is_onnxs_formula_with_leading_dims_aligned():
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((2, 3, 4))
+    mean, offset, scale = (rng.standard_normal((1, 3)) for _ in range(3))
+    variance = rng.uniform(0, 2, (1, 3))
+    (ours,) = evaluate("nnef_batch_normalization", [x, mean, variance, offset, scale],
+                       {"epsilon": 1e-3})
+    (onnx_y,) = evaluate("onnx_batch_normalization",
+                         [x] + [p.ravel() for p in (scale, offset, mean, variance)],
+                         {"epsilon": 1e-3, "momentum": 0.9, "training_mode": 0})
+    np.testing.assert_allclose(ours, onnx_y, rtol=1e-14)
+
+
+def _nnef_bn_document(shape, epsilon, *, epsilon_outside):
+    """batch_normalization spelled in primitive NNEF operations (the executor has no kernel for
+    the compound one), optionally with epsilon added after the square root."""
+    root = (["    r = sqrt(variance);", f"    sd = add(r, {epsilon});"] if epsilon_outside else
+            [f"    ve = add(variance, {epsilon});", "    sd = sqrt(ve);"])
+    lines = [f"    input = external<scalar>(shape = {list(shape)});"]
+    lines += [f"    {name} = external<scalar>(shape = [1, {shape[1]}]);"
+              for name in ("mean", "variance", "offset", "scale")]
+    lines += ["    d = sub(input, mean);", "    sd_ = mul(scale, d);"] + root
+    lines += ["    q = div(sd_, sd);", "    output = add(offset, q);"]
+    return ("version 1.0;\ngraph g( input, mean, variance, offset, scale ) -> ( output )\n{\n"
+            + "\n".join(lines) + "\n}\n")
+
+
+def test_nnef_batch_normalization_with_epsilon_outside_the_root_fails(specs, tmp_path):
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    mean, offset, scale = (rng.standard_normal((1, 3)).astype(np.float32) for _ in range(3))
+    variance = np.float32([[0.01, 0.5, 2.0]])
+    inputs = [x, mean, variance, offset, scale]
+    case = Case(id="nnef_batch_normalization.float32.0", op="nnef_batch_normalization",
+                dtype="float32", input_dtypes=("float32",) * 5, out_dtype="float32",
+                inputs=inputs, attrs={"epsilon": 0.001}, plan="normal", seed=1)
+    spec = specs["nnef_batch_normalization"]
+    good = run_nnef_document(_nnef_bn_document(x.shape, 0.001, epsilon_outside=False), inputs,
+                             tmp_path)
+    assert judge_outputs(spec, case, good).verdict == "pass"
+    bad = run_nnef_document(_nnef_bn_document(x.shape, 0.001, epsilon_outside=True), inputs,
+                            tmp_path)
+    assert judge_outputs(spec, case, bad).verdict == "fail"

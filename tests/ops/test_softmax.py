@@ -16,7 +16,7 @@ from onnx import helper, numpy_helper
 from conform.generators._case import Case
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
-from tests.ops.ort_graphs import constant, rounded_to_float16, run_graph
+from tests.ops.ort_graphs import constant, rounded_to_float16, run_graph, run_nnef_document
 
 DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
 
@@ -202,3 +202,32 @@ def test_a_hardmax_taking_the_last_maximum_fails(specs):
     last = _run(node, np.ascontiguousarray(x[:, ::-1]))[:, ::-1]   # the first of the reversed
     judgement = _judged(specs, "onnx_hardmax", x, np.ascontiguousarray(last))
     assert judgement.verdict == "fail" and judgement.mismatched == 4
+
+
+# ------------------------------------------------------------------ NNEF softmax
+
+def test_nnef_softmax_normalises_several_axes_together():
+    x = np.random.default_rng(4).standard_normal((2, 3, 4))
+    (y,) = evaluate("nnef_softmax", [x], {"axes": [1, 2]})
+    (flat,) = evaluate("onnx_softmax", [x.reshape(2, 12)], {"axis": 1})
+    np.testing.assert_allclose(y, flat.reshape(2, 3, 4), rtol=1e-15)
+
+
+def _nnef_softmax_case(x, axes):
+    return Case(id="nnef_softmax.float32.0", op="nnef_softmax", dtype="float32",
+                input_dtypes=("float32",), out_dtype="float32", inputs=[x], attrs={"axes": axes},
+                plan="normal", seed=1)
+
+
+def test_an_nnef_softmax_without_the_max_shift_fails_on_the_nnef_executor(specs, tmp_path):
+    x = np.float32([[1, 2, 3, 95], [0.5, -1, 2, 0]])
+    shape = list(x.shape)
+    good = ("version 1.0;\ngraph g( x ) -> ( y )\n{\n"
+            f"    x = external<scalar>(shape = {shape});\n    y = softmax(x, axes = [1]);\n}}\n")
+    bad = ("version 1.0;\ngraph g( x ) -> ( y )\n{\n"
+           f"    x = external<scalar>(shape = {shape});\n    e = exp(x);\n"
+           "    s = sum_reduce(e, axes = [1]);\n    y = div(e, s);\n}\n")
+    spec, case = specs["nnef_softmax"], _nnef_softmax_case(x, [1])
+    assert judge_outputs(spec, case, run_nnef_document(good, [x], tmp_path)).verdict == "pass"
+    judged = judge_outputs(spec, case, run_nnef_document(bad, [x], tmp_path))
+    assert judged.verdict == "fail" and judged.mismatched == 4   # exp(95) overflows float32
