@@ -1,5 +1,6 @@
 """Every ONNX model conform emits is valid ONNX: it passes the full checker, and ONNX's own strict
-shape inference, given the case's concrete input shapes, gives the oracle's output shape."""
+shape inference, given the case's concrete input shapes, gives the oracle's output shape (where
+the operator's schema has a shape inference function: onnx 1.23's GroupNormalization has none)."""
 from __future__ import annotations
 
 import copy
@@ -38,6 +39,13 @@ def _inferred_output_shapes(model: onnx.ModelProto) -> list[list]:
             for output in model.graph.output]
 
 
+def _infers_shapes(model: onnx.ModelProto) -> bool:
+    """Whether every node's schema (at the model's opset) has a shape inference function."""
+    version = model.opset_import[0].version
+    return all(onnx.defs.get_schema(node.op_type, version).has_type_and_shape_inference_function
+               for node in model.graph.node)
+
+
 @pytest.mark.parametrize("op", ONNX_OPS)
 def test_every_emitted_model_is_valid_and_infers_the_oracles_shape(specs, op):
     spec, checked = specs[op], 0
@@ -51,8 +59,9 @@ def test_every_emitted_model_is_valid_and_infers_the_oracles_shape(specs, op):
             concrete = _concrete(model, case)
             for output in concrete.graph.output:
                 output.type.tensor_type.ClearField("shape")
-            assert _inferred_output_shapes(concrete) == [list(part.expected.shape)
-                                                         for part in case.expectation], case.id
+            if _infers_shapes(concrete):
+                assert _inferred_output_shapes(concrete) == [list(part.expected.shape)
+                                                             for part in case.expectation], case.id
             checked += 1
     assert checked > 0
 
