@@ -24,7 +24,7 @@ import numpy as np
 
 from conform.ops._optional import by_name
 from conform.ops._registry import op
-from conform.ops.onnx_softmax import grown as _grown
+from conform.ops.onnx_softmax import feed_normalised, grown as _grown
 from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
 
 
@@ -125,13 +125,6 @@ def draw_layer_norm(draw, kit, spec, dtype):
     absent = kit.absent_inputs(draw, spec)
     shapes = (tuple(shape), normalised) + (() if "b" in absent else (normalised,))
     return kit.Signature((dtype,) * len(shapes), shapes, kit.with_absent(attrs, absent), dtype)
-
-
-def feed_normalised(inputs, axis: int, index):
-    """The slice of ``x`` normalised together into element ``index`` (its dimensions before
-    ``axis`` fixed), and every element of the other inputs."""
-    x = inputs[0]
-    return [x[tuple(index[:axis % x.ndim])].ravel()] + [other.ravel() for other in inputs[1:]]
 
 
 def _layer_axes(x, axis):

@@ -43,6 +43,22 @@ def softmax(x: np.ndarray, axes: tuple) -> np.ndarray:
     return e / np.sum(e, axis=axes, keepdims=True)
 
 
+def log_softmax(x: np.ndarray, axes: tuple) -> np.ndarray:
+    """(x - max) - log(sum(exp(x - max))) over ``axes``."""
+    if x.size == 0:
+        return x.copy()
+    d = _shifted(x, axes)
+    return d - np.log(np.sum(np.exp(d), axis=axes, keepdims=True))
+
+
+def feed_normalised(inputs, axis: int, index):
+    """The elements of the first input normalised together into element ``index`` when every
+    dimension from ``axis`` on is (its dimensions before ``axis`` fixed), and every element of
+    the other inputs."""
+    x = inputs[0]
+    return [x[tuple(index[:axis % x.ndim])].ravel()] + [other.ravel() for other in inputs[1:]]
+
+
 def onnx_along_axis(case, graph):
     """One node with the case's ``axis`` attribute."""
     graph.node(graph.op_type, graph.inputs, axis=case.attrs["axis"])
@@ -129,7 +145,7 @@ def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     if x.size == 0:
         return (np.zeros(x.shape),)
     axis = normalised_axes(x.ndim, attrs)
-    n, b_exp, b_log = x.shape[axis[0]], constants["exp_ulp"], constants["log_ulp"]
+    n, b_exp, b_log = int(np.prod([x.shape[a] for a in axis])), constants["exp_ulp"], constants["log_ulp"]
     d = _shifted(x, axis)
     sigma = _sum_spread(np.exp(y), d, axis, 2 * b_exp + n - 1, u)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -146,11 +162,7 @@ def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     error_bound=log_softmax_bound)
 def oracle_onnx_log_softmax(x, *, axis):
     """(x - max) - log(sum(exp(x - max))) along ``axis``."""
-    if x.size == 0:
-        return (x.copy(),)
-    axes = normalised_axes(x.ndim, {"axis": axis})
-    d = _shifted(x, axes)
-    return (d - np.log(np.sum(np.exp(d), axis=axes, keepdims=True)),)
+    return (log_softmax(x, normalised_axes(x.ndim, {"axis": axis})),)
 
 
 @op("onnx_hardmax", version=1, feeding=feed_axis_slice, **_DRAW,
@@ -165,3 +177,31 @@ def oracle_onnx_hardmax(x, *, axis):
     first = np.argmax(np.where(np.isnan(x), -np.inf, x), axis=axis)
     np.put_along_axis(out, np.expand_dims(first, axis), 1.0, axis=axis)
     return (out,)
+
+
+# ------------------------------------------------------------------ opsets 11 and 12
+
+def _coerced(attrs: dict, rank: int) -> dict:
+    """Opsets 11-12 coerce x to 2-D at ``axis``: every dimension from it on is normalised."""
+    return {"axes": list(range(attrs["axis"] % rank, rank))}
+
+
+_OPSET11 = dict(_DRAW, onnx=onnx_along_axis,
+                feeding=lambda inputs, attrs, index: feed_normalised(inputs, attrs["axis"], index))
+
+
+@op("onnx_softmax_opset11", version=1, **_OPSET11,
+    error_bound=lambda inputs, attrs, outputs, **kw: softmax_bound(
+        inputs, _coerced(attrs, inputs[0].ndim), outputs, **kw))
+def oracle_onnx_softmax_opset11(x, *, axis):
+    """Softmax-11: exp(x - max) / sum(exp(x - max)) over every dimension from ``axis`` on (x
+    coerced to [a_0 * ... * a_{k-1}, a_k * ... * a_{n-1}])."""
+    return (softmax(x, tuple(_coerced({"axis": axis}, x.ndim)["axes"])),)
+
+
+@op("onnx_log_softmax_opset11", version=1, **_OPSET11,
+    error_bound=lambda inputs, attrs, outputs, **kw: log_softmax_bound(
+        inputs, _coerced(attrs, inputs[0].ndim), outputs, **kw))
+def oracle_onnx_log_softmax_opset11(x, *, axis):
+    """LogSoftmax-11: log of Softmax-11, over every dimension from ``axis`` on."""
+    return (log_softmax(x, tuple(_coerced({"axis": axis}, x.ndim)["axes"])),)

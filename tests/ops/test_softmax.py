@@ -231,3 +231,23 @@ def test_an_nnef_softmax_without_the_max_shift_fails_on_the_nnef_executor(specs,
     assert judge_outputs(spec, case, run_nnef_document(good, [x], tmp_path)).verdict == "pass"
     judged = judge_outputs(spec, case, run_nnef_document(bad, [x], tmp_path))
     assert judged.verdict == "fail" and judged.mismatched == 4   # exp(95) overflows float32
+
+
+# ------------------------------------------------------------------ opsets 11 and 12
+
+def test_opset_11_coerces_to_2d_at_axis_and_opset_13_does_not():
+    x = np.random.default_rng(6).standard_normal((2, 3, 4))
+    (coerced,) = evaluate("onnx_softmax_opset11", [x], {"axis": 1})
+    (rows,) = evaluate("onnx_softmax", [x.reshape(2, 12)], {"axis": 1})
+    np.testing.assert_allclose(coerced, rows.reshape(2, 3, 4), rtol=1e-15)
+    (one_axis,) = evaluate("onnx_softmax", [x], {"axis": 1})
+    assert not np.allclose(coerced, one_axis)
+    (log_coerced,) = evaluate("onnx_log_softmax_opset11", [x], {"axis": -2})
+    np.testing.assert_allclose(np.exp(log_coerced), coerced, rtol=1e-14)
+
+
+def test_opset_11_bindings_hold_at_opsets_11_and_12_only(specs):
+    for op in ("onnx_softmax_opset11", "onnx_log_softmax_opset11"):
+        assert specs[op].bindings["onnx"]["opsets"] == [11, 12]
+    for op in ("onnx_softmax", "onnx_log_softmax", "onnx_hardmax"):
+        assert specs[op].bindings["onnx"]["opsets"] == [13, 99]
