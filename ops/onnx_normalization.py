@@ -20,11 +20,13 @@ computed in, or the one-pass variance can cancel to a negative number) the bound
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from conform.ops._optional import by_name
 from conform.ops._registry import op
-from conform.ops.onnx_softmax import feed_normalised, grown as _grown
+from conform.ops.onnx_softmax import feed_normalised, grown
 from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
 
 
@@ -41,12 +43,21 @@ def standardized(x: np.ndarray, axes: tuple, epsilon: float):
     return mean, d, 1 / np.sqrt(np.mean(d * d, axis=axes, keepdims=True) + epsilon)
 
 
-def _stage_one_bound(x, axes, epsilon, stage: str, cast: int):
+class StageOne(NamedTuple):
+    """Error figures of a standardisation over some axes (see :func:`_stage_one_bound`)."""
+
+    mean_error: np.ndarray     # absolute, per slice
+    var_error: np.ndarray      # absolute, per slice
+    inv_relative: np.ndarray   # relative error of 1 / sqrt(var + epsilon), per slice
+    z: np.ndarray              # the exact standardised values
+    z_error: np.ndarray        # absolute, per element
+    unbounded: np.ndarray      # per slice: the evaluation bounds nothing there
+
+
+def _stage_one_bound(x, axes, epsilon, stage: str, cast: int) -> StageOne:
     """Error figures of the standardisation evaluated in type ``stage`` (its inputs first
-    rounded into it where ``cast``: when ``x``'s type is wider). Returns
-    ``(mean_error, inv_relative, z, z_error, unbounded)``: absolute for the mean, relative for
-    1 / sqrt(var + eps), the standardised ``z`` with its absolute error, and where (per slice)
-    the evaluation is unbounded (overflow, or the variance's error reaching var + eps). A rounding
+    rounded into it where ``cast``: when ``x``'s type is wider). The evaluation is unbounded
+    where it overflows or the variance's error reaches var + eps. A rounding
     into the subnormal range is off by half a smallest subnormal (``tiny`` covers it), not by
     ``u`` relative; a subtraction whose result is subnormal is exact."""
     n = int(np.prod([x.shape[a] for a in axes]))
@@ -57,13 +68,13 @@ def _stage_one_bound(x, axes, epsilon, stage: str, cast: int):
     m2 = np.mean(x * x, axis=axes, keepdims=True)
     var = 1 / (inv * inv) - epsilon
     # the mean: n - 1 additions, the scaling by 1/n, the input cast (Higham §4.2)
-    mean_error = _grown(n + 1 + cast, u) * m1 + (1 + cast) * tiny
+    mean_error = grown(n + 1 + cast, u) * m1 + (1 + cast) * tiny
     # two passes: each deviation off by e_j, then n squares, n - 1 additions and the scaling
     e = mean_error * (1 + u) + u * np.abs(d) + cast * (u * np.abs(x) + tiny) * (1 + u)
     two_pass = np.mean(e * (2 * np.abs(d) + e), axis=axes, keepdims=True) \
-        + _grown(n + 1, u) * np.mean((np.abs(d) + e) ** 2, axis=axes, keepdims=True) + tiny
+        + grown(n + 1, u) * np.mean((np.abs(d) + e) ** 2, axis=axes, keepdims=True) + tiny
     # one pass: mean of squares, square of the mean, their difference
-    mean_of_squares = _grown(n + 2 + 2 * cast, u) * m2 + tiny + cast * 2 * tiny * m1
+    mean_of_squares = grown(n + 2 + 2 * cast, u) * m2 + tiny + cast * 2 * tiny * m1
     square_of_mean = mean_error * (2 * np.abs(mean) + mean_error) \
         + u * (np.abs(mean) + mean_error) ** 2 + tiny
     one_pass = mean_of_squares + square_of_mean
@@ -72,16 +83,16 @@ def _stage_one_bound(x, axes, epsilon, stage: str, cast: int):
     total = var + epsilon
     total_error = var_error + u * (total + var_error)
     relative = total_error / total
-    overflow = n * m2 * (1 + _grown(n + 2, u)) >= big
+    overflow = n * m2 * (1 + grown(n + 2, u)) >= big
     finite = np.all(np.isfinite(x), axis=axes, keepdims=True)   # else the result is NaN too
     unbounded = finite & (overflow | ~(relative < 1))
     sqrt_relative = relative / (1 + np.sqrt(np.maximum(1 - relative, 0.0)))
     shrink = np.where(unbounded, np.nan, 1 - sqrt_relative)
-    inv_relative = (1 + _grown(2, u)) / shrink - 1          # sqrt and reciprocal (or division)
-    ratio = (1 + _grown(3, u)) / shrink - 1                  # ... and the product by d
+    inv_relative = (1 + grown(2, u)) / shrink - 1          # sqrt and reciprocal (or division)
+    ratio = (1 + grown(3, u)) / shrink - 1                  # ... and the product by d
     z = d * inv
     z_error = inv * (np.abs(d) * ratio + e * (1 + ratio)) + tiny
-    return mean_error, inv_relative, z, z_error, unbounded
+    return StageOne(mean_error, var_error, inv_relative, z, z_error, unbounded)
 
 
 def _stage_two_bound(z, z_error, scale, bias, dtype, u_stage):
@@ -145,7 +156,7 @@ def layer_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes)
         return tuple(np.zeros(np.shape(o)) for o in outputs)
     stash = FLOAT_FORMATS[_STASH[attrs["stash_type"]]]
     wider = FLOAT_FORMATS[dtypes[0]].unit_roundoff < stash.unit_roundoff
-    mean_error, inv_relative, z, z_error, unbounded = _stage_one_bound(
+    mean_error, _, inv_relative, z, z_error, unbounded = _stage_one_bound(
         x, _layer_axes(x, attrs["axis"]), _float32(attrs["epsilon"]), _STASH[attrs["stash_type"]],
         int(wider))
     y_error = _stage_two_bound(z, z_error, named["scale"], named.get("b"), dtypes[0],
@@ -235,7 +246,7 @@ def _channel_norm_bound(x, scale, bias, groups, epsilon, stage, dtype, expected)
     slice for InstanceNormalization), stage one in ``stage``, then cast to and scaled in T."""
     grouped = _grouped(x, groups)
     cast = int(FLOAT_FORMATS[dtype].unit_roundoff < FLOAT_FORMATS[stage].unit_roundoff)
-    _, _, z, z_error, unbounded = _stage_one_bound(grouped, (2,), epsilon, stage, cast)
+    _, _, _, z, z_error, unbounded = _stage_one_bound(grouped, (2,), epsilon, stage, cast)
     rank = x.ndim
     y_error = _stage_two_bound(z.reshape(x.shape), z_error.reshape(x.shape),
                                _per_channel(scale, rank), _per_channel(bias, rank), dtype,
@@ -313,7 +324,7 @@ def batch_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
     for value in (d, z, z * scale_c) + ((d * scale_c,) if scale_first else ()):
         unbounded = unbounded | (np.isfinite(value) & (np.abs(value) > fmt.max_finite))
     unbounded |= np.isinf(scale_c) & (z != 0) & (np.abs(z) < fmt.min_normal)
-    z_error = np.abs(z) * ((1 + _grown(4, u)) / (1 - np.minimum(sqrt_relative, 0.5)) - 1) \
+    z_error = np.abs(z) * ((1 + grown(4, u)) / (1 - np.minimum(sqrt_relative, 0.5)) - 1) \
         + fmt.min_subnormal
     y_error = _stage_two_bound(z, z_error, scale_c, _per_channel(b, rank), dtypes[0], u)
     return (_judged_where(y_error, outputs[0], unbounded),)
@@ -327,3 +338,94 @@ def oracle_onnx_batch_normalization(x, scale, b, input_mean, input_var, *, epsil
     rank = x.ndim
     z = (x - _per_channel(input_mean, rank)) / np.sqrt(_per_channel(input_var, rank) + _float32(epsilon))
     return (z * _per_channel(scale, rank) + _per_channel(b, rank),)
+
+
+# ------------------------------------------------------------------ BatchNormalization, training
+
+def _channels_first(x: np.ndarray) -> np.ndarray:
+    """X (N, C, ...) as (C, N * ...): each channel's values in one row."""
+    return np.moveaxis(x, 1, 0).reshape(x.shape[1], -1)
+
+
+def _training_stage(dtype: str) -> str:
+    """'The computation of ReduceMean and ReduceVar uses float to avoid overflow for float16
+    inputs': float32 for the 16-bit types, T otherwise."""
+    wider = FLOAT_FORMATS[dtype].unit_roundoff < FLOAT_FORMATS["float32"].unit_roundoff
+    return dtype if wider or dtype == "float32" else "float32"
+
+
+def batch_norm_training_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
+    """Per output (Y, running_mean, running_var): Y as a standardisation of each channel over
+    the batch and spatial dimensions (:func:`_stage_one_bound` in the statistics' type, then
+    :func:`_stage_two_bound`); each running statistic ``input * momentum + current * (1 -
+    momentum)`` off by the current statistic's error times ``|1 - momentum|`` and three roundings
+    per term (momentum or 1 - momentum, the product, the sum)."""
+    x, scale, b, input_mean, input_var = inputs
+    stage, dtype = _training_stage(dtypes[0]), dtypes[0]
+    momentum = _float32(attrs["momentum"])
+    u_t = FLOAT_FORMATS[dtype].unit_roundoff
+    rows = _channels_first(x)
+    one = _stage_one_bound(rows, (1,), _float32(attrs["epsilon"]), stage,
+                           int(FLOAT_FORMATS[dtype].unit_roundoff < FLOAT_FORMATS[stage].unit_roundoff))
+    z = np.moveaxis(one.z.reshape((x.shape[1], x.shape[0]) + x.shape[2:]), 0, 1)
+    z_error = np.moveaxis(np.broadcast_to(one.z_error, rows.shape).reshape(
+        (x.shape[1], x.shape[0]) + x.shape[2:]), 0, 1)
+    y_error = _stage_two_bound(z, z_error, _per_channel(scale, x.ndim), _per_channel(b, x.ndim),
+                               dtype, FLOAT_FORMATS[stage].unit_roundoff)
+    unbounded = one.unbounded.ravel()
+    current_mean, current_var = rows.mean(axis=1), rows.var(axis=1)
+
+    def running(previous, current, current_error):
+        kept, taken = np.abs(previous * momentum), np.abs(current * (1 - momentum))
+        return (abs(1 - momentum) * current_error.ravel() * (1 + grown(3, u_t))
+                + grown(3, u_t) * (kept + taken) + FLOAT_FORMATS[dtype].min_subnormal)
+
+    # T's evaluation also fails where a value it holds overflows T: the scaled standardised
+    # value, or a current statistic cast to T before its running update
+    big = FLOAT_FORMATS[dtype].max_finite
+    scaled = np.abs(z * _per_channel(scale, x.ndim))
+    y_unbounded = np.broadcast_to(_per_channel(unbounded, x.ndim), x.shape) \
+        | (np.isfinite(scaled) & (scaled > big))
+    return (_judged_where(y_error, outputs[0], y_unbounded),
+            _judged_where(running(input_mean, current_mean, one.mean_error), outputs[1],
+                          unbounded | (np.abs(current_mean) > big)),
+            _judged_where(running(input_var, current_var, one.var_error), outputs[2],
+                          unbounded | (np.abs(current_var) > big)))
+
+
+def numpy_batch_norm_training(x, scale, b, input_mean, input_var, *, epsilon, momentum,
+                              training_mode):
+    """The numpy backend's training-mode BatchNormalization as the text spells it: the
+    statistics and the standardisation in float32 for 16-bit inputs (else in T), the scale and
+    shift and the running statistics in T."""
+    stage = np_dtype(_training_stage(str(x.dtype)))
+    rows = _channels_first(x).astype(stage)
+    mean = rows.mean(axis=1, dtype=stage)
+    var = ((rows - mean[:, None]) ** 2).mean(axis=1, dtype=stage)
+    rank = x.ndim
+    z = ((x.astype(stage) - _per_channel(mean, rank))
+         / np.sqrt(_per_channel(var, rank) + stage.type(np.float32(epsilon)))).astype(x.dtype)
+    m = x.dtype.type(momentum)
+    one_minus = x.dtype.type(1 - np.float32(momentum))
+    return (z * _per_channel(scale, rank) + _per_channel(b, rank),
+            input_mean * m + mean.astype(x.dtype) * one_minus,
+            input_var * m + var.astype(x.dtype) * one_minus)
+
+
+@op("onnx_batch_normalization_training", version=1, **_CHANNELS,
+    numpy=numpy_batch_norm_training, error_bound=batch_norm_training_bound)
+def oracle_onnx_batch_normalization_training(x, scale, b, input_mean, input_var, *, epsilon,
+                                             momentum, training_mode):
+    """Training mode (training_mode=1): Y = (X - current_mean) / sqrt(current_var + epsilon) *
+    scale + B with the mean and population variance of each channel over every other
+    dimension; running_mean = input_mean * momentum + current_mean * (1 - momentum), and
+    running_var likewise."""
+    rows = _channels_first(x)
+    current_mean, current_var = rows.mean(axis=1), rows.var(axis=1)
+    rank = x.ndim
+    z = (x - _per_channel(current_mean, rank)) / np.sqrt(_per_channel(current_var, rank)
+                                                          + _float32(epsilon))
+    momentum = _float32(momentum)
+    return (z * _per_channel(scale, rank) + _per_channel(b, rank),
+            input_mean * momentum + current_mean * (1 - momentum),
+            input_var * momentum + current_var * (1 - momentum))

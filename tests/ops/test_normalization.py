@@ -280,3 +280,41 @@ def test_nnef_batch_normalization_with_epsilon_outside_the_root_fails(specs, tmp
     bad = run_nnef_document(_nnef_bn_document(x.shape, 0.001, epsilon_outside=True), inputs,
                             tmp_path)
     assert judge_outputs(spec, case, bad).verdict == "fail"
+
+
+# ------------------------------------------------------------------ BatchNormalization, training
+
+BNT = "onnx_batch_normalization_training"
+
+
+def test_training_mode_uses_the_batch_statistics_and_updates_the_running_ones():
+    x = np.array([[[1.0, 3.0]], [[5.0, -1.0]]])            # N=2, C=1, D=2: mean 2, var 5
+    y, running_mean, running_var = evaluate(
+        BNT, [x, np.array([1.0]), np.array([0.0]), np.array([10.0]), np.array([1.0])],
+        {"epsilon": 0.0, "momentum": 0.5, "training_mode": 1})
+    np.testing.assert_allclose(y, (x - 2) / np.sqrt(5), rtol=1e-15)
+    assert running_mean.tolist() == [6.0] and running_var.tolist() == [3.0]   # population var
+
+
+def _bnt_inputs(seed):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((4, 3, 5)) * 2 + 1).astype(np.float32)
+    return [x] + [rng.standard_normal(3).astype(np.float32) for _ in range(3)] \
+        + [rng.uniform(0.5, 2, 3).astype(np.float32)]
+
+
+def test_a_sample_variance_in_the_running_update_fails(specs):
+    """onnxruntime's training-mode BatchNormalization passes; the same with running_var updated
+    from the sample variance (N - 1 in the denominator, not the text's N) fails."""
+    inputs = _bnt_inputs(41)
+    feeds = dict(zip(["x", "s", "b", "m", "v"], inputs))
+    outs = {"y": (np.float32, (4, 3, 5)), "rm": (np.float32, (3,)), "rv": (np.float32, (3,))}
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"],
+                            training_mode=1, momentum=0.5)
+    case = _channel_case(BNT, inputs, epsilon=1e-5, momentum=0.5, training_mode=1)
+    good = run_graph([node], feeds, outs)
+    assert judge_outputs(specs[BNT], case, good).verdict == "pass"
+    n = 4 * 5
+    sample = good[2] + (good[2] - inputs[4] * 0.5) * (1 / (n - 1))   # var * n/(n-1), times 0.5
+    bad = judge_outputs(specs[BNT], case, [good[0], good[1], np.float32(sample)])
+    assert bad.verdict == "fail" and dict(bad.outputs)["running_var"].verdict == "fail"
