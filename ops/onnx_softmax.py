@@ -205,3 +205,17 @@ def oracle_onnx_softmax_opset11(x, *, axis):
 def oracle_onnx_log_softmax_opset11(x, *, axis):
     """LogSoftmax-11: log of Softmax-11, over every dimension from ``axis`` on."""
     return (log_softmax(x, tuple(_coerced({"axis": axis}, x.ndim)["axes"])),)
+
+
+@op("onnx_hardmax_opset11", version=1, **_OPSET11)
+def oracle_onnx_hardmax_opset11(x, *, axis):
+    """Hardmax-11: 1 at the first maximum (in row-major order) of every dimension from ``axis``
+    on together, 0 elsewhere."""
+    out = np.zeros(x.shape)
+    if x.size == 0:
+        return (out,)
+    lead = x.shape[:axis % x.ndim]
+    rows = np.where(np.isnan(x), -np.inf, x).reshape(int(np.prod(lead)), -1)
+    flat = out.reshape(rows.shape)
+    flat[np.arange(rows.shape[0]), np.argmax(rows, axis=1)] = 1.0
+    return (flat.reshape(x.shape),)

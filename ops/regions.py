@@ -184,20 +184,46 @@ def zero_sign_ties(ctx: RegionContext) -> np.ndarray:
     return np.broadcast_to(open_ranks, ctx.expected.shape)
 
 
+def _zero_sign_maximum(ctx: RegionContext, axes) -> np.ndarray:
+    operand = ctx.inputs[0]
+    if not _floating(operand) or operand.ndim == 0 or operand.size == 0:
+        return ctx.none()
+    axes = axes(operand.ndim)
+    wide = operand.astype(np.float64)
+    zero = wide == 0
+    both = (zero & np.signbit(wide)).any(axes, keepdims=True) \
+        & (zero & ~np.signbit(wide)).any(axes, keepdims=True)
+    top = np.max(np.where(np.isnan(wide), -np.inf, wide), axis=axes, keepdims=True)
+    return np.broadcast_to(both & (top == 0), ctx.expected.shape)
+
+
 def zero_sign_maximum(ctx: RegionContext) -> np.ndarray:
     """Every element of a slice (along ``attrs['axis']``) whose maximum is zero and that holds
     zeros of both signs, where the standard picks the first maximum without saying whether -0
     and +0 are equal (IEEE 754 comparison) or -0 is smaller (IEEE 754 totalOrder)."""
+    return _zero_sign_maximum(ctx, lambda rank: (ctx.attrs.get("axis", -1) % rank,))
+
+
+def _from_axis_on(ctx: RegionContext):
+    """The dimensions from ``attrs['axis']`` on (an input coerced to 2-D at axis)."""
+    return lambda rank: tuple(range(ctx.attrs["axis"] % rank, rank))
+
+
+def zero_sign_maximum_from_axis(ctx: RegionContext) -> np.ndarray:
+    """As :func:`zero_sign_maximum`, the slices being every dimension from ``attrs['axis']``
+    on (an input coerced to 2-D at axis, as ONNX's opset-11 Hardmax)."""
+    return _zero_sign_maximum(ctx, _from_axis_on(ctx))
+
+
+def nan_from_axis(ctx: RegionContext) -> np.ndarray:
+    """Results whose slice of every dimension from ``attrs['axis']`` on holds a NaN, where the
+    standard picks a maximum and says nothing of NaN."""
     operand = ctx.inputs[0]
-    if not _floating(operand) or operand.ndim == 0 or operand.size == 0:
+    if not _floating(operand) or operand.ndim == 0:
         return ctx.none()
-    axis = ctx.attrs.get("axis", -1) % operand.ndim
-    wide = operand.astype(np.float64)
-    zero = wide == 0
-    both = (zero & np.signbit(wide)).any(axis, keepdims=True) \
-        & (zero & ~np.signbit(wide)).any(axis, keepdims=True)
-    top = np.max(np.where(np.isnan(wide), -np.inf, wide), axis=axis, keepdims=True)
-    return np.broadcast_to(both & (top == 0), ctx.expected.shape)
+    nan = np.isnan(operand.astype(np.float64)).any(axis=_from_axis_on(ctx)(operand.ndim),
+                                                   keepdims=True)
+    return np.broadcast_to(nan, ctx.expected.shape)
 
 
 def unbounded_evaluation(ctx: RegionContext) -> np.ndarray:
@@ -260,8 +286,8 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
                accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
-               zero_sign_ties, zero_sign_maximum, empty_reduction, crop_order,
-               unbounded_evaluation)
+               zero_sign_ties, zero_sign_maximum, zero_sign_maximum_from_axis, nan_from_axis,
+               empty_reduction, crop_order, unbounded_evaluation)
 }
 
 
