@@ -18,19 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._registry import op
-from conform.ops.onnx_normalization import batch_norm_bound, draw_channels, feed_channels
-from conform.ops.onnx_softmax import _DRAW, softmax, softmax_bound
+from conform.ops.onnx_normalization import batch_norm_bound, draw_channels, feed_batch_norm
+from conform.ops.onnx_softmax import _DRAW, feed_softmax, softmax, softmax_bound
 
 
-def feed_softmax_axes(inputs, attrs, index):
-    """The elements of x normalised together with element ``index`` (every index along
-    ``axes``, the others fixed)."""
-    (x,) = inputs
-    at = tuple(slice(None) if d in attrs["axes"] else i for d, i in enumerate(index))
-    return [x[at].ravel()]
-
-
-@op("nnef_softmax", version=1, **_DRAW, feeding=feed_softmax_axes, error_bound=softmax_bound,
+@op("nnef_softmax", version=1, **_DRAW, error_bound=softmax_bound,
+    feeding=lambda inputs, attrs, index: feed_softmax(inputs, attrs["axes"], index),
     nnef=lambda case, call: call(["in0"], {"axes": list(case.attrs["axes"])}))
 def oracle_nnef_softmax(x, *, axes):
     """exp(x - max) / sum(exp(x - max)) over ``axes``."""
@@ -44,6 +37,12 @@ def _as_onnx_order(inputs):
     return [x] + [p.reshape(-1) for p in (scale, offset, mean, variance)]
 
 
+def _nnef_order(feeding):
+    """Per input in ONNX's order (X, scale, B, mean, var), as NNEF orders its inputs."""
+    x, scale, offset, mean, variance = feeding
+    return [x, mean, variance, offset, scale]
+
+
 def draw_nnef_batch_norm(draw, kit, spec, dtype):
     """An input [N, C, ...] and parameters [1, C] (see :func:`draw_channels`)."""
     drawn = draw_channels(draw, kit, spec, dtype)
@@ -54,7 +53,8 @@ def draw_nnef_batch_norm(draw, kit, spec, dtype):
 
 @op("nnef_batch_normalization", version=1, draw=draw_nnef_batch_norm,
     draw_honours=frozenset({"min_rank", "max_rank", "attrs"}),
-    feeding=lambda inputs, attrs, index: feed_channels(_as_onnx_order(inputs), attrs, index),
+    feeding=lambda inputs, attrs, index: _nnef_order(feed_batch_norm(_as_onnx_order(inputs),
+                                                                     attrs, index)),
     error_bound=lambda inputs, attrs, outputs, **kw: batch_norm_bound(
         _as_onnx_order(inputs), attrs, outputs, scale_first=True, **kw),
     nnef=lambda case, call: call(["in0", "in1", "in2", "in3", "in4"],

@@ -26,7 +26,7 @@ import numpy as np
 
 from conform.ops._optional import by_name
 from conform.ops._registry import op
-from conform.ops.onnx_softmax import feed_normalised, grown
+from conform.ops.onnx_softmax import grown
 from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
 
 
@@ -138,6 +138,24 @@ def draw_layer_norm(draw, kit, spec, dtype):
     return kit.Signature((dtype,) * len(shapes), shapes, kit.with_absent(attrs, absent), dtype)
 
 
+def _feed_standardised(together, value, parameters):
+    """Feeding of a standardised, scaled and shifted element: the values standardised together
+    (none where alone: the deviation is then 0), its scale where the deviation of ``value`` is
+    not 0, and the other ``parameters`` (its bias)."""
+    deviation = value - together.mean() if together.size else 0.0
+    return [together if together.size > 1 else together[:0],
+            parameters[0] if deviation != 0 and together.size > 1 else None, *parameters[1:]]
+
+
+def feed_layer_norm(inputs, axis: int, index):
+    """Y[index]: the slice of x normalised with it, and Scale's (and B's) element for it."""
+    x = inputs[0]
+    axis %= x.ndim
+    at = tuple(index[axis:])
+    return _feed_standardised(x[tuple(index[:axis])].ravel(), x[tuple(index)],
+                              [p[at].reshape(1) for p in inputs[1:]])
+
+
 def _layer_axes(x, axis):
     return tuple(range(axis % x.ndim, x.ndim))
 
@@ -190,7 +208,7 @@ def _numpy_standardized(x, axes, epsilon, stash):
 
 @op("onnx_layer_normalization", version=1, draw=draw_layer_norm, numpy=numpy_layer_norm,
     draw_honours=frozenset({"min_rank", "max_rank", "attrs", "optional"}),
-    feeding=lambda inputs, attrs, index: feed_normalised(inputs, attrs["axis"], index),
+    feeding=lambda inputs, attrs, index: feed_layer_norm(inputs, attrs["axis"], index),
     onnx=onnx_layer_norm, error_bound=layer_norm_bound)
 def oracle_onnx_layer_normalization(x, scale, *rest, axis, epsilon, stash_type, absent_inputs=()):
     """Y = (x - mean) / sqrt(var + epsilon) * scale + b over the axes from ``axis`` on; Mean and
@@ -231,14 +249,37 @@ def draw_channels(draw, kit, spec, dtype):
 
 
 def feed_channels(inputs, attrs, index):
-    """The values of X normalised together with element ``index`` (its instance and channel,
-    or group), and the per-channel parameters of its channel."""
+    """Y[index]: the values of X normalised together with it (its instance and channel, or
+    group of channels), and the per-channel scale and bias of its channel."""
     x = inputs[0]
     groups = attrs.get("num_groups", x.shape[1])
     per_group = x.shape[1] // groups
     group = index[1] // per_group
     together = x[index[0], group * per_group:(group + 1) * per_group].ravel()
-    return [together] + [p[index[1]:index[1] + 1] for p in inputs[1:]]
+    return _feed_standardised(together, x[tuple(index)],
+                              [p[index[1]:index[1] + 1] for p in inputs[1:]])
+
+
+def feed_batch_norm(inputs, attrs, index):
+    """Y[index] in inference mode: the element itself and its channel's parameters, each where
+    a change moves it (the mean and the element where scale is not 0, scale and var where the
+    element is not at the mean)."""
+    x, scale, b, mean, var = inputs
+    c = index[1]
+    moves = scale[c] != 0
+    away = x[tuple(index)] != mean[c]
+    return [x[tuple(index)].reshape(1) if moves else None, scale[c:c + 1] if away else None,
+            b[c:c + 1], mean[c:c + 1] if moves else None,
+            var[c:c + 1] if moves and away else None]
+
+
+def feed_batch_norm_training(inputs, attrs, index):
+    """Y[index] in training mode: its channel's values over the batch and spatial dimensions
+    (the statistics), its scale and bias; input_mean and input_var feed only the running
+    statistics."""
+    x = inputs[0]
+    return _feed_standardised(_channels_first(x)[index[1]], x[tuple(index)],
+                              [p[index[1]:index[1] + 1] for p in inputs[1:3]]) + [None, None]
 
 
 def _channel_norm_bound(x, scale, bias, groups, epsilon, stage, dtype, expected):
@@ -330,7 +371,8 @@ def batch_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
     return (_judged_where(y_error, outputs[0], unbounded),)
 
 
-@op("onnx_batch_normalization", version=1, **_CHANNELS, error_bound=batch_norm_bound)
+@op("onnx_batch_normalization", version=1, **{**_CHANNELS, "feeding": feed_batch_norm},
+    error_bound=batch_norm_bound)
 def oracle_onnx_batch_normalization(x, scale, b, input_mean, input_var, *, epsilon, momentum,
                                     training_mode):
     """Inference mode (training_mode=0): Y = (X - input_mean) / sqrt(input_var + epsilon) *
@@ -412,7 +454,8 @@ def numpy_batch_norm_training(x, scale, b, input_mean, input_var, *, epsilon, mo
             input_var * m + var.astype(x.dtype) * one_minus)
 
 
-@op("onnx_batch_normalization_training", version=1, **_CHANNELS,
+@op("onnx_batch_normalization_training", version=1,
+    **{**_CHANNELS, "feeding": feed_batch_norm_training},
     numpy=numpy_batch_norm_training, error_bound=batch_norm_training_bound)
 def oracle_onnx_batch_normalization_training(x, scale, b, input_mean, input_var, *, epsilon,
                                              momentum, training_mode):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._registry import op
-from conform.ops.sorting import feed_top_k as feed_axis_slice
 from conform.spec.dtypes import FLOAT_FORMATS
 
 
@@ -51,12 +50,35 @@ def log_softmax(x: np.ndarray, axes: tuple) -> np.ndarray:
     return d - np.log(np.sum(np.exp(d), axis=axes, keepdims=True))
 
 
-def feed_normalised(inputs, axis: int, index):
-    """The elements of the first input normalised together into element ``index`` when every
-    dimension from ``axis`` on is (its dimensions before ``axis`` fixed), and every element of
-    the other inputs."""
-    x = inputs[0]
-    return [x[tuple(index[:axis % x.ndim])].ravel()] + [other.ravel() for other in inputs[1:]]
+def _together(x: np.ndarray, axes, index) -> np.ndarray:
+    """The elements of ``x`` normalised with element ``index``: every index along ``axes``, the
+    others fixed (row-major)."""
+    return x[tuple(slice(None) if d in axes else i for d, i in enumerate(index))].ravel()
+
+
+def feed_softmax(inputs, axes, index):
+    """Every element normalised together with out[index] (none when it is alone: a softmax of
+    one element is 1, its log 0, whatever the element)."""
+    together = _together(inputs[0], axes, index)
+    return [together if together.size > 1 else together[:0]]
+
+
+def feed_hardmax(inputs, axes, index):
+    """The elements whose change moves out[index]: at the first maximum, the whole slice (any
+    element raised above it takes the 1); elsewhere the element itself (raised, it takes the 1)
+    and, where it is the runner-up, the maximum (lowered, it passes the 1 on)."""
+    (x,) = inputs
+    together = np.where(np.isnan(_together(x, axes, index)), -np.inf, _together(x, axes, index))
+    if together.size <= 1:
+        return [together[:0]]
+    position = int(np.ravel_multi_index([index[d] for d in axes], [x.shape[d] for d in axes]))
+    first = int(np.argmax(together))
+    if position == first:
+        return [_together(x, axes, index)]
+    others = np.delete(together, [position, first])
+    runner_up = others.size == 0 or together[position] > others.max()
+    return [x[tuple(index)].reshape(1) if not runner_up
+            else np.array([x[tuple(index)], _together(x, axes, index)[first]])]
 
 
 def onnx_along_axis(case, graph):
@@ -125,7 +147,11 @@ def softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) ->
     return (np.where(np.isnan(bound), 0.0, bound),)
 
 
-@op("onnx_softmax", version=1, feeding=feed_axis_slice, **_DRAW,
+def _feed_one_axis(feed):
+    return lambda inputs, attrs, index: feed(inputs, normalised_axes(inputs[0].ndim, attrs), index)
+
+
+@op("onnx_softmax", version=1, feeding=_feed_one_axis(feed_softmax), **_DRAW,
     onnx=onnx_along_axis,
     error_bound=softmax_bound)
 def oracle_onnx_softmax(x, *, axis):
@@ -157,7 +183,7 @@ def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     return (np.where(np.isnan(bound), 0.0, bound),)
 
 
-@op("onnx_log_softmax", version=1, feeding=feed_axis_slice, **_DRAW,
+@op("onnx_log_softmax", version=1, feeding=_feed_one_axis(feed_softmax), **_DRAW,
     onnx=onnx_along_axis,
     error_bound=log_softmax_bound)
 def oracle_onnx_log_softmax(x, *, axis):
@@ -165,7 +191,7 @@ def oracle_onnx_log_softmax(x, *, axis):
     return (log_softmax(x, normalised_axes(x.ndim, {"axis": axis})),)
 
 
-@op("onnx_hardmax", version=1, feeding=feed_axis_slice, **_DRAW,
+@op("onnx_hardmax", version=1, feeding=_feed_one_axis(feed_hardmax), **_DRAW,
     onnx=onnx_along_axis)
 def oracle_onnx_hardmax(x, *, axis):
     """1 at the first maximum of each slice along ``axis``, 0 elsewhere (-0 and +0 compare
@@ -186,11 +212,14 @@ def _coerced(attrs: dict, rank: int) -> dict:
     return {"axes": list(range(attrs["axis"] % rank, rank))}
 
 
-_OPSET11 = dict(_DRAW, onnx=onnx_along_axis,
-                feeding=lambda inputs, attrs, index: feed_normalised(inputs, attrs["axis"], index))
+def _feed_from_axis(feed):
+    return lambda inputs, attrs, index: feed(inputs, _coerced(attrs, inputs[0].ndim)["axes"], index)
 
 
-@op("onnx_softmax_opset11", version=1, **_OPSET11,
+_OPSET11 = dict(_DRAW, onnx=onnx_along_axis)
+
+
+@op("onnx_softmax_opset11", version=1, **_OPSET11, feeding=_feed_from_axis(feed_softmax),
     error_bound=lambda inputs, attrs, outputs, **kw: softmax_bound(
         inputs, _coerced(attrs, inputs[0].ndim), outputs, **kw))
 def oracle_onnx_softmax_opset11(x, *, axis):
@@ -199,7 +228,7 @@ def oracle_onnx_softmax_opset11(x, *, axis):
     return (softmax(x, tuple(_coerced({"axis": axis}, x.ndim)["axes"])),)
 
 
-@op("onnx_log_softmax_opset11", version=1, **_OPSET11,
+@op("onnx_log_softmax_opset11", version=1, **_OPSET11, feeding=_feed_from_axis(feed_softmax),
     error_bound=lambda inputs, attrs, outputs, **kw: log_softmax_bound(
         inputs, _coerced(attrs, inputs[0].ndim), outputs, **kw))
 def oracle_onnx_log_softmax_opset11(x, *, axis):
@@ -207,7 +236,7 @@ def oracle_onnx_log_softmax_opset11(x, *, axis):
     return (log_softmax(x, tuple(_coerced({"axis": axis}, x.ndim)["axes"])),)
 
 
-@op("onnx_hardmax_opset11", version=1, **_OPSET11)
+@op("onnx_hardmax_opset11", version=1, **_OPSET11, feeding=_feed_from_axis(feed_hardmax))
 def oracle_onnx_hardmax_opset11(x, *, axis):
     """Hardmax-11: 1 at the first maximum (in row-major order) of every dimension from ``axis``
     on together, 0 elsewhere."""
