@@ -25,7 +25,8 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
                    "indexing", "scatter", "dynamic_slicing",
                    "arg_reduction", "onnx_range_split", "bit_conversion",
-                   "onnx_pooling", "nnef_pooling")
+                   "onnx_pooling", "nnef_pooling",
+                   "onnx_softmax", "onnx_normalization", "nnef_normalization")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -74,6 +75,13 @@ class OpDefinition:
       filled them) with those whose valid values depend on the drawn signature replaced (indices
       in range for the drawn shapes, unique scatter indices, a condition); ``rng`` is the case's
       seeded NumPy generator, so the values are a pure function of the fill seed.
+    * ``error_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tuple``: for the
+      ``derived`` error model, per output the absolute bound on each element's error (an array
+      shaped like the output; None for an output not judged by it), derived from the rounding
+      errors of the computation the standard defines. ``inputs`` and ``outputs`` are the widened
+      inputs and the oracle's float64 outputs, ``u`` the unit roundoff of the model's type (the
+      output type's, or the finer ``accumulator_at_least``), ``constants`` the model's, ``dtypes``
+      the inputs' dtype names.
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.
@@ -98,6 +106,7 @@ class OpDefinition:
     numpy: Callable | None = None
     values: Callable | None = None
     canonical: Callable | None = None
+    error_bound: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property

@@ -27,6 +27,8 @@ class RegionContext:
     oracle_with: Callable | None = None
     # evaluates the op's oracle on float64 arrays: every output (or None)
     all_outputs: Callable | None = None
+    # the output's per-element bound under the derived error model (its op's error_bound hook)
+    error_bound: np.ndarray | None = None
 
     def none(self) -> np.ndarray:
         return np.zeros(self.expected.shape, bool)
@@ -231,7 +233,7 @@ def nan_in_reduction(ctx: RegionContext) -> np.ndarray:
 
 
 def nan_in_sorted_slice(ctx: RegionContext) -> np.ndarray:
-    """Results of a sort, top-k or arg-max/min whose slice along the ranked axis
+    """Results of a sort, top-k, arg-max/min or hardmax whose slice along the ranked axis
     (``attrs['axis']``, else the last) holds a NaN, where the standard orders numbers and says
     nothing of where NaN goes. (A result of lower rank than the operand has dropped that axis.)"""
     operand = ctx.inputs[0]
@@ -282,6 +284,57 @@ def zero_sign_extreme(ctx: RegionContext) -> np.ndarray:
     index = ctx.expected.reshape(both.shape).astype(np.intp)
     at_zero = np.take_along_axis(wide, index, axis=axis) == 0
     return (both & at_zero).reshape(ctx.expected.shape)
+
+
+def _zero_sign_maximum(ctx: RegionContext, axes) -> np.ndarray:
+    operand = ctx.inputs[0]
+    if not _floating(operand) or operand.ndim == 0 or operand.size == 0:
+        return ctx.none()
+    axes = axes(operand.ndim)
+    wide = operand.astype(np.float64)
+    zero = wide == 0
+    both = (zero & np.signbit(wide)).any(axes, keepdims=True) \
+        & (zero & ~np.signbit(wide)).any(axes, keepdims=True)
+    top = np.max(np.where(np.isnan(wide), -np.inf, wide), axis=axes, keepdims=True)
+    return np.broadcast_to(both & (top == 0), ctx.expected.shape)
+
+
+def zero_sign_maximum(ctx: RegionContext) -> np.ndarray:
+    """Every element of a slice (along ``attrs['axis']``) whose maximum is zero and that holds
+    zeros of both signs, where the standard picks the first maximum without saying whether -0
+    and +0 are equal (IEEE 754 comparison) or -0 is smaller (IEEE 754 totalOrder)."""
+    return _zero_sign_maximum(ctx, lambda rank: (ctx.attrs.get("axis", -1) % rank,))
+
+
+def _from_axis_on(ctx: RegionContext):
+    """The dimensions from ``attrs['axis']`` on (an input coerced to 2-D at axis)."""
+    return lambda rank: tuple(range(ctx.attrs["axis"] % rank, rank))
+
+
+def zero_sign_maximum_from_axis(ctx: RegionContext) -> np.ndarray:
+    """As :func:`zero_sign_maximum`, the slices being every dimension from ``attrs['axis']``
+    on (an input coerced to 2-D at axis, as ONNX's opset-11 Hardmax)."""
+    return _zero_sign_maximum(ctx, _from_axis_on(ctx))
+
+
+def nan_from_axis(ctx: RegionContext) -> np.ndarray:
+    """Results whose slice of every dimension from ``attrs['axis']`` on holds a NaN, where the
+    standard picks a maximum and says nothing of NaN."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or operand.ndim == 0:
+        return ctx.none()
+    nan = np.isnan(operand.astype(np.float64)).any(axis=_from_axis_on(ctx)(operand.ndim),
+                                                   keepdims=True)
+    return np.broadcast_to(nan, ctx.expected.shape)
+
+
+def unbounded_evaluation(ctx: RegionContext) -> np.ndarray:
+    """Elements where the op's derived bound is undefined (NaN): the evaluation its standard
+    defines fails there (a square or a sum overflows the type it is computed in, a variance
+    computed in one pass can cancel below zero), so the text gives no value to judge against."""
+    if ctx.error_bound is None:
+        return ctx.none()
+    return np.broadcast_to(np.isnan(ctx.error_bound), ctx.expected.shape)
 
 
 def empty_reduction(ctx: RegionContext) -> np.ndarray:
@@ -390,7 +443,9 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
                exp_sum_out_of_float64_range, below_narrow_normal_range,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
                zero_sign_ties, zero_sign_extreme, empty_reduction, crop_order, max_min_reading,
-               nan_in_window, empty_window, reading_differs, power_sum_out_of_range)
+               nan_in_window, empty_window, reading_differs, power_sum_out_of_range,
+               zero_sign_maximum, zero_sign_maximum_from_axis, nan_from_axis,
+               unbounded_evaluation)
 }
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from conform.oracles._registry import accumulation_length, evaluate, widen
 from conform.ops.regions import RegionContext, region_mask
+from conform.spec.dtypes import FLOAT_FORMATS
 
 
 class Expectation(NamedTuple):
@@ -17,7 +18,9 @@ class Expectation(NamedTuple):
 
     expected: np.ndarray              # the float64 (or int64, bool) reference output
     impl_mask: np.ndarray | None      # elements the standard leaves open (None: no such element)
-    accumulation: tuple | None        # (S, n) for the accumulation error model, else None
+    # (S, n) for the accumulation error model; (B, 0) for the derived model, B the op's
+    # per-element bound (its error_bound hook); else None
+    accumulation: tuple | None
 
 
 #: A case's answer: one :class:`Expectation` per output, in the spec's output order.
@@ -39,6 +42,14 @@ def expect(spec, case) -> Answer:
     magnitude_sums = None
     answer = []
     for k, (name, expected, out_dtype) in enumerate(zip(names, outputs, out_dtypes)):
+        accumulation = None
+        model = spec.model_for(out_dtype, k)
+        if "accumulation" in model:
+            if magnitude_sums is None:
+                magnitude_sums = _magnitudes(spec, case)
+            accumulation = (magnitude_sums[k], length)
+        elif "derived" in model:
+            accumulation = (derived_bound(spec, case, outputs, k, out_dtype, model["derived"]), 0)
         regions = [r["region"] for r in spec.implementation_defined
                    if name in r.get("outputs", (name,))]
         impl = None
@@ -50,14 +61,10 @@ def expect(spec, case) -> Answer:
                 float_oracle=lambda xs, k=k: evaluate(spec.oracle, xs, case.attrs)[k],
                 oracle_with=lambda xs, k=k, **more: evaluate(spec.oracle, xs,
                                                              {**case.attrs, **more})[k],
-                all_outputs=lambda xs: evaluate(spec.oracle, xs, case.attrs))
+                all_outputs=lambda xs: evaluate(spec.oracle, xs, case.attrs),
+                error_bound=accumulation[0] if "derived" in model else None)
             impl = region_mask(regions, context)
             impl = impl if impl.any() else None
-        accumulation = None
-        if "accumulation" in spec.model_for(out_dtype, k):
-            if magnitude_sums is None:
-                magnitude_sums = _magnitudes(spec, case)
-            accumulation = (magnitude_sums[k], length)
         answer.append(Expectation(expected, impl, accumulation))
     return tuple(answer)
 
@@ -72,3 +79,17 @@ def _magnitudes(spec, case) -> tuple:
     with np.errstate(all="ignore"):
         return tuple(np.asarray(s, np.float64)
                      for s in hook([widen(np.asarray(x)) for x in case.inputs], case.attrs))
+
+
+def derived_bound(spec, case, outputs, k: int, out_dtype: str, params: dict) -> np.ndarray:
+    """The absolute error bound of output ``k`` under the ``derived`` model: the op's
+    ``error_bound`` hook evaluated on the case (its figures in float64, shaped like the output)."""
+    u = FLOAT_FORMATS[out_dtype].unit_roundoff
+    if params.get("accumulator_at_least"):
+        u = min(u, FLOAT_FORMATS[params["accumulator_at_least"]].unit_roundoff)
+    inputs = [widen(np.asarray(x)) for x in case.inputs]
+    with np.errstate(all="ignore"):
+        bounds = spec.definition.error_bound(
+            inputs, case.attrs, outputs, out_dtype=out_dtype, u=u,
+            constants=params.get("constants", {}), dtypes=tuple(str(x.dtype) for x in case.inputs))
+    return np.broadcast_to(np.asarray(bounds[k], np.float64), np.shape(outputs[k]))

@@ -240,6 +240,14 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
     from conform.ops.regions import REGIONS
 
     names = _check_outputs(data, root, path)
+    models = [data["error_model"]] + [entry["error_model"] for entry in
+                                      data["signature"].get("outputs", ())
+                                      if isinstance(entry, dict) and "error_model" in entry]
+    if found.error_bound is None and any("derived" in model for by_dtype in models
+                                         for model in by_dtype.values()):
+        raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
+                        f"the derived model needs an error_bound hook, and op {data['op']} "
+                        f"({found.module}) has none")
     for i, entry in enumerate(data.get("implementation_defined", [])):
         if entry["region"] not in REGIONS:
             raise SpecError(path, _line_of(root, ["implementation_defined", i, "region"]),

@@ -39,6 +39,16 @@ _error_model = {
             "properties": {"final_ulp": {"type": "number", "minimum": 0},
                            "accumulator_at_least": {"enum": ["float32", "float64"]}},
         },
+        # a composite op's bound, derived in its op module's ``error_bound`` hook from the
+        # rounding errors of the computation its standard defines (docs/error-models.md)
+        "derived": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"final_ulp": {"type": "number", "minimum": 0},
+                           "accumulator_at_least": {"enum": ["float32", "float64"]},
+                           "constants": {"type": "object",
+                                         "additionalProperties": {"type": "number",
+                                                                  "minimum": 0}}},
+        },
         "signed_zero": {"enum": ["strict", "any"]},
         "saturate": {"const": True},   # overflow gives ±max_finite (docs/error-models.md)
     },

@@ -25,6 +25,12 @@ Models (``error_model`` entries in a spec):
   ``a < e``): ``|a - e| / ulp(e) <= b`` where ``ulp(e) = 2**(max(floor(log2|e|), emin) - p + 1)``,
   measured in the float64 reference's binade and clamped at the smallest normal.
 * ``abs_rel: {atol, rtol}``: ``|a - e| <= atol + rtol * |e|``.
+* ``derived: {final_ulp, accumulator_at_least, constants}``: ``|a - e| <= B + final_ulp * ulp(e)``,
+  where ``B`` is the per-element bound a composite op's ``error_bound`` hook derives from the
+  rounding errors of the computation its standard defines (given ``u``, the unit roundoff of the
+  output type or the finer ``accumulator_at_least``, and the model's named ``constants``, such
+  as the ULP bound assumed for an exp). An infinite ``B`` (the computation bounds nothing there)
+  accepts any number; special values are still settled first.
 * ``accumulation: {final_ulp, accumulator_at_least}``: ``|a - e| <= gamma_n * S + final_ulp * ulp(e)``,
   where ``gamma_n = n u / (1 - n u)`` (Higham, *Accuracy and Stability of Numerical Algorithms*,
   2nd ed., Lemma 3.1 and eq. 3.5), ``n`` the accumulation length, ``S`` the oracle evaluated on
@@ -90,6 +96,8 @@ def describe_model(model: dict) -> str:
         return f"abs_rel(atol={model['abs_rel']['atol']:g}, rtol={model['abs_rel']['rtol']:g})"
     if "accumulation" in model:
         return f"accumulation(final_ulp={model['accumulation'].get('final_ulp', 0.5):g})"
+    if "derived" in model:
+        return f"derived(final_ulp={model['derived'].get('final_ulp', 0.5):g})"
     raise ValueError(f"unknown error model {model!r}")
 
 
@@ -178,6 +186,12 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation):
     if "abs_rel" in model:
         tol = model["abs_rel"]["atol"] + model["abs_rel"]["rtol"] * np.abs(np.where(np.isfinite(e), e, 0))
         return diff, tol, special_bad
+    if "derived" in model:   # the op's own bound B per element (its error_bound hook)
+        derived, _ = accumulation   # inf: the computation the text defines bounds nothing there
+        with np.errstate(invalid="ignore"):
+            bound_abs = np.where(np.isnan(derived), 0.0, derived) \
+                + model["derived"].get("final_ulp", 0.5) * ulp
+        return diff / ulp, bound_abs / ulp, special_bad
     magnitude_sum, length = accumulation
     u = accumulator_roundoff(out_dtype, model["accumulation"])
     gamma = length * u / (1 - length * u)
@@ -203,7 +217,8 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: 
             flushed: tuple | None = None) -> Judgement:
     """Judge ``actual`` (in ``out_dtype``) against the float64/int64 ``expected`` under ``model``.
 
-    ``accumulation`` is ``(S, n)`` for the accumulation model (see the module docstring).
+    ``accumulation`` is ``(S, n)`` for the accumulation model, ``(B, 0)`` for the derived model
+    (see the module docstring).
     Under ``subnormals="ftz"``, ``flushed`` is ``(expected, accumulation)`` computed from the
     inputs with subnormals read as zeros; an element passes against either reference, and a
     subnormal reference also accepts a zero of either sign. Under the exact model, whose results

@@ -267,3 +267,41 @@ def test_judging_many_outputs_together_gives_each_the_judgement_it_gets_alone(mo
     assert [j.verdict for j in together].count("fail") > 0
     for one, other in zip(together, alone):
         assert repr(one) == repr(other)   # repr: NaN figures compare equal
+
+
+# ------------------------------------------------------------------ the derived model
+
+DERIVED = {"derived": {"final_ulp": 0.5}, "why": "a composite op's own bound"}
+
+
+def test_derived_adds_the_ops_bound_to_final_ulp():
+    u32 = 2.0 ** -24
+    expected = np.array([1.0, 1.0, 1.0])
+    bound = np.array([10 * u32, 10 * u32, 0.0])   # B: absolute, per element
+    actual = np.float32([1 + 2 ** -23 * 5, 1 + 2 ** -23 * 6, 1 + 2 ** -23])
+    judged = compare(actual, expected, out_dtype="float32", model=DERIVED, accumulation=(bound, 0))
+    # bounds in ULPs of 1.0: 5 + 0.5, 5 + 0.5, 0 + 0.5
+    assert judged.verdict == "fail" and judged.mismatched == 2 and judged.model == "derived(final_ulp=0.5)"
+    assert judged.unit == "ulp" and (judged.max_error, judged.bound) == (1.0, 0.5)   # worst: 2x
+    assert judged.histogram[4] == 1 and judged.histogram[5] == 2   # 5 of 5.5; 6 of 5.5, 1 of 0.5
+
+
+def test_derived_with_an_infinite_bound_accepts_any_number_but_not_nan():
+    expected = np.array([0.25, 0.25])
+    bound = np.array([np.inf, np.inf])
+    assert compare(np.float32([7.0, -3.0]), expected, out_dtype="float32", model=DERIVED,
+                   accumulation=(bound, 0)).verdict == "pass"
+    judged = compare(np.float32([0.25, np.nan]), expected, out_dtype="float32", model=DERIVED,
+                     accumulation=(bound, 0))
+    assert judged.verdict == "fail" and "special value" in judged.reason
+
+
+def test_a_derived_model_without_an_error_bound_hook_is_refused(tmp_path):
+    from conform.spec import BUILTIN_DIR, SpecError, load_spec
+
+    text = (BUILTIN_DIR / "exp.yaml").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.startswith("  float32:")]
+    changed = text.replace(lines[0], '  float32: {derived: {final_ulp: 0.5}, why: "no hook here"}')
+    (tmp_path / "exp.yaml").write_text(changed, encoding="utf-8")
+    with pytest.raises(SpecError, match="the derived model needs an error_bound hook"):
+        load_spec(tmp_path / "exp.yaml")
