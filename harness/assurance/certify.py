@@ -348,14 +348,19 @@ def portable_path(path: Path | str) -> str:
     return path.name
 
 
-def manifest_section(profile: Profile, manifest) -> dict:
-    """Whether the profile allows manifests, and the files and entries that were applied."""
+def manifest_section(profile: Profile, manifest, records=()) -> dict:
+    """Whether the profile allows manifests, and the files and entries that were applied, each
+    with the number of cases it excused among ``records`` (``excused``)."""
+    from conform.harness.assurance.manifests import excused_counts
+
     files = [{"path": portable_path(f), "sha256": sha256(Path(f).read_bytes())}
              for f in (manifest.files if manifest else ())]
+    counts = excused_counts(records) if manifest else {}
     entries = []
     for entry in (manifest.entries if manifest else ()):
         recorded = entry.as_json()
         recorded["entry"] = f"{portable_path(entry.path)}:{entry.line}"
+        recorded["excused"] = counts.get(entry.where, 0)
         entries.append(recorded)
     return {"allowed": profile.manifests, "applied": bool(manifest), "files": files,
             "entries": entries}
@@ -379,6 +384,7 @@ def build_certificate(*, profile: Profile, corpus: Corpus, specs_info: dict, met
     from conform.reports import to_json_safe
 
     outcome = results_part(results_path, profile.settings(), [c.id for c in corpus.cases])
+    excused_from = [record for _, record in read_result_lines(results_path)[1]] if manifest else ()
     created = created or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     source = profile.source if profile.source == "builtin" else portable_path(profile.source)
     profile_info = {"name": profile.name, "source": source, "settings": profile.settings()}
@@ -394,7 +400,7 @@ def build_certificate(*, profile: Profile, corpus: Corpus, specs_info: dict, met
         "environment": environment(meta),
         "corpus": corpus.info(),
         "specs": specs_info,
-        "manifest": manifest_section(profile, manifest),
+        "manifest": manifest_section(profile, manifest, excused_from),
         "run": {"workers": None, "timeout": None, **(run or {}),
                 "wall_seconds": meta.get("wall_seconds"),
                 "worker_restarts": meta.get("worker_restarts")},

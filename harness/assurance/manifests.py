@@ -169,6 +169,28 @@ class Entry:
         return {k: v for k, v in fields.items() if v is not None}
 
 
+def recorded_entry(data: dict) -> Entry:
+    """The entry a record or a certificate recorded (:meth:`Entry.as_json`), made again."""
+    path, _, line = data["entry"].rpartition(":")
+    when = tuple((key, tuple(sorted(value.items())) if key == "attrs" else value)
+                 for key, value in sorted((data.get("when") or {}).items()))
+    return Entry(op=data["op"], dtype=data["dtype"], kind=data["kind"], reason=data["reason"],
+                 link=data["link"], path=path, line=int(line), case=data.get("case"),
+                 when=when, scope=data.get("scope"))
+
+
+def excused_counts(records) -> dict:
+    """Per manifest entry (its ``file:line``), the cases it excused: skipped, or given ``xfail``
+    or ``waived`` for a failure."""
+    counts: dict = {}
+    for record in records:
+        tag = record.get("manifest")
+        if tag and (record.get("raw_verdict") in FAILING
+                    or (tag["kind"] == "skip" and record["verdict"] == "skip")):
+            counts[tag["entry"]] = counts.get(tag["entry"], 0) + 1
+    return counts
+
+
 _MISSING = object()
 
 

@@ -170,14 +170,10 @@ def _differences(claimed, computed, where: str = "", other: str = "recomputed") 
 
 def _manifest_from(cert: dict):
     """The manifest the certificate says it applied, rebuilt from its recorded entries."""
-    from conform.harness.assurance.manifests import Entry, Manifest
+    from conform.harness.assurance.manifests import Manifest, recorded_entry
 
-    entries = []
-    for e in cert["manifest"]["entries"]:
-        path, _, line = e["entry"].rpartition(":")
-        entries.append(Entry(op=e["op"], dtype=e["dtype"], kind=e["kind"], reason=e["reason"],
-                             link=e["link"], path=path, line=int(line), case=e.get("case")))
-    return Manifest(tuple(entries), tuple(f["path"] for f in cert["manifest"]["files"]))
+    entries = tuple(recorded_entry(e) for e in cert["manifest"]["entries"])
+    return Manifest(entries, tuple(f["path"] for f in cert["manifest"]["files"]))
 
 
 def _check_policy(cert: dict, records: list[dict] | None, report: Verification) -> None:
@@ -209,6 +205,16 @@ def _check_policy(cert: dict, records: list[dict] | None, report: Verification) 
     elif manifest["applied"]:
         report.checks.append(f"manifest: every excused verdict follows from the "
                              f"{len(manifest['entries'])} recorded entries")
+    if manifest["applied"]:
+        from conform.harness.assurance.manifests import excused_counts
+
+        counted = excused_counts(rebuilt.apply(r) for r in records)
+        claimed = {e["entry"]: e.get("excused", 0) for e in manifest["entries"]}
+        found = {entry: counted.get(entry, 0) for entry in claimed}
+        report.expect(claimed == found,
+                      "manifest: each entry's count of excused cases matches the result lines",
+                      f"manifest: the certificate's counts of excused cases {claimed} differ from "
+                      f"the result lines' {found}")
 
 
 def _check_profile(cert: dict, report: Verification) -> None:

@@ -147,7 +147,8 @@ def test_run_options_come_from_the_profile_unless_given():
     assert (args.seed, args.max_examples, args.subnormals, args.ops) == (3, 20, "ieee", ["*"])
     assert args.no_manifest  # full allows no manifest
     args, profile = parsed("--profile", "onnx-core", "--ops", "add")
-    assert args.ops == ["add"] and args.dtypes == list(profile.dtypes) and not args.no_manifest
+    assert args.ops == ["add"] and args.dtypes == list(profile.dtypes)
+    assert args.no_manifest   # the core profiles allow none: a certificate says what was earned
     assert (args.max_examples, args.seed, args.subnormals) == (40, 2026, None)
 
 
@@ -360,3 +361,51 @@ def test_certificate_html_is_escaped_and_self_contained(tmp_path, specs):
     assert cert["digest"] in html and cert["corpus"]["sha256"] in html
     assert "not certified" in html and "multiply.float32.2" in html
     assert (tmp_path / "certificate.html").read_text() == html
+
+
+NAN_WAIVER = """\
+entries:
+  - op: multiply
+    dtype: float32
+    when: {inputs: nan}
+    kind: waiver
+    reason: NaN operands go their own way here
+    link: https://example.org/nan
+"""
+
+
+def test_a_certificate_lists_each_waiver_with_its_condition_and_the_cases_it_excused(tmp_path, specs):
+    from conform.harness.assurance.manifests import load_manifest
+
+    (tmp_path / "m.yaml").write_text(NAN_WAIVER, encoding="utf-8")
+    manifest = load_manifest(tmp_path / "m.yaml")
+    profile = _profile(manifests=True)
+    corpus = certify.build_corpus(profile, specs)
+    profile_of = {"elements": 1, "profiled": 1, "inputs_nan": 1, "inputs_inf": 0,
+                  "inputs_nonfinite": 1, "inputs_max_abs": "inf", "inputs_min_of_max_abs": "inf",
+                  "expected_zero": 0, "expected_inf": 0, "expected_nan": 1,
+                  "expected_min_abs": "inf", "expected_max_abs": 0.0}
+    records = []
+    for i, case in enumerate(corpus.cases):
+        record = {**case_record(case), "seconds": 0.001, "verdict": "pass"}
+        if case.id in ("multiply.float32.0", "multiply.float32.1"):   # a NaN failure, another
+            record.update(verdict="fail", failing={**profile_of, "inputs_nan": 1 - int(case.id[-1])})
+        records.append(manifest.apply(record))
+    assert [r["verdict"] for r in records[:2]] == ["waived", "fail"]
+    _write_results(tmp_path / "results.jsonl", records)
+    cert = certify.build_certificate(
+        profile=profile, corpus=corpus, specs_info=certify.spec_hashes(specs, ["multiply", "reshape"]),
+        meta=META, manifest=manifest, results_path=tmp_path / "results.jsonl",
+        conform_version=_version(), run={"workers": 1, "timeout": 10.0},
+        created="2026-01-01T00:00:00+00:00")
+    (entry,) = cert["manifest"]["entries"]
+    assert entry["when"] == {"inputs": "nan"} and entry["excused"] == 1
+    write_certificate(tmp_path, cert)
+    path = tmp_path / "certificate.json"
+    assert not [p for p in _problems(path, specs) if p.startswith(("manifest", "policy"))]
+    assert "condition" in (tmp_path / "certificate.html").read_text()
+    cert = _load(path)
+    cert["manifest"]["entries"][0]["excused"] = 0   # hiding what the waiver excused
+    _save(path, certify.seal(cert))
+    assert any(p.startswith("manifest: the certificate's counts of excused cases")
+               for p in _problems(path, specs))
