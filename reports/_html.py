@@ -44,7 +44,9 @@ CARD_INPUT_CHARS = 160        # the worst element's inputs on an op x dtype card
 
 ENV_FIELDS = (("backend_name", "backend"), ("backend", "loaded as (--backend)"), ("backend_version", "runtime version"), ("device", "device"),
               ("model_format", "model format"), ("subnormals_declared", "subnormals declared"),
-              ("subnormals_applied", "subnormals applied"), ("conform_version", "conform version"),
+              ("subnormals_applied", "subnormals applied"),
+              ("subnormal_excused", "cases passing only under the ftz policy"),
+              ("conform_version", "conform version"),
               ("seed", "seed"), ("max_examples", "max examples"),
               ("worker_restarts", "worker restarts"), ("wall_seconds", "wall time (s)"))
 

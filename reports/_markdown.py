@@ -32,6 +32,10 @@ def render_markdown(summary: dict, limit: int = 15) -> str:
             "", f"**Incomplete run: {summary['cases']} of {summary['cases_planned']} cases ran** "
                 "(it was interrupted; `conform run ... --resume` finishes it)."]),
     ]
+    if summary.get("subnormal_excused"):
+        lines += ["", f"{summary['subnormal_excused']} cases pass only under the "
+                      f"{md(summary.get('subnormals_applied', 'ftz'))} subnormal policy (a flushed "
+                      "subnormal input or result accepted): under ieee they would fail."]
     reasons = _unsupported_reasons(summary)
     if reasons:
         lines += ["", "Unsupported: " + ", ".join(f"{n} {REASONS.get(key, key)}"

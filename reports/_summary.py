@@ -101,7 +101,8 @@ class Tally:
                 "bound": None, "unit": None, "model": None, "worst_case": None,
                 "histogram": [0] * (len(RATIO_BINS) - 1),
                 "worst_ratio": -1.0, "worst_order": (), "problems": [], "seconds": 0.0,
-                "first": ref, "tagged": [], "worst_record": None, "unsupported_reasons": {}}
+                "first": ref, "tagged": [], "worst_record": None, "unsupported_reasons": {},
+                "subnormal_excused": 0}
         elif "manifest" in r:
             cell["tagged"].append(ref)
         cell["cases"] += 1
@@ -114,6 +115,8 @@ class Tally:
             _add_reason(cell["unsupported_reasons"], r.get("message"))
         if "checked" not in r or verdict in EXCUSED:
             return
+        if verdict not in PROBLEMS and r.get("subnormal_excused"):
+            cell["subnormal_excused"] += 1   # it passed only under the ftz subnormal policy
         cell["elements"] += r["checked"]
         histogram = r.get("histogram")
         if histogram:   # [] where no element was judged, else one count per bin
@@ -142,7 +145,7 @@ class Tally:
                 part["worst_record"] = _resolved(part["worst_record"], record)
                 self.cells[key] = part
                 continue
-            for name in ("cases", "elements", "seconds"):
+            for name in ("cases", "elements", "seconds", "subnormal_excused"):
                 cell[name] += part[name]
             counts = cell["counts"]
             for verdict, count in part["counts"].items():
@@ -192,6 +195,9 @@ class Tally:
             "pass_rate": pass_rate(total),
             "judged": judged(total),
             "coverage": coverage(total),
+            # cases that passed (or were implementation-defined) only under the ftz subnormal
+            # policy: an element of theirs fails under ieee
+            "subnormal_excused": sum(cell["subnormal_excused"] for cell in self.cells.values()),
             "histogram_bins": [b if b != float("inf") else "inf" for b in RATIO_BINS],
             "by_op": dict(by_op),
         }

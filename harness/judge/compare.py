@@ -66,6 +66,9 @@ class Judgement:
     # flat indices of the elements that failed (an array; failing judgements only): what a
     # manifest condition is checked against (harness/judge/profile.py)
     failing: object = field(default=None, repr=False, compare=False)
+    # elements that pass only because the ftz subnormal policy was applied (a flushed input or
+    # result accepted): under ieee they would fail
+    subnormal_excused: int = 0
 
 
 # Edges of the per-element histogram of error / bound. Bins are [0, 1/16], (1/16, 1/8], ...,
@@ -302,13 +305,17 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
                 return [_all_matched(name, unit, n) for n in sizes.tolist()]
         figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0)
                    for k, (ref, acc) in enumerate(references)]
-        error, bound, special_bad, ratio = figures[0]
+        error, bound, special_bad, ratio, flush_excused = figures[0]
+        ieee_failing = (ratio > 1) | flush_excused   # as ieee would judge the element
         for other in figures[1:]:  # per element, the reference the actual is closest to
             closer = other[3] < ratio
             error, bound, special_bad, ratio = (np.where(closer, o, c) for o, c in
                                                 zip(other, (error, bound, special_bad, ratio)))
         judged = ~impl
         bad = (ratio > 1) & judged
+        excused = None
+        if flush_out or len(references) > 1:
+            excused = np.add.reduceat(ieee_failing & ~bad & judged, offsets).tolist()
         checked = np.add.reduceat(judged, offsets)
         mismatched = np.add.reduceat(bad, offsets)
         impl_count = np.add.reduceat(impl, offsets)
@@ -339,7 +346,8 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
         expected_at, actual_at, error_at, bound_at, special_at = worst_values[k]
         judgement = Judgement("pass", name, unit, checked=checked_n[k], mismatched=mismatched_n[k],
                               impl_defined=impl_n[k], max_error=error_at, bound=bound_at,
-                              histogram=histogram_rows[k])
+                              histogram=histogram_rows[k],
+                              subnormal_excused=excused[k] if excused else 0)
         judgement.worst = {"index": _unravel(flats[k], shape), "expected": expected_at,
                            "actual": actual_at, "error": error_at, "bound": bound_at}
         if mismatched_n[k]:
@@ -414,7 +422,8 @@ def _strict_zero(model: dict, out_dtype: str) -> bool:
 
 def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out,
                      flushed_reference=False):
-    """Per element: error, bound, special-value failure and error / bound (inf for failures).
+    """Per element: error, bound, special-value failure, error / bound (inf for failures), and
+    which failures the flushing of subnormal results excused (all False without ``flush_out``).
     ``flushed_reference``: ``expected`` was computed from inputs with subnormals read as zeros."""
     strict_zero = _strict_zero(model, out_dtype)
     if model.get("exact"):
@@ -432,14 +441,16 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
         if strict_zero:
             special_bad = special_bad | ((a == 0) & (expected == 0)
                                          & (np.signbit(a) != np.signbit(expected)))
+    flush_excused = np.zeros(error.shape, bool)
     if flush_out:  # a subnormal result may come out as a zero of either sign
         fmt = FLOAT_FORMATS[out_dtype]
         reference = expected.astype(np.float64)
         flushed_out = (actual.astype(np.float64) == 0) & (np.abs(reference) < fmt.min_normal)
+        flush_excused = flushed_out & (special_bad | (error > bound))
         error = np.where(flushed_out, 0.0, error)
         special_bad = special_bad & ~flushed_out
     ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
-    return error, bound, special_bad, np.where(special_bad, np.inf, ratio)
+    return error, bound, special_bad, np.where(special_bad, np.inf, ratio), flush_excused
 
 
 def _py(value):

@@ -155,6 +155,7 @@ def combined(names, parts: list[Judgement]) -> Judgement:
         deciding, verdict=verdict, worst=worst,
         checked=sum(p.checked for p in parts), mismatched=sum(p.mismatched for p in parts),
         impl_defined=sum(p.impl_defined for p in parts),
+        subnormal_excused=sum(p.subnormal_excused for p in parts),
         histogram=[sum(bins) for bins in zip(*histograms)] if histograms else [],
         observed=[pair for p in parts for pair in p.observed][:5],
         reason=deciding.reason and f"output {name}: {deciding.reason}",
@@ -340,6 +341,8 @@ def _add_figures(record: dict, judgement: Judgement) -> dict:
                   impl_defined_elements=judgement.impl_defined,
                   max_error=json_number(judgement.max_error), bound=json_number(judgement.bound),
                   worst=worst)
+    if judgement.subnormal_excused:
+        record["subnormal_excused"] = judgement.subnormal_excused
     return record
 
 
