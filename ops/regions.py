@@ -110,6 +110,14 @@ def float_to_int_inexact(ctx: RegionContext) -> np.ndarray:
         return np.isfinite(wide) & (np.trunc(wide) != wide)
 
 
+def oracle_marked(ctx: RegionContext) -> np.ndarray:
+    """Elements the op's oracle marks open itself: evaluated with ``open_elements=True`` on the
+    case's inputs, it returns per output a mask of the elements whose value the standard leaves
+    open, by a rule that rests on the op's intermediate values (the spec's ``why`` states it)."""
+    return np.broadcast_to(ctx.oracle_with(list(ctx.inputs), open_elements=True).astype(bool),
+                           ctx.expected.shape)
+
+
 def accumulation_overflow(ctx: RegionContext) -> np.ndarray:
     """Sums whose finite terms' magnitudes can overflow the output type in some summation order.
 
@@ -450,7 +458,8 @@ def reading_differs(ctx: RegionContext) -> np.ndarray:
 REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
-               float_to_int_inexact, accumulation_overflow, mean_accumulation_overflow,
+               float_to_int_inexact, oracle_marked, accumulation_overflow,
+               mean_accumulation_overflow,
                padding_times_nonfinite,
                partial_product_out_of_range, sum_of_squares_out_of_range,
                exp_sum_out_of_float64_range, below_narrow_normal_range,
