@@ -142,8 +142,8 @@ def numpy_cast(operand, *like, new_dtype, saturate=1):
     the text's table (ml_dtypes never saturates)."""
     target = np_dtype(new_dtype)
     if is_float8(new_dtype) and operand.dtype != np.bool_:
-        widened = operand.astype(np.int64 if is_integer(operand.dtype.name) else np.float64)
-        return (float8_table(widened.astype(np.float64), new_dtype, bool(saturate)).astype(target),)
+        widened = operand.astype(np.float64)   # uint64 too (not through int64)
+        return (float8_table(widened, new_dtype, bool(saturate)).astype(target),)
     if {operand.dtype.name, target.name} & {"int4", "uint4"} and operand.dtype.name != target.name:
         operand = operand.astype(np.int64)
     return (operand.astype(target),)
