@@ -152,10 +152,11 @@ def _quantized(quotient, zero, target, saturate):
 
 
 def _open_quotients(x, quotient, zero, target, saturate, result, source):
-    """Elements whose result the text leaves open: NaN into an integer type (no rule), and
-    quotients within two roundings (relative 2u of x's type, float32 for int32) of a rounding
-    boundary that are not exact in that type: the text does not say in which precision
-    x / y_scale is computed, and there the division's own rounding decides."""
+    """Elements whose result the text leaves open: NaN into an integer type (no rule); and, as
+    the text does not say in which precision x / y_scale is computed, quotients within two
+    roundings (relative 2u of x's type, float32 for int32) of a rounding boundary that are not
+    exact in that type, where the division's own rounding decides, and quotients past that
+    type's range whose infinity would give another result."""
     fmt = FLOAT_FORMATS.get(source, FLOAT_FORMATS["float32"])
     delta = 2 * fmt.unit_roundoff
     moved = [_quantized(quotient * (1 + s * delta), zero, target, saturate) for s in (-1, 1)]
@@ -164,9 +165,41 @@ def _open_quotients(x, quotient, zero, target, saturate, result, source):
         inexact = round_to_format(quotient, fmt) != quotient
     both_nan = np.isnan(result) & np.isnan(moved[0]) & np.isnan(moved[1])
     mask = sensitive & inexact & ~both_nan
+    # a quotient past x's type's range is infinite when computed there (into the fnuz
+    # formats, Cast's table sends infinity to NaN under saturate, a large value to FLT_MAX)
+    overflowed = _quantized(np.copysign(np.inf, quotient), zero, target, saturate)
+    with np.errstate(invalid="ignore"):
+        mask |= (np.abs(quotient) > fmt.max_finite) & ~(
+            (overflowed == result) | (np.isnan(overflowed) & np.isnan(result)))
     if not is_float8(target):
         mask |= np.isnan(x)
     return np.broadcast_to(mask, result.shape)
+
+
+def _numpy_parameters(x, names, given, attrs):
+    scale, zero = given[names[1]], given.get(names[2])
+    axis, block = attrs.get("axis", 1), attrs.get("block_size", 0)
+    scale = expanded(scale.astype(np.float32), x.shape, axis, block)
+    zero = 0 if zero is None else expanded(zero.astype(np.float32), x.shape, axis, block)
+    return scale, zero
+
+
+def numpy_quantize(*inputs, new_dtype, saturate=1, absent_inputs=(), **attrs):
+    """The numpy backend: the quotient in float32, then NumPy's rint and clip (float 8: Cast's
+    table, ml_dtypes having no saturation)."""
+    given = by_name(QUANTIZE_INPUTS, inputs, absent_inputs)
+    x = given["x"].astype(np.float32)
+    scale, zero = _numpy_parameters(x, QUANTIZE_INPUTS, given, attrs)
+    quotient = (x / scale).astype(np.float64)
+    return (_quantized(quotient, zero, new_dtype, saturate).astype(np_dtype(new_dtype)),)
+
+
+def numpy_dequantize(*inputs, new_dtype, absent_inputs=(), **attrs):
+    """The numpy backend: subtraction and product in float32, then rounded to y's type."""
+    given = by_name(DEQUANTIZE_INPUTS, inputs, absent_inputs)
+    x = given["x"].astype(np.float32)
+    scale, zero = _numpy_parameters(x, DEQUANTIZE_INPUTS, given, attrs)
+    return (((x - zero) * scale).astype(np_dtype(new_dtype)),)
 
 
 @op("onnx_quantize_linear", version=1, draw=draw_quantize, draw_honours=frozenset({"optional"}),
@@ -174,7 +207,8 @@ def _open_quotients(x, quotient, zero, target, saturate, result, source):
                                      ["int8", "uint8", "int16", "uint16", "int4", "uint4",
                                       "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
                                       "float8_e5m2fnuz"]),
-    values=quantize_values, onnx=_onnx_lowering(QUANTIZE_INPUTS), onnx_shape_dependent=True)
+    values=quantize_values, onnx=_onnx_lowering(QUANTIZE_INPUTS), onnx_shape_dependent=True,
+    numpy=numpy_quantize)
 def oracle_onnx_quantize_linear(x, y_scale, *zero_point, new_dtype, axis=1, block_size=0,
                                 saturate=1, output_dtype=None, absent_inputs=(), dtypes=(),
                                 open_elements=False):
@@ -195,7 +229,8 @@ def oracle_onnx_quantize_linear(x, y_scale, *zero_point, new_dtype, axis=1, bloc
     dtype_labels=quantization_labels(["int8", "uint8", "int16", "uint16", "int32", "int4", "uint4",
                                       "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
                                       "float8_e5m2fnuz"], ["float32", "float16", "bfloat16"]),
-    values=dequantize_values, onnx=_onnx_lowering(DEQUANTIZE_INPUTS), onnx_shape_dependent=True)
+    values=dequantize_values, onnx=_onnx_lowering(DEQUANTIZE_INPUTS), onnx_shape_dependent=True,
+    numpy=numpy_dequantize)
 def oracle_onnx_dequantize_linear(x, x_scale, *zero_point, new_dtype, axis=1, block_size=0,
                                   absent_inputs=()):
     """DequantizeLinear: ``(x - x_zero_point) * x_scale`` (exact here; the judge rounds once)."""

@@ -157,3 +157,14 @@ def test_a_wrong_quantization_axis_fails_on_onnxruntime(specs):
     assert judge_outputs(spec, case, run_case(backend, spec, case)).verdict == "pass"
     judged = judge_outputs(spec, case, run_case(backend, spec, _case(spec.op, inputs, "int8", axis=1)))
     assert judged.verdict == "fail"
+
+
+def test_a_quotient_past_the_input_types_range_is_open_where_its_infinity_differs(specs):
+    spec = specs["onnx_quantize_linear"]
+    x = np.float32([3e38, -3e38])   # / 0.5: past float32's range, finite in the exact quotient
+    for target, open_ in (("float8_e4m3fnuz", True), ("float8_e4m3fn", False), ("int8", False)):
+        zero = [(0, target)]
+        case = _case(spec.op, [(x, "float32"), (np.float32(0.5), "float32"), *zero], target)
+        (answer,) = expect(spec, case)
+        mask = np.zeros(2, bool) if answer.impl_mask is None else answer.impl_mask
+        assert mask.tolist() == [open_, open_], target
