@@ -94,8 +94,13 @@ def test_float_to_float_is_infinity_out_of_range():
     assert same(cast([1e6, -1e6, 65519, 65520], "float32", "float16"), [INF, -INF, 65504, INF])
 
 
+def test_the_texts_examples():
+    assert cast([3.1415926459], "float64", "float32").tolist() == [float(np.float32(3.1415926459))]
+    assert cast([36], "int32", "bool").tolist() == [True]            # "may produce 1"
+    assert cast([200], "int16", "int8").tolist() == [-56]             # "200 (int16) -> -56 (int8)"
+
+
 def test_fixed_point_discards_higher_bits_and_reinterprets():
-    assert cast([200], "int16", "int8").tolist() == [-56]             # the text's example
     assert cast([255, 256, -1], "int32", "uint8").tolist() == [255, 0, 255]
     assert cast([8, 15, 16, -9], "int32", "int4").tolist() == [-8, -1, 0, 7]
     assert cast([-1, 16, 17], "int64", "uint4").tolist() == [15, 0, 1]
@@ -172,9 +177,12 @@ def test_the_models_are_valid(specs):
 
     from conform.harness.backends.onnx_models import build_model
 
-    for op in ("onnx_cast", "onnx_cast_like"):
-        for case in generate_cases(specs[op], "float32->float8_e4m3fn", count=6, seed=3):
-            onnx.checker.check_model(build_model(specs[op], case), full_check=True)
+    for op in ("onnx_cast", "onnx_cast_like"):   # saturate on a non-float8 target is valid too
+        for label in ("float32->float8_e4m3fn", "float32->int8", "int4->bfloat16"):
+            cases = generate_cases(specs[op], label, count=12, seed=3)
+            assert any("saturate" in case.attrs for case in cases)
+            for case in cases:
+                onnx.checker.check_model(build_model(specs[op], case), full_check=True)
 
 
 def test_an_ignored_saturate_0_fails_on_onnxruntime(specs):
