@@ -76,7 +76,7 @@ def _positions(draw, st, count: int, total: int) -> list[int]:
     return sorted(draw(st.permutations(range(total)))[:count])
 
 
-def _draw_take(draw, st):
+def draw_take(draw, st):
     """jnp.take along ``axis``: operand[:axis] + batch + operand[axis + 1:]."""
     operand = tuple(draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
     axis = draw(st.integers(0, len(operand) - 1))
@@ -86,7 +86,7 @@ def _draw_take(draw, st):
     return operand, batch, [axis], [axis], sizes, offset
 
 
-def _draw_batched(draw, st):
+def draw_batched(draw, st):
     """Windows of random sizes at index vectors naming a random ordered subset of the operand's
     dimensions; dimensions of window size 1 collapsed or not; offset dimensions anywhere."""
     operand = tuple(draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
@@ -100,7 +100,7 @@ def _draw_batched(draw, st):
     return operand, batch, start_map, collapsed, sizes, offset
 
 
-def _draw_patch(draw, st):
+def draw_patch(draw, st):
     """Patches of a 2-D operand (or its first two dimensions, with a channel dimension kept) at
     2-D starts: out[G.., ph, pw (, c)]."""
     operand = tuple(draw(st.lists(st.integers(1, 5), min_size=2, max_size=3)))
@@ -110,24 +110,34 @@ def _draw_patch(draw, st):
     return operand, batch, [0, 1], [], sizes, offset
 
 
-_TEMPLATE_DRAWERS = {"take": _draw_take, "batched": _draw_batched, "patch": _draw_patch}
+#: Per template, a drawer of (operand shape, batch shape, start_index_map, collapsed dimensions,
+#: slice sizes, offset dimensions); XLA Scatter draws its dimension numbers from them too.
+TEMPLATE_DRAWERS = {"take": draw_take, "batched": draw_batched, "patch": draw_patch}
 
 
-def draw_gather(draw, kit, spec, dtype):
-    """Dimension numbers from a template (:data:`TEMPLATES`) with random sizes; the index vector
-    dimension anywhere in the indices (or implicit, after the last, for one-element vectors);
-    the output within MAX_ARRAY_SIZE elements."""
+def draw_numbers(draw, kit):
+    """Gather dimension numbers from a template (:data:`TEMPLATES`) with random sizes, the
+    batch within MAX_ARRAY_SIZE elements of slices, and the indices' shape: the index vector
+    dimension anywhere (or implicit, after the last, for one-element vectors). Returns (operand
+    shape, batch shape, start_index_map, collapsed dimensions, slice sizes, offset dimensions,
+    indices' shape, index_vector_dim)."""
     st = kit.st
     template = draw(st.sampled_from(TEMPLATES))
-    operand, batch, start_map, collapsed, sizes, offset = _TEMPLATE_DRAWERS[template](draw, st)
+    operand, batch, start_map, collapsed, sizes, offset = TEMPLATE_DRAWERS[template](draw, st)
     if math.prod(batch) * math.prod(sizes) > kit.MAX_ARRAY_SIZE:
         batch = (1,) * len(batch)
     vector_dim = draw(st.integers(0, len(batch)))
     indices = batch[:vector_dim] + (len(start_map),) + batch[vector_dim:]
     if len(start_map) == 1 and vector_dim == len(batch) and draw(st.booleans()):
         indices = batch   # the implicit trailing 1-dimension
+    return operand, batch, list(start_map), collapsed, sizes, offset, indices, vector_dim
+
+
+def draw_gather(draw, kit, spec, dtype):
+    """Dimension numbers and shapes as :func:`draw_numbers` draws them."""
+    operand, _, start_map, collapsed, sizes, offset, indices, vector_dim = draw_numbers(draw, kit)
     attrs = {"offset_dims": offset, "collapsed_slice_dims": collapsed,
-             "start_index_map": list(start_map), "index_vector_dim": vector_dim,
+             "start_index_map": start_map, "index_vector_dim": vector_dim,
              "slice_sizes": sizes}
     return kit.Signature((dtype, index_type(draw, kit, spec, "start_indices")),
                          (operand, indices), attrs, dtype)
