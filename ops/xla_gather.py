@@ -19,7 +19,11 @@ FILL_OR_DROP mode, which fills out-of-range windows, is not XLA's semantics).
 Dimension numbers are drawn from three templates with random sizes: a take along one axis
 (jnp.take), a batched gather of windows (a random start_index_map, collapsed dimensions, offset
 dimension positions and index_vector_dim), and a 2-D patch gather (windows of a 2-D or 3-D
-operand at 2-D starts). Every element is a copy of an operand element: judged exactly."""
+operand at 2-D starts). ``indices_are_sorted`` ('XLA can assume that start_indices are sorted
+(in ascending order ...); if they are not then the semantics are implementation defined') is
+drawn true only with one-element index vectors, drawn in ascending order over the batch in
+row-major order (with longer vectors the text's order is not said: lexicographic, or each
+entry). Every element is a copy of an operand element: judged exactly."""
 from __future__ import annotations
 
 import math
@@ -133,12 +137,23 @@ def draw_numbers(draw, kit):
     return operand, batch, list(start_map), collapsed, sizes, offset, indices, vector_dim
 
 
+def draw_sorted(draw, kit, start_map) -> bool:
+    """``indices_are_sorted``: true in half the cases with one-element index vectors."""
+    return len(start_map) == 1 and draw(kit.st.booleans())
+
+
+def in_batch_order(vectors: np.ndarray, ascending: bool) -> np.ndarray:
+    """Index vectors (batch shape + (1,)) sorted ascending over the batch in row-major order
+    where ``ascending``, else as they are."""
+    return np.sort(vectors.ravel()).reshape(vectors.shape) if ascending else vectors
+
+
 def draw_gather(draw, kit, spec, dtype):
     """Dimension numbers and shapes as :func:`draw_numbers` draws them."""
     operand, _, start_map, collapsed, sizes, offset, indices, vector_dim = draw_numbers(draw, kit)
     attrs = {"offset_dims": offset, "collapsed_slice_dims": collapsed,
              "start_index_map": start_map, "index_vector_dim": vector_dim,
-             "slice_sizes": sizes}
+             "slice_sizes": sizes, "indices_are_sorted": draw_sorted(draw, kit, start_map)}
     return kit.Signature((dtype, index_type(draw, kit, spec, "start_indices")),
                          (operand, indices), attrs, dtype)
 
@@ -165,8 +180,9 @@ def values_gather(rng, inputs, attrs):
     implicit = vector_dim == indices.ndim
     moved = indices.shape + (1,) if implicit else \
         indices.shape[:vector_dim] + indices.shape[vector_dim + 1:] + (k,)
-    vectors = drawn_starts(rng, operand.shape, attrs["slice_sizes"], attrs["start_index_map"],
-                           moved, indices.dtype)
+    vectors = in_batch_order(drawn_starts(rng, operand.shape, attrs["slice_sizes"],
+                                          attrs["start_index_map"], moved, indices.dtype),
+                             attrs["indices_are_sorted"])
     return [operand, vectors[..., 0] if implicit else np.moveaxis(vectors, -1, vector_dim)]
 
 
@@ -177,6 +193,7 @@ def lax_gather(lax, attrs):
                                          collapsed_slice_dims=tuple(attrs["collapsed_slice_dims"]),
                                          start_index_map=tuple(attrs["start_index_map"]))
     sizes, vector_dim = tuple(attrs["slice_sizes"]), attrs["index_vector_dim"]
+    ascending = attrs["indices_are_sorted"]
 
     def gather(operand, indices):
         if vector_dim == indices.ndim:
@@ -184,14 +201,15 @@ def lax_gather(lax, attrs):
         else:
             order = [d for d in range(indices.ndim) if d != vector_dim] + [vector_dim]
             indices = lax.transpose(indices, order)
-        return lax.gather(operand, indices, numbers, sizes, mode=lax.GatherScatterMode.CLIP)
+        return lax.gather(operand, indices, numbers, sizes, indices_are_sorted=ascending,
+                          mode=lax.GatherScatterMode.CLIP)
     return gather
 
 
 @op("gather", version=1, draw=draw_gather, draw_honours=DRAWN_HERE, values=values_gather,
     feeding=traced_feeding("gather", (0,)), lax=lax_gather)
 def oracle_gather(operand, start_indices, *, offset_dims, collapsed_slice_dims,
-                  start_index_map, index_vector_dim, slice_sizes):
+                  start_index_map, index_vector_dim, slice_sizes, indices_are_sorted):
     """XLA Gather: out[Out] = operand[Sin + Oin] as the text's formal part defines them, Sin
     clamped as DynamicSlice clamps its starts."""
     operand = np.asarray(operand)

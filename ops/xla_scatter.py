@@ -18,7 +18,7 @@ region ``int_overflow``), and min and max of any type are order-free; float + an
 the replacing scatter is not: for those the drawers draw disjoint windows (each element taking
 at most one update), and then draw ``unique_indices`` true or false ('if unique_indices is true
 and the indices are not unique, the semantics is implementation-defined': never drawn so).
-``indices_are_sorted`` is left false (its true case only lets XLA assume an order)."""
+``indices_are_sorted`` is drawn as for Gather (ops/xla_gather.py)."""
 from __future__ import annotations
 
 import math
@@ -28,8 +28,8 @@ import numpy as np
 from conform.ops._registry import op
 from conform.ops.indexing import DRAWN_HERE, index_type
 from conform.ops.scatter import scattered
-from conform.ops.xla_gather import draw_numbers, gather_shape, index_vectors, \
-    remapped
+from conform.ops.xla_gather import draw_numbers, draw_sorted, gather_shape, in_batch_order, \
+    index_vectors, remapped
 
 #: Per op, the reduction of ops/scatter.py's ``scattered`` its update computation is.
 COMPUTATIONS = {"scatter": "none", "scatter_add": "add", "scatter_mul": "mul",
@@ -90,7 +90,8 @@ def _draw(name: str):
         unique = not repeats_allowed(name, dtype) and draw(st.booleans())
         attrs = {"update_window_dims": window, "inserted_window_dims": inserted,
                  "scatter_dims_to_operand_dims": start_map,
-                 "index_vector_dim": vector_dim, "unique_indices": unique}
+                 "index_vector_dim": vector_dim, "unique_indices": unique,
+                 "indices_are_sorted": draw_sorted(draw, kit, start_map)}
         return kit.Signature((dtype, index_type(draw, kit, spec, "scatter_indices"), dtype),
                              (operand, indices, updates), attrs, dtype)
     return draw_scatter
@@ -154,7 +155,8 @@ def _values(name: str):
         mapped = [windows[d] for d in start_map]
         drawer = _any_starts if repeats_allowed(name, str(operand.dtype)) else _disjoint_starts
         vectors = drawer(rng, dims, mapped, math.prod(batch), indices.dtype)
-        vectors = vectors.astype(indices.dtype).reshape(tuple(batch) + (len(start_map),))
+        vectors = in_batch_order(vectors.astype(indices.dtype).reshape(
+            tuple(batch) + (len(start_map),)), attrs["indices_are_sorted"])
         return [operand, vectors[..., 0] if implicit else np.moveaxis(vectors, -1, vector_dim),
                 updates]
     return values_scatter
@@ -168,6 +170,7 @@ def lax_scatter(lax, attrs, bound):
         inserted_window_dims=tuple(attrs["inserted_window_dims"]),
         scatter_dims_to_operand_dims=tuple(attrs["scatter_dims_to_operand_dims"]))
     vector_dim, unique = attrs["index_vector_dim"], attrs["unique_indices"]
+    ascending = attrs["indices_are_sorted"]
 
     def scatter(operand, indices, updates):
         if vector_dim == indices.ndim:
@@ -176,7 +179,7 @@ def lax_scatter(lax, attrs, bound):
             order = [d for d in range(indices.ndim) if d != vector_dim] + [vector_dim]
             indices = lax.transpose(indices, order)
         return bound(operand, indices, updates, numbers, unique_indices=unique,
-                     mode=lax.GatherScatterMode.FILL_OR_DROP)
+                     indices_are_sorted=ascending, mode=lax.GatherScatterMode.FILL_OR_DROP)
     return scatter
 
 
@@ -184,7 +187,8 @@ def _scatter_op(name: str, doc: str):
     reduction = COMPUTATIONS[name]
 
     def oracle(operand, scatter_indices, updates, *, update_window_dims, inserted_window_dims,
-               scatter_dims_to_operand_dims, index_vector_dim, unique_indices):
+               scatter_dims_to_operand_dims, index_vector_dim, unique_indices,
+               indices_are_sorted):
         attrs = {"update_window_dims": update_window_dims,
                  "inserted_window_dims": inserted_window_dims,
                  "scatter_dims_to_operand_dims": scatter_dims_to_operand_dims,
