@@ -65,14 +65,18 @@ def update_targets(operand_shape, indices, update_shape, attrs):
     return valid, flat
 
 
-def _feeding(inputs, attrs, index):
-    """operand[index] and the update elements whose (valid) index is ``index``."""
-    operand, indices, updates = inputs
-    valid, flat = update_targets(operand.shape, indices, updates.shape, attrs)
-    chosen = np.zeros(updates.shape, bool)
-    chosen[valid] = flat == np.ravel_multi_index(tuple(index), operand.shape)
-    at = int(np.ravel_multi_index(tuple(index), operand.shape))
-    return [operand.ravel()[at:at + 1], None, updates[chosen]]
+def _feeding(name: str):
+    def feed(inputs, attrs, index):
+        """The update elements whose (valid) index is ``index``, and operand[index] unless
+        an update replaces it."""
+        operand, indices, updates = inputs
+        valid, flat = update_targets(operand.shape, indices, updates.shape, attrs)
+        at = int(np.ravel_multi_index(tuple(index), operand.shape))
+        chosen = np.zeros(updates.shape, bool)
+        chosen[valid] = flat == at
+        replaced = COMPUTATIONS[name] == "none" and chosen.any()
+        return [operand.ravel()[at:at + (not replaced)], None, updates[chosen]]
+    return feed
 
 
 # -- drawing -----------------------------------------------------------------------------------
@@ -202,7 +206,7 @@ def _scatter_op(name: str, doc: str):
     oracle.__name__ = f"oracle_{name}"
     oracle.__module__ = __name__
     return op(name, version=1, draw=_draw(name), draw_honours=DRAWN_HERE, values=_values(name),
-              feeding=_feeding, lax=lax_scatter)(oracle)
+              feeding=_feeding(name), lax=lax_scatter)(oracle)
 
 
 oracle_scatter = _scatter_op("scatter", "XLA Scatter, the update replacing output[I].")
