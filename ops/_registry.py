@@ -24,6 +24,7 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "reduction", "contraction", "movement", "onnx_elementwise",
                    "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
                    "indexing", "scatter", "dynamic_slicing",
+                   "xla_gather", "xla_scatter",
                    "arg_reduction", "onnx_range_split", "bit_conversion",
                    "onnx_pooling", "nnef_pooling",
                    "onnx_softmax", "onnx_normalization", "nnef_normalization",
