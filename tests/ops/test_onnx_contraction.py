@@ -1,0 +1,139 @@
+"""ONNX Gemm (ops/onnx_contraction.py): the onnx package's backend node cases judged under the
+spec, the derived bound and its regions, onnxruntime's own Gemm passing, and the judge catching
+an injected bug (alpha scaling C too) run through the real onnxruntime."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from conform.generators._case import Case
+from conform.harness.judge.judging import judge_outputs
+from conform.oracles._registry import evaluate
+from conform.oracles.expectations import expect
+from tests.ops.ort_graphs import run_graph
+
+GEMM = "onnx_gemm"
+
+
+def _case(op, inputs, **attrs):
+    dtype = str(inputs[0].dtype)
+    return Case(id=f"{op}.{dtype}.0", op=op, dtype=dtype, input_dtypes=(dtype,) * len(inputs),
+                out_dtype=dtype, inputs=list(inputs), attrs=attrs, plan="normal", seed=1)
+
+
+def _gemm_case(a, b, c=None, **attrs):
+    attrs = {"transA": None, "transB": None, "alpha": None, "beta": None, **attrs}
+    if c is None:
+        return _case(GEMM, [a, b], **attrs, absent_inputs=["c"])
+    return _case(GEMM, [a, b, c], **attrs)
+
+
+def test_a_hand_worked_gemm_with_transposes_and_broadcast_c():
+    a = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])       # (K=3, M=2), transA
+    b = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0]])        # (N=2, K=3), transB
+    c = np.array([[10.0], [20.0]])                           # (M, 1)
+    (y,) = evaluate(GEMM, [a, b, c], {"transA": 1, "transB": 1, "alpha": 0.5, "beta": -1.0})
+    # A' B' = [[1 + 10, 3 - 5], [2 + 12, 4 - 6]] = [[11, -2], [14, -2]]
+    assert y.tolist() == [[5.5 - 10, -1 - 10], [7 - 20, -1 - 20]]
+    (y,) = evaluate(GEMM, [a.T, b.T], {"absent_inputs": ("c",)})
+    assert y.tolist() == [[11.0, -2.0], [14.0, -2.0]]
+
+
+def test_empty_k_leaves_beta_times_c():
+    (y,) = evaluate(GEMM, [np.zeros((2, 0)), np.zeros((0, 3)), np.array([1.0, 2.0, 3.0])],
+                    {"beta": 2.0})
+    assert y.tolist() == [[2.0, 4.0, 6.0]] * 2
+
+
+def _gemm_node_cases(all_cases):
+    return [case for case in all_cases if case.model.graph.node[-1].op_type == "Gemm"]
+
+
+def test_the_onnx_backend_node_cases_pass_under_the_spec(specs, onnx_node_cases):
+    """The expected outputs of onnx/backend/test/case/node/gemm.py (float32, computed by numpy)
+    judged as a backend's answer would be."""
+    cases = _gemm_node_cases(onnx_node_cases)
+    assert len(cases) >= 10
+    for node_case in cases:
+        (node,) = node_case.model.graph.node
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        for inputs, outputs in node_case.data_sets:
+            inputs = [np.asarray(x) for x in inputs]
+            case = _gemm_case(*inputs, **attrs)
+            assert judge_outputs(specs[GEMM], case, list(outputs)).verdict == "pass", node_case.name
+
+
+def test_onnx_reference_agrees_where_beta_is_not_zero():
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((5, 4))
+    c = rng.standard_normal((1, 5))
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], transA=1, transB=1, alpha=0.5,
+                            beta=-0.75)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, 11, None)
+                                            for n in "abc"],
+                              [helper.make_tensor_value_info("y", 11, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    (theirs,) = ReferenceEvaluator(model).run(None, {"a": a, "b": b, "c": c})
+    (ours,) = evaluate(GEMM, [a, b, c], {"transA": 1, "transB": 1, "alpha": 0.5, "beta": -0.75})
+    np.testing.assert_allclose(ours, theirs, rtol=1e-14)
+
+
+def test_the_bound_counts_k_plus_two_roundings(specs):
+    a, b, c = np.float32([[1, -2, 3]]), np.float32([[1], [1], [1]]), np.float32([[-8]])
+    (y,) = expect(specs[GEMM], _gemm_case(a, b, c, alpha=2.0, beta=0.5))
+    u = 2.0 ** -24
+    gamma = 5 * u / (1 - 5 * u)
+    assert y.expected.tolist() == [[0.0]]
+    assert y.accumulation[0][0, 0] == pytest.approx(gamma * (2 * 6 + 4), rel=1e-15)
+
+
+def test_regions_zero_beta_with_infinite_c_and_overflowing_orders(specs):
+    a, b = np.float32([[1, 2]]), np.float32([[1, 1], [1, 1]])
+    c = np.float32([[np.inf, 1]])
+    (y,) = expect(specs[GEMM], _gemm_case(a, b, c, beta=0.0))
+    assert np.isnan(y.expected[0, 0]) and y.impl_mask.tolist() == [[True, False]]
+    big = np.float32([[3e38, 3e38]])
+    (y,) = expect(specs[GEMM], _gemm_case(big, b, np.float32([[-3e38, 0]]), alpha=0.5))
+    # 0.5 * 6e38 - 3e38 = 0 exactly, but the unscaled sum 6e38 overflows float32 in some orders
+    assert y.expected[0, 0] == 0.0 and y.impl_mask.all()
+
+
+# ------------------------------------------------------------------ onnxruntime
+
+def _run_gemm_nodes(nodes, a, b, c, rows, cols):
+    return run_graph(nodes, {"a": a, "b": b, "c": c}, {"y": (np.float32, (rows, cols))})
+
+
+def _operands(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-4, 4, (5, 7)).astype(np.float32)
+    b = rng.uniform(-4, 4, (6, 7)).astype(np.float32)
+    c = rng.uniform(-4, 4, (5, 1)).astype(np.float32)
+    return a, b, c
+
+
+def test_onnxruntimes_own_gemm_passes(specs):
+    a, b, c = _operands(31)
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], transB=1, alpha=-0.75, beta=1.25)
+    out = _run_gemm_nodes([node], a, b, c, 5, 6)
+    case = _gemm_case(a, b, c, transB=1, alpha=-0.75, beta=1.25)
+    assert judge_outputs(specs[GEMM], case, out).verdict == "pass"
+
+
+def test_alpha_scaling_c_too_fails(specs):
+    """Y = alpha * (A B' + beta C) instead of alpha A B' + beta C."""
+    a, b, c = _operands(32)
+    consts = {"alpha": -0.75, "beta": 1.25}
+    nodes = [helper.make_node("Constant", [], [name], value=helper.make_tensor(name, 1, [], [v]))
+             for name, v in consts.items()]
+    nodes += [helper.make_node("Transpose", ["b"], ["bt"]),
+              helper.make_node("MatMul", ["a", "bt"], ["ab"]),
+              helper.make_node("Mul", ["c", "beta"], ["bc"]),
+              helper.make_node("Add", ["ab", "bc"], ["sum"]),
+              helper.make_node("Mul", ["sum", "alpha"], ["y"])]
+    out = _run_gemm_nodes(nodes, a, b, c, 5, 6)
+    bad = judge_outputs(specs[GEMM], _gemm_case(a, b, c, transB=1, **consts), out)
+    assert bad.verdict == "fail" and bad.mismatched > 0
