@@ -137,3 +137,47 @@ def test_alpha_scaling_c_too_fails(specs):
     out = _run_gemm_nodes(nodes, a, b, c, 5, 6)
     bad = judge_outputs(specs[GEMM], _gemm_case(a, b, c, transB=1, **consts), out)
     assert bad.verdict == "fail" and bad.mismatched > 0
+
+
+# ------------------------------------------------------------------ drawn cases
+
+def _drawn(specs, op, count=200, seed=5):
+    from conform.generators import generate_cases
+
+    return [case for case in generate_cases(specs[op], "float32", count=count, seed=seed)
+            if case.plan == "normal"]
+
+
+def test_the_matmul_drawer_covers_vectors_broadcast_batches_and_empty_dimensions(specs):
+    cases = _drawn(specs, "onnx_matmul", count=600) + _drawn(specs, "onnx_matmul", count=600, seed=6)
+    shapes = [tuple(x.shape for x in case.inputs) for case in cases]
+    seen = {
+        "both 1-D": any(len(a) == 1 and len(b) == 1 for a, b in shapes),
+        "A 1-D": any(len(a) == 1 and len(b) > 1 for a, b in shapes),
+        "B 1-D": any(len(b) == 1 and len(a) > 1 for a, b in shapes),
+        "missing leading dims": any(len(a) > 1 and len(b) > 1 and len(a) != len(b)
+                                    for a, b in shapes),
+        "1 against n": any(any(1 in (x, y) and max(x, y) > 1
+                               for x, y in zip(a[-3::-1], b[-3::-1])) for a, b in shapes),
+        "empty": any(0 in a + b for a, b in shapes),
+    }
+    assert all(seen.values()), seen
+
+
+@pytest.mark.parametrize("op", ["onnx_matmul", GEMM])
+def test_onnx_reference_agrees_on_drawn_cases(specs, op):
+    """onnx.reference as a second opinion (never the oracle) on drawn float32 cases, empty and
+    1-D operands included (Gemm: where no zero scaling meets an infinity, its reading 1)."""
+    from onnx.reference import ReferenceEvaluator
+
+    from conform.harness.backends.onnx_models import build_model
+
+    cases = _drawn(specs, op, count=120)
+    for case in cases:
+        model = build_model(specs[op], case)
+        feeds = {f"in{i}": x for i, x in enumerate(case.inputs)}
+        (theirs,) = ReferenceEvaluator(model).run(None, feeds)
+        (ours,) = evaluate(op, case.inputs, case.attrs)
+        assert theirs.shape == ours.shape, case.attrs
+        np.testing.assert_allclose(theirs, ours, rtol=1e-5, atol=1e-4, err_msg=str(case.attrs))
+    assert len(cases) >= 10
