@@ -181,3 +181,100 @@ def test_onnx_reference_agrees_on_drawn_cases(specs, op):
         assert theirs.shape == ours.shape, case.attrs
         np.testing.assert_allclose(theirs, ours, rtol=1e-5, atol=1e-4, err_msg=str(case.attrs))
     assert len(cases) >= 10
+
+
+# ------------------------------------------------------------------ Einsum
+
+EINSUM = "onnx_einsum"
+
+
+def _einsum_case(equation, *operands):
+    absent = ["x1", "x2"][len(operands) - 1:]
+    attrs = {"equation": equation, **({"absent_inputs": absent} if absent else {})}
+    return _case(EINSUM, list(operands), **attrs)
+
+
+def _einsum(equation, *operands):
+    (out,) = evaluate(EINSUM, [np.asarray(x, np.float64) for x in operands],
+                      {"equation": equation})
+    return out
+
+
+def test_implicit_outputs_sort_the_letters_occurring_once():
+    x = np.arange(6.0).reshape(2, 3)
+    assert _einsum("ji", x).tolist() == x.T.tolist()          # output 'ij': a transpose
+    assert _einsum("ij", x).tolist() == x.tolist()
+    assert _einsum("aB", x).tolist() == x.T.tolist()          # 'B' < 'a' in ASCII
+    assert _einsum("ii", np.arange(9.0).reshape(3, 3)).tolist() == 12.0   # a trace
+    assert _einsum("i,j", [1.0, 2.0], [3.0, 4.0, 5.0]).tolist() == [[3, 4, 5], [6, 8, 10]]
+    y = np.arange(24.0).reshape(2, 3, 4)
+    assert _einsum("...ij", y).tolist() == y.tolist()         # ellipsis dimensions first
+    assert _einsum("...ji", y).tolist() == y.transpose(0, 2, 1).tolist()
+
+
+def test_explicit_forms_diagonals_sums_and_products():
+    m = np.arange(9.0).reshape(3, 3)
+    assert _einsum("ii->i", m).tolist() == [0, 4, 8]
+    assert _einsum("ij->i", m).tolist() == [3, 12, 21]
+    assert _einsum("ij->", m).tolist() == 36
+    assert _einsum("->", np.array(5.0)).tolist() == 5.0
+    assert _einsum("iij->j", np.arange(8.0).reshape(2, 2, 2)).tolist() == [0 + 6, 1 + 7]
+    a, b, c = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4), np.ones((4, 2))
+    assert _einsum("ij,jk,kl->il", a, b, c).tolist() == (a @ b @ c).tolist()
+    assert _einsum("bij, bjk -> bik", a[None], b[None]).tolist() == [(a @ b).tolist()]
+    # '...' broadcasts a size-1 dimension
+    x, y = np.ones((1, 2, 3)), np.arange(24.0).reshape(4, 3, 2)
+    assert _einsum("...ij,...jk->...ik", x, y).tolist() == np.matmul(x, y).tolist()
+
+
+def test_numpy_einsum_agrees_on_drawn_cases(specs):
+    """numpy.einsum as a second opinion (never the oracle) on drawn float32 cases."""
+    cases = _drawn(specs, EINSUM, count=400)
+    equations = set()
+    for case in cases:
+        (ours,) = evaluate(EINSUM, case.inputs, case.attrs)
+        theirs = np.einsum(case.attrs["equation"], *[x.astype(np.float64) for x in case.inputs])
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, err_msg=case.attrs["equation"])
+        equations.add(case.attrs["equation"])
+    assert len(equations) >= 10
+
+
+def test_the_einsum_bound_counts_products_and_additions(specs):
+    a, b, c = np.float32([[1, -2]]), np.float32([[1, 1], [1, 1]]), np.float32([[1], [4]])
+    (y,) = expect(specs[EINSUM], _einsum_case("ij,jk,kl->il", a, b, c))
+    n = 2 * 2 + 3 - 2       # four terms of three factors
+    gamma = n * 2.0 ** -24 / (1 - n * 2.0 ** -24)
+    assert y.expected.tolist() == [[-5.0]]
+    assert y.accumulation[0][0, 0] == pytest.approx(gamma * 15, rel=1e-6)
+    # a partial product that overflows in some order of the factors: the region
+    big = np.float32([[3e38, 1]])
+    (y,) = expect(specs[EINSUM], _einsum_case("ij,jk,kl->il", big, b, np.float32([[1e-3], [1]])))
+    assert y.impl_mask is not None and y.impl_mask.all()
+
+
+def test_the_onnx_backend_einsum_cases_pass_under_the_spec(specs, onnx_node_cases):
+    cases = [c for c in onnx_node_cases if c.model.graph.node[-1].op_type == "Einsum"]
+    assert len(cases) >= 5
+    for node_case in cases:
+        (node,) = node_case.model.graph.node
+        equation = helper.get_attribute_value(node.attribute[0]).decode()
+        for inputs, outputs in node_case.data_sets:
+            case = _einsum_case(equation, *[np.asarray(x) for x in inputs])
+            assert judge_outputs(specs[EINSUM], case, list(outputs)).verdict == "pass", \
+                node_case.name
+
+
+def _run_einsum(equation, x):
+    node = helper.make_node("Einsum", ["x"], ["y"], equation=equation)
+    rows, cols = x.shape
+    return run_graph([node], {"x": x}, {"y": (np.float32, (cols, rows))})
+
+
+def test_an_implicit_output_left_unsorted_fails_and_onnxruntimes_einsum_passes(specs):
+    """'ji' in the implicit form is 'ji->ij', a transpose; a backend keeping the letters in
+    the order they appear ('ji->ji') copies the input."""
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    case = _einsum_case("ji", x)
+    assert judge_outputs(specs[EINSUM], case, _run_einsum("ji", x)).verdict == "pass"
+    bad = judge_outputs(specs[EINSUM], case, _run_einsum("ji->ji", x))
+    assert bad.verdict == "fail" and bad.mismatched == 6
