@@ -1,6 +1,7 @@
-"""ONNX Gemm (ops/onnx_contraction.py): the onnx package's backend node cases judged under the
-spec, the derived bound and its regions, onnxruntime's own Gemm passing, and the judge catching
-an injected bug (alpha scaling C too) run through the real onnxruntime."""
+"""The contractions beyond XLA's (ops/onnx_contraction.py, ops/nnef_contraction.py): ONNX Gemm,
+MatMul's drawer, Einsum, NNEF matmul and linear: worked examples, the onnx package's backend node
+cases judged under the specs, onnx.reference and numpy.einsum as second opinions, the derived
+bounds and their regions, and injected bugs caught through onnxruntime and the nnef executor."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,7 @@ from conform.generators._case import Case
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
 from conform.oracles.expectations import expect
-from tests.ops.ort_graphs import run_graph
+from tests.ops.ort_graphs import run_graph, run_nnef_document
 
 GEMM = "onnx_gemm"
 
@@ -278,3 +279,43 @@ def test_an_implicit_output_left_unsorted_fails_and_onnxruntimes_einsum_passes(s
     assert judge_outputs(specs[EINSUM], case, _run_einsum("ji", x)).verdict == "pass"
     bad = judge_outputs(specs[EINSUM], case, _run_einsum("ji->ji", x))
     assert bad.verdict == "fail" and bad.mismatched == 6
+
+
+# ------------------------------------------------------------------ NNEF matmul and linear
+
+def test_nnef_matmul_transposes_the_last_two_dimensions_and_broadcasts_batches():
+    a = np.arange(12.0).reshape(1, 3, 4)           # transposeA: [1, 4, 3]
+    b = np.arange(24.0).reshape(2, 4, 3)           # transposeB: [2, 3, 4]
+    (c,) = evaluate("nnef_matmul", [a, b], {"transposeA": True, "transposeB": True})
+    assert c.shape == (2, 4, 4)
+    assert c.tolist() == np.matmul(a[0].T, np.swapaxes(b, 1, 2)).tolist()
+
+
+def test_nnef_linear_is_input_times_filter_transposed_plus_bias():
+    x, w = np.array([[1.0, 2.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    (y,) = evaluate("nnef_linear", [x, w, np.array([[10.0, 20.0, 30.0]])], {})
+    assert y.tolist() == [[11.0, 22.0, 33.0]]
+    (y,) = evaluate("nnef_linear", [x, w], {"absent_inputs": ("bias",)})
+    assert y.tolist() == [[1.0, 2.0, 3.0]]
+
+
+def _linear_document(c, o, *, transpose_b):
+    call = ("linear(input, filter, bias)" if transpose_b
+            else "add(matmul(input, filter, transposeB = false), bias)")
+    return ("version 1.0;\ngraph g( input, filter, bias ) -> ( output )\n{\n"
+            f"    input = external<scalar>(shape = [3, {c}]);\n"
+            f"    filter = external<scalar>(shape = [{o}, {c}]);\n"
+            f"    bias = external<scalar>(shape = [1, {o}]);\n"
+            f"    output = {call};\n}}\n")
+
+
+def test_nnef_linear_without_the_filter_transposed_fails(specs, tmp_path):
+    """A linear that multiplies by the filter as it is (a square filter, so the shapes fit)."""
+    rng = np.random.default_rng(41)
+    x, w = rng.uniform(-4, 4, (3, 4)).astype(np.float32), rng.uniform(-4, 4, (4, 4)).astype(np.float32)
+    bias = rng.uniform(-4, 4, (1, 4)).astype(np.float32)
+    case = _case("nnef_linear", [x, w, bias])
+    good = run_nnef_document(_linear_document(4, 4, transpose_b=True), [x, w, bias], tmp_path)
+    assert judge_outputs(specs["nnef_linear"], case, good).verdict == "pass"
+    bad = run_nnef_document(_linear_document(4, 4, transpose_b=False), [x, w, bias], tmp_path)
+    assert judge_outputs(specs["nnef_linear"], case, bad).verdict == "fail"
