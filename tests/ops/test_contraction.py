@@ -165,10 +165,11 @@ def test_the_matmul_drawer_covers_vectors_broadcast_batches_and_empty_dimensions
     assert all(seen.values()), seen
 
 
-@pytest.mark.parametrize("op", ["onnx_matmul", GEMM])
+@pytest.mark.parametrize("op", ["onnx_matmul", GEMM, "onnx_einsum"])
 def test_onnx_reference_agrees_on_drawn_cases(specs, op):
-    """onnx.reference as a second opinion (never the oracle) on drawn float32 cases, empty and
-    1-D operands included (Gemm: where no zero scaling meets an infinity, its reading 1)."""
+    """The drawn float32 cases' models pass onnx's full check, and onnx.reference as a second
+    opinion (never the oracle) agrees on them, empty and 1-D operands included."""
+    import onnx
     from onnx.reference import ReferenceEvaluator
 
     from conform.harness.backends.onnx_models import build_model
@@ -176,6 +177,7 @@ def test_onnx_reference_agrees_on_drawn_cases(specs, op):
     cases = _drawn(specs, op, count=120)
     for case in cases:
         model = build_model(specs[op], case)
+        onnx.checker.check_model(model, full_check=True)
         feeds = {f"in{i}": x for i, x in enumerate(case.inputs)}
         (theirs,) = ReferenceEvaluator(model).run(None, feeds)
         (ours,) = evaluate(op, case.inputs, case.attrs)
