@@ -62,14 +62,15 @@ def _operands(a, b, c, attrs):
 
 
 def feed_onnx_gemm(inputs, attrs, index):
-    """Row m of A', column n of B' and the element of C broadcast to (m, n)."""
+    """Row m of A', column n of B' and the element of C broadcast to (m, n); none of a term
+    whose scaling is zero (finite values there do not move the output)."""
     a, b, *rest = inputs
-    a, b, _, _, _ = _operands(a, b, None, attrs)
+    a, b, _, alpha, beta = _operands(a, b, None, attrs)
     m, n = index
-    fed = [a[m].ravel(), b[:, n].ravel()]
+    fed = [a[m].ravel(), b[:, n].ravel()] if alpha else [np.empty(0, a.dtype)] * 2
     if rest:
         (c,) = rest
-        fed.append(np.broadcast_to(c, (a.shape[0], b.shape[1]))[m, n].ravel())
+        fed.append(np.broadcast_to(c, (a.shape[0], b.shape[1]))[m, n].ravel()[:1 if beta else 0])
     return fed
 
 
