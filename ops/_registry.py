@@ -28,7 +28,8 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "arg_reduction", "onnx_range_split", "bit_conversion",
                    "onnx_pooling", "nnef_pooling",
                    "onnx_softmax", "onnx_normalization", "nnef_normalization",
-                   "onnx_cast", "onnx_quantize")
+                   "onnx_cast", "onnx_quantize",
+                   "onnx_contraction", "nnef_contraction")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")

@@ -144,19 +144,24 @@ def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
 
 def draw_onnx_matmul(draw, kit, spec, dtype):
     """A [..., M, K] x B [..., K, N] with batch dimensions that broadcast (either side may have
-    fewer, or size 1 where the other is larger), and now and then a 1-D A [K] or B [K]."""
+    fewer, or size 1 where the other is larger), now and then a 1-D A [K] or B [K] (or both: a
+    0-d dot product), and now and then an empty dimension (batch, M, N or K)."""
     st = kit.st
-    batch = draw(st.lists(st.integers(1, 3), max_size=2))
-    m, n, k = draw(st.integers(1, 5)), draw(st.integers(1, 5)), draw(st.integers(1, 16))
+
+    def dim(high):   # now and then 0: the text excludes no empty dimension
+        return 0 if draw(st.integers(0, 11)) == 0 else draw(st.integers(1, high))
+
+    batch = [dim(3) for _ in range(draw(st.integers(0, 2)))]
+    m, n, k = dim(5), dim(5), dim(16)
 
     def side(rows_or_cols):
         keep = batch[draw(st.integers(0, len(batch))):]
         return tuple(1 if size > 1 and draw(st.integers(0, 3)) == 0 else size for size in keep) \
             + rows_or_cols
 
-    vector = draw(st.integers(0, 5))   # 0: A is 1-D, 1: B is 1-D, else both matrices
-    lhs = (k,) if vector == 0 else side((m, k))
-    rhs = (k,) if vector == 1 else side((k, n))
+    vector = draw(st.integers(0, 6))   # 0: A is 1-D, 1: B is 1-D, 2: both, else both matrices
+    lhs = (k,) if vector in (0, 2) else side((m, k))
+    rhs = (k,) if vector in (1, 2) else side((k, n))
     return kit.Signature((dtype, dtype), (lhs, rhs), {}, dtype)
 
 
