@@ -26,7 +26,8 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "indexing", "scatter", "dynamic_slicing",
                    "arg_reduction", "onnx_range_split", "bit_conversion",
                    "onnx_pooling", "nnef_pooling",
-                   "onnx_softmax", "onnx_normalization", "nnef_normalization")
+                   "onnx_softmax", "onnx_normalization", "nnef_normalization",
+                   "onnx_set_valued")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
