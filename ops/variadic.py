@@ -17,6 +17,7 @@ import numpy as np
 from conform.ops._registry import op
 from conform.ops.indexing import DRAWN_HERE
 from conform.oracles._registry import widen
+from conform.spec.dtypes import int_info, is_integer
 
 SORT_OPERANDS = 3   # the spec's operands: the format fixes an op's inputs and outputs per spec
 
@@ -149,3 +150,88 @@ def oracle_sort(*operands, dimension, num_keys, is_stable):
     axis = dimension % operands[0].ndim
     moved = [np.moveaxis(x, axis, -1) for x in operands]
     return tuple(np.moveaxis(x, -1, axis) for x in sort_along_last(moved, num_keys, is_stable))
+
+
+# -- Reduce over (value, index): an arg-max ---------------------------------------------------
+
+def draw_reduce_argmax(draw, kit, spec, dtype):
+    """An operand of rank 1 to 3 (empty sides too: a reduction of nothing gives the initial
+    values) and the dimension reduced (lax.reduce takes non-negative dimensions)."""
+    st = kit.st
+    shape = draw(kit.shape(min_rank=1, max_rank=3, max_side=7,
+                           min_side=draw(st.sampled_from([1, 1, 1, 0]))))
+    return kit.Signature((dtype,), (shape,), {"dimension": draw(st.integers(0, len(shape) - 1))},
+                         dtype)
+
+
+def values_reduce_argmax(rng, inputs, attrs):
+    """The filled operand with about half of its elements copies of others: ties for the
+    maximum, which the body breaks by the lower index."""
+    (x,) = inputs
+    x = x.copy()
+    if x.size:
+        flat = x.reshape(-1)
+        copies = rng.random(x.size) < 0.5
+        flat[copies] = flat[rng.integers(0, x.size, int(copies.sum()))]
+    return [x]
+
+
+def feed_reduce_argmax(inputs, attrs, index):
+    """The reduced slice: every element of it competes for the maximum."""
+    (x,) = inputs
+    axis = attrs["dimension"]
+    at = list(index)
+    at.insert(axis, slice(None))
+    return [x[tuple(at)]]
+
+
+INT32_MAX = 2**31 - 1   # the initial index: above every real index, so a real element wins ties
+
+
+def lax_reduce_argmax(lax, attrs):
+    """lax.reduce over (operand, iota along the dimension) with the body: the left pair wins if
+    its value is greater, or is NaN where the right one is not, or the two values are equal
+    (or both NaN) and its index is lower. Initial values: (-inf, or the type's least integer;
+    INT32_MAX), an identity of the body."""
+    dimension = attrs["dimension"]
+
+    def body(left, right):
+        (value, index), (other, other_index) = left, right
+        nan, other_nan = lax.ne(value, value), lax.ne(other, other)
+        tied = lax.bitwise_or(lax.eq(value, other), lax.bitwise_and(nan, other_nan))
+        wins = lax.bitwise_or(
+            lax.bitwise_or(lax.gt(value, other), lax.bitwise_and(nan, lax.bitwise_not(other_nan))),
+            lax.bitwise_and(tied, lax.lt(index, other_index)))
+        return lax.select(wins, value, other), lax.select(wins, index, other_index)
+
+    def argmax(x):
+        floating = x.dtype.kind in "fV"
+        lowest = np.array(-np.inf if floating else np.iinfo(x.dtype).min, x.dtype)
+        iota = lax.broadcasted_iota(np.int32, x.shape, dimension)
+        return lax.reduce((x, iota), (lowest, np.array(2**31 - 1, np.int32)), body, (dimension,))
+
+    return argmax
+
+
+@op("reduce_argmax", version=1, draw=draw_reduce_argmax, draw_honours=DRAWN_HERE,
+    values=values_reduce_argmax, feeding=feed_reduce_argmax, lax=lax_reduce_argmax)
+def oracle_reduce_argmax(operand, *, dimension, dtypes=()):
+    """XLA Reduce of (operand, index) with the arg-max body of ``lax_reduce_argmax``: per slice
+    along ``dimension``, the first NaN if any, else the first element equal to the maximum
+    (-0 == +0), with its index; an empty slice gives the initial values (-inf or the type's
+    least integer, INT32_MAX). The body is a selection by a total preorder with ties broken
+    by distinct indices, so every order of evaluation gives this answer."""
+    x = np.moveaxis(operand, dimension, -1)
+    if x.shape[-1] == 0:
+        lowest = int_info(dtypes[0]).min if dtypes and is_integer(dtypes[0]) else -np.inf
+        return (np.full(x.shape[:-1], lowest, operand.dtype),
+                np.full(x.shape[:-1], INT32_MAX, np.int64))
+    if x.dtype.kind in "fV":   # bfloat16 and float8 are of kind V
+        x = x.astype(np.float64)
+        nan = np.isnan(x)
+        first = np.where(nan.any(-1), np.argmax(nan, -1),
+                         np.argmax(np.where(nan, -np.inf, np.where(x == 0, 0.0, x)), -1))
+    else:
+        first = np.argmax(x, -1)
+    value = np.take_along_axis(x, first[..., None], -1)[..., 0]
+    return value, first.astype(np.int64)

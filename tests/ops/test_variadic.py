@@ -105,3 +105,83 @@ def test_jax_passes_and_a_wrong_key_count_fails(specs, jax_backend, wrong):
         if judge_outputs(spec, case, outputs, policy).verdict == "fail":
             caught += 1
     assert caught
+
+
+# -- Reduce over (value, index): an arg-max ---------------------------------------------------
+
+def _argmax(x, dimension, dtype="float32"):
+    return [o.tolist() for o in evaluate("reduce_argmax", [np.asarray(x, dtype)],
+                                         {"dimension": dimension})]
+
+
+def test_argmax_first_maximum_first_nan_and_the_lower_zero():
+    x = [[1, 3, 3], [np.nan, 5, np.nan], [0.0, -0.0, -1], [-0.0, 0.0, -np.inf]]
+    values, indices = _argmax(x, 1)
+    assert indices == [1, 0, 0, 0] and str(values) == str([3.0, np.nan, 0.0, -0.0])
+    assert _argmax([[-np.inf, -np.inf]], 1) == [[-np.inf], [0]]   # a real element beats the init
+
+
+def test_argmax_of_an_empty_slice_is_the_initial_values():
+    assert _argmax(np.zeros((2, 0)), 1) == [[-np.inf, -np.inf], [2**31 - 1] * 2]
+    assert _argmax(np.zeros((0, 2)), 0, "int8") == [[-128, -128], [2**31 - 1] * 2]
+    assert _argmax(np.zeros((0, 1)), 0, "uint8") == [[0], [2**31 - 1]]
+
+
+def _body(left, right):
+    """The arg-max body of ops/variadic.py, on Python pairs."""
+    (value, index), (other, other_index) = left, right
+    nan, other_nan = value != value, other != other
+    tied = value == other or (nan and other_nan)
+    wins = value > other or (nan and not other_nan) or (tied and index < other_index)
+    return left if wins else right
+
+
+def test_every_order_of_evaluating_the_body_gives_the_oracle_s_answer():
+    """The XLA text lets a backend apply the body in any order (re-associated, with the
+    initial value anywhere): the body is a selection by a total preorder with distinct-index
+    tie breaks, so random evaluation trees all agree with the oracle."""
+    rng = np.random.default_rng(3)
+    pool = [np.nan, -0.0, 0.0, 1.0, 1.0, -np.inf, 2.0, 2.0]
+    for _ in range(200):
+        x = rng.choice(pool, size=int(rng.integers(1, 7)))
+        items = [(-np.inf, 2**31 - 1)] + [(float(v), i) for i, v in enumerate(x)]
+        while len(items) > 1:
+            k = int(rng.integers(0, len(items) - 1))
+            pair = [items.pop(k), items.pop(k)]
+            if rng.random() < 0.5:
+                pair.reverse()
+            items.insert(k, _body(*pair))
+        value, index = items[0]
+        expected_value, expected_index = evaluate("reduce_argmax", [x], {"dimension": 0})
+        assert index == expected_index and str(value) == str(float(expected_value)), x
+
+
+def test_jax_passes_and_a_body_keeping_the_last_maximum_fails(specs, jax_backend):
+    """The real lowering on jax passes drawn cases; a body breaking ties by the higher index
+    (the last maximum, as a '>=' comparison in the body gives) fails where slices tie."""
+    import jax
+    from jax import lax
+
+    from conform.harness.backends.models import run_case
+
+    spec = specs["reduce_argmax"]
+
+    def last_maximum(x, dimension):
+        def body(left, right):
+            (value, index), (other, other_index) = left, right
+            wins = lax.bitwise_or(lax.gt(value, other),
+                                  lax.bitwise_and(lax.eq(value, other), lax.gt(index, other_index)))
+            return lax.select(wins, value, other), lax.select(wins, index, other_index)
+        iota = lax.broadcasted_iota(np.int32, x.shape, dimension)
+        return lax.reduce((x, iota), (np.float32(-np.inf), np.int32(-1)), body, (dimension,))
+
+    caught = 0
+    for case in generate_cases(spec, "float32", count=30, seed=4):
+        policy = jax_backend.subnormals
+        assert judge_outputs(spec, case, run_case(jax_backend, spec, case), policy).verdict == "pass"
+        (x,) = case.inputs
+        if x.size == 0 or np.isnan(x).any():
+            continue
+        buggy = [np.asarray(o) for o in jax.jit(last_maximum, static_argnums=1)(x, case.attrs["dimension"])]
+        caught += judge_outputs(spec, case, buggy, policy).verdict == "fail"
+    assert caught
