@@ -5,10 +5,11 @@ every output is judged exactly: a copy of input elements, or integers.
 
 Unique's text says Y holds 'all unique values or subtensors of the input', sorted ascending or
 'in the order of the first occurrence'; it points at numpy.unique for the rest, which orders
-subtensors lexicographically (the subtensor along axis read in row-major order). Equality is
-IEEE equality here (-0 equals +0, the first occurrence's sign kept); where the text is silent
-(a NaN; zeros of both signs that change the answer) the spec declares the region
-``zero_sign_or_nan_grouping``."""
+subtensors lexicographically (the subtensor along axis read in row-major order). The oracle
+compares by IEEE equality (-0 equals +0, the first occurrence's sign kept; every NaN distinct,
+after every number). Where the text is silent (is NaN one value, does it rank first or last, are
+-0 and +0 one value or -0 < +0) each reading gives a valid answer: ``canonical_onnx_unique``
+accepts a backend's answer that equals one of them exactly, and nothing else."""
 from __future__ import annotations
 
 import math
@@ -17,6 +18,7 @@ import numpy as np
 
 from conform.ops._registry import op
 from conform.ops.indexing import DRAWN_HERE, _lower_with, signed_axis
+from conform.oracles._registry import widen
 
 
 # -- Unique -----------------------------------------------------------------------------------
@@ -55,6 +57,64 @@ def unique_rows(rows: np.ndarray, ascending: bool) -> tuple:
         renumber[by_occurrence] = np.arange(len(first))
         first, counts, inverse = first[by_occurrence], counts[by_occurrence], renumber[inverse]
     return first.astype(np.int64), inverse, counts.astype(np.int64)
+
+
+#: The readings of the text's silences: zeros of both signs one value or two (-0 < +0), NaNs
+#: all distinct or one value, NaN ranked after every number or before.
+READINGS = tuple((zeros, nans, place) for zeros in ("equal", "ordered")
+                 for nans in ("distinct", "equal") for place in ("last", "first"))
+
+
+def reading_keys(x: np.ndarray, zeros: str, nans: str, place: str) -> np.ndarray:
+    """Integer keys (as float64) that compare as ``x``'s elements do under one reading: equal
+    keys for equal values, ascending with the values."""
+    nan = np.isnan(x)
+    numbers = np.where(nan, 0.0, x)
+    rank = np.searchsorted(np.unique(numbers[~nan]), numbers)   # -0 and +0 one value here
+    keys = np.array(2.0 * rank + ((zeros == "ordered") & (x == 0) & ~np.signbit(x)))
+    count = int(nan.sum())
+    nan_keys = np.zeros(count) if nans == "equal" else np.arange(count, dtype=np.float64)
+    offset = 2.0 * (rank.max(initial=0) + 1) if place == "last" else -1.0 - count
+    keys[nan] = offset + nan_keys
+    return keys
+
+
+def unique_under(x: np.ndarray, ascending: bool, axis, reading) -> tuple:
+    """Unique's four outputs for ``x`` (float64) under one of ``READINGS``."""
+    first, inverse, counts = unique_rows(_as_rows(reading_keys(x, *reading), axis), ascending)
+    values = x.ravel()[first] if axis is None else np.take(x, first, axis=axis)
+    return values, first, inverse, counts
+
+
+def _same(actual: np.ndarray, expected: np.ndarray, zero_sign_open: bool = False) -> bool:
+    """Equal shapes and values, NaN equal to NaN and zeros of the same sign (of either sign
+    where ``zero_sign_open``)."""
+    actual = widen(np.asarray(actual))
+    if actual.shape != expected.shape or not np.array_equal(actual, expected, equal_nan=True):
+        return False
+    return zero_sign_open or bool(np.all(np.signbit(actual) == np.signbit(expected)))
+
+
+def canonical_onnx_unique(outputs, case):
+    """A float input holding a NaN, or zeros of both signs, has several valid answers (one per
+    reading in ``READINGS``; where -0 and +0 are one value, y may hold either sign for it): a
+    backend's outputs equal to one of them exactly become the oracle's answer. Any other
+    answer is returned unchanged (and fails): nothing is repaired."""
+    (x,) = case.inputs
+    x = widen(np.asarray(x))
+    if x.dtype.kind != "f" or not (np.isnan(x).any() or (np.signbit(x) & (x == 0)).any()):
+        return outputs
+    axis = case.attrs.get("axis")
+    axis = None if axis is None else axis % x.ndim
+    both_zeros = bool(((x == 0) & np.signbit(x)).any() and ((x == 0) & ~np.signbit(x)).any())
+    for reading in READINGS:
+        answer = unique_under(x, bool(case.attrs["sorted"]), axis, reading)
+        # where -0 and +0 are one value, which of them stands for it is open too
+        open_sign = [both_zeros and reading[0] == "equal", False, False, False]
+        if len(outputs) == len(answer) and all(map(_same, outputs, answer, open_sign)):
+            oracle = unique_under(x, bool(case.attrs["sorted"]), axis, READINGS[0])
+            return [np.asarray(o).astype(np.asarray(out).dtype) for o, out in zip(oracle, outputs)]
+    return outputs
 
 
 def draw_onnx_unique(draw, kit, spec, dtype):
@@ -101,7 +161,8 @@ def feed_onnx_unique(inputs, attrs, index):
 
 
 @op("onnx_unique", version=1, draw=draw_onnx_unique, draw_honours=DRAWN_HERE,
-    values=values_onnx_unique, feeding=feed_onnx_unique, onnx=_lower_with("axis", "sorted"),
+    values=values_onnx_unique, feeding=feed_onnx_unique, canonical=canonical_onnx_unique,
+    onnx=_lower_with("axis", "sorted"),
     value_dependent_shape=True)
 def oracle_onnx_unique(x, *, sorted, axis=None, dtypes=()):
     """ONNX Unique-11: Y (the distinct values of the flattened input, or the distinct
@@ -112,6 +173,8 @@ def oracle_onnx_unique(x, *, sorted, axis=None, dtypes=()):
         x = x.astype(np.uint64)
     if axis is not None:
         axis %= x.ndim
+    if x.dtype.kind == "f":   # IEEE equality, NaN last: READINGS[0]
+        return unique_under(x, bool(sorted), axis, READINGS[0])
     first, inverse, counts = unique_rows(_as_rows(x, axis), bool(sorted))
     values = x.ravel()[first] if axis is None else np.take(x, first, axis=axis)
     return values, first, inverse, counts

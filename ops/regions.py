@@ -268,33 +268,6 @@ def zero_sign_ties(ctx: RegionContext) -> np.ndarray:
     return np.broadcast_to(open_ranks, ctx.expected.shape)
 
 
-def zero_sign_or_nan_grouping(ctx: RegionContext) -> np.ndarray:
-    """Every element of every output of an op that groups equal values or slices and ranks
-    them (a set of distinct values), where the standard compares numbers and says nothing of
-    NaN or of the sign of zero: where the input holds a NaN (equal to itself or not, ranked
-    anywhere), or zeros of both signs that change the answer (it differs when each -0 ranks
-    just below +0, IEEE 754 totalOrder, from when -0 equals +0, IEEE 754 comparison). The
-    outputs' lengths may differ there too."""
-    operand = ctx.inputs[0]
-    if not _floating(operand) or ctx.all_outputs is None:
-        return ctx.none()
-    wide = operand.astype(np.float64)
-    if np.isnan(wide).any():
-        return np.ones(ctx.expected.shape, bool)
-    negative_zero = (wide == 0) & np.signbit(wide)
-    if not negative_zero.any() or not ((wide == 0) & ~np.signbit(wide)).any():
-        return ctx.none()
-    distinct = np.unique(wide)   # -0 and +0 one value
-    ranks = np.searchsorted(distinct, wide).astype(np.float64)
-    zero_rank = float(np.searchsorted(distinct, 0.0))
-    rest = [np.asarray(x) for x in ctx.inputs[1:]]
-    equal = ctx.all_outputs([ranks, *rest])
-    ordered = ctx.all_outputs([np.where(negative_zero, ranks - 0.5, ranks), *rest])
-    ordered = [np.where(o == zero_rank - 0.5, zero_rank, o) for o in ordered]   # -0's rank back
-    same = all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(equal, ordered))
-    return ctx.none() if same else np.ones(ctx.expected.shape, bool)
-
-
 def zero_sign_extreme(ctx: RegionContext) -> np.ndarray:
     """Arg-max/min results (indices along ``attrs['axis']``, the axis kept or dropped) whose
     extreme is a zero in a slice holding zeros of both signs: the standard does not say whether
@@ -472,7 +445,7 @@ REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
                zero_sign_ties, zero_sign_extreme, empty_reduction, crop_order, max_min_reading,
                nan_in_window, empty_window, reading_differs, power_sum_out_of_range,
                zero_sign_maximum, zero_sign_maximum_from_axis, nan_from_axis,
-               unbounded_evaluation, zero_sign_or_nan_grouping)
+               unbounded_evaluation)
 }
 
 
