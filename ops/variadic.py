@@ -17,7 +17,7 @@ import numpy as np
 from conform.ops._registry import op
 from conform.ops.indexing import DRAWN_HERE
 from conform.oracles._registry import widen
-from conform.spec.dtypes import int_info, is_integer
+from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer
 
 SORT_OPERANDS = 3   # the spec's operands: the format fixes an op's inputs and outputs per spec
 
@@ -109,6 +109,17 @@ def feed_sort(inputs, attrs, index):
     return fed + [None] * (len(inputs) - len(fed))
 
 
+def _as_read(array: np.ndarray, subnormals: str) -> np.ndarray:
+    """``array`` widened, its subnormals (of its own format) read as zeros of their sign by a
+    flushing backend (``ftz``), as the judge's flushed reference reads them."""
+    wide = widen(array)
+    fmt = FLOAT_FORMATS.get(str(array.dtype))
+    if subnormals != "ftz" or fmt is None:
+        return wide
+    tiny = (wide != 0) & (np.abs(wide) < fmt.min_normal)
+    return np.where(tiny, np.copysign(0.0, wide), wide)
+
+
 def canonical_sort(outputs, case, subnormals="ieee"):
     """Without is_stable the order of tuples the comparator calls equal is open: within each
     run of consecutive positions whose keys the comparator calls equal, the backend's tuples
@@ -118,12 +129,8 @@ def canonical_sort(outputs, case, subnormals="ieee"):
     judge's flushed reference is computed."""
     if case.attrs["is_stable"] or outputs[0].size == 0:
         return outputs
-    from conform.harness.judge.judging import flush_subnormals
-
     axis = case.attrs["dimension"] % outputs[0].ndim
-    read = [flush_subnormals(np.asarray(o)) if subnormals == "ftz" else np.asarray(o)
-            for o in outputs]
-    last = [np.moveaxis(widen(o), axis, -1) for o in read]
+    last = [np.moveaxis(_as_read(np.asarray(o), subnormals), axis, -1) for o in outputs]
     keys = comparator_keys(last, case.attrs["num_keys"])
     changes = np.zeros(last[0].shape, bool)
     for key in keys:
