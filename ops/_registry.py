@@ -29,7 +29,8 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "onnx_pooling", "nnef_pooling",
                    "onnx_softmax", "onnx_normalization", "nnef_normalization",
                    "onnx_cast", "onnx_quantize",
-                   "onnx_contraction", "nnef_contraction")
+                   "onnx_contraction", "nnef_contraction",
+                   "onnx_set_valued", "variadic")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -88,7 +89,9 @@ class OpDefinition:
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.
-      It may reorder what the backend returned but must never repair a wrong value.
+      It may reorder what the backend returned but must never repair a wrong value. A hook with
+      a ``subnormals`` keyword gets the judge's subnormal policy (``ieee`` or ``ftz``: a
+      flushing backend compares subnormals as zeros, so it has more ties).
     """
 
     name: str
@@ -118,6 +121,12 @@ class OpDefinition:
         dtype names (an oracle sees widened arrays, and some answers depend on the type, such
         as an empty reduction's 'minimum value of the data type')."""
         return "dtypes" in inspect.signature(self.oracle).parameters
+
+    @functools.cached_property
+    def canonical_takes_subnormals(self) -> bool:
+        """Whether the ``canonical`` hook has a ``subnormals`` keyword (the judge's policy)."""
+        return self.canonical is not None and \
+            "subnormals" in inspect.signature(self.canonical).parameters
 
     @functools.cached_property
     def lax_takes_bound(self) -> bool:

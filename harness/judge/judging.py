@@ -87,7 +87,8 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
             continue
         canonical = spec.definition.canonical
         if canonical is not None:
-            outputs = canonical([np.asarray(o) for o in outputs], case)
+            policy = {"subnormals": subnormals} if spec.definition.canonical_takes_subnormals else {}
+            outputs = canonical([np.asarray(o) for o in outputs], case, **policy)
         flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
         if len(answer) > 1:
             parts[i] = [None] * len(answer)

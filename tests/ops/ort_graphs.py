@@ -51,3 +51,28 @@ def run_nnef_document(text: str, inputs: list, tmp_path) -> list:
     path.write_text(text, encoding="utf-8")
     session = nnef.Session(str(path), lowered=[])
     return list(session(*[np.ascontiguousarray(x, np.float32) for x in inputs]))
+
+
+def run_mutated(spec, case, **changed):
+    """The case's model (as the onnxruntime backend builds it) with node attributes
+    ``changed``, run by onnxruntime: an injected bug spelt as a wrong attribute."""
+    from conform.harness.backends.onnx_models import build_model
+
+    model = build_model(spec, case)
+    node = model.graph.node[0]
+    for name, value in changed.items():
+        kept = [a for a in node.attribute if a.name != name]
+        del node.attribute[:]
+        node.attribute.extend(kept + [helper.make_attribute(name, value)])
+    onnx.checker.check_model(model, full_check=True)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"in0": case.inputs[0]})
+
+
+def node_test_cases(all_cases, ops: dict):
+    """``(name, op, node, data_sets)`` of the onnx package's node test cases whose first node
+    is of an op type in ``ops`` ({op_type: conform op})."""
+    for case in all_cases:
+        node = case.model.graph.node[0] if case.model is not None else None
+        if node is not None and node.op_type in ops:
+            yield case.name, ops[node.op_type], node, case.data_sets

@@ -16,6 +16,7 @@ from conform.harness.backends.onnx_models import build_model
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
 from conform.oracles.expectations import expect
+from tests.ops.ort_graphs import node_test_cases, run_mutated
 
 ONNX_OPS = {"MaxPool": "onnx_max_pool", "AveragePool": "onnx_average_pool",
             "GlobalMaxPool": "onnx_global_max_pool", "GlobalAveragePool": "onnx_global_average_pool",
@@ -40,13 +41,6 @@ def _attrs(op, node_attrs, rank):
     return attrs
 
 
-def _node_test_cases(all_cases):
-    for case in all_cases:
-        node = case.model.graph.node[0] if case.model is not None else None
-        if node is not None and node.op_type in ONNX_OPS:
-            yield case.name, ONNX_OPS[node.op_type], node, case.data_sets
-
-
 def test_the_onnx_node_test_cases_are_reproduced(specs, onnx_node_cases):
     """Every MaxPool, AveragePool, LpPool, GlobalMaxPool and GlobalAveragePool node test case of the onnx
     package (built in memory: this install ships no test data files) is reproduced, Indices
@@ -56,7 +50,7 @@ def test_the_onnx_node_test_cases_are_reproduced(specs, onnx_node_cases):
     region reading_differs and takes the oracle's reading of it."""
     seen, impl_defined = 0, []
     with np.errstate(all="ignore"):
-        cases = list(_node_test_cases(onnx_node_cases))
+        cases = list(node_test_cases(onnx_node_cases, ONNX_OPS))
     for name, op, node, data_sets in cases:
         for inputs, outputs in data_sets:
             attrs = _attrs(op, node.attribute, inputs[0].ndim)
@@ -222,21 +216,6 @@ def test_the_average_bound_is_gamma_n_times_the_mean_magnitude(specs):
 
 # --- injected bugs, run through onnxruntime ---------------------------------------------------
 
-def _run_mutated(spec, case, **changed):
-    """The case's model with node attributes ``changed``, run by onnxruntime."""
-    import onnxruntime as ort
-
-    model = build_model(spec, case)
-    node = model.graph.node[0]
-    for name, value in changed.items():
-        kept = [a for a in node.attribute if a.name != name]
-        del node.attribute[:]
-        node.attribute.extend(kept + [onnx.helper.make_attribute(name, value)])
-    onnx.checker.check_model(model, full_check=True)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, {"in0": case.inputs[0]})
-
-
 AVERAGE_ATTRS = {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1],
                  "auto_pad": "NOTSET", "ceil_mode": 0, "count_include_pad": 0, "dilations": [1, 1]}
 
@@ -246,8 +225,8 @@ def test_onnxruntime_passes_and_an_ignored_count_include_pad_fails(specs):
     x = np.random.default_rng(5).uniform(1, 2, (1, 2, 4, 5)).astype(np.float32)
     for flag in (0, 1):
         case = _case("onnx_average_pool", x, {**AVERAGE_ATTRS, "count_include_pad": flag})
-        assert judge_outputs(spec, case, _run_mutated(spec, case)).verdict == "pass"
-        buggy = judge_outputs(spec, case, _run_mutated(spec, case, count_include_pad=1 - flag))
+        assert judge_outputs(spec, case, run_mutated(spec, case)).verdict == "pass"
+        buggy = judge_outputs(spec, case, run_mutated(spec, case, count_include_pad=1 - flag))
         assert buggy.verdict == "fail" and buggy.worst["index"][2] in (0, 3)   # an edge row
 
 
@@ -257,10 +236,10 @@ def test_an_off_by_one_window_fails_max_pool_through_onnxruntime(specs):
     attrs = {**MAX_ATTRS, "kernel_shape": [2, 2], "strides": [2, 1], "pads": [0, 0, 1, 1],
              "dilations": [1, 1]}
     case = _case("onnx_max_pool", x, attrs)
-    assert judge_outputs(spec, case, _run_mutated(spec, case)).verdict == "pass"
-    shifted = _run_mutated(spec, case, pads=[1, 0, 0, 1])     # each window one row up
+    assert judge_outputs(spec, case, run_mutated(spec, case)).verdict == "pass"
+    shifted = run_mutated(spec, case, pads=[1, 0, 0, 1])     # each window one row up
     assert judge_outputs(spec, case, shifted).verdict == "fail"
-    row_major = _run_mutated(spec, case, storage_order=1)     # Indices column major
+    row_major = run_mutated(spec, case, storage_order=1)     # Indices column major
     verdict = judge_outputs(spec, case, row_major)
     assert verdict.verdict == "fail" and verdict.worst["output"] == "indices"
 

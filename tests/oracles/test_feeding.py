@@ -63,6 +63,10 @@ def _influencing(spec, inputs, attrs, index, valued):
 NOT_BY_PERTURBATION = {
     "bitcast_convert_type": "a piece of an element's bytes need not change when the element does",
     "onnx_range": "changing start, limit or delta changes the output's length",
+    "onnx_unique": "changing an element changes which values are distinct: the outputs' "
+                   "lengths and order",
+    "onnx_non_zero": "an output is a coordinate: it moves only where an element becomes zero "
+                     "or stops being zero, which a change to a large value never does",
 }
 #: Ops whose output is an index along ``attrs['axis']``: into a slice of one element it is 0
 #: whatever that element is, so such cases are left out.
