@@ -23,15 +23,19 @@ ORT, XLA, TVM, OV = "microsoft/onnxruntime", "openxla/xla", "apache/tvm", "openv
 
 
 class Mutant(Wrapping):
-    """onnxruntime with one injected bug. A subclass names its ``targets`` (the ops the bug lives
-    in), the ``dtypes`` labels it affects (empty: all), and overrides :meth:`forward` (the inputs
-    handed to onnxruntime) and/or :meth:`mutate` (the outputs returned)."""
+    """A built-in backend with one injected bug. A subclass (of :class:`OrtMutant` or
+    :class:`JaxMutant`, which name the backend wrapped) names its ``targets`` (the ops the bug
+    lives in), the ``affects`` dtype labels (empty: all), and overrides :meth:`forward` (the
+    inputs handed to the wrapped backend) and/or :meth:`mutate` (the outputs returned)."""
 
-    wraps = "onnxruntime"
     targets: tuple = ()
     affects: tuple = ()     # program.dtype labels the bug lives in; () = every dtype
     bug = ""
     resembles = ""
+    #: Set (to the standard's words that allow it) for an *equivalent* mutant: one whose
+    #: behaviour, bug-like as it is in practice, the op's standard permits, so that no correct
+    #: judge may fail it. The score leaves these out of its denominator and lists them apart.
+    equivalent = ""
 
     def applies(self, program) -> bool:
         return program.op in self.targets and (not self.affects or program.dtype in self.affects)
@@ -46,14 +50,22 @@ class Mutant(Wrapping):
         if not self.applies(program):
             return super().prepare(program=program, inputs=inputs, model=model)
         inputs = [np.asarray(a) for a in inputs]
-        forwarded = [np.ascontiguousarray(a) for a in self.forward(program, inputs)]
+        forwarded = [np.asarray(a, order="C") for a in self.forward(program, inputs)]
         compute = super().prepare(program=program, inputs=forwarded, model=model)
 
         def mutated():
             outs = [np.asarray(o) for o in compute()]
-            return [np.ascontiguousarray(o) for o in self.mutate(program, inputs, outs)]
+            return [np.asarray(o, order="C") for o in self.mutate(program, inputs, outs)]
 
         return mutated
+
+
+class OrtMutant(Mutant):
+    wraps = "onnxruntime"
+
+
+class JaxMutant(Mutant):
+    wraps = "jax"
 
 
 def _named(program, inputs) -> dict:
@@ -80,7 +92,7 @@ def _subnormal(a):
 
 # ---- sub-range accuracy drift ------------------------------------------------------------------
 
-class ExpDriftInOneBinade(Mutant):
+class ExpDriftInOneBinade(OrtMutant):
     """float32 exp 16 ulp high for x in [2, 4) only (a polynomial table wrong in one interval)."""
 
     targets, affects = ("exp",), ("float32",)
@@ -93,7 +105,7 @@ class ExpDriftInOneBinade(Mutant):
         return [np.where(hit, out * np.float32(1 + 2**-19), out).astype(np.float32)]
 
 
-class SinLargeArgumentReduction(Mutant):
+class SinLargeArgumentReduction(OrtMutant):
     """float32 sin reducing its argument by a float32 pi (Cody-Waite without the extra terms): the
     error grows with |x|; wrong for |x| >= 1024."""
 
@@ -110,7 +122,7 @@ class SinLargeArgumentReduction(Mutant):
         return [np.where(big, naive.astype(np.float32), outputs[0])]
 
 
-class ReciprocalApproximate(Mutant):
+class ReciprocalApproximate(OrtMutant):
     """float32 reciprocal from a hardware estimate (rcpps, 12 bits) without its Newton step."""
 
     targets, affects = ("reciprocal",), ("float32",)
@@ -125,7 +137,7 @@ class ReciprocalApproximate(Mutant):
 
 # ---- naive formulas: overflow, cancellation ----------------------------------------------------
 
-class LogisticNaiveFormula(Mutant):
+class LogisticNaiveFormula(OrtMutant):
     """logistic as exp(x) / (1 + exp(x)): NaN (inf/inf) once exp(x) overflows."""
 
     targets, affects = ("logistic",), ("float32", "float16")
@@ -140,7 +152,7 @@ class LogisticNaiveFormula(Mutant):
         return [np.where(np.isnan(naive) & ~np.isnan(x), naive, outputs[0])]
 
 
-class SoftmaxWithoutMaxSubtraction(Mutant):
+class SoftmaxWithoutMaxSubtraction(OrtMutant):
     """Softmax as exp(x) / sum(exp(x)) in the input type, without subtracting the max first."""
 
     targets, affects = ("onnx_softmax",), ("float32", "float16")
@@ -154,7 +166,7 @@ class SoftmaxWithoutMaxSubtraction(Mutant):
             return [(e / np.sum(e, axis=axis, keepdims=True, dtype=x.dtype)).astype(x.dtype)]
 
 
-class LogSoftmaxAsLogOfSoftmax(Mutant):
+class LogSoftmaxAsLogOfSoftmax(OrtMutant):
     """LogSoftmax as log(softmax(x)): -inf where a probability underflows."""
 
     targets, affects = ("onnx_log_softmax",), ("float32", "float16")
@@ -169,7 +181,7 @@ class LogSoftmaxAsLogOfSoftmax(Mutant):
             return [np.log(p).astype(x.dtype)]
 
 
-class LogSumExpNaive(Mutant):
+class LogSumExpNaive(OrtMutant):
     """ReduceLogSumExp as log(sum(exp(x))): inf once the sum of exponentials overflows."""
 
     targets, affects = ("onnx_reduce_log_sum_exp",), ("float32", "float16")
@@ -182,11 +194,14 @@ class LogSumExpNaive(Mutant):
         return [np.where(np.isfinite(out) & (out > limit), np.inf, out).astype(out.dtype)]
 
 
-class ReduceL2WithoutScaling(Mutant):
+class ReduceL2WithoutScaling(OrtMutant):
     """float16 ReduceL2 squaring in float16: inf once the sum of squares passes 65504."""
 
     targets, affects = ("onnx_reduce_l2",), ("float16",)
     bug = "intermediate overflow in a low-precision norm"
+    equivalent = ("ONNX ReduceL2's function body squares and sums in the input type: inf where the "
+                  "sum of squares overflows is what the standard's own definition computes "
+                  "(ops/onnx_reduce_l2.yaml, region sum_of_squares_out_of_range)")
     resembles = _search(ORT, "ReduceL2 float16 inf overflow")
 
     def mutate(self, program, inputs, outputs):
@@ -195,7 +210,7 @@ class ReduceL2WithoutScaling(Mutant):
                 .astype(np.float16)]
 
 
-class SoftplusNaive(Mutant):
+class SoftplusNaive(OrtMutant):
     """softplus as log(1 + exp(x)) in float32: inf for x > 88.7 (softplus(x) ~ x there)."""
 
     targets, affects = ("softplus",), ("float32",)
@@ -209,7 +224,7 @@ class SoftplusNaive(Mutant):
         return [np.where(np.isinf(naive) & np.isfinite(x), naive, outputs[0])]
 
 
-class AsinhNaive(Mutant):
+class AsinhNaive(OrtMutant):
     """asinh as log(x + sqrt(x*x + 1)) in float32: overflow for |x| > 1.8e19 and cancellation for
     negative x."""
 
@@ -224,7 +239,7 @@ class AsinhNaive(Mutant):
         return [np.where(np.isfinite(x), naive, outputs[0])]
 
 
-class CoshOverflowsEarly(Mutant):
+class CoshOverflowsEarly(OrtMutant):
     """float32 cosh as (exp(x) + exp(-x)) / 2: inf for 88.72 < |x| <= 89.41, where cosh is
     finite."""
 
@@ -239,7 +254,7 @@ class CoshOverflowsEarly(Mutant):
         return [np.where(np.isfinite(x), naive, outputs[0])]
 
 
-class SqrtAsXTimesRsqrt(Mutant):
+class SqrtAsXTimesRsqrt(OrtMutant):
     """sqrt as x * rsqrt(x) (a fast-math rewrite): NaN at +-0 (0 * inf) and at +inf."""
 
     targets, affects = ("sqrt",), ("float32", "float16", "float64")
@@ -253,7 +268,7 @@ class SqrtAsXTimesRsqrt(Mutant):
 
 # ---- subnormals --------------------------------------------------------------------------------
 
-class FlushSubnormalInputsAdd(Mutant):
+class FlushSubnormalInputsAdd(OrtMutant):
     """float32 Add reading subnormal inputs as zero (DAZ) while declaring ieee."""
 
     targets, affects = ("onnx_add",), ("float32",)
@@ -264,7 +279,7 @@ class FlushSubnormalInputsAdd(Mutant):
         return [np.where(_subnormal(a), np.copysign(np.zeros_like(a), a), a) for a in inputs]
 
 
-class FlushSubnormalResultsMul(Mutant):
+class FlushSubnormalResultsMul(OrtMutant):
     """float32 Mul flushing subnormal results to zero (FTZ) while declaring ieee."""
 
     targets, affects = ("onnx_mul",), ("float32",)
@@ -276,7 +291,7 @@ class FlushSubnormalResultsMul(Mutant):
         return [np.where(_subnormal(out), np.copysign(np.zeros_like(out), out), out)]
 
 
-class FlushSubnormalResultsDivFloat64(Mutant):
+class FlushSubnormalResultsDivFloat64(OrtMutant):
     """float64 Div flushing subnormal results to zero (FTZ) while declaring ieee."""
 
     targets, affects = ("onnx_div",), ("float64",)
@@ -290,11 +305,14 @@ class FlushSubnormalResultsDivFloat64(Mutant):
 
 # ---- low-precision accumulation ----------------------------------------------------------------
 
-class MatMulFloat16Accumulation(Mutant):
+class MatMulFloat16Accumulation(OrtMutant):
     """float16 MatMul accumulating in float16, one product at a time."""
 
     targets, affects = ("onnx_matmul",), ("float16",)
     bug = "low-precision accumulation"
+    equivalent = ("ONNX MatMul fixes neither the order nor the accumulator's precision: "
+                  "accumulating in the output type (float16) is allowed, and the judge's bound "
+                  "gamma_n * sum|a_k b_k| covers it (ops/onnx_matmul.yaml)")
     resembles = _search(ORT, "MatMul float16 accumulation precision")
 
     def mutate(self, program, inputs, outputs):
@@ -311,7 +329,7 @@ class MatMulFloat16Accumulation(Mutant):
 
 # ---- rounding and conversions ------------------------------------------------------------------
 
-class RoundHalfAwayFromZero(Mutant):
+class RoundHalfAwayFromZero(OrtMutant):
     """Round (ties to even) rounding ties away from zero, as C round() does."""
 
     targets = ("round_nearest_even",)
@@ -325,7 +343,7 @@ class RoundHalfAwayFromZero(Mutant):
         return [np.where(tie, (t + np.sign(x)).astype(out.dtype), out)]
 
 
-class ConvertTruncatesToFloat16(Mutant):
+class ConvertTruncatesToFloat16(OrtMutant):
     """float32 -> float16 conversion truncating (toward zero) instead of rounding to nearest."""
 
     targets, affects = ("convert_element_type",), ("float32->float16", "float64->float16")
@@ -342,7 +360,7 @@ class ConvertTruncatesToFloat16(Mutant):
                                                    out)).astype(np.float16)]
 
 
-class ConvertSaturatesToFloat16(Mutant):
+class ConvertSaturatesToFloat16(OrtMutant):
     """float32 -> float16 conversion saturating to +-65504 where it must overflow to +-inf."""
 
     targets, affects = ("convert_element_type",), ("float32->float16",)
@@ -355,7 +373,7 @@ class ConvertSaturatesToFloat16(Mutant):
                 .astype(np.float16)]
 
 
-class ConvertFloatToIntRounds(Mutant):
+class ConvertFloatToIntRounds(OrtMutant):
     """float -> int32 conversion rounding to nearest instead of truncating toward zero."""
 
     targets, affects = ("convert_element_type",), ("float32->int32", "float64->int32",
@@ -369,7 +387,7 @@ class ConvertFloatToIntRounds(Mutant):
         return [np.where(inside, np.rint(np.where(inside, x, 0)).astype(out.dtype), out)]
 
 
-class ExpSaturatesFloat16(Mutant):
+class ExpSaturatesFloat16(OrtMutant):
     """float16 exp returning 65504 where the result overflows to inf."""
 
     targets, affects = ("exp",), ("float16",)
@@ -381,7 +399,7 @@ class ExpSaturatesFloat16(Mutant):
         return [np.where(np.isfinite(x) & np.isinf(out), np.float16(65504), out).astype(np.float16)]
 
 
-class MulSaturatesFloat32(Mutant):
+class MulSaturatesFloat32(OrtMutant):
     """float32 Mul clamping an overflowing product to +-max_finite instead of +-inf."""
 
     targets, affects = ("onnx_mul",), ("float32",)
@@ -396,11 +414,13 @@ class MulSaturatesFloat32(Mutant):
         return [np.where(finite & np.isinf(out), np.copysign(big, out), out).astype(np.float32)]
 
 
-class IntAddSaturates(Mutant):
+class IntAddSaturates(OrtMutant):
     """int32 Add saturating on overflow where two's-complement wrapping is expected."""
 
     targets, affects = ("onnx_add",), ("int32",)
     bug = "integer overflow: saturation instead of wrapping"
+    equivalent = ("the ONNX Add text does not specify integer overflow (wrap-around is not "
+                  "promised): ops/onnx_add.yaml, region int_overflow")
     resembles = _search(TVM, "int32 overflow saturate wrap")
 
     def mutate(self, program, inputs, outputs):
@@ -411,7 +431,7 @@ class IntAddSaturates(Mutant):
 
 # ---- signed zero -------------------------------------------------------------------------------
 
-class NegateAsZeroMinusX(Mutant):
+class NegateAsZeroMinusX(OrtMutant):
     """Neg computed as 0 - x: Neg(+0) gives +0 instead of -0."""
 
     targets = ("negate",)
@@ -425,7 +445,7 @@ class NegateAsZeroMinusX(Mutant):
         return [np.where(x == 0, np.zeros_like(out), out)]
 
 
-class AbsKeepsNegativeZero(Mutant):
+class AbsKeepsNegativeZero(OrtMutant):
     """Abs as (x < 0 ? -x : x): Abs(-0) gives -0."""
 
     targets = ("abs",)
@@ -438,7 +458,7 @@ class AbsKeepsNegativeZero(Mutant):
         return [np.where(x == 0, x.astype(out.dtype), out)]
 
 
-class CeilLosesNegativeZero(Mutant):
+class CeilLosesNegativeZero(OrtMutant):
     """Ceil through an integer conversion: ceil(x) for -1 < x <= -0 gives +0 instead of -0."""
 
     targets = ("ceil",)
@@ -452,7 +472,7 @@ class CeilLosesNegativeZero(Mutant):
 
 # ---- ties and indices --------------------------------------------------------------------------
 
-class TopKTiesByDescendingIndex(Mutant):
+class TopKTiesByDescendingIndex(OrtMutant):
     """TopK ordering equal values by descending index (an unstable sort) instead of ascending."""
 
     targets = ("onnx_top_k",)
@@ -476,7 +496,7 @@ class TopKTiesByDescendingIndex(Mutant):
         return [values, np.moveaxis(iflat.reshape(i.shape), -1, axis)]
 
 
-class ArgMaxLastOnTies(Mutant):
+class ArgMaxLastOnTies(OrtMutant):
     """ArgMax returning the last of equal maxima when select_last_index = 0 asks for the first."""
 
     targets = ("onnx_arg_max",)
@@ -495,7 +515,7 @@ class ArgMaxLastOnTies(Mutant):
         return [idx.astype(np.int64)]
 
 
-class GatherNegativeIndexOffByOne(Mutant):
+class GatherNegativeIndexOffByOne(OrtMutant):
     """Gather normalising a negative index i as i + s - 1 instead of i + s."""
 
     targets = ("onnx_gather",)
@@ -510,7 +530,7 @@ class GatherNegativeIndexOffByOne(Mutant):
         return [data, np.where(indices < 0, indices + s - 1, indices).astype(indices.dtype)]
 
 
-class OneHotIgnoresNegativeIndices(Mutant):
+class OneHotIgnoresNegativeIndices(OrtMutant):
     """OneHot treating a negative index as out of range (a row of off values) instead of
     counting from the end."""
 
@@ -527,7 +547,7 @@ class OneHotIgnoresNegativeIndices(Mutant):
         return [named[n] for n in program.input_names]
 
 
-class CumSumIgnoresExclusive(Mutant):
+class CumSumIgnoresExclusive(OrtMutant):
     """CumSum ignoring exclusive = 1 (returning the inclusive sums)."""
 
     targets = ("onnx_cum_sum",)
@@ -542,7 +562,7 @@ class CumSumIgnoresExclusive(Mutant):
             return [(out + inputs[0]).astype(out.dtype)]
 
 
-class TransposeInversePermutation(Mutant):
+class TransposeInversePermutation(OrtMutant):
     """Transpose applying the inverse of perm (axes mixed up for non-involutive perms)."""
 
     targets = ("onnx_transpose",)
@@ -556,7 +576,7 @@ class TransposeInversePermutation(Mutant):
         return [np.ascontiguousarray(np.transpose(x, np.argsort(perm)))]
 
 
-class AddBroadcastsWrongOperand(Mutant):
+class AddBroadcastsWrongOperand(OrtMutant):
     """float32 Add broadcasting a size-1 dim of one operand by reading the *other* operand's first
     slice too (a zero stride put on the wrong input)."""
 
@@ -576,7 +596,7 @@ class AddBroadcastsWrongOperand(Mutant):
 
 # ---- normalisations, clip, mod, pow ------------------------------------------------------------
 
-class BatchNormEpsilonOutsideSqrt(Mutant):
+class BatchNormEpsilonOutsideSqrt(OrtMutant):
     """BatchNormalization dividing by sqrt(var) + epsilon instead of sqrt(var + epsilon)."""
 
     targets, affects = ("onnx_batch_normalization",), ("float32", "float16")
@@ -595,7 +615,7 @@ class BatchNormEpsilonOutsideSqrt(Mutant):
         return [y.astype(outputs[0].dtype)]
 
 
-class LayerNormEpsilonOutsideSqrt(Mutant):
+class LayerNormEpsilonOutsideSqrt(OrtMutant):
     """LayerNormalization dividing by sqrt(var) + epsilon instead of sqrt(var + epsilon)."""
 
     targets, affects = ("onnx_layer_normalization",), ("float32",)
@@ -619,7 +639,7 @@ class LayerNormEpsilonOutsideSqrt(Mutant):
         return [y.astype(outputs[0].dtype), *outputs[1:]]
 
 
-class ClipMinAboveMax(Mutant):
+class ClipMinAboveMax(OrtMutant):
     """Clip with min > max returning min (std::clamp's precondition broken) where the ONNX text,
     Min(max, Max(x, min)), gives max."""
 
@@ -635,7 +655,7 @@ class ClipMinAboveMax(Mutant):
         return [np.where(lo > hi, np.broadcast_to(lo, out.shape), out).astype(out.dtype)]
 
 
-class ModFmodIgnored(Mutant):
+class ModFmodIgnored(OrtMutant):
     """Mod with fmod = 1 computing the floored remainder (sign of the divisor) instead of C
     fmod's truncated one (sign of the dividend)."""
 
@@ -649,7 +669,7 @@ class ModFmodIgnored(Mutant):
             return [np.mod(a, b).astype(outputs[0].dtype)]
 
 
-class PowViaExpLog(Mutant):
+class PowViaExpLog(OrtMutant):
     """Pow as exp(y * log(x)): pow(x, 0) for x = 0 or NaN, and pow(1, y) for NaN y, are NaN
     instead of 1, and pow(0, y>0) stays right only by luck."""
 
@@ -663,6 +683,117 @@ class PowViaExpLog(Mutant):
         bad = ((y == 0) & ((x == 0) | np.isnan(x))) | ((x == 1) & np.isnan(y))
         return [np.where(np.broadcast_to(bad, out.shape), np.array(np.nan, out.dtype), out)]
 
+class MatMulFloat32InputsRoundedToBfloat16(OrtMutant):
+    """float32 MatMul rounding its operands to bfloat16 before multiplying (a "default precision"
+    or TF32-like fast path left on for float32), accumulating in float32."""
 
-ALL = [cls for cls in list(globals().values())
-       if isinstance(cls, type) and issubclass(cls, Mutant) and cls is not Mutant]
+    targets, affects = ("onnx_matmul",), ("float32",)
+    bug = "low-precision products in a float32 matmul"
+    resembles = _search("jax-ml/jax", "default precision float32 matmul bfloat16")
+
+    def forward(self, program, inputs):
+        import ml_dtypes
+
+        return [a.astype(ml_dtypes.bfloat16).astype(np.float32) for a in inputs]
+
+
+class ReduceSumIgnoresNaN(OrtMutant):
+    """float32 ReduceSum skipping NaN terms (a NaN-unaware vectorised path) instead of
+    propagating them."""
+
+    targets, affects = ("onnx_reduce_sum",), ("float32",)
+    bug = "a reduction ignoring NaN"
+    resembles = _search(ORT, "ReduceSum NaN ignored")
+
+    def mutate(self, program, inputs, outputs):
+        x, out = inputs[0], outputs[0]
+        axes = program.attrs.get("axes")
+        if not axes:
+            if program.attrs.get("noop_with_empty_axes", 0):
+                return outputs
+            axes = range(x.ndim)
+        axes = tuple(a % x.ndim for a in axes) if x.ndim else None
+        with np.errstate(all="ignore"):
+            skipped = np.nansum(x.astype(np.float64), axis=axes,
+                                keepdims=bool(program.attrs.get("keepdims", 1)))
+        return [np.where(np.isnan(out), skipped.astype(np.float32), out)]
+
+
+class PadReflectAsSymmetric(OrtMutant):
+    """Pad mode "reflect" repeating the edge element (numpy's "symmetric"): an off-by-one in the
+    mirrored index."""
+
+    targets = ("onnx_pad",)
+    bug = "off-by-one in a mirrored index"
+    resembles = _search(ORT, "Pad reflect mode wrong")
+
+    def mutate(self, program, inputs, outputs):
+        attrs = program.attrs
+        x = inputs[0]
+        pads = list(attrs.get("pads") or [])
+        if attrs.get("mode") != "reflect" or x.ndim == 0 or min(pads, default=0) < 0:
+            return outputs
+        axes = [a % x.ndim for a in (attrs.get("axes") or range(x.ndim))]
+        width = [(0, 0)] * x.ndim
+        for k, axis in enumerate(axes):
+            width[axis] = (pads[k], pads[k + len(axes)])
+        if any((b or e) and x.shape[axis] < 2 for axis, (b, e) in enumerate(width)) or any(
+                b > x.shape[axis] or e > x.shape[axis] for axis, (b, e) in enumerate(width)):
+            return outputs
+        return [np.pad(x, width, mode="symmetric").astype(outputs[0].dtype)]
+
+
+def _stablehlo_broadcast(program, a, b):
+    """rhs broadcast into lhs's shape by broadcast_dimensions (or numpy's rules without it)."""
+    dims = program.attrs.get("broadcast_dimensions")
+    if dims is not None and b.ndim < a.ndim:
+        shape = [1] * a.ndim
+        for axis, d in zip(dims, b.shape):
+            shape[axis] = d
+        b = b.reshape(shape)
+    return np.broadcast_arrays(a, b)
+
+
+class MaximumAsCompareSelect(JaxMutant):
+    """StableHLO maximum computed as (a > b ? a : b): a NaN in lhs is dropped (the result is rhs)
+    where IEEE 754-2019 maximum propagates it."""
+
+    targets = ("maximum",)
+    affects = ("float16", "bfloat16", "float32", "float64")
+    bug = "max dropping NaN"
+    resembles = _search(XLA, "max NaN propagation")
+
+    def mutate(self, program, inputs, outputs):
+        a, b = _stablehlo_broadcast(program, *inputs)
+        out = outputs[0]
+        if a.shape != out.shape:
+            return outputs
+        return [np.where(a > b, a, b).astype(out.dtype)]
+
+
+class ReduceMaxIgnoresNaN(JaxMutant):
+    """StableHLO reduce_max skipping NaN elements (a maxNum-based kernel) instead of
+    propagating them."""
+
+    targets = ("reduce_max",)
+    affects = ("float16", "bfloat16", "float32", "float64")
+    bug = "a reduction ignoring NaN"
+    resembles = _search(XLA, "reduce max NaN ignored")
+
+    def mutate(self, program, inputs, outputs):
+        x, out = inputs[0], outputs[0]
+        dims = program.attrs.get("dimensions")
+        axes = tuple(dims) if dims is not None else None
+        with np.errstate(all="ignore"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                skipped = np.nanmax(x.astype(np.float64), axis=axes) if x.size else None
+        if skipped is None:
+            return outputs
+        return [np.where(np.isnan(out), np.asarray(skipped).astype(out.dtype), out)]
+
+
+ALL = [cls for cls in list(globals().values()) if isinstance(cls, type)
+       and issubclass(cls, Mutant) and cls not in (Mutant, OrtMutant, JaxMutant)]
