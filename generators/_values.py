@@ -22,6 +22,7 @@ DEFAULT_EDGES = {
     "float": [0.0, "-zero", "inf", "-inf", "nan", "min_subnormal", "-max_subnormal", "min_normal",
               "max_finite", "-below_max_finite", "one", "-one"],
     "int": [0, 1, -1, "int_min", "int_max"],
+    "bool": [False, True],   # both truth values: the edge sweep of a logical op is its truth table
 }
 
 

@@ -24,9 +24,11 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "reduction", "contraction", "movement", "onnx_elementwise",
                    "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
                    "indexing", "scatter", "dynamic_slicing",
+                   "xla_gather", "xla_scatter",
                    "arg_reduction", "onnx_range_split", "bit_conversion",
                    "onnx_pooling", "nnef_pooling",
-                   "onnx_softmax", "onnx_normalization", "nnef_normalization")
+                   "onnx_softmax", "onnx_normalization", "nnef_normalization",
+                   "onnx_cast", "onnx_quantize")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")

@@ -1,4 +1,5 @@
-"""NNEF's binary element-wise operations and select (NNEF 1.0), judged by NNEF's semantics.
+"""NNEF's binary element-wise operations, select and the logical and, or and not (NNEF 1.0),
+judged by NNEF's semantics.
 
 They differ from the XLA ops of the same arithmetic in their signature: NNEF takes a tensor's
 shape to go on with singleton dimensions (NNEF 1.0, ch. 2: 'dimensions not explicitly described
@@ -14,7 +15,8 @@ from conform.ops._registry import op
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
                                      oracle_maximum, oracle_minimum, oracle_multiply,
                                      oracle_power, oracle_subtract)
-from conform.ops.logical import oracle_ge, oracle_gt, oracle_le, oracle_ne
+from conform.ops.logical import (oracle_bitwise_and, oracle_bitwise_not, oracle_bitwise_or,
+                                 oracle_ge, oracle_gt, oracle_le, oracle_ne)
 from conform.ops.selection import oracle_select
 from conform.ops.unary_math import oracle_sign
 
@@ -50,3 +52,11 @@ oracle_nnef_eq = _nnef("nnef_eq", oracle_eq, "x == y.")
 oracle_nnef_ne = _nnef("nnef_ne", oracle_ne, "x != y.")
 oracle_nnef_select = _nnef("nnef_select", oracle_select, "true_value where condition, else false_value.")
 oracle_nnef_sign = _nnef("nnef_sign", oracle_sign, "sign(x) on the reals: -1, 0 or 1.")
+oracle_nnef_and = _nnef("nnef_and", oracle_bitwise_and, "x && y on logical tensors.")
+oracle_nnef_or = _nnef("nnef_or", oracle_bitwise_or, "x || y on logical tensors.")
+
+
+@op("nnef_not", version=1)
+def oracle_nnef_not(x):
+    """!x on a logical tensor."""
+    return oracle_bitwise_not(x)

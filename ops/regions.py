@@ -87,8 +87,9 @@ def int_overflow(ctx: RegionContext) -> np.ndarray:
 
 
 def float_to_int_out_of_range(ctx: RegionContext) -> np.ndarray:
-    """float -> integer conversion of NaN, infinities or values whose truncation does not fit."""
-    (operand,) = ctx.inputs
+    """float -> integer conversion of NaN, infinities or values whose truncation does not fit
+    (the operand is the first input)."""
+    operand = ctx.inputs[0]
     if not _floating(operand) or not is_integer(ctx.out_dtype):
         return ctx.none()
     info = int_info(ctx.out_dtype)
@@ -96,6 +97,25 @@ def float_to_int_out_of_range(ctx: RegionContext) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         truncated = np.trunc(operand.astype(np.float64))
         return ~np.isfinite(truncated) | (truncated < info.min) | (truncated >= limit)
+
+
+def float_to_int_inexact(ctx: RegionContext) -> np.ndarray:
+    """float -> integer conversion of a finite value that is not an integer (where a standard
+    names no rounding for it; the operand is the first input)."""
+    operand = ctx.inputs[0]
+    if not _floating(operand) or not is_integer(ctx.out_dtype):
+        return ctx.none()
+    wide = operand.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(wide) & (np.trunc(wide) != wide)
+
+
+def oracle_marked(ctx: RegionContext) -> np.ndarray:
+    """Elements the op's oracle marks open itself: evaluated with ``open_elements=True`` on the
+    case's inputs, it returns per output a mask of the elements whose value the standard leaves
+    open, by a rule that rests on the op's intermediate values (the spec's ``why`` states it)."""
+    return np.broadcast_to(ctx.oracle_with(list(ctx.inputs), open_elements=True).astype(bool),
+                           ctx.expected.shape)
 
 
 def accumulation_overflow(ctx: RegionContext) -> np.ndarray:
@@ -438,7 +458,9 @@ def reading_differs(ctx: RegionContext) -> np.ndarray:
 REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
     fn.__name__: fn
     for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
-               accumulation_overflow, mean_accumulation_overflow, padding_times_nonfinite,
+               float_to_int_inexact, oracle_marked, accumulation_overflow,
+               mean_accumulation_overflow,
+               padding_times_nonfinite,
                partial_product_out_of_range, sum_of_squares_out_of_range,
                exp_sum_out_of_float64_range, below_narrow_normal_range,
                shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,

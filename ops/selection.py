@@ -1,4 +1,4 @@
-"""Select, Clamp and ConvertElementType (XLA; ONNX Where, Clip, Cast; NNEF select, cast):
+"""Select, Clamp and ConvertElementType (XLA; ONNX Where, Clip; NNEF select, cast):
 element-aligned ops whose inputs do not all share the output's type or shape."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops._registry import op
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+from conform.spec.dtypes import np_dtype
 
 
 def draw_select(draw, kit, spec, dtype):
@@ -56,36 +56,6 @@ def draw_convert(draw, kit, spec, dtype):
     return kit.Signature((src,), (shape,), {"new_dtype": dst}, dst)
 
 
-def onnx_cast(case, graph):
-    """Cast; into float8, with saturate=0 (Cast-19 and later): XLA's conversion overflows to
-    the format's infinity or NaN, where Cast's default saturates to the largest finite value."""
-    new_dtype = case.attrs["new_dtype"]
-    saturate = {}
-    if new_dtype in FLOAT_FORMATS and FLOAT_FORMATS[new_dtype].bits == 8:
-        from conform.harness.backends.base import onnx_opset
-
-        if onnx_opset() < 19:
-            raise unsupported(f"ONNX Cast has float8 types from opset 19, not {onnx_opset()}")
-        saturate = {"saturate": 0}
-    source = graph.inputs[0]
-    old_dtype = case.input_dtypes[0]
-    if old_dtype in FLOAT_FORMATS and new_dtype != "bool" and new_dtype not in FLOAT_FORMATS:
-        source = _onnx_truncated(graph, source, FLOAT_FORMATS[old_dtype].bits == 8)
-    graph.node(graph.op_type, [source], to=graph.onnx_type(new_dtype), **saturate)
-
-
-def _onnx_truncated(graph, source: str, widen: bool) -> str:
-    """``source`` rounded toward zero, as XLA converts a float to an integer: ONNX Cast leaves
-    the rounding of a float into a fixed-point type open (onnxruntime truncates into int8 to
-    int64 but rounds to nearest into int4), so the lowering truncates first, as
-    sign(x) * floor(|x|), and the Cast of an integral value is exact. Float8 values are widened
-    to float32 first (exactly), as Floor takes no float8."""
-    if widen:
-        source = graph.node("Cast", [source], "widened", to=graph.onnx_type("float32"))
-    magnitude = graph.node("Floor", [graph.node("Abs", [source], "magnitude")], "whole")
-    return graph.node("Mul", [graph.node("Sign", [source], "sign"), magnitude], "truncated")
-
-
 def nnef_cast(case, call):
     return call(["in0"], generic=case.out_dtype)
 
@@ -104,7 +74,7 @@ def numpy_convert(operand, *, new_dtype):
 
 
 @op("convert_element_type", version=1, draw=draw_convert, dtype_labels=conversion_labels,
-    onnx=onnx_cast, nnef=nnef_cast, lax=lax_convert, numpy=numpy_convert)
+    nnef=nnef_cast, lax=lax_convert, numpy=numpy_convert)
 def oracle_convert_element_type(operand, *, new_dtype):
     """ConvertElementType: the value itself; rounding to the target type happens at comparison.
 

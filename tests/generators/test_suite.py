@@ -374,3 +374,8 @@ def test_an_ops_values_hook_fills_the_inputs_its_drawn_shapes_constrain(specs):
         size = data.shape[case.attrs["axis"]]
         assert ((indices >= -size) & (indices < size)).all()
         assert all(a.tobytes() == b.tobytes() for a, b in zip(case.inputs, again.inputs))
+
+
+def test_default_bool_edges_are_both_truth_values(specs):
+    values = edge_values(specs["nnef_and"], "bool")
+    assert values.dtype == np.bool_ and values.tolist() == [False, True]

@@ -1,0 +1,35 @@
+"""The examples of the onnx package's backend node tests (``onnx.backend.test.case.node``),
+captured from their ``export`` functions: the package here ships the generator code without
+the generated ``data/node`` folders. Each case: (name, node, inputs, outputs) with NumPy
+arrays (ml_dtypes' for float 8 and int4)."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+from onnx import TensorProto, numpy_helper
+
+
+def _array(value):
+    return numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.asarray(value)
+
+
+def node_cases(module_name: str) -> list:
+    """Every (name, node, inputs, outputs) the module's export functions pass to ``expect``."""
+    module = importlib.import_module(f"onnx.backend.test.case.node.{module_name}")
+    cases = []
+
+    def collect(node, inputs, outputs, name, **_):
+        cases.append((name, node, [_array(x) for x in inputs], [_array(y) for y in outputs]))
+
+    original = module.expect
+    module.expect = collect
+    try:
+        for owner in vars(module).values():
+            if isinstance(owner, type) and owner.__module__ == module.__name__:
+                for attr in dir(owner):
+                    if attr.startswith("export"):
+                        getattr(owner, attr)()
+    finally:
+        module.expect = original
+    return cases
