@@ -344,9 +344,9 @@ class RoundHalfAwayFromZero(OrtMutant):
 
 
 class ConvertTruncatesToFloat16(OrtMutant):
-    """float32 -> float16 conversion truncating (toward zero) instead of rounding to nearest."""
+    """ONNX Cast to float16 truncating (toward zero) instead of rounding to nearest even."""
 
-    targets, affects = ("convert_element_type",), ("float32->float16", "float64->float16")
+    targets, affects = ("onnx_cast",), ("float32->float16", "float64->float16")
     bug = "conversion truncates instead of rounding"
     resembles = _search(ORT, "Cast float16 rounding truncation")
 
@@ -361,9 +361,10 @@ class ConvertTruncatesToFloat16(OrtMutant):
 
 
 class ConvertSaturatesToFloat16(OrtMutant):
-    """float32 -> float16 conversion saturating to +-65504 where it must overflow to +-inf."""
+    """ONNX Cast float32 -> float16 saturating to +-65504 where it must overflow to +-inf (the
+    saturate attribute applies to float 8 targets only)."""
 
-    targets, affects = ("convert_element_type",), ("float32->float16",)
+    targets, affects = ("onnx_cast",), ("float32->float16",)
     bug = "saturating instead of inf on overflow"
     resembles = _search(ORT, "Cast saturate float16 inf")
 
@@ -373,8 +374,9 @@ class ConvertSaturatesToFloat16(OrtMutant):
                 .astype(np.float16)]
 
 
-class ConvertFloatToIntRounds(OrtMutant):
-    """float -> int32 conversion rounding to nearest instead of truncating toward zero."""
+class ConvertFloatToIntRounds(JaxMutant):
+    """StableHLO convert float -> int32 rounding to nearest instead of truncating toward zero (the
+    XLA text's static_cast). (ONNX Cast leaves a non-integral value's rounding open.)"""
 
     targets, affects = ("convert_element_type",), ("float32->int32", "float64->int32",
                                                    "float16->int32")
@@ -385,6 +387,24 @@ class ConvertFloatToIntRounds(OrtMutant):
         x, out = inputs[0].astype(np.float64), outputs[0]
         inside = np.isfinite(x) & (np.abs(x) < 2**31 - 1)
         return [np.where(inside, np.rint(np.where(inside, x, 0)).astype(out.dtype), out)]
+
+
+class CastToBfloat16TiesAway(OrtMutant):
+    """ONNX Cast float32 -> bfloat16 rounding ties away from zero (adding 0x8000 to the bits and
+    truncating) instead of to nearest even."""
+
+    targets, affects = ("onnx_cast",), ("float32->bfloat16",)
+    bug = "a bfloat16 conversion that rounds ties away from zero"
+    resembles = _search(ORT, "bfloat16 cast rounding")
+
+    def mutate(self, program, inputs, outputs):
+        import ml_dtypes
+
+        x = np.asarray(inputs[0], np.float32)
+        bits = x.view(np.uint32).astype(np.uint64)
+        away = (((bits + 0x8000) >> 16) & 0xFFFF).astype(np.uint16).view(ml_dtypes.bfloat16)
+        tie = np.isfinite(x) & ((bits & 0xFFFF) == 0x8000)
+        return [np.where(tie, away, outputs[0]).astype(ml_dtypes.bfloat16)]
 
 
 class ExpSaturatesFloat16(OrtMutant):

@@ -6,8 +6,8 @@ default budget.
 Each mutant wraps onnxruntime (or jax) and breaks some of its ops under a bug's condition. The
 script runs each wrapped backend once on every op its mutants target (the clean runs), then each
 mutant with the real CLI
-(``conform run --backend bench.mutants:Name --ops <its ops> --no-manifest``, default budget and
-seed), at most ``--jobs`` runs at a time, one worker each. A mutant is *detected* when some case
+(``conform run --backend bench.mutants:Name --ops <its ops> [--dtypes <the cells it affects>]
+--no-manifest``, default budget and seed), at most ``--jobs`` runs at a time, one worker each. A mutant is *detected* when some case
 has verdict fail, error, crash or timeout in its run and not in the clean run (the same case id:
 both runs draw the same corpus), so onnxruntime's own deviations never count as detections.
 
@@ -47,14 +47,14 @@ def _mutants():
     return {cls.__name__: cls for cls in mutants.ALL}
 
 
-def _run(backend: str, ops, out: Path, timeout: float = 900) -> float:
+def _run(backend: str, ops, out: Path, dtypes=(), timeout: float = 900) -> float:
     start = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     proc = subprocess.run(
         [sys.executable, "-m", "conform.harness.cli", "run", "--backend", backend,
          "--ops", ",".join(sorted(ops)), "--no-manifest", "--quiet", "--workers", "1",
-         "--out", str(out)],
+         *(["--dtypes", ",".join(sorted(dtypes))] if dtypes else []), "--out", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode not in (0, 1) or not (out / "results.jsonl").exists():
         raise RuntimeError(f"conform run --backend {backend} exited {proc.returncode}:\n"
@@ -143,19 +143,35 @@ def score(names=None, jobs: int = 2, keep: Path | None = None) -> dict:
         base = Path(keep) if keep else Path(tmp)
         base.mkdir(parents=True, exist_ok=True)
 
-        def clean_run(backend):   # the unmutated backend on every op its mutants target
-            ops = {op for cls in chosen if cls.wraps == backend for op in cls.targets}
-            return _run(backend, ops, base / f"clean-{backend}")
+        # The unmutated backend on every op x dtype cell a mutant runs: ops grouped by the
+        # dtype labels their mutants affect (none: every dtype), one clean run per group.
+        cells = {}
+        for cls in chosen:
+            for op in cls.targets:
+                have = cells.setdefault((cls.wraps, op), set())
+                cells[(cls.wraps, op)] = None if have is None or not cls.affects else (
+                    have | set(cls.affects))
+        groups = {}
+        for (backend, op), dts in cells.items():
+            groups.setdefault((backend, tuple(sorted(dts)) if dts else ()), []).append(op)
+        groups = [(backend, ops, dts, base / f"clean-{backend}-{n}")
+                  for n, ((backend, dts), ops) in enumerate(sorted(groups.items()))]
+
+        def clean_run(group):
+            backend, ops, dts, out = group
+            return _run(backend, ops, out, dts)
 
         def one(cls):
             out = base / cls.__name__
-            seconds = _run(f"{MODULE}:{cls.__name__}", cls.targets, out)
+            seconds = _run(f"{MODULE}:{cls.__name__}", cls.targets, out, cls.affects)
             return {**judge_mutant(cls, clean[cls.wraps], _records(out)),
                     "wraps": cls.wraps, "seconds": round(seconds, 1)}
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            clean_seconds = sum(pool.map(clean_run, wrapped))
-            clean = {b: _records(base / f"clean-{b}") for b in wrapped}
+            clean_seconds = sum(pool.map(clean_run, groups))
+            clean = {backend: {} for backend in wrapped}
+            for backend, _, _, out in groups:
+                clean[backend].update(_records(out))
             results = list(pool.map(one, chosen))
     counted = [r for r in results if not r["equivalent"]]
     detected = sum(r["detected"] for r in counted)
