@@ -1,0 +1,227 @@
+"""The judge's mutation score: how many injected bugs (bench/mutants.py) conform catches at the
+default budget.
+
+    python bench/mutation_score.py [--mutants NAME,..] [--jobs 2] [--out FILE] [--keep DIR]
+
+Each mutant wraps onnxruntime (or jax) and breaks some of its ops under a bug's condition. The
+script runs each wrapped backend once on every op its mutants target (the clean runs), then each
+mutant with the real CLI
+(``conform run --backend bench.mutants:Name --ops <its ops> [--dtypes <the cells it affects>]
+--no-manifest``, default budget and seed), at most ``--jobs`` runs at a time, one worker each. A mutant is *detected* when some case
+has verdict fail, error, crash or timeout in its run and not in the clean run (the same case id:
+both runs draw the same corpus), so onnxruntime's own deviations never count as detections.
+
+A mutant may be marked *equivalent* (``equivalent = "why"`` in bench/mutants.py): the behaviour it
+injects is a real-world bug pattern but the op's standard allows it, so no correct judge fails it.
+Equivalent mutants are run and listed, and left out of the score's denominator.
+
+It prints ``detected N/M``, each mutant's verdict, and for each missed one why, read from the two
+runs' records: how many cases the affected op x dtype cells had, which verdicts changed, and the
+largest error/bound ratio the mutant reached there against the clean run's. The figures go to
+``bench/results/mutation-<date>.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BAD = {"fail", "error", "crash", "timeout"}
+MODULE = "bench.mutants"
+
+
+def _mutants():
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bench import mutants
+
+    return {cls.__name__: cls for cls in mutants.ALL}
+
+
+def _run(backend: str, ops, out: Path, dtypes=(), timeout: float = 900) -> float:
+    start = time.perf_counter()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "conform.harness.cli", "run", "--backend", backend,
+         "--ops", ",".join(sorted(ops)), "--no-manifest", "--quiet", "--workers", "1",
+         *(["--dtypes", ",".join(sorted(dtypes))] if dtypes else []), "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode not in (0, 1) or not (out / "results.jsonl").exists():
+        raise RuntimeError(f"conform run --backend {backend} exited {proc.returncode}:\n"
+                           f"{proc.stderr[-4000:]}")
+    return time.perf_counter() - start
+
+
+def _records(out: Path) -> dict:
+    return {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())
+            if r.get("id")}
+
+
+def _ratio(record) -> float:
+    err, bound = record.get("max_error"), record.get("bound")
+    if err is None or bound is None:
+        return 0.0
+    try:
+        return float(err) / float(bound) if float(bound) > 0 else (0.0 if float(err) == 0
+                                                                   else float("inf"))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _raised_by_mutant(record) -> bool:
+    """An error raised by the injection code itself (its innermost frame in bench/mutants.py):
+    a defect of the mutant, not a detection."""
+    frames = [line for line in (record.get("traceback") or "").splitlines()
+              if line.strip().startswith("File ")]
+    return record["verdict"] == "error" and bool(frames) and "mutants.py" in frames[-1]
+
+
+def judge_mutant(cls, clean: dict, mutated: dict) -> dict:
+    """Detected or not, and for a missed mutant why, from the clean and the mutated records."""
+    bad = [i for i, r in mutated.items()
+           if r["verdict"] in BAD and clean.get(i, {}).get("verdict") not in BAD]
+    own_errors = sorted(i for i in bad if _raised_by_mutant(mutated[i]))
+    caught = sorted(set(bad) - set(own_errors))
+    affected = [i for i, r in mutated.items() if r["op"] in cls.targets
+                and (not cls.affects or r["dtype"] in cls.affects)]
+    changed = Counter(f"{clean[i]['verdict']}->{mutated[i]['verdict']}" for i in affected
+                      if i in clean and clean[i]["verdict"] != mutated[i]["verdict"])
+    verdicts = Counter(mutated[i]["verdict"] for i in affected)
+    worst = max((_ratio(mutated[i]) for i in affected), default=0.0)
+    worst_clean = max((_ratio(clean[i]) for i in affected if i in clean), default=0.0)
+    moved = [i for i in affected if i in clean
+             and mutated[i].get("max_error") != clean[i].get("max_error")]
+    worst_moved = max((_ratio(mutated[i]) for i in moved), default=0.0)
+    worst_moved_clean = max((_ratio(clean[i]) for i in moved), default=0.0)
+    result = {"mutant": cls.__name__, "bug": cls.bug, "resembles": cls.resembles,
+              "equivalent": cls.equivalent or None,
+              "ops": list(cls.targets), "dtypes": list(cls.affects) or "all",
+              "detected": bool(caught), "caught_cases": caught[:5], "n_caught": len(caught),
+              "mutant_errors": own_errors[:5],
+              "affected_cases": len(affected), "verdicts": dict(verdicts),
+              "changed": dict(changed), "outputs_changed": len(moved), "worst_ratio": worst, "clean_worst_ratio": worst_clean}
+    if not caught:
+        if own_errors:
+            why = f"the mutant's own code raised on {len(own_errors)} cases (a defect of the mutant)"
+        elif not affected:
+            why = "no case of the affected op x dtype cells was drawn (or claimed)"
+        elif changed:
+            why = ("its changes land only on verdicts that are not failures: "
+                   + ", ".join(f"{k} x{v}" for k, v in changed.items()))
+        elif moved and worst_moved > 1:
+            why = (f"it changes the outputs of {len(moved)} of the {len(affected)} cases drawn; "
+                   f"past their bounds (error/bound up to {worst_moved:.3g}) only on elements in "
+                   f"the spec's implementation-defined regions (verdicts {dict(verdicts)})")
+        elif moved:
+            why = (f"it changes the outputs of {len(moved)} of the {len(affected)} cases drawn, "
+                   f"all within their bounds (largest error/bound there {worst_moved:.3g}, "
+                   f"{worst_moved_clean:.3g} clean): no case reaches the bug's condition")
+        else:
+            why = (f"no drawn case meets the bug's condition: the {len(affected)} cases of the "
+                   f"affected cells judge exactly as in the clean run ({dict(verdicts)})")
+        doc = " ".join((cls.__doc__ or "").split())
+        result["why_missed"] = why + (f". The bug: {doc}" if doc else "")
+    return result
+
+
+def score(names=None, jobs: int = 2, keep: Path | None = None) -> dict:
+    table = _mutants()
+    chosen = [table[n] for n in (names or table)]
+    wrapped = sorted({cls.wraps for cls in chosen})
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="conform-mutants-") as tmp:
+        base = Path(keep) if keep else Path(tmp)
+        base.mkdir(parents=True, exist_ok=True)
+
+        # The unmutated backend on every op x dtype cell a mutant runs: ops grouped by the
+        # dtype labels their mutants affect (none: every dtype), one clean run per group.
+        cells = {}
+        for cls in chosen:
+            for op in cls.targets:
+                have = cells.setdefault((cls.wraps, op), set())
+                cells[(cls.wraps, op)] = None if have is None or not cls.affects else (
+                    have | set(cls.affects))
+        groups = {}
+        for (backend, op), dts in cells.items():
+            groups.setdefault((backend, tuple(sorted(dts)) if dts else ()), []).append(op)
+        groups = [(backend, ops, dts, base / f"clean-{backend}-{n}")
+                  for n, ((backend, dts), ops) in enumerate(sorted(groups.items()))]
+
+        def clean_run(group):
+            backend, ops, dts, out = group
+            return _run(backend, ops, out, dts)
+
+        def one(cls):
+            out = base / cls.__name__
+            seconds = _run(f"{MODULE}:{cls.__name__}", cls.targets, out, cls.affects)
+            return {**judge_mutant(cls, clean[cls.wraps], _records(out)),
+                    "wraps": cls.wraps, "seconds": round(seconds, 1)}
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            clean_seconds = sum(pool.map(clean_run, groups))
+            clean = {backend: {} for backend in wrapped}
+            for backend, _, _, out in groups:
+                clean[backend].update(_records(out))
+            results = list(pool.map(one, chosen))
+    counted = [r for r in results if not r["equivalent"]]
+    detected = sum(r["detected"] for r in counted)
+    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "budget": "default", "detected": detected, "total": len(counted),
+            "score": detected / len(counted) if counted else 0.0,
+            "equivalent": len(results) - len(counted),
+            "detected_of_all": sum(r["detected"] for r in results), "all": len(results),
+            "clean_seconds": round(clean_seconds, 1),
+            "seconds": round(time.perf_counter() - started, 1), "mutants": results}
+
+
+def report(result: dict) -> str:
+    lines = [f"mutation score: detected {result['detected']}/{result['total']} "
+             f"({100 * result['score']:.1f}%) at the default budget, {result['seconds']} s"
+             f" ({result['equivalent']} equivalent mutants left out; of all "
+             f"{result['all']}: {result['detected_of_all']} detected)"]
+    for r in result["mutants"]:
+        mark = ("equivalent" if r["equivalent"] else
+                "detected" if r["detected"] else "MISSED")
+        lines.append(f"  {mark:10} {r['mutant']:36} {r['bug']} [{', '.join(r['ops'])}]"
+                     + (f" ({r['n_caught']} cases)" if r["detected"] else ""))
+    missed = [r for r in result["mutants"] if not r["detected"] and not r["equivalent"]]
+    if missed:
+        lines.append("missed:")
+        lines += [f"  {r['mutant']}: {r['why_missed']}" for r in missed]
+    equivalent = [r for r in result["mutants"] if r["equivalent"]]
+    if equivalent:
+        lines.append("equivalent (the standard allows the behaviour; not counted):")
+        lines += [f"  {r['mutant']}: {r['equivalent']}"
+                  + (f"; in the runs: {r['why_missed']}" if not r["detected"] else
+                     "; yet detected: check the judge") for r in equivalent]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mutants", help="comma-separated class names (default: all)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
+    parser.add_argument("--out", type=Path, help="JSON result (default bench/results/mutation-<date>.json)")
+    parser.add_argument("--keep", type=Path, help="keep the runs' output directories here")
+    args = parser.parse_args(argv)
+    result = score(args.mutants.split(",") if args.mutants else None, args.jobs, args.keep)
+    print(report(result))
+    out = args.out or ROOT / "bench" / "results" / f"mutation-{result['date'][:10]}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

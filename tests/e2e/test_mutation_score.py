@@ -1,0 +1,67 @@
+"""The judge's mutation score (bench/mutation_score.py) through the real CLI: every injected bug
+in bench/mutants.py runs on its own ops at the default budget (two runs at a time, one worker
+each), against a clean run of the same ops, and the score must not drop below the recorded figure.
+Also: each mutant's declarations are well formed, and the detection rule counts neither a
+deviation the clean backend shares nor an error raised by the mutant's own code."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Measured 2026-11-25 on onnxruntime 1.32.0 and jax 0.10.2: 39 of the 41 non-equivalent
+#: mutants detected (95.1%), the 3 equivalent ones listed apart. Raise it when the judge or the
+#: generators catch more; never lower it without saying which mutant escaped and why.
+RECORDED_DETECTED = 39
+RECORDED_TOTAL = 41
+
+
+def _script():
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    spec = importlib.util.spec_from_file_location("mutation_score", ROOT / "bench" / "mutation_score.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_mutants_are_declared():
+    from bench import mutants
+
+    assert len(mutants.ALL) >= 30
+    names = [cls.__name__ for cls in mutants.ALL]
+    assert len(set(names)) == len(names)
+    for cls in mutants.ALL:
+        assert cls.targets and cls.bug and cls.resembles.startswith("https://github.com/"), cls
+        assert cls.wraps in ("onnxruntime", "jax") and cls.__doc__, cls
+
+
+def test_detection_counts_only_new_failures_not_the_mutants_own_errors():
+    score = _script()
+    from bench.mutants import ExpDriftInOneBinade as cls
+
+    def rec(i, verdict, tb=None):
+        return {"id": i, "op": "exp", "dtype": "float32", "verdict": verdict, "max_error": 0,
+                "bound": 1, **({"traceback": tb} if tb else {})}
+
+    clean = {"a": rec("a", "fail"), "b": rec("b", "pass"), "c": rec("c", "pass")}
+    shared = {"a": rec("a", "fail"), "b": rec("b", "pass"), "c": rec("c", "pass")}
+    assert not score.judge_mutant(cls, clean, shared)["detected"]
+    own = 'Traceback:\n  File "/x/harness/run/worker.py", line 1\n  File "/x/bench/mutants.py", line 9\n'
+    broken = {**shared, "b": rec("b", "error", own)}
+    result = score.judge_mutant(cls, clean, broken)
+    assert not result["detected"] and "own code" in result["why_missed"]
+    caught = {**shared, "c": rec("c", "fail")}
+    assert score.judge_mutant(cls, clean, caught)["detected"]
+
+
+def test_the_mutation_score_holds(tmp_path):
+    score = _script()
+    result = score.score(jobs=2, keep=tmp_path)
+    print(score.report(result))
+    assert result["total"] >= RECORDED_TOTAL
+    assert result["detected"] >= RECORDED_DETECTED, score.report(result)
+    for r in result["mutants"]:
+        assert not r["mutant_errors"], r   # no mutant's own code may raise
