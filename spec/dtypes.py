@@ -130,7 +130,8 @@ def round_to_format(values, fmt: FloatFormat, *, saturate: bool = False) -> np.n
 
     Rounds as if the exponent range were unbounded (subnormals at ``emin``); a result beyond
     ``max_finite`` overflows (IEEE 754 §7.4) to ``fmt.overflow_value`` with the value's sign,
-    or to ``±max_finite`` under ``saturate`` (which infinities take too: ONNX Cast, saturate=1).
+    or to ``±max_finite`` under ``saturate`` (which infinities take too, as ONNX Cast with
+    saturate=1 does for E4M3FN and E5M2; its table sends infinities to NaN in the fnuz formats).
     A format without -0 gives +0 for every zero. For formats narrower than float64 only.
 
     >>> round_to_format(np.array([464.0, 465.0, -1e-9]), FLOAT_FORMATS["float8_e4m3fn"]).tolist()
