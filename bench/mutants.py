@@ -90,6 +90,11 @@ def _subnormal(a):
     return (a != 0) & (np.abs(a.astype(np.float64)) < float(tiny))
 
 
+def _flushed(a):
+    """``a`` with its subnormals replaced by zeros of their sign (DAZ / FTZ)."""
+    return np.where(_subnormal(a), np.copysign(np.zeros_like(a), a), a)
+
+
 # ---- sub-range accuracy drift ------------------------------------------------------------------
 
 class ExpDriftInOneBinade(OrtMutant):
@@ -276,7 +281,7 @@ class FlushSubnormalInputsAdd(OrtMutant):
     resembles = _search(ORT, "denormal flush to zero")
 
     def forward(self, program, inputs):
-        return [np.where(_subnormal(a), np.copysign(np.zeros_like(a), a), a) for a in inputs]
+        return [_flushed(a) for a in inputs]
 
 
 class FlushSubnormalResultsMul(OrtMutant):
@@ -287,20 +292,14 @@ class FlushSubnormalResultsMul(OrtMutant):
     resembles = _search(ORT, "flush to zero subnormal result")
 
     def mutate(self, program, inputs, outputs):
-        out = outputs[0]
-        return [np.where(_subnormal(out), np.copysign(np.zeros_like(out), out), out)]
+        return [_flushed(outputs[0])]
 
 
-class FlushSubnormalResultsDivFloat64(OrtMutant):
+class FlushSubnormalResultsDivFloat64(FlushSubnormalResultsMul):
     """float64 Div flushing subnormal results to zero (FTZ) while declaring ieee."""
 
     targets, affects = ("onnx_div",), ("float64",)
-    bug = "flush-to-zero of results in an ieee backend"
     resembles = _search(XLA, "xla_cpu flush denormal")
-
-    def mutate(self, program, inputs, outputs):
-        out = outputs[0]
-        return [np.where(_subnormal(out), np.copysign(np.zeros_like(out), out), out)]
 
 
 # ---- low-precision accumulation ----------------------------------------------------------------

@@ -370,7 +370,11 @@ def results_part(results_path: Path, settings: dict, order: list[str]) -> dict:
     """The parts of a certificate that follow from its result lines under the profile
     ``settings``: verdict, reasons, totals, by_op and results (file hash, per-case entries in
     the corpus order ``order``)."""
-    data, pairs = read_result_lines(results_path)
+    return _results_of(results_path, *read_result_lines(results_path), settings, order)
+
+
+def _results_of(results_path: Path, data: bytes, pairs: list, settings: dict, order: list[str]) -> dict:
+    """:func:`results_part` of result lines already read (``data``, their ``pairs``)."""
     return {**tally([record for _, record in pairs], settings),
             "results": {"file": Path(results_path).name, "sha256": sha256(data),
                         "lines": len(pairs), "cases": case_entries(pairs, order)}}
@@ -383,8 +387,8 @@ def build_certificate(*, profile: Profile, corpus: Corpus, specs_info: dict, met
     ``results_path``."""
     from conform.reports import to_json_safe
 
-    outcome = results_part(results_path, profile.settings(), [c.id for c in corpus.cases])
-    excused_from = [record for _, record in read_result_lines(results_path)[1]] if manifest else ()
+    data, pairs = read_result_lines(results_path)
+    outcome = _results_of(results_path, data, pairs, profile.settings(), [c.id for c in corpus.cases])
     created = created or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     source = profile.source if profile.source == "builtin" else portable_path(profile.source)
     profile_info = {"name": profile.name, "source": source, "settings": profile.settings()}
@@ -400,7 +404,7 @@ def build_certificate(*, profile: Profile, corpus: Corpus, specs_info: dict, met
         "environment": environment(meta),
         "corpus": corpus.info(),
         "specs": specs_info,
-        "manifest": manifest_section(profile, manifest, excused_from),
+        "manifest": manifest_section(profile, manifest, [record for _, record in pairs]),
         "run": {"workers": None, "timeout": None, **(run or {}),
                 "wall_seconds": meta.get("wall_seconds"),
                 "worker_restarts": meta.get("worker_restarts")},

@@ -172,11 +172,9 @@ class Entry:
 def recorded_entry(data: dict) -> Entry:
     """The entry a record or a certificate recorded (:meth:`Entry.as_json`), made again."""
     path, _, line = data["entry"].rpartition(":")
-    when = tuple((key, tuple(sorted(value.items())) if key == "attrs" else value)
-                 for key, value in sorted((data.get("when") or {}).items()))
     return Entry(op=data["op"], dtype=data["dtype"], kind=data["kind"], reason=data["reason"],
                  link=data["link"], path=path, line=int(line), case=data.get("case"),
-                 when=when, scope=data.get("scope"))
+                 when=_condition_pairs(data.get("when")), scope=data.get("scope"))
 
 
 def excused_counts(records) -> dict:
@@ -355,8 +353,14 @@ def _when(raw: dict, path: Path, line: int, index: int) -> tuple:
         raise ManifestError(path, line, f"entries.{index}.when",
                             "a skip entry can only use 'attrs' (a skipped case is never judged, "
                             "so nothing is known of its elements)")
+    return _condition_pairs(when)
+
+
+def _condition_pairs(when: dict | None) -> tuple:
+    """A ``when`` condition as :attr:`Entry.when` holds it: sorted (key, value) pairs, the
+    attributes of ``attrs`` as sorted pairs too (hashable, and equal however written)."""
     return tuple((key, tuple(sorted(value.items())) if key == "attrs" else value)
-                 for key, value in sorted(when.items()))
+                 for key, value in sorted((when or {}).items()))
 
 
 def load_manifests(paths, backend: str | None = None) -> Manifest:

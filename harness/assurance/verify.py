@@ -27,6 +27,7 @@ from conform.harness.assurance.certify import (
     spec_hashes,
     tally,
 )
+from conform.harness.assurance.manifests import Manifest, excused_counts, recorded_entry
 
 
 @dataclass
@@ -170,8 +171,6 @@ def _differences(claimed, computed, where: str = "", other: str = "recomputed") 
 
 def _manifest_from(cert: dict):
     """The manifest the certificate says it applied, rebuilt from its recorded entries."""
-    from conform.harness.assurance.manifests import Manifest, recorded_entry
-
     entries = tuple(recorded_entry(e) for e in cert["manifest"]["entries"])
     return Manifest(entries, tuple(f["path"] for f in cert["manifest"]["files"]))
 
@@ -197,18 +196,17 @@ def _check_policy(cert: dict, records: list[dict] | None, report: Verification) 
     if records is None:
         return
     rebuilt = _manifest_from(cert)
+    reapplied = [rebuilt.apply(r) for r in records]
     wrong = [f"{r['id']}: {r.get('raw_verdict', r['verdict'])} -> {r['verdict']}, the recorded "
-             f"manifest gives {rebuilt.apply(r)['verdict']}"
-             for r in records if rebuilt.apply(r)["verdict"] != r["verdict"]]
+             f"manifest gives {again['verdict']}"
+             for r, again in zip(records, reapplied) if again["verdict"] != r["verdict"]]
     if wrong:
         report.problem_list("manifest", wrong)
     elif manifest["applied"]:
         report.checks.append(f"manifest: every excused verdict follows from the "
                              f"{len(manifest['entries'])} recorded entries")
     if manifest["applied"]:
-        from conform.harness.assurance.manifests import excused_counts
-
-        counted = excused_counts(rebuilt.apply(r) for r in records)
+        counted = excused_counts(reapplied)
         claimed = {e["entry"]: e.get("excused", 0) for e in manifest["entries"]}
         found = {entry: counted.get(entry, 0) for entry in claimed}
         report.expect(claimed == found,

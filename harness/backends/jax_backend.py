@@ -202,10 +202,7 @@ class JaxBackend(Backend):
     def _outputs_of(self, slot: Slot) -> list:
         if slot.outputs is None and slot.error is None:
             slots, self._pending = self._pending, []
-            if len(slots) == 1:   # alone: through the executable cached for its signature
-                slot.outputs = self.run(program=slot.program, inputs=slot.inputs)
-            else:
-                run_pack(self, slots)
+            run_pack(self, slots)   # a slot alone runs through its signature's cached executable
         if slot.error is not None:
             raise slot.error
         return slot.outputs

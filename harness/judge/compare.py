@@ -306,7 +306,9 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
         figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0)
                    for k, (ref, acc) in enumerate(references)]
         error, bound, special_bad, ratio, flush_excused = figures[0]
-        ieee_failing = (ratio > 1) | flush_excused   # as ieee would judge the element
+        ftz = flush_out or len(references) > 1
+        if ftz:   # the elements ieee would fail (only an ftz judgement can excuse any)
+            ieee_failing = (ratio > 1) | flush_excused
         for other in figures[1:]:  # per element, the reference the actual is closest to
             closer = other[3] < ratio
             error, bound, special_bad, ratio = (np.where(closer, o, c) for o, c in
@@ -314,7 +316,7 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
         judged = ~impl
         bad = (ratio > 1) & judged
         excused = None
-        if flush_out or len(references) > 1:
+        if ftz:
             excused = np.add.reduceat(ieee_failing & ~bad & judged, offsets).tolist()
         checked = np.add.reduceat(judged, offsets)
         mismatched = np.add.reduceat(bad, offsets)

@@ -8,7 +8,7 @@ import numpy as np
 
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
-from conform.harness.judge.profile import failure_profile
+from conform.harness.judge.profile import broadcast_index, failure_profile
 from conform.reports._jsonl import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
@@ -186,27 +186,10 @@ def _inputs_at(case, out_shape, index, relation: str = "equal"):
             found.append(_scalar(x[tuple(index)]))
             continue
         dims = mapped if mapped is not None and x.ndim < len(out_shape) else None
-        at = _broadcast_index(x.shape, out_shape, index, trailing=relation != "nnef_broadcast",
+        at = broadcast_index(x.shape, out_shape, index, trailing=relation != "nnef_broadcast",
                               mapped=dims)
         found.append(None if at is None else _scalar(x[at]))
     return found
-
-
-def _broadcast_index(shape: tuple, out_shape: tuple, index, *, trailing: bool, mapped=None):
-    """The index of the element of a ``shape`` input broadcast to output element ``index``
-    (dimensions aligned at the end, or at the start, or, with ``mapped``, dimension k at
-    output dimension ``mapped[k]``: XLA's broadcast_dimensions), or None if ``shape`` does not
-    broadcast."""
-    if len(shape) > len(out_shape) or (mapped is not None and len(mapped) != len(shape)):
-        return None
-    offset = len(out_shape) - len(shape) if trailing else 0
-    dims = list(mapped) if mapped is not None else [offset + k for k in range(len(shape))]
-    at = []
-    for size, dim in zip(shape, dims):
-        if size not in (1, out_shape[dim]):
-            return None
-        at.append(0 if size == 1 else index[dim])
-    return tuple(at)
 
 
 def _feeding_at(spec, case, index, output: int = 0):

@@ -52,8 +52,7 @@ def failure_profile(spec, case, judgement, expected: list) -> dict | None:
 
 
 def _output_profile(spec, case, expected: np.ndarray, failing: np.ndarray, output: int) -> dict:
-    wanted = expected.ravel()[failing].astype(np.float64, copy=False) \
-        if expected.dtype.kind != "b" else expected.ravel()[failing].astype(np.float64)
+    wanted = expected.ravel()[failing].astype(np.float64)
     if spec.definition.feeding == "aligned":
         rows = _aligned_inputs(case, expected.shape, failing, spec.signature.get("shapes", "equal"))
         has_nan = np.zeros(len(failing), bool)
@@ -119,27 +118,40 @@ def _merged(a: dict, b: dict) -> dict:
 
 def _aligned_inputs(case, out_shape: tuple, failing: np.ndarray, relation: str) -> list:
     """Per input, its values (float64) at the failing output elements of an element-aligned op
-    (equal shapes, scalars or broadcasting, as the judge reads the worst element's inputs);
+    (equal shapes, scalars or broadcasting, read as the judge reads the worst element's inputs);
     an input that does not broadcast to the output is left out."""
+    out_shape = tuple(out_shape)
     index = np.unravel_index(failing, out_shape)
     mapped = case.attrs.get("broadcast_dimensions") if relation == "xla_broadcast" else None
     rows = []
     for x in case.inputs:
         x = np.asarray(x)
-        if x.shape == tuple(out_shape):
+        if x.shape == out_shape:
             values = x.ravel()[failing]
-        elif x.ndim == 0:
-            values = np.full(len(failing), x)
         else:
-            if mapped is not None and x.ndim < len(out_shape):
-                dims = list(mapped)
-            else:
-                offset = len(out_shape) - x.ndim if relation != "nnef_broadcast" else 0
-                dims = [offset + d for d in range(x.ndim)]
-            if len(dims) != x.ndim or any(size not in (1, out_shape[dim])
-                                          for size, dim in zip(x.shape, dims)):
+            at = broadcast_index(x.shape, out_shape, index, trailing=relation != "nnef_broadcast",
+                                 mapped=mapped if mapped is not None and x.ndim < len(out_shape)
+                                 else None)
+            if at is None:
                 continue
-            values = x[tuple(np.zeros_like(failing) if size == 1 else index[dim]
-                             for size, dim in zip(x.shape, dims))]
+            values = np.broadcast_to(x[at], failing.shape)
         rows.append(np.asarray(values).astype(np.float64))
     return rows
+
+
+def broadcast_index(shape: tuple, out_shape: tuple, index, *, trailing: bool, mapped=None):
+    """The index of the element of a ``shape`` input broadcast to output element ``index``
+    (dimensions aligned at the end, or at the start, or, with ``mapped``, dimension k at
+    output dimension ``mapped[k]``: XLA's broadcast_dimensions), or None if ``shape`` does not
+    broadcast. ``index`` may hold arrays (``np.unravel_index`` of several elements): the result
+    then indexes all of them at once."""
+    if len(shape) > len(out_shape) or (mapped is not None and len(mapped) != len(shape)):
+        return None
+    offset = len(out_shape) - len(shape) if trailing else 0
+    dims = list(mapped) if mapped is not None else [offset + k for k in range(len(shape))]
+    at = []
+    for size, dim in zip(shape, dims):
+        if size not in (1, out_shape[dim]):
+            return None
+        at.append(0 if size == 1 else index[dim])
+    return tuple(at)

@@ -205,7 +205,8 @@ def _serve(conn, backend_name: str, options: dict, finished, since, together, sh
                 finished.value = started + offset
                 start = monotonic()
                 since.value = start - seconds   # the case's time limit covers its preparing
-                together.value = packs
+                if packs:   # (written only then: this loop is the run's hot path)
+                    together.value = 1
                 try:
                     returned = step()
                 except Exception as exc:
@@ -223,7 +224,8 @@ def _serve(conn, backend_name: str, options: dict, finished, since, together, sh
                     except Exception as exc:   # not arrays: the backend's fault, whatever the input
                         outcome = failed(exc)
                         outcome.on_input = False
-            together.value = 0
+            if packs:
+                together.value = 0
             outcome.seconds = seconds
             done.append((case, outcome))
             if len(done) >= REPLY_BATCH or monotonic() - last_reply >= REPLY_INTERVAL:

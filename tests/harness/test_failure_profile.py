@@ -50,3 +50,12 @@ def test_the_slice_feeding_a_reduced_element_is_found(specs):
     assert failing["elements"] == failing["profiled"] == 1
     assert failing["inputs_max_abs"] == 64.0 and failing["inputs_min_of_max_abs"] == 64.0
     assert failing["expected_zero"] == 0 and failing["expected_min_abs"] == 63.25
+
+
+def test_a_0d_input_feeds_every_failing_element(specs):
+    spec = specs["onnx_add"]
+    a = np.array([[1, 2], [3, 4]], np.float32)
+    case = _case(specs, "onnx_add", "float32", [a, np.array(-50, np.float32)])
+    failing = _record(spec, case, {(0, 0): 7.0, (1, 1): 7.0})["failing"]
+    assert failing["elements"] == failing["profiled"] == 2
+    assert failing["inputs_max_abs"] == 50.0 and failing["inputs_min_of_max_abs"] == 50.0
