@@ -120,6 +120,14 @@ class OpSpec:
         return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
                      for entry in self.signature.get("outputs", ("out",)))
 
+    @functools.cached_property
+    def sequence_outputs(self) -> tuple[int, ...]:
+        """The numbers of the outputs declared ``sequence: true``: each with the next output is
+        one ONNX sequence (its elements raveled and concatenated, then their int64 shapes;
+        :mod:`conform.ops._sequence`)."""
+        return tuple(k for k, entry in enumerate(self.signature.get("outputs", ()))
+                     if _flag(entry, "sequence"))
+
     def out_dtypes(self, case) -> tuple[str, ...]:
         """The dtype of each of ``case``'s outputs."""
         kinds = self.output_types
@@ -277,6 +285,12 @@ def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
             raise SpecError(path, _line_of(root, where), f"signature.outputs.{k}",
                             f"output name {names[k]!r} is given twice")
         kind = "T" if isinstance(entry, str) else entry.get("type", "T")
+        after = declared[k + 1] if k + 1 < len(declared) else None
+        if _flag(entry, "sequence") and (not isinstance(after, dict) or _flag(after, "sequence")
+                                         or after.get("type") != "int64"):
+            raise SpecError(path, _line_of(root, where), f"signature.outputs.{k}.sequence",
+                            f"output {names[k]!r} is a sequence's elements: the next output "
+                            "must be their shapes, {name, type: int64}")
         dtypes = [kind] if kind != "T" else ["bool"] if data.get("output_dtype") == "bool" \
             else data["dtypes"]
         own = isinstance(entry, dict) and "error_model" in entry
