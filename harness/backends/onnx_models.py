@@ -6,6 +6,7 @@ constant inputs, and raises :class:`Unsupported` where the ONNX operator cannot 
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -82,6 +83,40 @@ class OnnxGraph:
     def onnx_type(dtype: str) -> int:
         """The ONNX element type of conform dtype ``dtype``."""
         return ONNX_TYPES[dtype]
+
+    def lower(self, case, op: str, inputs: list, output: str, dtype: str) -> str:
+        """Add op ``op`` (a conform op with an ``onnx`` binding and fixed attributes, as a
+        chain's links are) over the values ``inputs`` of dtype ``dtype``, by its own lowering,
+        giving value ``output`` (its other values prefixed with ``output``); returns
+        ``output``. What an op builds a generated subgraph from (``case``: the case being
+        lowered)."""
+        spec = _builtin_specs()[op]
+        node_at = dataclasses.replace(
+            case, op=op, dtype=dtype, input_dtypes=(dtype,) * len(inputs), out_dtype=dtype,
+            inputs=[np.zeros((), np_dtype(dtype))] * len(inputs),
+            attrs=dict(spec.signature.get("attrs", {})), expectation=None)
+        view = self.view(binding(spec, "onnx"), inputs, [output], prefix=f"{output}_")
+        _add_op(spec, node_at, view, opset())
+        return output
+
+    def subgraph(self, name: str, inputs: list, outputs: list, build) -> onnx.GraphProto:
+        """A graph attribute (a body or a branch): its inputs and outputs ``(name, dtype,
+        rank)``, its nodes and constants added by ``build(sub)`` to ``sub``, an
+        :class:`OnnxGraph` whose ``inputs`` and ``outputs`` are those names. A subgraph reads
+        values of the graphs around it by name."""
+        sub = OnnxGraph({"op_type": ""}, 0, 0)
+        sub.inputs, sub.outputs = [n for n, _, _ in inputs], [n for n, _, _ in outputs]
+        build(sub)
+        return helper.make_graph(sub.nodes, name, [_value_info(*io, True) for io in inputs],
+                                 [_value_info(*io, True) for io in outputs],
+                                 initializer=sub.initializers)
+
+
+@functools.cache
+def _builtin_specs() -> dict:
+    from conform.spec import load_specs
+
+    return load_specs()
 
 
 def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
