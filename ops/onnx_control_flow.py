@@ -256,7 +256,8 @@ def canonical_loop(outputs, case):
 
 
 @op("onnx_loop", version=1, draw=draw_loop, values=values_loop, onnx=onnx_loop,
-    draw_honours=frozenset({"optional", "scalar"}), feeding=feed_loop, canonical=canonical_loop)
+    draw_honours=frozenset({"optional", "scalar"}), feeding=feed_loop, canonical=canonical_loop,
+    value_dependent_shape=True)
 def oracle_loop(v, x, *rest, body, until, dtypes, absent_inputs=()):
     """'Generic Looping construct' (:func:`iterate`): the body v' = chain(v, x), its cond
     output cond_in passed on (``until`` None) or iteration_num < until. Returns the final v,

@@ -245,6 +245,11 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                         f"{data['op']} ({found.module}) does not read it")
     _check_attribute_domains(data, root, path)
     _check_input_flags(data, root, path, found)
+    operands = data["bindings"].get("onnx", {}).get("operands")
+    if operands is not None and len(operands) != len(data["signature"]["inputs"]):
+        raise SpecError(path, _line_of(root, ["bindings", "onnx", "operands"]),
+                        "bindings.onnx.operands", f"operands={operands} names {len(operands)} "
+                        f"formal inputs for {len(data['signature']['inputs'])} signature inputs")
     from conform.ops.regions import REGIONS
 
     names = _check_outputs(data, root, path)
