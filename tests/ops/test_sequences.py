@@ -216,3 +216,26 @@ def test_judge_catches_a_missing_element_of_a_sequence(specs):
     judgement = judge_outputs(spec, case, outputs)
     assert judgement.verdict == "fail"
     assert dict(judgement.outputs)["shapes"].verdict == "fail"
+
+
+def test_an_onnxruntime_repro_script_packs_the_sequence_and_reproduces_a_shape_failure(
+        tmp_path, specs, conform_cli):
+    """The script packs the sequence onnxruntime returns as the backend does, and checks the
+    output that failed (the shapes: a failure of shape has no worst element)."""
+    import json
+    import subprocess
+
+    from conform.harness.assurance.repro import write_repro
+
+    run_dir = tmp_path / "run"
+    conform_cli("run", "--backend", "onnxruntime", "--ops", "onnx_split_to_sequence", "--dtypes",
+                "float32", "--max-examples", 24, "--out", run_dir, "--quiet")
+    record = next(r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())
+                  if r["verdict"] == "fail")
+    out = write_repro(run_dir, record["id"], specs, tmp_path / "repro")
+    assert "def packed_outputs(" in (out / "repro.py").read_text()
+    proc = subprocess.run([sys.executable, str(out / "repro.py")], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"REPRODUCED: the recorded fail of {record['id']}" in proc.stdout
+    assert "output int64[" in proc.stdout   # the shapes output
