@@ -92,8 +92,11 @@ class OpSpec:
             "inputs": [{"name": _input_name(e), "type": t,
                         **{k: True for k in ("optional", "scalar") if _flag(e, k)}}
                        for e, t in zip(signature["inputs"], self.input_types)],
-            "outputs": [{"name": n, "type": "bool" if t == "T" and self.output_dtype == "bool" else t}
-                        for n, t in zip(self.outputs, self.output_types)],
+            "outputs": [{"name": n, "type": "bool" if t == "T" and self.output_dtype == "bool" else t,
+                         **({"sequence": "an ONNX sequence: its elements raveled and concatenated; "
+                                         "the next output holds their shapes"}
+                            if k in self.sequence_outputs else {})}
+                        for k, (n, t) in enumerate(zip(self.outputs, self.output_types))],
             "shapes": signature.get("shapes", "equal") if definition.draw is None else "drawn by the op",
             "attrs": signature.get("attrs", {}),
             "drawn_by": "generic" if definition.draw is None else
