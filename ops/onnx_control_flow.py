@@ -141,7 +141,28 @@ def onnx_if(case, graph):
                else_branch=branches["else_branch"])
 
 
-@op("onnx_if", version=1, draw=draw_if, values=values_if, onnx=onnx_if)
+def _at(value, index) -> np.ndarray | None:
+    """``value``'s element at the trailing positions of output ``index`` (an element-wise
+    body or branch), or None where ``index`` is shorter than ``value``'s rank."""
+    rank = np.ndim(value)
+    if len(index) < rank:
+        return None
+    return np.ravel(np.asarray(value)[tuple(index[len(index) - rank:])])
+
+
+def _binary(ops) -> bool:
+    return any(BODY_OPS[name][0] == 2 for name in ops)
+
+
+def feed_if(inputs, attrs, index):
+    """out[index] comes from x[index] and, where the chosen branch has a binary op, y[index];
+    cond chooses and is no term."""
+    cond, x, y = inputs
+    chosen = attrs["then_branch" if np.ravel(cond)[0] else "else_branch"]
+    return [None, _at(x, index), _at(y, index) if _binary(chosen) else None]
+
+
+@op("onnx_if", version=1, draw=draw_if, values=values_if, onnx=onnx_if, feeding=feed_if)
 def oracle_if(cond, x, y, *, then_branch, else_branch, dtypes):
     """'If conditional': the then_branch's outputs where cond is true, else the
     else_branch's; each branch's chain evaluated node by node (:func:`run_chain`)."""
@@ -217,15 +238,16 @@ def onnx_loop(case, graph):
 
 
 def feed_loop(inputs, attrs, index):
-    """An element of v_final or of one iteration's scan: v's and x's elements at its position
-    (the body is element-wise), M and cond; iterations: M and cond."""
+    """An element of v_final or of an iteration's scan comes from v's element at its position
+    and, where the body has a binary op and an iteration ran, x's; M and cond decide how many
+    iterations run and are no terms."""
     named = by_name(LOOP_INPUTS, inputs, absent(attrs))
-    rank = np.ndim(named["v"])
-    at = tuple(index[len(index) - rank:]) if rank and len(index) >= rank else ()
-    fed = {name: (np.ravel(value[at]) if name in ("v", "x") and len(at) == rank else
-                  np.ravel(value) if name in ("m", "cond") else None)
-           for name, value in named.items()}
-    return [fed[n] for n in LOOP_INPUTS if n in named]
+    until = attrs["until"]
+    _, _, count = iterate(lambda i, c, v: (c if until is None else i < until, v, None), None,
+                          named.get("m"), named.get("cond"))
+    fed = {"v": _at(named["v"], index),
+           "x": _at(named["x"], index) if count and _binary(attrs["body"]) else None}
+    return [fed.get(n) for n in LOOP_INPUTS if n in named]
 
 
 def iterate(step, carried: tuple, trips=None, cond=None) -> tuple[tuple, list, int]:

@@ -45,7 +45,21 @@ def draw_construct(draw, kit, spec, dtype):
     return kit.Signature((dtype,) * len(shapes), tuple(shapes), {}, dtype)
 
 
-@op("onnx_sequence_construct", version=1, draw=draw_construct, feeding="moved",
+def feed_packed(elements, index) -> list:
+    """Per element of a sequence, what feeds element ``index`` of its packed values: that one
+    value of the element holding it; the shapes output (a 2-index) is fed by no value."""
+    fed: list = [None] * len(elements)
+    if len(index) != 1:
+        return fed
+    ends = np.cumsum([np.size(e) for e in elements])
+    k = int(np.searchsorted(ends, index[0], side="right"))
+    offset = index[0] - (ends[k - 1] if k else 0)
+    fed[k] = np.ravel(elements[k])[offset:offset + 1]
+    return fed
+
+
+@op("onnx_sequence_construct", version=1, draw=draw_construct,
+    feeding=lambda inputs, attrs, index: feed_packed(inputs, index),
     onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs))
 def oracle_sequence_construct(*inputs):
     """'Construct a tensor sequence containing inputs tensors', in order: the sequence packed
@@ -76,8 +90,16 @@ def onnx_sequence_at(case, graph):
     graph.node(graph.op_type, [sequence, graph.inputs[0]])
 
 
+def feed_sequence_at(inputs, attrs, index):
+    """out[index] is a copy of the element at position, at index; position is no term."""
+    position, elements = int(inputs[0]), inputs[1:]
+    chosen = position % len(elements)
+    return [None] + [np.ravel(e[tuple(index)]) if k == chosen else None
+                     for k, e in enumerate(elements)]
+
+
 @op("onnx_sequence_at", version=1, draw=draw_sequence_at, values=values_position,
-    draw_honours=frozenset({"scalar"}), feeding="moved", onnx=onnx_sequence_at)
+    draw_honours=frozenset({"scalar"}), feeding=feed_sequence_at, onnx=onnx_sequence_at)
 def oracle_sequence_at(position, *sequence):
     """'Outputs a tensor copy from the tensor at position in input_sequence'; 'negative value
     means counting positions from the back'."""
@@ -133,8 +155,22 @@ def onnx_split_to_sequence(case, graph):
                keepdims=case.attrs["keepdims"])
 
 
+def feed_split_to_sequence(inputs, attrs, index):
+    """A packed value is a copy of one input element (found by sending the elements' numbers
+    through the oracle); split sets the chunks and is no term."""
+    data = inputs[0]
+    fed = [None] * len(inputs)
+    if len(index) == 1:
+        labels = np.arange(data.size, dtype=np.float64).reshape(data.shape)
+        values, _ = oracle_split_to_sequence(labels, *inputs[1:], **attrs)
+        at = int(values[index[0]])
+        fed[0] = np.ravel(data)[at:at + 1]
+    return fed
+
+
 @op("onnx_split_to_sequence", version=1, draw=draw_split_to_sequence, values=values_split,
-    draw_honours=frozenset({"optional"}), feeding="moved", onnx=onnx_split_to_sequence)
+    draw_honours=frozenset({"optional"}), feeding=feed_split_to_sequence,
+    onnx=onnx_split_to_sequence)
 def oracle_split_to_sequence(input, split=None, *, axis, keepdims, absent_inputs=()):
     """'Split a tensor into a sequence of tensors, along the specified axis': chunks of
     ``chunk_lengths``; without split each chunk is 1 long and keepdims=0 removes the axis
