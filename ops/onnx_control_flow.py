@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._optional import absent, by_name, onnx_operands
+from conform.ops._optional import ABSENT, absent, by_name, onnx_operands
 from conform.ops._registry import definition, op
 from conform.spec.dtypes import FLOAT_FORMATS, int_info, round_to_format
 
@@ -35,7 +35,7 @@ BODY_OPS = {
     "onnx_max": (2, ("int",)),
     "onnx_min": (2, ("int",)),
 }
-LOOP_INPUTS = ("v", "x", "m", "cond")
+LOOP_INPUTS = ("v", "w", "x", "m", "cond")
 MAX_TRIP = 5
 
 
@@ -173,55 +173,65 @@ def oracle_if(cond, x, y, *, then_branch, else_branch, dtypes):
 # ---- Loop ----------------------------------------------------------------------------------
 
 def draw_loop(draw, kit, spec, dtype):
-    """A loop-carried v and an outer-scope x of one shape, the trip count M (int64, 0-d) and
-    cond (bool, 0-d) each present or absent (never both absent: that loop never ends), the
-    body a chain of 1 or 2 body ops (v' = chain(v, x)), and ``until``: none (the body passes
-    cond on) or k (the body's cond is iteration_num < k; ignored without a cond input, as the
-    text's for-loop form says), always some k without M."""
+    """Two loop-carried values v and w and an outer-scope x of one shape, the trip count M
+    (int64, 0-d) and cond (bool, 0-d) each present or absent (never both absent: that loop
+    never ends), the body's chains ``body`` (v' = chain(v, x)) and ``carry`` (w' =
+    chain(w, v_in): the incoming v, not v'), each of 1 or 2 body ops, and ``until``: none (the
+    body passes cond on) or k (the body's cond is iteration_num < k; ignored without a cond
+    input, as the text's for-loop form says), always some k without M."""
     st = kit.st
     shape = draw(kit.shape(min_rank=0, max_rank=3, max_side=4,
                            min_side=draw(st.sampled_from((1, 1, 1, 0)))))
     gone = draw(st.sampled_from(((), ("m",), ("cond",), ())))
     until = draw(st.sampled_from((None, 0, 1, 3))) if "m" not in gone \
         else draw(st.integers(0, MAX_TRIP - 1))
-    attrs = kit.with_absent({"body": _draw_chain(draw, kit, dtype), "until": until}, gone)
-    typed = {"v": (dtype, shape), "x": (dtype, shape), "m": ("int64", ()), "cond": ("bool", ())}
+    attrs = kit.with_absent({"body": _draw_chain(draw, kit, dtype),
+                             "carry": _draw_chain(draw, kit, dtype), "until": until}, gone)
+    typed = {"v": (dtype, shape), "w": (dtype, shape), "x": (dtype, shape), "m": ("int64", ()),
+             "cond": ("bool", ())}
     kept = [typed[name] for name in LOOP_INPUTS if name not in gone]
     return kit.Signature(tuple(t for t, _ in kept), tuple(s for _, s in kept), attrs, dtype)
 
 
 def values_loop(rng, inputs, attrs):
-    """M in [-1, 5], cond true 6 times in 7, and integer v and x halved until no iteration
+    """M in [-1, 5], cond true 6 times in 7, and integer v, w and x halved until no iteration
     overflows."""
     named = by_name(LOOP_INPUTS, inputs, absent(attrs))
     if "m" in named:
         named["m"] = np.asarray(rng.integers(-1, MAX_TRIP + 1), np.int64)
     if "cond" in named:
         named["cond"] = np.asarray(rng.random() < 6 / 7)
-    dtype = named["v"].dtype.name
+    dtype, carried = named["v"].dtype.name, ("v", "w", "x")
 
     def loop(values):
-        trial = dict(named, v=values[0].astype(np.int64), x=values[1].astype(np.int64))
-        oracle_loop(*[trial[n] for n in LOOP_INPUTS if n in trial], body=attrs["body"],
-                    until=attrs["until"], dtypes=(dtype,), absent_inputs=absent(attrs))
+        trial = dict(named, **{n: x.astype(np.int64) for n, x in zip(carried, values)})
+        oracle_loop(*[trial[n] for n in LOOP_INPUTS if n in trial],
+                    **{k: v for k, v in attrs.items() if k != ABSENT}, dtypes=(dtype,),
+                    absent_inputs=absent(attrs))
 
-    named["v"], named["x"] = _halved_until_exact(loop, [named["v"], named["x"]], dtype)
+    halved = _halved_until_exact(loop, [named[n] for n in carried], dtype)
+    named.update(zip(carried, halved))
     return [named[n] for n in LOOP_INPUTS if n in named]
 
 
 def onnx_loop(case, graph):
-    """Loop over M, cond and v; the body (iteration_num, cond, v) -> (cond, v', v', iteration_num)
-    reads x from the outer scope, its last two outputs scanned."""
+    """Loop over M, cond, v and w; the body (iteration_num, cond, v, w) -> (cond, v', w', v',
+    iteration_num) reads x from the outer scope, its last two outputs scanned."""
     named = by_name(LOOP_INPUTS, graph.inputs, absent(case.attrs))
     dtype, rank, until = case.out_dtype, np.ndim(case.inputs[0]), case.attrs["until"]
 
+    def chain(sub, ops, value, other, name):
+        for k, op_name in enumerate(ops):
+            value = sub.lower(case, op_name, [value, other][:BODY_OPS[op_name][0]],
+                              f"{name}_{k}", dtype)
+        return value
+
     def build(sub):
-        i, cond_in, value = sub.inputs
-        cond_out, v_out, v_scan, i_scan = sub.outputs
-        for k, name in enumerate(case.attrs["body"]):
-            value = sub.lower(case, name, [value, named["x"]][:BODY_OPS[name][0]],
-                              f"body_{k}", dtype)
+        i, cond_in, v_in, w_in = sub.inputs
+        cond_out, v_out, w_out, v_scan, i_scan = sub.outputs
+        value = chain(sub, case.attrs["body"], v_in, named["x"], "body")
         sub.node("Identity", [value], v_out)
+        sub.node("Identity", [chain(sub, case.attrs["carry"], w_in, v_in, "carry")], w_out)
         sub.node("Identity", [value], v_scan)
         sub.node("Identity", [i], i_scan)
         if until is None:
@@ -229,25 +239,36 @@ def onnx_loop(case, graph):
         else:
             sub.node("Less", [i, sub.const("body_until", until)], cond_out)
 
+    tensor = lambda name: (name, dtype, rank)   # noqa: E731
     body = graph.subgraph("body", [("body_i", "int64", 0), ("body_cond", "bool", 0),
-                                   ("body_v", dtype, rank)],
-                          [("body_cond_out", "bool", 0), ("body_v_out", dtype, rank),
-                           ("body_v_scan", dtype, rank), ("body_i_scan", "int64", 0)], build)
+                                   tensor("body_v"), tensor("body_w")],
+                          [("body_cond_out", "bool", 0), tensor("body_v_out"),
+                           tensor("body_w_out"), tensor("body_v_scan"),
+                           ("body_i_scan", "int64", 0)], build)
     operands = onnx_operands([named.get("m"), named.get("cond")])
-    graph.node(graph.op_type, operands + [""] * (2 - len(operands)) + [named["v"]], body=body)
+    graph.node(graph.op_type, operands + [""] * (2 - len(operands)) + [named["v"], named["w"]],
+               body=body)
 
 
-def feed_loop(inputs, attrs, index):
-    """An element of v_final or of an iteration's scan comes from v's element at its position
-    and, where the body has a binary op and an iteration ran, x's; M and cond decide how many
-    iterations run and are no terms."""
+def _trips(named, until) -> int:
+    """The number of iterations the loop runs (:func:`iterate` without a body)."""
+    return iterate(lambda i, c, v: (c if until is None else i < until, v, None), None,
+                   named.get("m"), named.get("cond"))[2]
+
+
+def feed_loop(inputs, attrs, index, output=0):
+    """An element of v_final (output 0) or of an iteration's scan (2) comes from v's element
+    at its position and, where the body has a binary op and an iteration ran, x's; of w_final
+    (1) from w's, and where ``carry`` is binary v's (and x's from the second iteration on, if
+    the body is binary too); iterations (3) from none. M and cond decide how many iterations
+    run and are no terms."""
     named = by_name(LOOP_INPUTS, inputs, absent(attrs))
-    until = attrs["until"]
-    _, _, count = iterate(lambda i, c, v: (c if until is None else i < until, v, None), None,
-                          named.get("m"), named.get("cond"))
-    fed = {"v": _at(named["v"], index),
-           "x": _at(named["x"], index) if count and _binary(attrs["body"]) else None}
-    return [fed.get(n) for n in LOOP_INPUTS if n in named]
+    count = _trips(named, attrs["until"])
+    body, carry = _binary(attrs["body"]), _binary(attrs["carry"])
+    terms = ({"v"} | ({"x"} if count and body else set())) if output in (0, 2) else \
+        {"w"} | ({"v"} if count and carry else set()) | \
+        ({"x"} if count > 1 and carry and body else set()) if output == 1 else set()
+    return [_at(named[n], index) if n in terms else None for n in LOOP_INPUTS if n in named]
 
 
 def iterate(step, carried: tuple, trips=None, cond=None) -> tuple[tuple, list, int]:
@@ -270,26 +291,29 @@ def canonical_loop(outputs, case):
     """With no iteration run the scan outputs hold no element and the text gives them no
     element shape (no body ran to give one): an empty scan of the right rank, first dimension
     0, stands for the oracle's (0, *v.shape). Every other output is left as it is."""
-    v_final, scan, iterations = outputs
+    v_final, w_final, scan, iterations = outputs
     expected = (0, *np.shape(case.inputs[0]))
     if scan.size == 0 and scan.ndim == len(expected) and scan.shape[:1] == (0,):
         scan = scan.reshape(expected)
-    return [v_final, scan, iterations]
+    return [v_final, w_final, scan, iterations]
 
 
 @op("onnx_loop", version=1, draw=draw_loop, values=values_loop, onnx=onnx_loop,
     draw_honours=frozenset({"optional", "scalar"}), feeding=feed_loop, canonical=canonical_loop,
     value_dependent_shape=True)
-def oracle_loop(v, x, *rest, body, until, dtypes, absent_inputs=()):
-    """'Generic Looping construct' (:func:`iterate`): the body v' = chain(v, x), its cond
-    output cond_in passed on (``until`` None) or iteration_num < until. Returns the final v,
-    the scan of each iteration's v (stacked on a new first axis) and of iteration_num."""
-    named = by_name(LOOP_INPUTS, (v, x, *rest), absent_inputs)
+def oracle_loop(v, w, x, *rest, body, carry, until, dtypes, absent_inputs=()):
+    """'Generic Looping construct' (:func:`iterate`): the body v' = chain(v, x), w' =
+    chain(w, v) (the incoming v), its cond output cond_in passed on (``until`` None) or
+    iteration_num < until. Returns the final v and w, the scan of each iteration's v' (stacked
+    on a new first axis) and of iteration_num."""
+    named = by_name(LOOP_INPUTS, (v, w, x, *rest), absent_inputs)
 
     def step(i, cond_in, carried):
-        value = run_chain(body, carried, x, dtypes[0])
-        return (cond_in if until is None else i < until), value, value
+        v_in, w_in = carried
+        v_out = run_chain(body, v_in, x, dtypes[0])
+        w_out = run_chain(carry, w_in, v_in, dtypes[0])
+        return (cond_in if until is None else i < until), (v_out, w_out), v_out
 
-    v, scans, count = iterate(step, v, named.get("m"), named.get("cond"))
+    (v, w), scans, count = iterate(step, (v, w), named.get("m"), named.get("cond"))
     scan = np.stack(scans) if scans else np.zeros((0, *np.shape(v)), np.asarray(v).dtype)
-    return v, scan, np.arange(count, dtype=np.int64)
+    return v, w, scan, np.arange(count, dtype=np.int64)

@@ -100,16 +100,38 @@ def test_loop_termination_follows_the_texts_table(trips, cond, until, runs):
 
 
 def test_oracle_loop_scans_every_iteration_and_ignores_the_body_cond_without_cond():
-    v, x = np.float32([1.0, -2.0]), np.float32([0.5, 0.25])
-    attrs = {"body": ["onnx_mul"], "until": 0}
-    final, scan, iterations = evaluate("onnx_loop", [v, x, np.int64(3)],
-                                       {**attrs, "absent_inputs": ["cond"]})
+    v, w, x = np.float32([1.0, -2.0]), np.float32([0.0, 1.0]), np.float32([0.5, 0.25])
+    attrs = {"body": ["onnx_mul"], "carry": ["onnx_add"], "until": 0}
+    final, w_final, scan, iterations = evaluate("onnx_loop", [v, w, x, np.int64(3)],
+                                                {**attrs, "absent_inputs": ["cond"]})
     assert iterations.tolist() == [0, 1, 2] and scan.shape == (3, 2)
     assert final.tolist() == [0.125, -2.0 / 64] and scan[0].tolist() == [0.5, -0.5]
-    final, scan, iterations = evaluate("onnx_loop", [v, x, np.int64(3), np.bool_(True)], attrs)
+    # w' = w + v_in, the incoming v: 0 + 1 + 0.5 + 0.25 and 1 - 2 - 0.5 - 0.125
+    assert w_final.tolist() == [1.75, -1.625]
+    final, w_final, scan, iterations = evaluate("onnx_loop", [v, w, x, np.int64(3),
+                                                              np.bool_(True)], attrs)
     assert iterations.tolist() == [0] and final.tolist() == [0.5, -0.5]
-    final, scan, iterations = evaluate("onnx_loop", [v, x, np.int64(3), np.bool_(False)], attrs)
-    assert scan.shape == (0, 2) and final.tolist() == v.tolist()
+    assert w_final.tolist() == [1.0, -1.0]
+    final, w_final, scan, iterations = evaluate("onnx_loop", [v, w, x, np.int64(3),
+                                                              np.bool_(False)], attrs)
+    assert scan.shape == (0, 2) and final.tolist() == v.tolist() and w_final.tolist() == [0, 1]
+
+
+def test_feeding_of_each_loop_output():
+    from conform.oracles.feeding import feeding_elements
+
+    v, w, x = np.float64([1, 2]), np.float64([3, 4]), np.float64([5, 6])
+    attrs = {"body": ["onnx_add"], "carry": ["negate"], "until": None,
+             "absent_inputs": ["cond"]}
+    fed = feeding_elements("onnx_loop", [v, w, x, np.int64(2)], attrs, [1], output=0)
+    assert [None if f is None else f.tolist() for f in fed] == [[2], None, [6], None]
+    fed = feeding_elements("onnx_loop", [v, w, x, np.int64(2)], attrs, [1], output=1)
+    assert [None if f is None else f.tolist() for f in fed] == [None, [4], None, None]
+    attrs["carry"] = ["onnx_mul"]
+    fed = feeding_elements("onnx_loop", [v, w, x, np.int64(2)], attrs, [0], output=1)
+    assert [None if f is None else f.tolist() for f in fed] == [[1], [3], [5], None]
+    fed = feeding_elements("onnx_loop", [v, w, x, np.int64(2)], attrs, [0, 1], output=2)
+    assert [None if f is None else f.tolist() for f in fed] == [[2], None, [6], None]
 
 
 # -- the body catalog ------------------------------------------------------------------------------
@@ -200,18 +222,19 @@ def test_iterate_reproduces_test_loop11():
 
 def test_canonical_loop_reshapes_only_an_empty_scan_of_the_right_rank(specs):
     case = next(c for c in generate_cases(specs["onnx_loop"], "float32", count=64, seed=1)
-                if c.expectation[2].expected.size == 0 and c.inputs[0].ndim >= 1)
+                if c.expectation[3].expected.size == 0 and c.inputs[0].ndim >= 1)
     v = case.expectation[0].expected.astype(np.float32)
+    w = case.expectation[1].expected.astype(np.float32)
     empty = np.zeros((0,) * (case.inputs[0].ndim + 1), np.float32)
-    assert canonical_loop([v, empty, np.zeros(0, np.int64)], case)[1].shape == \
+    assert canonical_loop([v, w, empty, np.zeros(0, np.int64)], case)[2].shape == \
         (0, *case.inputs[0].shape)
-    assert judge_outputs(specs["onnx_loop"], case, [v, empty, np.zeros(0, np.int64)]).verdict \
+    assert judge_outputs(specs["onnx_loop"], case, [v, w, empty, np.zeros(0, np.int64)]).verdict \
         == "pass"
     wrong_rank = np.zeros((0,) * (case.inputs[0].ndim + 2), np.float32)
-    assert judge_outputs(specs["onnx_loop"], case, [v, wrong_rank, np.zeros(0, np.int64)]
+    assert judge_outputs(specs["onnx_loop"], case, [v, w, wrong_rank, np.zeros(0, np.int64)]
                          ).verdict == "fail"
     one_more = np.zeros((1, *case.inputs[0].shape), np.float32)
-    assert judge_outputs(specs["onnx_loop"], case, [v, one_more, np.zeros(0, np.int64)]
+    assert judge_outputs(specs["onnx_loop"], case, [v, w, one_more, np.zeros(0, np.int64)]
                          ).verdict == "fail"
 
 
@@ -270,13 +293,13 @@ def test_judge_catches_a_loop_running_one_iteration_fewer_on_onnxruntime(specs, 
     the case's own answer."""
     spec, caught = specs["onnx_loop"], 0
     for case in generate_cases(spec, "float32", count=64, seed=12):
-        if case.expectation[2].expected.size == 0 or "m" in case.attrs.get("absent_inputs", ()):
+        if case.expectation[3].expected.size == 0 or "m" in case.attrs.get("absent_inputs", ()):
             continue
-        position = 2
+        position = 3
         m = case.inputs[position]
         buggy = case.inputs[:position] + [np.asarray(int(m) - 1, m.dtype)] + \
             case.inputs[position + 1:]
-        if int(m) > case.expectation[2].expected.size:   # the loop stopped on cond before M
+        if int(m) > case.expectation[3].expected.size:   # the loop stopped on cond before M
             continue
         outputs = _run(onnxruntime, spec, dataclasses.replace(case, inputs=buggy,
                                                               expectation=None))
