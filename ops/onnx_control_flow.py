@@ -124,6 +124,15 @@ def values_if(rng, inputs, attrs):
     return [cond, *_halved_until_exact(both, [x, y], dtype)]
 
 
+def lower_chain(sub, case, ops, value: str, other: str, name: str) -> str:
+    """Add the chain ``ops`` over graph values ``value`` (and ``other`` for binary ops) to
+    subgraph ``sub``, each op by its own lowering; returns the last value's name."""
+    for k, op_name in enumerate(ops):
+        value = sub.lower(case, op_name, [value, other][:BODY_OPS[op_name][0]], f"{name}_{k}",
+                          case.out_dtype)
+    return value
+
+
 def onnx_if(case, graph):
     """If over cond, each branch a subgraph reading x and y from the outer scope."""
     cond, x, y = graph.inputs
@@ -131,10 +140,7 @@ def onnx_if(case, graph):
     branches = {}
     for key in ("then_branch", "else_branch"):
         def build(sub, ops=case.attrs[key], key=key):
-            value = x
-            for k, name in enumerate(ops):
-                value = sub.lower(case, name, [value, y][:BODY_OPS[name][0]], f"{key}_{k}", dtype)
-            sub.node("Identity", [value], sub.outputs[0])
+            sub.node("Identity", [lower_chain(sub, case, ops, x, y, key)], sub.outputs[0])
 
         branches[key] = graph.subgraph(key, [], [(f"{key}_out", dtype, rank)], build)
     graph.node(graph.op_type, [cond], then_branch=branches["then_branch"],
@@ -220,18 +226,13 @@ def onnx_loop(case, graph):
     named = by_name(LOOP_INPUTS, graph.inputs, absent(case.attrs))
     dtype, rank, until = case.out_dtype, np.ndim(case.inputs[0]), case.attrs["until"]
 
-    def chain(sub, ops, value, other, name):
-        for k, op_name in enumerate(ops):
-            value = sub.lower(case, op_name, [value, other][:BODY_OPS[op_name][0]],
-                              f"{name}_{k}", dtype)
-        return value
-
     def build(sub):
         i, cond_in, v_in, w_in = sub.inputs
         cond_out, v_out, w_out, v_scan, i_scan = sub.outputs
-        value = chain(sub, case.attrs["body"], v_in, named["x"], "body")
+        value = lower_chain(sub, case, case.attrs["body"], v_in, named["x"], "body")
         sub.node("Identity", [value], v_out)
-        sub.node("Identity", [chain(sub, case.attrs["carry"], w_in, v_in, "carry")], w_out)
+        sub.node("Identity", [lower_chain(sub, case, case.attrs["carry"], w_in, v_in, "carry")],
+                 w_out)
         sub.node("Identity", [value], v_scan)
         sub.node("Identity", [i], i_scan)
         if until is None:
