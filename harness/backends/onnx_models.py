@@ -216,7 +216,8 @@ def _operand_positions(bound: dict, version: int, held, count: int) -> list:
     (a variadic input). Without the binding's ``operands`` a signature input feeds the formal
     of its own position."""
     held = list(held)
-    held += [held[-1]] * (count - len(held))
+    if held and count > len(held):
+        held += [held[-1]] * (count - len(held))
     operands = bound.get("operands")
     if operands is None:
         return held
