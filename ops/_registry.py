@@ -30,7 +30,7 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "onnx_softmax", "onnx_normalization", "nnef_normalization",
                    "onnx_cast", "onnx_quantize",
                    "onnx_contraction", "nnef_contraction",
-                   "onnx_set_valued", "variadic")
+                   "onnx_set_valued", "variadic", "onnx_sequences", "onnx_control_flow")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -56,7 +56,9 @@ class OpDefinition:
       set the output's shape (Range's start, limit and delta: a bounded element count).
     * ``feeding``: ``"aligned"`` (out[i] is computed from each input's element i, or a scalar),
       ``"moved"`` (each output element is a copy of one input element: traced through the oracle),
-      or ``fn(inputs, attrs, index)`` giving, per input, the elements combined into out[index].
+      or ``fn(inputs, attrs, index)`` giving, per input, the elements combined into out[index]
+      (with an ``output`` keyword it is told the output's number, for ops whose outputs are
+      fed differently).
     * ``accumulation_length(shapes, attrs) -> int``: terms summed into one output element.
     * ``accumulation_magnitude(inputs, attrs) -> tuple``: per output, the ``S`` that the
       accumulation model multiplies by ``gamma_n`` (on the widened inputs; default: the oracle on

@@ -10,6 +10,8 @@ takes no part.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Sequence
 
 import numpy as np
@@ -52,7 +54,7 @@ def feeding_elements(op: str, inputs: Sequence[np.ndarray], attrs: dict,
     ``op`` (row-major, padding left out), or ``None`` for an input that takes no part. Not for
     element-aligned ops, whose inputs are read at ``index`` itself (the judge does so for every
     record). ``output`` is the output's number (an op's own rule gives the same elements for
-    each of its outputs).
+    each of its outputs, unless it has an ``output`` keyword: then it is told which).
 
     >>> feeding_elements("reduce_sum", [np.arange(6.0).reshape(2, 3)], {"dimensions": [1]}, [1])
     [array([3., 4., 5.])]
@@ -62,4 +64,11 @@ def feeding_elements(op: str, inputs: Sequence[np.ndarray], attrs: dict,
         return _moved(op, inputs, attrs, index, output)
     if not callable(rule):
         raise KeyError(f"op {op!r} is element-aligned: its inputs are read at the output's index")
+    if _takes_output(rule):   # a rule that differs per output (Loop's final values and scans)
+        return rule(inputs, attrs, index, output=output)
     return rule(inputs, attrs, index)
+
+
+@functools.cache
+def _takes_output(rule) -> bool:
+    return "output" in inspect.signature(rule).parameters

@@ -92,8 +92,11 @@ class OpSpec:
             "inputs": [{"name": _input_name(e), "type": t,
                         **{k: True for k in ("optional", "scalar") if _flag(e, k)}}
                        for e, t in zip(signature["inputs"], self.input_types)],
-            "outputs": [{"name": n, "type": "bool" if t == "T" and self.output_dtype == "bool" else t}
-                        for n, t in zip(self.outputs, self.output_types)],
+            "outputs": [{"name": n, "type": "bool" if t == "T" and self.output_dtype == "bool" else t,
+                         **({"sequence": "an ONNX sequence: its elements raveled and concatenated; "
+                                         "the next output holds their shapes"}
+                            if k in self.sequence_outputs else {})}
+                        for k, (n, t) in enumerate(zip(self.outputs, self.output_types))],
             "shapes": signature.get("shapes", "equal") if definition.draw is None else "drawn by the op",
             "attrs": signature.get("attrs", {}),
             "drawn_by": "generic" if definition.draw is None else
@@ -119,6 +122,14 @@ class OpSpec:
         """Per output, its type: ``T`` (the case's out dtype) or a fixed dtype such as ``int64``."""
         return tuple("T" if isinstance(entry, str) else entry.get("type", "T")
                      for entry in self.signature.get("outputs", ("out",)))
+
+    @functools.cached_property
+    def sequence_outputs(self) -> tuple[int, ...]:
+        """The numbers of the outputs declared ``sequence: true``: each with the next output is
+        one ONNX sequence (its elements raveled and concatenated, then their int64 shapes;
+        :mod:`conform.ops._sequence`)."""
+        return tuple(k for k, entry in enumerate(self.signature.get("outputs", ()))
+                     if _flag(entry, "sequence"))
 
     def out_dtypes(self, case) -> tuple[str, ...]:
         """The dtype of each of ``case``'s outputs."""
@@ -237,6 +248,11 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                         f"{data['op']} ({found.module}) does not read it")
     _check_attribute_domains(data, root, path)
     _check_input_flags(data, root, path, found)
+    operands = data["bindings"].get("onnx", {}).get("operands")
+    if operands is not None and len(operands) != len(data["signature"]["inputs"]):
+        raise SpecError(path, _line_of(root, ["bindings", "onnx", "operands"]),
+                        "bindings.onnx.operands", f"operands={operands} names {len(operands)} "
+                        f"formal inputs for {len(data['signature']['inputs'])} signature inputs")
     from conform.ops.regions import REGIONS
 
     names = _check_outputs(data, root, path)
@@ -277,6 +293,12 @@ def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
             raise SpecError(path, _line_of(root, where), f"signature.outputs.{k}",
                             f"output name {names[k]!r} is given twice")
         kind = "T" if isinstance(entry, str) else entry.get("type", "T")
+        after = declared[k + 1] if k + 1 < len(declared) else None
+        if _flag(entry, "sequence") and (not isinstance(after, dict) or _flag(after, "sequence")
+                                         or after.get("type") != "int64"):
+            raise SpecError(path, _line_of(root, where), f"signature.outputs.{k}.sequence",
+                            f"output {names[k]!r} is a sequence's elements: the next output "
+                            "must be their shapes, {name, type: int64}")
         dtypes = [kind] if kind != "T" else ["bool"] if data.get("output_dtype") == "bool" \
             else data["dtypes"]
         own = isinstance(entry, dict) and "error_model" in entry

@@ -131,7 +131,11 @@ SCHEMA = {
                     _input_name,
                     {"type": "object", "additionalProperties": False, "required": ["name"],
                      "properties": {"name": _input_name, "type": {"enum": ["T"] + DTYPES},
-                                    "error_model": _error_models}}]}},
+                                    "error_model": _error_models,
+                                    # an ONNX sequence output: this output (its elements
+                                    # raveled and concatenated) and the next (their shapes,
+                                    # int64 [length, rank]) are one graph output (ops/_sequence.py)
+                                    "sequence": {"const": True}}}]}},
             },
         },
         "dtypes": {"type": "array", "items": {"enum": DTYPES}, "minItems": 1, "uniqueItems": True},
@@ -169,7 +173,12 @@ SCHEMA = {
                     "properties": {"op_type": {"type": "string"}, "attributes": {"type": "object"},
                                    "opsets": {"type": "array", "items": {"type": "integer", "minimum": 1},
                                               "minItems": 2, "maxItems": 2},
-                                   "dtypes": {"type": "array", "items": {"enum": DTYPES}}},
+                                   "dtypes": {"type": "array", "items": {"enum": DTYPES}},
+                                   # per signature input, the ONNX operator's formal input it
+                                   # feeds (a sequence formal takes its elements), or null for
+                                   # a value a subgraph reads from the outer scope
+                                   "operands": {"type": "array", "minItems": 1,
+                                                "items": {"type": ["string", "null"]}}},
                 },
                 "nnef": {
                     "type": "object", "additionalProperties": False, "required": ["op"],

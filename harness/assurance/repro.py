@@ -206,8 +206,12 @@ if __name__ == "__main__":
 
 
 def checked_output(spec, record: dict) -> int:
-    """The number of the output a repro checks: the one holding the recorded worst element."""
+    """The number of the output a repro checks: the one holding the recorded worst element, or
+    else (a failure of shape, which has no worst element) the first output that failed."""
     name = (record.get("worst") or {}).get("output")
+    if name is None:
+        name = next((part["name"] for part in record.get("outputs", ())
+                     if part.get("verdict") == "fail"), None)
     return spec.outputs.index(name) if name in spec.outputs else 0
 
 

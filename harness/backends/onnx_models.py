@@ -6,6 +6,7 @@ constant inputs, and raises :class:`Unsupported` where the ONNX operator cannot 
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -83,6 +84,40 @@ class OnnxGraph:
         """The ONNX element type of conform dtype ``dtype``."""
         return ONNX_TYPES[dtype]
 
+    def lower(self, case, op: str, inputs: list, output: str, dtype: str) -> str:
+        """Add op ``op`` (a conform op with an ``onnx`` binding and fixed attributes, as a
+        chain's links are) over the values ``inputs`` of dtype ``dtype``, by its own lowering,
+        giving value ``output`` (its other values prefixed with ``output``); returns
+        ``output``. What an op builds a generated subgraph from (``case``: the case being
+        lowered)."""
+        spec = _builtin_specs()[op]
+        node_at = dataclasses.replace(
+            case, op=op, dtype=dtype, input_dtypes=(dtype,) * len(inputs), out_dtype=dtype,
+            inputs=[np.zeros((), np_dtype(dtype))] * len(inputs),
+            attrs=dict(spec.signature.get("attrs", {})), expectation=None)
+        view = self.view(binding(spec, "onnx"), inputs, [output], prefix=f"{output}_")
+        _add_op(spec, node_at, view, opset())
+        return output
+
+    def subgraph(self, name: str, inputs: list, outputs: list, build) -> onnx.GraphProto:
+        """A graph attribute (a body or a branch): its inputs and outputs ``(name, dtype,
+        rank)``, its nodes and constants added by ``build(sub)`` to ``sub``, an
+        :class:`OnnxGraph` whose ``inputs`` and ``outputs`` are those names. A subgraph reads
+        values of the graphs around it by name."""
+        sub = OnnxGraph({"op_type": ""}, 0, 0)
+        sub.inputs, sub.outputs = [n for n, _, _ in inputs], [n for n, _, _ in outputs]
+        build(sub)
+        return helper.make_graph(sub.nodes, name, [_value_info(*io, True) for io in inputs],
+                                 [_value_info(*io, True) for io in outputs],
+                                 initializer=sub.initializers)
+
+
+@functools.cache
+def _builtin_specs() -> dict:
+    from conform.spec import load_specs
+
+    return load_specs()
+
 
 def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
     """A ModelProto computing ``case`` with the spec's ONNX binding: one op, or for a program
@@ -90,6 +125,7 @@ def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
     outputs carry their rank with symbolic dimensions, or, unless ``shaped``, no shape at all
     (the models adapters written against contract 1 are handed)."""
     version = opset()
+    sequences = getattr(spec, "sequence_outputs", ())
     if spec.nodes:
         graph = OnnxGraph({"op_type": ""}, len(case.inputs), len(spec.outputs))
         values = dict(zip(spec.inputs, graph.inputs))
@@ -98,19 +134,26 @@ def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
                               [graph.outputs[k]], prefix=f"n{k}_")
             _add_op(node.spec, node_at, view, version)
             values[node.output] = graph.outputs[k]
-    else:
-        graph = OnnxGraph(binding(spec, "onnx"), len(case.inputs), len(spec.outputs))
+    else:   # a sequence output and the next (its shapes) are one graph output
+        graph = OnnxGraph(binding(spec, "onnx"), len(case.inputs),
+                          len(spec.outputs) - len(sequences))
         _add_op(spec, case, graph, version)
     # Graph inputs and outputs carry their rank with symbolic dimensions: the checker wants a
     # shape on each, and one session then serves every case of the same ranks.
-    ranks = _output_ranks(spec, case) if shaped else [0] * len(graph.outputs)
+    ranks = _output_ranks(spec, case) if shaped else [0] * len(spec.outputs)
+    names, outputs = iter(graph.outputs), []
+    for k, (dtype, rank) in enumerate(zip(spec.out_dtypes(case), ranks)):
+        if k - 1 in sequences:
+            continue
+        if k in sequences:   # the elements' rank: the shapes' second dimension
+            outputs.append(_sequence_info(next(names), dtype, ranks[k + 1], shaped))
+        else:
+            outputs.append(_value_info(next(names), dtype, rank, shaped))
     graph = helper.make_graph(
         graph.nodes, f"conform_{spec.op}",
         [_value_info(n, d, np.ndim(x), shaped)
          for n, d, x in zip(graph.inputs, case.input_dtypes, case.inputs)],
-        [_value_info(n, d, rank, shaped)
-         for n, d, rank in zip(graph.outputs, spec.out_dtypes(case), ranks)],
-        initializer=graph.initializers)
+        outputs, initializer=graph.initializers)
     return helper.make_model(graph, ir_version=IR_VERSION,
                              opset_imports=[helper.make_opsetid("", version)],
                              producer_name="conform")
@@ -128,7 +171,10 @@ def _add_op(spec, case, graph: OnnxGraph, version: int) -> None:
         raise Unsupported(f"ONNX {bound['op_type']} is bound at opsets {low} to {high}, not at the "
                           f"opset of this run ({version}): the standard rules this case out")
     present = spec.present_inputs(case.attrs)   # formal positions of the case's inputs
-    positions = [spec.inputs.index(name) for name in present] if ABSENT in case.attrs else None
+    positions = _operand_positions(bound, version,
+                                   [spec.inputs.index(name) for name in present],
+                                   len(case.input_dtypes)) \
+        if ABSENT in case.attrs or "operands" in bound else None
     refused = _types_the_schema_refuses(bound["op_type"], version, case.input_dtypes, positions)
     if refused:
         raise Unsupported(f"ONNX {bound['op_type']} (opset {version}) does not allow "
@@ -152,13 +198,37 @@ def schema_allows(spec, label: str, version: int) -> bool:
         if bound is None:
             return True   # no binding: the model says why, case by case
         dtypes = [dtype if kind == "T" else kind for kind in op.input_types]
+        positions = _operand_positions(bound, version, range(len(dtypes)),
+                                       len(dtypes))
         for k, kind in enumerate(dtypes):   # a type variable: the label holds if one member does
             if isinstance(kind, tuple):
                 dtypes[k] = next((d for d in kind if not _types_the_schema_refuses(
-                    bound["op_type"], version, [d], [k])), kind[0])
-        if _types_the_schema_refuses(bound["op_type"], version, dtypes):
+                    bound["op_type"], version, [d], [positions[k]])), kind[0])
+        if _types_the_schema_refuses(bound["op_type"], version, dtypes, positions):
             return False
     return True
+
+
+def _operand_positions(bound: dict, version: int, held, count: int) -> list:
+    """Per input of a case, the formal input of the ONNX operator it feeds (None: a value a
+    subgraph reads from the outer scope, which the schema does not type). ``held`` gives the
+    signature positions of the case's first inputs; inputs beyond them belong to the last one
+    (a variadic input). Without the binding's ``operands`` a signature input feeds the formal
+    of its own position."""
+    held = list(held)
+    if held and count > len(held):
+        held += [held[-1]] * (count - len(held))
+    operands = bound.get("operands")
+    if operands is None:
+        return held
+    formals = _schema_formals(bound["op_type"], version)
+    return [None if operands[at] is None else formals.index(operands[at]) for at in held]
+
+
+@functools.cache
+def _schema_formals(op_type: str, version: int) -> list[str]:
+    """The names of the opset-``version`` schema's formal inputs of ``op_type``."""
+    return [formal.name for formal in onnx.defs.get_schema(op_type, version).inputs]
 
 
 @functools.cache
@@ -172,8 +242,12 @@ def _schema_types(op_type: str, version: int) -> tuple:
     renamed = {"float": "float32", "double": "float64", "float8e4m3fn": "float8_e4m3fn",
                "float8e4m3fnuz": "float8_e4m3fnuz", "float8e5m2": "float8_e5m2",
                "float8e5m2fnuz": "float8_e5m2fnuz"}
-    constraints = {c.type_param_str: {renamed.get(t[len("tensor("):-1], t[len("tensor("):-1])
-                                      for t in c.allowed_type_strs}
+    def element(kind: str) -> str:   # tensor(x), and seq(tensor(x)): fed as its elements
+        inner = kind[len("seq("):-1] if kind.startswith("seq(") else kind
+        name = inner[len("tensor("):-1]
+        return renamed.get(name, name)
+
+    constraints = {c.type_param_str: {element(t) for t in c.allowed_type_strs}
                    for c in schema.type_constraints}
     return tuple(constraints.get(formal.type_str) for formal in schema.inputs)
 
@@ -185,10 +259,18 @@ def _types_the_schema_refuses(op_type: str, version: int, dtypes, positions=None
     refused = []
     for k, dtype in enumerate(dtypes):
         at = k if positions is None else positions[k]
+        if at is None:   # an outer-scope value of a subgraph: no operand of the node
+            continue
         allowed = formals[min(at, len(formals) - 1)] if formals else None
         if allowed is not None and dtype not in allowed and dtype not in refused:
             refused.append(dtype)
     return refused
+
+
+def _sequence_info(name: str, dtype: str, rank: int, shaped: bool):
+    """A graph output holding a sequence of tensors of ``dtype`` and ``rank``."""
+    shape = [f"{name}_d{k}" for k in range(rank)] if shaped else None
+    return helper.make_tensor_sequence_value_info(name, ONNX_TYPES[dtype], shape)
 
 
 def _value_info(name: str, dtype: str, rank: int, shaped: bool):
@@ -203,7 +285,10 @@ def _output_ranks(spec, case) -> list[int]:
         from conform.oracles.expectations import expect
 
         answer = expect(spec, case)
-    return [np.ndim(part.expected) for part in answer]
+    ranks = [np.ndim(part.expected) for part in answer]
+    for k in getattr(spec, "sequence_outputs", ()):   # the elements': the shapes' 2nd side
+        ranks[k + 1] = np.shape(answer[k + 1].expected)[1]
+    return ranks
 
 
 def signature_key(spec, case) -> tuple:

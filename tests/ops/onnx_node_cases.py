@@ -11,6 +11,12 @@ from onnx import TensorProto, numpy_helper
 
 
 def _array(value):
+    """A tensor as a NumPy array; a sequence (a list) as a list of them; None (an empty
+    optional) as None."""
+    if isinstance(value, list):
+        return [_array(v) for v in value]
+    if value is None:
+        return None
     return numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.asarray(value)
 
 

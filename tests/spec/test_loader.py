@@ -87,6 +87,15 @@ BAD_SPECS = [
      6, "signature.outputs.1.error_model", "output 'carry' can be a float but no float error model"),
     (("  - {region: int_overflow,", "  - {region: int_overflow, outputs: [carry],"), 13,
      "implementation_defined.0.outputs.0", "'carry' names no output (outputs: ['out'])"),
+    # sequence outputs and ONNX operands (ops/_sequence.py)
+    (("signature: {inputs: [lhs, rhs]}",
+      "signature: {inputs: [lhs, rhs], outputs: [{name: parts, sequence: true}, sum]}"),
+     6, "signature.outputs.0.sequence", "the next output must be their shapes"),
+    (("signature: {inputs: [lhs, rhs]}",
+      "signature: {inputs: [lhs, rhs], outputs: [{name: parts, sequence: false}]}"),
+     6, "signature.outputs.0.sequence", "True was expected"),
+    (("  onnx: {op_type: Add}", "  onnx: {op_type: Add, operands: [A]}"), 16,
+     "bindings.onnx.operands", "operands=['A'] names 1 formal inputs for 2 signature inputs"),
 ]
 
 
