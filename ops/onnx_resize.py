@@ -74,8 +74,8 @@ def axis_plans(shape, attrs: dict, reading: int = 0) -> dict:
             width = sizes[k] if policy == "stretch" else num * shape[a] / den
             n_out = sizes[k] if policy == "stretch" else int(np.floor(width + 0.5))
             plans[a] = [n_out, num, den, width, float(roi[k]), float(roi[len(axes) + k])]
-    for a, plan in plans.items():
-        if reading and shape[a]:   # the text's scale: length_resized / length_original
+    for a, plan in plans.items():   # reading 1: the text's length_resized / length_original
+        if reading and shape[a] and plan[0] * plan[2] != plan[1] * shape[a]:
             plan[1], plan[2] = plan[0], shape[a]
     return {a: tuple(plan) for a, plan in plans.items()}
 
@@ -88,27 +88,30 @@ def output_shape(shape, attrs: dict) -> tuple:
 
 # --- coordinates --------------------------------------------------------------------------------
 
-def coordinates(mode: str, n_in: int, plan: tuple) -> np.ndarray:
+def coordinates(mode: str, n_in: int, plan: tuple, reading: int = 0) -> np.ndarray:
     """``x_original`` for every ``x_resized`` of one axis, by the text's formula (NaN where it
-    divides by zero: align_corners onto one element)."""
+    divides by zero: align_corners onto one element). ``length_resized`` is ``width``, the
+    fractional length the scale gives (reading 0: then ``scale = length_resized /
+    length_original`` holds for the given scale), or the output's length (reading 1)."""
     n_out, num, den, width, start, end = plan
+    length = n_out if reading else width
     i = np.arange(n_out, dtype=np.float64)
     half = (i + 0.5) * den / num - 0.5
     with np.errstate(divide="ignore", invalid="ignore"):
         if mode in ("half_pixel", "pytorch_half_pixel"):
-            return half if mode == "half_pixel" or n_out > 1 else np.zeros(n_out)
+            return half if mode == "half_pixel" or length > 1 else np.zeros(n_out)
         if mode == "half_pixel_symmetric":
             return n_in / 2 * (1 - n_out / width) + half
         if mode == "align_corners":
-            return i * (n_in - 1) / (n_out - 1) if n_out > 1 else np.full(n_out, np.nan)
+            return i * (n_in - 1) / (length - 1) if length != 1 else np.full(n_out, np.nan)
         if mode == "asymmetric":
             return i * den / num
         if mode == "tf_half_pixel_for_nn":
             return half + 0.5
         if mode == "tf_crop_and_resize":
-            if n_out == 1:
-                return np.full(1, 0.5 * (start + end) * (n_in - 1))
-            return start * (n_in - 1) + i * (end - start) * (n_in - 1) / (n_out - 1)
+            if length <= 1:
+                return np.full(n_out, 0.5 * (start + end) * (n_in - 1))
+            return start * (n_in - 1) + i * (end - start) * (n_in - 1) / (length - 1)
     raise ValueError(f"unknown coordinate_transformation_mode {mode!r}")
 
 
@@ -163,11 +166,12 @@ def weight_matrix(x: np.ndarray, n_in: int, scale: float, attrs: dict, reading: 
     d = (x[:, None] - where) / stretch
     w = kernel(d, mode, float(_attr(attrs, "cubic_coeff_a")))
     inside = (where >= 0) & (where < n_in)
-    if _attr(attrs, "exclude_outside") or reading:
+    renormalised = np.full(len(x), stretch != 1)
+    if _attr(attrs, "exclude_outside") or reading:   # rows losing a weight are renormalised
+        renormalised |= (~inside & (w != 0)).any(axis=1)
         w = np.where(inside, w, 0.0)
-    if stretch != 1 or _attr(attrs, "exclude_outside") or reading:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            w = w / w.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = np.where(renormalised[:, None], w / w.sum(axis=1, keepdims=True), w)
     rows = np.broadcast_to(np.arange(len(x))[:, None], where.shape)
     cols = np.clip(where, 0, n_in - 1).astype(np.int64)
     matrix, taps = np.zeros((len(x), n_in)), np.zeros((len(x), n_in), bool)
@@ -197,7 +201,7 @@ def plan_axes(shape: tuple, attrs: dict, family: int, reading: int = 0) -> dict:
     result = {}
     for a, plan in axis_plans(shape, attrs, reading).items():
         n_in = shape[a]
-        x = coordinates(ctm, n_in, plan)
+        x = coordinates(ctm, n_in, plan, reading)
         if n_in == 1:
             x = np.nan_to_num(x)
         slack = _slack(x, plan, n_in)
@@ -366,15 +370,18 @@ def draw_resize(draw, kit, spec, dtype, *, family: int):
     out), ``axes`` (from Resize-18), and per resized axis a scale or an output size (scales or
     sizes, never both), with a roi for tf_crop_and_resize."""
     st, dom = kit.st, _choices(spec)
-    shape = draw(kit.shape(min_rank=1, max_rank=4, min_side=1, max_side=5).filter(
+    rank = draw(st.sampled_from((1, 2, 2, 3, 4, 4)))
+    shape = draw(kit.shape(min_rank=rank, max_rank=rank, min_side=1, max_side=5).filter(
         lambda s: int(np.prod(s)) <= 32))
-    rank = len(shape)
     attrs = _draw_attrs(draw, st, dom, dtype)
     axes = list(range(rank))
     if family >= 18 and draw(st.booleans()):
         axes = list(draw(st.permutations(range(rank))))[:draw(st.integers(1, rank))]
         attrs["axes"] = [a - rank if draw(st.booleans()) else a for a in axes]
-    resized = {a for a in axes if rank <= 2 or draw(st.integers(0, 2)) == 0} or {axes[-1]}
+    # mostly the trailing two axes of a higher rank (an image's), now and then any of them
+    trailing = {a for a in axes if a >= rank - 2}
+    resized = (trailing if draw(st.integers(0, 2)) else {a for a in axes if draw(st.booleans())}) \
+        or {axes[-1]}
     crop = attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize"
     roi = [(draw(st.sampled_from(ROI_STARTS)), draw(st.sampled_from(ROI_ENDS))) if crop and a in resized
            else (0.0, 1.0) for a in axes]
