@@ -193,6 +193,18 @@ def _family_attrs(attrs: dict, family: int, reading: int) -> dict:
             "nearest_mode": "round_prefer_floor" if reading else "floor"}
 
 
+#: Resize-10 names no coordinate rule and no rounding: the mappings and roundings read into it.
+_UNNAMED = (("asymmetric", "floor"), ("asymmetric", "round_prefer_floor"),
+            ("asymmetric", "round_prefer_ceil"), ("half_pixel", "round_prefer_floor"),
+            ("half_pixel", "round_prefer_ceil"))
+
+
+def _unnamed_rounding(n_in: int, plan: tuple, index: np.ndarray) -> np.ndarray:
+    """Where the nearest picks of the readings in :data:`_UNNAMED` differ from ``index``."""
+    return np.any([nearest_index(coordinates(mapping, n_in, plan), n_in, rounding) != index
+                   for mapping, rounding in _UNNAMED], axis=0)
+
+
 def plan_axes(shape: tuple, attrs: dict, family: int, reading: int = 0) -> dict:
     """Per resized axis: ``(x, plan, open, outside)`` and either the nearest indices or the
     weight matrix and tap mask (with the matrices of ``x`` moved by the coordinate slack)."""
@@ -218,6 +230,8 @@ def plan_axes(shape: tuple, attrs: dict, family: int, reading: int = 0) -> dict:
             flips = nearest_index(moved[0], n_in, nearest) != nearest_index(moved[1], n_in, nearest)
             exact = _exact_scale(plan) & (x == np.round(x * 2) / 2)   # judged where the text decides
             entry["open"] |= flips & ~exact
+            if family == 10:   # no rounding named: open where any rounding of a mapping differs
+                entry["open"] |= _unnamed_rounding(n_in, plan, entry["index"])
         else:
             entry["weights"], entry["taps"] = weight_matrix(x, n_in, scale, attrs, reading)
             entry["moved"] = [weight_matrix(m, n_in, scale, attrs, reading)[0] for m in moved]

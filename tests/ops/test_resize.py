@@ -179,10 +179,13 @@ def test_tf_crop_and_resize_extrapolates_outside_the_axis():
     assert got.tolist() == [-7.0, 0.0, 1.5, 3.0, -7.0]
 
 
-def test_the_opset10_op_reads_asymmetric_floor_and_opens_what_half_pixel_changes():
+def test_the_opset10_op_reads_asymmetric_floor_and_opens_what_other_readings_change():
+    """Resize-10 names no mapping and no rounding: x_original = i / 2 is a tie at odd i, where
+    rounding up picks another element (but at the clamped end): open; the rest is judged."""
     x = np.arange(4.0)
     assert _resize(x, "onnx_resize_opset10", scales=[2.0]).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
-    assert not _open(x, "onnx_resize_opset10", scales=[2.0]).any()
+    assert _open(x, "onnx_resize_opset10", scales=[2.0]).tolist() == [0, 1, 0, 1, 0, 1, 0, 0]
+    assert not _open(x, "onnx_resize_opset10", scales=[1.0]).any()
     other = evaluate("onnx_resize_opset10", [x], {"scales": [0.75], "reading": 1})[0]
     assert other.tolist() != _resize(x, "onnx_resize_opset10", scales=[0.75]).tolist()
 
