@@ -199,10 +199,11 @@ _UNNAMED = (("asymmetric", "floor"), ("asymmetric", "round_prefer_floor"),
             ("half_pixel", "round_prefer_ceil"))
 
 
-def _unnamed_rounding(n_in: int, plan: tuple, index: np.ndarray) -> np.ndarray:
-    """Where the nearest picks of the readings in :data:`_UNNAMED` differ from ``index``."""
+def _unnamed_rounding(n_in: int, plans, index: np.ndarray) -> np.ndarray:
+    """Where the nearest picks of the readings in :data:`_UNNAMED`, under either reading of
+    the scale (``plans``), differ from ``index``."""
     return np.any([nearest_index(coordinates(mapping, n_in, plan), n_in, rounding) != index
-                   for mapping, rounding in _UNNAMED], axis=0)
+                   for mapping, rounding in _UNNAMED for plan in plans], axis=0)
 
 
 def plan_axes(shape: tuple, attrs: dict, family: int, reading: int = 0) -> dict:
@@ -210,7 +211,7 @@ def plan_axes(shape: tuple, attrs: dict, family: int, reading: int = 0) -> dict:
     weight matrix and tap mask (with the matrices of ``x`` moved by the coordinate slack)."""
     attrs = _family_attrs(attrs, family, reading)
     mode, ctm = _attr(attrs, "mode"), _attr(attrs, "coordinate_transformation_mode")
-    result = {}
+    result, others = {}, axis_plans(shape, attrs, 1 - reading)
     for a, plan in axis_plans(shape, attrs, reading).items():
         n_in = shape[a]
         x = coordinates(ctm, n_in, plan, reading)
@@ -231,7 +232,7 @@ def plan_axes(shape: tuple, attrs: dict, family: int, reading: int = 0) -> dict:
             exact = _exact_scale(plan) & (x == np.round(x * 2) / 2)   # judged where the text decides
             entry["open"] |= flips & ~exact
             if family == 10:   # no rounding named: open where any rounding of a mapping differs
-                entry["open"] |= _unnamed_rounding(n_in, plan, entry["index"])
+                entry["open"] |= _unnamed_rounding(n_in, (plan, others[a]), entry["index"])
         else:
             entry["weights"], entry["taps"] = weight_matrix(x, n_in, scale, attrs, reading)
             entry["moved"] = [weight_matrix(m, n_in, scale, attrs, reading)[0] for m in moved]
