@@ -1,25 +1,18 @@
-"""ONNX Resize, one op per opset family whose text differs: Resize-10 (``scales`` only, modes
-nearest and linear, no coordinate rule), Resize-11 (roi, sizes, cubic, the coordinate modes,
-``tf_half_pixel_for_nn``), Resize-13 (roi and scales optional, ``tf_half_pixel_for_nn`` gone),
-Resize-18 (``axes``, ``antialias``, ``keep_aspect_ratio_policy``) and Resize-19
-(``half_pixel_symmetric``).
+"""ONNX Resize, one op per opset family whose text differs: Resize-10 (scales only, nearest and
+linear, no coordinate rule), 11 (roi, sizes, cubic, the coordinate modes with
+tf_half_pixel_for_nn), 13 (roi and scales optional), 18 (axes, antialias,
+keep_aspect_ratio_policy) and 19 (half_pixel_symmetric).
 
-The oracle follows the operator text (``onnx.defs.get_schema("Resize", N).doc``): each resized
-axis is resampled on its own, ``x_original`` computed from ``x_resized`` by the coordinate
-transformation's formula; nearest picks one input element by ``nearest_mode``; linear and cubic
-are weighted sums over 2 and 4 neighbours (cubic: Keys' kernel with coefficient ``a``, IEEE
-Trans. ASSP 29(6) 1981, eq. 4); ``antialias`` stretches the kernel by ``max(1, 1 / scale)``
-(weights then normalised to sum 1); ``exclude_outside`` zeroes the weights of sampling locations
-outside the tensor and renormalises; ``tf_crop_and_resize`` gives ``extrapolation_value`` where
-``x_original`` leaves ``[0, length_original - 1]``. Each axis is one matrix (``n_out x n_in``
-weights) applied with ``tensordot``, or for nearest one index vector applied with ``take``.
-
-Readings (the spec's region ``reading_differs``): reading 0 takes ``scale`` as the scale the
-case gives (the ``scales`` entry, or the ratio ``keep_aspect_ratio_policy`` computes) and lets
-sampling locations outside the tensor hold the nearest edge element; reading 1 takes the text's
-``scale = length_resized / length_original`` and leaves the locations outside out (weights
-renormalised); Resize-10, whose text gives no coordinate rule, reads ``asymmetric`` with
-``floor`` (reading 0) or ``half_pixel`` with ``round_prefer_floor`` (reading 1).
+The oracle follows ``onnx.defs.get_schema("Resize", N).doc``: each resized axis maps
+``x_resized`` to ``x_original`` by the coordinate formula; nearest picks one element by
+``nearest_mode``; linear and cubic weigh 2 and 4 neighbours (Keys' kernel, IEEE Trans. ASSP 29(6)
+1981, eq. 4); antialias stretches the kernel by ``max(1, 1 / scale)`` (weights normalised to 1);
+exclude_outside zeroes and renormalises the weights outside the tensor; tf_crop_and_resize gives
+extrapolation_value outside ``[0, length_original - 1]``. Each axis is one weight matrix applied
+with ``tensordot``, or for nearest one index vector applied with ``take``. Readings (region
+``reading_differs``): reading 0 takes the given scale, ``length_resized`` the fractional length
+it gives, and edge values at locations outside the tensor; reading 1 ``scale = length_resized /
+length_original`` with the integer length, and leaves the locations outside out.
 """
 from __future__ import annotations
 
@@ -153,14 +146,24 @@ def kernel(d: np.ndarray, mode: str, a: float) -> np.ndarray:
     return np.where(d <= 1, inner, np.where(d < 2, outer, 0.0))
 
 
+def _stretch(attrs: dict, scale: float) -> float:
+    """The antialias stretch of the kernel: ``max(1, 1 / scale)`` (1 without antialias)."""
+    return 1 / scale if _attr(attrs, "antialias") and scale < 1 else 1.0
+
+
+def taps_per_side(attrs: dict, scale: float) -> int:
+    """How many sampling locations the (stretched) kernel reaches on each side of x_original."""
+    return int(np.ceil(RADIUS[_attr(attrs, "mode")] * _stretch(attrs, scale)))
+
+
 def weight_matrix(x: np.ndarray, n_in: int, scale: float, attrs: dict, reading: int = 0):
     """``(W, taps)``: ``W[j, i]`` the weight of input element ``i`` in output element ``j`` (a
     location outside the axis counted on the nearest edge element, or left out under
     ``exclude_outside`` and reading 1), ``taps`` where a location within the kernel's support
     falls (its weight possibly 0)."""
     mode = _attr(attrs, "mode")
-    stretch = 1 / scale if _attr(attrs, "antialias") and scale < 1 else 1.0
-    reach = int(np.ceil(RADIUS[mode] * stretch))
+    stretch = _stretch(attrs, scale)
+    reach = taps_per_side(attrs, scale)
     x = np.nan_to_num(x)
     where = np.floor(x)[:, None] + np.arange(1 - reach, reach + 1)
     d = (x[:, None] - where) / stretch
@@ -222,8 +225,9 @@ def plan_axes(shape: tuple, attrs: dict, family: int, reading: int = 0) -> dict:
         outside = _outside(x, n_in) if crop else np.zeros(len(x), bool)
         entry = {"x": x, "plan": plan, "outside": outside, "open": np.isnan(x)}
         moved = [x - slack, x + slack]
-        if crop:   # extrapolation switches at the axis's ends
-            entry["open"] |= _outside(moved[0], n_in) != _outside(moved[1], n_in)
+        if crop:   # extrapolation switches at the axis's ends (x = 0 from start 0 is exact)
+            entry["open"] |= (_outside(moved[0], n_in) != _outside(moved[1], n_in)) \
+                & ~((x == 0) & (plan[4] == 0))
         scale = plan[1] / plan[2]
         if mode == "nearest":
             nearest = _attr(attrs, "nearest_mode")
@@ -288,7 +292,8 @@ def resize_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, fam
     sample, the additions; Higham 2002, Lemma 3.1 and §3.1). Its weights differ from the exact
     ones by ``dW``: per axis, the change of the weight matrix when ``x_original`` moves by the
     coordinate slack either way (a float32 evaluation of the formula), plus ``weight_ulps + K``
-    float32 roundings per tap (the kernel polynomial and the normalisation over ``K`` taps);
+    float32 roundings per tap (the kernel polynomial and the normalisation over ``K`` taps),
+    times the row's ``sum |w|`` (a normalising sum of mixed signs is off by ``K u sum |k|``);
     products of axes combine first order. Nearest copies: 0. NaN (region
     ``unbounded_evaluation``) where the sum of magnitudes times ``1 + gamma_k`` reaches the
     largest finite value: some orders overflow."""
@@ -301,11 +306,12 @@ def resize_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, fam
     slip = {}
     for a, e in axes.items():
         per_row = np.count_nonzero(e["taps"], axis=1).max(initial=1)
-        rounding = COORDINATE_U * (constants.get("weight_ulps", 16) + per_row) * e["taps"]
+        spread = np.abs(np.nan_to_num(e["weights"])).sum(axis=1, keepdims=True)   # sum|k| / |S|
+        rounding = COORDINATE_U * (constants.get("weight_ulps", 16) + per_row) * spread * e["taps"]
         slip[a] = sum(np.abs(np.nan_to_num(m) - np.nan_to_num(e["weights"])) for m in e["moved"]) \
             + rounding
-    k = sum(2 * int(np.ceil(RADIUS[_attr(attrs, "mode")] * max(1.0, e["plan"][2] / e["plan"][1])))
-            for e in axes.values()) + len(axes) + 2
+    k = sum(2 * taps_per_side(attrs, e["plan"][1] / e["plan"][2]) for e in axes.values()) \
+        + len(axes) + 2
     gamma = k * u / (1 - k * u)
     main = _apply(v, weights)
     drift = sum((_apply(v, {b: slip[b] if b == a else weights[b] + slip[b] for b in axes})
@@ -329,10 +335,6 @@ OTHER_SCALES = tuple(float(np.float32(s)) for s in (0.6, 0.8, 1.7, 1 / 3, 2 / 3,
 ROI_STARTS, ROI_ENDS = (0.0, 0.125, 0.25, -0.25), (1.0, 0.75, 0.875, 1.25)
 
 
-def _choices(spec) -> dict:
-    return {name: domain["choice"] for name, domain in spec.signature.get("attrs", {}).items()}
-
-
 def _maybe(draw, st, values):
     """One of ``values`` or None (the attribute left out, for its default)."""
     return draw(st.sampled_from((None,) + tuple(values)))
@@ -346,14 +348,10 @@ def _draw_attrs(draw, st, dom: dict, dtype: str) -> dict:
     mode = _attr(attrs, "mode")
     if "coordinate_transformation_mode" in dom:
         attrs["coordinate_transformation_mode"] = _maybe(draw, st, dom["coordinate_transformation_mode"])
-    if mode == "nearest" and "nearest_mode" in dom:
-        attrs["nearest_mode"] = _maybe(draw, st, dom["nearest_mode"])
-    if mode == "cubic":
-        attrs["cubic_coeff_a"] = _maybe(draw, st, dom["cubic_coeff_a"])
-    if mode != "nearest" and "exclude_outside" in dom:
-        attrs["exclude_outside"] = _maybe(draw, st, dom["exclude_outside"])
-    if mode != "nearest" and "antialias" in dom:
-        attrs["antialias"] = _maybe(draw, st, dom["antialias"])
+    for name, wanted in (("nearest_mode", mode == "nearest"), ("cubic_coeff_a", mode == "cubic"),
+                         ("exclude_outside", mode != "nearest"), ("antialias", mode != "nearest")):
+        if wanted and name in dom:
+            attrs[name] = _maybe(draw, st, dom[name])
     if attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize":
         values = dom["extrapolation_value"] if dtype in FLOAT_FORMATS else [0.0, 3.0]
         attrs["extrapolation_value"] = _maybe(draw, st, values)
@@ -384,7 +382,8 @@ def draw_resize(draw, kit, spec, dtype, *, family: int):
     """An input of rank 1 to 4 (sides 1 to 5), the spec's attributes (each now and then left
     out), ``axes`` (from Resize-18), and per resized axis a scale or an output size (scales or
     sizes, never both), with a roi for tf_crop_and_resize."""
-    st, dom = kit.st, _choices(spec)
+    st = kit.st
+    dom = {name: domain["choice"] for name, domain in spec.signature.get("attrs", {}).items()}
     rank = draw(st.sampled_from((1, 2, 2, 3, 4, 4)))
     shape = draw(kit.shape(min_rank=rank, max_rank=rank, min_side=1, max_side=5).filter(
         lambda s: int(np.prod(s)) <= 32))
