@@ -285,10 +285,17 @@ def _reference_known_wrong(case, error) -> str | None:
         return "raises"     # tf_half_pixel_for_nn, and transposes by a permuted or negative axes
     if not np.isfinite(case.inputs[0]).all():
         return "nearest as a weighted sum"   # 0 * inf: NaN spreads to neighbours
-    crop = attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize"
+    mode, shape = attrs.get("coordinate_transformation_mode"), case.inputs[0].shape
+    crop = mode == "tf_crop_and_resize"
     if crop and attrs.get("scales") and attrs["roi"] != [0.0] * (len(attrs["roi"]) // 2) + \
             [1.0] * (len(attrs["roi"]) // 2):
         return "length without the roi"      # floor(length * scale), the roi's extent left out
+    plans = axis_plans(shape, attrs)
+    if (crop or mode == "tf_half_pixel_for_nn") and any(p[0] == shape[a] for a, p in plans.items()):
+        return "copies an axis of unchanged length"   # the roi or the half-pixel shift ignored
+    if mode == "pytorch_half_pixel" and attrs.get("mode") not in (None, "nearest") and \
+            any(p[0] == 1 < shape[a] for a, p in plans.items()):
+        return "pytorch_half_pixel onto one element at -0.5"   # the text: 0
     return None
 
 
@@ -327,12 +334,30 @@ def test_models_pass_the_checker_and_onnx_reference_agrees_where_not_known_wrong
     (np.arange(5.0), {"coordinate_transformation_mode": "tf_crop_and_resize",
                       "roi": [0.125, 0.75], "sizes": [5]},
      "an axis whose length does not change is copied: the roi and extrapolation are ignored"),
+    (np.arange(4.0), {"coordinate_transformation_mode": "tf_crop_and_resize", "roi": [0.0, 0.5],
+                      "sizes": [4], "extrapolation_value": -1.0},
+     "an axis of unchanged length is copied: no extrapolation past x_original = 1.5"),
     (np.arange(3.0).reshape(1, 3), {"axes": [-1], "sizes": [6],
                                     "keep_aspect_ratio_policy": "not_larger"},
      "negative axes: keep_aspect_ratio_policy misreads them (shape (1, 3), not (1, 6))"),
 ])
 def test_onnxruntime_deviations_from_the_text_fail(specs, x, attrs, why):
-    """Deviations of onnxruntime 1.32 found by the suite, pinned: each fails the judge."""
+    """Deviations of onnxruntime 1.32 found by the suite, pinned: each fails the judge. (At
+    opset 11 the same copy of an unchanged axis drops tf_half_pixel_for_nn's half-pixel shift:
+    test_an_unchanged_axis_keeps_the_half_pixel_shift_of_tf_half_pixel_for_nn.)"""
     spec = specs["onnx_resize"]
     case = _case("onnx_resize", x.astype(np.float32) * 10 + 1, attrs)
     assert judge_outputs(spec, case, run_mutated(spec, case)).verdict == "fail", why
+
+
+def test_an_unchanged_axis_keeps_the_half_pixel_shift_of_tf_half_pixel_for_nn(specs, monkeypatch):
+    """x_original = (x_resized + 0.5) / 1 = i + 0.5: ceil picks i + 1 (the last clamped);
+    onnxruntime at opset 11 copies the axis instead (a deviation) and fails."""
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "11")
+    spec = specs["onnx_resize_opset11"]
+    attrs = {"coordinate_transformation_mode": "tf_half_pixel_for_nn", "nearest_mode": "ceil",
+             "scales": [1.0, 1.0]}
+    x = np.float32([[1, 2, 3, 4]])
+    assert _resize(x, "onnx_resize_opset11", **attrs).tolist() == [[2, 3, 4, 4]]
+    case = _case("onnx_resize_opset11", x, attrs)
+    assert judge_outputs(spec, case, run_mutated(spec, case)).verdict == "fail"
