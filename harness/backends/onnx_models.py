@@ -37,7 +37,7 @@ class OnnxGraph:
 
     ``inputs`` and ``outputs`` are the graph inputs' and outputs' names (``in0``, ..., and
     ``out0``, ... in the spec's output order); ``op_type`` and ``attributes`` are the spec's
-    binding; :meth:`const` adds an int64 initializer; :meth:`node` adds a node whose outputs are
+    binding; :meth:`const` adds an initializer (int64 by default); :meth:`node` adds a node whose outputs are
     the model's unless named otherwise.
     """
 
@@ -58,10 +58,10 @@ class OnnxGraph:
         view.nodes, view.initializers = self.nodes, self.initializers
         return view
 
-    def const(self, name: str, values) -> str:
-        """An int64 initializer holding ``values``; returns its name."""
+    def const(self, name: str, values, dtype=np.int64) -> str:
+        """An initializer holding ``values`` (int64, or ``dtype``); returns its name."""
         name = self.prefix + name
-        self.initializers.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
+        self.initializers.append(numpy_helper.from_array(np.asarray(values, dtype=dtype), name))
         return name
 
     def node(self, op_type: str, inputs: list, output: str | list | None = None, **attrs):
