@@ -104,16 +104,17 @@ def _round(values: np.ndarray, dtype: str, ftz: bool) -> np.ndarray:
     return out
 
 
-def _node_open(entry: dict, operands, result, dtype: str) -> np.ndarray:
-    """Elements of one op's result that its standard leaves open: its regions on its operands,
-    and zeros where its model does not order -0 and +0."""
+def _node_open(entry: dict, operands, exact, result, dtype: str) -> np.ndarray:
+    """Elements of one op's result that its standard leaves open: its regions on its operands
+    (``exact``: its oracle's result, before rounding or wrapping), and zeros (``result``: as
+    the element type holds it) where its model does not order -0 and +0."""
     mask = np.zeros(result.shape, bool)
     if entry.get("any_zero_sign"):
         mask |= result == 0
     if entry.get("regions"):
         oracle = definition(entry["op"]).oracle
         typed = [np.asarray(x).astype(np_dtype(dtype)) for x in operands]
-        ctx = RegionContext(inputs=typed, expected=result, out_dtype=dtype,
+        ctx = RegionContext(inputs=typed, expected=exact, out_dtype=dtype,
                             float_oracle=lambda xs: oracle(*xs)[0],
                             oracle_with=lambda xs, **more: oracle(*xs, **more), attrs={})
         mask |= region_mask(entry["regions"], ctx)
@@ -126,10 +127,9 @@ def run_body(body, a, b, dtype: str, ftz: bool = False):
     v, opened = a, np.zeros(np.shape(a), bool)
     for entry in body:
         operands = (v,) if entry["arity"] == 1 else (v, b)
-        (result,) = definition(entry["op"]).oracle(*operands)
-        result = _round(np.asarray(result), dtype, ftz)
-        opened = opened | _node_open(entry, operands, result, dtype)
-        v = result
+        (exact,) = definition(entry["op"]).oracle(*operands)
+        v = _round(np.asarray(exact), dtype, ftz)
+        opened = opened | _node_open(entry, operands, np.asarray(exact), v, dtype)
     return v, opened
 
 
