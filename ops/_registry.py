@@ -30,7 +30,7 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "onnx_softmax", "onnx_normalization", "nnef_normalization",
                    "onnx_cast", "onnx_quantize",
                    "onnx_contraction", "nnef_contraction",
-                   "onnx_set_valued", "variadic", "control_flow")
+                   "onnx_set_valued", "variadic", "control_flow", "nnef_resampling")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
