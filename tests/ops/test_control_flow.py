@@ -260,3 +260,21 @@ def test_the_lowering_is_what_the_lax_hook_says(pools):
     fn = lax_control(lax, {"limit": 3, "body": body(pools, "int32", "add"), "rotate": False})
     counter, a, b = fn(np.int32(0), np.int32([1]), np.int32([2]))
     assert (int(counter), np.asarray(a).tolist()) == (3, [7])
+
+
+def test_jax_contracts_a_multiply_and_an_add_into_one_rounding_which_the_judge_fails(
+        specs, jax_backend, pools):
+    """XLA:CPU fuses a body's multiply and the add after it into a fused multiply-add (one
+    rounding): the text defines two ops, each rounded, so the judge fails it. Every element jax
+    returns is the exactly rounded a * b + b, a real deviation (reported, left failing)."""
+    spec = specs["while"]
+    rng = np.random.default_rng(8)
+    a, b = (rng.uniform(-4, 4, 64).astype(np.float32) for _ in range(2))
+    case = make_case("while", "float32", [np.int32(0), a, b],
+                     {"limit": 1, "body": body(pools, "float32", "multiply", "add"),
+                      "rotate": False}, specs)
+    _, got, _ = _run(jax_backend, spec, case)
+    fused = [np.float32(float(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(y))))
+             for x, y in zip(a, b)]
+    assert got.tolist() == [float(v) for v in fused]
+    assert judge_outputs(spec, case, _run(jax_backend, spec, case), "ftz").verdict == "fail"
