@@ -134,8 +134,9 @@ def run_body(body, a, b, dtype: str, ftz: bool = False):
 
 
 def _start(arrays, dtype: str, ftz: bool) -> list:
-    """The computation's arrays as it reads them (inputs flushed under ``ftz``)."""
-    return [_round(np.asarray(x), dtype, ftz) for x in arrays]
+    """The computation's arrays as it reads them, widened (inputs flushed under ``ftz``)."""
+    wide = np.int64 if is_integer(dtype) else np.float64
+    return [_round(np.asarray(x).astype(wide), dtype, ftz) for x in arrays]
 
 
 def _element_type(dtypes) -> str:
@@ -177,13 +178,18 @@ def lax_control(lax, attrs):
 
 # -- While ------------------------------------------------------------------------------------
 
+def _shape(draw, kit):
+    """The arrays' shape: rank 0 to 3, one in five with empty sides."""
+    return draw(kit.shape(min_rank=0, max_rank=3, max_side=6,
+                          min_side=draw(kit.st.sampled_from([1, 1, 1, 1, 0]))))
+
+
 def draw_while(draw, kit, spec, dtype):
     """A counter (int32 scalar), two arrays of one shape and dtype, a body of 1 to MAX_BODY ops
     of the catalog, a limit, and whether the tuple rotates (``(a, b) -> (body(a, b), a)``)
     or keeps ``b`` (``(a, b) -> (body(a, b), b)``)."""
     st = kit.st
-    shape = draw(kit.shape(min_rank=0, max_rank=3, max_side=6,
-                           min_side=draw(st.sampled_from([1, 1, 1, 1, 0]))))
+    shape = _shape(draw, kit)
     attrs = {"limit": draw(st.integers(-3, 10)),
              "body": draw_body(draw, kit, body_pool(kit.catalog(), dtype)),
              "rotate": draw(st.booleans())}
@@ -227,11 +233,6 @@ def oracle_while(counter, a, b, *, limit, body, rotate, dtypes, ftz=False,
 def _draw_branches(draw, kit, dtype: str, count: int) -> list:
     pool = body_pool(kit.catalog(), dtype)
     return [draw_body(draw, kit, pool) for _ in range(count)]
-
-
-def _shape(draw, kit):
-    return draw(kit.shape(min_rank=0, max_rank=3, max_side=6,
-                          min_side=draw(kit.st.sampled_from([1, 1, 1, 1, 0]))))
 
 
 def draw_conditional(draw, kit, spec, dtype):
