@@ -86,6 +86,8 @@ class OpDefinition:
       inputs and the oracle's float64 outputs, ``u`` the unit roundoff of the model's type (the
       output type's, or the finer ``accumulator_at_least``), ``constants`` the model's, ``dtypes``
       the inputs' dtype names.
+    * ``uses_catalog``: the draw hook reads other ops' specs (``kit.catalog()``: a loop body
+      made of catalog ops), so a cached corpus of the op is keyed by every spec, not its own.
     * An oracle with an ``ftz`` keyword computes, given ``ftz=True``, what a backend flushing
       subnormals (inputs and every intermediate result read as zeros of the same sign) computes;
       under the ``ftz`` policy the judge accepts it beside the ``ieee`` answer.
@@ -116,6 +118,7 @@ class OpDefinition:
     values: Callable | None = None
     canonical: Callable | None = None
     error_bound: Callable | None = None
+    uses_catalog: bool = False
     module: str = field(default="", compare=False)
 
     @functools.cached_property

@@ -205,7 +205,7 @@ def values_while(rng, inputs, attrs):
 
 
 @op("while", version=1, draw=draw_while, draw_honours=DRAWN_HERE, values=values_while,
-    lax=lax_control, feeding="aligned")
+    lax=lax_control, uses_catalog=True)
 def oracle_while(counter, a, b, *, limit, body, rotate, dtypes, ftz=False,
                  open_elements=False):
     """While(counter < limit) {counter + 1, body(a, b), a or b}: the tuple after the last
@@ -284,7 +284,8 @@ def _conditional(selector, operands, branches, index, dtypes, ftz, open_elements
     return (opened,) if open_elements else (v,)
 
 
-@op("conditional", version=1, draw=draw_conditional, draw_honours=DRAWN_HERE, lax=lax_control)
+@op("conditional", version=1, draw=draw_conditional, draw_honours=DRAWN_HERE, lax=lax_control,
+    uses_catalog=True)
 def oracle_conditional(pred, true_a, true_b, false_a, false_b, *, branches, dtypes, ftz=False,
                        open_elements=False):
     """Conditional(pred, (true_a, true_b), true_computation, (false_a, false_b),
@@ -294,7 +295,7 @@ def oracle_conditional(pred, true_a, true_b, false_a, false_b, *, branches, dtyp
 
 
 @op("conditional_index", version=1, draw=draw_conditional_index, draw_honours=DRAWN_HERE,
-    values=values_conditional_index, lax=lax_control)
+    values=values_conditional_index, lax=lax_control, uses_catalog=True)
 def oracle_conditional_index(branch_index, *operands, index, branches, dtypes, ftz=False,
                              open_elements=False):
     """Conditional(branch_index, branch_computations, branch_operands): computation

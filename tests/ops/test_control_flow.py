@@ -278,3 +278,16 @@ def test_jax_contracts_a_multiply_and_an_add_into_one_rounding_which_the_judge_f
              for x, y in zip(a, b)]
     assert got.tolist() == [float(v) for v in fused]
     assert judge_outputs(spec, case, _run(jax_backend, spec, case), "ftz").verdict == "fail"
+
+
+def test_a_cached_corpus_of_a_loop_is_keyed_by_the_specs_its_bodies_come_from(specs,
+                                                                              monkeypatch):
+    """A body entry carries its op's regions and lax function: a change to any spec must not
+    reuse a corpus drawn from the old one (an op's own corpus is keyed by its spec alone)."""
+    from conform.generators import _corpus
+
+    key = _corpus.corpus_key(specs["while"], "float32", count=4, seed=0)
+    exp_key = _corpus.corpus_key(specs["exp"], "float32", count=4, seed=0)
+    monkeypatch.setattr(_corpus, "_catalog_digest", lambda: "another catalog")
+    assert _corpus.corpus_key(specs["while"], "float32", count=4, seed=0) != key
+    assert _corpus.corpus_key(specs["exp"], "float32", count=4, seed=0) == exp_key
