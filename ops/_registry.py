@@ -86,6 +86,9 @@ class OpDefinition:
       inputs and the oracle's float64 outputs, ``u`` the unit roundoff of the model's type (the
       output type's, or the finer ``accumulator_at_least``), ``constants`` the model's, ``dtypes``
       the inputs' dtype names.
+    * ``case_model(case, output) -> dict | None``: the error model of one case's output where
+      it depends on the case (a Conditional's result is judged under the chosen branch's op's
+      model, carried in the case's attributes); None: the spec's.
     * ``uses_catalog``: the draw hook reads other ops' specs (``kit.catalog()``: a loop body
       made of catalog ops), so a cached corpus of the op is keyed by every spec, not its own.
     * An oracle with an ``ftz`` keyword computes, given ``ftz=True``, what a backend flushing
@@ -119,6 +122,7 @@ class OpDefinition:
     canonical: Callable | None = None
     error_bound: Callable | None = None
     uses_catalog: bool = False
+    case_model: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property

@@ -46,40 +46,51 @@ MAX_BRANCHES = 3    # branch computations of an indexed Conditional (operand pai
 
 # -- bodies -----------------------------------------------------------------------------------
 
-def _exactly_defined(spec, dtype: str) -> bool:
+def _bodily(spec, dtype: str) -> bool:
     """Whether ``spec``'s op can be a body op in ``dtype``: XLA-bound, element-wise of one dtype,
-    one or two operands of that dtype, its result exact or correctly rounded, lowered by its
-    ``lax`` function (a hook with ``bound`` applies it to operands of one shape)."""
+    one or two operands of that dtype, lowered by its ``lax`` function (a hook with ``bound``
+    applies it to operands of one shape), judged by a model of its own (no accumulation)."""
     found = spec.definition
     lowered = found.lax is None or found.lax_takes_bound
     if not ("xla" in spec.bindings and dtype in spec.dtypes and spec.elementwise
             and spec.output_dtype == "same" and len(spec.outputs) == 1
             and len(spec.inputs) in (1, 2) and not spec.optional_inputs
-            and not found.takes_dtypes and lowered and not spec.signature.get("attrs")):
+            and not found.takes_dtypes and lowered and not spec.signature.get("attrs")
+            and all(isinstance(entry, str) for entry in spec.signature["inputs"])):
         return False
     model = spec.model_for(dtype)
-    return (bool(model.get("exact") or model.get("ulp") == 0.5) and not model.get("saturate")
-            and all(isinstance(entry, str) for entry in spec.signature["inputs"]))
+    return not model.get("saturate") and bool({"exact", "ulp", "abs_rel"} & set(model))
 
 
-def body_pool(catalog, dtype: str) -> list[dict]:
+def exactly_defined(model: dict) -> bool:
+    """Whether a model makes an op's result in the type exact: ``exact``, or correctly rounded
+    (``ulp: 0.5``, IEEE 754 basic operations)."""
+    return bool(model.get("exact") or model.get("ulp") == 0.5)
+
+
+def body_pool(catalog, dtype: str, *, exact: bool = True) -> list[dict]:
     """The body entries of every op of ``catalog`` (specs by name) usable in ``dtype``, sorted
     by op name: ``{op, lax, arity}`` plus the binding's ``params``, the op's ``regions`` and
-    ``any_zero_sign`` (its model does not order -0 and +0) where it has them."""
+    ``any_zero_sign`` (its model does not order -0 and +0) where it has them. With ``exact``
+    only ops whose result the standard fixes (:func:`exactly_defined`); else also the others,
+    whose entries carry their ``model`` (only ever a branch's single op: its result is judged
+    under that model, and nothing computes on it)."""
     pool = []
     for name in sorted(catalog):
         spec = catalog[name]
-        if not _exactly_defined(spec, dtype):
+        if not _bodily(spec, dtype) or (exact and not exactly_defined(spec.model_for(dtype))):
             continue
-        bound = spec.bindings["xla"]
+        bound, model = spec.bindings["xla"], spec.model_for(dtype)
         entry = {"op": name, "lax": bound["lax"], "arity": len(spec.inputs)}
         if bound.get("params"):
             entry["params"] = dict(bound["params"])
         regions = [r["region"] for r in spec.implementation_defined]
         if regions:
             entry["regions"] = regions
-        if spec.model_for(dtype).get("signed_zero") == "any":
+        if model.get("signed_zero") == "any":
             entry["any_zero_sign"] = True
+        if not exactly_defined(model):
+            entry["model"] = dict(model)
         pool.append(entry)
     return pool
 
@@ -97,11 +108,14 @@ def _round(values: np.ndarray, dtype: str, ftz: bool) -> np.ndarray:
         info = int_info(dtype)
         span = info.max - info.min + 1
         return (values - info.min) % span + info.min if info.bits < 64 else values
-    fmt = FLOAT_FORMATS[dtype]
-    out = values if dtype == "float64" else round_to_format(values, fmt)
-    if ftz:
-        out = np.where(np.abs(out) < fmt.min_normal, np.copysign(0.0, out), out)
-    return out
+    out = values if dtype == "float64" else round_to_format(values, FLOAT_FORMATS[dtype])
+    return _flushed(out, dtype) if ftz else out
+
+
+def _flushed(values: np.ndarray, dtype: str) -> np.ndarray:
+    """``values`` with those below ``dtype``'s normal range read as zeros of the same sign."""
+    tiny = np.abs(values) < FLOAT_FORMATS[dtype].min_normal
+    return np.where(tiny, np.copysign(0.0, values), values)
 
 
 def _node_open(entry: dict, operands, exact, result, dtype: str) -> np.ndarray:
@@ -128,7 +142,10 @@ def run_body(body, a, b, dtype: str, ftz: bool = False):
     for entry in body:
         operands = (v,) if entry["arity"] == 1 else (v, b)
         (exact,) = definition(entry["op"]).oracle(*operands)
-        v = _round(np.asarray(exact), dtype, ftz)
+        if "model" in entry:   # a single op judged under its own model: its float64 reference
+            v = _flushed(np.asarray(exact), dtype) if ftz else np.asarray(exact)
+        else:
+            v = _round(np.asarray(exact), dtype, ftz)
         opened = opened | _node_open(entry, operands, np.asarray(exact), v, dtype)
     return v, opened
 
@@ -231,8 +248,19 @@ def oracle_while(counter, a, b, *, limit, body, rotate, dtypes, ftz=False,
 # -- Conditional ------------------------------------------------------------------------------
 
 def _draw_branches(draw, kit, dtype: str, count: int) -> list:
-    pool = body_pool(kit.catalog(), dtype)
-    return [draw_body(draw, kit, pool) for _ in range(count)]
+    """``count`` computations: one in three a single op of any model (its own, exp or tanh
+    with their ULP bounds), else a body of exactly defined ops."""
+    exact, single = body_pool(kit.catalog(), dtype), body_pool(kit.catalog(), dtype, exact=False)
+    return [[draw(kit.st.sampled_from(single))] if draw(kit.st.integers(0, 2)) == 0
+            else draw_body(draw, kit, exact) for _ in range(count)]
+
+
+def branch_model(case, output: int):
+    """The chosen computation's op's model where it is a single op judged by its own (not
+    exactly defined) model; None: the spec's (exact)."""
+    chosen = case.attrs["branches"][chosen_branch(case.inputs[0], len(case.attrs["branches"]),
+                                                  "index" in case.attrs)]
+    return chosen[0].get("model") if len(chosen) == 1 else None
 
 
 def draw_conditional(draw, kit, spec, dtype):
@@ -285,7 +313,7 @@ def _conditional(selector, operands, branches, index, dtypes, ftz, open_elements
 
 
 @op("conditional", version=1, draw=draw_conditional, draw_honours=DRAWN_HERE, lax=lax_control,
-    uses_catalog=True)
+    uses_catalog=True, case_model=branch_model)
 def oracle_conditional(pred, true_a, true_b, false_a, false_b, *, branches, dtypes, ftz=False,
                        open_elements=False):
     """Conditional(pred, (true_a, true_b), true_computation, (false_a, false_b),
@@ -295,7 +323,8 @@ def oracle_conditional(pred, true_a, true_b, false_a, false_b, *, branches, dtyp
 
 
 @op("conditional_index", version=1, draw=draw_conditional_index, draw_honours=DRAWN_HERE,
-    values=values_conditional_index, lax=lax_control, uses_catalog=True)
+    values=values_conditional_index, lax=lax_control, uses_catalog=True,
+    case_model=branch_model)
 def oracle_conditional_index(branch_index, *operands, index, branches, dtypes, ftz=False,
                              open_elements=False):
     """Conditional(branch_index, branch_computations, branch_operands): computation

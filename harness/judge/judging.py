@@ -96,7 +96,7 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
         if len(answer) > 1:
             parts[i] = [None] * len(answer)
         for k, (part, out_dtype) in enumerate(zip(answer, spec.out_dtypes(case))):
-            model = spec.model_for(out_dtype, k)
+            model = spec.model_for(out_dtype, k, case)
             key = (spec.op, out_dtype, id(model))
             group = groups.get(key)
             if group is None:

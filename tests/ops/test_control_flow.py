@@ -291,3 +291,26 @@ def test_a_cached_corpus_of_a_loop_is_keyed_by_the_specs_its_bodies_come_from(sp
     monkeypatch.setattr(_corpus, "_catalog_digest", lambda: "another catalog")
     assert _corpus.corpus_key(specs["while"], "float32", count=4, seed=0) != key
     assert _corpus.corpus_key(specs["exp"], "float32", count=4, seed=0) == exp_key
+
+
+def test_a_single_op_branch_is_judged_under_its_own_model(specs, pools):
+    """A branch that is one op of a ULP model (exp: 3 ULP in float32) gives its float64
+    reference, judged under that model; the other branch (exact) is judged bit for bit."""
+    spec = specs["conditional"]
+    wide = {e["op"]: e for e in body_pool(specs, "float32", exact=False)}
+    branches = [[wide["exp"]], body(pools, "float32", "add")]
+    operands = [np.float32([0.5, 1.5])] * 4
+    taken = make_case("conditional", "float32", [np.bool_(True), *operands],
+                      {"branches": branches}, specs)
+    (expected,) = evaluate("conditional", taken.inputs, taken.attrs)
+    assert expected.tolist() == np.exp([0.5, 1.5]).tolist()   # not rounded to float32
+    assert spec.model_for("float32", 0, taken)["ulp"] == 3
+    ulp = np.spacing(np.float32(expected))
+    near = (expected + 2 * ulp).astype(np.float32)
+    far = (expected + 5 * ulp).astype(np.float32)
+    assert judge_outputs(spec, taken, [near]).verdict == "pass"
+    assert judge_outputs(spec, taken, [far]).verdict == "fail"
+    other = dataclasses.replace(taken, inputs=[np.bool_(False), *operands])
+    assert spec.model_for("float32", 0, other).get("exact")
+    assert judge_outputs(spec, other, [np.float32([1.0, 3.0])]).verdict == "pass"
+    assert judge_outputs(spec, other, [np.float32([1.0, 3.0000002])]).verdict == "fail"
