@@ -221,8 +221,19 @@ def values_while(rng, inputs, attrs):
     return [np.asarray(start, np.int32), *inputs[1:]]
 
 
+def feed_while(inputs, attrs, index):
+    """Elements feeding one element of an output: for an element of ``a_out`` or ``b_out`` the
+    elements of ``a`` and ``b`` at its index (every body op is element-wise); the counter sets
+    the trip count and is no term (None), and the counter's output is fed by no array element
+    (with 0-d arrays the index cannot tell the outputs apart: their elements are listed)."""
+    _, a, b = inputs
+    if len(index) != a.ndim:
+        return [None, None, None]
+    return [None, a[tuple(index)].reshape(1), b[tuple(index)].reshape(1)]
+
+
 @op("while", version=1, draw=draw_while, draw_honours=DRAWN_HERE, values=values_while,
-    lax=lax_control, uses_catalog=True)
+    lax=lax_control, uses_catalog=True, feeding=feed_while)
 def oracle_while(counter, a, b, *, limit, body, rotate, dtypes, ftz=False,
                  open_elements=False):
     """While(counter < limit) {counter + 1, body(a, b), a or b}: the tuple after the last
