@@ -38,8 +38,21 @@ def corpus_key(spec: OpSpec, dtype: str, *, count: int, seed: int) -> str:
     """The cache key of one op x dtype slice of a suite."""
     digest = hashlib.sha256(_generator_fingerprint().encode())
     digest.update(file_digest(spec.path) if spec.path else repr(spec).encode())
+    if not spec.nodes and spec.definition.uses_catalog:   # its cases are made of other ops
+        digest.update(_catalog_digest().encode())
     digest.update(f"{spec.op}/{dtype}/{count}/{seed}".encode())
     return digest.hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=1)
+def _catalog_digest() -> str:
+    """A digest of every spec file of the suite (what ``kit.catalog()`` reads)."""
+    from conform.spec import load_specs
+
+    digest = hashlib.sha256()
+    for spec in load_specs().values():
+        digest.update(file_digest(spec.path) if spec.path else repr(spec).encode())
+    return digest.hexdigest()
 
 
 def corpus_path(spec: OpSpec, dtype: str, *, count: int, seed: int) -> Path:

@@ -20,8 +20,8 @@ from conform.generators._signature import Signature, fixed_attrs
 
 from conform.ops._optional import ABSENT
 
-__all__ = ["MAX_ARRAY_SIZE", "Signature", "absent_inputs", "attributes", "fixed_attrs", "out_dtype",
-           "ranks", "scalar_inputs", "shape", "st", "with_absent"]
+__all__ = ["MAX_ARRAY_SIZE", "Signature", "absent_inputs", "attributes", "catalog", "fixed_attrs",
+           "out_dtype", "ranks", "scalar_inputs", "shape", "st", "with_absent"]
 
 MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))
 
@@ -126,3 +126,12 @@ def with_absent(attrs: dict, absent) -> dict:
 def scalar_inputs(spec) -> set[str]:
     """The inputs the spec declares 0-d (``scalar: true``)."""
     return {e["name"] for e in spec.signature["inputs"] if isinstance(e, dict) and e.get("scalar")}
+
+
+@functools.lru_cache(maxsize=1)
+def catalog() -> dict:
+    """Every op's spec (the built-in suite and installed op packages), by op name: for a hook
+    whose cases are made of other ops (a loop body, a branch), which it names in an attribute."""
+    from conform.spec import load_specs
+
+    return dict(load_specs())

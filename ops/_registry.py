@@ -31,7 +31,7 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "onnx_cast", "onnx_quantize",
                    "onnx_contraction", "nnef_contraction",
                    "onnx_set_valued", "variadic", "onnx_sequences", "onnx_control_flow",
-                   "onnx_resize")
+                   "onnx_resize", "control_flow", "nnef_resampling")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -89,6 +89,14 @@ class OpDefinition:
       inputs and the oracle's float64 outputs, ``u`` the unit roundoff of the model's type (the
       output type's, or the finer ``accumulator_at_least``), ``constants`` the model's, ``dtypes``
       the inputs' dtype names.
+    * ``case_model(case, output) -> dict | None``: the error model of one case's output where
+      it depends on the case (a Conditional's result is judged under the chosen branch's op's
+      model, carried in the case's attributes); None: the spec's.
+    * ``uses_catalog``: the draw hook reads other ops' specs (``kit.catalog()``: a loop body
+      made of catalog ops), so a cached corpus of the op is keyed by every spec, not its own.
+    * An oracle with an ``ftz`` keyword computes, given ``ftz=True``, what a backend flushing
+      subnormals (inputs and every intermediate result read as zeros of the same sign) computes;
+      under the ``ftz`` policy the judge accepts it beside the ``ieee`` answer.
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.
@@ -116,6 +124,8 @@ class OpDefinition:
     values: Callable | None = None
     canonical: Callable | None = None
     error_bound: Callable | None = None
+    uses_catalog: bool = False
+    case_model: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property
@@ -124,6 +134,14 @@ class OpDefinition:
         dtype names (an oracle sees widened arrays, and some answers depend on the type, such
         as an empty reduction's 'minimum value of the data type')."""
         return "dtypes" in inspect.signature(self.oracle).parameters
+
+    @functools.cached_property
+    def oracle_flushes(self) -> bool:
+        """Whether the oracle has an ``ftz`` keyword: it then has a reading of its own for a
+        backend that flushes subnormals (``ftz=True``: its intermediate results flushed too, as
+        a loop's are), which the judge's flushed reference uses in place of the oracle on
+        flushed inputs alone."""
+        return "ftz" in inspect.signature(self.oracle).parameters
 
     @functools.cached_property
     def canonical_takes_subnormals(self) -> bool:

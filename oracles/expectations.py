@@ -43,7 +43,7 @@ def expect(spec, case) -> Answer:
     answer = []
     for k, (name, expected, out_dtype) in enumerate(zip(names, outputs, out_dtypes)):
         accumulation = None
-        model = spec.model_for(out_dtype, k)
+        model = spec.model_for(out_dtype, k, case)
         if "accumulation" in model:
             if magnitude_sums is None:
                 magnitude_sums = _magnitudes(spec, case)

@@ -146,14 +146,19 @@ class OpSpec:
         return tuple("T" if isinstance(entry, str) else _type_of(entry)
                      for entry in self.signature["inputs"])
 
-    def model_for(self, dtype: str, output: int = 0) -> dict:
-        """The error model for ``dtype`` in output number ``output``: the output's own
-        ``error_model`` if it declares one, else the spec's; in it, the dtype's own entry, else
-        its class (float/int/bool).
+    def model_for(self, dtype: str, output: int = 0, case=None) -> dict:
+        """The error model for ``dtype`` in output number ``output``: the one the op's
+        ``case_model`` hook gives for ``case`` (a Conditional's chosen branch's op's model), else
+        the output's own ``error_model`` if it declares one, else the spec's; in it, the dtype's
+        own entry, else its class (float/int/bool).
 
         >>> spec.model_for("float32")   # doctest: +SKIP
         {'ulp': 0.5, 'why': '...'}
         """
+        if case is not None and self.definition.case_model is not None:
+            found = self.definition.case_model(case, output)
+            if found is not None:
+                return found
         cls = dtype_class(dtype)
         models = self.error_model
         if output:

@@ -89,7 +89,7 @@ class ProgramSpec:
         """What evaluates the program's oracle (:func:`conform.oracles.evaluate` takes it)."""
         return self.definition
 
-    def model_for(self, dtype: str, output: int = 0) -> dict:
+    def model_for(self, dtype: str, output: int = 0, case=None) -> dict:
         """Node ``output``'s error model for ``dtype`` (its op's)."""
         return self.nodes[output].spec.model_for(dtype)
 

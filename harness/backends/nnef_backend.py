@@ -8,7 +8,9 @@ operation runs as the executor's own kernel.
 
 Sessions are cached per document (which spells op, dtypes, shapes and attributes): a new one costs
 ~0.1 ms to parse with a two-declaration standard library (~3-5 ms with the whole library), a cached
-one ~2 µs per call. Each document is written into a per-worker temporary directory
+one ~2 µs per call. An operation the executor has no kernel for (it raises 'operation not
+implemented') that the standard defines as a compound fragment (nearest_upsample as debox, ...)
+is run again lowered to that fragment's body, the full standard library parsed. Each document is written into a per-worker temporary directory
 (``$TMPDIR/conform-nnef/<pid>``) for the executor to parse; :func:`write_document` in
 :mod:`~conform.harness.backends.nnef_models` keeps one, with its inputs, for a repro.
 """
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.harness.backends.models import Model, ModelCache
-from conform.harness.backends.nnef_models import NNEF_TYPES, prelude
+from conform.harness.backends.nnef_models import NNEF_TYPES, compound_operations, prelude
 
 _TYPE_ERROR = "cannot be cast to type"           # the NNEF type system rejects the argument
 _NOT_IMPLEMENTED = "operation not implemented"   # the executor has no kernel for this case
@@ -46,6 +48,7 @@ class NnefBackend(Backend):
         # the executor's graph and buffers are freed when a session exits
         self._sessions = ModelCache(limit=self.max_sessions,
                                     release=lambda session: session.__exit__(None, None, None))
+        self._lowered: dict = {}   # model key -> the compound operations its session lowers
         self.workdir = _worker_dir()
         self.clock = RuntimeClock()
 
@@ -61,23 +64,38 @@ class NnefBackend(Backend):
         model = model or Model("nnef", program.spec, program.case)
         with self.clock.timing("model_build"):
             document = model.build()
-        session = self._sessions.get(model.key, lambda: self._new_session(document))
         inputs = model.inputs()
+        lowered = self._lowered.get(model.key, [])
         try:
-            with self.clock.timing("execute"):
-                outputs = session(*inputs)
+            outputs = self._execute(model.key, document, inputs, lowered)
         except ValueError as exc:
-            raise _classified(exc) from None
+            lowered = compound_operations(document.operations) \
+                if _NOT_IMPLEMENTED in str(exc) and not lowered else []
+            if not lowered:
+                raise _classified(exc) from None
+            # no kernel of the executor's own: the standard fragment's body runs in its place
+            self._lowered[model.key] = lowered
+            try:
+                outputs = self._execute(model.key, document, inputs, lowered)
+            except ValueError as again:
+                raise _classified(again) from None
         return [document.finish(o) for o in outputs]
 
-    def _new_session(self, document):
+    def _execute(self, key, document, inputs, lowered):
+        session = self._sessions.get((key, *lowered),
+                                     lambda: self._new_session(document, lowered))
+        with self.clock.timing("execute"):
+            return session(*inputs)
+
+    def _new_session(self, document, lowered=()):
         # The session parses the file when it is created. Removing it afterwards is ~10x cheaper
         # than truncating and rewriting it next time (ext4 flushes a file truncated to 0 on close).
         path = self.workdir / "graph.nnef"
         path.write_text(document.text, encoding="utf-8")
         try:
             with self.clock.timing("compile"):
-                session = self._nnef.Session(str(path), stdlib=prelude(*document.operations), lowered=[])
+                stdlib = None if lowered else prelude(*document.operations)   # the bodies
+                session = self._nnef.Session(str(path), stdlib=stdlib, lowered=list(lowered))
         except (ValueError, self._nnef.Error) as exc:
             raise _classified(exc) from None
         finally:

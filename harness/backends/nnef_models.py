@@ -169,17 +169,37 @@ def _standard_fragments() -> dict[str, str] | None:
     module); ``None`` if it is not there. Bodies of compound fragments are dropped: documents are
     executed without lowering, so only the declarations are needed to check an invocation.
     """
-    import nnef
-
-    header = Path(nnef.__file__).parent / "cpp" / "include" / "nnef" / "comp" / "stdlib_source.h"
-    if not header.is_file():
+    source = _stdlib_source()
+    if source is None:
         return None
-    source = "".join(re.findall(r'R"STDLIB\((.*?)\)STDLIB"', header.read_text(), re.S))
     fragments = {}
     for match in re.finditer(r"\bfragment\s+(\w+)", source):
         end = _declaration_end(source, match.end())
         fragments[match.group(1)] = source[match.start():end] + ";"
     return fragments
+
+
+def compound_operations(ops) -> list[str]:
+    """Those of ``ops`` that the ``nnef`` package's standard library defines as compound
+    fragments (a declaration followed by a body), which an executor may lower."""
+    source = _stdlib_source()
+    found = []
+    for op in dict.fromkeys(ops):
+        match = re.search(r"\bfragment\s+" + re.escape(op) + r"\b", source or "")
+        if match and source[_declaration_end(source, match.end()):].lstrip().startswith("{"):
+            found.append(op)
+    return found
+
+
+@lru_cache(maxsize=None)
+def _stdlib_source() -> str | None:
+    """The ``nnef`` package's standard library source (its C++ header's raw strings)."""
+    import nnef
+
+    header = Path(nnef.__file__).parent / "cpp" / "include" / "nnef" / "comp" / "stdlib_source.h"
+    if not header.is_file():
+        return None
+    return "".join(re.findall(r'R"STDLIB\((.*?)\)STDLIB"', header.read_text(), re.S))
 
 
 def _declaration_end(source: str, start: int) -> int:

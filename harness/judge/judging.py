@@ -47,12 +47,15 @@ def flush_subnormals(array: np.ndarray) -> np.ndarray:
 
 def flushed_expectation(spec, case):
     """Per output, ``(expected, accumulation)`` with subnormal inputs read as zeros, or None if
-    there are none."""
+    there are none. An oracle with its own flushing reading (an ``ftz`` keyword: its
+    intermediate results flushed too) gives it, subnormal inputs or not."""
     inputs = [np.asarray(x) for x in case.inputs]
-    if not any(m is not None and m.any() for m in map(_subnormal_mask, inputs)):
+    flushes = spec.definition.oracle_flushes
+    if not flushes and not any(m is not None and m.any() for m in map(_subnormal_mask, inputs)):
         return None
+    attrs = {**case.attrs, "ftz": True} if flushes else case.attrs
     answer = expect(spec, dataclasses.replace(case, inputs=[flush_subnormals(x) for x in inputs],
-                                              expectation=None))
+                                              attrs=attrs, expectation=None))
     return [(part.expected, part.accumulation) for part in answer]
 
 
@@ -93,7 +96,7 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
         if len(answer) > 1:
             parts[i] = [None] * len(answer)
         for k, (part, out_dtype) in enumerate(zip(answer, spec.out_dtypes(case))):
-            model = spec.model_for(out_dtype, k)
+            model = spec.model_for(out_dtype, k, case)
             key = (spec.op, out_dtype, id(model))
             group = groups.get(key)
             if group is None:

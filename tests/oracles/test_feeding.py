@@ -67,6 +67,8 @@ NOT_BY_PERTURBATION = {
                    "lengths and order",
     "onnx_non_zero": "an output is a coordinate: it moves only where an element becomes zero "
                      "or stops being zero, which a change to a large value never does",
+    "while": "a loop body of ops such as floor, sign or abs, or of no iteration, need not move "
+             "when an element of a or b changes, though the standard combines it",
 }
 #: Ops whose output is an index along ``attrs['axis']``: into a slice of one element it is 0
 #: whatever that element is, so such cases are left out.
