@@ -137,5 +137,7 @@ def resolve(expression, dtype: str, values: dict | None = None):
 def ulp(values, dtype: str) -> np.ndarray:
     """The spacing of ``dtype`` at each of ``values`` (that of the subnormals below min_normal)."""
     fmt = FLOAT_FORMATS[dtype]
-    _, e = np.frexp(np.abs(np.asarray(values, np.float64)))
-    return np.ldexp(1.0, np.maximum(e - 1, fmt.emin) - fmt.precision + 1)
+    magnitude = np.abs(np.asarray(values, np.float64))
+    _, e = np.frexp(magnitude)
+    exponent = np.where(magnitude == 0, fmt.emin, np.maximum(e - 1, fmt.emin))
+    return np.ldexp(1.0, exponent - fmt.precision + 1)
