@@ -134,10 +134,11 @@ def conversion_values(source: str, target: str) -> np.ndarray | None:
 
 
 def conversion_case(spec: OpSpec, label: str, *, seed: int) -> Case | None:
-    """The ``critical`` case of a one-input conversion op (output type given by the attribute
-    ``new_dtype``, dtype label ``SRC->DST``): :func:`conversion_values`, shuffled; None for a
+    """The ``critical`` case of a one-input, element-aligned conversion op (output type given by
+    the attribute ``new_dtype``, dtype label ``SRC->DST``): :func:`conversion_values`, shuffled; None for a
     conversion to the same type or where there are no such values."""
-    if spec.output_dtype != "attr:new_dtype" or len(spec.inputs) != 1 or "->" not in label:
+    if spec.output_dtype != "attr:new_dtype" or len(spec.inputs) != 1 or "->" not in label \
+            or spec.definition.feeding != "aligned":   # a bitcast reshapes: not a value conversion
         return None
     source, target = label.split("->")
     if source == target:

@@ -70,3 +70,8 @@ def test_broadcasting_ops_always_get_a_size_one_broadcast(specs):
     case = broadcast_case(specs["onnx_add"], "float32", seed=0)
     assert case.shapes == [[1, 3], [4, 1]]
     assert broadcast_case(specs["add"], "float32", seed=0) is None   # XLA: broadcast_dimensions
+
+
+def test_a_bitcast_is_not_a_value_conversion(specs):
+    assert critical_cases(specs["bitcast_convert_type"], "float32->int32", seed=0) == []
+    assert critical_cases(specs["bitcast_convert_type"], "float64->float32", seed=0) == []
