@@ -24,16 +24,22 @@ def budget(text: str) -> int:
     return value
 
 
+def names(text: str) -> list[str]:
+    """A comma-separated list of at least one name."""
+    found = [part.strip() for part in text.split(",") if part.strip()]
+    if not found:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing")
+    return found
+
+
 def add_commands(sub) -> None:
     """The ``hunt`` sub-command."""
     hunt = sub.add_parser("hunt", help="climb toward an op's largest error/bound ratio on a "
                                        "backend, with a bounded budget")
     hunt.add_argument("--backend", required=True)
-    hunt.add_argument("--ops", required=True, type=lambda t: [p.strip() for p in t.split(",")
-                                                                if p.strip()],
+    hunt.add_argument("--ops", required=True, type=names,
                       help="comma-separated op names or globs (element-wise float ops)")
-    hunt.add_argument("--dtypes", default=None,
-                      type=lambda t: [p.strip() for p in t.split(",") if p.strip()],
+    hunt.add_argument("--dtypes", default=None, type=names,
                       help="comma-separated float dtypes (default: all the op has)")
     hunt.add_argument("--budget", type=budget, default=512,
                       help="input evaluations per op and dtype (default 512)")
@@ -101,4 +107,4 @@ def cmd_hunt(args, specs: dict) -> int:
     return EXIT_FOUND if found_failure else EXIT_OK
 
 
-__all__ = ["add_commands", "budget", "cmd_hunt", "hunt_pairs"]
+__all__ = ["add_commands", "budget", "cmd_hunt", "hunt_pairs", "names"]

@@ -51,6 +51,8 @@ def test_hunt_finds_a_planted_narrow_drift(tmp_path):
     (["--budget", "x"], "--budget"),
     (["--seed", "-1"], "--seed"),
     (["--ops", "onnx_matmul"], "no element-wise op under a float dtype"),
+    (["--ops", " , "], "--ops: ' , ' names nothing"),
+    (["--dtypes", "int32"], "no op/dtype matches"),
 ])
 def test_bad_values_exit_2_with_one_line(tmp_path, args, message):
     base = {"--ops": "exp", "--budget": "64"}
