@@ -27,7 +27,7 @@ def _generator_fingerprint() -> str:
     root = Path(__file__).parent.parent
     sources = [*sorted(Path(__file__).parent.glob("*.py")), *sorted((root / "oracles").glob("*.py")),
                *sorted((root / "ops").glob("*.py"))]
-    sources.append(root / "spec" / "dtypes.py")
+    sources += [root / "spec" / "dtypes.py", root / "spec" / "critical.py"]
     for path in sources:
         if path.exists():
             digest.update(path.read_bytes())

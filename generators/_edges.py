@@ -23,7 +23,8 @@ def _case(spec: OpSpec, dtype: str, suffix: str, inputs: list, plan: str, seed: 
                 plan=plan, seed=seed)
 
 
-def _seed(spec: OpSpec, dtype: str, suffix: str, seed: int) -> int:
+def seed_of(spec: OpSpec, dtype: str, suffix: str, seed: int) -> int:
+    """The fill seed of a dedicated case (its id's ``suffix``) of ``spec`` under ``dtype``."""
     return (seed ^ zlib.crc32(f"{spec.op}/{dtype}/{suffix}".encode())) & 0xFFFFFFFF
 
 
@@ -42,7 +43,7 @@ def edge_case_cases(spec: OpSpec, dtype: str, *, seed: int) -> list[Case]:
             continue  # e.g. int_min under a float dtype
         if not _representable(values, dtype):
             continue
-        fill_seed = _seed(spec, dtype, f"edge{k}", seed)
+        fill_seed = seed_of(spec, dtype, f"edge{k}", seed)
         rng = np.random.default_rng(fill_seed)
         position = int(rng.integers(0, EDGE_CASE_SIZE))
         inputs = []
@@ -71,10 +72,34 @@ def edge_sweep_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
     if len(spec.inputs) > 2 or not len(edges):
         return None
     grids = np.meshgrid(*([edges] * len(spec.inputs)), indexing="ij")
-    fill_seed = _seed(spec, dtype, "sweep", seed)
+    fill_seed = seed_of(spec, dtype, "sweep", seed)
     order = np.random.default_rng(fill_seed).permutation(grids[0].size)
     inputs = [grid.ravel()[order] for grid in grids]
     return _case(spec, dtype, "sweep", inputs, "edge_sweep", fill_seed)
+
+
+#: The broadcast case's full shape: each input has size 1 in one of its dimensions.
+BROADCAST_SHAPE = (4, 3)
+
+
+def broadcast_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
+    """A case whose inputs broadcast against each other with equal ranks (input k has size 1
+    in dimension k mod 2 of :data:`BROADCAST_SHAPE`: (1, 3) against (4, 1) for two inputs), for
+    an element-wise op whose shapes broadcast the ONNX or the NNEF way; None for the others.
+    A drawn signature gives a size-1 dimension only now and then: this one always does."""
+    if spec.signature.get("shapes") not in ("onnx_broadcast", "nnef_broadcast") \
+            or len(spec.inputs) < 2 or spec.optional_inputs:
+        return None
+    fill_seed = seed_of(spec, dtype, "broadcast", seed)
+    rng = np.random.default_rng(fill_seed)
+    inputs = []
+    for k, name in enumerate(spec.inputs):
+        shape = list(BROADCAST_SHAPE)
+        shape[k % len(shape)] = 1
+        low, high = value_range(spec, name, dtype) if dtype_class(dtype) != "bool" else (0, 1)
+        inputs.append(fill(rng, shape=tuple(shape), dtype=dtype, plan="normal", low=low,
+                           high=high, edges=edge_values(spec, dtype)))
+    return _case(spec, dtype, "broadcast", inputs, "broadcast", fill_seed)
 
 
 EXHAUSTIVE_BITS = {"float16": 16, "bfloat16": 16, "float32": 32}

@@ -12,7 +12,8 @@ import numpy as np
 from conform.generators._case import Case
 from conform.generators._corpus import corpus_path, load_or_generate, note_written
 from conform.generators._corpus_format import answer_arrays
-from conform.generators._edges import edge_case_cases, edge_sweep_case
+from conform.generators._critical import critical_cases
+from conform.generators._edges import broadcast_case, edge_case_cases, edge_sweep_case
 from conform.generators._values import edge_values, fill, value_range
 from conform.oracles.expectations import expect
 from conform.spec import OpSpec, dtype_class
@@ -115,8 +116,10 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     edges: dict = {}
     cases = [materialize(spec, dtype, i, plan, edges) for i, plan in enumerate(plans)]
     if spec.elementwise:
-        sweep = edge_sweep_case(spec, dtype, seed=seed)
-        cases += ([sweep] if sweep else []) + edge_case_cases(spec, dtype, seed=seed)
+        sweep, broadcast = (edge_sweep_case(spec, dtype, seed=seed),
+                            broadcast_case(spec, dtype, seed=seed))
+        cases += [c for c in (sweep, broadcast) if c] + edge_case_cases(spec, dtype, seed=seed)
+    cases += critical_cases(spec, dtype, seed=seed)
     for case in cases:  # the oracle runs once per case, here, not once per run and backend
         case.expectation = expect(spec, case)
     return cases

@@ -47,6 +47,7 @@ class OpSpec:
     edge_values: dict = field(default_factory=dict)
     edge_cases: tuple = ()
     implementation_defined: tuple = ()
+    critical_regions: tuple = ()   # entries of spec/critical.py's form
     path: str = ""
     nodes = ()   # an op is no program (conform.spec.programs.ProgramSpec has nodes)
 
@@ -279,12 +280,31 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                 raise SpecError(path, _line_of(root, ["implementation_defined", i, "outputs", k]),
                                 f"implementation_defined.{i}.outputs.{k}",
                                 f"{name!r} names no output (outputs: {list(names)})")
+    _check_critical(data, root, path, found)
     for i, entry in enumerate(data.get("edge_cases", [])):
         unknown = set(entry) - {_input_name(e) for e in data["signature"]["inputs"]}
         if unknown or not _elementwise(found, data["signature"]):
             raise SpecError(path, _line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
                             f"inputs={sorted(entry)} must name inputs of an element-wise op "
                             f"({data['signature']['inputs']})")
+
+
+def _check_critical(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:
+    """Each critical region draws an input of an element-wise float op, and its ``at`` names
+    only dtype constants and the op's other inputs (spec/critical.py)."""
+    from conform.spec.critical import RegionExpressionError, parse
+
+    names = [_input_name(e) for e in data["signature"]["inputs"]]
+    for i, entry in enumerate(data.get("critical_regions", [])):
+        drawn = entry.get("input", names[0] if names else None)
+        if drawn not in names or not _elementwise(found, data["signature"]):
+            raise SpecError(path, _line_of(root, ["critical_regions", i]), f"critical_regions.{i}",
+                            f"input={drawn!r} must name an input of an element-wise op ({names})")
+        try:
+            parse(str(entry["at"]), tuple(n for n in names if n != drawn))
+        except RegionExpressionError as exc:
+            raise SpecError(path, _line_of(root, ["critical_regions", i, "at"]),
+                            f"critical_regions.{i}.at", str(exc)) from None
 
 
 def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
@@ -403,6 +423,7 @@ def load_spec(path: Path | str) -> OpSpec:
         input_values=data.get("input_values", {}), edge_values=data.get("edge_values", {}),
         edge_cases=tuple(data.get("edge_cases", [])),
         implementation_defined=tuple(data.get("implementation_defined", [])), path=str(path),
+        critical_regions=tuple(data.get("critical_regions", [])),
     )
 
 

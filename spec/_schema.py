@@ -152,6 +152,22 @@ SCHEMA = {
             "items": {"type": "object", "minProperties": 1, "additionalProperties": _edge_value},
         },
         "error_model": _error_models,
+        # where the op's behaviour changes, over the dtype's constants (spec/critical.py)
+        "critical_regions": {
+            "type": "array",
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["name", "at", "why"],
+                "oneOf": [{"required": ["ulps"]}, {"required": ["rel"]}],
+                "properties": {"name": _input_name,
+                               "at": {"oneOf": [{"type": "number"}, {"type": "string"}]},
+                               "ulps": {"type": "integer", "minimum": 1, "maximum": 1 << 20},
+                               "rel": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                               "input": _input_name, "mirror": {"type": "boolean"},
+                               "with": {"type": "object", "additionalProperties": {
+                                   "oneOf": [{"type": "number"}, {"type": "string"}]}},
+                               "why": {"type": "string", "minLength": 10}},
+            },
+        },
         "implementation_defined": {
             "type": "array",
             "items": {

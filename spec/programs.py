@@ -57,6 +57,7 @@ class ProgramSpec:
     values: dict = None
     edge_cases: tuple = ()
     implementation_defined: tuple = ()   # each node's own regions apply to that node
+    critical_regions: tuple = ()   # a program draws no critical case (its nodes' ops do)
     error_model: dict = None
 
     @property

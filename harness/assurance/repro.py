@@ -42,9 +42,12 @@ def _normalised(value):
     return json.loads(json.dumps(value))  # tuples as lists, as in results.jsonl
 
 
-def regenerate(spec, summary: dict, record: dict):
+def regenerate(spec, summary: dict, record: dict, run_dir: Path | None = None):
     """The suite case behind ``record``, regenerated from the run's seed and max_examples and
-    checked against the recorded shapes, attributes and fill seed."""
+    checked against the recorded shapes, attributes and fill seed; a case of ``conform hunt``
+    is read back from the inputs it kept in ``run_dir``."""
+    if record.get("plan") == "hunt":
+        return _hunted(record, run_dir)
     suffix = record["id"][len(record["op"]) + len(record["dtype"]) + 2:]
     if suffix.startswith("exhaustive"):
         chunk = suffix[len("exhaustive"):]   # "" for a 16-bit type, "0123" for a float32 chunk
@@ -62,6 +65,20 @@ def regenerate(spec, summary: dict, record: dict):
                              f"recorded {key}={record[key]}: was it made by another conform version "
                              f"(run: {summary.get('conform_version')}) or other specs?")
     return case
+
+
+def _hunted(record: dict, run_dir: Path | None):
+    """The ``conform hunt`` case behind ``record``, from the inputs its run kept."""
+    from conform.generators import Case
+    from conform.harness.run.hunt import stored_inputs
+
+    inputs = stored_inputs(run_dir, record) if run_dir is not None else None
+    if inputs is None:
+        raise ReproError(f"case {record['id']} is a hunt case, and {run_dir} keeps no inputs "
+                         "of it (hunt-cases.npz)")
+    return Case(id=record["id"], op=record["op"], dtype=record["dtype"],
+                input_dtypes=tuple(record["input_dtypes"]), out_dtype=record["out_dtype"],
+                inputs=inputs, attrs=record["attrs"], plan="hunt", seed=record["seed"])
 
 
 #: dtypes NumPy has not: inputs.npz holds their bits, the script views them with ml_dtypes
@@ -248,7 +265,7 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
     if record["op"] not in specs:
         raise ReproError(f"op {record['op']!r} of case {case_id} is not among the loaded specs")
     spec = specs[record["op"]]
-    case = regenerate(spec, run.summary, record)
+    case = regenerate(spec, run.summary, record, run.where)
     expected = evaluate(spec.oracle, case.inputs, case.attrs)[checked_output(spec, record)]
     try:
         source, requirement, needed = renderer(backend)(spec, case)

@@ -12,7 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from conform.harness.cli import adapter as cli_adapter, certify as cli_certify, gate as cli_gate
+from conform.harness.cli import (adapter as cli_adapter, certify as cli_certify, gate as cli_gate,
+                                 hunt as cli_hunt)
 from conform.harness.cli.values import (Parser, at_least_one, check_cache_directory, memory_mb,
                                         seconds, writable_directory)
 
@@ -87,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_gate.add_commands(sub)
     cli_certify.add_commands(sub)
     cli_adapter.add_commands(sub)
+    cli_hunt.add_commands(sub)
     return parser
 
 
@@ -313,6 +315,7 @@ def _main(argv: list[str] | None) -> int:
                 "certify": lambda a: cli_certify.cmd_certify(a, _load_specs(a.specs)),
                 "verify": lambda a: cli_certify.cmd_verify(a, _load_specs(a.specs)),
                 "key": cli_certify.cmd_key,
+                "hunt": lambda a: cli_hunt.cmd_hunt(a, _load_specs(a.specs)),
                 "adapter": cli_adapter.cmd_adapter}
     try:
         return handlers[args.command](args)

@@ -120,4 +120,6 @@ def test_verdicts_and_error_figures_are_the_same_with_and_without_packing(tmp_pa
     assert len(packed) > 300
     assert packed == alone
     summary = json.loads((tmp_path / "packed" / "summary.json").read_text())
-    assert summary["backend_stats"]["packed_cases"] == summary["cases"]
+    # every case packed but a batch's lone last case (run_pack packs two or more; one alone
+    # runs through its cached executable): at most one per worker (2); 769 cases = 3 * 256 + 1
+    assert 0 <= summary["cases"] - summary["backend_stats"]["packed_cases"] <= 2

@@ -1,0 +1,164 @@
+"""The ``critical`` value plan: cases drawn inside and at both edges of an op's critical regions
+(its spec's ``critical_regions``, resolved per dtype by :mod:`conform.spec.critical`), and the
+edge values of conversions (the target type's overflow and underflow thresholds, met from the
+source type).
+
+Every run holds them: one case per element-wise op x float dtype that declares regions, one per
+conversion label ``SRC->DST`` whose target can overflow or underflow from the source.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.generators._case import Case
+from conform.generators._edges import EDGE_CASE_SIZE, seed_of
+from conform.generators._signature import fixed_attrs
+from conform.generators._values import value_range
+from conform.spec import OpSpec, dtype_class
+from conform.spec.critical import evaluate, to_dtype, ulp
+from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
+
+#: Values drawn per region (and per sign of a mirrored one): both edges, the centre, its two
+#: neighbours, and random values inside.
+PER_REGION = EDGE_CASE_SIZE
+
+
+def region_offsets(rng: np.random.Generator, region: dict) -> np.ndarray:
+    """Where the values of one region block sit, in units of the region's half-width ``ulps``
+    (integers) or as relative factors ``1 + f`` (``rel``): both edges, the centre and its
+    neighbours first, then random points inside."""
+    if "ulps" in region:
+        width = int(region["ulps"])
+        fixed = np.array([-width, width, 0, -1, 1], np.float64)
+        return np.concatenate([fixed, rng.integers(-width, width, PER_REGION - 5, endpoint=True)])
+    rel = float(region["rel"])
+    fixed = np.array([-rel, rel, 0.0], np.float64)
+    return np.concatenate([fixed, rng.uniform(-rel, rel, PER_REGION - 3)])
+
+
+def region_values(region: dict, dtype: str, offsets: np.ndarray, others: dict,
+                  sign: float = 1.0) -> np.ndarray:
+    """The float64 values (representable in ``dtype``) of one region block: its centre
+    (resolved under ``dtype`` with the other inputs' ``others``), times ``sign``, moved by
+    ``offsets``. Elements whose centre is not finite come out NaN (the caller keeps its own)."""
+    fmt = FLOAT_FORMATS[dtype]
+    centre = sign * to_dtype(evaluate(region["at"], dtype, others), dtype)
+    with np.errstate(all="ignore"):
+        moved = centre + offsets * ulp(centre, dtype) if "ulps" in region else centre * (1 + offsets)
+        values = np.clip(to_dtype(moved, dtype), -fmt.max_finite, fmt.max_finite)
+    return np.where(np.isfinite(centre), values, np.nan)
+
+
+def _region_block(spec: OpSpec, dtype: str, region: dict, sign: float, rng) -> list[np.ndarray]:
+    """One block of PER_REGION elements per input: the region's input drawn in it, the others
+    at their ``with`` expressions (moved as the region is) or ordinary values."""
+    drawn = region.get("input", spec.inputs[0])
+    arrays = {}
+    for name in spec.inputs:
+        if name == drawn:
+            continue
+        if name in region.get("with", {}):
+            at = {**region, "at": region["with"][name]}
+            arrays[name] = region_values(at, dtype, region_offsets(rng, region), {})
+        else:
+            low, high = value_range(spec, name, dtype)
+            arrays[name] = rng.uniform(low, high, PER_REGION)
+        arrays[name] = to_dtype(arrays[name], dtype)
+    values = region_values(region, dtype, region_offsets(rng, region), arrays, sign)
+    low, high = value_range(spec, drawn, dtype)
+    arrays[drawn] = np.where(np.isnan(values), to_dtype(rng.uniform(low, high, PER_REGION), dtype),
+                             values)
+    return [arrays[name] for name in spec.inputs]
+
+
+def critical_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
+    """The ``critical`` case of an element-wise op under float ``dtype``: a block of values per
+    declared region (and per sign of a mirrored one), or None where it declares none."""
+    if not spec.critical_regions or not spec.elementwise or dtype not in FLOAT_FORMATS \
+            or spec.optional_inputs:
+        return None
+    fill_seed = seed_of(spec, dtype, "critical", seed)
+    rng = np.random.default_rng(fill_seed)
+    blocks = [_region_block(spec, dtype, region, sign, rng) for region in spec.critical_regions
+              for sign in ((1.0, -1.0) if region.get("mirror") else (1.0,))]
+    inputs = [np.concatenate(column).astype(np_dtype(dtype)) for column in zip(*blocks)]
+    out_dtype = "bool" if spec.output_dtype == "bool" else dtype
+    return Case(id=f"{spec.op}.{dtype}.critical", op=spec.op, dtype=dtype,
+                input_dtypes=(dtype,) * len(inputs), out_dtype=out_dtype, inputs=inputs,
+                attrs=fixed_attrs(spec), plan="critical", seed=fill_seed)
+
+
+def _conversion_thresholds(target: str) -> list[float]:
+    """The target type's thresholds a conversion meets: its overflow (largest finite value and
+    the next power of two), its smallest normal, largest and smallest subnormals; for an
+    integer target its limits and the values just past them."""
+    if is_integer(target):
+        info = int_info(target)
+        return [float(info.max), float(info.max) + 1, float(info.min), float(info.min) - 1]
+    fmt = FLOAT_FORMATS[target]
+    return [fmt.max_finite, fmt.beyond_max, fmt.min_normal, fmt.min_normal - fmt.min_subnormal,
+            fmt.min_subnormal, 2.0 ** fmt.precision + 1]
+
+
+def _meets_thresholds(source: str, target: str) -> bool:
+    """Whether a ``source`` value can overflow, underflow or be rounded in ``target`` (a
+    widening conversion, int8 to float16 say, meets no threshold of its target)."""
+    if source in FLOAT_FORMATS and target in FLOAT_FORMATS:
+        src, dst = FLOAT_FORMATS[source], FLOAT_FORMATS[target]
+        return not (dst.emax >= src.emax and dst.emin <= src.emin and dst.precision >= src.precision)
+    if target in FLOAT_FORMATS:   # from an integer: rounded past 2**precision, or overflowing
+        info = int_info(source)
+        return max(abs(int(info.min)), int(info.max)) > 2 ** FLOAT_FORMATS[target].precision
+    return True   # to an integer: its limits (from a float, or from a wider integer)
+
+
+def conversion_values(source: str, target: str) -> np.ndarray | None:
+    """The conversion edge values for ``source -> target`` in ``source``: each threshold of the
+    target (:func:`_conversion_thresholds`) the source can hold, with its neighbours in the
+    source type, both signs; None where the conversion meets no threshold."""
+    if dtype_class(source) not in ("float", "int") or dtype_class(target) not in ("float", "int") \
+            or not _meets_thresholds(source, target):
+        return None
+    points = np.array([t for t in _conversion_thresholds(target) for t in (t, -t)], np.float64)
+    if source in FLOAT_FORMATS:
+        fmt = FLOAT_FORMATS[source]
+        points = points[(np.abs(points) >= fmt.min_subnormal) & (np.abs(points) <= fmt.max_finite)]
+        near = to_dtype(points, source)
+        values = np.concatenate([near, near - ulp(near, source), near + ulp(near, source)])
+        values = np.unique(values[np.abs(values) <= fmt.max_finite])
+        return values.astype(np_dtype(source)) if len(values) else None
+    info = int_info(source)
+    whole = {int(p) + d for p in points if 1 <= abs(p) < np.inf for d in (-1, 0, 1)}
+    values = sorted(v for v in whole if int(info.min) <= v <= int(info.max))
+    return np.array(values, dtype=np_dtype(source)) if values else None
+
+
+def conversion_case(spec: OpSpec, label: str, *, seed: int) -> Case | None:
+    """The ``critical`` case of a one-input, element-aligned conversion op (output type given by
+    the attribute ``new_dtype``, dtype label ``SRC->DST``): :func:`conversion_values`, shuffled; None for a
+    conversion to the same type or where there are no such values."""
+    if spec.output_dtype != "attr:new_dtype" or len(spec.inputs) != 1 or "->" not in label \
+            or spec.definition.feeding != "aligned":   # a bitcast reshapes: not a value conversion
+        return None
+    source, target = label.split("->")
+    if source == target:
+        return None
+    values = conversion_values(source, target)
+    if values is None:
+        return None
+    fill_seed = seed_of(spec, label, "critical", seed)
+    values = values[np.random.default_rng(fill_seed).permutation(len(values))]
+    return Case(id=f"{spec.op}.{label}.critical", op=spec.op, dtype=label, input_dtypes=(source,),
+                out_dtype=target, inputs=[values], attrs={**fixed_attrs(spec), "new_dtype": target},
+                plan="critical", seed=fill_seed)
+
+
+def critical_cases(spec: OpSpec, label: str, *, seed: int) -> list[Case]:
+    """The run's ``critical`` cases of ``spec`` under dtype label ``label`` (none, or one)."""
+    found = critical_case(spec, label, seed=seed) if "->" not in label else \
+        conversion_case(spec, label, seed=seed)
+    return [found] if found is not None else []
+
+
+__all__ = ["conversion_case", "conversion_values", "critical_case", "critical_cases",
+           "region_offsets", "region_values"]
