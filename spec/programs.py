@@ -129,19 +129,19 @@ def lowered_cases(spec, case) -> list:
 
 def _composed(nodes, kind: str, *inputs, **attrs) -> tuple:
     """Every node's output, each node computed on the values it takes: with its oracle on the
-    widened values (``kind`` ``oracle``), or with its numpy-backend computation (``numpy``:
-    its ``numpy`` hook, else its oracle on the target dtype), each result cast back to it."""
-    import numpy as np
+    widened values (``kind`` ``oracle``), or with NumPy in the program's dtype (``numpy``: the
+    node's :func:`~conform.ops._numpy.numpy_computation`, which never calls an oracle)."""
+    from conform.ops._numpy import in_target_dtypes, numpy_computation
 
     values = {f"x{j}": x for j, x in enumerate(inputs)}
     results = []
     for node in nodes:
-        definition = node.spec.definition
-        compute = definition.oracle if kind == "oracle" else definition.numpy or definition.oracle
         operands = [values[name] for name in node.inputs]
-        (out,) = compute(*operands, **node.attrs)
         if kind == "numpy":
-            out = np.asarray(out).astype(operands[0].dtype, copy=False)
+            (out,) = in_target_dtypes(node.spec.op, numpy_computation(node.spec)(
+                *operands, **node.attrs), [operands[0].dtype])
+        else:
+            (out,) = node.spec.definition.oracle(*operands, **node.attrs)
         values[node.output] = out
         results.append(out)
     return tuple(results)
