@@ -5,8 +5,10 @@ An op's NumPy computation comes from, in this order:
 * its op module's ``numpy`` hook (structural ops, compositions of NumPy functions); a hook with a
   ``bound`` keyword also gets the function its spec's numpy binding names (one hook serving
   several ops, e.g. XLA's binary ops bringing their operands to one shape first);
-* its spec's ``bindings.numpy``: ``{fn: NAME, params: {...}}`` calls ``numpy.NAME`` on the inputs
-  with ``params`` (and the case's attributes) as keywords;
+* its spec's ``bindings.numpy``: ``{fn: NAME, params: {...}, attrs: {...}}`` calls
+  ``numpy.NAME`` on the inputs with ``params`` and the case's attributes as keywords, each
+  attribute under the keyword ``attrs`` maps it to (``{permutation: axes}``; a list becomes a
+  tuple);
 * ``bindings.numpy: {unsupported: REASON}``: NumPy cannot express the op; each case is
   ``unsupported`` with that reason.
 
@@ -68,7 +70,17 @@ def numpy_computation(spec) -> Callable[..., tuple]:
     if bound is None:
         raise unsupported(f"{spec.op}: no NumPy computation (the op module has no numpy hook "
                           "and the spec no numpy binding)")
-    return _as_tuple(functools.partial(bound, **params))
+    return _as_tuple(_renamed(functools.partial(bound, **params), binding.get("attrs") or {}))
+
+
+def _renamed(fn: Callable, names: dict) -> Callable:
+    if not names:
+        return fn
+
+    def call(*inputs, **attrs):
+        return fn(*inputs, **{names.get(k, k): tuple(v) if isinstance(v, list) else v
+                              for k, v in attrs.items()})
+    return call
 
 
 def _as_tuple(fn: Callable) -> Callable[..., tuple]:

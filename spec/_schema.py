@@ -182,7 +182,9 @@ SCHEMA = {
                     {"type": "object", "additionalProperties": False, "required": ["fn"],
                      "properties": {"fn": {"type": "string",
                                            "pattern": "^[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)*$"},
-                                    "params": {"type": "object"}}},
+                                    "params": {"type": "object"},
+                                    "attrs": {"type": "object", "additionalProperties": {
+                                        "type": "string", "pattern": "^[a-z_][a-z0-9_]*$"}}}},
                     {"type": "object", "additionalProperties": False, "required": ["unsupported"],
                      "properties": {"unsupported": {"type": "string", "minLength": 10}}}]},
             },
