@@ -91,13 +91,25 @@ def oracle_reduce_sum(operand, *, dimensions):
     return (np.sum(operand, axis=tuple(dimensions)),)
 
 
-@op("reduce_max", version=1, lax=lax_reduce_max, **_REDUCE)
+def numpy_reduce_max(operand, *, dimensions):
+    """The numpy backend: ``np.max`` with XLA's init value (-inf, or the integer minimum)."""
+    lowest = -np.inf if operand.dtype.kind not in "iub" else np.iinfo(operand.dtype).min
+    return np.max(operand, axis=tuple(dimensions), initial=operand.dtype.type(lowest))
+
+
+@op("reduce_max", numpy=numpy_reduce_max, version=1, lax=lax_reduce_max, **_REDUCE)
 def oracle_reduce_max(operand, *, dimensions):
     """Reduce with Max over ``dimensions`` (init: -inf, or the integer minimum); NaN propagates."""
     return (np.max(operand, axis=tuple(dimensions), initial=_lowest(operand.dtype)),)
 
 
-@op("reduce_min", version=1, lax=lax_reduce_min, **_REDUCE)
+def numpy_reduce_min(operand, *, dimensions):
+    """The numpy backend: ``np.min`` with XLA's init value (+inf, or the integer maximum)."""
+    highest = np.inf if operand.dtype.kind not in "iub" else np.iinfo(operand.dtype).max
+    return np.min(operand, axis=tuple(dimensions), initial=operand.dtype.type(highest))
+
+
+@op("reduce_min", numpy=numpy_reduce_min, version=1, lax=lax_reduce_min, **_REDUCE)
 def oracle_reduce_min(operand, *, dimensions):
     """Reduce with Min over ``dimensions`` (init: +inf, or the integer maximum); NaN propagates."""
     return (np.min(operand, axis=tuple(dimensions), initial=_highest(operand.dtype)),)
