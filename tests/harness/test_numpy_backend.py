@@ -4,6 +4,7 @@ raise (and every call of an oracle's code watched), each case is computed in its
 or unsupported with a reason."""
 from __future__ import annotations
 
+import re
 import sys
 
 import ml_dtypes
@@ -161,3 +162,22 @@ def test_integer_ops_stay_in_the_integer_type(specs):
     big = np.int32([2**31 - 1, -2**31])
     (got,) = _run(specs, "add", big, np.int32([1, -1]))
     assert got.dtype == np.int32 and got.tolist() == [-2**31, 2**31 - 1]   # NumPy wraps
+
+
+def test_every_op_declares_its_numpy_computation(specs):
+    """A numpy hook in its op module, or a spec binding naming a NumPy function or why NumPy
+    cannot express the op: no op is left to a silent default."""
+    missing = [name for name, spec in specs.items()
+               if spec.definition.numpy is None and "numpy" not in spec.bindings]
+    assert missing == []
+
+
+def test_a_result_in_another_type_is_unsupported_never_cast(specs):
+    with pytest.raises(Unsupported, match=re.escape(
+            "divide: NumPy computes output 0 in float64, not int32")):
+        _run(specs, "divide", np.int32([7]), np.int32([2]))
+
+
+def test_an_op_numpy_cannot_express_is_unsupported_with_its_reason(specs):
+    with pytest.raises(Unsupported, match=re.escape("erf: NumPy has no error function")):
+        _run(specs, "erf", np.float32([0.5]))
