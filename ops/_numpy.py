@@ -57,6 +57,8 @@ def numpy_computation(spec) -> Callable[..., tuple]:
     >>> numpy_computation(load_specs()["exp"])(np.float32([1.0]))[0].dtype
     dtype('float32')
     """
+    if getattr(spec, "nodes", ()):   # a program: each node computed by NumPy in turn
+        return spec.composed(_checked)
     binding = spec.bindings.get("numpy") or {}
     if "unsupported" in binding:
         raise unsupported(f"{spec.op}: {binding['unsupported']}")
@@ -81,6 +83,14 @@ def _renamed(fn: Callable, names: dict) -> Callable:
         return fn(*inputs, **{names.get(k, k): tuple(v) if isinstance(v, list) else v
                               for k, v in attrs.items()})
     return call
+
+
+def _checked(spec) -> Callable[..., tuple]:
+    """``spec``'s NumPy computation, its result checked to be in its first operand's dtype (a
+    node of a program: element-wise, one output of its input dtype)."""
+    compute = numpy_computation(spec)
+    return lambda *operands, **attrs: tuple(in_target_dtypes(
+        spec.op, compute(*operands, **attrs), [operands[0].dtype]))
 
 
 def _as_tuple(fn: Callable) -> Callable[..., tuple]:
