@@ -172,6 +172,17 @@ def test_every_op_declares_its_numpy_computation(specs):
     assert missing == []
 
 
+def test_every_numpy_binding_names_a_numpy_function(specs):
+    from conform.ops._numpy import numpy_function
+
+    named = {spec.op: spec.bindings["numpy"]["fn"] for spec in specs.values()
+             if "fn" in spec.bindings.get("numpy", {})}
+    assert len(named) >= 100
+    assert all(callable(numpy_function(fn)) for fn in named.values())
+    with pytest.raises(ValueError, match=re.escape("numpy binding fn='no_such': NumPy has no")):
+        numpy_function("no_such")
+
+
 def test_a_result_in_another_type_is_unsupported_never_cast(specs):
     with pytest.raises(Unsupported, match=re.escape(
             "divide: NumPy computes output 0 in float64, not int32")):
