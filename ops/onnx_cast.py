@@ -141,15 +141,19 @@ def numpy_astype(values, new_dtype, saturate=1):
     """What NumPy and ml_dtypes give for a conversion: ``astype`` (ml_dtypes casts no int4 to
     uint4 or back: through int64). ml_dtypes never saturates, so for saturate=1 into a float 8
     type a float source is first clipped to the target's finite range, as a NumPy user writes
-    it (which also sends infinities to +-max: the fnuz rows of the text say NaN)."""
+    it (which also sends infinities to +-max: the fnuz rows of the text say NaN), a float 8
+    source through float32 (exact); a source of a narrower range needs no clip."""
     target = np_dtype(new_dtype)
-    if saturate and is_float8(new_dtype) and values.dtype.name in FLOAT_FORMATS:
-        top = float(FLOAT_FORMATS[new_dtype].max_finite)
+    top = float(FLOAT_FORMATS[new_dtype].max_finite) if is_float8(new_dtype) else 0.0
+    source = FLOAT_FORMATS.get(values.dtype.name)
+    if saturate and source is not None and source.max_finite >= top > 0:
+        if is_float8(values.dtype.name):   # the bound may fall between two float 8 values
+            values = values.astype(np.float32)
         values = np.clip(values, values.dtype.type(-top), values.dtype.type(top))
-    elif saturate and is_float8(new_dtype) and values.dtype.kind in "iu":
-        top, info = int(FLOAT_FORMATS[new_dtype].max_finite), np.iinfo(values.dtype)
-        values = np.clip(values, values.dtype.type(max(-top, int(info.min))),
-                         values.dtype.type(min(top, int(info.max))))
+    elif saturate and top and values.dtype.kind in "iu":
+        info = np.iinfo(values.dtype)
+        values = np.clip(values, values.dtype.type(max(-int(top), int(info.min))),
+                         values.dtype.type(min(int(top), int(info.max))))
     if {values.dtype.name, target.name} & {"int4", "uint4"} and values.dtype.name != target.name:
         values = values.astype(np.int64)
     return values.astype(target)

@@ -331,8 +331,8 @@ def oracle_onnx_group_normalization(x, scale, bias, *, num_groups, epsilon, stas
 
 def numpy_instance_norm(x, scale, b, *, epsilon):
     """The numpy backend: the standardisation over the spatial axes, then scale and shift, all
-    in x's type (InstanceNormalization names no stash type)."""
-    _, z, _ = _numpy_standardized(x, tuple(range(2, x.ndim)), epsilon, x.dtype)
+    in x's type (InstanceNormalization names no stash type); epsilon is the float32 attribute."""
+    _, z, _ = _numpy_standardized(x, tuple(range(2, x.ndim)), _float32(epsilon), x.dtype)
     return z * _per_channel(scale, x.ndim) + _per_channel(b, x.ndim)
 
 

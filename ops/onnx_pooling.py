@@ -258,10 +258,15 @@ def numpy_max_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, stora
                  ceil_mode=ceil_mode, dilations=dilations)
     values, inside, _, spatial = gather_windows(x, attrs)
     masked = np.where(inside, values, x.dtype.type(_lowest(x.dtype)))
-    pick = np.argmax(masked, axis=-1)
+    y = np.max(masked, axis=-1)
+    # the first input tap holding the maximum (a padding tap never: it may tie the type's
+    # lowest value), NaN as NumPy's max propagates it
+    hit = inside & ((masked == y[..., None]) | (np.isnan(masked) & np.isnan(y)[..., None])
+                    if x.dtype.kind in "fV" else masked == y[..., None])
+    pick = np.argmax(hit, axis=-1)
     spatial = np.broadcast_to(spatial, x.shape[:2] + spatial.shape)
     chosen = np.take_along_axis(spatial, pick[..., None, None], axis=-2)[..., 0, :]
-    return np.max(masked, axis=-1), flat_indices(x.shape, chosen, storage_order).astype(np.int64)
+    return y, flat_indices(x.shape, chosen, storage_order).astype(np.int64)
 
 
 @op("onnx_max_pool", numpy=numpy_max_pool, version=1, canonical=canonical_max_pool, **_WINDOWED)
