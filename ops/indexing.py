@@ -174,7 +174,16 @@ def values_onnx_gather_nd(rng, inputs, attrs):
     return [data, in_range(rng, data.shape[batch:batch + k], indices.shape, indices.dtype)]
 
 
-@op("onnx_gather_nd", version=1, draw=draw_onnx_gather_nd, draw_honours=DRAWN_HERE,
+def numpy_gather_nd(data, indices, *, batch_dims):
+    """The numpy backend: advanced indexing by the index tuples, each batch dimension indexed
+    by an ``np.arange`` along its own axis."""
+    lead = indices.ndim - 1
+    batch = tuple(np.arange(size).reshape([-1 if d == i else 1 for d in range(lead)])
+                  for i, size in enumerate(indices.shape[:batch_dims]))
+    return data[batch + tuple(np.moveaxis(indices, -1, 0))]
+
+
+@op("onnx_gather_nd", numpy=numpy_gather_nd, version=1, draw=draw_onnx_gather_nd, draw_honours=DRAWN_HERE,
     values=values_onnx_gather_nd, feeding=traced_feeding("onnx_gather_nd", (0,)),
     onnx=_lower_with("batch_dims"))
 def oracle_onnx_gather_nd(data, indices, *, batch_dims):
