@@ -76,8 +76,11 @@ class OpDefinition:
       written into repro scripts as source (so it may use only ``lax``, ``np`` and its arguments;
       default: ``lax.<binding>(*inputs, **attrs)``); a hook with a ``bound`` keyword gets the
       binding's lax function there (``lax(lax, attrs, bound=lax.<binding>)``).
-    * ``numpy(*inputs, **attrs)``: the numpy backend's computation in the target dtype (default:
-      the oracle on the target dtype).
+    * ``numpy(*inputs, **attrs)``: the numpy backend's computation with NumPy itself, on the
+      inputs in their own dtypes, returning arrays in the outputs' dtypes; it never calls an
+      oracle (default: the spec's ``bindings.numpy`` function, else unsupported; see
+      :mod:`conform.ops._numpy`). A hook with a ``bound`` keyword also gets the NumPy function
+      the binding names.
     * ``values(rng, inputs, attrs) -> inputs``: the case's input arrays (as the value plan
       filled them) with those whose valid values depend on the drawn signature replaced (indices
       in range for the drawn shapes, unique scatter indices, a condition); ``rng`` is the case's

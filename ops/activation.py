@@ -13,13 +13,33 @@ import numpy as np
 from conform.ops._registry import op
 
 
-@op("relu", version=1)
+def numpy_relu(operand):
+    """The numpy backend: ``np.maximum(x, 0)`` in x's type (NaN propagates)."""
+    return np.maximum(operand, operand.dtype.type(0))
+
+
+def numpy_softplus(operand):
+    """The numpy backend: ``np.logaddexp(x, 0)`` = ln(e**x + e**0), in x's type."""
+    return np.logaddexp(operand, operand.dtype.type(0))
+
+
+def numpy_elu(operand):
+    """The numpy backend: ``np.expm1(x)`` for x < 0, else x (alpha = 1), in x's type."""
+    return np.where(operand < 0, np.expm1(operand), operand)
+
+
+def numpy_leaky_relu(operand, *, alpha):
+    """The numpy backend: ``x * alpha`` for x < 0, else x, in x's type (alpha rounded to it)."""
+    return np.where(operand < 0, operand * operand.dtype.type(alpha), operand)
+
+
+@op("relu", version=1, numpy=numpy_relu)
 def oracle_relu(operand):
     """max(x, 0): x for x > 0, else +0. NaN in, NaN out (unjudged: see spec/ops/relu.yaml)."""
     return (np.where(operand > 0, operand, np.where(np.isnan(operand), operand, 0.0)),)
 
 
-@op("softplus", version=1)
+@op("softplus", version=1, numpy=numpy_softplus)
 def oracle_softplus(operand):
     """ln(1 + e**x) = max(x, 0) + ln(1 + e**-|x|), in extended precision: softplus(-inf) = +0,
     softplus(+inf) = +inf, softplus(0) = ln 2."""
@@ -29,7 +49,7 @@ def oracle_softplus(operand):
     return (np.where(np.isnan(x), np.nan, value).astype(np.float64),)
 
 
-@op("elu", version=1)
+@op("elu", version=1, numpy=numpy_elu)
 def oracle_elu(operand):
     """alpha * (e**x - 1) for x < 0, else x, with alpha = 1 (the default of NNEF and ONNX):
     expm1 for x < 0 (elu(-inf) = -1); -0 and NaN pass through."""
@@ -45,7 +65,8 @@ def _nnef_leaky_relu(case, call):
     return call(["in0"], {"alpha": float(case.attrs["alpha"])})
 
 
-@op("leaky_relu", version=1, onnx=_onnx_leaky_relu, nnef=_nnef_leaky_relu)
+@op("leaky_relu", version=1, onnx=_onnx_leaky_relu, nnef=_nnef_leaky_relu,
+    numpy=numpy_leaky_relu)
 def oracle_leaky_relu(operand, *, alpha):
     """alpha * x for x < 0, else x (NNEF leaky_relu = prelu with a scalar alpha; ONNX LeakyRelu):
     -0 and NaN pass through."""

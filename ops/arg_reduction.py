@@ -96,7 +96,22 @@ _ONNX = dict(draw=draw_arg_reduce, draw_honours=frozenset({"attrs", "min_rank", 
              feeding=feed_arg_reduce, onnx=onnx_arg_reduce)
 
 
-@op("onnx_arg_max", version=1, **_ONNX)
+def _numpy_arg(data, axis, keepdims, last, reduce):
+    """``np.argmax``/``np.argmin`` (the first extreme; NaN counts as one); the last extreme as
+    the first of the slice reversed, counted back."""
+    axis %= data.ndim
+    if not last:
+        return reduce(data, axis=axis, keepdims=bool(keepdims))
+    size = data.shape[axis]
+    return size - 1 - reduce(np.flip(data, axis), axis=axis, keepdims=bool(keepdims))
+
+
+def numpy_onnx_arg_max(data, *, axis, keepdims, select_last_index):
+    """The numpy backend: ``np.argmax`` (int64 indices)."""
+    return _numpy_arg(data, axis, keepdims, select_last_index, np.argmax)
+
+
+@op("onnx_arg_max", numpy=numpy_onnx_arg_max, version=1, **_ONNX)
 def oracle_onnx_arg_max(data, *, axis, keepdims, select_last_index, dtypes=()):
     """ONNX ArgMax: 'the indices of the max elements ... along the provided axis'; of several
     equal maxima the first, or the last with select_last_index=1."""
@@ -104,7 +119,12 @@ def oracle_onnx_arg_max(data, *, axis, keepdims, select_last_index, dtypes=()):
                         keepdims=bool(keepdims)),)
 
 
-@op("onnx_arg_min", version=1, **_ONNX)
+def numpy_onnx_arg_min(data, *, axis, keepdims, select_last_index):
+    """The numpy backend: ``np.argmin`` (int64 indices)."""
+    return _numpy_arg(data, axis, keepdims, select_last_index, np.argmin)
+
+
+@op("onnx_arg_min", numpy=numpy_onnx_arg_min, version=1, **_ONNX)
 def oracle_onnx_arg_min(data, *, axis, keepdims, select_last_index, dtypes=()):
     """ONNX ArgMin: the indices of the min elements along the axis; ties as ArgMax's."""
     return (arg_extreme(_ordered(data, dtypes), axis, largest=False, last=bool(select_last_index),
@@ -115,14 +135,24 @@ _NNEF = dict(draw=draw_arg_reduce, draw_honours=frozenset({"attrs", "min_rank", 
              feeding=feed_arg_reduce, nnef=nnef_arg_reduce)
 
 
-@op("nnef_argmax_reduce", version=1, canonical=_canonical_ties(True), **_NNEF)
+def numpy_nnef_argmax_reduce(input, *, axis):  # noqa: A002 - NNEF's name
+    """The numpy backend: ``np.argmax`` keeping the axis (its int64 index as NNEF's int32)."""
+    return _numpy_arg(input, axis, True, False, np.argmax).astype(np.int32)
+
+
+@op("nnef_argmax_reduce", numpy=numpy_nnef_argmax_reduce, version=1, canonical=_canonical_ties(True), **_NNEF)
 def oracle_nnef_argmax_reduce(input, *, axis):
     """NNEF argmax_reduce over one axis: the index of a largest element, the reduced axis kept
     with size 1 (NNEF reductions keep it); ties are open (see canonical)."""
     return (arg_extreme(input, axis, largest=True, last=False, keepdims=True),)
 
 
-@op("nnef_argmin_reduce", version=1, canonical=_canonical_ties(False), **_NNEF)
+def numpy_nnef_argmin_reduce(input, *, axis):  # noqa: A002 - NNEF's name
+    """The numpy backend: ``np.argmin`` keeping the axis (its int64 index as NNEF's int32)."""
+    return _numpy_arg(input, axis, True, False, np.argmin).astype(np.int32)
+
+
+@op("nnef_argmin_reduce", numpy=numpy_nnef_argmin_reduce, version=1, canonical=_canonical_ties(False), **_NNEF)
 def oracle_nnef_argmin_reduce(input, *, axis):
     """NNEF argmin_reduce over one axis: the index of a smallest element (see argmax_reduce)."""
     return (arg_extreme(input, axis, largest=False, last=False, keepdims=True),)

@@ -98,7 +98,18 @@ def lax_bitcast(lax, attrs):
     return lambda x: lax.bitcast_convert_type(x, np.dtype(attrs["new_dtype"]))
 
 
-@op("bitcast_convert_type", version=1, draw=draw_bitcast, dtype_labels=bitcast_labels,
+def numpy_bitcast(operand, *, new_dtype):
+    """The numpy backend: ``ndarray.view`` of a C-ordered copy, a last dimension split off or
+    folded in where the sizes differ."""
+    source, target = operand.copy(order="C"), np_dtype(new_dtype)
+    ratio = source.dtype.itemsize / np.dtype(target).itemsize
+    if ratio >= 1:
+        out = source.reshape(source.shape + (1,)).view(target)
+        return out.reshape(source.shape + ((int(ratio),) if ratio > 1 else ()))
+    return source.view(target).reshape(source.shape[:-1])
+
+
+@op("bitcast_convert_type", numpy=numpy_bitcast, version=1, draw=draw_bitcast, dtype_labels=bitcast_labels,
     feeding=feed_bitcast, lax=lax_bitcast)
 def oracle_bitcast_convert_type(operand, *, new_dtype, dtypes=()):
     """The operand's bytes (in its original type, restored exactly from the widened values;

@@ -69,7 +69,19 @@ def lax_dynamic_slice(lax, attrs):
                                                       allow_negative_indices=False)
 
 
-@op("dynamic_slice", version=1, draw=draw_dynamic_slice, draw_honours=DRAWN_HERE,
+def _numpy_window(shape, sizes, start_indices):
+    """The slices at the starts clamped to [0, dim - size] (XLA's effective starts)."""
+    return tuple(slice(s, s + n) for s, n in
+                 ((int(np.clip(start, 0, dim - size)), size)
+                  for start, dim, size in zip(start_indices, shape, sizes)))
+
+
+def numpy_dynamic_slice(operand, *start_indices, slice_sizes):
+    """The numpy backend: basic slicing at ``np.clip``-ed starts."""
+    return operand[_numpy_window(operand.shape, slice_sizes, start_indices)].copy()
+
+
+@op("dynamic_slice", numpy=numpy_dynamic_slice, version=1, draw=draw_dynamic_slice, draw_honours=DRAWN_HERE,
     values=values_dynamic_slice, feeding=traced_feeding("dynamic_slice", (0,)),
     lax=lax_dynamic_slice)
 def oracle_dynamic_slice(operand, *start_indices, slice_sizes):
@@ -103,7 +115,14 @@ def lax_dynamic_update_slice(lax, attrs):
         operand, update, starts, allow_negative_indices=False)
 
 
-@op("dynamic_update_slice", version=1, draw=draw_dynamic_update_slice,
+def numpy_dynamic_update_slice(operand, update, *start_indices):
+    """The numpy backend: a copy with the update assigned at ``np.clip``-ed starts."""
+    out = np.array(operand)
+    out[_numpy_window(operand.shape, update.shape, start_indices)] = update
+    return out
+
+
+@op("dynamic_update_slice", numpy=numpy_dynamic_update_slice, version=1, draw=draw_dynamic_update_slice,
     draw_honours=DRAWN_HERE, values=values_dynamic_update_slice,
     feeding=traced_feeding("dynamic_update_slice", (0, 1)), lax=lax_dynamic_update_slice)
 def oracle_dynamic_update_slice(operand, update, *start_indices):

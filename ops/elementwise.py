@@ -54,6 +54,12 @@ def nnef_xla_binary(case, call):
     return call(["in0", "in1"], {})
 
 
+def numpy_xla_binary(lhs, rhs, *, broadcast_dimensions=None, bound):
+    """The numpy backend: the binding's NumPy function (``bound``) on the operands brought to
+    one shape as XLA does (:func:`xla_operands`), in their own dtype."""
+    return bound(*xla_operands(lhs, rhs, broadcast_dimensions))
+
+
 def xla_binary(name: str, **hooks):
     """Declare XLA element-wise binary op ``name`` (version 1): its oracle, written for operands
     of one shape, also serves the variant with ``broadcast_dimensions`` (:func:`xla_operands`)."""
@@ -63,6 +69,7 @@ def xla_binary(name: str, **hooks):
 
         broadcasting.__name__, broadcasting.__qualname__ = oracle.__name__, oracle.__qualname__
         broadcasting.__module__, broadcasting.__doc__ = oracle.__module__, oracle.__doc__
+        hooks.setdefault("numpy", numpy_xla_binary)
         return op(name, version=1, lax=lax_xla_binary, nnef=nnef_xla_binary, **hooks)(broadcasting)
     return define
 

@@ -128,7 +128,15 @@ def draw_onnx_gather_elements(draw, kit, spec, dtype):
                          {"axis": signed_axis(draw, kit, axis, len(data))}, dtype)
 
 
-@op("onnx_gather_elements", version=1, draw=draw_onnx_gather_elements,
+def numpy_gather_elements(data, indices, *, axis):
+    """The numpy backend: ``np.take_along_axis`` on data cut to the indices' extent in the
+    other dimensions (take_along_axis wants them equal)."""
+    axis %= data.ndim
+    cut = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))
+    return np.take_along_axis(data[cut], indices, axis=axis)
+
+
+@op("onnx_gather_elements", numpy=numpy_gather_elements, version=1, draw=draw_onnx_gather_elements,
     draw_honours=DRAWN_HERE, values=values_onnx_gather,
     feeding=traced_feeding("onnx_gather_elements", (0,)), onnx=_lower_with("axis"))
 def oracle_onnx_gather_elements(data, indices, *, axis):
@@ -166,7 +174,16 @@ def values_onnx_gather_nd(rng, inputs, attrs):
     return [data, in_range(rng, data.shape[batch:batch + k], indices.shape, indices.dtype)]
 
 
-@op("onnx_gather_nd", version=1, draw=draw_onnx_gather_nd, draw_honours=DRAWN_HERE,
+def numpy_gather_nd(data, indices, *, batch_dims):
+    """The numpy backend: advanced indexing by the index tuples, each batch dimension indexed
+    by an ``np.arange`` along its own axis."""
+    lead = indices.ndim - 1
+    batch = tuple(np.arange(size).reshape([-1 if d == i else 1 for d in range(lead)])
+                  for i, size in enumerate(indices.shape[:batch_dims]))
+    return data[batch + tuple(np.moveaxis(indices, -1, 0))]
+
+
+@op("onnx_gather_nd", numpy=numpy_gather_nd, version=1, draw=draw_onnx_gather_nd, draw_honours=DRAWN_HERE,
     values=values_onnx_gather_nd, feeding=traced_feeding("onnx_gather_nd", (0,)),
     onnx=_lower_with("batch_dims"))
 def oracle_onnx_gather_nd(data, indices, *, batch_dims):
@@ -206,7 +223,18 @@ def values_onnx_one_hot(rng, inputs, attrs):
     return [drawn.astype(indices.dtype), np.full(depth.shape, count, depth.dtype), values]
 
 
-@op("onnx_one_hot", version=1, draw=draw_onnx_one_hot, draw_honours=DRAWN_HERE,
+def numpy_one_hot(indices, depth, values, *, axis):
+    """The numpy backend: ``np.arange(depth) == indices`` (negative ones counted from the end)
+    along the new axis, then ``np.where`` of on and off values."""
+    count = int(depth.ravel()[0])
+    entries = indices.astype(np.int64)
+    entries = np.where(entries < 0, entries + count, entries)
+    axis %= indices.ndim + 1
+    classes = np.arange(count).reshape([-1 if k == axis else 1 for k in range(indices.ndim + 1)])
+    return np.where(np.expand_dims(entries, axis) == classes, values[1], values[0])
+
+
+@op("onnx_one_hot", numpy=numpy_one_hot, version=1, draw=draw_onnx_one_hot, draw_honours=DRAWN_HERE,
     values=values_onnx_one_hot, feeding=traced_feeding("onnx_one_hot", (2,)),
     onnx=_lower_with("axis"), value_dependent_shape=True)
 def oracle_onnx_one_hot(indices, depth, values, *, axis):
@@ -244,7 +272,12 @@ def draw_onnx_compress(draw, kit, spec, dtype):
     return kit.Signature((dtype, "bool"), (shape, condition), attrs, dtype)
 
 
-@op("onnx_compress", version=1, draw=draw_onnx_compress, draw_honours=DRAWN_HERE,
+def numpy_compress(input, condition, *, axis=None):  # noqa: A002 - ONNX's name
+    """The numpy backend: ``np.compress``."""
+    return np.compress(condition, input, axis=axis)
+
+
+@op("onnx_compress", numpy=numpy_compress, version=1, draw=draw_onnx_compress, draw_honours=DRAWN_HERE,
     feeding=traced_feeding("onnx_compress", (0,)), onnx=_lower_with("axis"),
     value_dependent_shape=True)
 def oracle_onnx_compress(input, condition, *, axis=None):

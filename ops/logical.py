@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._registry import op
-from conform.ops.elementwise import xla_binary
+from conform.ops.elementwise import xla_binary, xla_operands
 from conform.spec.dtypes import int_info
 
 
@@ -110,7 +110,15 @@ def oracle_shift_right_arithmetic(lhs, rhs):
     return (np.right_shift(pattern, _amount(rhs, pattern, bits)).astype(lhs.dtype),)
 
 
-@xla_binary("shift_right_logical")
+def numpy_shift_right_logical(lhs, rhs, *, broadcast_dimensions=None):
+    """The numpy backend: NumPy's right_shift is arithmetic on signed types, so the pattern is
+    shifted as its unsigned view (as a NumPy user writes it) and viewed back."""
+    lhs, rhs = xla_operands(lhs, rhs, broadcast_dimensions)
+    unsigned = np.dtype(f"u{lhs.dtype.itemsize}")
+    return np.right_shift(lhs.view(unsigned), rhs.astype(unsigned)).view(lhs.dtype)
+
+
+@xla_binary("shift_right_logical", numpy=numpy_shift_right_logical)
 def oracle_shift_right_logical(lhs, rhs):
     """The unsigned pattern of lhs divided by 2**rhs: vacated bits are zero; 0 <= rhs < bits.
 
@@ -132,7 +140,13 @@ def _pattern(operand: np.ndarray, dtypes) -> tuple[np.ndarray, int]:
     return pattern & np.uint64((1 << bits) - 1), bits
 
 
-@op("population_count", version=1)
+def numpy_population_count(operand):
+    """The numpy backend: ``np.bitwise_count`` (which counts the bits of ``|x|``), its uint8
+    count given the operand's type."""
+    return np.bitwise_count(operand).astype(operand.dtype)
+
+
+@op("population_count", version=1, numpy=numpy_population_count)
 def oracle_population_count(operand, *, dtypes=()):
     """The number of set bits in the two's-complement pattern of ``operand`` in its original
     width (a negative int8 has at most 8 set bits)."""

@@ -9,6 +9,7 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops._registry import op
+from conform.spec.dtypes import np_dtype
 
 
 def moved(name: str, **hooks):
@@ -104,7 +105,14 @@ def onnx_broadcast_in_dim(case, graph):
     graph.node(graph.op_type, [reshaped, graph.const("out_shape", shape)])
 
 
-@moved("broadcast_in_dim", draw=draw_broadcast_in_dim, onnx=onnx_broadcast_in_dim, onnx_shape_dependent=True)
+def numpy_broadcast_in_dim(operand, *, shape, broadcast_dimensions):
+    """The numpy backend: size-1 axes inserted where no operand dimension maps, then
+    ``np.broadcast_to``."""
+    missing = tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
+    return np.broadcast_to(np.expand_dims(operand, missing), shape)
+
+
+@moved("broadcast_in_dim", numpy=numpy_broadcast_in_dim, draw=draw_broadcast_in_dim, onnx=onnx_broadcast_in_dim, onnx_shape_dependent=True)
 def oracle_broadcast_in_dim(operand, *, shape, broadcast_dimensions):
     """Operand dimension i maps to output dimension broadcast_dimensions[i]; size-1 dims broadcast."""
     expanded = [1] * len(shape)
@@ -144,7 +152,12 @@ def nnef_slice(case, call):
                           "end": ends, "stride": a["strides"]})
 
 
-@moved("slice", draw=draw_slice, onnx=onnx_slice, nnef=nnef_slice)
+def numpy_slice(operand, *, start_indices, limit_indices, strides):
+    """The numpy backend: basic slicing."""
+    return operand[tuple(map(slice, start_indices, limit_indices, strides))]
+
+
+@moved("slice", numpy=numpy_slice, draw=draw_slice, onnx=onnx_slice, nnef=nnef_slice)
 def oracle_slice(operand, *, start_indices, limit_indices, strides):
     """operand[start:limit:stride] in every dimension."""
     index = tuple(slice(s, e, k) for s, e, k in zip(start_indices, limit_indices, strides))
@@ -186,7 +199,16 @@ def nnef_pad(case, call):
                           "value": float(case.inputs[1])}, inputs=[0])
 
 
-@moved("pad", draw=draw_pad, onnx=onnx_pad, nnef=nnef_pad)
+def numpy_pad(operand, padding_value, *, padding_config):
+    """The numpy backend: ``np.pad`` with the constant; it has no interior padding and no
+    negative (cropping) edges, so those cases are unsupported."""
+    if any(interior or low < 0 or high < 0 for low, high, interior in padding_config):
+        raise unsupported("np.pad has no interior padding and no negative edges")
+    return np.pad(operand, [(low, high) for low, high, _ in padding_config],
+                  constant_values=padding_value)
+
+
+@moved("pad", numpy=numpy_pad, draw=draw_pad, onnx=onnx_pad, nnef=nnef_pad)
 def oracle_pad(operand, padding_value, *, padding_config):
     """XLA Pad: interior padding first, then edge padding (negative edges remove elements)."""
     out = operand
@@ -226,7 +248,12 @@ def lax_concatenate(lax, attrs):
     return lambda *operands: lax.concatenate(operands, attrs["dimension"])
 
 
-@moved("concatenate", draw=draw_concatenate, nnef=nnef_concat, lax=lax_concatenate,
+def numpy_concatenate(*operands, dimension=None, axis=None):
+    """The numpy backend: ``np.concatenate`` (XLA's ``dimension``, ONNX's ``axis``)."""
+    return np.concatenate(operands, axis=axis if dimension is None else dimension)
+
+
+@moved("concatenate", numpy=numpy_concatenate, draw=draw_concatenate, nnef=nnef_concat, lax=lax_concatenate,
          onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, axis=case.attrs["dimension"]))
 def oracle_concatenate(*operands, dimension):
     """Operands joined along ``dimension`` in order."""
@@ -324,7 +351,13 @@ def lax_iota(lax, attrs):
                                         attrs["dimension"])
 
 
-@op("iota", version=1, draw=draw_iota, lax=lax_iota, feeding=lambda inputs, attrs, index: [])
+def numpy_iota(*, shape, dimension, dtype):
+    """The numpy backend: ``np.arange`` in the element type, broadcast along the others."""
+    view = [-1 if d == dimension else 1 for d in range(len(shape))]
+    return np.broadcast_to(np.arange(shape[dimension], dtype=np_dtype(dtype)).reshape(view), shape)
+
+
+@op("iota", numpy=numpy_iota, version=1, draw=draw_iota, lax=lax_iota, feeding=lambda inputs, attrs, index: [])
 def oracle_iota(*, shape, dimension, dtype):
     """XLA Iota: 0, 1, 2, ... along ``dimension``, the same across the others; for float types
     ConvertElementType of the integer Iota (the judge rounds each value once to the type)."""

@@ -105,7 +105,7 @@ def nnef_linear(case, call):
 
 def numpy_nnef_linear(x, w, *bias, absent_inputs=()):
     out = np.matmul(x, w.T)
-    return ((out + bias[0]).astype(x.dtype) if bias else out,)
+    return (out + bias[0] if bias else out,)
 
 
 @op("nnef_linear", version=1, draw=draw_nnef_linear, draw_honours=frozenset({"optional"}),

@@ -27,6 +27,12 @@ def _aligned(*operands) -> list:
     return [np.reshape(x, x.shape + (1,) * (rank - x.ndim)) for x in operands]
 
 
+def numpy_nnef_binary(*operands, bound):
+    """The numpy backend: the binding's NumPy function (``bound``) on the operands with NNEF's
+    leading-aligned shapes (:func:`_aligned`), in their own dtype."""
+    return bound(*_aligned(*operands))
+
+
 def _nnef(name: str, oracle, doc: str):
     def nnef_oracle(*operands):
         return oracle(*_aligned(*operands))
@@ -34,7 +40,7 @@ def _nnef(name: str, oracle, doc: str):
     nnef_oracle.__doc__ = doc
     nnef_oracle.__name__ = f"oracle_{name}"
     nnef_oracle.__module__ = __name__
-    return op(name, version=1)(nnef_oracle)
+    return op(name, version=1, numpy=numpy_nnef_binary)(nnef_oracle)
 
 
 oracle_nnef_add = _nnef("nnef_add", oracle_add, "x + y.")

@@ -19,10 +19,15 @@ import numpy as np
 
 from conform.ops._registry import op
 from conform.ops.onnx_normalization import batch_norm_bound, draw_channels, feed_batch_norm
-from conform.ops.onnx_softmax import _DRAW, feed_softmax, softmax, softmax_bound
+from conform.ops.onnx_softmax import _DRAW, _numpy_softmax, feed_softmax, softmax, softmax_bound
 
 
-@op("nnef_softmax", version=1, **_DRAW, error_bound=softmax_bound,
+def numpy_nnef_softmax(x, *, axes):
+    """The numpy backend: ``e = np.exp(x - max); e / e.sum()`` over ``axes`` in x's type."""
+    return _numpy_softmax(x, tuple(axes))
+
+
+@op("nnef_softmax", numpy=numpy_nnef_softmax, version=1, **_DRAW, error_bound=softmax_bound,
     feeding=lambda inputs, attrs, index: feed_softmax(inputs, attrs["axes"], index),
     nnef=lambda case, call: call(["in0"], {"axes": list(case.attrs["axes"])}))
 def oracle_nnef_softmax(x, *, axes):
@@ -51,7 +56,17 @@ def draw_nnef_batch_norm(draw, kit, spec, dtype):
                          drawn.attrs, dtype)
 
 
-@op("nnef_batch_normalization", version=1, draw=draw_nnef_batch_norm,
+def numpy_nnef_batch_norm(input, mean, variance, offset, scale, *, epsilon):  # noqa: A002
+    """The numpy backend: the fragment's formula in the input's type, the [1, C] parameters
+    given trailing singleton dimensions (NNEF's leading-aligned broadcast)."""
+    trailing = (1,) * (input.ndim - 2)
+    mean, variance, offset, scale = (p.reshape(p.shape + trailing)
+                                     for p in (mean, variance, offset, scale))
+    eps = input.dtype.type(np.float32(epsilon))
+    return offset + scale * (input - mean) / np.sqrt(variance + eps)
+
+
+@op("nnef_batch_normalization", numpy=numpy_nnef_batch_norm, version=1, draw=draw_nnef_batch_norm,
     draw_honours=frozenset({"min_rank", "max_rank", "attrs"}),
     feeding=lambda inputs, attrs, index: _nnef_order(feed_batch_norm(_as_onnx_order(inputs),
                                                                      attrs, index)),

@@ -104,14 +104,40 @@ _HOOKS = dict(draw=draw_box, draw_honours=frozenset({"attrs"}), feeding=feed_box
               accumulation_length=box_size, nnef=nnef_box)
 
 
-@op("nnef_box", version=1, **_HOOKS)
+def numpy_box(x, *, size, border, padding, stride, dilation, normalize=False):
+    """The numpy backend: ``np.pad`` in the border's mode, ``np.sum`` in x's type over each
+    ``sliding_window_view`` window (:func:`reduce_windows`), divided by the window's size (or,
+    under 'ignore', by the input elements it covers) with ``normalize``."""
+    rank, zero = x.ndim, x.dtype.type(0)
+    stride, dilation = stride or [1] * rank, dilation or [1] * rank
+    pads, flat, axes = [tuple(p) for p in padding], [[0, 0]] * rank, tuple(range(rank, 2 * rank))
+
+    def summed(values):
+        windows = reduce_windows(values, zero, size, stride, flat, None, dilation)
+        return np.sum(windows, axis=axes, dtype=x.dtype)
+
+    total = summed(np.pad(x, pads, mode=PAD_MODES[border]))
+    if not normalize:
+        return total
+    if border == "ignore":
+        return total / summed(np.pad(np.ones(x.shape, x.dtype), pads))
+    return total / x.dtype.type(math.prod(size))
+
+
+@op("nnef_box", numpy=numpy_box, version=1, **_HOOKS)
 def oracle_nnef_box(x, *, size, border, padding, stride, dilation, normalize):
     """NNEF box: the sum of each window over the border-extended input, divided by the window's
     size with ``normalize`` (under 'ignore', the input elements it covers)."""
     return (box(x, size, border, padding, stride, dilation, normalize),)
 
 
-@op("nnef_avg_pool", version=1, **_HOOKS)
+def numpy_avg_pool(x, *, size, border, padding, stride, dilation):
+    """The numpy backend: :func:`numpy_box` normalised."""
+    return numpy_box(x, size=size, border=border, padding=padding, stride=stride,
+                     dilation=dilation, normalize=True)
+
+
+@op("nnef_avg_pool", numpy=numpy_avg_pool, version=1, **_HOOKS)
 def oracle_nnef_avg_pool(x, *, size, border, padding, stride, dilation):
     """NNEF avg_pool: ``box(..., normalize = true)``."""
     return (box(x, size, border, padding, stride, dilation, True),)

@@ -137,16 +137,31 @@ def onnx_cast_like_node(case, graph):
     graph.node("CastLike", list(graph.inputs), **_onnx_attrs(case, graph))
 
 
-def numpy_cast(operand, *like, new_dtype, saturate=1):
-    """The numpy backend: NumPy's and ml_dtypes' own conversions, but float 8 targets through
-    the text's table (ml_dtypes never saturates)."""
+def numpy_astype(values, new_dtype, saturate=1):
+    """What NumPy and ml_dtypes give for a conversion: ``astype`` (ml_dtypes casts no int4 to
+    uint4 or back: through int64). ml_dtypes never saturates, so for saturate=1 into a float 8
+    type a float source is first clipped to the target's finite range, as a NumPy user writes
+    it (which also sends infinities to +-max: the fnuz rows of the text say NaN), a float 8
+    source through float32 (exact); a source of a narrower range needs no clip."""
     target = np_dtype(new_dtype)
-    if is_float8(new_dtype) and operand.dtype != np.bool_:
-        widened = operand.astype(np.float64)   # uint64 too (not through int64)
-        return (float8_table(widened, new_dtype, bool(saturate)).astype(target),)
-    if {operand.dtype.name, target.name} & {"int4", "uint4"} and operand.dtype.name != target.name:
-        operand = operand.astype(np.int64)
-    return (operand.astype(target),)
+    top = float(FLOAT_FORMATS[new_dtype].max_finite) if is_float8(new_dtype) else 0.0
+    source = FLOAT_FORMATS.get(values.dtype.name)
+    if saturate and source is not None and source.max_finite >= top > 0:
+        if is_float8(values.dtype.name):   # the bound may fall between two float 8 values
+            values = values.astype(np.float32)
+        values = np.clip(values, values.dtype.type(-top), values.dtype.type(top))
+    elif saturate and top and values.dtype.kind in "iu":
+        info = np.iinfo(values.dtype)
+        values = np.clip(values, values.dtype.type(max(-int(top), int(info.min))),
+                         values.dtype.type(min(int(top), int(info.max))))
+    if {values.dtype.name, target.name} & {"int4", "uint4"} and values.dtype.name != target.name:
+        values = values.astype(np.int64)
+    return values.astype(target)
+
+
+def numpy_cast(operand, *like, new_dtype, saturate=1):
+    """The numpy backend: :func:`numpy_astype`."""
+    return (numpy_astype(operand, new_dtype, saturate),)
 
 
 @op("onnx_cast", version=1, draw=draw_cast, dtype_labels=conversion_pairs, values=integral_half,

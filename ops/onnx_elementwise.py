@@ -151,7 +151,13 @@ def _limits(dtype: str) -> tuple:
     return int(info.min), int(info.max)
 
 
-@op("onnx_clip", version=1)
+def numpy_onnx_clip(input, *bounds, absent_inputs=()):  # noqa: A002 - ONNX's input name
+    """The numpy backend: ``np.clip(input, min, max)``, an absent bound None (no bound)."""
+    given = by_name(("min", "max"), bounds, absent_inputs)
+    return np.clip(input, given.get("min"), given.get("max"))
+
+
+@op("onnx_clip", version=1, numpy=numpy_onnx_clip)
 def oracle_onnx_clip(input, *bounds, absent_inputs=(), dtypes):  # noqa: A002 - ONNX's input name
     """ONNX Clip-13: Min(max, Max(input, min)); an absent min is numeric_limits<T>::lowest() and
     an absent max numeric_limits<T>::max() (so an infinite input becomes finite), and where

@@ -10,7 +10,7 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops._optional import onnx_operands, present
-from conform.ops.movement import moved, onnx_transpose_by, onnx_with_constant
+from conform.ops.movement import moved, numpy_concatenate, onnx_transpose_by, onnx_with_constant
 
 
 def _signed(draw, kit, axis: int, rank: int) -> int:
@@ -32,7 +32,7 @@ def draw_onnx_concat(draw, kit, spec, dtype):
     return kit.Signature((dtype,) * len(shapes), tuple(shapes), attrs, dtype)
 
 
-@moved("onnx_concat", draw=draw_onnx_concat,
+@moved("onnx_concat", numpy=numpy_concatenate, draw=draw_onnx_concat,
         onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, axis=case.attrs["axis"]))
 def oracle_onnx_concat(*inputs, axis):
     """The inputs joined along ``axis`` (negative: counted from the end), in order."""
@@ -106,7 +106,12 @@ def draw_onnx_expand(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (data,), {"shape": shape}, dtype)
 
 
-@moved("onnx_expand", draw=draw_onnx_expand,
+def numpy_onnx_expand(data, *, shape):
+    """The numpy backend: ``np.broadcast_to`` the two shapes' broadcast."""
+    return np.broadcast_to(data, np.broadcast_shapes(data.shape, tuple(shape)))
+
+
+@moved("onnx_expand", numpy=numpy_onnx_expand, draw=draw_onnx_expand,
         onnx=lambda case, graph: graph.node(
             graph.op_type, [graph.inputs[0], graph.const("shape", case.attrs["shape"])]))
 def oracle_onnx_expand(data, *, shape):
@@ -219,7 +224,22 @@ def onnx_pad(case, graph):
                mode=attrs["mode"])
 
 
-@moved("onnx_pad", draw=draw_onnx_pad, draw_honours=frozenset({"optional", "scalar"}),
+def numpy_onnx_pad(data, *value, mode, pads, axes=None, absent_inputs=(), crop="before"):
+    """The numpy backend: ``np.pad`` in the same mode ('constant', 'reflect', 'edge', 'wrap'
+    are numpy.pad's names too); it has no negative (cropping) widths: unsupported."""
+    if any(p < 0 for p in pads):
+        raise unsupported("np.pad has no negative (cropping) pad widths")
+    rank, count = data.ndim, len(pads) // 2
+    axes = list(range(rank)) if axes is None else [axis % rank for axis in axes]
+    widths = [(0, 0)] * rank
+    for k, axis in enumerate(axes):
+        widths[axis] = (pads[k], pads[count + k])
+    if mode == "constant":
+        return np.pad(data, widths, constant_values=value[0] if value else 0)
+    return np.pad(data, widths, mode=mode)
+
+
+@moved("onnx_pad", numpy=numpy_onnx_pad, draw=draw_onnx_pad, draw_honours=frozenset({"optional", "scalar"}),
        onnx=onnx_pad)
 def oracle_onnx_pad(data, *value, mode, pads, axes=None, absent_inputs=(), crop="before"):
     """ONNX Pad-19: ``pads`` = [begins..., ends...] of ``axes`` (negative: counted from the end;

@@ -329,7 +329,14 @@ def oracle_onnx_group_normalization(x, scale, bias, *, num_groups, epsilon, stas
     return _channel_norm(x, scale, bias, num_groups, epsilon)
 
 
-@op("onnx_instance_normalization", version=1, **_CHANNELS,
+def numpy_instance_norm(x, scale, b, *, epsilon):
+    """The numpy backend: the standardisation over the spatial axes, then scale and shift, all
+    in x's type (InstanceNormalization names no stash type); epsilon is the float32 attribute."""
+    _, z, _ = _numpy_standardized(x, tuple(range(2, x.ndim)), _float32(epsilon), x.dtype)
+    return z * _per_channel(scale, x.ndim) + _per_channel(b, x.ndim)
+
+
+@op("onnx_instance_normalization", numpy=numpy_instance_norm, version=1, **_CHANNELS,
     error_bound=lambda inputs, attrs, outputs, *, dtypes, **_: _channel_norm_bound(
         *inputs, inputs[0].shape[1], _float32(attrs["epsilon"]), dtypes[0], dtypes[0], outputs[0]))
 def oracle_onnx_instance_normalization(x, scale, b, *, epsilon):
@@ -371,7 +378,14 @@ def batch_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
     return (_judged_where(y_error, outputs[0], unbounded),)
 
 
-@op("onnx_batch_normalization", version=1, **{**_CHANNELS, "feeding": feed_batch_norm},
+def numpy_batch_norm(x, scale, b, input_mean, input_var, *, epsilon, momentum, training_mode):
+    """The numpy backend: ``(x - mean) / np.sqrt(var + epsilon) * scale + B`` in x's type."""
+    rank, eps = x.ndim, x.dtype.type(_float32(epsilon))
+    return ((x - _per_channel(input_mean, rank)) / np.sqrt(_per_channel(input_var, rank) + eps)
+            * _per_channel(scale, rank) + _per_channel(b, rank))
+
+
+@op("onnx_batch_normalization", numpy=numpy_batch_norm, version=1, **{**_CHANNELS, "feeding": feed_batch_norm},
     error_bound=batch_norm_bound)
 def oracle_onnx_batch_normalization(x, scale, b, input_mean, input_var, *, epsilon, momentum,
                                     training_mode):

@@ -249,7 +249,27 @@ _HONOURS = frozenset({"attrs"})
 _WINDOWED = dict(draw=draw_pooling, draw_honours=_HONOURS, feeding=feed_pooling, onnx=onnx_pooling)
 
 
-@op("onnx_max_pool", version=1, canonical=canonical_max_pool, **_WINDOWED)
+def numpy_max_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, storage_order,
+                   dilations=None):
+    """The numpy backend: ``np.max`` and ``np.argmax`` over each window's input elements
+    (:func:`gather_windows`; padding taps hold the type's lowest value), the index of the
+    chosen tap flattened as the text's storage order says."""
+    attrs = dict(kernel_shape=kernel_shape, strides=strides, pads=pads, auto_pad=auto_pad,
+                 ceil_mode=ceil_mode, dilations=dilations)
+    values, inside, _, spatial = gather_windows(x, attrs)
+    masked = np.where(inside, values, x.dtype.type(_lowest(x.dtype)))
+    y = np.max(masked, axis=-1)
+    # the first input tap holding the maximum (a padding tap never: it may tie the type's
+    # lowest value), NaN as NumPy's max propagates it
+    hit = inside & ((masked == y[..., None]) | (np.isnan(masked) & np.isnan(y)[..., None])
+                    if x.dtype.kind in "fV" else masked == y[..., None])
+    pick = np.argmax(hit, axis=-1)
+    spatial = np.broadcast_to(spatial, x.shape[:2] + spatial.shape)
+    chosen = np.take_along_axis(spatial, pick[..., None, None], axis=-2)[..., 0, :]
+    return y, flat_indices(x.shape, chosen, storage_order).astype(np.int64)
+
+
+@op("onnx_max_pool", numpy=numpy_max_pool, version=1, canonical=canonical_max_pool, **_WINDOWED)
 def oracle_onnx_max_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, storage_order,
                          dilations=None, reading=0):
     """ONNX MaxPool: Y, the maximum of each window's input elements ('exclude pad'; NaN
@@ -260,7 +280,19 @@ def oracle_onnx_max_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode,
     return _max_pool(x, attrs, reading)
 
 
-@op("onnx_average_pool", version=1, accumulation_length=kernel_size, **_WINDOWED)
+def numpy_average_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode,
+                       count_include_pad, dilations=None):
+    """The numpy backend: each window's ``np.sum`` in x's type divided by its count (the
+    input taps, or with count_include_pad the taps within the padded extent)."""
+    attrs = dict(kernel_shape=kernel_shape, strides=strides, pads=pads, auto_pad=auto_pad,
+                 ceil_mode=ceil_mode, dilations=dilations)
+    values, inside, extent, _ = gather_windows(x, attrs)
+    total = np.sum(np.where(inside, values, x.dtype.type(0)), axis=-1, dtype=x.dtype)
+    count = (extent if count_include_pad else inside).sum(-1)
+    return total / count.astype(x.dtype)
+
+
+@op("onnx_average_pool", numpy=numpy_average_pool, version=1, accumulation_length=kernel_size, **_WINDOWED)
 def oracle_onnx_average_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode,
                              count_include_pad, dilations=None, reading=0):
     """ONNX AveragePool: each window's sum 'divided by the number of elements (exclude pad when
@@ -291,7 +323,16 @@ def draw_lp_pool(draw, kit, spec, dtype):
     return signature
 
 
-@op("onnx_lp_pool", version=1, accumulation_length=kernel_size, onnx=onnx_pooling,
+def numpy_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, p, dilations=None):
+    """The numpy backend: ``np.sum(np.abs(w) ** p) ** (1 / p)`` per window, in x's type."""
+    attrs = dict(kernel_shape=kernel_shape, strides=strides, pads=pads, auto_pad=auto_pad,
+                 ceil_mode=ceil_mode, dilations=dilations)
+    values, inside, _, _ = gather_windows(x, attrs, ignore_right_starts=False)
+    powers = np.where(inside, np.abs(values), x.dtype.type(0)) ** x.dtype.type(p)
+    return np.sum(powers, axis=-1, dtype=x.dtype) ** (x.dtype.type(1) / x.dtype.type(p))
+
+
+@op("onnx_lp_pool", numpy=numpy_lp_pool, version=1, accumulation_length=kernel_size, onnx=onnx_pooling,
     draw=draw_lp_pool, draw_honours=_HONOURS, feeding=feed_lp_pool)
 def oracle_onnx_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, p,
                         dilations=None):
@@ -316,14 +357,25 @@ def draw_global(draw, kit, spec, dtype):
 _GLOBAL = dict(draw=draw_global, feeding=feed_global)
 
 
-@op("onnx_global_max_pool", version=1, **_GLOBAL)
+def numpy_global_max_pool(x):
+    """The numpy backend: ``np.max`` over the spatial axes, kept."""
+    return np.max(x, axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+@op("onnx_global_max_pool", numpy=numpy_global_max_pool, version=1, **_GLOBAL)
 def oracle_onnx_global_max_pool(x):
     """ONNX GlobalMaxPool: MaxPool 'with kernel size equal to the spatial dimension': the
     maximum of each (batch, channel) plane, spatial dimensions kept with size 1."""
     return (np.max(x, axis=tuple(range(2, x.ndim)), keepdims=True),)
 
 
-@op("onnx_global_average_pool", version=1, accumulation_length=plane_size, **_GLOBAL)
+def numpy_global_average_pool(x):
+    """The numpy backend: ``np.mean`` over the spatial axes, kept (float16 accumulates in
+    float32, as NumPy does)."""
+    return np.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+@op("onnx_global_average_pool", numpy=numpy_global_average_pool, version=1, accumulation_length=plane_size, **_GLOBAL)
 def oracle_onnx_global_average_pool(x):
     """ONNX GlobalAveragePool: the mean of each (batch, channel) plane (no padding, so no
     count_include_pad question), spatial dimensions kept with size 1."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from conform.ops._optional import by_name, onnx_operands, present
 from conform.ops._registry import op
-from conform.ops.onnx_cast import float8_table, is_float8
+from conform.ops.onnx_cast import float8_table, is_float8, numpy_astype
 from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
 
 QUANTIZE_INPUTS = ("x", "y_scale", "y_zero_point")
@@ -185,13 +185,18 @@ def _numpy_parameters(x, names, given, attrs):
 
 
 def numpy_quantize(*inputs, new_dtype, saturate=1, absent_inputs=(), **attrs):
-    """The numpy backend: the quotient in float32, then NumPy's rint and clip (float 8: Cast's
-    table, ml_dtypes having no saturation)."""
+    """The numpy backend: the quotient in float32, then NumPy's rint, the zero point and clip
+    into an integer type; into float 8, the quotient plus zero point converted by NumPy
+    (:func:`~conform.ops.onnx_cast.numpy_astype`)."""
     given = by_name(QUANTIZE_INPUTS, inputs, absent_inputs)
     x = given["x"].astype(np.float32)
     scale, zero = _numpy_parameters(x, QUANTIZE_INPUTS, given, attrs)
-    quotient = (x / scale).astype(np.float64)
-    return (_quantized(quotient, zero, new_dtype, saturate).astype(np_dtype(new_dtype)),)
+    quotient = x / scale
+    if is_float8(new_dtype):
+        return (numpy_astype(quotient + zero, new_dtype, saturate),)
+    info = int_info(new_dtype)
+    return (numpy_astype(np.clip(np.rint(quotient) + zero, np.float32(info.min),
+                                 np.float32(info.max)), new_dtype),)
 
 
 def numpy_dequantize(*inputs, new_dtype, absent_inputs=(), **attrs):

@@ -105,7 +105,12 @@ def feed_range(inputs, attrs, index):
     return [np.ravel(start), None, np.ravel(delta)]
 
 
-@op("onnx_range", version=1, draw=draw_range, fill=fill_range, feeding=feed_range,
+def numpy_range(start, limit, delta):
+    """The numpy backend: ``np.arange(start, limit, delta)`` in the inputs' type."""
+    return np.arange(start[()], limit[()], delta[()], dtype=start.dtype)
+
+
+@op("onnx_range", numpy=numpy_range, version=1, draw=draw_range, fill=fill_range, feeding=feed_range,
     value_dependent_shape=True)
 def oracle_onnx_range(start, limit, delta, *, dtypes=()):
     """ONNX Range: max(ceil((limit - start) / delta), 0) elements, output[i] = start + i * delta,
@@ -166,7 +171,14 @@ def onnx_split(case, graph):
                    num_outputs=attrs["num_outputs"])
 
 
-@op("onnx_split", version=1, draw=draw_split,
+def numpy_split(input, *, axis, split, num_outputs):  # noqa: A002 - ONNX's name
+    """The numpy backend: ``np.split`` at the part boundaries the text's sizes give."""
+    axis %= input.ndim
+    sizes = chunk_sizes(input.shape[axis], {"split": split, "num_outputs": num_outputs})
+    return tuple(np.split(input, np.cumsum(sizes)[:-1], axis=axis))
+
+
+@op("onnx_split", numpy=numpy_split, version=1, draw=draw_split,
     draw_honours=frozenset({"attrs", "min_rank", "max_rank"}),
     feeding="moved", onnx=onnx_split)
 def oracle_onnx_split(input, *, axis, split, num_outputs):

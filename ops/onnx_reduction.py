@@ -85,13 +85,63 @@ def onnx_reduce(case, graph):
 _HOOKS = dict(feeding=feed_onnx_reduce, accumulation_length=onnx_reduced_count, onnx=onnx_reduce)
 
 
-@op("onnx_reduce_sum", version=1, **_HOOKS)
+def _numpy_reduced(reduce, data, axes, keepdims, noop=0, **kwargs):
+    """The numpy backend's ONNX reduction: ``reduce(data, axis=..., keepdims=...)`` over the
+    case's axes (:func:`_axes`), in data's type."""
+    return reduce(data, axis=tuple(_axes(data.ndim, axes, noop)), keepdims=bool(keepdims),
+                  **kwargs)
+
+
+def _numpy_extreme(data, lowest: bool):
+    if data.dtype.kind in "iu":
+        info = np.iinfo(data.dtype)
+        return data.dtype.type(info.min if lowest else info.max)
+    return data.dtype.type(-np.inf if lowest else np.inf)
+
+
+def numpy_onnx_reduce_sum(data, *, axes, keepdims):
+    """The numpy backend: ``np.sum`` in data's type."""
+    return _numpy_reduced(np.sum, data, axes, keepdims, dtype=data.dtype)
+
+
+def numpy_onnx_reduce_max(data, *, axes, keepdims):
+    """The numpy backend: ``np.max`` with the text's empty value as ``initial``."""
+    return _numpy_reduced(np.max, data, axes, keepdims, initial=_numpy_extreme(data, True))
+
+
+def numpy_onnx_reduce_min(data, *, axes, keepdims):
+    """The numpy backend: ``np.min`` with the text's empty value as ``initial``."""
+    return _numpy_reduced(np.min, data, axes, keepdims, initial=_numpy_extreme(data, False))
+
+
+def numpy_onnx_reduce_mean(data, *, axes, keepdims):
+    """The numpy backend: ``np.mean`` (float16 accumulates in float32, as NumPy does)."""
+    return _numpy_reduced(np.mean, data, axes, keepdims)
+
+
+def numpy_onnx_reduce_prod(data, *, axes, keepdims, noop_with_empty_axes):
+    """The numpy backend: ``np.prod`` in data's type."""
+    return _numpy_reduced(np.prod, data, axes, keepdims, noop_with_empty_axes, dtype=data.dtype)
+
+
+def numpy_onnx_reduce_l2(data, *, axes, keepdims, noop_with_empty_axes):
+    """The numpy backend: ``np.sqrt(np.sum(np.square(x)))`` in data's type."""
+    return np.sqrt(_numpy_reduced(np.sum, np.square(data), axes, keepdims, noop_with_empty_axes,
+                                  dtype=data.dtype))
+
+
+def numpy_onnx_reduce_log_sum_exp(data, *, axes, keepdims, noop_with_empty_axes):
+    """The numpy backend: ``np.logaddexp.reduce`` (pairwise log(e**a + e**b)) in data's type."""
+    return _numpy_reduced(np.logaddexp.reduce, data, axes, keepdims, noop_with_empty_axes)
+
+
+@op("onnx_reduce_sum", version=1, numpy=numpy_onnx_reduce_sum, **_HOOKS)
 def oracle_onnx_reduce_sum(data, *, axes, keepdims):
     """The sum over ``axes`` (0 over an empty set)."""
     return _reduced(oracle_reduce_sum, data, axes, keepdims)
 
 
-@op("onnx_reduce_max", version=1, **_HOOKS)
+@op("onnx_reduce_max", version=1, numpy=numpy_onnx_reduce_max, **_HOOKS)
 def oracle_onnx_reduce_max(data, *, axes, keepdims, dtypes):
     """The maximum over ``axes``; over an empty set 'minus infinity (if supported by the
     datatype) or the minimum value of the data type otherwise'."""
@@ -99,14 +149,14 @@ def oracle_onnx_reduce_max(data, *, axes, keepdims, dtypes):
     return _reduced(oracle_reduce_max, data, axes, keepdims, empty=empty)
 
 
-@op("onnx_reduce_min", version=1, **_HOOKS)
+@op("onnx_reduce_min", version=1, numpy=numpy_onnx_reduce_min, **_HOOKS)
 def oracle_onnx_reduce_min(data, *, axes, keepdims, dtypes):
     """The minimum over ``axes``; over an empty set plus infinity or the type's maximum."""
     empty = _type_bound(dtypes[0], lowest=False)
     return _reduced(oracle_reduce_min, data, axes, keepdims, empty=empty)
 
 
-@op("onnx_reduce_mean", version=1, **_HOOKS)
+@op("onnx_reduce_mean", version=1, numpy=numpy_onnx_reduce_mean, **_HOOKS)
 def oracle_onnx_reduce_mean(data, *, axes, keepdims):
     """The mean over ``axes`` (undefined over an empty set: a region of the spec)."""
     return _reduced(oracle_reduce_mean, data, axes, keepdims)
@@ -170,14 +220,14 @@ def log_sum_exp_magnitude(inputs, attrs):
 _HOOKS18 = dict(_HOOKS, draw=draw_onnx_reduce, draw_honours=frozenset({"attrs"}))
 
 
-@op("onnx_reduce_prod", version=1, **_HOOKS18)
+@op("onnx_reduce_prod", version=1, numpy=numpy_onnx_reduce_prod, **_HOOKS18)
 def oracle_onnx_reduce_prod(data, *, axes, keepdims, noop_with_empty_axes, dtypes=()):
     """The product over ``axes`` (1 over an empty set of values)."""
     reduce = _reduce_by(_product)
     return _reduced(reduce, _unsigned64(data, dtypes), axes, keepdims, noop_with_empty_axes)
 
 
-@op("onnx_reduce_l2", version=1, **_HOOKS18)
+@op("onnx_reduce_l2", version=1, numpy=numpy_onnx_reduce_l2, **_HOOKS18)
 def oracle_onnx_reduce_l2(data, *, axes, keepdims, noop_with_empty_axes):
     """sqrt(sum(x**2)) over ``axes`` (0 over an empty set of values; |x| over no axis: 'the
     non-reduction steps' still run)."""
@@ -185,6 +235,7 @@ def oracle_onnx_reduce_l2(data, *, axes, keepdims, noop_with_empty_axes):
 
 
 @op("onnx_reduce_log_sum_exp", version=1, accumulation_magnitude=log_sum_exp_magnitude,
+    numpy=numpy_onnx_reduce_log_sum_exp,
     **_HOOKS18)
 def oracle_onnx_reduce_log_sum_exp(data, *, axes, keepdims, noop_with_empty_axes):
     """log(sum(exp(x))) over ``axes`` (-inf over an empty set of values; x over no axis)."""

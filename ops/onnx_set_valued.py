@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from conform.ops._lowering import unsupported
 from conform.ops._registry import op
 from conform.ops.indexing import DRAWN_HERE, _lower_with, signed_axis
 from conform.oracles._registry import widen
@@ -160,7 +161,22 @@ def feed_onnx_unique(inputs, attrs, index):
     return [np.asarray(x[at]).reshape(1)]
 
 
-@op("onnx_unique", version=1, draw=draw_onnx_unique, draw_honours=DRAWN_HERE,
+def numpy_unique(x, *, sorted, axis=None):  # noqa: A002 - ONNX's name
+    """The numpy backend: ``np.unique`` with indices, inverse and counts; for ``sorted`` 0
+    its results put in the order of their first occurrence."""
+    values, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True,
+                                               return_counts=True, axis=axis)
+    inverse = inverse.reshape(-1)
+    if not sorted:
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        values = np.take(values, order, axis=0 if axis is None else axis)
+        first, counts, inverse = first[order], counts[order], rank[inverse]
+    return values, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)
+
+
+@op("onnx_unique", numpy=numpy_unique, version=1, draw=draw_onnx_unique, draw_honours=DRAWN_HERE,
     values=values_onnx_unique, feeding=feed_onnx_unique, canonical=canonical_onnx_unique,
     onnx=_lower_with("axis", "sorted"),
     value_dependent_shape=True)
@@ -206,7 +222,15 @@ def feed_onnx_non_zero(inputs, attrs, index):
     return [x.ravel()[np.flatnonzero(x.ravel() != 0)[index[1]]:][:1]]
 
 
-@op("onnx_non_zero", version=1, draw=draw_onnx_non_zero, draw_honours=DRAWN_HERE,
+def numpy_non_zero(x):
+    """The numpy backend: ``np.nonzero`` stacked (one row per dimension); NumPy refuses a 0-d
+    input (unsupported)."""
+    if x.ndim == 0:
+        raise unsupported("np.nonzero refuses 0-d arrays")
+    return np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)
+
+
+@op("onnx_non_zero", numpy=numpy_non_zero, version=1, draw=draw_onnx_non_zero, draw_honours=DRAWN_HERE,
     values=values_onnx_non_zero, feeding=feed_onnx_non_zero, value_dependent_shape=True)
 def oracle_onnx_non_zero(x):
     """ONNX NonZero-13: the int64 coordinates (one row per dimension) of the elements that are

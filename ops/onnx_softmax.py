@@ -147,11 +147,75 @@ def softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) ->
     return (np.where(np.isnan(bound), 0.0, bound),)
 
 
+def _numpy_shifted(x, axes):
+    """x minus its maximum over ``axes`` (in x's type), as a NumPy user writes softmax."""
+    return x - np.max(x, axis=axes, keepdims=True)
+
+
+def _numpy_softmax(x, axes):
+    if x.size == 0:
+        return x.copy()
+    e = np.exp(_numpy_shifted(x, axes))
+    return e / np.sum(e, axis=axes, keepdims=True)
+
+
+def _numpy_log_softmax(x, axes):
+    if x.size == 0:
+        return x.copy()
+    d = _numpy_shifted(x, axes)
+    return d - np.log(np.sum(np.exp(d), axis=axes, keepdims=True))
+
+
+def _numpy_hardmax(x, axis):
+    """1 at ``np.argmax`` along ``axis`` (its first maximum), 0 elsewhere, in x's type."""
+    if x.size == 0:
+        return x.copy()
+    positions = np.arange(x.shape[axis]).reshape([-1 if d == axis else 1 for d in range(x.ndim)])
+    return (positions == np.argmax(x, axis=axis, keepdims=True)).astype(x.dtype)
+
+
+def _from_axis(x, axis):
+    return tuple(range(axis % x.ndim, x.ndim))
+
+
+def numpy_onnx_softmax(x, *, axis):
+    """The numpy backend: ``e = np.exp(x - max); e / e.sum()`` along ``axis`` in x's type."""
+    return _numpy_softmax(x, (axis % max(x.ndim, 1),))
+
+
+def numpy_onnx_log_softmax(x, *, axis):
+    """The numpy backend: ``d - np.log(np.sum(np.exp(d)))``, ``d = x - max``, in x's type."""
+    return _numpy_log_softmax(x, (axis % max(x.ndim, 1),))
+
+
+def numpy_onnx_hardmax(x, *, axis):
+    """The numpy backend: one-hot of ``np.argmax`` along ``axis``."""
+    return _numpy_hardmax(x, axis % max(x.ndim, 1))
+
+
+def numpy_onnx_softmax_opset11(x, *, axis):
+    """The numpy backend: Softmax-11 over every dimension from ``axis`` on."""
+    return _numpy_softmax(x, _from_axis(x, axis))
+
+
+def numpy_onnx_log_softmax_opset11(x, *, axis):
+    """The numpy backend: LogSoftmax-11 over every dimension from ``axis`` on."""
+    return _numpy_log_softmax(x, _from_axis(x, axis))
+
+
+def numpy_onnx_hardmax_opset11(x, *, axis):
+    """The numpy backend: Hardmax-11, x as rows of every dimension from ``axis`` on."""
+    if x.size == 0:
+        return x.copy()
+    rows = x.reshape(int(np.prod(x.shape[:axis % x.ndim])), -1)
+    return _numpy_hardmax(rows, 1).reshape(x.shape)
+
+
 def _feed_one_axis(feed):
     return lambda inputs, attrs, index: feed(inputs, normalised_axes(inputs[0].ndim, attrs), index)
 
 
-@op("onnx_softmax", version=1, feeding=_feed_one_axis(feed_softmax), **_DRAW,
+@op("onnx_softmax", version=1, numpy=numpy_onnx_softmax, feeding=_feed_one_axis(feed_softmax), **_DRAW,
     onnx=onnx_along_axis,
     error_bound=softmax_bound)
 def oracle_onnx_softmax(x, *, axis):
@@ -183,7 +247,7 @@ def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     return (np.where(np.isnan(bound), 0.0, bound),)
 
 
-@op("onnx_log_softmax", version=1, feeding=_feed_one_axis(feed_softmax), **_DRAW,
+@op("onnx_log_softmax", version=1, numpy=numpy_onnx_log_softmax, feeding=_feed_one_axis(feed_softmax), **_DRAW,
     onnx=onnx_along_axis,
     error_bound=log_softmax_bound)
 def oracle_onnx_log_softmax(x, *, axis):
@@ -191,7 +255,7 @@ def oracle_onnx_log_softmax(x, *, axis):
     return (log_softmax(x, normalised_axes(x.ndim, {"axis": axis})),)
 
 
-@op("onnx_hardmax", version=1, feeding=_feed_one_axis(feed_hardmax), **_DRAW,
+@op("onnx_hardmax", version=1, numpy=numpy_onnx_hardmax, feeding=_feed_one_axis(feed_hardmax), **_DRAW,
     onnx=onnx_along_axis)
 def oracle_onnx_hardmax(x, *, axis):
     """1 at the first maximum of each slice along ``axis``, 0 elsewhere (-0 and +0 compare
@@ -219,7 +283,7 @@ def _feed_from_axis(feed):
 _OPSET11 = dict(_DRAW, onnx=onnx_along_axis)
 
 
-@op("onnx_softmax_opset11", version=1, **_OPSET11, feeding=_feed_from_axis(feed_softmax),
+@op("onnx_softmax_opset11", version=1, numpy=numpy_onnx_softmax_opset11, **_OPSET11, feeding=_feed_from_axis(feed_softmax),
     error_bound=lambda inputs, attrs, outputs, **kw: softmax_bound(
         inputs, _coerced(attrs, inputs[0].ndim), outputs, **kw))
 def oracle_onnx_softmax_opset11(x, *, axis):
@@ -228,7 +292,7 @@ def oracle_onnx_softmax_opset11(x, *, axis):
     return (softmax(x, tuple(_coerced({"axis": axis}, x.ndim)["axes"])),)
 
 
-@op("onnx_log_softmax_opset11", version=1, **_OPSET11, feeding=_feed_from_axis(feed_softmax),
+@op("onnx_log_softmax_opset11", version=1, numpy=numpy_onnx_log_softmax_opset11, **_OPSET11, feeding=_feed_from_axis(feed_softmax),
     error_bound=lambda inputs, attrs, outputs, **kw: log_softmax_bound(
         inputs, _coerced(attrs, inputs[0].ndim), outputs, **kw))
 def oracle_onnx_log_softmax_opset11(x, *, axis):
@@ -236,7 +300,7 @@ def oracle_onnx_log_softmax_opset11(x, *, axis):
     return (log_softmax(x, tuple(_coerced({"axis": axis}, x.ndim)["axes"])),)
 
 
-@op("onnx_hardmax_opset11", version=1, **_OPSET11, feeding=_feed_from_axis(feed_hardmax))
+@op("onnx_hardmax_opset11", version=1, numpy=numpy_onnx_hardmax_opset11, **_OPSET11, feeding=_feed_from_axis(feed_hardmax))
 def oracle_onnx_hardmax_opset11(x, *, axis):
     """Hardmax-11: 1 at the first maximum (in row-major order) of every dimension from ``axis``
     on together, 0 elsewhere."""

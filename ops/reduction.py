@@ -91,13 +91,25 @@ def oracle_reduce_sum(operand, *, dimensions):
     return (np.sum(operand, axis=tuple(dimensions)),)
 
 
-@op("reduce_max", version=1, lax=lax_reduce_max, **_REDUCE)
+def numpy_reduce_max(operand, *, dimensions):
+    """The numpy backend: ``np.max`` with XLA's init value (-inf, or the integer minimum)."""
+    lowest = -np.inf if operand.dtype.kind not in "iub" else np.iinfo(operand.dtype).min
+    return np.max(operand, axis=tuple(dimensions), initial=operand.dtype.type(lowest))
+
+
+@op("reduce_max", numpy=numpy_reduce_max, version=1, lax=lax_reduce_max, **_REDUCE)
 def oracle_reduce_max(operand, *, dimensions):
     """Reduce with Max over ``dimensions`` (init: -inf, or the integer minimum); NaN propagates."""
     return (np.max(operand, axis=tuple(dimensions), initial=_lowest(operand.dtype)),)
 
 
-@op("reduce_min", version=1, lax=lax_reduce_min, **_REDUCE)
+def numpy_reduce_min(operand, *, dimensions):
+    """The numpy backend: ``np.min`` with XLA's init value (+inf, or the integer maximum)."""
+    highest = np.inf if operand.dtype.kind not in "iub" else np.iinfo(operand.dtype).max
+    return np.min(operand, axis=tuple(dimensions), initial=operand.dtype.type(highest))
+
+
+@op("reduce_min", numpy=numpy_reduce_min, version=1, lax=lax_reduce_min, **_REDUCE)
 def oracle_reduce_min(operand, *, dimensions):
     """Reduce with Min over ``dimensions`` (init: +inf, or the integer maximum); NaN propagates."""
     return (np.min(operand, axis=tuple(dimensions), initial=_highest(operand.dtype)),)
@@ -240,7 +252,18 @@ def lax_reduce_window_sum(lax, attrs):
 _WINDOW = dict(draw=draw_reduce_window, feeding=feed_reduce_window)
 
 
-@op("reduce_window_max", version=1, onnx=onnx_max_pool, nnef=nnef_max_pool,
+def numpy_reduce_window_max(operand, *, window_dimensions, window_strides, padding,
+                            base_dilation=None, window_dilation=None):
+    """The numpy backend: ``np.max`` over ``sliding_window_view`` windows of the padded operand
+    (:func:`reduce_windows`), the init value in the operand's type."""
+    lowest = operand.dtype.type(-np.inf if operand.dtype.kind not in "iub"
+                                else np.iinfo(operand.dtype).min)
+    windows = reduce_windows(operand, lowest, window_dimensions, window_strides, padding,
+                             base_dilation, window_dilation)
+    return np.max(windows, axis=tuple(range(operand.ndim, 2 * operand.ndim)))
+
+
+@op("reduce_window_max", numpy=numpy_reduce_window_max, version=1, onnx=onnx_max_pool, nnef=nnef_max_pool,
     lax=lax_reduce_window_max, **_WINDOW)
 def oracle_reduce_window_max(operand, *, window_dimensions, window_strides, padding,
                              base_dilation=None, window_dilation=None, dtypes=None):
@@ -252,7 +275,16 @@ def oracle_reduce_window_max(operand, *, window_dimensions, window_strides, padd
     return (np.max(windows, axis=tuple(range(operand.ndim, 2 * operand.ndim))),)
 
 
-@op("reduce_window_sum", version=1, accumulation_length=window_size,
+def numpy_reduce_window_sum(operand, *, window_dimensions, window_strides, padding,
+                            base_dilation=None, window_dilation=None):
+    """The numpy backend: ``np.sum`` in the operand's type over ``sliding_window_view``
+    windows of the padded operand (:func:`reduce_windows`)."""
+    windows = reduce_windows(operand, operand.dtype.type(0), window_dimensions, window_strides,
+                             padding, base_dilation, window_dilation)
+    return np.sum(windows, axis=tuple(range(operand.ndim, 2 * operand.ndim)), dtype=operand.dtype)
+
+
+@op("reduce_window_sum", numpy=numpy_reduce_window_sum, version=1, accumulation_length=window_size,
     lax=lax_reduce_window_sum, **_WINDOW)
 def oracle_reduce_window_sum(operand, *, window_dimensions, window_strides, padding,
                              base_dilation=None, window_dilation=None):

@@ -142,7 +142,29 @@ def _element_targets(data, indices, attrs):
         np.zeros(0, np.int64), 1
 
 
-@op("onnx_scatter_elements", version=1, draw=draw_onnx_scatter_elements,
+_NUMPY_REDUCTIONS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _numpy_scattered(data, targets, updates, reduction):
+    """A copy of data with ``updates`` assigned at ``targets`` (an index tuple), or combined
+    there by the reduction's ufunc ``at`` (unbuffered: repeated targets accumulate)."""
+    out = data.copy()
+    if reduction == "none":
+        out[targets] = updates
+    else:
+        _NUMPY_REDUCTIONS[reduction].at(out, targets, updates)
+    return out
+
+
+def numpy_scatter_elements(data, indices, updates, *, axis, reduction, selection="ieee"):
+    """The numpy backend: fancy-index assignment (or ``ufunc.at``) at each update's own index,
+    but the indices' entry along ``axis``."""
+    grid = list(np.indices(indices.shape, sparse=True))
+    grid[axis % data.ndim] = indices
+    return _numpy_scattered(data, tuple(grid), updates, reduction)
+
+
+@op("onnx_scatter_elements", numpy=numpy_scatter_elements, version=1, draw=draw_onnx_scatter_elements,
     draw_honours=DRAWN_HERE, values=values_onnx_scatter_elements,
     feeding=_scatter_feeding(_element_targets), onnx=onnx_scatter)
 def oracle_onnx_scatter_elements(data, indices, updates, *, axis, reduction, selection="ieee"):
@@ -198,7 +220,12 @@ def _tuple_targets(data, indices, attrs):
     return rows, math.prod(data.shape[k:])
 
 
-@op("onnx_scatter_nd", version=1, draw=draw_onnx_scatter_nd, draw_honours=DRAWN_HERE,
+def numpy_scatter_nd(data, indices, updates, *, reduction, selection="ieee"):
+    """The numpy backend: fancy-index assignment (or ``ufunc.at``) at the index tuples."""
+    return _numpy_scattered(data, tuple(np.moveaxis(indices, -1, 0)), updates, reduction)
+
+
+@op("onnx_scatter_nd", numpy=numpy_scatter_nd, version=1, draw=draw_onnx_scatter_nd, draw_honours=DRAWN_HERE,
     values=values_onnx_scatter_nd, feeding=_scatter_feeding(_tuple_targets), onnx=onnx_scatter)
 def oracle_onnx_scatter_nd(data, indices, updates, *, reduction, selection="ieee"):
     """ONNX ScatterND-18: output = copy(data); for each idx of indices.shape[:-1],

@@ -38,7 +38,13 @@ def onnx_clip(case, graph):
     graph.node(graph.op_type, [operand, low, high])
 
 
-@op("clamp", version=1, draw=draw_clamp, onnx=onnx_clip, onnx_shape_dependent=True)
+def numpy_clamp(min, operand, max):  # noqa: A002 - XLA's parameter names
+    """The numpy backend: ``np.clip(operand, min, max)``."""
+    return np.clip(operand, min, max)
+
+
+@op("clamp", version=1, draw=draw_clamp, onnx=onnx_clip, onnx_shape_dependent=True,
+    numpy=numpy_clamp)
 def oracle_clamp(min, operand, max):  # noqa: A002 - XLA's parameter names
     """XLA Clamp: clamp(a, x, b) = min(max(a, x), b)."""
     return (np.minimum(np.maximum(min, operand), max),)

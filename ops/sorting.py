@@ -86,7 +86,20 @@ def lax_top_k(lax, attrs):
 _HONOURS = frozenset({"attrs", "min_rank", "max_rank"})
 
 
-@op("top_k", version=1, draw=draw_top_k, draw_honours=_HONOURS, feeding=feed_top_k,
+def numpy_top_k(operand, *, k, largest, axis=-1, bits=np.int32):
+    """The numpy backend: a stable ``np.argsort`` (descending: of the slice reversed, counted
+    back, so that ties keep the lower index first), its first ``k``; indices as ``bits``."""
+    axis %= operand.ndim
+    if largest:
+        flipped = np.argsort(np.flip(operand, axis), axis=axis, kind="stable")
+        order = operand.shape[axis] - 1 - np.flip(flipped, axis)
+    else:
+        order = np.argsort(operand, axis=axis, kind="stable")
+    indices = np.take(order, np.arange(k), axis=axis)
+    return np.take_along_axis(operand, indices, axis=axis), indices.astype(bits)
+
+
+@op("top_k", numpy=numpy_top_k, version=1, draw=draw_top_k, draw_honours=_HONOURS, feeding=feed_top_k,
     lax=lax_top_k)
 def oracle_top_k(operand, *, k, largest):
     """XLA TopK: along the last dimension; in a row, of two equal elements the one with the
@@ -94,7 +107,12 @@ def oracle_top_k(operand, *, k, largest):
     return top_k(operand, k, -1, bool(largest))
 
 
-@op("onnx_top_k", version=1, draw=draw_top_k, draw_honours=_HONOURS,
+def numpy_onnx_top_k(x, *, k, axis, largest, sorted):  # noqa: A002 - ONNX's name
+    """The numpy backend: :func:`numpy_top_k` along ``axis``, int64 indices."""
+    return numpy_top_k(x, k=k, largest=largest, axis=axis, bits=np.int64)
+
+
+@op("onnx_top_k", numpy=numpy_onnx_top_k, version=1, draw=draw_top_k, draw_honours=_HONOURS,
     feeding=feed_top_k, canonical=canonical_top_k, onnx=onnx_top_k)
 def oracle_onnx_top_k(x, *, k, axis, largest, sorted):
     """ONNX TopK: 'given two equivalent values, this operator uses the indices along the axis as

@@ -109,7 +109,18 @@ def oracle_expm1(operand):
     return (np.expm1(operand),)
 
 
-@op("rsqrt", version=1)
+def numpy_rsqrt(operand):
+    """The numpy backend: ``1 / np.sqrt(x)`` in x's type (NumPy has no rsqrt)."""
+    return operand.dtype.type(1) / np.sqrt(operand)
+
+
+def numpy_logistic(operand):
+    """The numpy backend: ``1 / (1 + np.exp(-x))`` in x's type (NumPy has no logistic)."""
+    one = operand.dtype.type(1)
+    return one / (one + np.exp(-operand))
+
+
+@op("rsqrt", version=1, numpy=numpy_rsqrt)
 def oracle_rsqrt(operand):
     """1 / sqrt(x) (XLA Rsqrt), in extended precision: rsqrt(-0) = -inf, rsqrt(x < 0) = NaN."""
     return (_extended(lambda x: 1 / np.sqrt(x), operand),)
@@ -121,7 +132,7 @@ def oracle_cbrt(operand):
     return (_extended(np.cbrt, operand),)
 
 
-@op("logistic", version=1)
+@op("logistic", version=1, numpy=numpy_logistic)
 def oracle_logistic(operand):
     """1 / (1 + e**-x), in extended precision (e**-x cannot overflow for any float64 x > -11356)."""
     return (_extended(lambda x: 1 / (1 + np.exp(-x)), operand),)

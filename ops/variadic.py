@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._lowering import unsupported
 from conform.ops._registry import op
 from conform.ops.indexing import DRAWN_HERE
 from conform.oracles._registry import widen
@@ -148,7 +149,16 @@ def lax_sort(lax, attrs):
                                             num_keys=num_keys))
 
 
-@op("sort", version=1, draw=draw_sort, draw_honours=DRAWN_HERE, values=values_sort,
+def numpy_sort(*operands, dimension, num_keys, is_stable):
+    """The numpy backend: ``np.lexsort`` by the first ``num_keys`` operands (stable), every
+    operand taken in that order."""
+    axis = dimension % operands[0].ndim
+    keys = [np.moveaxis(x, axis, -1) for x in operands[:num_keys]]
+    order = np.moveaxis(np.lexsort(keys[::-1], axis=-1), -1, axis)
+    return tuple(np.take_along_axis(x, order, axis=axis) for x in operands)
+
+
+@op("sort", numpy=numpy_sort, version=1, draw=draw_sort, draw_honours=DRAWN_HERE, values=values_sort,
     feeding=feed_sort, canonical=canonical_sort, lax=lax_sort)
 def oracle_sort(*operands, dimension, num_keys, is_stable):
     """XLA Sort of several operands with lax.sort's comparator: the operands sorted together
@@ -220,7 +230,16 @@ def lax_reduce_argmax(lax, attrs):
     return argmax
 
 
-@op("reduce_argmax", version=1, draw=draw_reduce_argmax, draw_honours=DRAWN_HERE,
+def numpy_reduce_argmax(operand, *, dimension):
+    """The numpy backend: ``np.max`` and ``np.argmax`` (its first maximum; NaN first) along
+    the dimension; ``np.argmax`` refuses an empty slice (unsupported)."""
+    if operand.shape[dimension] == 0:
+        raise unsupported("np.argmax has no value for an empty slice")
+    return (np.max(operand, axis=dimension),
+            np.argmax(operand, axis=dimension).astype(np.int32))
+
+
+@op("reduce_argmax", numpy=numpy_reduce_argmax, version=1, draw=draw_reduce_argmax, draw_honours=DRAWN_HERE,
     values=values_reduce_argmax, feeding=feed_reduce_argmax, lax=lax_reduce_argmax)
 def oracle_reduce_argmax(operand, *, dimension, dtypes=()):
     """XLA Reduce of (operand, index) with the arg-max body of ``lax_reduce_argmax``: per slice

@@ -201,10 +201,17 @@ SCHEMA = {
                     "properties": {"op": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
                                    "attributes": {"type": "object"}},
                 },
-                "numpy": {
-                    "type": "object", "additionalProperties": False, "required": ["fn"],
-                    "properties": {"fn": {"type": "string"}},
-                },
+                # the numpy backend's computation (conform.ops._numpy): numpy.<fn>(*inputs,
+                # **params, **attrs), or why NumPy cannot express the op
+                "numpy": {"oneOf": [
+                    {"type": "object", "additionalProperties": False, "required": ["fn"],
+                     "properties": {"fn": {"type": "string",
+                                           "pattern": "^[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)*$"},
+                                    "params": {"type": "object"},
+                                    "attrs": {"type": "object", "additionalProperties": {
+                                        "type": "string", "pattern": "^[a-z_][a-z0-9_]*$"}}}},
+                    {"type": "object", "additionalProperties": False, "required": ["unsupported"],
+                     "properties": {"unsupported": {"type": "string", "minLength": 10}}}]},
             },
         },
     },

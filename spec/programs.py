@@ -98,10 +98,15 @@ class ProgramSpec:
     def definition(self) -> OpDefinition:
         """The program as an op: its oracle composes the nodes' oracles and returns every
         node's output; its draw hook gives every input one shape and the case's dtype."""
-        return OpDefinition(self.op, 1, functools.partial(_composed, self.nodes, "oracle"),
-                            draw=_draw_program, numpy=functools.partial(_composed, self.nodes,
-                                                                        "numpy"),
+        return OpDefinition(self.op, 1, self.composed(_oracle_of), draw=_draw_program,
                             module=__name__)
+
+    def composed(self, compute_of):
+        """The program as one function of its inputs returning every node's output, each node
+        computed by ``compute_of(node_spec)`` (a function of the node's operands and
+        attributes returning a 1-tuple) on the values it takes: the oracles compose so, and
+        so does the numpy backend's NumPy computation of each node."""
+        return functools.partial(_composed, self.nodes, compute_of)
 
     def described_signature(self) -> dict:
         return {"inputs": [{"name": n, "type": "T"} for n in self.inputs],
@@ -128,21 +133,17 @@ def lowered_cases(spec, case) -> list:
     return [node_case(case, node, [case.inputs[0]] * len(node.inputs)) for node in spec.nodes]
 
 
-def _composed(nodes, kind: str, *inputs, **attrs) -> tuple:
-    """Every node's output, each node computed on the values it takes: with its oracle on the
-    widened values (``kind`` ``oracle``), or with its numpy-backend computation (``numpy``:
-    its ``numpy`` hook, else its oracle on the target dtype), each result cast back to it."""
-    import numpy as np
+def _oracle_of(spec):
+    return spec.definition.oracle
 
+
+def _composed(nodes, compute_of, *inputs, **attrs) -> tuple:
+    """Every node's output, each node computed by ``compute_of(node.spec)`` on the values it
+    takes."""
     values = {f"x{j}": x for j, x in enumerate(inputs)}
     results = []
     for node in nodes:
-        definition = node.spec.definition
-        compute = definition.oracle if kind == "oracle" else definition.numpy or definition.oracle
-        operands = [values[name] for name in node.inputs]
-        (out,) = compute(*operands, **node.attrs)
-        if kind == "numpy":
-            out = np.asarray(out).astype(operands[0].dtype, copy=False)
+        (out,) = compute_of(node.spec)(*[values[name] for name in node.inputs], **node.attrs)
         values[node.output] = out
         results.append(out)
     return tuple(results)

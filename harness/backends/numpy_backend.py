@@ -1,16 +1,20 @@
-"""The ``numpy`` backend: each op computed by NumPy in the target dtype.
+"""The ``numpy`` backend: each op computed by NumPy itself, in the target dtype.
 
-A baseline of what a plain, careful implementation achieves. Ops whose oracle is dtype-generic
-NumPy (element-wise ufuncs, data movement, max reductions) run that same code on the target dtype,
-so float32 exp is NumPy's float32 kernel, not a float64 one; accumulating ops and conversions have
-their own target-dtype implementations (``numpy`` in their op modules).
+What a NumPy user gets: float16 ufuncs on float16 arrays, bfloat16 and float 8 through
+ml_dtypes' own ufunc loops, integer ops in the integer dtype. The computation is the op's NumPy
+lowering (:func:`conform.ops._numpy.numpy_computation`: its op module's ``numpy`` hook or its
+spec's ``bindings.numpy``); it never calls an oracle. An op NumPy cannot express, or a result
+NumPy computes in another dtype than the target, is ``unsupported`` with the reason.
 """
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.ops import UnknownOp
+from conform.ops._numpy import in_target_dtypes, numpy_computation
 from conform.spec.dtypes import np_dtype
 
 
@@ -31,17 +35,16 @@ class NumpyBackend(Backend):
     def run(self, *, program, inputs, model=None):
         spec, case = program.spec, program.case
         try:
-            definition = spec.definition
+            compute = numpy_computation(spec)
         except UnknownOp:
             raise Unsupported(f"no NumPy implementation of {spec.op}: no op module defines it") from None
-        fn, attrs = definition.numpy, case.attrs
-        if fn is None:
-            fn = definition.oracle
-            if definition.takes_dtypes:
-                attrs = {**attrs, "dtypes": case.input_dtypes}
-        with self.clock.timing("execute"), np.errstate(all="ignore"):
-            outputs = fn(*inputs, **attrs)
-            if not isinstance(outputs, tuple):
-                outputs = (outputs,)
-            return [np.asarray(o).astype(np_dtype(dtype), copy=False)
-                    for o, dtype in zip(outputs, program.out_dtypes)]
+        with self.clock.timing("execute"), np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # 'Mean of empty slice' and kin
+            try:
+                outputs = compute(*inputs, **case.attrs)
+            except TypeError as exc:
+                if "not supported for the input types" in str(exc) or "did not contain a loop" in str(exc):
+                    raise Unsupported(f"{spec.op}: NumPy cannot compute it in "
+                                      f"{', '.join(case.input_dtypes)}: {exc}") from None
+                raise
+        return in_target_dtypes(spec.op, outputs, [np_dtype(d) for d in program.out_dtypes])

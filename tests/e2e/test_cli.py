@@ -144,9 +144,10 @@ def test_list_json_shows_ops_with_bindings(conform_cli):
     assert len(rows) >= 24
     assert {"op", "bindings", "dtypes", "xla"} <= set(rows[0])
     round_row = next(r for r in rows if r["op"] == "round")
-    assert list(round_row["bindings"]) == ["xla"]
+    assert list(round_row["bindings"]) == ["xla", "numpy"]
+    assert round_row["bindings"]["numpy"]["unsupported"].startswith("NumPy has no rounding")
     where = next(r for r in rows if r["op"] == "onnx_where")
-    assert where["bindings"] == {"onnx": {"op_type": "Where"}}
+    assert where["bindings"] == {"onnx": {"op_type": "Where"}, "numpy": {"fn": "where"}}
     assert where["signature"]["inputs"][0] == {"name": "condition", "type": "bool"}
     assert where["signature"]["shapes"] == "onnx_broadcast"
     transpose = next(r for r in rows if r["op"] == "transpose")

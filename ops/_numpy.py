@@ -1,0 +1,116 @@
+"""How the numpy backend computes an op: with NumPy itself, in the target dtype, never the oracle.
+
+An op's NumPy computation comes from, in this order:
+
+* its op module's ``numpy`` hook (structural ops, compositions of NumPy functions); a hook with a
+  ``bound`` keyword also gets the function its spec's numpy binding names (one hook serving
+  several ops, e.g. XLA's binary ops bringing their operands to one shape first);
+* its spec's ``bindings.numpy``: ``{fn: NAME, params: {...}, attrs: {...}}`` calls
+  ``numpy.NAME`` on the inputs with ``params`` and the case's attributes as keywords, each
+  attribute under the keyword ``attrs`` maps it to (``{permutation: axes}``; a list becomes a
+  tuple);
+* ``bindings.numpy: {unsupported: REASON}``: NumPy cannot express the op; each case is
+  ``unsupported`` with that reason.
+
+An op with none of them is unsupported too. A result whose dtype is not the output's (NumPy
+computed the op in another type: ``np.divide`` on int32 gives float64) is unsupported as well:
+the backend never casts a result into the target dtype.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Callable
+
+import numpy as np
+
+from conform.ops._lowering import unsupported
+
+
+def numpy_function(name: str) -> Callable:
+    """``numpy.<name>`` (a dotted name reaches a submodule: ``linalg.norm``).
+
+    >>> numpy_function("exp") is np.exp
+    True
+    """
+    found = np
+    for part in name.split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            raise ValueError(f"numpy binding fn={name!r}: NumPy has no such function")
+    return found
+
+
+def _takes_bound(hook: Callable) -> bool:
+    try:
+        return "bound" in inspect.signature(hook).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def numpy_computation(spec) -> Callable[..., tuple]:
+    """The function computing ``spec``'s op with NumPy: ``fn(*inputs, **attrs) -> tuple`` of
+    arrays, on the inputs in their own dtypes. Raises ``Unsupported`` (with the reason) where
+    NumPy cannot express the op.
+
+    >>> from conform.spec import load_specs
+    >>> numpy_computation(load_specs()["exp"])(np.float32([1.0]))[0].dtype
+    dtype('float32')
+    """
+    if getattr(spec, "nodes", ()):   # a program: each node computed by NumPy in turn
+        return spec.composed(_checked)
+    binding = spec.bindings.get("numpy") or {}
+    if "unsupported" in binding:
+        raise unsupported(f"{spec.op}: {binding['unsupported']}")
+    bound = numpy_function(binding["fn"]) if "fn" in binding else None
+    params = dict(binding.get("params") or {})
+    hook = spec.definition.numpy
+    if hook is not None:
+        if _takes_bound(hook):
+            return _as_tuple(functools.partial(hook, bound=bound, **params))
+        return _as_tuple(hook)
+    if bound is None:
+        raise unsupported(f"{spec.op}: no NumPy computation (the op module has no numpy hook "
+                          "and the spec no numpy binding)")
+    return _as_tuple(_renamed(functools.partial(bound, **params), binding.get("attrs") or {}))
+
+
+def _renamed(fn: Callable, names: dict) -> Callable:
+    if not names:
+        return fn
+
+    def call(*inputs, **attrs):
+        return fn(*inputs, **{names.get(k, k): tuple(v) if isinstance(v, list) else v
+                              for k, v in attrs.items()})
+    return call
+
+
+def _checked(spec) -> Callable[..., tuple]:
+    """``spec``'s NumPy computation, its result checked to be in its first operand's dtype (a
+    node of a program: element-wise, one output of its input dtype)."""
+    compute = numpy_computation(spec)
+    return lambda *operands, **attrs: tuple(in_target_dtypes(
+        spec.op, compute(*operands, **attrs), [operands[0].dtype]))
+
+
+def _as_tuple(fn: Callable) -> Callable[..., tuple]:
+    def compute(*inputs, **attrs) -> tuple:
+        outputs = fn(*inputs, **attrs)
+        return outputs if isinstance(outputs, tuple) else (outputs,)
+    return compute
+
+
+def in_target_dtypes(op: str, outputs: tuple, dtypes) -> list:
+    """``outputs`` as arrays, each checked to have its output's dtype (``dtypes``, NumPy dtypes):
+    a result NumPy computed in another type is ``unsupported``, never cast."""
+    arrays = []
+    for k, (out, dtype) in enumerate(zip(outputs, dtypes)):
+        array = np.asarray(out)
+        if array.dtype != dtype:
+            raise unsupported(f"{op}: NumPy computes output {k} in {array.dtype}, "
+                              f"not {np.dtype(dtype).name}")
+        arrays.append(array)
+    if len(arrays) != len(dtypes):
+        raise ValueError(f"{op}: the numpy computation gave {len(arrays)} outputs, "
+                         f"the op has {len(dtypes)}")
+    return arrays
