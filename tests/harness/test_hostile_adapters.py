@@ -85,7 +85,7 @@ def test_a_worker_whose_replacement_cannot_load_leaves_its_cases_to_the_others(
         specs, tmp_path, monkeypatch):
     monkeypatch.setenv(MARKER, str(tmp_path / "crashed"))
     records = _verdicts(specs, "HangsOnReload", add_cases(range(8)), workers=2, batch_size=1,
-                        timeout=5, load_timeout=1.5)
+                        timeout=8, load_timeout=4)
     assert _kinds(records, range(8)) == ["pass", "pass", "crash"] + ["pass"] * 5
 
 

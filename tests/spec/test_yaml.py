@@ -79,7 +79,7 @@ def test_a_well_formed_manifest_still_loads(tmp_path):
     assert load_manifest(path, "numpy").entries[0].expires.isoformat() == "2999-02-28"
 
 
-def test_an_alias_bomb_manifest_exits_2_in_under_a_second_through_the_cli(tmp_path, conform_cli):
+def test_an_alias_bomb_manifest_exits_2_at_once_through_the_cli(tmp_path, conform_cli):
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(BOMB)
     start = time.perf_counter()
@@ -88,5 +88,7 @@ def test_an_alias_bomb_manifest_exits_2_in_under_a_second_through_the_cli(tmp_pa
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(f"conform: error: {bomb}:1: ")
     assert "anchors and aliases are not allowed" in proc.stderr and len(proc.stderr.splitlines()) == 1
-    assert elapsed < 1.0
+    # expanded, the bomb is 10**9 strings (minutes and gigabytes); refused, it costs the CLI's
+    # start-up alone (~0.5 s quiet), so 10 s separates the two even on a loaded machine
+    assert elapsed < 10.0
     assert not (tmp_path / "out").exists()   # refused before any work
