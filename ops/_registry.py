@@ -86,6 +86,12 @@ class OpDefinition:
       inputs and the oracle's float64 outputs, ``u`` the unit roundoff of the model's type (the
       output type's, or the finer ``accumulator_at_least``), ``constants`` the model's, ``dtypes``
       the inputs' dtype names.
+    * ``rounded64(*inputs, **attrs) -> tuple``: for the ``correctly_rounded`` error model, per
+      output the correct rounding (to nearest, ties to even) into float64 of the exact result,
+      computed without the hardware's float64 operation (exact rational or integer arithmetic:
+      :mod:`conform.ops._exact`), on the widened inputs; used where the output is float64, the
+      oracle's float64 value being itself a rounding there (narrower outputs round the oracle's
+      value once). A hook with a ``dtypes`` keyword gets the inputs' dtype names.
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.
@@ -113,6 +119,7 @@ class OpDefinition:
     values: Callable | None = None
     canonical: Callable | None = None
     error_bound: Callable | None = None
+    rounded64: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._registry import op
+from conform.ops._rounded import exact_multiply, rounded_elementwise
 
 
 @op("relu", version=1)
@@ -45,7 +46,14 @@ def _nnef_leaky_relu(case, call):
     return call(["in0"], {"alpha": float(case.attrs["alpha"])})
 
 
-@op("leaky_relu", version=1, onnx=_onnx_leaky_relu, nnef=_nnef_leaky_relu)
+def rounded_leaky_relu(operand, *, alpha):
+    """alpha * x for x < 0, else x, correctly rounded into float64 (exact integer arithmetic)."""
+    product = rounded_elementwise(exact_multiply, alpha, operand)
+    return (np.where(operand < 0, product, operand),)
+
+
+@op("leaky_relu", version=1, onnx=_onnx_leaky_relu, nnef=_nnef_leaky_relu,
+    rounded64=rounded_leaky_relu)
 def oracle_leaky_relu(operand, *, alpha):
     """alpha * x for x < 0, else x (NNEF leaky_relu = prelu with a scalar alpha; ONNX LeakyRelu):
     -0 and NaN pass through."""
