@@ -92,6 +92,11 @@ class OpDefinition:
       :mod:`conform.ops._exact`), on the widened inputs; used where the output is float64, the
       oracle's float64 value being itself a rounding there (narrower outputs round the oracle's
       value once). A hook with a ``dtypes`` keyword gets the inputs' dtype names.
+    * ``midpoints(rng, spec, dtype) -> (inputs, attrs, out_dtype) | None``: a case's inputs
+      (arrays of their dtypes) whose exact results are rounding midpoints of the output type,
+      with results one ULP beside them, for the ``correctly_rounded`` model (a wrong tie rule
+      fails there); ``attrs`` add to the spec's fixed ones. Drawn in every suite (the case
+      ``<op>.<dtype>.midpoint``); helpers in :mod:`conform.ops._midpoints`.
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.
@@ -120,6 +125,7 @@ class OpDefinition:
     canonical: Callable | None = None
     error_bound: Callable | None = None
     rounded64: Callable | None = None
+    midpoints: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property

@@ -8,6 +8,8 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops._registry import op
+from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
+                                    SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
 
@@ -94,25 +96,25 @@ def _int_trunc_div(lhs, rhs):
     return np.where(rhs == 0, 0, (lhs - np.fmod(lhs, safe)) // safe)
 
 
-@xla_binary("add", rounded64=rounded_add)
+@xla_binary("add", rounded64=rounded_add, midpoints=SUM_MIDPOINTS)
 def oracle_add(lhs, rhs):
     """lhs + rhs."""
     return (lhs + rhs,)
 
 
-@xla_binary("subtract", rounded64=rounded_subtract)
+@xla_binary("subtract", rounded64=rounded_subtract, midpoints=DIFFERENCE_MIDPOINTS)
 def oracle_subtract(lhs, rhs):
     """lhs - rhs."""
     return (lhs - rhs,)
 
 
-@xla_binary("multiply", rounded64=rounded_multiply)
+@xla_binary("multiply", rounded64=rounded_multiply, midpoints=PRODUCT_MIDPOINTS)
 def oracle_multiply(lhs, rhs):
     """lhs * rhs."""
     return (lhs * rhs,)
 
 
-@xla_binary("divide", rounded64=rounded_divide)
+@xla_binary("divide", rounded64=rounded_divide, midpoints=QUOTIENT_MIDPOINTS)
 def oracle_divide(lhs, rhs):
     """lhs / rhs; integers truncate toward zero (XLA Div, C semantics)."""
     if lhs.dtype.kind in "iu":
@@ -175,7 +177,12 @@ def oracle_tanh(operand):
 
 
 def rounded_sqrt(operand):
-    """sqrt(x) correctly rounded into float64, in exact integer arithmetic."""
+    """sqrt(x) correctly rounded into float64, in exact integer arithmetic.
+
+    (sqrt has no ``midpoints`` hook: no square root of a p-bit number is a midpoint, since
+    ``sqrt(x) = M 2**k`` with ``M`` odd of ``p + 1`` bits gives ``x = M**2 2**2k``, ``M**2``
+    odd of at least ``2p + 1`` bits; nor subnormal: ``sqrt`` of the smallest subnormal is
+    normal.)"""
     return (rounded_elementwise(exact_sqrt, operand),)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
+                                    SUM_MIDPOINTS)
 from conform.ops._registry import op
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
                                      oracle_maximum, oracle_minimum, oracle_multiply,
@@ -28,7 +30,7 @@ def _aligned(*operands) -> list:
     return [np.reshape(x, x.shape + (1,) * (rank - x.ndim)) for x in operands]
 
 
-def _nnef(name: str, oracle, doc: str, rounded=None):
+def _nnef(name: str, oracle, doc: str, rounded=None, midpoints=None):
     """Op ``name``: ``oracle`` (and its ``rounded64`` hook ``rounded``) on NNEF's shapes."""
     def nnef_oracle(*operands):
         return oracle(*_aligned(*operands))
@@ -39,13 +41,17 @@ def _nnef(name: str, oracle, doc: str, rounded=None):
     nnef_oracle.__doc__ = doc
     nnef_oracle.__name__ = f"oracle_{name}"
     nnef_oracle.__module__ = __name__
-    return op(name, version=1, rounded64=rounded and rounded64)(nnef_oracle)
+    return op(name, version=1, rounded64=rounded and rounded64, midpoints=midpoints)(nnef_oracle)
 
 
-oracle_nnef_add = _nnef("nnef_add", oracle_add, "x + y.", rounded_add)
-oracle_nnef_sub = _nnef("nnef_sub", oracle_subtract, "x - y.", rounded_subtract)
-oracle_nnef_mul = _nnef("nnef_mul", oracle_multiply, "x * y.", rounded_multiply)
-oracle_nnef_div = _nnef("nnef_div", oracle_divide, "x / y.", rounded_divide)
+oracle_nnef_add = _nnef("nnef_add", oracle_add, "x + y.", rounded_add,
+                        SUM_MIDPOINTS)
+oracle_nnef_sub = _nnef("nnef_sub", oracle_subtract, "x - y.", rounded_subtract,
+                        DIFFERENCE_MIDPOINTS)
+oracle_nnef_mul = _nnef("nnef_mul", oracle_multiply, "x * y.", rounded_multiply,
+                        PRODUCT_MIDPOINTS)
+oracle_nnef_div = _nnef("nnef_div", oracle_divide, "x / y.", rounded_divide,
+                        QUOTIENT_MIDPOINTS)
 oracle_nnef_pow = _nnef("nnef_pow", oracle_power, "x ** y.")
 oracle_nnef_min = _nnef("nnef_min", oracle_minimum, "select(x < y, x, y) on the reals.")
 oracle_nnef_max = _nnef("nnef_max", oracle_maximum, "select(x > y, x, y) on the reals.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._midpoints import conversion_hook
 from conform.ops._registry import op
 from conform.ops._rounded import converted64
 from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
@@ -156,14 +157,15 @@ def rounded_cast(input, *like, new_dtype, saturate=1, dtypes):  # noqa: A002 - O
 
 
 @op("onnx_cast", version=1, draw=draw_cast, dtype_labels=conversion_pairs, values=integral_half,
-    onnx=onnx_cast_node, numpy=numpy_cast, rounded64=rounded_cast)
+    onnx=onnx_cast_node, numpy=numpy_cast, rounded64=rounded_cast, midpoints=conversion_hook())
 def oracle_onnx_cast(input, *, new_dtype, saturate=1, dtypes):  # noqa: A002 - ONNX's name
     """ONNX Cast (see :func:`cast_value`)."""
     return (cast_value(input, dtypes[0], new_dtype, saturate),)
 
 
 @op("onnx_cast_like", version=1, draw=draw_cast_like, dtype_labels=conversion_pairs,
-    values=integral_half, onnx=onnx_cast_like_node, numpy=numpy_cast, rounded64=rounded_cast)
+    values=integral_half, onnx=onnx_cast_like_node, numpy=numpy_cast, rounded64=rounded_cast,
+    midpoints=conversion_hook(like=True))
 def oracle_onnx_cast_like(input, target_type, *, new_dtype, saturate=1, dtypes):  # noqa: A002
     """ONNX CastLike: Cast to the element type of ``target_type`` (its values unused)."""
     return (cast_value(input, dtypes[0], new_dtype, saturate),)

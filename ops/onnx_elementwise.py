@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
+                                    SUM_MIDPOINTS)
 from conform.ops._optional import by_name
 from conform.ops._registry import op
 from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
@@ -25,25 +27,29 @@ from conform.ops.selection import oracle_select
 from conform.ops.unary_math import oracle_sign
 
 
-@op("onnx_add", version=1, rounded64=rounded_add)
+@op("onnx_add", version=1, rounded64=rounded_add,
+    midpoints=SUM_MIDPOINTS)
 def oracle_onnx_add(a, b):
     """a + b."""
     return oracle_add(a, b)
 
 
-@op("onnx_sub", version=1, rounded64=rounded_subtract)
+@op("onnx_sub", version=1, rounded64=rounded_subtract,
+    midpoints=DIFFERENCE_MIDPOINTS)
 def oracle_onnx_sub(a, b):
     """a - b."""
     return oracle_subtract(a, b)
 
 
-@op("onnx_mul", version=1, rounded64=rounded_multiply)
+@op("onnx_mul", version=1, rounded64=rounded_multiply,
+    midpoints=PRODUCT_MIDPOINTS)
 def oracle_onnx_mul(a, b):
     """a * b."""
     return oracle_multiply(a, b)
 
 
-@op("onnx_div", version=1, rounded64=rounded_divide)
+@op("onnx_div", version=1, rounded64=rounded_divide,
+    midpoints=QUOTIENT_MIDPOINTS)
 def oracle_onnx_div(a, b):
     """a / b; integers: 'truncating division (rounding toward zero)' (ONNX Div)."""
     return oracle_divide(a, b)

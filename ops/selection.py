@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._lowering import unsupported
+from conform.ops._midpoints import conversion_hook
 from conform.ops._registry import op
 from conform.ops._rounded import converted64
 from conform.ops.onnx_cast import exact_float
@@ -81,7 +82,8 @@ def rounded_convert(operand, *, new_dtype, dtypes):
 
 
 @op("convert_element_type", version=1, draw=draw_convert, dtype_labels=conversion_labels,
-    nnef=nnef_cast, lax=lax_convert, numpy=numpy_convert, rounded64=rounded_convert)
+    nnef=nnef_cast, lax=lax_convert, numpy=numpy_convert, rounded64=rounded_convert,
+    midpoints=conversion_hook())
 def oracle_convert_element_type(operand, *, new_dtype, dtypes=()):
     """ConvertElementType: the value itself; rounding to the target type happens at comparison.
 
