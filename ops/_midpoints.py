@@ -94,29 +94,25 @@ def as_array(values, dtype: str) -> np.ndarray:
 
 
 def midpoints_of(rng, dtype: str, count: int, *, subnormal_share: float = 0.25,
-                 overflow: bool = True, low=None, high=None) -> list[Fraction]:
-    """``count`` exact midpoints of float ``dtype``: ``(m + 1/2) q`` for a random significand
-    ``m`` of a random normal binade (or, a ``subnormal_share`` of them, of the subnormal
-    range, 0 included), both signs, so that the even neighbour is below or above at random;
-    with ``overflow`` the first is the overflow threshold ``max_finite + q / 2``. ``low`` and
-    ``high`` bound the normal binades' exponents (e.g. to those a source type holds)."""
+                 low=None, high=None, max_bits: int = 64) -> np.ndarray:
+    """``count`` midpoints of float ``dtype`` (narrower than float64, so that float64 holds
+    them exactly), as float64: ``(m + 1/2) q`` for a random significand ``m`` of a random normal
+    binade (or, a ``subnormal_share`` of them, of the subnormal range, 0 included), both signs,
+    so that the even neighbour is below or above at random; the first is the overflow
+    threshold ``max_finite + q / 2``. ``low`` and ``high`` bound the normal binades' exponents
+    (e.g. to those a source type holds); ``max_bits`` the bits of ``2m + 1`` (a source
+    narrower than ``p + 1`` bits holds only subnormal midpoints, of few bits)."""
     fmt = FLOAT_FORMATS[dtype]
     p = fmt.precision
-    out = []
-    for k in range(count):
-        sign = 1 if rng.random() < 0.5 else -1
-        if overflow and k == 0:
-            out.append(sign * (Fraction(fmt.max_finite) + Fraction(fmt.ulp_at_max) / 2))
-            continue
-        subnormal = rng.random() < subnormal_share
-        exponent = fmt.emin if subnormal else int(binade_exponents(rng, 1, fmt, low=low,
-                                                                   high=high)[0])
-        low_m, high_m = (0, 1 << (p - 1)) if subnormal else (1 << (p - 1), 1 << p)
-        m = int(rng.integers(low_m, high_m, dtype=np.uint64))
-        value = (m + Fraction(1, 2)) * Fraction(2) ** (exponent - p + 1)
-        if abs(value) < Fraction(fmt.max_finite):
-            out.append(sign * value)
-    return out
+    if max_bits <= p:
+        subnormal_share = 1.0
+    subnormal = rng.random(count) < subnormal_share
+    exponent = np.where(subnormal, fmt.emin, binade_exponents(rng, count, fmt, low=low, high=high))
+    m = np.where(subnormal, rng.integers(0, 1 << (min(p, max_bits) - 1), count),
+                 rng.integers(1 << (p - 1), 1 << p, count))
+    values = np.ldexp(2.0 * m + 1, exponent - p)   # exact: 2m + 1 has at most p + 1 bits
+    values[0] = fmt.max_finite + fmt.ulp_at_max / 2
+    return values * rng.choice([-1.0, 1.0], count)
 
 
 def _step(value: Fraction, fmt: FloatFormat, up: bool) -> Fraction:
@@ -142,29 +138,39 @@ def conversion_midpoints(rng, source: str, target: str, count: int = MIDPOINT_CA
     """Values of ``source`` (a float or integer type) that are midpoints of float ``target``,
     with their ``source`` neighbours (one ULP or 1 either side), as a ``source`` array of at
     most ``count`` elements; None if ``source`` holds no midpoint of ``target``."""
-    fmt = FLOAT_FORMATS[target]
-    if source == "bool":   # 0 and 1 convert exactly
-        return None
+    if source == "bool" or target == "float64" and not is_integer(source):
+        return None   # 0 and 1 convert exactly; a float source holds no float64 midpoint
     if is_integer(source):
-        info = int_info(source)
-        bits = min(info.bits - (info.min < 0), fmt.emax + 1)   # magnitudes below 2**bits
-        if bits <= fmt.precision:   # every integer converts exactly (or overflows)
-            return None
-        candidates = []
-        for k in range(count):
-            shift = int(rng.integers(1, bits - fmt.precision + 1))
-            odd = int(random_significands(rng, 1, fmt.precision + 1, odd=True)[0])
-            value = odd << (shift - 1)
-            candidates.append(value if info.min == 0 or rng.random() < 0.5 else -value)
-    else:
-        held = FLOAT_FORMATS[source]   # the target's binades the source reaches
-        candidates = midpoints_of(rng, target, 4 * count, low=held.emin - held.precision + 1,
-                                  high=held.emax)
-    held = [v for v, ok in zip(candidates, representable(candidates, source)) if ok]
-    if not held:
+        return _integer_midpoints(rng, source, target, count)
+    held = FLOAT_FORMATS[source]   # the target's binades the source reaches
+    candidates = midpoints_of(rng, target, 2 * count, low=held.emin - held.precision + 1,
+                              high=held.emax, max_bits=held.precision)
+    kind = np_dtype(source)
+    with np.errstate(all="ignore"):
+        chosen = candidates[candidates.astype(kind).astype(np.float64) == candidates][:count // 2]
+    if not len(chosen):
         return None
-    chosen = held[: count // 2]
-    values = chosen + neighbours(chosen, source)
+    chosen = chosen.astype(kind)
+    top = np.full(chosen.shape, float(held.max_finite)).astype(kind)
+    values = np.concatenate([chosen, np.nextafter(chosen, -top), np.nextafter(chosen, top)])
+    return values[rng.permutation(len(values))][:count]
+
+
+def _integer_midpoints(rng, source: str, target: str, count: int):
+    """:func:`conversion_midpoints` from an integer type: ``odd * 2**(shift - 1)`` with ``odd`` of
+    ``p + 1`` bits (the integers halfway between two neighbours of the target), and each +-1."""
+    fmt = FLOAT_FORMATS[target]
+    info = int_info(source)
+    bits = min(info.bits - (info.min < 0), fmt.emax + 1)   # magnitudes below 2**bits
+    if bits <= fmt.precision:   # every integer converts exactly (or overflows)
+        return None
+    candidates = []
+    for _ in range(count // 2):
+        shift = int(rng.integers(1, bits - fmt.precision + 1))
+        odd = int(random_significands(rng, 1, fmt.precision + 1, odd=True)[0])
+        value = odd << (shift - 1)
+        candidates.append(value if info.min == 0 or rng.random() < 0.5 else -value)
+    values = candidates + neighbours(candidates, source)
     values = [v for v, ok in zip(values, representable(values, source)) if ok][:count]
     order = rng.permutation(len(values))
     return as_array([values[i] for i in order], source)
