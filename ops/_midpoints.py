@@ -50,15 +50,9 @@ def is_midpoint(value, dtype: str) -> bool:
     return ratio.denominator == 1 and ratio.numerator % 2 == 1
 
 
-def random_significands(rng, count: int, precision: int, *, odd=None) -> np.ndarray:
-    """``count`` random integers of exactly ``precision`` bits (as Python ints in an object
-    array): any parity, or odd / even ones only."""
-    values = [int(rng.integers(1 << (precision - 1), 1 << precision, dtype=np.uint64))
-              if precision <= 63 else int(rng.integers(0, 1 << 62)) | (1 << (precision - 1))
-              for _ in range(count)]
-    if odd is not None:
-        values = [(v | 1) if odd else (v & ~1) for v in values]
-    return np.array(values, dtype=object)
+def _odd(rng, bits: int) -> int:
+    """A random odd integer of exactly ``bits`` bits (2 <= bits <= 64)."""
+    return (1 << (bits - 1)) | int(rng.integers(0, 1 << (bits - 1), dtype=np.uint64)) | 1
 
 
 def binade_exponents(rng, count: int, fmt: FloatFormat, *, low=None, high=None) -> np.ndarray:
@@ -167,7 +161,7 @@ def _integer_midpoints(rng, source: str, target: str, count: int):
     candidates = []
     for _ in range(count // 2):
         shift = int(rng.integers(1, bits - fmt.precision + 1))
-        odd = int(random_significands(rng, 1, fmt.precision + 1, odd=True)[0])
+        odd = _odd(rng, fmt.precision + 1)
         value = odd << (shift - 1)
         candidates.append(value if info.min == 0 or rng.random() < 0.5 else -value)
     values = candidates + neighbours(candidates, source)
