@@ -342,6 +342,19 @@ class RoundHalfAwayFromZero(OrtMutant):
         return [np.where(tie, (t + np.sign(x)).astype(out.dtype), out)]
 
 
+def _truncated(x, out, dtype):
+    """``out`` (``x`` correctly rounded into ``dtype``) as truncation toward zero gives it:
+    one step toward zero where rounding went away from zero, the largest finite value where
+    it overflowed."""
+    x = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        over = np.isfinite(x) & np.isfinite(out) & (np.abs(out.astype(np.float64)) > np.abs(x))
+        down = np.nextafter(out, np.zeros_like(out))
+        over_inf = np.isfinite(x) & np.isinf(out)
+        top = np.asarray(_finfo(dtype).max, dtype)
+        return [np.where(over, down, np.where(over_inf, np.copysign(top, out), out)).astype(dtype)]
+
+
 class ConvertTruncatesToFloat16(OrtMutant):
     """ONNX Cast to float16 truncating (toward zero) instead of rounding to nearest even."""
 
@@ -350,13 +363,58 @@ class ConvertTruncatesToFloat16(OrtMutant):
     resembles = _search(ORT, "Cast float16 rounding truncation")
 
     def mutate(self, program, inputs, outputs):
-        x, out = inputs[0].astype(np.float64), outputs[0]
+        return _truncated(inputs[0], outputs[0], np.float16)
+
+
+class ConvertTruncatesToBfloat16(OrtMutant):
+    """ONNX Cast float32 -> bfloat16 keeping the top 16 bits of the float32 (truncation toward
+    zero) instead of rounding to nearest even: the cheap bfloat16 conversion."""
+
+    targets, affects = ("onnx_cast",), ("float32->bfloat16",)
+    bug = "a bfloat16 conversion that truncates the float32 bits"
+    resembles = _search(ORT, "bfloat16 truncation instead of rounding")
+
+    def mutate(self, program, inputs, outputs):
+        import ml_dtypes
+
+        return _truncated(inputs[0], outputs[0], ml_dtypes.bfloat16)
+
+
+class AddTiesAwayFromZero(OrtMutant):
+    """float16 and float32 Add computed in float64 and rounded to the output type with ties away
+    from zero (a software rounding helper with the wrong tie rule) instead of to even."""
+
+    targets, affects = ("onnx_add",), ("float16", "float32")
+    bug = "an arithmetic op rounding ties away from zero"
+    resembles = _search(TVM, "float16 rounding ties away from zero")
+
+    @staticmethod
+    def exact(a, b):
+        return a + b
+
+    def mutate(self, program, inputs, outputs):
+        out = outputs[0]
         with np.errstate(all="ignore"):
-            over = np.isfinite(x) & np.isfinite(out) & (np.abs(out.astype(np.float64)) > np.abs(x))
-            down = np.nextafter(out, np.zeros_like(out))
-            over_inf = np.isfinite(x) & np.isinf(out)
-            return [np.where(over, down, np.where(over_inf, np.copysign(np.float16(65504), out),
-                                                   out)).astype(np.float16)]
+            wide = self.exact(*(np.asarray(x, np.float64) for x in inputs))
+            even = wide.astype(out.dtype)
+            other = np.nextafter(even, np.where(wide > even.astype(np.float64), np.inf, -np.inf)
+                                 .astype(out.dtype))
+            low, high = even.astype(np.float64), other.astype(np.float64)
+            tie = np.isfinite(wide) & np.isfinite(high) & (wide != low) & \
+                (wide - low == high - wide)
+            away = np.where(np.abs(high) > np.abs(low), other, even)
+        return [np.where(tie, away, out).astype(out.dtype)]
+
+
+class MulTiesAwayFromZero(AddTiesAwayFromZero):
+    """float16 and float32 Mul computed in float64 (exact products) and rounded with ties away
+    from zero instead of to even."""
+
+    targets = ("onnx_mul",)
+
+    @staticmethod
+    def exact(a, b):
+        return a * b
 
 
 class ConvertSaturatesToFloat16(OrtMutant):

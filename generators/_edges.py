@@ -102,6 +102,26 @@ def broadcast_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
     return _case(spec, dtype, "broadcast", inputs, "broadcast", fill_seed)
 
 
+def midpoint_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
+    """The op's ``midpoints`` hook's case for ``dtype`` (inputs whose exact results are rounding
+    midpoints of the output type, and results beside them), where the output is judged by the
+    ``correctly_rounded`` model; None where the op has no such hook or the model is another."""
+    hook = spec.definition.midpoints
+    if hook is None:
+        return None
+    fill_seed = seed_of(spec, dtype, "midpoint", seed)
+    made = hook(np.random.default_rng(fill_seed), spec, dtype)
+    if made is None:
+        return None
+    inputs, attrs, out_dtype = made
+    if not spec.model_for(out_dtype).get("correctly_rounded"):
+        return None
+    return Case(id=f"{spec.op}.{dtype}.midpoint", op=spec.op, dtype=dtype,
+                input_dtypes=tuple(str(x.dtype) for x in inputs), out_dtype=out_dtype,
+                inputs=list(inputs), attrs={**fixed_attrs(spec), **attrs}, plan="midpoint",
+                seed=fill_seed)
+
+
 EXHAUSTIVE_BITS = {"float16": 16, "bfloat16": 16, "float32": 32}
 CHUNK_BITS = 22  # float32 sweeps stream in chunks of 2**22 inputs: bounded memory per worker
 

@@ -13,7 +13,8 @@ from conform.generators._case import Case
 from conform.generators._corpus import corpus_path, load_or_generate, note_written
 from conform.generators._corpus_format import answer_arrays
 from conform.generators._critical import critical_cases
-from conform.generators._edges import broadcast_case, edge_case_cases, edge_sweep_case
+from conform.generators._edges import (broadcast_case, edge_case_cases, edge_sweep_case,
+                                       midpoint_case)
 from conform.generators._values import edge_values, fill, value_range
 from conform.oracles.expectations import expect
 from conform.spec import OpSpec, dtype_class
@@ -120,6 +121,8 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
                             broadcast_case(spec, dtype, seed=seed))
         cases += [c for c in (sweep, broadcast) if c] + edge_case_cases(spec, dtype, seed=seed)
     cases += critical_cases(spec, dtype, seed=seed)
+    midpoint = midpoint_case(spec, dtype, seed=seed)
+    cases += [midpoint] if midpoint else []
     for case in cases:  # the oracle runs once per case, here, not once per run and backend
         case.expectation = expect(spec, case)
     return cases

@@ -100,6 +100,17 @@ class OpDefinition:
     * An oracle with an ``ftz`` keyword computes, given ``ftz=True``, what a backend flushing
       subnormals (inputs and every intermediate result read as zeros of the same sign) computes;
       under the ``ftz`` policy the judge accepts it beside the ``ieee`` answer.
+    * ``rounded64(*inputs, **attrs) -> tuple``: for the ``correctly_rounded`` error model, per
+      output the correct rounding (to nearest, ties to even) into float64 of the exact result,
+      computed without the hardware's float64 operation (exact rational or integer arithmetic:
+      :mod:`conform.ops._exact`), on the widened inputs; used where the output is float64, the
+      oracle's float64 value being itself a rounding there (narrower outputs round the oracle's
+      value once). A hook with a ``dtypes`` keyword gets the inputs' dtype names.
+    * ``midpoints(rng, spec, dtype) -> (inputs, attrs, out_dtype) | None``: a case's inputs
+      (arrays of their dtypes) whose exact results are rounding midpoints of the output type,
+      with results one ULP beside them, for the ``correctly_rounded`` model (a wrong tie rule
+      fails there); ``attrs`` add to the spec's fixed ones. Drawn in every suite (the case
+      ``<op>.<dtype>.midpoint``); helpers in :mod:`conform.ops._midpoints`.
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.
@@ -129,6 +140,8 @@ class OpDefinition:
     error_bound: Callable | None = None
     uses_catalog: bool = False
     case_model: Callable | None = None
+    rounded64: Callable | None = None
+    midpoints: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._registry import op
+from conform.ops._midpoints import product_midpoints
+from conform.ops._rounded import exact_multiply, rounded_elementwise
 
 
 def numpy_relu(operand):
@@ -65,8 +67,21 @@ def _nnef_leaky_relu(case, call):
     return call(["in0"], {"alpha": float(case.attrs["alpha"])})
 
 
+def rounded_leaky_relu(operand, *, alpha):
+    """alpha * x for x < 0, else x, correctly rounded into float64 (exact integer arithmetic)."""
+    product = rounded_elementwise(exact_multiply, alpha, operand)
+    return (np.where(operand < 0, product, operand),)
+
+
+def leaky_relu_midpoints(rng, spec, dtype):
+    """Negative operands whose product with the spec's alpha is a rounding midpoint (and
+    operands one ULP beside them)."""
+    made = product_midpoints(rng, dtype, factor=spec.signature["attrs"]["alpha"])
+    return None if made is None else ([-np.abs(made[0])], {}, dtype)
+
+
 @op("leaky_relu", version=1, onnx=_onnx_leaky_relu, nnef=_nnef_leaky_relu,
-    numpy=numpy_leaky_relu)
+    numpy=numpy_leaky_relu, rounded64=rounded_leaky_relu, midpoints=leaky_relu_midpoints)
 def oracle_leaky_relu(operand, *, alpha):
     """alpha * x for x < 0, else x (NNEF leaky_relu = prelu with a scalar alpha; ONNX LeakyRelu):
     -0 and NaN pass through."""

@@ -8,6 +8,10 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops._registry import op
+from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
+                                    SUM_MIDPOINTS)
+from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
+                                  exact_subtract, rounded_elementwise)
 
 
 def xla_operands(lhs, rhs, broadcast_dimensions=None):
@@ -74,6 +78,21 @@ def xla_binary(name: str, **hooks):
     return define
 
 
+def _rounded(function):
+    """A ``rounded64`` hook (the correctly_rounded model's float64 reference): ``function``
+    (exact arithmetic, :mod:`conform.ops._rounded`) on each element pair, the operands brought
+    to one shape as the oracle brings them (NumPy broadcasting serves the ONNX twins)."""
+    def rounded64(lhs, rhs, *, broadcast_dimensions=None):
+        return (rounded_elementwise(function, *xla_operands(lhs, rhs, broadcast_dimensions)),)
+
+    rounded64.__name__ = f"rounded64_{function.__name__}"
+    return rounded64
+
+
+rounded_add, rounded_subtract = _rounded(exact_add), _rounded(exact_subtract)
+rounded_multiply, rounded_divide = _rounded(exact_multiply), _rounded(exact_divide)
+
+
 def _int_trunc_div(lhs, rhs):
     """Integer division rounding toward zero, exact in int64; division by zero gives 0.
 
@@ -84,25 +103,25 @@ def _int_trunc_div(lhs, rhs):
     return np.where(rhs == 0, 0, (lhs - np.fmod(lhs, safe)) // safe)
 
 
-@xla_binary("add")
+@xla_binary("add", rounded64=rounded_add, midpoints=SUM_MIDPOINTS)
 def oracle_add(lhs, rhs):
     """lhs + rhs."""
     return (lhs + rhs,)
 
 
-@xla_binary("subtract")
+@xla_binary("subtract", rounded64=rounded_subtract, midpoints=DIFFERENCE_MIDPOINTS)
 def oracle_subtract(lhs, rhs):
     """lhs - rhs."""
     return (lhs - rhs,)
 
 
-@xla_binary("multiply")
+@xla_binary("multiply", rounded64=rounded_multiply, midpoints=PRODUCT_MIDPOINTS)
 def oracle_multiply(lhs, rhs):
     """lhs * rhs."""
     return (lhs * rhs,)
 
 
-@xla_binary("divide")
+@xla_binary("divide", rounded64=rounded_divide, midpoints=QUOTIENT_MIDPOINTS)
 def oracle_divide(lhs, rhs):
     """lhs / rhs; integers truncate toward zero (XLA Div, C semantics)."""
     if lhs.dtype.kind in "iu":
@@ -164,7 +183,17 @@ def oracle_tanh(operand):
     return (np.tanh(operand),)
 
 
-@op("sqrt", version=1)
+def rounded_sqrt(operand):
+    """sqrt(x) correctly rounded into float64, in exact integer arithmetic.
+
+    (sqrt has no ``midpoints`` hook: no square root of a p-bit number is a midpoint, since
+    ``sqrt(x) = M 2**k`` with ``M`` odd of ``p + 1`` bits gives ``x = M**2 2**2k``, ``M**2``
+    odd of at least ``2p + 1`` bits; nor subnormal: ``sqrt`` of the smallest subnormal is
+    normal.)"""
+    return (rounded_elementwise(exact_sqrt, operand),)
+
+
+@op("sqrt", version=1, rounded64=rounded_sqrt)
 def oracle_sqrt(operand):
     """sqrt(x); sqrt(-0) = -0, sqrt(x < 0) = NaN."""
     return (np.sqrt(operand),)

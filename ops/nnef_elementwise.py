@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
+                                    SUM_MIDPOINTS)
 from conform.ops._registry import op
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
                                      oracle_maximum, oracle_minimum, oracle_multiply,
-                                     oracle_power, oracle_subtract)
+                                     oracle_power, oracle_subtract, rounded_add, rounded_divide,
+                                     rounded_multiply, rounded_subtract)
 from conform.ops.logical import (oracle_bitwise_and, oracle_bitwise_not, oracle_bitwise_or,
                                  oracle_ge, oracle_gt, oracle_le, oracle_ne)
 from conform.ops.selection import oracle_select
@@ -33,20 +36,29 @@ def numpy_nnef_binary(*operands, bound):
     return bound(*_aligned(*operands))
 
 
-def _nnef(name: str, oracle, doc: str):
+def _nnef(name: str, oracle, doc: str, rounded=None, midpoints=None):
+    """Op ``name``: ``oracle`` (and its ``rounded64`` hook ``rounded``) on NNEF's shapes."""
     def nnef_oracle(*operands):
         return oracle(*_aligned(*operands))
+
+    def rounded64(*operands):
+        return rounded(*_aligned(*operands))
 
     nnef_oracle.__doc__ = doc
     nnef_oracle.__name__ = f"oracle_{name}"
     nnef_oracle.__module__ = __name__
-    return op(name, version=1, numpy=numpy_nnef_binary)(nnef_oracle)
+    return op(name, version=1, rounded64=rounded and rounded64, midpoints=midpoints,
+              numpy=numpy_nnef_binary)(nnef_oracle)
 
 
-oracle_nnef_add = _nnef("nnef_add", oracle_add, "x + y.")
-oracle_nnef_sub = _nnef("nnef_sub", oracle_subtract, "x - y.")
-oracle_nnef_mul = _nnef("nnef_mul", oracle_multiply, "x * y.")
-oracle_nnef_div = _nnef("nnef_div", oracle_divide, "x / y.")
+oracle_nnef_add = _nnef("nnef_add", oracle_add, "x + y.", rounded_add,
+                        SUM_MIDPOINTS)
+oracle_nnef_sub = _nnef("nnef_sub", oracle_subtract, "x - y.", rounded_subtract,
+                        DIFFERENCE_MIDPOINTS)
+oracle_nnef_mul = _nnef("nnef_mul", oracle_multiply, "x * y.", rounded_multiply,
+                        PRODUCT_MIDPOINTS)
+oracle_nnef_div = _nnef("nnef_div", oracle_divide, "x / y.", rounded_divide,
+                        QUOTIENT_MIDPOINTS)
 oracle_nnef_pow = _nnef("nnef_pow", oracle_power, "x ** y.")
 oracle_nnef_min = _nnef("nnef_min", oracle_minimum, "select(x < y, x, y) on the reals.")
 oracle_nnef_max = _nnef("nnef_max", oracle_maximum, "select(x > y, x, y) on the reals.")

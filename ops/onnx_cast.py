@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._midpoints import conversion_hook
 from conform.ops._registry import op
+from conform.ops._rounded import converted64
 from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
 
 #: The Cast text's two float 8 tables, row "Inf" under saturate=1: E4M3FN and E5M2 give
@@ -35,7 +37,7 @@ def float8_table(values: np.ndarray, target: str, saturate: bool) -> np.ndarray:
     return rounded
 
 
-def _exact_float(x: np.ndarray, source: str, target_precision: int) -> np.ndarray:
+def exact_float(x: np.ndarray, source: str, target_precision: int) -> np.ndarray:
     """Integer ``x`` (widened int64; uint64 by its bits) as float64, rounded to odd where it
     is inexact when the target is narrower than float64, so that the one later rounding to
     nearest even into the target (at most 51 bits) is the correct rounding of the integer
@@ -76,7 +78,7 @@ def cast_value(x: np.ndarray, source: str, target: str, saturate: int = 1) -> np
             wrapped = np.where(wrapped >= 1 << (bits - 1), wrapped - (1 << bits), wrapped)
         return wrapped
     if source not in FLOAT_FORMATS:
-        x = _exact_float(x, source, FLOAT_FORMATS[target].precision)
+        x = exact_float(x, source, FLOAT_FORMATS[target].precision)
     if is_float8(target):
         return float8_table(x, target, bool(saturate))
     return x   # the judge rounds once to nearest even; out of range gives +/- infinity
@@ -164,15 +166,21 @@ def numpy_cast(operand, *like, new_dtype, saturate=1):
     return (numpy_astype(operand, new_dtype, saturate),)
 
 
+def rounded_cast(input, *like, new_dtype, saturate=1, dtypes):  # noqa: A002 - ONNX's name
+    """Cast into float64, correctly rounded (saturate applies to float 8 targets only)."""
+    return (converted64(input, dtypes[0]),)
+
+
 @op("onnx_cast", version=1, draw=draw_cast, dtype_labels=conversion_pairs, values=integral_half,
-    onnx=onnx_cast_node, numpy=numpy_cast)
+    onnx=onnx_cast_node, numpy=numpy_cast, rounded64=rounded_cast, midpoints=conversion_hook())
 def oracle_onnx_cast(input, *, new_dtype, saturate=1, dtypes):  # noqa: A002 - ONNX's name
     """ONNX Cast (see :func:`cast_value`)."""
     return (cast_value(input, dtypes[0], new_dtype, saturate),)
 
 
 @op("onnx_cast_like", version=1, draw=draw_cast_like, dtype_labels=conversion_pairs,
-    values=integral_half, onnx=onnx_cast_like_node, numpy=numpy_cast)
+    values=integral_half, onnx=onnx_cast_like_node, numpy=numpy_cast, rounded64=rounded_cast,
+    midpoints=conversion_hook(like=True))
 def oracle_onnx_cast_like(input, target_type, *, new_dtype, saturate=1, dtypes):  # noqa: A002
     """ONNX CastLike: Cast to the element type of ``target_type`` (its values unused)."""
     return (cast_value(input, dtypes[0], new_dtype, saturate),)

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
+                                    SUM_MIDPOINTS)
 from conform.ops._optional import by_name
 from conform.ops._registry import op
 from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
                                      oracle_maximum, oracle_minimum, oracle_multiply,
-                                     oracle_power, oracle_remainder, oracle_subtract)
+                                     oracle_power, oracle_remainder, oracle_subtract,
+                                     rounded_add, rounded_divide, rounded_multiply,
+                                     rounded_subtract)
 from conform.ops.logical import (oracle_bitwise_and, oracle_bitwise_or, oracle_bitwise_xor,
                                  oracle_ge, oracle_gt, oracle_le, oracle_shift_left,
                                  oracle_shift_right_logical)
@@ -23,25 +27,29 @@ from conform.ops.selection import oracle_select
 from conform.ops.unary_math import oracle_sign
 
 
-@op("onnx_add", version=1)
+@op("onnx_add", version=1, rounded64=rounded_add,
+    midpoints=SUM_MIDPOINTS)
 def oracle_onnx_add(a, b):
     """a + b."""
     return oracle_add(a, b)
 
 
-@op("onnx_sub", version=1)
+@op("onnx_sub", version=1, rounded64=rounded_subtract,
+    midpoints=DIFFERENCE_MIDPOINTS)
 def oracle_onnx_sub(a, b):
     """a - b."""
     return oracle_subtract(a, b)
 
 
-@op("onnx_mul", version=1)
+@op("onnx_mul", version=1, rounded64=rounded_multiply,
+    midpoints=PRODUCT_MIDPOINTS)
 def oracle_onnx_mul(a, b):
     """a * b."""
     return oracle_multiply(a, b)
 
 
-@op("onnx_div", version=1)
+@op("onnx_div", version=1, rounded64=rounded_divide,
+    midpoints=QUOTIENT_MIDPOINTS)
 def oracle_onnx_div(a, b):
     """a / b; integers: 'truncating division (rounding toward zero)' (ONNX Div)."""
     return oracle_divide(a, b)

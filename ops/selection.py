@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._lowering import unsupported
+from conform.ops._midpoints import conversion_hook
 from conform.ops._registry import op
-from conform.spec.dtypes import np_dtype
+from conform.ops._rounded import converted64
+from conform.ops.onnx_cast import exact_float
+from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
 
 
 def draw_select(draw, kit, spec, dtype):
@@ -79,9 +82,15 @@ def numpy_convert(operand, *, new_dtype):
     return (operand.astype(target),)
 
 
+def rounded_convert(operand, *, new_dtype, dtypes):
+    """The operand converted to float64, correctly rounded (for a float64 ``new_dtype``)."""
+    return (converted64(operand, dtypes[0]),)
+
+
 @op("convert_element_type", version=1, draw=draw_convert, dtype_labels=conversion_labels,
-    nnef=nnef_cast, lax=lax_convert, numpy=numpy_convert)
-def oracle_convert_element_type(operand, *, new_dtype):
+    nnef=nnef_cast, lax=lax_convert, numpy=numpy_convert, rounded64=rounded_convert,
+    midpoints=conversion_hook())
+def oracle_convert_element_type(operand, *, new_dtype, dtypes=()):
     """ConvertElementType: the value itself; rounding to the target type happens at comparison.
 
     float -> int truncates toward zero (C++ static_cast); to bool, nonzero (and NaN) is true.
@@ -95,4 +104,7 @@ def oracle_convert_element_type(operand, *, new_dtype):
         return (np.trunc(operand),)
     if operand.dtype == np.bool_:
         return (operand.astype(np.int64),)
+    if operand.dtype.kind in "iu" and new_dtype in FLOAT_FORMATS:
+        # an integer wider than float64's significand, rounded to odd: one rounding at the judge
+        return (exact_float(operand, dtypes[0], FLOAT_FORMATS[new_dtype].precision),)
     return (operand,)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._midpoints import SQUARE_MIDPOINTS
 from conform.ops._registry import op
+from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
 
 
 def _extended(fn, operand):
@@ -174,13 +176,28 @@ def oracle_log2(operand):
     return (_extended(np.log2, operand),)
 
 
-@op("reciprocal", version=1)
+def rounded_reciprocal(operand):
+    """1 / x correctly rounded into float64, in exact integer arithmetic.
+
+    (reciprocal has no ``midpoints`` hook: a normal quotient of p-bit numbers is never a
+    midpoint (:func:`conform.ops._midpoints.quotient_midpoints`), and a subnormal one would be
+    ``1 / x = M 2**(emin - p)``, ``M`` odd, so ``M = 1`` and ``x = 2**(p - emin)``, beyond the
+    largest finite value in every format.)"""
+    return (rounded_elementwise(exact_divide, 1.0, operand),)
+
+
+def rounded_square(operand):
+    """x * x correctly rounded into float64, in exact integer arithmetic."""
+    return (rounded_elementwise(exact_multiply, operand, operand),)
+
+
+@op("reciprocal", version=1, rounded64=rounded_reciprocal)
 def oracle_reciprocal(operand):
     """1 / x (NNEF rcp, ONNX Reciprocal): 1/±0 = ±inf, 1/±inf = ±0."""
     return (np.divide(1.0, operand),)
 
 
-@op("square", version=1)
+@op("square", version=1, rounded64=rounded_square, midpoints=SQUARE_MIDPOINTS)
 def oracle_square(operand):
     """x * x (NNEF sqr, defined as x ^ 2.0): exact in float64 for 24-bit or narrower inputs,
     correctly rounded for float64 ones; sqr(-0) = +0, sqr(±inf) = +inf."""

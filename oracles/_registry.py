@@ -2,6 +2,7 @@
 modules (:mod:`conform.ops`), found by op name."""
 from __future__ import annotations
 
+import inspect
 from typing import Sequence
 
 import numpy as np
@@ -21,22 +22,30 @@ def widen(array: np.ndarray) -> np.ndarray:
     return array.astype(np.float64)
 
 
-def evaluate(name, inputs: Sequence[np.ndarray], attrs: dict) -> tuple[np.ndarray, ...]:
+def evaluate(name, inputs: Sequence[np.ndarray], attrs: dict, *,
+             rounded64: bool = False) -> tuple[np.ndarray, ...]:
     """Run op ``name``'s oracle (or that of ``name``, an :class:`~conform.ops.OpDefinition`:
-    a program's) on widened copies of ``inputs``; returns a tuple of arrays.
+    a program's) on widened copies of ``inputs``; returns a tuple of arrays. ``rounded64``:
+    run its ``rounded64`` hook instead (the correctly rounded float64 results).
 
     >>> evaluate("add", [np.float32([1.5]), np.float32([2.25])], {})
     (array([3.75]),)
     """
     found = name if isinstance(name, OpDefinition) else definition(name)
     name = found.name
-    if found.takes_dtypes:
+    function = found.rounded64 if rounded64 else found.oracle
+    if found.takes_dtypes if function is found.oracle else _takes_dtypes(function):
         attrs = {**attrs, "dtypes": tuple(str(np.asarray(x).dtype) for x in inputs)}
     with np.errstate(all="ignore"):
-        outputs = found.oracle(*(widen(x) for x in inputs), **attrs)
+        outputs = function(*(widen(x) for x in inputs), **attrs)
     if not isinstance(outputs, tuple) or not all(isinstance(o, np.ndarray | np.generic) for o in outputs):
         raise TypeError(f"oracle {name!r} must return a tuple of arrays, got {type(outputs).__name__}")
     return tuple(np.asarray(o) for o in outputs)
+
+
+def _takes_dtypes(function) -> bool:
+    """Whether ``function`` has a ``dtypes`` keyword (the inputs' dtype names)."""
+    return "dtypes" in inspect.signature(function).parameters
 
 
 def accumulation_length(op: str, shapes: Sequence[tuple], attrs: dict) -> int:

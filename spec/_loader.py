@@ -270,6 +270,12 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
         raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
                         f"the derived model needs an error_bound hook, and op {data['op']} "
                         f"({found.module}) has none")
+    if found.rounded64 is None and "float64" in data["dtypes"] and any(
+            "correctly_rounded" in model for by_dtype in models for model in by_dtype.values()):
+        raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
+                        f"the correctly_rounded model of a float64 result needs a rounded64 hook "
+                        f"(the float64 oracle's value is itself a rounding), and op "
+                        f"{data['op']} ({found.module}) has none")
     for i, entry in enumerate(data.get("implementation_defined", [])):
         if entry["region"] not in REGIONS:
             raise SpecError(path, _line_of(root, ["implementation_defined", i, "region"]),

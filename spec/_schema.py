@@ -24,6 +24,8 @@ _error_model = {
     "properties": {
         "why": {"type": "string", "minLength": 10},
         "exact": {"const": True},
+        # the correct rounding of the exact result, bit for bit (docs/error-models.md)
+        "correctly_rounded": {"const": True},
         "ulp": {"oneOf": [
             {"type": "number", "minimum": 0},
             {"type": "object", "additionalProperties": False, "required": ["below", "above"],

@@ -21,6 +21,15 @@ error is computed:
 Models (``error_model`` entries in a spec):
 
 * ``exact``: ``actual == round_to_dtype(expected)`` (NaN matches NaN).
+* ``correctly_rounded``: for ops whose standard demands correct rounding (IEEE 754 §5.4.1
+  basic operations, §5.4.2 conversions): the expected value is the correct rounding (to
+  nearest, ties to even) of the exact result into the output type, and the actual must equal
+  it bit for bit (NaN matches NaN; signed zeros strict; overflow is what the rounding gives:
+  an infinity, NaN in a format without one, ``±max_finite`` under ``saturate``). The reference
+  is the op's float64 value rounded once (:func:`round_to_dtype`), float64 targets being the
+  op's own correctly rounded ``rounded64`` hook. The error reported is the distance from that
+  value in ULPs of its binade, against a bound of 0. Under ``ftz`` a flushed input or a
+  subnormal reference's zero passes, as for the numeric models.
 * ``ulp: b`` (or ``ulp: {below: b1, above: b2}`` for asymmetric bounds, ``b1`` applying where
   ``a < e``): ``|a - e| / ulp(e) <= b`` where ``ulp(e) = 2**(max(floor(log2|e|), emin) - p + 1)``,
   measured in the float64 reference's binade and clamped at the smallest normal.
@@ -88,8 +97,15 @@ def ratio_bins(ratio: np.ndarray) -> np.ndarray:
 
 
 def describe_model(model: dict) -> str:
+    """The model's name as reports show it.
+
+    >>> describe_model({"correctly_rounded": True, "why": "IEEE 754 §5.4.1"})
+    'correctly_rounded'
+    """
     if model.get("exact"):
         return "exact"
+    if model.get("correctly_rounded"):
+        return "correctly_rounded"
     if "ulp" in model:
         bound = model["ulp"]
         if isinstance(bound, dict):
@@ -161,6 +177,20 @@ def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
     bad = ~((a == w) | (np.isnan(a) & np.isnan(w)))
     sign_bad = (a == 0) & (w == 0) & (np.signbit(a) != np.signbit(w)) if strict_zero else False
     return bad | sign_bad
+
+
+def _rounding_error(actual, expected, out_dtype, strict_zero, saturate):
+    """Per element (error, bound, special_failure) under the correctly_rounded model: the
+    distance of ``actual`` from the correctly rounded reference in ULPs of the reference's
+    binade (any non-zero distance fails: the bound is 0), or a special-value failure (a NaN,
+    infinity or zero where the rounded reference has another value or sign)."""
+    bad = _exact(actual, expected, out_dtype, strict_zero, saturate)
+    a = actual.astype(np.float64)
+    want = round_to_dtype(expected, out_dtype, saturate=saturate).astype(np.float64)
+    special = bad & (~np.isfinite(a) | ~np.isfinite(want) | ((a == 0) & (want == 0)))
+    distance = np.where(bad & ~special, np.abs(a - want), 0.0)
+    return distance / ulp_of(np.where(np.isfinite(want), want, 0.0), out_dtype), \
+        np.zeros(want.shape), special
 
 
 def _numeric_error(actual, expected, out_dtype, model, accumulation):
@@ -296,7 +326,7 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
     impl_any = np.logical_or.reduceat(impl, offsets)
     with np.errstate(all="ignore"):
         quick = np.zeros(len(group), bool)
-        if model.get("exact"):  # the common case: every element matches, no per-element figures
+        if model.get("exact") or model.get("correctly_rounded"):  # the common case: every element matches, no per-element figures
             quick = ~np.logical_or.reduceat(_exact(actual, expected, out_dtype,
                                                    _strict_zero(model, out_dtype),
                                                    model.get("saturate", False)),
@@ -428,7 +458,10 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
     which failures the flushing of subnormal results excused (all False without ``flush_out``).
     ``flushed_reference``: ``expected`` was computed from inputs with subnormals read as zeros."""
     strict_zero = _strict_zero(model, out_dtype)
-    if model.get("exact"):
+    if model.get("correctly_rounded"):
+        error, bound, special_bad = _rounding_error(actual, expected, out_dtype, strict_zero,
+                                                    model.get("saturate", False))
+    elif model.get("exact"):
         bad = _exact(actual, expected, out_dtype, strict_zero, model.get("saturate", False))
         if flush_out and flushed_reference:
             # an exact result is a copy of an input element (a selection, a move): where the

@@ -62,7 +62,7 @@ def test_a_backend_that_hangs_while_loading_gives_each_case_an_error_and_the_run
                                 "--workers", "2", "--load-timeout", "1.5")
     assert time.monotonic() - start < 20
     reason = f"backend '{HOSTILE}HangsInLoad' failed to load in 1.5 s"
-    assert len(records) == 5 and summary["counts"]["error"] == 5   # 3 drawn, sweep, critical
+    assert len(records) == 6 and summary["counts"]["error"] == 6   # 3 drawn, sweep, critical, midpoint
     assert {r["message"] for r in records} == {reason}
     assert summary["workers_given_up"] == [reason, reason]
 
