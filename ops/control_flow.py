@@ -59,13 +59,14 @@ def _bodily(spec, dtype: str) -> bool:
             and all(isinstance(entry, str) for entry in spec.signature["inputs"])):
         return False
     model = spec.model_for(dtype)
-    return not model.get("saturate") and bool({"exact", "ulp", "abs_rel"} & set(model))
+    return not model.get("saturate") and bool(
+        {"exact", "correctly_rounded", "ulp", "abs_rel"} & set(model))
 
 
 def exactly_defined(model: dict) -> bool:
     """Whether a model makes an op's result in the type exact: ``exact``, or correctly rounded
-    (``ulp: 0.5``, IEEE 754 basic operations)."""
-    return bool(model.get("exact") or model.get("ulp") == 0.5)
+    (``correctly_rounded``, or ``ulp: 0.5``: IEEE 754 basic operations)."""
+    return bool(model.get("exact") or model.get("correctly_rounded") or model.get("ulp") == 0.5)
 
 
 def body_pool(catalog, dtype: str, *, exact: bool = True) -> list[dict]:
