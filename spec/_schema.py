@@ -147,6 +147,16 @@ SCHEMA = {
             "type": "array",
             "items": {"type": "object", "minProperties": 1, "additionalProperties": _edge_value},
         },
+        "special_values": {
+            "type": "array",
+            "items": {
+                "type": "object", "additionalProperties": False,
+                "required": ["inputs", "output", "source"],
+                "properties": {"inputs": {"type": "array", "items": _edge_value, "minItems": 1},
+                               "output": {"oneOf": [{"type": "number"}, {"type": "string"}]},
+                               "source": {"type": "string", "minLength": 5}},
+            },
+        },
         "error_model": _error_models,
         "implementation_defined": {
             "type": "array",

@@ -163,8 +163,9 @@ def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
     return bad | sign_bad
 
 
-def _numeric_error(actual, expected, out_dtype, model, accumulation):
-    """Per-element (error, bound, special_failure) in the model's unit."""
+def _numeric_error(actual, expected, out_dtype, model, accumulation, residual=None):
+    """Per-element (error, bound, special_failure) in the model's unit; ``residual``: the rest
+    of the reference beyond float64, or None."""
     fmt = FLOAT_FORMATS[out_dtype]
     a = actual.astype(np.float64)
     e = expected.astype(np.float64)
@@ -179,7 +180,11 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation):
     else:   # overflow gives NaN: a NaN actual stands for the value after max_finite
         a_measured, special_bad, beyond = _nan_overflow(a, e, fmt)
         a = a_measured
-    diff = np.where(np.isfinite(e) & ~np.isnan(a) & ~beyond, np.abs(a_measured - e), 0.0)
+    measured = np.isfinite(e) & ~np.isnan(a) & ~beyond
+    if residual is None:
+        diff = np.where(measured, np.abs(a_measured - e), 0.0)
+    else:   # a - e is exact near e (Sterbenz), so the rest of the reference can be taken off
+        diff = np.where(measured, np.abs((a_measured - e) - np.where(measured, residual, 0.0)), 0.0)
     ulp = ulp_of(np.where(np.isfinite(e), e, 0.0), out_dtype)
     if "ulp" in model:
         bound = model["ulp"]
@@ -217,7 +222,7 @@ def _nan_overflow(a, e, fmt):
 
 def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: dict,
             impl_mask: np.ndarray | None = None, accumulation=None, subnormals: str = "ieee",
-            flushed: tuple | None = None) -> Judgement:
+            flushed: tuple | None = None, residual: np.ndarray | None = None) -> Judgement:
     """Judge ``actual`` (in ``out_dtype``) against the float64/int64 ``expected`` under ``model``.
 
     ``accumulation`` is ``(S, n)`` for the accumulation model, ``(B, 0)`` for the derived model
@@ -227,18 +232,22 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: 
     subnormal reference also accepts a zero of either sign. Under the exact model, whose results
     are copies of input elements, a zero of the flushed reference also accepts a subnormal (the
     copy of an input the backend read as zero). Nothing else is excused.
+    ``residual`` is the rest of a reference computed beyond float64 (``expected + residual``):
+    the error is then measured as ``|(actual - expected) - residual|`` (``actual - expected``
+    is exact near the reference, by Sterbenz's lemma).
 
     >>> compare(np.float32([1.0]), np.array([1.0]), out_dtype="float32",
     ...         model={"ulp": 0.5, "why": "IEEE"}).verdict
     'pass'
     """
-    return compare_many([(actual, expected, impl_mask, accumulation, flushed)],
+    return compare_many([(actual, expected, impl_mask, accumulation, flushed, residual)],
                         out_dtype=out_dtype, model=model, subnormals=subnormals)[0]
 
 
 def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee") -> list[Judgement]:
     """:func:`compare` for several outputs judged under one model: ``items`` holds
-    ``(actual, expected, impl_mask, accumulation, flushed)`` per output. The judgements are those
+    ``(actual, expected, impl_mask, accumulation, flushed[, residual])`` per output. The
+    judgements are those
     :func:`compare` gives one by one (every figure is an element-wise IEEE operation, so it does
     not depend on its neighbours), computed over the outputs' concatenation: one pass of NumPy
     calls for all of them instead of one per output."""
@@ -247,7 +256,8 @@ def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee"
     judgements: list = [None] * len(items)
     together: dict = {}   # outputs that can be concatenated: same dtypes, same references
     wanted = np_dtype(out_dtype)
-    for i, (actual, expected, impl_mask, accumulation, flushed) in enumerate(items):
+    for i, (actual, expected, impl_mask, accumulation, flushed, *rest) in enumerate(items):
+        residual = rest[0] if rest else None
         actual, expected = np.asarray(actual), np.asarray(expected)
         if actual.shape != expected.shape or actual.dtype != wanted:
             judgements[i] = Judgement("fail", name, unit, checked=expected.size,
@@ -259,8 +269,9 @@ def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee"
         if expected.size == 0:
             judgements[i] = _empty(model, name, unit, impl_mask)
             continue
-        key = (expected.dtype, flushed is not None)
-        together.setdefault(key, []).append((i, actual, expected, impl_mask, accumulation, flushed))
+        key = (expected.dtype, flushed is not None, residual is not None)
+        together.setdefault(key, []).append((i, actual, expected, impl_mask, accumulation, flushed,
+                                             residual))
     for group in together.values():
         for i, judgement in zip([g[0] for g in group],
                                 _compare_segments(group, out_dtype, model, subnormals, name, unit)):
@@ -289,9 +300,11 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
         impl = _join([np.zeros(g[2].shape, bool) if g[3] is None else np.asarray(g[3], bool)
                       for g in group])
     accumulation = _joined([g[4] for g in group], sizes)
-    references = [(expected, accumulation)]
+    residual = None if group[0][6] is None else _join([np.asarray(g[6], np.float64) for g in group])
+    references = [(expected, accumulation, residual)]
     if group[0][5] is not None:
-        references.append((_join([g[5][0] for g in group]), _joined([g[5][1] for g in group], sizes)))
+        references.append((_join([g[5][0] for g in group]), _joined([g[5][1] for g in group], sizes),
+                           None))
     flush_out = subnormals == "ftz" and out_dtype in FLOAT_FORMATS
     impl_any = np.logical_or.reduceat(impl, offsets)
     with np.errstate(all="ignore"):
@@ -303,8 +316,8 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
                                             offsets) & ~impl_any
             if quick.all():
                 return [_all_matched(name, unit, n) for n in sizes.tolist()]
-        figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0)
-                   for k, (ref, acc) in enumerate(references)]
+        figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0, rest)
+                   for k, (ref, acc, rest) in enumerate(references)]
         error, bound, special_bad, ratio, flush_excused = figures[0]
         ftz = flush_out or len(references) > 1
         if ftz:   # the elements ieee would fail (only an ftz judgement can excuse any)
@@ -423,7 +436,7 @@ def _strict_zero(model: dict, out_dtype: str) -> bool:
 
 
 def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out,
-                     flushed_reference=False):
+                     flushed_reference=False, residual=None):
     """Per element: error, bound, special-value failure, error / bound (inf for failures), and
     which failures the flushing of subnormal results excused (all False without ``flush_out``).
     ``flushed_reference``: ``expected`` was computed from inputs with subnormals read as zeros."""
@@ -438,7 +451,8 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
         error, bound = bad.astype(np.float64), np.zeros(expected.shape)
         special_bad = np.zeros(bad.shape, bool)
     else:
-        error, bound, special_bad = _numeric_error(actual, expected, out_dtype, model, accumulation)
+        error, bound, special_bad = _numeric_error(actual, expected, out_dtype, model, accumulation,
+                                                   residual)
         a = actual.astype(np.float64)
         if strict_zero:
             special_bad = special_bad | ((a == 0) & (expected == 0)

@@ -1,0 +1,175 @@
+"""References beyond float64, the same on every platform: an element-wise function evaluated in
+ball arithmetic and returned as a double-double ``hi + lo``.
+
+Why python-flint (Arb ball arithmetic, pinned in pyproject.toml):
+
+* every result is a rigorous enclosure (a midpoint and an error radius), so the precision is
+  raised until the ball is narrower than 2**-110 relative: ``hi`` is then the float64 nearest
+  the exact value (correctly rounded but for results within 2**-110 of a rounding midpoint, none
+  of which is known for these functions in float64) and ``lo`` the float64 nearest
+  ``exact - hi``; the pair carries ~106 bits;
+* it is a compiled library (FLINT), maintained, with binary wheels for Linux, macOS (x86-64,
+  arm64) and Windows: no dependence on the width of C's ``long double`` (80-bit on x86-64 Linux,
+  plain double on aarch64 macOS and MSVC), which the oracles used before;
+* an evaluation costs ~1-3 us, against ~30-100 us for mpmath, which the tests use as the
+  independent second opinion (tests/oracles/test_multiprecision.py).
+
+The conversion of a ball's midpoint ``m * 2**e`` (integers) to ``hi`` and ``lo`` is exact
+integer arithmetic: Python's ``int / int`` is correctly rounded, subnormal and overflowing
+results included.
+
+An oracle calls :func:`refined` with the function's NumPy float64 counterpart (the fast path:
+it also supplies the value where the exact result is not a finite real number, such as a pole,
+a domain error or an overflow) and the Arb function; the result is an array of ``hi`` carrying
+``lo`` as its ``residual`` (:class:`Refined`). Only float64 operands take the multiprecision
+path (a reference for a 16- or 32-bit target needs no more than float64: NumPy's float64 libm
+is within a few float64 ULPs, 2**-28 of a float32 ULP). Special values are not decided here:
+the spec's ``special_values`` table overrides every element it covers
+(:mod:`conform.ops._special_values`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+START_PRECISION = 128      # bits of the first evaluation
+MAX_PRECISION = 1 << 14    # a ball still wider than wanted here is taken as it is
+WANTED_BITS = 110          # relative accuracy of the enclosure
+
+
+class Refined(np.ndarray):
+    """A float64 array of ``hi`` values that carries ``residual``, the float64 array of ``lo``
+    values (``hi + lo`` is the reference). Anything computed from it is a plain ``Refined`` with
+    no residual (``residual`` is None), so an oracle's result used as an array is just ``hi``.
+
+    >>> r = with_residual(np.array([1.0]), np.array([2.0 ** -60]))
+    >>> float(r[0]), float(r.residual[0])
+    (1.0, 8.673617379884035e-19)
+    """
+
+    residual: np.ndarray | None
+
+    def __array_finalize__(self, obj):
+        self.residual = None
+
+
+def with_residual(hi: np.ndarray, lo: np.ndarray) -> Refined:
+    """``hi`` as a :class:`Refined` array carrying ``lo`` (same shape)."""
+    out = np.asarray(hi, np.float64).view(Refined)
+    out.residual = np.broadcast_to(np.asarray(lo, np.float64), out.shape).copy()
+    return out
+
+
+def residual_of(output) -> np.ndarray | None:
+    """The ``lo`` an oracle output carries, or None."""
+    return getattr(output, "residual", None)
+
+
+def _rounded(numerator: int, exponent: int) -> float:
+    """``numerator * 2**exponent`` rounded once to the nearest float64 (ties to even)."""
+    top = exponent + abs(numerator).bit_length()     # 2**(top-1) <= |value| < 2**top
+    sign = -1.0 if numerator < 0 else 1.0
+    if top > 1100:
+        return sign * math.inf
+    if top < -1100:
+        return sign * 0.0
+    try:
+        if exponent >= 0:
+            return float(numerator << exponent)
+        return numerator / (1 << -exponent)
+    except OverflowError:
+        return -math.inf if numerator < 0 else math.inf
+
+
+def split(mantissa: int, exponent: int) -> tuple[float, float]:
+    """``mantissa * 2**exponent`` as ``(hi, lo)``: ``hi`` its nearest float64, ``lo`` the float64
+    nearest the rest (0 where ``hi`` overflowed).
+
+    >>> split(3, -1)
+    (1.5, 0.0)
+    >>> split((1 << 60) + 1, -60)
+    (1.0, 8.673617379884035e-19)
+    """
+    hi = _rounded(mantissa, exponent)
+    if not math.isfinite(hi):
+        return hi, 0.0
+    n, d = hi.as_integer_ratio()          # d is a power of two
+    k = d.bit_length() - 1                # hi = n * 2**-k
+    low = min(exponent, -k)
+    rest = (mantissa << (exponent - low)) - (n << (-k - low))
+    return hi, _rounded(rest, low)
+
+
+def _enclosure(fn: Callable, args: Sequence[float]):
+    """``fn`` on ``args`` (Arb balls) at rising precision, until the ball is narrow enough;
+    None where the result is not a finite real number (a pole, a domain error, an Arb overflow)."""
+    from flint import arb, ctx
+
+    precision = START_PRECISION
+    saved = ctx.prec
+    try:
+        while True:
+            ctx.prec = precision
+            value = fn(*(arb(a) for a in args))
+            if not value.is_finite():
+                return None
+            if value.is_exact() or value.rel_accuracy_bits() >= WANTED_BITS \
+                    or precision >= MAX_PRECISION:
+                return value
+            precision *= 4
+    finally:
+        ctx.prec = saved
+
+
+def evaluate_pair(fn: Callable, args: Sequence[float]) -> tuple[float, float] | None:
+    """``fn`` (a function of Arb balls) on float64 ``args`` as ``(hi, lo)``; None where the
+    exact result is not a finite real number.
+
+    >>> evaluate_pair(lambda x: x.exp(), [1.0])
+    (2.718281828459045, 1.4456468917292502e-16)
+    """
+    value = _enclosure(fn, args)
+    if value is None:
+        return None
+    mantissa, exponent = value.mid().man_exp()
+    return split(int(mantissa), int(exponent))
+
+
+def refined(fast: Callable, exact: Callable, *operands, dtypes=None) -> np.ndarray:
+    """The element-wise function on float64 ``operands`` (broadcast together): ``fast`` (NumPy,
+    float64) where ``dtypes`` (the inputs' original dtype names) holds a narrower type, else a
+    :class:`Refined` ``hi + lo`` from ``exact`` (the same function on Arb balls) at every element
+    whose operands are finite and nonzero (Arb has no signed zero) and whose exact value is a
+    finite real number, and ``fast``'s value (with ``lo = 0``) elsewhere.
+
+    >>> r = refined(np.exp, lambda x: x.exp(), np.array([0.0, 1.0, np.inf]))
+    >>> r.tolist(), r.residual.tolist()
+    ([1.0, 2.718281828459045, inf], [0.0, 1.4456468917292502e-16, 0.0])
+    """
+    with np.errstate(all="ignore"):
+        hi = np.asarray(fast(*operands), np.float64)
+    if dtypes is not None and any(d != "float64" for d in dtypes):
+        return hi
+    arrays = np.broadcast_arrays(*(np.asarray(x, np.float64) for x in operands))
+    hi, lo = hi.copy(), np.zeros(hi.shape)
+    if hi.size:
+        stacked = np.stack([a.ravel() for a in arrays], axis=1)
+        # Arb has no signed zero: elements with a zero operand keep the fast path's value
+        finite = np.flatnonzero((np.isfinite(stacked) & (stacked != 0)).all(axis=1))
+        unique, inverse = np.unique(stacked[finite], axis=0, return_inverse=True)
+        pairs = [evaluate_pair(exact, row) for row in unique.tolist()]
+        known = np.array([p is not None for p in pairs], bool)
+        values = np.array([p if p is not None else (0.0, 0.0) for p in pairs], np.float64)
+        values = values.reshape(len(pairs), 2)
+        take = known[inverse.ravel()]
+        at = finite[take]
+        found = values[inverse.ravel()[take]]
+        # an exact zero has no sign in Arb: the fast path's (the special-value table decides)
+        hi.flat[at] = np.where(found[:, 0] == 0, np.copysign(0.0, hi.flat[at]), found[:, 0])
+        lo.flat[at] = found[:, 1]
+    return with_residual(hi, lo)
+
+
+__all__ = ["Refined", "evaluate_pair", "refined", "residual_of", "split", "with_residual"]
