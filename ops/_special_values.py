@@ -10,7 +10,8 @@ the oracle computed (the first matching row wins, as the standard's rows are rea
 Input matchers (a number matches itself; zeros are written with their sign):
 
 * ``"+0"``, ``"-0"``, ``"inf"``, ``"-inf"``, ``"nan"``, a number (``1``, ``-1``, ``0.5``);
-* ``"any"`` (NaN included), ``"finite"``, ``"<0"``, ``">0"`` (infinities included, zeros not),
+* ``"any"`` (NaN included), ``"finite"``, ``"<0"``, ``">0"``, ``"<-1"``, ``"<1"`` (infinities
+  included, zeros not where 0 is the bound),
   ``"finite<0"``, ``"finite>0"``, ``"|x|<1"``, ``"|x|>1"`` (infinities included);
 * ``"odd<0"``, ``"odd>0"`` (odd integers), ``"not_odd<0"``, ``"not_odd>0"`` (not an odd
   integer: even integers, non-integers and the infinity of that sign),
@@ -53,6 +54,8 @@ _PREDICATES = {
     ">0": lambda x: x > 0,
     "finite<0": lambda x: np.isfinite(x) & (x < 0),
     "finite>0": lambda x: np.isfinite(x) & (x > 0),
+    "<-1": lambda x: x < -1,
+    "<1": lambda x: x < 1,
     "|x|<1": lambda x: np.abs(x) < 1,
     "|x|>1": lambda x: np.abs(x) > 1,
     "odd<0": lambda x: _odd(x) & (x < 0),
