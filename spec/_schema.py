@@ -37,7 +37,8 @@ _error_model = {
         "accumulation": {
             "type": "object", "additionalProperties": False,
             "properties": {"final_ulp": {"type": "number", "minimum": 0},
-                           "accumulator_at_least": {"enum": ["float32", "float64"]}},
+                           "accumulator_at_least": {"enum": ["float32", "float64"]},
+                           "product_roundings": {"type": "integer", "minimum": 0}},
         },
         # a composite op's bound, derived in its op module's ``error_bound`` hook from the
         # rounding errors of the computation its standard defines (docs/error-models.md)

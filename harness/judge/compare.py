@@ -31,11 +31,18 @@ Models (``error_model`` entries in a spec):
   output type or the finer ``accumulator_at_least``, and the model's named ``constants``, such
   as the ULP bound assumed for an exp). An infinite ``B`` (the computation bounds nothing there)
   accepts any number; special values are still settled first.
-* ``accumulation: {final_ulp, accumulator_at_least}``: ``|a - e| <= gamma_n * S + final_ulp * ulp(e)``,
+* ``accumulation: {final_ulp, accumulator_at_least, product_roundings}``:
+  ``|a - e| <= gamma_n * S + r * n * eta * (1 + gamma_n) + final_ulp * ulp(e)``,
   where ``gamma_n = n u / (1 - n u)`` (Higham, *Accuracy and Stability of Numerical Algorithms*,
   2nd ed., Lemma 3.1 and eq. 3.5), ``n`` the accumulation length, ``S`` the oracle evaluated on
   ``|inputs|`` (the sum of the magnitudes of the terms) and ``u`` the unit roundoff of the
-  accumulator: the output type's, or that of ``accumulator_at_least`` where it is finer.
+  accumulator: the output type's, or that of ``accumulator_at_least`` where it is finer. The
+  underflow term: with gradual underflow a rounding is ``fl(x op y) = (x op y)(1 + d) + h`` with
+  ``|d| <= u``, ``|h| <= eta = 2**(emin - p + 1) / 2`` (half the accumulator's smallest
+  subnormal) and ``h = 0`` for additions (Higham §2.1, eq. 2.8: a subnormal sum is exact), so
+  each of the ``r`` product roundings of each of the ``n`` terms (``product_roundings``: 1 for a
+  dot product, 0 for a sum, the default) adds at most ``eta``, then carried through at most
+  ``n`` additions (the factor ``1 + gamma_n``).
 """
 from __future__ import annotations
 
@@ -146,9 +153,17 @@ def round_to_dtype(values: np.ndarray, dtype: str, *, saturate: bool = False) ->
 def accumulator_roundoff(out_dtype: str, params: dict) -> float:
     """Unit roundoff of the accumulator: the output type's, or finer if the model requires
     ``accumulator_at_least`` a wider type (e.g. float16 results accumulated in float32)."""
-    u = FLOAT_FORMATS[out_dtype].unit_roundoff
+    return accumulator_format(out_dtype, params).unit_roundoff
+
+
+def accumulator_format(out_dtype: str, params: dict):
+    """The accumulator's :class:`~conform.spec.dtypes.FloatFormat`: the output type's, or that of
+    ``accumulator_at_least`` where it is finer."""
+    fmt = FLOAT_FORMATS[out_dtype]
     wider = params.get("accumulator_at_least")
-    return min(u, FLOAT_FORMATS[wider].unit_roundoff) if wider else u
+    if wider and FLOAT_FORMATS[wider].unit_roundoff < fmt.unit_roundoff:
+        return FLOAT_FORMATS[wider]
+    return fmt
 
 
 def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
@@ -196,17 +211,24 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation, residual=No
         return diff, tol, special_bad
     if "derived" in model:   # the op's own bound B per element (its error_bound hook)
         derived, _ = accumulation   # inf: the computation the text defines bounds nothing there
-        with np.errstate(invalid="ignore"):
-            bound_abs = np.where(np.isnan(derived), 0.0, derived) \
-                + model["derived"].get("final_ulp", 0.5) * ulp
-        return diff / ulp, bound_abs / ulp, special_bad
+        with np.errstate(invalid="ignore"):   # in ULPs: final_ulp * ulp(e) can underflow
+            bound = np.where(np.isnan(derived), 0.0, derived) / ulp \
+                + model["derived"].get("final_ulp", 0.5)
+        return diff / ulp, bound, special_bad
     magnitude_sum, length = accumulation
-    u = accumulator_roundoff(out_dtype, model["accumulation"])
+    params = model["accumulation"]
+    u = accumulator_roundoff(out_dtype, params)
     gamma = length * u / (1 - length * u)
-    with np.errstate(invalid="ignore", over="ignore"):
-        bound_abs = gamma * np.where(np.isfinite(magnitude_sum), magnitude_sum, 0.0) \
-            + model["accumulation"].get("final_ulp", 0.5) * ulp
-    return diff / ulp, bound_abs / ulp, special_bad
+    acc = accumulator_format(out_dtype, params)
+    # eta / ulp(e) as a power of two (eta = 2**(emin - p) is not a float64 for a float64
+    # accumulator: it is half the smallest subnormal)
+    eta_in_ulps = np.ldexp(1.0, acc.emin - acc.precision - (np.frexp(ulp)[1] - 1))
+    underflow = params.get("product_roundings", 0) * length * eta_in_ulps * (1 + gamma)
+    with np.errstate(invalid="ignore", over="ignore"):   # in ULPs: nothing underflows
+        s = np.where(np.isfinite(magnitude_sum), magnitude_sum, 0.0)
+        spread = np.where(s > 1, (gamma * s) / ulp, gamma * (s / ulp))
+        bound = spread + underflow + params.get("final_ulp", 0.5)
+    return diff / ulp, bound, special_bad
 
 
 def _nan_overflow(a, e, fmt):
