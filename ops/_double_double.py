@@ -8,9 +8,10 @@ double-double additions (``log2 n`` vectorised steps): its relative error is abo
 ``log2(n) * 2**-104`` of the sum of the magnitudes (Higham, *Accuracy and Stability of Numerical
 Algorithms*, 2nd ed., §4.4 and §1.18; Ogita, Rump and Oishi, *Accurate sum and dot product*,
 SIAM J. Sci. Comput. 26, 2005), against ``n * 2**-64`` for a long double accumulation. Each
-factor array is first scaled by a power of two that brings its largest finite magnitude into
-[1/2, 1) (exact, but for elements far below it that underflow), so that no product or partial sum
-overflows where the exact result does not (long double's wider exponent range gave that too).
+factor is split into its mantissa in [1/2, 1) and its exponent (``frexp``): the products of
+mantissas are formed exactly, and each output element's terms are brought to the scale of its
+largest term before they are summed, so that no product or partial sum overflows or underflows
+where the exact result does not (long double's wider exponent range gave that too).
 Infinities and NaNs propagate as IEEE arithmetic on the sum would; a zero sum is +0, as in a sum
 started from +0 (XLA Reduce's init value 0, a dot product's accumulator: NumPy's sums do the same).
 """
@@ -50,14 +51,6 @@ def _two_product(a, b):
     return p, np.where(np.isfinite(p), e, 0.0)
 
 
-def _scaled(x: np.ndarray) -> tuple[np.ndarray, int]:
-    """``x * 2**-k`` and ``k``, the exponent that brings the largest finite |x| into [1/2, 1)."""
-    finite = np.abs(x[np.isfinite(x)])
-    top = float(finite.max()) if finite.size else 0.0
-    k = int(np.frexp(top)[1]) if top > 0 else 0
-    return np.ldexp(x, -k), k
-
-
 def _pairwise(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The double-double sum along the last axis (non-empty), as a tree of pairs."""
     while hi.shape[-1] > 1:
@@ -86,27 +79,36 @@ def sum_of_products(factors: Sequence[np.ndarray], axes: Sequence[int], *,
 
 
 def _sum_of_products(factors, axes, divisor):
-    scaled = [_scaled(f) for f in factors]
-    shift = sum(k for _, k in scaled)
-    hi, lo = scaled[0][0], np.zeros(())
-    for factor, _ in scaled[1:]:
-        p, e = _two_product(hi, factor)
-        hi, lo = p, e + lo * factor
-    hi, lo = np.broadcast_arrays(hi, lo)
+    # each term as (hi + lo) * 2**exponent, hi + lo the exact product of the factors' mantissas
+    hi, exponent = np.frexp(factors[0])   # |hi| in [1/2, 1) (zeros, inf and NaN: themselves, 0)
+    lo = np.zeros(())
+    for factor in factors[1:]:
+        mantissa, e = np.frexp(factor)
+        p, err = _two_product(hi, mantissa)
+        hi, lo, exponent = p, err + np.where(np.isfinite(p), lo * mantissa, 0.0), exponent + e
+    hi, lo, exponent = np.broadcast_arrays(hi, lo, exponent)
     axes = [a % hi.ndim for a in axes]
     kept = [a for a in range(hi.ndim) if a not in axes]
     shape = [hi.shape[a] for a in kept]
     count = int(np.prod([hi.shape[a] for a in axes], dtype=np.int64))
     if count == 0:
         return np.zeros(shape)
-    flat = [np.transpose(x, kept + axes).reshape(shape + [count]) for x in (hi, lo)]
-    hi, lo = _pairwise(*flat)
+    hi, lo, exponent = (np.transpose(x, kept + axes).reshape(shape + [count])
+                        for x in (hi, lo, exponent))
+    # per output element, the terms brought to its largest term's scale (a term more than
+    # 2**1074 below it underflows: far below the sum's own rounding)
+    top = np.max(np.where(np.isfinite(hi) & (hi != 0), exponent, np.iinfo(np.int64).min),
+                 axis=-1, keepdims=True)
+    top = np.where(top == np.iinfo(np.int64).min, 0, top)
+    shift = np.maximum(exponent - top, -2200)
+    hi, lo = _pairwise(np.ldexp(hi, shift), np.ldexp(lo, shift))
+    top = top[..., 0]
     if np.any(np.asarray(divisor) != 1):   # q = hi / d; hi - q * d exactly (TwoProduct)
         divisor = np.asarray(divisor, np.float64)
         q = hi / divisor
         p, e = _two_product(q, divisor)
         hi, lo = q, np.where(np.isfinite(q), ((hi - p) - e + lo) / divisor, 0.0)
-    return np.ldexp(np.where(lo == 0, hi, hi + lo), shift) + 0.0   # + 0.0: a zero sum is +0
+    return np.ldexp(np.where(lo == 0, hi, hi + lo), top) + 0.0   # + 0.0: a zero sum is +0
 
 
 def accurate_sum(x: np.ndarray, axis=None, *, keepdims: bool = False, divisor=1) -> np.ndarray:

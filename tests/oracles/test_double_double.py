@@ -50,6 +50,14 @@ def test_no_intermediate_overflow_where_the_result_is_finite():
     assert float(accurate_matmul(np.array([1e200, -1e200]), np.array([1e108, 1e108]))) == 0.0
 
 
+def test_each_output_element_keeps_its_own_scale():
+    # a huge element elsewhere in the array must not flush another output's small terms
+    x = np.array([[1e300, 1.0], [1e-46, 3e-50]])
+    assert accurate_sum(x, axis=1).tolist() == [1e300, _nearest(Fraction(1e-46) + Fraction(3e-50))]
+    # nor turn inf * (a tiny factor) into inf * 0 = NaN
+    assert float(accurate_matmul(np.array([1e300, 1e-300]), np.array([1e-300, np.inf]))) == np.inf
+
+
 def test_special_values_follow_ieee_arithmetic():
     assert math.isinf(float(accurate_sum(np.array([np.inf, 1.0]))))
     assert math.isnan(float(accurate_sum(np.array([np.inf, -np.inf]))))
