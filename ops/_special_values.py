@@ -17,9 +17,10 @@ Input matchers (a number matches itself; zeros are written with their sign):
   integer: even integers, non-integers and the infinity of that sign),
   ``"finite_non_integer"``.
 
-Output values: ``"nan"``, ``"inf"``, ``"-inf"``, ``"+0"``, ``"-0"``, a number, or a multiple of
+Output values: ``"nan"``, ``"inf"``, ``"-inf"``, ``"+0"``, ``"-0"``, a number, a multiple of
 pi: ``"pi"``, ``"-pi"``, ``"pi/2"``, ``"-pi/2"``, ``"pi/4"``, ``"-pi/4"``, ``"3pi/4"``,
-``"-3pi/4"`` (for a float64 reference also with its residual, the rest of the exact value).
+``"-3pi/4"`` (for a float64 reference also with its residual, the rest of the exact value), or
+``"=in0"``, ``"=in1"``, ...: that input's value (``fmod(x, ±inf)`` returns ``x``).
 """
 from __future__ import annotations
 
@@ -71,7 +72,14 @@ _PI_MULTIPLES = {"pi": (1, 1), "-pi": (-1, 1), "pi/2": (1, 2), "-pi/2": (-1, 2),
 _NAMED = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf, "+0": 0.0, "-0": -0.0}
 
 INPUT_MATCHERS = tuple(_PREDICATES)
-OUTPUT_NAMES = tuple(_NAMED) + tuple(_PI_MULTIPLES)
+OUTPUT_NAMES = tuple(_NAMED) + tuple(_PI_MULTIPLES) + ("=in0", "=in1")
+
+
+def _input_copied(token) -> int | None:
+    """``k`` for an output ``"=in<k>"`` (the value of input ``k``), else None."""
+    if isinstance(token, str) and token.startswith("=in") and token[3:].isdigit():
+        return int(token[3:])
+    return None
 
 
 def matcher(token) -> np.ufunc:
@@ -95,6 +103,8 @@ def output_value(token) -> tuple[float, float]:
 
     >>> output_value("pi")
     (3.141592653589793, 1.2246467991473532e-16)
+
+    (An output ``"=in<k>"`` has no value of its own: :func:`apply_table` copies the input.)
     """
     if isinstance(token, str) and token in _PI_MULTIPLES:
         num, den = _PI_MULTIPLES[token]
@@ -116,7 +126,11 @@ def check_row(row: dict, arity: int) -> None:
                          f"{arity} inputs")
     for token in row["inputs"]:
         matcher(token)
-    output_value(row["output"])
+    copied = _input_copied(row["output"])
+    if copied is None:
+        output_value(row["output"])
+    elif copied >= arity:
+        raise ValueError(f"output {row['output']!r} names input {copied}; the op has {arity} inputs")
 
 
 def apply_table(table: Sequence[dict], inputs: Sequence[np.ndarray], output: np.ndarray, *,
@@ -143,7 +157,9 @@ def apply_table(table: Sequence[dict], inputs: Sequence[np.ndarray], output: np.
             for token, x in zip(row["inputs"], wide):
                 hit &= matcher(token)(x)
             if hit.any():
-                value, rest = output_value(row["output"])
+                copied = _input_copied(row["output"])
+                value, rest = (wide[copied][hit], 0.0) if copied is not None else \
+                    output_value(row["output"])
                 hi[hit] = value
                 if lo is not None:
                     lo[hit] = rest
