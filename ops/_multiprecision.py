@@ -14,9 +14,8 @@ Why python-flint (Arb ball arithmetic, pinned in pyproject.toml):
 * an evaluation costs ~1-3 us, against ~30-100 us for mpmath, which the tests use as the
   independent second opinion (tests/oracles/test_multiprecision.py).
 
-The conversion of a ball's midpoint ``m * 2**e`` (integers) to ``hi`` and ``lo`` is exact
-integer arithmetic: Python's ``int / int`` is correctly rounded, subnormal and overflowing
-results included.
+The conversion of a ball's midpoint to ``hi`` and ``lo`` is python-flint's round-to-nearest
+conversion to float64 (subnormal and overflowing results included) and one exact subtraction.
 
 An oracle calls :func:`refined` with the function's NumPy float64 counterpart (the fast path:
 it also supplies the value where the exact result is not a finite real number, such as a pole,
@@ -67,58 +66,46 @@ def residual_of(output) -> np.ndarray | None:
     return getattr(output, "residual", None)
 
 
-def _rounded(numerator: int, exponent: int) -> float:
-    """``numerator * 2**exponent`` rounded once to the nearest float64 (ties to even)."""
-    top = exponent + abs(numerator).bit_length()     # 2**(top-1) <= |value| < 2**top
-    sign = -1.0 if numerator < 0 else 1.0
-    if top > 1100:
-        return sign * math.inf
-    if top < -1100:
-        return sign * 0.0
-    try:
-        if exponent >= 0:
-            return float(numerator << exponent)
-        return numerator / (1 << -exponent)
-    except OverflowError:
-        return -math.inf if numerator < 0 else math.inf
-
-
-def split(mantissa: int, exponent: int) -> tuple[float, float]:
-    """``mantissa * 2**exponent`` as ``(hi, lo)``: ``hi`` its nearest float64, ``lo`` the float64
-    nearest the rest (0 where ``hi`` overflowed).
-
-    >>> split(3, -1)
-    (1.5, 0.0)
-    >>> split((1 << 60) + 1, -60)
-    (1.0, 8.673617379884035e-19)
-    """
-    hi = _rounded(mantissa, exponent)
+def _pair(value, arb) -> tuple[float, float]:
+    """A finite Arb ball as ``(hi, lo)``: the float64 nearest its midpoint, and the float64 nearest
+    the rest (the midpoint of ``value - hi`` is ``mid - hi`` exactly at the ball's precision: both
+    are multiples of the midpoint's last bit, and the rest is below half an ULP of ``hi``)."""
+    hi = float(value)                     # python-flint rounds the midpoint to nearest
     if not math.isfinite(hi):
         return hi, 0.0
-    n, d = hi.as_integer_ratio()          # d is a power of two
-    k = d.bit_length() - 1                # hi = n * 2**-k
-    low = min(exponent, -k)
-    rest = (mantissa << (exponent - low)) - (n << (-k - low))
-    return hi, _rounded(rest, low)
+    return hi, float(value - arb(hi))
 
 
-def _enclosure(fn: Callable, args: Sequence[float]):
-    """``fn`` on ``args`` (Arb balls) at rising precision, until the ball is narrow enough;
-    None where the result is not a finite real number (a pole, a domain error, an Arb overflow)."""
-    from flint import arb, ctx
-
-    precision = START_PRECISION
+def _evaluate(fn: Callable, args: Sequence[float], arb, ctx) -> tuple[float, float] | None:
+    """``fn`` on ``args`` at the current precision, raised (by 4x, up to MAX_PRECISION) until
+    the ball is narrower than 2**-WANTED_BITS relative, as ``(hi, lo)``; None where the result
+    is not a finite real number (a pole, a domain error, an Arb overflow). (``arb`` and ``ctx``:
+    python-flint's, passed in: an import per element would cost more than the evaluation.)"""
+    value = fn(*map(arb, args))
+    if not value.is_finite():
+        return None
+    if value.is_exact() or value.rel_accuracy_bits() >= WANTED_BITS:
+        return _pair(value, arb)
     saved = ctx.prec
     try:
-        while True:
-            ctx.prec = precision
-            value = fn(*(arb(a) for a in args))
-            if not value.is_finite():
-                return None
-            if value.is_exact() or value.rel_accuracy_bits() >= WANTED_BITS \
-                    or precision >= MAX_PRECISION:
-                return value
-            precision *= 4
+        while ctx.prec < MAX_PRECISION:
+            ctx.prec *= 4
+            value = fn(*map(arb, args))
+            if value.is_exact() or value.rel_accuracy_bits() >= WANTED_BITS:
+                break
+        return _pair(value, arb)
+    finally:
+        ctx.prec = saved
+
+
+def evaluate_pairs(fn: Callable, rows) -> list:
+    """:func:`evaluate_pair` for each row of arguments (one precision setting for them all)."""
+    from flint import arb, ctx   # imported on first use: only float64 references need it
+
+    saved = ctx.prec
+    ctx.prec = START_PRECISION
+    try:
+        return [_evaluate(fn, row, arb, ctx) for row in rows]
     finally:
         ctx.prec = saved
 
@@ -130,11 +117,7 @@ def evaluate_pair(fn: Callable, args: Sequence[float]) -> tuple[float, float] | 
     >>> evaluate_pair(lambda x: x.exp(), [1.0])
     (2.718281828459045, 1.4456468917292502e-16)
     """
-    value = _enclosure(fn, args)
-    if value is None:
-        return None
-    mantissa, exponent = value.mid().man_exp()
-    return split(int(mantissa), int(exponent))
+    return evaluate_pairs(fn, [args])[0]
 
 
 def refined(fast: Callable, exact: Callable, *operands, dtypes=None) -> np.ndarray:
@@ -159,7 +142,7 @@ def refined(fast: Callable, exact: Callable, *operands, dtypes=None) -> np.ndarr
         # Arb has no signed zero: elements with a zero operand keep the fast path's value
         finite = np.flatnonzero((np.isfinite(stacked) & (stacked != 0)).all(axis=1))
         unique, inverse = np.unique(stacked[finite], axis=0, return_inverse=True)
-        pairs = [evaluate_pair(exact, row) for row in unique.tolist()]
+        pairs = evaluate_pairs(exact, unique.tolist())
         known = np.array([p is not None for p in pairs], bool)
         values = np.array([p if p is not None else (0.0, 0.0) for p in pairs], np.float64)
         values = values.reshape(len(pairs), 2)
@@ -172,4 +155,4 @@ def refined(fast: Callable, exact: Callable, *operands, dtypes=None) -> np.ndarr
     return with_residual(hi, lo)
 
 
-__all__ = ["Refined", "evaluate_pair", "refined", "residual_of", "split", "with_residual"]
+__all__ = ["Refined", "evaluate_pair", "evaluate_pairs", "refined", "residual_of", "with_residual"]
