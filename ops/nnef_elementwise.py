@@ -28,8 +28,12 @@ def _aligned(*operands) -> list:
 
 
 def _nnef(name: str, oracle, doc: str):
-    def nnef_oracle(*operands):
-        return oracle(*_aligned(*operands))
+    if oracle.takes_dtypes:   # (the inputs' dtype names: float64 ones get a reference beyond)
+        def nnef_oracle(*operands, dtypes=None):
+            return oracle(*_aligned(*operands), dtypes=dtypes)
+    else:
+        def nnef_oracle(*operands):
+            return oracle(*_aligned(*operands))
 
     nnef_oracle.__doc__ = doc
     nnef_oracle.__name__ = f"oracle_{name}"
