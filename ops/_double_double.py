@@ -12,8 +12,9 @@ factor is split into its mantissa in [1/2, 1) and its exponent (``frexp``): the 
 mantissas are formed exactly, and each output element's terms are brought to the scale of its
 largest term before they are summed, so that no product or partial sum overflows or underflows
 where the exact result does not (long double's wider exponent range gave that too).
-Infinities and NaNs propagate as IEEE arithmetic on the sum would; a zero sum is +0, as in a sum
-started from +0 (XLA Reduce's init value 0, a dot product's accumulator: NumPy's sums do the same).
+An infinite or NaN term decides its sum as IEEE addition does (finite terms cannot change it); a
+zero sum is +0, as in a sum started from +0 (XLA Reduce's init value 0, a dot product's
+accumulator: NumPy's sums do the same).
 """
 from __future__ import annotations
 
@@ -25,41 +26,37 @@ _SPLITTER = 134217729.0     # 2**27 + 1 (Veltkamp): splits a float64 into two 26
 
 
 def _two_sum(a, b):
-    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e = a + b`` exactly (e = 0 where s is not finite)."""
+    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e = a + b`` exactly (finite operands)."""
     s = a + b
     bb = s - a
-    e = (a - (s - bb)) + (b - bb)
-    return s, np.where(np.isfinite(s), e, 0.0)
-
-
-def _renormalised(s, e):
-    """``s + e`` as a double-double whose high part is ``fl(s + e)`` (``s`` kept, sign of a zero
-    included, where ``e`` is 0)."""
-    t = s + e
-    lo = np.where(np.isfinite(t), e - (t - s), 0.0)
-    return np.where(e == 0, s, t), np.where(e == 0, 0.0, lo)
+    return s, (a - (s - bb)) + (b - bb)
 
 
 def _two_product(a, b):
-    """``(p, e)`` with ``p = fl(a * b)`` and ``p + e = a * b`` exactly, for |a|, |b| < 1 (no
+    """``(p, e)`` with ``p = fl(a * b)`` and ``p + e = a * b`` exactly, for |a|, |b| <= 1 (no
     overflow in the split) as long as ``a * b`` does not underflow."""
     p = a * b
     ca, cb = _SPLITTER * a, _SPLITTER * b
     ah, bh = ca - (ca - a), cb - (cb - b)
     al, bl = a - ah, b - bh
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, np.where(np.isfinite(p), e, 0.0)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 def _pairwise(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The double-double sum along the last axis (non-empty), as a tree of pairs."""
+    """The double-double sum along the last axis (non-empty, finite terms of magnitude <= 1: no
+    partial sum can overflow), as a tree of pairs."""
+    count = hi.shape[-1]
+    width = 1 << (count - 1).bit_length()     # zeros up to a power of two: no padding later
+    if width != count:
+        wide = np.zeros((2,) + hi.shape[:-1] + (width,))
+        wide[0, ..., :count], wide[1, ..., :count] = hi, lo
+        hi, lo = wide
     while hi.shape[-1] > 1:
-        if hi.shape[-1] % 2:   # -0 is the identity of IEEE addition (+0 would turn -0 into +0)
-            pad = [(0, 0)] * (hi.ndim - 1) + [(0, 1)]
-            hi, lo = np.pad(hi, pad, constant_values=-0.0), np.pad(lo, pad)
         half = hi.shape[-1] // 2
         s, e = _two_sum(hi[..., :half], hi[..., half:])
-        hi, lo = _renormalised(s, e + (lo[..., :half] + lo[..., half:]))
+        e += lo[..., :half] + lo[..., half:]
+        hi = s + e                      # renormalised: hi = fl(s + e), lo the rest
+        lo = e - (hi - s)
     return hi[..., 0], lo[..., 0]
 
 
@@ -85,7 +82,7 @@ def _sum_of_products(factors, axes, divisor):
     for factor in factors[1:]:
         mantissa, e = np.frexp(factor)
         p, err = _two_product(hi, mantissa)
-        hi, lo, exponent = p, err + np.where(np.isfinite(p), lo * mantissa, 0.0), exponent + e
+        hi, lo, exponent = p, err + lo * mantissa, exponent + e
     hi, lo, exponent = np.broadcast_arrays(hi, lo, exponent)
     axes = [a % hi.ndim for a in axes]
     kept = [a for a in range(hi.ndim) if a not in axes]
@@ -95,20 +92,25 @@ def _sum_of_products(factors, axes, divisor):
         return np.zeros(shape)
     hi, lo, exponent = (np.transpose(x, kept + axes).reshape(shape + [count])
                         for x in (hi, lo, exponent))
-    # per output element, the terms brought to its largest term's scale (a term more than
+    finite = np.isfinite(hi)
+    # a term that is inf or NaN decides its sum as IEEE addition does (finite terms cannot)
+    special = np.sum(np.where(finite, 0.0, hi), axis=-1)
+    # per output element, the finite terms brought to its largest term's scale (a term more than
     # 2**1074 below it underflows: far below the sum's own rounding)
-    top = np.max(np.where(np.isfinite(hi) & (hi != 0), exponent, np.iinfo(np.int64).min),
-                 axis=-1, keepdims=True)
-    top = np.where(top == np.iinfo(np.int64).min, 0, top)
+    live = finite & (hi != 0)
+    top = np.max(np.where(live, exponent, -(1 << 40)), axis=-1, keepdims=True)
+    top = np.where(top == -(1 << 40), 0, top)
     shift = np.maximum(exponent - top, -2200)
-    hi, lo = _pairwise(np.ldexp(hi, shift), np.ldexp(lo, shift))
+    hi, lo = _pairwise(np.ldexp(np.where(finite, hi, 0.0), shift),
+                       np.ldexp(np.where(finite, lo, 0.0), shift))
     top = top[..., 0]
     if np.any(np.asarray(divisor) != 1):   # q = hi / d; hi - q * d exactly (TwoProduct)
         divisor = np.asarray(divisor, np.float64)
-        q = hi / divisor
+        q = hi / divisor                   # (|q| <= count: the split cannot overflow)
         p, e = _two_product(q, divisor)
         hi, lo = q, np.where(np.isfinite(q), ((hi - p) - e + lo) / divisor, 0.0)
-    return np.ldexp(np.where(lo == 0, hi, hi + lo), top) + 0.0   # + 0.0: a zero sum is +0
+    total = np.ldexp(hi + lo, top) + 0.0   # + 0.0: a zero sum is +0
+    return np.where(np.isfinite(special), total, special + total)
 
 
 def accurate_sum(x: np.ndarray, axis=None, *, keepdims: bool = False, divisor=1) -> np.ndarray:

@@ -120,6 +120,17 @@ def evaluate_pair(fn: Callable, args: Sequence[float]) -> tuple[float, float] | 
     return evaluate_pairs(fn, [args])[0]
 
 
+def _distinct(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a (n, k) float64 array (k = 1 or 2: as reals or complex numbers, a
+    tenth of the time of ``np.unique(axis=0)``) and each row's index among them."""
+    rows = np.ascontiguousarray(rows)
+    if rows.shape[1] > 2:
+        return np.unique(rows, axis=0, return_inverse=True)
+    keys = rows[:, 0] if rows.shape[1] == 1 else rows.view(np.complex128)[:, 0]
+    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return rows[first], inverse.ravel()
+
+
 def refined(fast: Callable, exact: Callable, *operands, dtypes=None) -> np.ndarray:
     """The element-wise function on float64 ``operands`` (broadcast together): ``fast`` (NumPy,
     float64) where ``dtypes`` (the inputs' original dtype names) holds a narrower type, else a
@@ -141,7 +152,7 @@ def refined(fast: Callable, exact: Callable, *operands, dtypes=None) -> np.ndarr
         stacked = np.stack([a.ravel() for a in arrays], axis=1)
         # Arb has no signed zero: elements with a zero operand keep the fast path's value
         finite = np.flatnonzero((np.isfinite(stacked) & (stacked != 0)).all(axis=1))
-        unique, inverse = np.unique(stacked[finite], axis=0, return_inverse=True)
+        unique, inverse = _distinct(stacked[finite])
         pairs = evaluate_pairs(exact, unique.tolist())
         known = np.array([p is not None for p in pairs], bool)
         values = np.array([p if p is not None else (0.0, 0.0) for p in pairs], np.float64)
