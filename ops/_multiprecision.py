@@ -11,7 +11,7 @@ Why python-flint (Arb ball arithmetic, pinned in pyproject.toml):
 * it is a compiled library (FLINT), maintained, with binary wheels for Linux, macOS (x86-64,
   arm64) and Windows: no dependence on the width of C's ``long double`` (80-bit on x86-64 Linux,
   plain double on aarch64 macOS and MSVC), which the oracles used before;
-* an evaluation costs ~1-3 us, against ~30-100 us for mpmath, which the tests use as the
+* an evaluation costs ~1-10 us, against ~30-100 us for mpmath, which the tests use as the
   independent second opinion (tests/oracles/test_multiprecision.py).
 
 The conversion of a ball's midpoint to ``hi`` and ``lo`` is python-flint's round-to-nearest
@@ -127,7 +127,7 @@ def _distinct(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if rows.shape[1] > 2:
         return np.unique(rows, axis=0, return_inverse=True)
     keys = rows[:, 0] if rows.shape[1] == 1 else rows.view(np.complex128)[:, 0]
-    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     return rows[first], inverse.ravel()
 
 
