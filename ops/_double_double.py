@@ -22,24 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
-_SPLITTER = 134217729.0     # 2**27 + 1 (Veltkamp): splits a float64 into two 26-bit halves
-
-
-def _two_sum(a, b):
-    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e = a + b`` exactly (finite operands)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def _two_product(a, b):
-    """``(p, e)`` with ``p = fl(a * b)`` and ``p + e = a * b`` exactly, for |a|, |b| <= 1 (no
-    overflow in the split) as long as ``a * b`` does not underflow."""
-    p = a * b
-    ca, cb = _SPLITTER * a, _SPLITTER * b
-    ah, bh = ca - (ca - a), cb - (cb - b)
-    al, bl = a - ah, b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+from conform.ops._exact import two_product as _two_product
+from conform.ops._exact import two_sum as _two_sum
 
 
 def _pairwise(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

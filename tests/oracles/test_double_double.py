@@ -103,3 +103,15 @@ def test_matmul_promotes_1d_operands_as_numpy():
     assert accurate_matmul(b, a.T).shape == (2,)
     batch = np.ones((4, 1, 2, 3))
     assert accurate_matmul(batch, np.ones((5, 3, 2))).shape == (4, 5, 2, 2)
+
+
+def test_compensated_sums_over_an_empty_kept_dimension():
+    # ops/_exact.py's helper reshaped with -1, which cannot be inferred when a kept dimension is
+    # 0: onnx_reduce_l2 on a (1, 4, 0, 3) input crashed a whole run at --max-examples 300
+    from conform.ops._exact import compensated_sum
+    from conform.oracles import evaluate
+
+    assert compensated_sum(np.zeros((1, 4, 0, 3)), [3]).shape == (1, 4, 0)
+    (out,) = evaluate("onnx_reduce_l2", [np.zeros((1, 4, 0, 3))],
+                      {"axes": [3], "keepdims": 0, "noop_with_empty_axes": 0})
+    assert out.shape == (1, 4, 0)
