@@ -192,3 +192,12 @@ def test_an_answer_without_residual_is_stored_as_before():
             assert expect(specs[op], case)[0].residual is None, (op, dtype)
         case = generate_cases(specs[op], "float64", count=2, seed=1)[1]
         assert expect(specs[op], case)[0].residual is not None, op
+
+
+def test_choosing_the_precision_by_dtype_keeps_an_op_chainable():
+    from conform.spec.programs import chainable
+
+    specs = load_specs()
+    assert specs["exp"].definition.takes_dtypes and chainable(specs["exp"])
+    assert not specs["exp"].definition.answer_depends_on_dtypes
+    assert specs["onnx_clip"].definition.answer_depends_on_dtypes   # the type's limits
