@@ -49,7 +49,8 @@ _ALIGN = 16
 
 def answer_arrays(answer) -> dict[str, np.ndarray]:
     """An oracle answer (per output, a :class:`conform.oracles.expectations.Expectation`) as
-    named arrays, absent parts left out: what the corpus stores and the corpus hash covers. The
+    named arrays, absent parts left out (a residual beyond float64 is ``residual``): what the
+    corpus stores and the corpus hash covers. The
     first output's arrays are named as they were before ops had several outputs (``expected``,
     ...), so that a single-output case's stored answer and hash are unchanged; output ``k > 0``
     adds ``@k`` to each name."""
@@ -63,6 +64,8 @@ def answer_arrays(answer) -> dict[str, np.ndarray]:
             magnitude_sum, length = part.accumulation
             arrays["magnitude_sum" + suffix] = magnitude_sum
             arrays["accumulation_length" + suffix] = np.asarray(length, np.int64)
+        if part.residual is not None:
+            arrays["residual" + suffix] = part.residual
     return arrays
 
 
@@ -78,8 +81,9 @@ def answers_from_arrays(named: dict[str, list], count: int) -> list:
         sums = named.get("magnitude_sum" + suffix, missing)
         lengths = named.get("accumulation_length" + suffix, missing)
         accumulations = [None if s is None else (s, int(n)) for s, n in zip(sums, lengths)]
-        parts.append([None if e is None else Expectation(e, m, a) for e, m, a in
-                      zip(expected, named.get("impl_mask" + suffix, missing), accumulations)])
+        parts.append([None if e is None else Expectation(e, m, a, r) for e, m, a, r in
+                      zip(expected, named.get("impl_mask" + suffix, missing), accumulations,
+                          named.get("residual" + suffix, missing))])
     if outputs == 1:   # the common case, made without a loop over cases in Python
         return [None if p is None else (p,) for p in parts[0]]
     return [tuple(p for p in case if p is not None) or None for case in zip(*parts)]

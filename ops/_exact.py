@@ -44,7 +44,8 @@ def _positions_last(x: np.ndarray, axes) -> np.ndarray:
     axes = sorted(a % x.ndim for a in axes) if x.ndim else []
     kept = [a for a in range(x.ndim) if a not in axes]
     moved = np.transpose(x, kept + axes)
-    return moved.reshape(moved.shape[:len(kept)] + (-1,))
+    # (the reduced size spelled out: -1 cannot be inferred where a kept dimension is 0)
+    return moved.reshape(moved.shape[:len(kept)] + (int(np.prod(moved.shape[len(kept):])),))
 
 
 def _finish(high, low):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._multiprecision import refined, with_residual
 from conform.ops._registry import op
 from conform.ops._midpoints import product_midpoints
 from conform.ops._rounded import exact_multiply, rounded_elementwise
@@ -42,21 +43,26 @@ def oracle_relu(operand):
 
 
 @op("softplus", version=1, numpy=numpy_softplus)
-def oracle_softplus(operand):
-    """ln(1 + e**x) = max(x, 0) + ln(1 + e**-|x|), in extended precision: softplus(-inf) = +0,
-    softplus(+inf) = +inf, softplus(0) = ln 2."""
-    x = np.asarray(operand, dtype=np.longdouble)
-    with np.errstate(invalid="ignore"):
-        value = np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
-    return (np.where(np.isnan(x), np.nan, value).astype(np.float64),)
+def oracle_softplus(operand, *, dtypes=None):
+    """ln(1 + e**x) = max(x, 0) + ln(1 + e**-|x|) (float64: Arb, to ~2**-106): softplus(-inf)
+    = +0, softplus(+inf) = +inf, softplus(0) = ln 2."""
+    return (refined(_softplus, lambda x: (x if x > 0 else 0 * x) + (-abs(x)).exp().log1p(),
+                    operand, dtypes=dtypes),)
+
+
+def _softplus(x):
+    """max(x, 0) + ln(1 + e**-|x|) in float64 (NaN stays NaN)."""
+    return np.where(np.isnan(x), x, np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))))
 
 
 @op("elu", version=1, numpy=numpy_elu)
-def oracle_elu(operand):
+def oracle_elu(operand, *, dtypes=None):
     """alpha * (e**x - 1) for x < 0, else x, with alpha = 1 (the default of NNEF and ONNX):
-    expm1 for x < 0 (elu(-inf) = -1); -0 and NaN pass through."""
-    negative = np.expm1(np.asarray(operand, dtype=np.longdouble)).astype(np.float64)
-    return (np.where(operand < 0, negative, operand),)
+    expm1 for x < 0 (elu(-inf) = -1; float64: Arb, to ~2**-106); -0 and NaN pass through."""
+    negative = refined(np.expm1, lambda x: x.expm1(), np.minimum(operand, 0), dtypes=dtypes)
+    lo = getattr(negative, "residual", None)
+    out = np.where(operand < 0, negative, operand)
+    return (out if lo is None else with_residual(out, np.where(operand < 0, lo, 0.0)),)
 
 
 def _onnx_leaky_relu(case, graph):

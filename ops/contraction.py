@@ -1,6 +1,6 @@
 """Contractions: dot products and convolution (XLA DotGeneral, ConvGeneralDilated; ONNX MatMul,
-Conv; NNEF matmul, conv). Sums accumulate in extended precision so float64 targets keep a sound
-reference."""
+Conv; NNEF matmul, conv). Sums of exact products accumulate in double-double
+(ops/_double_double.py) so float64 targets keep a sound reference on every platform."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from conform.oracles.feeding import span
 from conform.ops._registry import op
-from conform.ops.reduction import EXTENDED
+from conform.ops._double_double import accurate_matmul, sum_of_products
 
 
 # --- DotGeneral as batched matrix multiply -----------------------------------------------------
@@ -50,8 +50,7 @@ def oracle_dot_general(lhs, rhs):
     """DotGeneral as batched matmul: out[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]."""
     if lhs.dtype.kind != "f":
         return (np.einsum("...mk,...kn->...mn", lhs, rhs),)
-    out = np.einsum("...mk,...kn->...mn", lhs.astype(EXTENDED), rhs.astype(EXTENDED))
-    return (out.astype(np.float64),)
+    return (accurate_matmul(lhs, rhs),)
 
 
 # --- 2-D convolution ------------------------------------------------------------------------------
@@ -130,14 +129,17 @@ def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
 
     out[n, o, y, x] = sum_{c, i, j} lhs_pad[n, c, y*sy + i*dy, x*sx + j*dx] * rhs[o, c, i, j]
     """
-    acc = EXTENDED if lhs.dtype.kind == "f" else np.int64
-    padded = _pad_or_crop(lhs.astype(acc), padding)
+    floating = lhs.dtype.kind == "f"
+    padded = _pad_or_crop(lhs if floating else lhs.astype(np.int64), padding)
     kh, kw = rhs.shape[2:]
     dh, dw = rhs_dilation
     windows = sliding_window_view(padded, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
     windows = windows[:, :, ::window_strides[0], ::window_strides[1], ::dh, ::dw]
-    out = np.einsum("ncyxij,ocij->noyx", windows, rhs.astype(acc))
-    return (out.astype(np.float64 if acc is EXTENDED else np.int64),)
+    if not floating:
+        return (np.einsum("ncyxij,ocij->noyx", windows, rhs.astype(np.int64)),)
+    # the grid (n, o, y, x, c, i, j), summed over c, i, j
+    patches = windows.transpose(0, 2, 3, 1, 4, 5)[:, None]
+    return (sum_of_products([patches, rhs[None, :, None, None]], [-3, -2, -1]),)
 
 
 # --- ONNX MatMul: numpy.matmul, batch dimensions broadcast, 1-D operands promoted -----------------
@@ -193,4 +195,4 @@ def oracle_onnx_matmul(a, b):
     broadcast batch dimensions, a 1-D A or B promoted to a matrix and the added dimension removed."""
     if a.dtype.kind != "f":
         return (np.matmul(a, b),)
-    return (np.matmul(a.astype(EXTENDED), b.astype(EXTENDED)).astype(np.float64),)
+    return (accurate_matmul(a, b),)

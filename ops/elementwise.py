@@ -4,9 +4,12 @@ Each function takes float64 (or int64 / bool) arrays and returns the exact or fl
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from conform.ops._lowering import unsupported
+from conform.ops._multiprecision import refined
 from conform.ops._registry import op
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)
@@ -68,8 +71,12 @@ def xla_binary(name: str, **hooks):
     """Declare XLA element-wise binary op ``name`` (version 1): its oracle, written for operands
     of one shape, also serves the variant with ``broadcast_dimensions`` (:func:`xla_operands`)."""
     def define(oracle):
-        def broadcasting(lhs, rhs, *, broadcast_dimensions=None):
-            return oracle(*xla_operands(lhs, rhs, broadcast_dimensions))
+        if "dtypes" in inspect.signature(oracle).parameters:   # the inputs' dtype names
+            def broadcasting(lhs, rhs, *, broadcast_dimensions=None, dtypes=None):
+                return oracle(*xla_operands(lhs, rhs, broadcast_dimensions), dtypes=dtypes)
+        else:
+            def broadcasting(lhs, rhs, *, broadcast_dimensions=None):
+                return oracle(*xla_operands(lhs, rhs, broadcast_dimensions))
 
         broadcasting.__name__, broadcasting.__qualname__ = oracle.__name__, oracle.__qualname__
         broadcasting.__module__, broadcasting.__doc__ = oracle.__module__, oracle.__doc__
@@ -148,9 +155,20 @@ def oracle_minimum(lhs, rhs):
 
 
 @xla_binary("power")
-def oracle_power(lhs, rhs):
-    """lhs ** rhs with the C99/IEEE 754 pow special cases (pow(x, 0) = 1, pow(1, y) = 1, ...)."""
-    return (np.power(lhs, rhs),)
+def oracle_power(lhs, rhs, *, dtypes=None):
+    """lhs ** rhs; the C11 Annex F pow special cases (pow(x, ±0) = 1, pow(+1, y) = 1, ...) are
+    the spec's special_values table. float64: Arb (x < 0 only for integer y: |x|**y signed)."""
+    return (refined(np.power, _arb_pow, lhs, rhs, dtypes=dtypes),)
+
+
+def _arb_pow(x, y):
+    """x ** y on Arb balls: for x < 0 only an integer y gives a real number."""
+    if x < 0:
+        if not y.is_integer():
+            return x.nan()
+        odd = int(y.unique_fmpz()) % 2
+        return -((-x) ** y) if odd else (-x) ** y
+    return x ** y
 
 
 @op("abs", version=1)
@@ -166,21 +184,21 @@ def oracle_negate(operand):
 
 
 @op("exp", version=1)
-def oracle_exp(operand):
+def oracle_exp(operand, *, dtypes=None):
     """e ** x."""
-    return (np.exp(operand),)
+    return (refined(np.exp, lambda x: x.exp(), operand, dtypes=dtypes),)
 
 
 @op("log", version=1)
-def oracle_log(operand):
+def oracle_log(operand, *, dtypes=None):
     """ln(x); ln(0) = -inf, ln(x < 0) = NaN."""
-    return (np.log(operand),)
+    return (refined(np.log, lambda x: x.log(), operand, dtypes=dtypes),)
 
 
 @op("tanh", version=1)
-def oracle_tanh(operand):
+def oracle_tanh(operand, *, dtypes=None):
     """tanh(x)."""
-    return (np.tanh(operand),)
+    return (refined(np.tanh, lambda x: x.tanh(), operand, dtypes=dtypes),)
 
 
 def rounded_sqrt(operand):
@@ -229,7 +247,7 @@ def oracle_eq(lhs, rhs):
 
 
 @xla_binary("atan2")
-def oracle_atan2(lhs, rhs):
+def oracle_atan2(lhs, rhs, *, dtypes=None):
     """atan2(lhs, rhs): the angle of (rhs, lhs), with the C99/IEEE 754 signed-zero and infinity
     cases (atan2(±0, -0) = ±pi, atan2(±0, +0) = ±0, atan2(±inf, -inf) = ±3pi/4, ...)."""
-    return (np.arctan2(lhs, rhs),)
+    return (refined(np.arctan2, lambda y, x: type(y).atan2(y, x), lhs, rhs, dtypes=dtypes),)

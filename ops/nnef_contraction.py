@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._registry import op
-from conform.ops.reduction import EXTENDED
+from conform.ops._double_double import accurate_matmul, sum_of_products
 
 
 def _last_two_swapped(x):
@@ -78,7 +78,7 @@ def numpy_nnef_matmul(a, b, *, transposeA, transposeB):  # noqa: N803 - NNEF's n
 def oracle_nnef_matmul(a, b, *, transposeA, transposeB):  # noqa: N803 - NNEF's names
     """C[..., m, n] = sum_k A'[..., m, k] * B'[..., k, n] over broadcast batch dimensions."""
     a, b = _matrices(a, b, {"transposeA": transposeA, "transposeB": transposeB})
-    return (np.matmul(a.astype(EXTENDED), b.astype(EXTENDED)).astype(np.float64),)
+    return (accurate_matmul(a, b),)
 
 
 # --- linear --------------------------------------------------------------------------------------
@@ -113,7 +113,11 @@ def numpy_nnef_linear(x, w, *bias, absent_inputs=()):
     nnef=nnef_linear, numpy=numpy_nnef_linear)
 def oracle_nnef_linear(x, w, *bias, absent_inputs=()):
     """output = matmul(input, filter, transposeB = true) + bias (bias 0.0 where absent)."""
-    out = np.matmul(x.astype(EXTENDED), w.T.astype(EXTENDED))
-    if bias:
-        out = out + bias[0].astype(EXTENDED)
-    return (out.astype(np.float64),)
+    if not bias:
+        return (accurate_matmul(x, w.T),)
+    # the bias as one more term of each dot product: sum_c x[n, c] * w[o, c] + bias[0, o] * 1
+    n = x.shape[0]
+    lhs = np.concatenate([np.broadcast_to(x[:, None, :], (n,) + w.shape),
+                          np.broadcast_to(bias[0].reshape(1, -1, 1), (n, w.shape[0], 1))], axis=2)
+    rhs = np.concatenate([w, np.ones((w.shape[0], 1))], axis=1)[None]
+    return (sum_of_products([lhs, rhs], [2]),)

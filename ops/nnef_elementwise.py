@@ -38,8 +38,12 @@ def numpy_nnef_binary(*operands, bound):
 
 def _nnef(name: str, oracle, doc: str, rounded=None, midpoints=None):
     """Op ``name``: ``oracle`` (and its ``rounded64`` hook ``rounded``) on NNEF's shapes."""
-    def nnef_oracle(*operands):
-        return oracle(*_aligned(*operands))
+    if oracle.takes_dtypes:   # (the inputs' dtype names: float64 ones get a reference beyond)
+        def nnef_oracle(*operands, dtypes=None):
+            return oracle(*_aligned(*operands), dtypes=dtypes)
+    else:
+        def nnef_oracle(*operands):
+            return oracle(*_aligned(*operands))
 
     def rounded64(*operands):
         return rounded(*_aligned(*operands))

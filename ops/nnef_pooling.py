@@ -17,7 +17,8 @@ import math
 import numpy as np
 
 from conform.ops._registry import op
-from conform.ops.reduction import EXTENDED, dilated_taps, reduce_windows
+from conform.ops._double_double import accurate_sum
+from conform.ops.reduction import dilated_taps, reduce_windows
 
 #: NNEF border modes as numpy.pad modes ('ignore' pads with zeros and counts the input only).
 PAD_MODES = {"constant": "constant", "ignore": "constant", "replicate": "edge",
@@ -26,24 +27,22 @@ PAD_MODES = {"constant": "constant", "ignore": "constant", "replicate": "edge",
 
 def box(x, size, border, padding, stride, dilation, normalize):
     """The sum (or, with ``normalize``, the average) of every window of ``x`` (float64, summed
-    in extended precision)."""
+    in double-double)."""
     rank = x.ndim
     stride, dilation = stride or [1] * rank, dilation or [1] * rank
     pads = [tuple(p) for p in padding]
-    extended = np.pad(x.astype(EXTENDED), pads, mode=PAD_MODES[border])
+    extended = np.pad(x, pads, mode=PAD_MODES[border])
     windows = reduce_windows(extended, 0, size, stride, [[0, 0]] * rank, None, dilation)
     axes = tuple(range(rank, 2 * rank))
-    total = np.sum(windows, axis=axes)
     if not normalize:
-        return total.astype(np.float64)
+        return accurate_sum(windows, axis=axes)
     if border == "ignore":
         inside = np.pad(np.ones(x.shape), pads, mode="constant")
         count = np.sum(reduce_windows(inside, 0, size, stride, [[0, 0]] * rank, None, dilation),
                        axis=axes)
     else:
         count = math.prod(size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (total / count).astype(np.float64)
+    return accurate_sum(windows, axis=axes, divisor=count)
 
 
 def draw_box(draw, kit, spec, dtype):

@@ -1,6 +1,6 @@
 """ONNX's contractions beyond MatMul: Gemm (opset 13), judged by a bound derived from the text's
-formula Y = alpha * A' * B' + beta * C (``gemm_bound``). Products accumulate in extended
-precision so float64 targets keep a sound reference. The specs (ops/onnx_gemm.yaml) give the
+formula Y = alpha * A' * B' + beta * C (``gemm_bound``). Products accumulate in double-double
+(ops/_double_double.py) so float64 targets keep a sound reference on every platform. The specs (ops/onnx_gemm.yaml) give the
 types, error models and regions."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.ops._optional import ABSENT, onnx_operands
 from conform.ops._registry import op
-from conform.ops.reduction import EXTENDED
+from conform.ops._double_double import sum_of_products
 from conform.spec.dtypes import FLOAT_FORMATS
 
 # Scalings drawn for alpha and beta: exact in every float type Gemm takes (the attributes are
@@ -90,13 +90,20 @@ def _gemm(a, b, c, attrs, reading=0):
         product = a @ b
         scaled = int(alpha) * product
         return scaled if c is None else scaled + int(beta) * np.broadcast_to(c, product.shape)
-    product = np.matmul(a.astype(EXTENDED), b.astype(EXTENDED))
-    # reading 1: a zero scaling leaves its term out (BLAS, onnx.reference for beta); reading 0:
-    # IEEE arithmetic on the formula, where 0 * inf is NaN
-    scaled = np.zeros_like(product) if reading and alpha == 0 else alpha * product
+    # Each output is one sum over the grid (M, K [+ 1], N) of the terms alpha * a_mk * b_kn
+    # [and beta * c_mn * 1]. reading 1: a zero scaling leaves its term out (BLAS,
+    # onnx.reference for beta); reading 0: IEEE arithmetic on the formula, where 0 * inf is NaN.
+    (m, k), n = a.shape, b.shape[1]
+    lhs, rhs = [np.broadcast_to(a[:, :, None], (m, k, n))], [np.broadcast_to(b[None], (m, k, n))]
+    scale = [np.full((1, k, 1), alpha, np.float64)]
+    if reading and alpha == 0:
+        lhs, rhs, scale = [np.zeros((m, 0, n))], [np.zeros((m, 0, n))], [np.zeros((1, 0, 1))]
     if c is not None and not (reading and beta == 0):
-        scaled = scaled + beta * np.broadcast_to(c.astype(EXTENDED), product.shape)
-    return scaled.astype(np.float64)
+        lhs.append(np.broadcast_to(c, (m, n))[:, None, :])
+        rhs.append(np.ones((m, 1, n)))
+        scale.append(np.full((1, 1, 1), beta, np.float64))
+    with np.errstate(invalid="ignore"):   # (IEEE: 0 * inf is NaN)
+        return sum_of_products([np.concatenate(x, axis=1) for x in (lhs, rhs, scale)], [1])
 
 
 def gemm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tuple:
@@ -308,5 +315,7 @@ def oracle_onnx_einsum(*operands, equation, absent_inputs=()):
     if operands[0].dtype.kind in "iu":
         terms, kept = _einsum_terms(list(operands), equation)
         return (terms.sum(axis=tuple(range(kept, terms.ndim)), dtype=np.int64),)
-    terms, kept = _einsum_terms([x.astype(EXTENDED) for x in operands], equation)
-    return (terms.sum(axis=tuple(range(kept, terms.ndim))).astype(np.float64),)
+    labels, out_labels, sizes = einsum_layout(equation, [x.shape for x in operands])
+    grid = out_labels + [label for label in sizes if label not in out_labels]
+    factors = [_on_grid(x, own, grid, sizes) for x, own in zip(operands, labels)]
+    return (sum_of_products(factors, range(len(out_labels), len(grid))),)

@@ -56,9 +56,9 @@ def oracle_onnx_div(a, b):
 
 
 @op("onnx_pow", version=1)
-def oracle_onnx_pow(x, y):
-    """x ** y, with the C99 pow special cases."""
-    return oracle_power(x, y)
+def oracle_onnx_pow(x, y, *, dtypes=None):
+    """x ** y (the C11 Annex F pow special cases are the spec's special_values table)."""
+    return oracle_power(x, y, dtypes=dtypes)
 
 
 @op("onnx_mod_fmod", version=1)

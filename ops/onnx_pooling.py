@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from conform.ops._registry import op
-from conform.ops.reduction import EXTENDED
+from conform.ops._double_double import accurate_sum, sum_of_products
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -141,15 +141,14 @@ def _max_pool(x, attrs, reading=0):
 
 def _average_pool(x, attrs, reading=0):
     values, inside, extent, _ = gather_windows(x, attrs)
-    total = np.sum(np.where(inside, values, 0).astype(EXTENDED), axis=-1)
+    summed = np.where(inside, values, 0)
     if not attrs.get("count_include_pad", 0):
         count = inside.sum(-1)
     elif reading:   # every tap of the kernel, those past the padded extent included
         count = np.full(inside.shape[:-1], inside.shape[-1])
     else:           # the input elements and the pad elements: taps within the padded extent
         count = extent.sum(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (total / count).astype(np.float64)
+    return accurate_sum(summed, axis=-1, divisor=count)
 
 
 def draw_pooling(draw, kit, spec, dtype):
@@ -337,15 +336,16 @@ def numpy_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, p, dil
 def oracle_onnx_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, p,
                         dilations=None):
     """ONNX LpPool: 'the Lp norm on all values of a subset of the input', ``(sum |x_i|**p)**(1/p)``
-    over each window's input elements (padding adds |0|**p = 0), in extended precision. Its
+    over each window's input elements (padding adds |0|**p = 0), the sum in double-double. Its
     output shape is the text's formula alone: unlike MaxPool's and AveragePool's, the LpPool text
     does not ignore a ceil_mode window starting in the right padding (its value is 0; such
     cases are not drawn, see draw_lp_pool)."""
     attrs = dict(kernel_shape=kernel_shape, strides=strides, pads=pads, auto_pad=auto_pad,
                  ceil_mode=ceil_mode, dilations=dilations)
     values, inside, _, _ = gather_windows(x, attrs, ignore_right_starts=False)
-    powers = np.where(inside, np.abs(values), 0).astype(EXTENDED) ** p
-    return ((np.sum(powers, axis=-1) ** (EXTENDED(1) / p)).astype(np.float64),)
+    magnitudes = np.where(inside, np.abs(values), 0)
+    total = sum_of_products([magnitudes] * int(p), [-1])   # products of p factors: ~exact
+    return (total if p == 1 else np.sqrt(total) if p == 2 else total ** (1.0 / p),)
 
 
 def draw_global(draw, kit, spec, dtype):
@@ -379,5 +379,5 @@ def numpy_global_average_pool(x):
 def oracle_onnx_global_average_pool(x):
     """ONNX GlobalAveragePool: the mean of each (batch, channel) plane (no padding, so no
     count_include_pad question), spatial dimensions kept with size 1."""
-    total = np.sum(x.astype(EXTENDED), axis=tuple(range(2, x.ndim)), keepdims=True)
-    return ((total / math.prod(x.shape[2:])).astype(np.float64),)
+    return (accurate_sum(x, axis=tuple(range(2, x.ndim)), keepdims=True,
+                         divisor=math.prod(x.shape[2:])),)

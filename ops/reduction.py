@@ -1,6 +1,6 @@
 """Reductions and windowed reductions (XLA Reduce, ReduceWindow; ONNX ReduceSum/Max/Min/Mean,
-MaxPool; NNEF sum/max/min/mean_reduce, max_pool). Sums accumulate in extended precision so
-float64 targets keep a sound reference."""
+MaxPool; NNEF sum/max/min/mean_reduce, max_pool). Sums accumulate in double-double
+(ops/_double_double.py) so float64 targets keep a sound reference on every platform."""
 from __future__ import annotations
 
 import math
@@ -8,11 +8,11 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from conform.ops._double_double import accurate_sum
 from conform.ops._lowering import unsupported
 from conform.ops._registry import op
 from conform.spec.dtypes import int_info, is_integer
 
-EXTENDED = np.longdouble  # 64-bit significand on x86: the oracle's own rounding error stays negligible
 
 
 def _lowest(dtype):
@@ -87,7 +87,7 @@ _REDUCE = dict(draw=draw_reduce, feeding=feed_reduce, onnx=onnx_reduce, nnef=nne
 def oracle_reduce_sum(operand, *, dimensions):
     """Reduce with Add over ``dimensions`` (init 0)."""
     if operand.dtype.kind == "f":
-        return (np.sum(operand.astype(EXTENDED), axis=tuple(dimensions)).astype(np.float64),)
+        return (accurate_sum(operand, axis=tuple(dimensions)),)
     return (np.sum(operand, axis=tuple(dimensions)),)
 
 
@@ -118,10 +118,11 @@ def oracle_reduce_min(operand, *, dimensions):
 @op("reduce_mean", version=1, accumulation_length=reduced_count, **_REDUCE)
 def oracle_reduce_mean(operand, *, dimensions):
     """The sum over ``dimensions`` divided by the number of reduced elements (NNEF mean_reduce =
-    sum_reduce with normalize = true; ONNX ReduceMean), accumulated in extended precision."""
+    sum_reduce with normalize = true; ONNX ReduceMean), accumulated in double-double."""
     count = int(np.prod([operand.shape[d] for d in dimensions], dtype=np.int64))
-    total = np.sum(operand.astype(EXTENDED), axis=tuple(dimensions))
-    return ((total / count).astype(np.float64),)
+    if count == 0:
+        return (np.sum(operand, axis=tuple(dimensions)) / count,)   # 0 / 0: NaN
+    return (accurate_sum(operand, axis=tuple(dimensions), divisor=count),)
 
 
 # --- ReduceWindow with Max and with Add ----------------------------------------------------------
@@ -289,9 +290,10 @@ def numpy_reduce_window_sum(operand, *, window_dimensions, window_strides, paddi
 def oracle_reduce_window_sum(operand, *, window_dimensions, window_strides, padding,
                              base_dilation=None, window_dilation=None):
     """ReduceWindow with Add (init 0): each window's sum, padding and holes adding 0; floats
-    accumulate in extended precision, integers exactly."""
-    wide = operand.astype(EXTENDED) if operand.dtype.kind == "f" else operand
-    windows = reduce_windows(wide, 0, window_dimensions, window_strides, padding, base_dilation,
+    accumulate in double-double, integers exactly."""
+    windows = reduce_windows(operand, 0, window_dimensions, window_strides, padding, base_dilation,
                              window_dilation)
-    total = np.sum(windows, axis=tuple(range(operand.ndim, 2 * operand.ndim)))
-    return (total.astype(np.float64) if operand.dtype.kind == "f" else total,)
+    axes = tuple(range(operand.ndim, 2 * operand.ndim))
+    if operand.dtype.kind == "f":
+        return (accurate_sum(windows, axis=axes),)
+    return (np.sum(windows, axis=axes),)

@@ -36,15 +36,26 @@ class RegionContext:
     def aligned(self, mask: np.ndarray) -> np.ndarray:
         """A per-element ``mask`` of an element-aligned input, broadcast to the output's shape
         as the spec's shape relation broadcasts that input."""
-        rank = self.expected.ndim
-        if self.shapes == "nnef_broadcast":   # NNEF aligns leading dimensions: pad trailing
-            mask = mask.reshape(mask.shape + (1,) * (rank - mask.ndim))
-        elif self.shapes == "xla_broadcast" and mask.ndim < rank:
-            sizes = [1] * rank   # XLA maps the lower rank's dimensions by broadcast_dimensions
-            for k, dim in enumerate(self.attrs.get("broadcast_dimensions", range(mask.ndim))):
-                sizes[dim] = mask.shape[k]
-            mask = mask.reshape(sizes)
-        return np.broadcast_to(mask, self.expected.shape)
+        return broadcast_aligned(mask, self.expected.shape, self.shapes, self.attrs)
+
+
+def broadcast_aligned(array: np.ndarray, shape: tuple, shapes: str, attrs: dict) -> np.ndarray:
+    """An element-aligned input (or a per-element mask of one) broadcast to the output's
+    ``shape`` as the spec's shape relation ``shapes`` broadcasts it (``attrs``: the case's,
+    for XLA's ``broadcast_dimensions``).
+
+    >>> broadcast_aligned(np.array([1, 2]), (2, 3), "nnef_broadcast", {}).tolist()
+    [[1, 1, 1], [2, 2, 2]]
+    """
+    rank = len(shape)
+    if shapes == "nnef_broadcast":   # NNEF aligns leading dimensions: pad trailing
+        array = array.reshape(array.shape + (1,) * (rank - array.ndim))
+    elif shapes == "xla_broadcast" and array.ndim < rank:
+        sizes = [1] * rank   # XLA maps the lower rank's dimensions by broadcast_dimensions
+        for k, dim in enumerate(attrs.get("broadcast_dimensions", range(array.ndim))):
+            sizes[dim] = array.shape[k]
+        array = array.reshape(sizes)
+    return np.broadcast_to(array, shape)
 
 
 def _floating(array: np.ndarray) -> bool:

@@ -1,30 +1,25 @@
 """Element-wise unary math oracles beyond the basics in elementwise.py (trigonometric, hyperbolic,
 logistic, rounding variants, ...): float64 in, float64 out.
 
-Most are NumPy's float64 functions, which are within 1 ULP of the exact value (the tests check
-this against mpmath). Where float64 libm is not (cbrt is up to ~2.5 ULP off, sinh/cosh ~1.3, a
-float64 1/sqrt ~1.4, 1/(1 + exp(-x)) far more in the subnormal tail), the function is evaluated
-in ``np.longdouble`` and rounded once to float64 (:func:`_extended`).
+The transcendental ones are evaluated with :func:`conform.ops._multiprecision.refined`: for
+float64 operands in Arb ball arithmetic, as a double-double ``hi + lo`` accurate to ~2**-106
+relative on every platform; for narrower operands with NumPy's float64 function (within a few
+float64 ULPs: 2**-28 of a float32 ULP). Special values come from each spec's
+``special_values`` table (C11 Annex F, F.10), which overrides whatever is computed here.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from conform.ops._midpoints import SQUARE_MIDPOINTS
+from conform.ops._multiprecision import refined
 from conform.ops._registry import op
 from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
 
 
-def _extended(fn, operand):
-    """``fn`` evaluated in ``np.longdouble`` and rounded once to float64.
-
-    On x86-64 long double has a 64-bit significand, so a long-double libm result within a few of
-    its own ULPs is within 0.5 + 2**-10 float64 ULP after the final rounding.
-
-    >>> float(_extended(np.cbrt, np.float64(-8.0)))
-    -2.0
-    """
-    return fn(np.asarray(operand, dtype=np.longdouble)).astype(np.float64)
+def _arb_cbrt(x):
+    """The real cube root of an Arb ball (Arb's root is for x >= 0)."""
+    return -((-x).root(3)) if x < 0 else x.root(3)
 
 
 @op("ceil", version=1)
@@ -52,63 +47,63 @@ def oracle_is_finite(operand):
 
 
 @op("sin", version=1)
-def oracle_sin(operand):
+def oracle_sin(operand, *, dtypes=None):
     """sin(x), x in radians (NumPy's libm reduces large arguments exactly)."""
-    return (np.sin(operand),)
+    return (refined(np.sin, lambda x: x.sin(), operand, dtypes=dtypes),)
 
 
 @op("cos", version=1)
-def oracle_cos(operand):
+def oracle_cos(operand, *, dtypes=None):
     """cos(x), x in radians."""
-    return (np.cos(operand),)
+    return (refined(np.cos, lambda x: x.cos(), operand, dtypes=dtypes),)
 
 
 @op("tan", version=1)
-def oracle_tan(operand):
+def oracle_tan(operand, *, dtypes=None):
     """tan(x), x in radians."""
-    return (np.tan(operand),)
+    return (refined(np.tan, lambda x: x.tan(), operand, dtypes=dtypes),)
 
 
 @op("atan", version=1)
-def oracle_atan(operand):
+def oracle_atan(operand, *, dtypes=None):
     """atan(x) in [-pi/2, pi/2]."""
-    return (np.arctan(operand),)
+    return (refined(np.arctan, lambda x: x.atan(), operand, dtypes=dtypes),)
 
 
 @op("asin", version=1)
-def oracle_asin(operand):
+def oracle_asin(operand, *, dtypes=None):
     """asin(x) in [-pi/2, pi/2]; NaN for |x| > 1."""
-    return (np.arcsin(operand),)
+    return (refined(np.arcsin, lambda x: x.asin(), operand, dtypes=dtypes),)
 
 
 @op("acos", version=1)
-def oracle_acos(operand):
+def oracle_acos(operand, *, dtypes=None):
     """acos(x) in [0, pi]; NaN for |x| > 1."""
-    return (np.arccos(operand),)
+    return (refined(np.arccos, lambda x: x.acos(), operand, dtypes=dtypes),)
 
 
 @op("sinh", version=1)
-def oracle_sinh(operand):
-    """sinh(x) = (e**x - e**-x) / 2, evaluated in extended precision."""
-    return (_extended(np.sinh, operand),)
+def oracle_sinh(operand, *, dtypes=None):
+    """sinh(x) = (e**x - e**-x) / 2, evaluated to ~2**-106 for float64."""
+    return (refined(np.sinh, lambda x: x.sinh(), operand, dtypes=dtypes),)
 
 
 @op("cosh", version=1)
-def oracle_cosh(operand):
-    """cosh(x) = (e**x + e**-x) / 2, evaluated in extended precision."""
-    return (_extended(np.cosh, operand),)
+def oracle_cosh(operand, *, dtypes=None):
+    """cosh(x) = (e**x + e**-x) / 2, evaluated to ~2**-106 for float64."""
+    return (refined(np.cosh, lambda x: x.cosh(), operand, dtypes=dtypes),)
 
 
 @op("log1p", version=1)
-def oracle_log1p(operand):
+def oracle_log1p(operand, *, dtypes=None):
     """ln(1 + x); log1p(-1) = -inf, log1p(x < -1) = NaN."""
-    return (np.log1p(operand),)
+    return (refined(np.log1p, lambda x: x.log1p(), operand, dtypes=dtypes),)
 
 
 @op("expm1", version=1)
-def oracle_expm1(operand):
+def oracle_expm1(operand, *, dtypes=None):
     """e**x - 1."""
-    return (np.expm1(operand),)
+    return (refined(np.expm1, lambda x: x.expm1(), operand, dtypes=dtypes),)
 
 
 def numpy_rsqrt(operand):
@@ -123,57 +118,58 @@ def numpy_logistic(operand):
 
 
 @op("rsqrt", version=1, numpy=numpy_rsqrt)
-def oracle_rsqrt(operand):
-    """1 / sqrt(x) (XLA Rsqrt), in extended precision: rsqrt(-0) = -inf, rsqrt(x < 0) = NaN."""
-    return (_extended(lambda x: 1 / np.sqrt(x), operand),)
+def oracle_rsqrt(operand, *, dtypes=None):
+    """1 / sqrt(x) (XLA Rsqrt), to ~2**-106 for float64: rsqrt(-0) = -inf, rsqrt(x < 0) = NaN."""
+    return (refined(lambda x: 1 / np.sqrt(x), lambda x: x.rsqrt(), operand, dtypes=dtypes),)
 
 
 @op("cbrt", version=1)
-def oracle_cbrt(operand):
-    """The real cube root; cbrt(-x) = -cbrt(x), evaluated in extended precision."""
-    return (_extended(np.cbrt, operand),)
+def oracle_cbrt(operand, *, dtypes=None):
+    """The real cube root; cbrt(-x) = -cbrt(x), evaluated to ~2**-106 for float64."""
+    return (refined(np.cbrt, _arb_cbrt, operand, dtypes=dtypes),)
 
 
 @op("logistic", version=1, numpy=numpy_logistic)
-def oracle_logistic(operand):
-    """1 / (1 + e**-x), in extended precision (e**-x cannot overflow for any float64 x > -11356)."""
-    return (_extended(lambda x: 1 / (1 + np.exp(-x)), operand),)
+def oracle_logistic(operand, *, dtypes=None):
+    """1 / (1 + e**-x), to ~2**-106 for float64."""
+    return (refined(lambda x: 1 / (1 + np.exp(-x)), lambda x: 1 / (1 + (-x).exp()), operand,
+                    dtypes=dtypes),)
 
 
 @op("erf", version=1)
-def oracle_erf(operand):
-    """erf(x) = 2/sqrt(pi) * integral_0^x e**(-t*t) dt (scipy.special.erf, Cephes)."""
+def oracle_erf(operand, *, dtypes=None):
+    """erf(x) = 2/sqrt(pi) * integral_0^x e**(-t*t) dt (float64: Arb; narrower: scipy.special.erf)."""
     from scipy import special  # imported on first use: scipy.special costs ~0.7 s per process
 
-    return (special.erf(operand),)
+    return (refined(special.erf, lambda x: x.erf(), operand, dtypes=dtypes),)
 
 
 @op("asinh", version=1)
-def oracle_asinh(operand):
-    """asinh(x) = ln(x + sqrt(x**2 + 1)); odd, asinh(±0) = ±0, asinh(±inf) = ±inf; in extended
-    precision."""
-    return (_extended(np.arcsinh, operand),)
+def oracle_asinh(operand, *, dtypes=None):
+    """asinh(x) = ln(x + sqrt(x**2 + 1)); odd, asinh(±0) = ±0, asinh(±inf) = ±inf; float64 to
+    ~2**-106."""
+    return (refined(np.arcsinh, lambda x: x.asinh(), operand, dtypes=dtypes),)
 
 
 @op("acosh", version=1)
-def oracle_acosh(operand):
-    """acosh(x) = ln(x + sqrt(x**2 - 1)) for x >= 1 (acosh(1) = +0); NaN for x < 1; in extended
-    precision."""
-    return (_extended(np.arccosh, operand),)
+def oracle_acosh(operand, *, dtypes=None):
+    """acosh(x) = ln(x + sqrt(x**2 - 1)) for x >= 1 (acosh(1) = +0); NaN for x < 1; float64 to
+    ~2**-106."""
+    return (refined(np.arccosh, lambda x: x.acosh(), operand, dtypes=dtypes),)
 
 
 @op("atanh", version=1)
-def oracle_atanh(operand):
-    """atanh(x) = ln((1 + x) / (1 - x)) / 2; atanh(±1) = ±inf, NaN for |x| > 1; in extended
-    precision."""
-    return (_extended(np.arctanh, operand),)
+def oracle_atanh(operand, *, dtypes=None):
+    """atanh(x) = ln((1 + x) / (1 - x)) / 2; atanh(±1) = ±inf, NaN for |x| > 1; float64 to
+    ~2**-106."""
+    return (refined(np.arctanh, lambda x: x.atanh(), operand, dtypes=dtypes),)
 
 
 @op("log2", version=1)
-def oracle_log2(operand):
-    """log2(x) = ln(x) / ln(2) (NNEF log2); log2(±0) = -inf, NaN for x < 0; in extended precision
+def oracle_log2(operand, *, dtypes=None):
+    """log2(x) = ln(x) / ln(2) (NNEF log2); log2(±0) = -inf, NaN for x < 0; to ~2**-106 for float64
     (exact at powers of two)."""
-    return (_extended(np.log2, operand),)
+    return (refined(np.log2, lambda x: x.log_base(2), operand, dtypes=dtypes),)
 
 
 def rounded_reciprocal(operand):

@@ -9,6 +9,8 @@ import numpy as np
 
 from conform.ops import UnknownOp as UnknownOracle
 from conform.ops import OpDefinition, definition
+from conform.ops._multiprecision import residual_of
+from conform.ops._special_values import apply_table
 from conform.spec.dtypes import is_integer
 
 
@@ -22,25 +24,45 @@ def widen(array: np.ndarray) -> np.ndarray:
     return array.astype(np.float64)
 
 
-def evaluate(name, inputs: Sequence[np.ndarray], attrs: dict, *,
-             rounded64: bool = False) -> tuple[np.ndarray, ...]:
+def evaluate(name, inputs: Sequence[np.ndarray], attrs: dict, *, rounded64: bool = False,
+             special_values=(), shapes: str = "equal") -> tuple[np.ndarray, ...]:
     """Run op ``name``'s oracle (or that of ``name``, an :class:`~conform.ops.OpDefinition`:
     a program's) on widened copies of ``inputs``; returns a tuple of arrays. ``rounded64``:
     run its ``rounded64`` hook instead (the correctly rounded float64 results).
+    ``special_values`` is the spec's table (:mod:`conform.ops._special_values`), applied to
+    every float output (``shapes``: the spec's shape relation).
 
     >>> evaluate("add", [np.float32([1.5]), np.float32([2.25])], {})
     (array([3.75]),)
+    """
+    return evaluate_refined(name, inputs, attrs, rounded64=rounded64,
+                            special_values=special_values, shapes=shapes)[0]
+
+
+def evaluate_refined(name, inputs: Sequence[np.ndarray], attrs: dict, *, rounded64: bool = False,
+                     special_values=(), shapes: str = "equal") -> tuple[tuple, tuple]:
+    """:func:`evaluate`'s outputs and, per output, the residual ``lo`` the oracle computed
+    beyond float64 (the reference is ``hi + lo``; None where it computed none).
+
+    >>> outputs, residuals = evaluate_refined("exp", [np.array([1.0])], {})
+    >>> outputs[0].tolist(), residuals[0].tolist()
+    ([2.718281828459045], [1.4456468917292502e-16])
     """
     found = name if isinstance(name, OpDefinition) else definition(name)
     name = found.name
     function = found.rounded64 if rounded64 else found.oracle
     if found.takes_dtypes if function is found.oracle else _takes_dtypes(function):
         attrs = {**attrs, "dtypes": tuple(str(np.asarray(x).dtype) for x in inputs)}
+    widened = [widen(x) for x in inputs]
     with np.errstate(all="ignore"):
-        outputs = function(*(widen(x) for x in inputs), **attrs)
+        outputs = function(*widened, **attrs)
     if not isinstance(outputs, tuple) or not all(isinstance(o, np.ndarray | np.generic) for o in outputs):
         raise TypeError(f"oracle {name!r} must return a tuple of arrays, got {type(outputs).__name__}")
-    return tuple(np.asarray(o) for o in outputs)
+    if special_values:
+        outputs = tuple(apply_table(special_values, widened, o, shapes=shapes, attrs=attrs)
+                        for o in outputs)
+    residuals = tuple(residual_of(o) for o in outputs)
+    return tuple(np.asarray(o) for o in outputs), residuals
 
 
 def _takes_dtypes(function) -> bool:
@@ -56,4 +78,4 @@ def accumulation_length(op: str, shapes: Sequence[tuple], attrs: dict) -> int:
     return int(hook(shapes, attrs))
 
 
-__all__ = ["UnknownOracle", "accumulation_length", "evaluate", "widen"]
+__all__ = ["UnknownOracle", "accumulation_length", "evaluate", "evaluate_refined", "widen"]

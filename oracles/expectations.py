@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from conform.oracles._registry import accumulation_length, evaluate, widen
+from conform.oracles._registry import accumulation_length, evaluate, evaluate_refined, widen
 from conform.ops.regions import RegionContext, region_mask
 from conform.spec.dtypes import FLOAT_FORMATS
 
@@ -21,6 +21,9 @@ class Expectation(NamedTuple):
     # (S, n) for the accumulation error model; (B, 0) for the derived model, B the op's
     # per-element bound (its error_bound hook); else None
     accumulation: tuple | None
+    # the rest of the reference beyond float64 (``expected + residual`` is accurate to ~2**-106;
+    # the judge measures ``|(actual - expected) - residual|``), or None
+    residual: np.ndarray | None = None
 
 
 #: A case's answer: one :class:`Expectation` per output, in the spec's output order.
@@ -31,7 +34,8 @@ def expect(spec, case) -> Answer:
     """Evaluate ``spec``'s oracle on ``case``: per output, its answer with its implementation-
     defined regions (those of the spec's regions that name the output, or name none) and, for
     the accumulation model, the sum of magnitudes ``S`` and accumulation length ``n``."""
-    outputs = evaluate(spec.oracle, case.inputs, case.attrs)
+    run = oracle_of(spec)
+    outputs, residuals = run(case.inputs, case.attrs, refined=True)
     names, out_dtypes = spec.outputs, spec.out_dtypes(case)
     if len(outputs) != len(names):
         raise TypeError(f"oracle {spec.op!r} returned {len(outputs)} outputs; the spec declares "
@@ -66,15 +70,28 @@ def expect(spec, case) -> Answer:
                 inputs=[np.asarray(x) for x in case.inputs], expected=expected,
                 out_dtype=out_dtype, accumulation_length=length,
                 shapes=spec.signature.get("shapes", "equal"), attrs=case.attrs,
-                float_oracle=lambda xs, k=k: evaluate(spec.oracle, xs, case.attrs)[k],
-                oracle_with=lambda xs, k=k, **more: evaluate(spec.oracle, xs,
-                                                             {**case.attrs, **more})[k],
-                all_outputs=lambda xs: evaluate(spec.oracle, xs, case.attrs),
+                float_oracle=lambda xs, k=k: run(xs, case.attrs)[k],
+                oracle_with=lambda xs, k=k, **more: run(xs, {**case.attrs, **more})[k],
+                all_outputs=lambda xs: run(xs, case.attrs),
                 error_bound=accumulation[0] if "derived" in model else None)
             impl = region_mask(regions, context)
             impl = impl if impl.any() else None
-        answer.append(Expectation(expected, impl, accumulation))
+        residual = residuals[k] if out_dtype in FLOAT_FORMATS else None
+        answer.append(Expectation(expected, impl, accumulation, residual))
     return tuple(answer)
+
+
+def oracle_of(spec):
+    """``run(inputs, attrs, refined=False)``: ``spec``'s oracle with its ``special_values``
+    table applied (:func:`~conform.oracles._registry.evaluate`); with ``refined``, also the
+    per-output residuals (:func:`~conform.oracles._registry.evaluate_refined`)."""
+    table = getattr(spec, "special_values", ())
+    shapes = spec.signature.get("shapes", "equal") if hasattr(spec, "signature") else "equal"
+
+    def run(inputs, attrs, refined=False):
+        answer = evaluate_refined(spec.oracle, inputs, attrs, special_values=table, shapes=shapes)
+        return answer if refined else answer[0]
+    return run
 
 
 def _magnitudes(spec, case) -> tuple:

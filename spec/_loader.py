@@ -46,6 +46,8 @@ class OpSpec:
     input_values: dict = field(default_factory=dict)
     edge_values: dict = field(default_factory=dict)
     edge_cases: tuple = ()
+    # rows {inputs, output, source} from the standard, overriding the oracle (ops/_special_values.py)
+    special_values: tuple = ()
     implementation_defined: tuple = ()
     critical_regions: tuple = ()   # entries of spec/critical.py's form
     path: str = ""
@@ -287,6 +289,7 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                                 f"implementation_defined.{i}.outputs.{k}",
                                 f"{name!r} names no output (outputs: {list(names)})")
     _check_critical(data, root, path, found)
+    _check_special_values(data, root, path, found)
     for i, entry in enumerate(data.get("edge_cases", [])):
         unknown = set(entry) - {_input_name(e) for e in data["signature"]["inputs"]}
         if unknown or not _elementwise(found, data["signature"]):
@@ -311,6 +314,24 @@ def _check_critical(data: dict, root: yaml.Node, path: Path, found: OpDefinition
         except RegionExpressionError as exc:
             raise SpecError(path, _line_of(root, ["critical_regions", i, "at"]),
                             f"critical_regions.{i}.at", str(exc)) from None
+
+
+def _check_special_values(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:
+    """A ``special_values`` table belongs to an element-wise op, and each row has one known
+    matcher per input and a known output (:mod:`conform.ops._special_values`)."""
+    from conform.ops._special_values import check_row
+
+    for i, row in enumerate(data.get("special_values", [])):
+        problem = None if _elementwise(found, data["signature"]) else \
+            "special_values belong to element-wise ops"
+        if problem is None:
+            try:
+                check_row(row, len(data["signature"]["inputs"]))
+            except ValueError as exc:
+                problem = str(exc)
+        if problem:
+            raise SpecError(path, _line_of(root, ["special_values", i]), f"special_values.{i}",
+                            problem)
 
 
 def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
@@ -428,6 +449,7 @@ def load_spec(path: Path | str) -> OpSpec:
         output_dtype=data.get("output_dtype", "same"), values=data.get("values", {}),
         input_values=data.get("input_values", {}), edge_values=data.get("edge_values", {}),
         edge_cases=tuple(data.get("edge_cases", [])),
+        special_values=tuple(data.get("special_values", [])),
         implementation_defined=tuple(data.get("implementation_defined", [])), path=str(path),
         critical_regions=tuple(data.get("critical_regions", [])),
     )

@@ -39,7 +39,8 @@ _error_model = {
         "accumulation": {
             "type": "object", "additionalProperties": False,
             "properties": {"final_ulp": {"type": "number", "minimum": 0},
-                           "accumulator_at_least": {"enum": ["float32", "float64"]}},
+                           "accumulator_at_least": {"enum": ["float32", "float64"]},
+                           "product_roundings": {"type": "integer", "minimum": 0}},
         },
         # a composite op's bound, derived in its op module's ``error_bound`` hook from the
         # rounding errors of the computation its standard defines (docs/error-models.md)
@@ -152,6 +153,16 @@ SCHEMA = {
         "edge_cases": {
             "type": "array",
             "items": {"type": "object", "minProperties": 1, "additionalProperties": _edge_value},
+        },
+        "special_values": {
+            "type": "array",
+            "items": {
+                "type": "object", "additionalProperties": False,
+                "required": ["inputs", "output", "source"],
+                "properties": {"inputs": {"type": "array", "items": _edge_value, "minItems": 1},
+                               "output": {"oneOf": [{"type": "number"}, {"type": "string"}]},
+                               "source": {"type": "string", "minLength": 5}},
+            },
         },
         "error_model": _error_models,
         # where the op's behaviour changes, over the dtype's constants (spec/critical.py)

@@ -168,7 +168,7 @@ def chainable(spec) -> bool:
     """Whether ``spec``'s op can be a link of a chain: element-wise (equal shapes, fixed
     attributes), one output of its input dtype."""
     return (spec.elementwise and spec.output_dtype == "same" and len(spec.outputs) == 1
-            and not spec.optional_inputs and not spec.definition.takes_dtypes)
+            and not spec.optional_inputs and not spec.definition.answer_depends_on_dtypes)
 
 
 def program_spec(name: str, specs: dict) -> ProgramSpec:

@@ -23,7 +23,7 @@ from conform.harness.backends.base import Unsupported
 from conform.harness.assurance.gate import load_run
 from conform.harness.backends.models import FORMATS, Model
 from conform.harness.assurance.repro_backends import renderer
-from conform.oracles import evaluate
+from conform.oracles.expectations import oracle_of
 
 
 class ReproError(Exception):
@@ -266,7 +266,7 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
         raise ReproError(f"op {record['op']!r} of case {case_id} is not among the loaded specs")
     spec = specs[record["op"]]
     case = regenerate(spec, run.summary, record, run.where)
-    expected = evaluate(spec.oracle, case.inputs, case.attrs)[checked_output(spec, record)]
+    expected = oracle_of(spec)(case.inputs, case.attrs)[checked_output(spec, record)]
     try:
         source, requirement, needed = renderer(backend)(spec, case)
     except Unsupported as exc:

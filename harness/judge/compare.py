@@ -40,11 +40,18 @@ Models (``error_model`` entries in a spec):
   output type or the finer ``accumulator_at_least``, and the model's named ``constants``, such
   as the ULP bound assumed for an exp). An infinite ``B`` (the computation bounds nothing there)
   accepts any number; special values are still settled first.
-* ``accumulation: {final_ulp, accumulator_at_least}``: ``|a - e| <= gamma_n * S + final_ulp * ulp(e)``,
+* ``accumulation: {final_ulp, accumulator_at_least, product_roundings}``:
+  ``|a - e| <= gamma_n * S + r * n * eta * (1 + gamma_n) + final_ulp * ulp(e)``,
   where ``gamma_n = n u / (1 - n u)`` (Higham, *Accuracy and Stability of Numerical Algorithms*,
   2nd ed., Lemma 3.1 and eq. 3.5), ``n`` the accumulation length, ``S`` the oracle evaluated on
   ``|inputs|`` (the sum of the magnitudes of the terms) and ``u`` the unit roundoff of the
-  accumulator: the output type's, or that of ``accumulator_at_least`` where it is finer.
+  accumulator: the output type's, or that of ``accumulator_at_least`` where it is finer. The
+  underflow term: with gradual underflow a rounding is ``fl(x op y) = (x op y)(1 + d) + h`` with
+  ``|d| <= u``, ``|h| <= eta = 2**(emin - p + 1) / 2`` (half the accumulator's smallest
+  subnormal) and ``h = 0`` for additions (Higham §2.1, eq. 2.8: a subnormal sum is exact), so
+  each of the ``r`` product roundings of each of the ``n`` terms (``product_roundings``: 1 for a
+  dot product, 0 for a sum, the default) adds at most ``eta``, then carried through at most
+  ``n`` additions (the factor ``1 + gamma_n``).
 """
 from __future__ import annotations
 
@@ -162,9 +169,17 @@ def round_to_dtype(values: np.ndarray, dtype: str, *, saturate: bool = False) ->
 def accumulator_roundoff(out_dtype: str, params: dict) -> float:
     """Unit roundoff of the accumulator: the output type's, or finer if the model requires
     ``accumulator_at_least`` a wider type (e.g. float16 results accumulated in float32)."""
-    u = FLOAT_FORMATS[out_dtype].unit_roundoff
+    return accumulator_format(out_dtype, params).unit_roundoff
+
+
+def accumulator_format(out_dtype: str, params: dict):
+    """The accumulator's :class:`~conform.spec.dtypes.FloatFormat`: the output type's, or that of
+    ``accumulator_at_least`` where it is finer."""
+    fmt = FLOAT_FORMATS[out_dtype]
     wider = params.get("accumulator_at_least")
-    return min(u, FLOAT_FORMATS[wider].unit_roundoff) if wider else u
+    if wider and FLOAT_FORMATS[wider].unit_roundoff < fmt.unit_roundoff:
+        return FLOAT_FORMATS[wider]
+    return fmt
 
 
 def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
@@ -193,8 +208,9 @@ def _rounding_error(actual, expected, out_dtype, strict_zero, saturate):
         np.zeros(want.shape), special
 
 
-def _numeric_error(actual, expected, out_dtype, model, accumulation):
-    """Per-element (error, bound, special_failure) in the model's unit."""
+def _numeric_error(actual, expected, out_dtype, model, accumulation, residual=None):
+    """Per-element (error, bound, special_failure) in the model's unit; ``residual``: the rest
+    of the reference beyond float64, or None."""
     fmt = FLOAT_FORMATS[out_dtype]
     a = actual.astype(np.float64)
     e = expected.astype(np.float64)
@@ -209,7 +225,11 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation):
     else:   # overflow gives NaN: a NaN actual stands for the value after max_finite
         a_measured, special_bad, beyond = _nan_overflow(a, e, fmt)
         a = a_measured
-    diff = np.where(np.isfinite(e) & ~np.isnan(a) & ~beyond, np.abs(a_measured - e), 0.0)
+    measured = np.isfinite(e) & ~np.isnan(a) & ~beyond
+    if residual is None:
+        diff = np.where(measured, np.abs(a_measured - e), 0.0)
+    else:   # a - e is exact near e (Sterbenz), so the rest of the reference can be taken off
+        diff = np.where(measured, np.abs((a_measured - e) - np.where(measured, residual, 0.0)), 0.0)
     ulp = ulp_of(np.where(np.isfinite(e), e, 0.0), out_dtype)
     if "ulp" in model:
         bound = model["ulp"]
@@ -221,17 +241,24 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation):
         return diff, tol, special_bad
     if "derived" in model:   # the op's own bound B per element (its error_bound hook)
         derived, _ = accumulation   # inf: the computation the text defines bounds nothing there
-        with np.errstate(invalid="ignore"):
-            bound_abs = np.where(np.isnan(derived), 0.0, derived) \
-                + model["derived"].get("final_ulp", 0.5) * ulp
-        return diff / ulp, bound_abs / ulp, special_bad
+        with np.errstate(invalid="ignore"):   # in ULPs: final_ulp * ulp(e) can underflow
+            bound = np.where(np.isnan(derived), 0.0, derived) / ulp \
+                + model["derived"].get("final_ulp", 0.5)
+        return diff / ulp, bound, special_bad
     magnitude_sum, length = accumulation
-    u = accumulator_roundoff(out_dtype, model["accumulation"])
+    params = model["accumulation"]
+    u = accumulator_roundoff(out_dtype, params)
     gamma = length * u / (1 - length * u)
-    with np.errstate(invalid="ignore", over="ignore"):
-        bound_abs = gamma * np.where(np.isfinite(magnitude_sum), magnitude_sum, 0.0) \
-            + model["accumulation"].get("final_ulp", 0.5) * ulp
-    return diff / ulp, bound_abs / ulp, special_bad
+    acc = accumulator_format(out_dtype, params)
+    # eta / ulp(e) as a power of two (eta = 2**(emin - p) is not a float64 for a float64
+    # accumulator: it is half the smallest subnormal)
+    eta_in_ulps = np.ldexp(1.0, acc.emin - acc.precision - (np.frexp(ulp)[1] - 1))
+    underflow = params.get("product_roundings", 0) * length * eta_in_ulps * (1 + gamma)
+    with np.errstate(invalid="ignore", over="ignore"):   # in ULPs: nothing underflows
+        s = np.where(np.isfinite(magnitude_sum), magnitude_sum, 0.0)
+        spread = np.where(s > 1, (gamma * s) / ulp, gamma * (s / ulp))
+        bound = spread + underflow + params.get("final_ulp", 0.5)
+    return diff / ulp, bound, special_bad
 
 
 def _nan_overflow(a, e, fmt):
@@ -247,7 +274,7 @@ def _nan_overflow(a, e, fmt):
 
 def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: dict,
             impl_mask: np.ndarray | None = None, accumulation=None, subnormals: str = "ieee",
-            flushed: tuple | None = None) -> Judgement:
+            flushed: tuple | None = None, residual: np.ndarray | None = None) -> Judgement:
     """Judge ``actual`` (in ``out_dtype``) against the float64/int64 ``expected`` under ``model``.
 
     ``accumulation`` is ``(S, n)`` for the accumulation model, ``(B, 0)`` for the derived model
@@ -257,18 +284,22 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: 
     subnormal reference also accepts a zero of either sign. Under the exact model, whose results
     are copies of input elements, a zero of the flushed reference also accepts a subnormal (the
     copy of an input the backend read as zero). Nothing else is excused.
+    ``residual`` is the rest of a reference computed beyond float64 (``expected + residual``):
+    the error is then measured as ``|(actual - expected) - residual|`` (``actual - expected``
+    is exact near the reference, by Sterbenz's lemma).
 
     >>> compare(np.float32([1.0]), np.array([1.0]), out_dtype="float32",
     ...         model={"ulp": 0.5, "why": "IEEE"}).verdict
     'pass'
     """
-    return compare_many([(actual, expected, impl_mask, accumulation, flushed)],
+    return compare_many([(actual, expected, impl_mask, accumulation, flushed, residual)],
                         out_dtype=out_dtype, model=model, subnormals=subnormals)[0]
 
 
 def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee") -> list[Judgement]:
     """:func:`compare` for several outputs judged under one model: ``items`` holds
-    ``(actual, expected, impl_mask, accumulation, flushed)`` per output. The judgements are those
+    ``(actual, expected, impl_mask, accumulation, flushed[, residual])`` per output. The
+    judgements are those
     :func:`compare` gives one by one (every figure is an element-wise IEEE operation, so it does
     not depend on its neighbours), computed over the outputs' concatenation: one pass of NumPy
     calls for all of them instead of one per output."""
@@ -277,7 +308,8 @@ def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee"
     judgements: list = [None] * len(items)
     together: dict = {}   # outputs that can be concatenated: same dtypes, same references
     wanted = np_dtype(out_dtype)
-    for i, (actual, expected, impl_mask, accumulation, flushed) in enumerate(items):
+    for i, (actual, expected, impl_mask, accumulation, flushed, *rest) in enumerate(items):
+        residual = rest[0] if rest else None
         actual, expected = np.asarray(actual), np.asarray(expected)
         if actual.shape != expected.shape or actual.dtype != wanted:
             judgements[i] = Judgement("fail", name, unit, checked=expected.size,
@@ -289,8 +321,9 @@ def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee"
         if expected.size == 0:
             judgements[i] = _empty(model, name, unit, impl_mask)
             continue
-        key = (expected.dtype, flushed is not None)
-        together.setdefault(key, []).append((i, actual, expected, impl_mask, accumulation, flushed))
+        key = (expected.dtype, flushed is not None, residual is not None)
+        together.setdefault(key, []).append((i, actual, expected, impl_mask, accumulation, flushed,
+                                             residual))
     for group in together.values():
         for i, judgement in zip([g[0] for g in group],
                                 _compare_segments(group, out_dtype, model, subnormals, name, unit)):
@@ -319,9 +352,11 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
         impl = _join([np.zeros(g[2].shape, bool) if g[3] is None else np.asarray(g[3], bool)
                       for g in group])
     accumulation = _joined([g[4] for g in group], sizes)
-    references = [(expected, accumulation)]
+    residual = None if group[0][6] is None else _join([np.asarray(g[6], np.float64) for g in group])
+    references = [(expected, accumulation, residual)]
     if group[0][5] is not None:
-        references.append((_join([g[5][0] for g in group]), _joined([g[5][1] for g in group], sizes)))
+        references.append((_join([g[5][0] for g in group]), _joined([g[5][1] for g in group], sizes),
+                           None))
     flush_out = subnormals == "ftz" and out_dtype in FLOAT_FORMATS
     impl_any = np.logical_or.reduceat(impl, offsets)
     with np.errstate(all="ignore"):
@@ -333,8 +368,8 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
                                             offsets) & ~impl_any
             if quick.all():
                 return [_all_matched(name, unit, n) for n in sizes.tolist()]
-        figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0)
-                   for k, (ref, acc) in enumerate(references)]
+        figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0, rest)
+                   for k, (ref, acc, rest) in enumerate(references)]
         error, bound, special_bad, ratio, flush_excused = figures[0]
         ftz = flush_out or len(references) > 1
         if ftz:   # the elements ieee would fail (only an ftz judgement can excuse any)
@@ -453,7 +488,7 @@ def _strict_zero(model: dict, out_dtype: str) -> bool:
 
 
 def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out,
-                     flushed_reference=False):
+                     flushed_reference=False, residual=None):
     """Per element: error, bound, special-value failure, error / bound (inf for failures), and
     which failures the flushing of subnormal results excused (all False without ``flush_out``).
     ``flushed_reference``: ``expected`` was computed from inputs with subnormals read as zeros."""
@@ -471,7 +506,8 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
         error, bound = bad.astype(np.float64), np.zeros(expected.shape)
         special_bad = np.zeros(bad.shape, bool)
     else:
-        error, bound, special_bad = _numeric_error(actual, expected, out_dtype, model, accumulation)
+        error, bound, special_bad = _numeric_error(actual, expected, out_dtype, model, accumulation,
+                                                   residual)
         a = actual.astype(np.float64)
         if strict_zero:
             special_bad = special_bad | ((a == 0) & (expected == 0)

@@ -102,7 +102,7 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
             if group is None:
                 group = groups[key] = (model, [])
             group[1].append((i, k, (np.asarray(outputs[k]), part.expected, part.impl_mask,
-                                    part.accumulation, flushed and flushed[k])))
+                                    part.accumulation, flushed and flushed[k], part.residual)))
     for (_, out_dtype, _), (model, members) in groups.items():
         judged = compare_many([member[2] for member in members], out_dtype=out_dtype, model=model,
                               subnormals=subnormals)

@@ -305,3 +305,65 @@ def test_a_derived_model_without_an_error_bound_hook_is_refused(tmp_path):
     (tmp_path / "exp.yaml").write_text(changed, encoding="utf-8")
     with pytest.raises(SpecError, match="the derived model needs an error_bound hook"):
         load_spec(tmp_path / "exp.yaml")
+
+
+# --- the residual of a reference beyond float64 ----------------------------------------------------
+
+def test_the_residual_moves_the_reference_off_its_float64_grid():
+    # exact value 1 + 0.4 ULP: hi = 1, lo = 0.4 ULP. The actual 1 is 0.4 ULP off, its upper
+    # neighbour 0.6 ULP; without the residual both would be measured against 1 (0 and 1 ULP).
+    one, ulp = np.array([1.0]), 2.0 ** -52
+    lo = np.array([0.4 * ulp])
+    below = compare(np.array([1.0]), one, out_dtype="float64", model=ULP_HALF, residual=lo)
+    above = compare(np.array([1.0 + ulp]), one, out_dtype="float64", model=ULP_HALF, residual=lo)
+    assert below.verdict == "pass" and below.max_error == pytest.approx(0.4)
+    assert above.verdict == "fail" and above.max_error == pytest.approx(0.6)
+    plain = compare(np.array([1.0 + ulp]), one, out_dtype="float64", model=ULP_HALF)
+    assert plain.max_error == pytest.approx(1.0)
+
+
+def test_a_residual_leaves_special_values_alone():
+    judged = compare(np.array([np.inf, np.nan, -0.0]), np.array([np.inf, np.nan, 0.0]),
+                     out_dtype="float64", model=ULP_HALF, residual=np.array([0.0, 0.0, 1e-300]))
+    assert judged.verdict == "fail" and judged.mismatched == 1     # only the -0 for +0
+
+
+# --- the accumulation bound's underflow term --------------------------------------------------------
+
+def _dot_model(dtype):
+    from conform.spec import load_specs
+
+    return load_specs()["dot_general"].model_for(dtype)
+
+
+SUBNORMAL_PRODUCTS = (np.array([3e-160, 1e-160, 7e-161]), np.array([1.3e-160, 3.3e-161, -2e-161]))
+
+
+def test_a_float64_dot_of_subnormal_products_passes_with_the_underflow_term():
+    lhs, rhs = SUBNORMAL_PRODUCTS
+    actual = np.array([np.dot(lhs, rhs)])           # a correct float64 dot: products round
+    (expected,) = evaluate("dot_general", [lhs[None], rhs[:, None]], {})
+    (magnitudes,) = evaluate("dot_general", [np.abs(lhs)[None], np.abs(rhs)[:, None]], {})
+    figures = dict(out_dtype="float64", accumulation=(magnitudes.ravel(), 3))
+    assert actual[0] != expected.ravel()[0]          # the products' underflow shows
+    model = _dot_model("float64")
+    assert model["accumulation"]["product_roundings"] == 1
+    judged = compare(actual, expected.ravel(), model=model, **figures)
+    assert judged.max_error == 1.0     # one subnormal ULP: the products' own roundings
+    assert judged.verdict == "pass" and judged.bound == pytest.approx(0.5 + 3 * 0.5, rel=1e-9)
+    without = {**model, "accumulation": {"final_ulp": 0.5}}
+    failed = compare(actual, expected.ravel(), model=without, **figures)
+    assert failed.verdict == "fail" and failed.bound == pytest.approx(0.5)   # was 0: it underflowed
+
+
+def test_a_float16_accumulating_dot_still_fails_with_the_underflow_term():
+    lhs, rhs = _dot_inputs(seed=2)
+    assert _dot_model("float16")["accumulation"]["product_roundings"] == 1
+    narrow = np.zeros((16, 16), np.float16)
+    for k in range(lhs.shape[1]):  # a float16 accumulator, rounding after every term
+        narrow = (narrow + lhs[:, k:k + 1] * rhs[k:k + 1, :]).astype(np.float16)
+    (expected,) = evaluate("dot_general", [lhs, rhs], {})
+    (magnitudes,) = evaluate("dot_general", [np.abs(lhs), np.abs(rhs)], {})
+    judged = compare(narrow, expected, out_dtype="float16", model=_dot_model("float16"),
+                     accumulation=(magnitudes, lhs.shape[1]))
+    assert judged.verdict == "fail" and judged.max_error > judged.bound
