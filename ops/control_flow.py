@@ -32,6 +32,8 @@ either trajectory; an ``ieee`` backend only the one honouring subnormals.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from conform.ops._registry import definition, op
@@ -55,7 +57,7 @@ def _bodily(spec, dtype: str) -> bool:
     if not ("xla" in spec.bindings and dtype in spec.dtypes and spec.elementwise
             and spec.output_dtype == "same" and len(spec.outputs) == 1
             and len(spec.inputs) in (1, 2) and not spec.optional_inputs
-            and not found.takes_dtypes and lowered and not spec.signature.get("attrs")
+            and lowered and not spec.signature.get("attrs")
             and all(isinstance(entry, str) for entry in spec.signature["inputs"])):
         return False
     model = spec.model_for(dtype)
@@ -127,7 +129,7 @@ def _node_open(entry: dict, operands, exact, result, dtype: str) -> np.ndarray:
     if entry.get("any_zero_sign"):
         mask |= result == 0
     if entry.get("regions"):
-        oracle = definition(entry["op"]).oracle
+        oracle = _typed_oracle(entry["op"], dtype, len(operands))
         typed = [np.asarray(x).astype(np_dtype(dtype)) for x in operands]
         ctx = RegionContext(inputs=typed, expected=exact, out_dtype=dtype,
                             float_oracle=lambda xs: oracle(*xs)[0],
@@ -136,13 +138,22 @@ def _node_open(entry: dict, operands, exact, result, dtype: str) -> np.ndarray:
     return mask
 
 
+def _typed_oracle(name: str, dtype: str, arity: int):
+    """Op ``name``'s oracle on widened operands of ``dtype``, told their type where it takes
+    ``dtypes`` (clz counts in the operand's width; float64 gets a reference beyond float64)."""
+    found = definition(name)
+    if found.takes_dtypes:
+        return functools.partial(found.oracle, dtypes=(dtype,) * arity)
+    return found.oracle
+
+
 def run_body(body, a, b, dtype: str, ftz: bool = False):
     """``(v, open)``: the body applied to ``a`` and ``b`` (widened values of ``dtype``), each
     op's result rounded to ``dtype`` (flushed under ``ftz``), and the elements left open."""
     v, opened = a, np.zeros(np.shape(a), bool)
     for entry in body:
         operands = (v,) if entry["arity"] == 1 else (v, b)
-        (exact,) = definition(entry["op"]).oracle(*operands)
+        (exact,) = _typed_oracle(entry["op"], dtype, len(operands))(*operands)
         if "model" in entry:   # a single op judged under its own model: its float64 reference
             v = _flushed(np.asarray(exact), dtype) if ftz else np.asarray(exact)
         else:
