@@ -4,7 +4,10 @@ An op's NumPy computation comes from, in this order:
 
 * its op module's ``numpy`` hook (structural ops, compositions of NumPy functions); a hook with a
   ``bound`` keyword also gets the function its spec's numpy binding names (one hook serving
-  several ops, e.g. XLA's binary ops bringing their operands to one shape first);
+  several ops, e.g. XLA's binary ops bringing their operands to one shape first); a hook with a
+  ``numpy_of`` keyword also gets a function giving another op's NumPy computation by its name
+  (a loop body or a branch made of catalog ops, each computed by its own op's NumPy
+  computation: :func:`numpy_chain`);
 * its spec's ``bindings.numpy``: ``{fn: NAME, params: {...}, attrs: {...}}`` calls
   ``numpy.NAME`` on the inputs with ``params`` and the case's attributes as keywords, each
   attribute under the keyword ``attrs`` maps it to (``{permutation: axes}``; a list becomes a
@@ -41,24 +44,25 @@ def numpy_function(name: str) -> Callable:
     return found
 
 
-def _takes_bound(hook: Callable) -> bool:
+def _takes(hook: Callable, keyword: str) -> bool:
     try:
-        return "bound" in inspect.signature(hook).parameters
+        return keyword in inspect.signature(hook).parameters
     except (TypeError, ValueError):
         return False
 
 
-def numpy_computation(spec) -> Callable[..., tuple]:
+def numpy_computation(spec, *, catalog=None) -> Callable[..., tuple]:
     """The function computing ``spec``'s op with NumPy: ``fn(*inputs, **attrs) -> tuple`` of
     arrays, on the inputs in their own dtypes. Raises ``Unsupported`` (with the reason) where
-    NumPy cannot express the op.
+    NumPy cannot express the op. ``catalog`` (specs by op name) is where a hook taking
+    ``numpy_of`` finds the ops it composes.
 
     >>> from conform.spec import load_specs
     >>> numpy_computation(load_specs()["exp"])(np.float32([1.0]))[0].dtype
     dtype('float32')
     """
     if getattr(spec, "nodes", ()):   # a program: each node computed by NumPy in turn
-        return spec.composed(_checked)
+        return spec.composed(functools.partial(_checked, catalog=catalog))
     binding = spec.bindings.get("numpy") or {}
     if "unsupported" in binding:
         raise unsupported(f"{spec.op}: {binding['unsupported']}")
@@ -66,8 +70,10 @@ def numpy_computation(spec) -> Callable[..., tuple]:
     params = dict(binding.get("params") or {})
     hook = spec.definition.numpy
     if hook is not None:
-        if _takes_bound(hook):
-            return _as_tuple(functools.partial(hook, bound=bound, **params))
+        if _takes(hook, "bound"):
+            hook = functools.partial(hook, bound=bound, **params)
+        if _takes(hook, "numpy_of"):
+            hook = functools.partial(hook, numpy_of=functools.partial(_numpy_of, catalog))
         return _as_tuple(hook)
     if bound is None:
         raise unsupported(f"{spec.op}: no NumPy computation (the op module has no numpy hook "
@@ -85,12 +91,42 @@ def _renamed(fn: Callable, names: dict) -> Callable:
     return call
 
 
-def _checked(spec) -> Callable[..., tuple]:
+def _checked(spec, catalog=None) -> Callable[..., tuple]:
     """``spec``'s NumPy computation, its result checked to be in its first operand's dtype (a
     node of a program: element-wise, one output of its input dtype)."""
-    compute = numpy_computation(spec)
+    compute = numpy_computation(spec, catalog=catalog)
     return lambda *operands, **attrs: tuple(in_target_dtypes(
         spec.op, compute(*operands, **attrs), [operands[0].dtype]))
+
+
+def _numpy_of(catalog, name: str) -> Callable:
+    """``fn(*operands) -> array``: op ``name``'s NumPy computation (one output, checked to be in
+    its first operand's dtype), the op's spec taken from ``catalog``."""
+    if catalog is None or name not in catalog:
+        raise ValueError(f"the NumPy computation of {name} was asked for without a catalog "
+                         "holding its spec")
+    compute = _checked(catalog[name], catalog)
+    return lambda *operands: compute(*operands)[0]
+
+
+def numpy_chain(steps, numpy_of: Callable) -> Callable:
+    """``fn(first, other) -> array``: the ops ``steps`` (``(name, arity)`` pairs) applied in
+    turn, each by its own NumPy computation (``numpy_of(name)``), the first to ``first``, each
+    later one to the previous result; a binary op takes ``other`` as its second operand.
+
+    >>> from conform.spec import load_specs
+    >>> chain = numpy_chain([("negate", 1), ("add", 2)], functools.partial(_numpy_of, load_specs()))
+    >>> chain(np.float32([1.0, 2.0]), np.float32([0.5, 0.5])).tolist()
+    [-0.5, -1.5]
+    """
+    computed = [(numpy_of(name), arity) for name, arity in steps]
+
+    def apply(first, other):
+        value = first
+        for compute, arity in computed:
+            value = compute(value) if arity == 1 else compute(value, other)
+        return value
+    return apply
 
 
 def _as_tuple(fn: Callable) -> Callable[..., tuple]:

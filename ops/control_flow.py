@@ -36,6 +36,7 @@ import functools
 
 import numpy as np
 
+from conform.ops._numpy import numpy_chain
 from conform.ops._registry import definition, op
 from conform.ops.regions import RegionContext, region_mask
 from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
@@ -205,6 +206,12 @@ def lax_control(lax, attrs):
     return choose
 
 
+def numpy_body(entries, numpy_of):
+    """The numpy backend's body: its ops applied in turn, each by its own op's NumPy
+    computation in the element type (:func:`conform.ops._numpy.numpy_chain`)."""
+    return numpy_chain([(entry["op"], entry["arity"]) for entry in entries], numpy_of)
+
+
 # -- While ------------------------------------------------------------------------------------
 
 def _shape(draw, kit):
@@ -244,8 +251,17 @@ def feed_while(inputs, attrs, index):
     return [None, a[tuple(index)].reshape(1), b[tuple(index)].reshape(1)]
 
 
+def numpy_while(counter, a, b, *, limit, body, rotate, numpy_of):
+    """The numpy backend: a Python ``while`` loop, the counter an int32 NumPy scalar."""
+    step, i = numpy_body(body, numpy_of), counter
+    while i < limit:
+        a, b = step(a, b), (a if rotate else b)
+        i = i + np.int32(1)
+    return np.asarray(i), a, b
+
+
 @op("while", version=1, draw=draw_while, draw_honours=DRAWN_HERE, values=values_while,
-    lax=lax_control, uses_catalog=True, feeding=feed_while)
+    lax=lax_control, uses_catalog=True, feeding=feed_while, numpy=numpy_while)
 def oracle_while(counter, a, b, *, limit, body, rotate, dtypes, ftz=False,
                  open_elements=False):
     """While(counter < limit) {counter + 1, body(a, b), a or b}: the tuple after the last
@@ -335,8 +351,15 @@ def _conditional(selector, operands, branches, index, dtypes, ftz, open_elements
     return (opened,) if open_elements else (v,)
 
 
+def numpy_conditional(selector, *operands, branches, numpy_of, index=False):
+    """The numpy backend: a Python branch choosing the computation (:func:`chosen_branch`),
+    run on its own operand pair."""
+    k = chosen_branch(selector, len(branches), index)
+    return numpy_body(branches[k], numpy_of)(operands[2 * k], operands[2 * k + 1])
+
+
 @op("conditional", version=1, draw=draw_conditional, draw_honours=DRAWN_HERE, lax=lax_control,
-    uses_catalog=True, case_model=branch_model)
+    uses_catalog=True, case_model=branch_model, numpy=numpy_conditional)
 def oracle_conditional(pred, true_a, true_b, false_a, false_b, *, branches, dtypes, ftz=False,
                        open_elements=False):
     """Conditional(pred, (true_a, true_b), true_computation, (false_a, false_b),
@@ -347,7 +370,7 @@ def oracle_conditional(pred, true_a, true_b, false_a, false_b, *, branches, dtyp
 
 @op("conditional_index", version=1, draw=draw_conditional_index, draw_honours=DRAWN_HERE,
     values=values_conditional_index, lax=lax_control, uses_catalog=True,
-    case_model=branch_model)
+    case_model=branch_model, numpy=numpy_conditional)
 def oracle_conditional_index(branch_index, *operands, index, branches, dtypes, ftz=False,
                              open_elements=False):
     """Conditional(branch_index, branch_computations, branch_operands): computation

@@ -64,8 +64,15 @@ def _spatial_span(x, factor, step):
     return [slice(None)] * 2 + [step(f) for f in factor]
 
 
+def numpy_nearest_upsample(x, *, factor):
+    """The numpy backend: ``np.repeat`` along each spatial dimension."""
+    for axis, f in enumerate(factor, start=2):
+        x = np.repeat(x, f, axis=axis)
+    return x
+
+
 @op("nnef_nearest_upsample", version=1, draw=draw_upsample, draw_honours=frozenset({"attrs"}),
-    feeding="moved", nnef=nnef_factor)
+    feeding="moved", nnef=nnef_factor, numpy=numpy_nearest_upsample)
 def oracle_nnef_nearest_upsample(x, *, factor):
     """debox(x, size = [1,1] + factor, stride = [1,1] + factor): every element repeated
     factor[i] times along spatial dimension i."""
@@ -74,8 +81,14 @@ def oracle_nnef_nearest_upsample(x, *, factor):
     return (x,)
 
 
+def numpy_nearest_downsample(x, *, factor):
+    """The numpy backend: basic slicing with step factor[i] along each spatial dimension."""
+    return x[(slice(None),) * 2 + tuple(slice(None, None, f) for f in factor)]
+
+
 @op("nnef_nearest_downsample", version=1, draw=draw_downsample,
-    draw_honours=frozenset({"attrs"}), feeding="moved", nnef=nnef_factor)
+    draw_honours=frozenset({"attrs"}), feeding="moved", nnef=nnef_factor,
+    numpy=numpy_nearest_downsample)
 def oracle_nnef_nearest_downsample(x, *, factor):
     """box(x, size = [1] * rank, stride = [1,1] + factor): every factor[i]-th element along
     spatial dimension i, from the first."""
@@ -95,8 +108,17 @@ def feed_area(inputs, attrs, index):
     return [x[tuple(slice(i * s, (i + 1) * s) for i, s in zip(index, f))].ravel()]
 
 
+def numpy_area_downsample(x, *, factor):
+    """The numpy backend: each spatial dimension of side ``n * f`` reshaped into ``(n, f)`` and
+    ``np.mean`` over the block axes, in x's type (NumPy sums float16 in float32)."""
+    blocks = list(x.shape[:2])
+    for n, f in zip(x.shape[2:], factor):
+        blocks += [n // f, f]
+    return np.mean(x.reshape(blocks), axis=tuple(range(3, len(blocks), 2)))
+
+
 @op("nnef_area_downsample", version=1, draw=draw_downsample, draw_honours=frozenset({"attrs"}),
-    feeding=feed_area, nnef=nnef_factor,
+    feeding=feed_area, nnef=nnef_factor, numpy=numpy_area_downsample,
     accumulation_length=lambda shapes, attrs: math.prod(attrs["factor"]))
 def oracle_nnef_area_downsample(x, *, factor):
     """box(x, size = [1,1] + factor, stride = [1,1] + factor, normalize = true): the average of

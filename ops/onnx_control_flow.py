@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._numpy import numpy_chain
 from conform.ops._optional import ABSENT, absent, by_name, onnx_operands
 from conform.ops._registry import definition, op
 from conform.spec.dtypes import FLOAT_FORMATS, int_info, round_to_format
@@ -168,7 +169,20 @@ def feed_if(inputs, attrs, index):
     return [None, _at(x, index), _at(y, index) if _binary(chosen) else None]
 
 
-@op("onnx_if", version=1, draw=draw_if, values=values_if, onnx=onnx_if, feeding=feed_if)
+def numpy_of_chain(ops, numpy_of):
+    """The numpy backend's chain: each op by its own op's NumPy computation in the value type
+    (:func:`conform.ops._numpy.numpy_chain`)."""
+    return numpy_chain([(name, BODY_OPS[name][0]) for name in ops], numpy_of)
+
+
+def numpy_if(cond, x, y, *, then_branch, else_branch, numpy_of):
+    """The numpy backend: a Python ``if`` on cond's element choosing the chain."""
+    chosen = then_branch if np.ravel(cond)[0] else else_branch
+    return numpy_of_chain(chosen, numpy_of)(x, y)
+
+
+@op("onnx_if", version=1, draw=draw_if, values=values_if, onnx=onnx_if, feeding=feed_if,
+    numpy=numpy_if)
 def oracle_if(cond, x, y, *, then_branch, else_branch, dtypes):
     """'If conditional': the then_branch's outputs where cond is true, else the
     else_branch's; each branch's chain evaluated node by node (:func:`run_chain`)."""
@@ -299,9 +313,25 @@ def canonical_loop(outputs, case):
     return [v_final, w_final, scan, iterations]
 
 
+def numpy_loop(v, w, x, *rest, body, carry, until, numpy_of, absent_inputs=()):
+    """The numpy backend: :func:`iterate`'s Python loop over the chains, the scans stacked
+    with ``np.stack`` (none: an empty array of v's dtype)."""
+    named = by_name(LOOP_INPUTS, (v, w, x, *rest), absent_inputs)
+    step_v, step_w = numpy_of_chain(body, numpy_of), numpy_of_chain(carry, numpy_of)
+
+    def step(i, cond_in, carried):
+        v_in, w_in = carried
+        v_out = step_v(v_in, x)
+        return (cond_in if until is None else i < until), (v_out, step_w(w_in, v_in)), v_out
+
+    (v, w), scans, count = iterate(step, (v, w), named.get("m"), named.get("cond"))
+    scan = np.stack(scans) if scans else np.zeros((0, *np.shape(v)), v.dtype)
+    return v, w, scan, np.arange(count, dtype=np.int64)
+
+
 @op("onnx_loop", version=1, draw=draw_loop, values=values_loop, onnx=onnx_loop,
     draw_honours=frozenset({"optional", "scalar"}), feeding=feed_loop, canonical=canonical_loop,
-    value_dependent_shape=True)
+    value_dependent_shape=True, numpy=numpy_loop)
 def oracle_loop(v, w, x, *rest, body, carry, until, dtypes, absent_inputs=()):
     """'Generic Looping construct' (:func:`iterate`): the body v' = chain(v, x), w' =
     chain(w, v) (the incoming v), its cond output cond_in passed on (``until`` None) or

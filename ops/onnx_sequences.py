@@ -58,9 +58,15 @@ def feed_packed(elements, index) -> list:
     return fed
 
 
+def numpy_sequence_construct(*inputs):
+    """The numpy backend: the inputs as a list, packed (a list is NumPy's sequence of arrays)."""
+    return pack(list(inputs))
+
+
 @op("onnx_sequence_construct", version=1, draw=draw_construct,
     feeding=lambda inputs, attrs, index: feed_packed(inputs, index),
-    onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs))
+    onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs),
+    numpy=numpy_sequence_construct)
 def oracle_sequence_construct(*inputs):
     """'Construct a tensor sequence containing inputs tensors', in order: the sequence packed
     (values, shapes)."""
@@ -98,8 +104,14 @@ def feed_sequence_at(inputs, attrs, index):
                      for k, e in enumerate(elements)]
 
 
+def numpy_sequence_at(position, *sequence):
+    """The numpy backend: Python's list indexing (negative from the back), a copy."""
+    return np.copy(list(sequence)[position])
+
+
 @op("onnx_sequence_at", version=1, draw=draw_sequence_at, values=values_position,
-    draw_honours=frozenset({"scalar"}), feeding=feed_sequence_at, onnx=onnx_sequence_at)
+    draw_honours=frozenset({"scalar"}), feeding=feed_sequence_at, onnx=onnx_sequence_at,
+    numpy=numpy_sequence_at)
 def oracle_sequence_at(position, *sequence):
     """'Outputs a tensor copy from the tensor at position in input_sequence'; 'negative value
     means counting positions from the back'."""
@@ -168,9 +180,20 @@ def feed_split_to_sequence(inputs, attrs, index):
     return fed
 
 
+def numpy_split_to_sequence(input, split=None, *, axis, keepdims, absent_inputs=()):  # noqa: A002
+    """The numpy backend: ``np.split`` at the chunks' ends (``np.array_split``'s sizes are not
+    ONNX's), ``np.squeeze`` of each chunk without split and keepdims=0."""
+    size = input.shape[axis]
+    if split is None:
+        parts = np.split(input, size, axis=axis)
+        return pack(parts if keepdims else [np.squeeze(p, axis) for p in parts])
+    cuts = np.cumsum(split)[:-1] if np.ndim(split) else np.arange(split, size, split)
+    return pack(np.split(input, cuts, axis=axis))
+
+
 @op("onnx_split_to_sequence", version=1, draw=draw_split_to_sequence, values=values_split,
     draw_honours=frozenset({"optional"}), feeding=feed_split_to_sequence,
-    onnx=onnx_split_to_sequence)
+    onnx=onnx_split_to_sequence, numpy=numpy_split_to_sequence)
 def oracle_split_to_sequence(input, split=None, *, axis, keepdims, absent_inputs=()):
     """'Split a tensor into a sequence of tensors, along the specified axis': chunks of
     ``chunk_lengths``; without split each chunk is 1 long and keepdims=0 removes the axis
@@ -210,8 +233,13 @@ def onnx_concat_from_sequence(case, graph):
                new_axis=case.attrs["new_axis"])
 
 
+def numpy_concat_from_sequence(*sequence, axis, new_axis):
+    """The numpy backend: ``np.stack`` (new_axis=1) or ``np.concatenate``."""
+    return (np.stack if new_axis else np.concatenate)(sequence, axis=axis)
+
+
 @op("onnx_concat_from_sequence", version=1, draw=draw_concat_from_sequence, feeding="moved",
-    onnx=onnx_concat_from_sequence)
+    onnx=onnx_concat_from_sequence, numpy=numpy_concat_from_sequence)
 def oracle_concat_from_sequence(*sequence, axis, new_axis):
     """'Concatenate a sequence of tensors into a single tensor'; with new_axis=1 'insert and
     concatenate on a new axis', axis then in [-r - 1, r]."""

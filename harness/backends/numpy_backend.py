@@ -8,6 +8,7 @@ NumPy computes in another dtype than the target, is ``unsupported`` with the rea
 """
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -16,6 +17,14 @@ from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.ops import UnknownOp
 from conform.ops._numpy import in_target_dtypes, numpy_computation
 from conform.spec.dtypes import np_dtype
+
+
+@functools.cache
+def _catalog() -> dict:
+    """Every op's spec by name: where an op composing others (a loop body's ops) finds them."""
+    from conform.spec import load_specs
+
+    return load_specs()
 
 
 class NumpyBackend(Backend):
@@ -35,7 +44,7 @@ class NumpyBackend(Backend):
     def run(self, *, program, inputs, model=None):
         spec, case = program.spec, program.case
         try:
-            compute = numpy_computation(spec)
+            compute = numpy_computation(spec, catalog=_catalog())
         except UnknownOp:
             raise Unsupported(f"no NumPy implementation of {spec.op}: no op module defines it") from None
         with self.clock.timing("execute"), np.errstate(all="ignore"), warnings.catch_warnings():

@@ -171,3 +171,42 @@ def test_an_upsample_along_the_wrong_dimension_is_caught(specs, nnef_backend):
         outputs = _run(nnef_backend, spec, swapped)
         caught += judge_outputs(spec, case, outputs).verdict == "fail"
     assert caught
+
+
+# -- numpy ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["nnef_nearest_upsample", "nnef_nearest_downsample",
+                                  "nnef_area_downsample"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_numpy_passes_the_fragments(specs, name, dtype):
+    """np.repeat, slicing, reshape and np.mean: every case passes (or is in the region the
+    text leaves open: a block's sum overflowing)."""
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.numpy_backend import NumpyBackend
+
+    spec, backend, verdicts = specs[name], NumpyBackend(), []
+    for case in generate_cases(spec, dtype, count=16, seed=11):
+        outputs = run_case(backend, spec, case)
+        assert outputs[0].dtype.name == dtype
+        verdicts.append(judge_outputs(spec, case, outputs).verdict)
+    assert set(verdicts) <= {"pass", "impl_defined"} and verdicts.count("pass") >= 4, verdicts
+
+
+def test_numpy_area_downsample_averages_float16_in_float32_as_np_mean_does():
+    """A float16 block [2048, 1, 1, 1]: summed in float16 it would stay 2048 (mean 512);
+    np.mean sums float16 in float32, 2051 / 4 = 512.75 rounds to 513."""
+    from conform.ops.nnef_resampling import numpy_area_downsample
+
+    out = numpy_area_downsample(np.float16([[[2048, 1, 1, 1, 4, 4, 4, 4]]]), factor=[4])
+    assert out.dtype == np.float16 and out.tolist() == [[[513.0, 4.0]]]
+
+
+def test_numpy_has_no_multilinear_upsample(specs):
+    from conform.harness.backends.base import Unsupported
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.numpy_backend import NumpyBackend
+
+    spec = specs["nnef_multilinear_upsample"]
+    case = generate_cases(spec, "float32", count=1, seed=1)[0]
+    with pytest.raises(Unsupported, match="NumPy has no interpolation over a grid"):
+        run_case(NumpyBackend(), spec, case)

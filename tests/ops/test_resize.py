@@ -361,3 +361,15 @@ def test_an_unchanged_axis_keeps_the_half_pixel_shift_of_tf_half_pixel_for_nn(sp
     assert _resize(x, "onnx_resize_opset11", **attrs).tolist() == [[2, 3, 4, 4]]
     case = _case("onnx_resize_opset11", x, attrs)
     assert judge_outputs(spec, case, run_mutated(spec, case)).verdict == "fail"
+
+
+@pytest.mark.parametrize("op", sorted(FAMILIES.values()))
+def test_numpy_has_no_resize(specs, op):
+    from conform.generators import generate_cases
+    from conform.harness.backends.base import Unsupported
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.numpy_backend import NumpyBackend
+
+    case = generate_cases(specs[op], "float32", count=1, seed=1)[0]
+    with pytest.raises(Unsupported, match=f"{op}: NumPy has no resampling function"):
+        run_case(NumpyBackend(), specs[op], case)
