@@ -129,9 +129,10 @@ def gemm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tu
     # times the factors multiplied in after it (alpha before or after the sum, then b)
     large = [np.maximum(x, 1.0) for x in finite]
     fmt = FLOAT_FORMATS[out_dtype]
-    underflow = fmt.min_subnormal / 2 * (1 + gamma) * (
+    # (half the smallest subnormal multiplied last: 2**-1075 alone underflows to 0 in float64)
+    underflow = fmt.min_subnormal * (0.5 * (1 + gamma) * (
         2 * max(abs(alpha), 1.0) * np.matmul(large[0], large[1])
-        + (max(abs(beta), 1.0) * np.broadcast_to(large[2], products.shape) if rest else 0.0))
+        + (max(abs(beta), 1.0) * np.broadcast_to(large[2], products.shape) if rest else 0.0)))
     bound = np.where(np.isfinite(outputs[0]), gamma * magnitude + underflow, np.inf)
     scaled_rows = abs(alpha) * finite[0].max(axis=1, initial=0.0)[:, None]   # alpha * a first
     overflows = (1 + gamma) * np.maximum(np.maximum(products, magnitude), scaled_rows) \
@@ -289,7 +290,7 @@ def einsum_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> 
     (large,) = oracle_onnx_einsum(*[np.maximum(x, 1.0) for x in finite],
                                   equation=attrs["equation"])
     factors = len(inputs)
-    underflow = (factors - 1) * fmt.min_subnormal / 2 * (1 + gamma) * large
+    underflow = fmt.min_subnormal * ((factors - 1) * 0.5 * (1 + gamma) * large)   # (as gemm's)
     bound = np.where(np.isfinite(outputs[0]), gamma * magnitude + underflow, np.inf)
     reach = large if factors >= 3 else magnitude
     return (np.where((1 + gamma) * reach >= fmt.max_finite, np.nan, bound),)

@@ -91,6 +91,18 @@ def test_the_bound_counts_k_plus_two_roundings(specs):
     assert y.accumulation[0][0, 0] == pytest.approx(gamma * (2 * 6 + 4), rel=1e-15)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_bound_covers_products_rounded_below_the_normal_range(specs, dtype):
+    """A subnormal product errs by up to half the smallest subnormal: the bound keeps that term
+    in float64 too, where 2**-1075 alone would underflow to zero."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    a, b = dtype([[tiny * 3, tiny * 5]]), dtype([[0.5], [0.5]])
+    (y,) = expect(specs[GEMM], _gemm_case(a, b, dtype([[0]])))
+    assert y.accumulation[0][0, 0] >= tiny
+    (y,) = expect(specs[EINSUM], _einsum_case("ij,jk->ik", a, b))
+    assert y.accumulation[0][0, 0] >= tiny
+
+
 def test_regions_zero_beta_with_infinite_c_and_overflowing_orders(specs):
     a, b = np.float32([[1, 2]]), np.float32([[1, 1], [1, 1]])
     c = np.float32([[np.inf, 1]])
