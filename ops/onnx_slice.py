@@ -41,10 +41,13 @@ def draw_slice(draw, kit, spec, dtype):
 
 def _bounds(rng, count: int, dims: np.ndarray, dtype) -> np.ndarray:
     """``count`` starts or ends: up to 3 past either side of their axis of size ``dims``
-    (negative ones too), or (one in five) the index type's INT_MAX or INT_MIN."""
-    info = np.iinfo(dtype)
+    (negative ones too), or (one in five) an INT_MAX or INT_MIN sentinel: the index type's, or
+    int32's in an int64 input (a large value like any other to the text)."""
     near = np.floor(rng.random(count) * (2 * dims + 7)).astype(np.int64) - dims - 3
-    sentinel = np.where(rng.random(count) < 0.5, info.min, info.max)
+    info, narrow = np.iinfo(dtype), rng.random(count) < 0.25
+    top = np.where(narrow, np.iinfo(np.int32).max, info.max)
+    bottom = np.where(narrow, np.iinfo(np.int32).min, info.min)
+    sentinel = np.where(rng.random(count) < 0.5, bottom, top)
     return np.where(rng.random(count) < 0.2, sentinel, near).astype(dtype)
 
 
