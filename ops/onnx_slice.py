@@ -70,8 +70,22 @@ def values_slice(rng, inputs, attrs, *, negative_axes: bool = True):
 
 
 def values_slice_opset10(rng, inputs, attrs):
-    """As :func:`values_slice`, with axes in ``[0, r-1]`` (Slice-10 names no negative axis)."""
-    return values_slice(rng, inputs, attrs, negative_axes=False)
+    """As :func:`values_slice`, with axes in ``[0, r-1]`` (Slice-10 names no negative axis) and,
+    on backward axes, no start below ``-dims`` and no end at INT_MAX (int32's or int64's) but a
+    plain ``dims + 1``: the Slice-10 text is silent on the first (numpy gives an empty slice,
+    Slice-13's clamp one from element 0) and reads the second two ways ('larger than n
+    represents n', an empty slice; 'pass INT_MAX' to slice to the end, through element 0)."""
+    values = values_slice(rng, inputs, attrs, negative_axes=False)
+    given = by_name(INPUTS, values, attrs.get("absent_inputs", ()))
+    if "steps" not in given:
+        return values
+    data, starts, ends = given["data"], given["starts"], given["ends"]
+    dims = np.asarray(data.shape, np.int64)[given.get("axes", np.arange(data.ndim))]
+    backward = given["steps"] < 0
+    given["starts"] = np.where(backward, np.maximum(starts, -dims), starts).astype(starts.dtype)
+    given["ends"] = np.where(backward & (ends >= np.iinfo(np.int32).max), dims + 1,
+                             ends).astype(ends.dtype)
+    return list(given.values())
 
 
 def _effective(start: int, end: int, step: int, dim: int) -> slice:
