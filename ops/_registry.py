@@ -31,7 +31,7 @@ BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "select
                    "onnx_cast", "onnx_quantize",
                    "onnx_contraction", "nnef_contraction",
                    "onnx_set_valued", "variadic", "onnx_sequences", "onnx_control_flow",
-                   "onnx_resize", "control_flow", "nnef_resampling")
+                   "onnx_resize", "control_flow", "nnef_resampling", "onnx_slice")
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
