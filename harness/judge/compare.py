@@ -59,7 +59,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype, round_to_format
+from conform.harness.judge._elements import (_element_figures, _exact, _strict_zero,
+                                             accumulator_format, accumulator_roundoff,
+                                             round_to_dtype, ulp_of)
+from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+
+__all__ = ["Judgement", "RATIO_BINS", "accumulator_format", "accumulator_roundoff", "compare",
+           "compare_many", "describe_model", "ratio_bins", "round_to_dtype", "ulp_of"]
 
 
 @dataclass
@@ -125,151 +131,6 @@ def describe_model(model: dict) -> str:
     if "derived" in model:
         return f"derived(final_ulp={model['derived'].get('final_ulp', 0.5):g})"
     raise ValueError(f"unknown error model {model!r}")
-
-
-def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
-    """ULP of ``dtype`` in the binade of each float64 reference value, clamped at the smallest normal.
-
-    >>> float(ulp_of(np.array(1.0), "float32"))
-    1.1920928955078125e-07
-    >>> float(ulp_of(np.array(0.0), "float16")) == 2.0 ** -24
-    True
-    """
-    fmt = FLOAT_FORMATS[dtype]
-    reference = np.asarray(reference, np.float64)
-    _, exponent = np.frexp(np.where(np.isfinite(reference), reference, 0.0))  # |x| in [2**(e-1), 2**e)
-    exponent = np.where(reference == 0, fmt.emin, exponent - 1)
-    exponent = np.where(np.isfinite(reference), exponent, fmt.emax)
-    return np.ldexp(1.0, np.maximum(exponent, fmt.emin) - fmt.precision + 1)
-
-
-#: Formats NumPy itself rounds into, once and correctly (float64 -> float16/float32 casts)
-_NUMPY_ROUNDED = ("float16", "float32", "float64")
-
-
-def round_to_dtype(values: np.ndarray, dtype: str, *, saturate: bool = False) -> np.ndarray:
-    """``values`` rounded once, to nearest even, into ``dtype``; on overflow, the format's
-    :attr:`~conform.spec.dtypes.FloatFormat.overflow_value` (inf, or NaN in a format without
-    infinities), or ``±max_finite`` under ``saturate``.
-
-    NumPy's float64 -> float16/float32 casts round once; ml_dtypes' float64 -> bfloat16 (and
-    -> float8) goes through float32 and can round twice, so those are rounded here explicitly
-    (:func:`~conform.spec.dtypes.round_to_format`).
-
-    >>> float(round_to_dtype(np.array(1.0 + 2.0 ** -8 + 2.0 ** -30), "bfloat16")[()])
-    1.0078125
-    """
-    fmt = FLOAT_FORMATS.get(dtype)
-    if fmt is None or (dtype in _NUMPY_ROUNDED and not saturate):
-        return np.asarray(values).astype(np_dtype(dtype))
-    # exactly representable now: the cast does not round a second time
-    return round_to_format(values, fmt, saturate=saturate).astype(np_dtype(dtype))
-
-
-def accumulator_roundoff(out_dtype: str, params: dict) -> float:
-    """Unit roundoff of the accumulator: the output type's, or finer if the model requires
-    ``accumulator_at_least`` a wider type (e.g. float16 results accumulated in float32)."""
-    return accumulator_format(out_dtype, params).unit_roundoff
-
-
-def accumulator_format(out_dtype: str, params: dict):
-    """The accumulator's :class:`~conform.spec.dtypes.FloatFormat`: the output type's, or that of
-    ``accumulator_at_least`` where it is finer."""
-    fmt = FLOAT_FORMATS[out_dtype]
-    wider = params.get("accumulator_at_least")
-    if wider and FLOAT_FORMATS[wider].unit_roundoff < fmt.unit_roundoff:
-        return FLOAT_FORMATS[wider]
-    return fmt
-
-
-def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
-    """Per element: does ``actual`` differ from the reference rounded once to ``out_dtype``?"""
-    with np.errstate(all="ignore"):
-        want = round_to_dtype(expected, out_dtype, saturate=saturate)
-    if out_dtype not in FLOAT_FORMATS:
-        return actual != want
-    a, w = actual.astype(np.float64), want.astype(np.float64)
-    bad = ~((a == w) | (np.isnan(a) & np.isnan(w)))
-    sign_bad = (a == 0) & (w == 0) & (np.signbit(a) != np.signbit(w)) if strict_zero else False
-    return bad | sign_bad
-
-
-def _rounding_error(actual, expected, out_dtype, strict_zero, saturate):
-    """Per element (error, bound, special_failure) under the correctly_rounded model: the
-    distance of ``actual`` from the correctly rounded reference in ULPs of the reference's
-    binade (any non-zero distance fails: the bound is 0), or a special-value failure (a NaN,
-    infinity or zero where the rounded reference has another value or sign)."""
-    bad = _exact(actual, expected, out_dtype, strict_zero, saturate)
-    a = actual.astype(np.float64)
-    want = round_to_dtype(expected, out_dtype, saturate=saturate).astype(np.float64)
-    special = bad & (~np.isfinite(a) | ~np.isfinite(want) | ((a == 0) & (want == 0)))
-    distance = np.where(bad & ~special, np.abs(a - want), 0.0)
-    return distance / ulp_of(np.where(np.isfinite(want), want, 0.0), out_dtype), \
-        np.zeros(want.shape), special
-
-
-def _numeric_error(actual, expected, out_dtype, model, accumulation, residual=None):
-    """Per-element (error, bound, special_failure) in the model's unit; ``residual``: the rest
-    of the reference beyond float64, or None."""
-    fmt = FLOAT_FORMATS[out_dtype]
-    a = actual.astype(np.float64)
-    e = expected.astype(np.float64)
-    if model.get("saturate"):
-        e = np.where(np.isnan(e), e, np.clip(e, -fmt.max_finite, fmt.max_finite))
-    if fmt.has_inf or model.get("saturate"):
-        with np.errstate(over="ignore"):
-            overflow_value = np.ldexp(1.0, fmt.emax + 1)  # inf for float64: no finite stand-in
-        a_measured = np.where(np.isinf(a), np.copysign(overflow_value, a), a)
-        special_bad = (np.isnan(e) != np.isnan(a)) | (np.isinf(e) & (a != e))
-        beyond = np.isinf(a) & np.isfinite(e) & (np.abs(e) >= overflow_value) & (np.sign(a) == np.sign(e))
-    else:   # overflow gives NaN: a NaN actual stands for the value after max_finite
-        a_measured, special_bad, beyond = _nan_overflow(a, e, fmt)
-        a = a_measured
-    measured = np.isfinite(e) & ~np.isnan(a) & ~beyond
-    if residual is None:
-        diff = np.where(measured, np.abs(a_measured - e), 0.0)
-    else:   # a - e is exact near e (Sterbenz), so the rest of the reference can be taken off
-        diff = np.where(measured, np.abs((a_measured - e) - np.where(measured, residual, 0.0)), 0.0)
-    ulp = ulp_of(np.where(np.isfinite(e), e, 0.0), out_dtype)
-    if "ulp" in model:
-        bound = model["ulp"]
-        if isinstance(bound, dict):  # asymmetric: how far below / above the reference
-            return diff / ulp, np.where(a_measured < e, bound["below"], bound["above"]), special_bad
-        return diff / ulp, np.full(e.shape, float(bound)), special_bad
-    if "abs_rel" in model:
-        tol = model["abs_rel"]["atol"] + model["abs_rel"]["rtol"] * np.abs(np.where(np.isfinite(e), e, 0))
-        return diff, tol, special_bad
-    if "derived" in model:   # the op's own bound B per element (its error_bound hook)
-        derived, _ = accumulation   # inf: the computation the text defines bounds nothing there
-        with np.errstate(invalid="ignore"):   # in ULPs: final_ulp * ulp(e) can underflow
-            bound = np.where(np.isnan(derived), 0.0, derived) / ulp \
-                + model["derived"].get("final_ulp", 0.5)
-        return diff / ulp, bound, special_bad
-    magnitude_sum, length = accumulation
-    params = model["accumulation"]
-    u = accumulator_roundoff(out_dtype, params)
-    gamma = length * u / (1 - length * u)
-    acc = accumulator_format(out_dtype, params)
-    # eta / ulp(e) as a power of two (eta = 2**(emin - p) is not a float64 for a float64
-    # accumulator: it is half the smallest subnormal)
-    eta_in_ulps = np.ldexp(1.0, acc.emin - acc.precision - (np.frexp(ulp)[1] - 1))
-    underflow = params.get("product_roundings", 0) * length * eta_in_ulps * (1 + gamma)
-    with np.errstate(invalid="ignore", over="ignore"):   # in ULPs: nothing underflows
-        s = np.where(np.isfinite(magnitude_sum), magnitude_sum, 0.0)
-        spread = np.where(s > 1, (gamma * s) / ulp, gamma * (s / ulp))
-        bound = spread + underflow + params.get("final_ulp", 0.5)
-    return diff / ulp, bound, special_bad
-
-
-def _nan_overflow(a, e, fmt):
-    """:func:`_numeric_error`'s ``(a_measured, special_bad, beyond)`` for a format whose
-    overflow is NaN: a NaN or infinite reference wants NaN; a NaN actual for a finite
-    reference is measured as ``beyond_max`` with the reference's sign (so it passes only where
-    the bound reaches past ``max_finite``), and passes outright at or past it."""
-    overflowed = np.isnan(a) & np.isfinite(e)
-    special_bad = ~np.isfinite(e) & ~np.isnan(a)
-    beyond = overflowed & (np.abs(e) >= fmt.beyond_max)
-    return np.where(overflowed, np.copysign(fmt.beyond_max, e), a), special_bad, beyond
 
 
 def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: dict,
@@ -478,50 +339,6 @@ def _first_maximum(values, offsets, sizes, segment) -> np.ndarray:
     for k in np.flatnonzero(first >= sizes):   # a NaN maximum: no element equals it
         first[k] = int(np.argmax(values[offsets[k]:offsets[k] + sizes[k]]))
     return first
-
-
-def _strict_zero(model: dict, out_dtype: str) -> bool:
-    """Whether a zero of the wrong sign fails: under ``signed_zero: strict``, in a format that
-    has -0 (in one without, the fnuz float8 formats, -0 is +0: there is no other zero)."""
-    fmt = FLOAT_FORMATS.get(out_dtype)
-    return model.get("signed_zero", "strict") == "strict" and (fmt is None or fmt.has_negative_zero)
-
-
-def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out,
-                     flushed_reference=False, residual=None):
-    """Per element: error, bound, special-value failure, error / bound (inf for failures), and
-    which failures the flushing of subnormal results excused (all False without ``flush_out``).
-    ``flushed_reference``: ``expected`` was computed from inputs with subnormals read as zeros."""
-    strict_zero = _strict_zero(model, out_dtype)
-    if model.get("correctly_rounded"):
-        error, bound, special_bad = _rounding_error(actual, expected, out_dtype, strict_zero,
-                                                    model.get("saturate", False))
-    elif model.get("exact"):
-        bad = _exact(actual, expected, out_dtype, strict_zero, model.get("saturate", False))
-        if flush_out and flushed_reference:
-            # an exact result is a copy of an input element (a selection, a move): where the
-            # backend read a subnormal input as zero, the copy it returns keeps its bits
-            a = actual.astype(np.float64)
-            bad = bad & ~((expected == 0) & (np.abs(a) < FLOAT_FORMATS[out_dtype].min_normal))
-        error, bound = bad.astype(np.float64), np.zeros(expected.shape)
-        special_bad = np.zeros(bad.shape, bool)
-    else:
-        error, bound, special_bad = _numeric_error(actual, expected, out_dtype, model, accumulation,
-                                                   residual)
-        a = actual.astype(np.float64)
-        if strict_zero:
-            special_bad = special_bad | ((a == 0) & (expected == 0)
-                                         & (np.signbit(a) != np.signbit(expected)))
-    flush_excused = np.zeros(error.shape, bool)
-    if flush_out:  # a subnormal result may come out as a zero of either sign
-        fmt = FLOAT_FORMATS[out_dtype]
-        reference = expected.astype(np.float64)
-        flushed_out = (actual.astype(np.float64) == 0) & (np.abs(reference) < fmt.min_normal)
-        flush_excused = flushed_out & (special_bad | (error > bound))
-        error = np.where(flushed_out, 0.0, error)
-        special_bad = special_bad & ~flushed_out
-    ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
-    return error, bound, special_bad, np.where(special_bad, np.inf, ratio), flush_excused
 
 
 def _py(value):
