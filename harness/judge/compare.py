@@ -264,7 +264,11 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
         impl_n, impl_seen, histogram_rows = impl_count.tolist(), impl_any.tolist(), histograms.tolist()
         flats = [int(w) if n else 0 for w, n in zip(worst, checked_n)]
         at = offsets + np.array(flats, np.int64)
-        worst_values = list(zip(_py_list(expected[at]), _py_list(actual[at]), error[at].tolist(),
+        shown = expected[at]
+        if model.get("correctly_rounded"):   # the value the backend had to return, not the exact one
+            shown = round_to_dtype(shown, out_dtype, saturate=model.get("saturate", False)) \
+                .astype(np.float64)
+        worst_values = list(zip(_py_list(shown), _py_list(actual[at]), error[at].tolist(),
                                 bound[at].tolist(), special_bad[at].tolist()))
     judgements = []
     for k, (g, shape) in enumerate(zip(group, shapes)):
