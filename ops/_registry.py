@@ -161,14 +161,6 @@ class OpDefinition:
         return "ftz" in inspect.signature(self.oracle).parameters
 
     @functools.cached_property
-    def answer_depends_on_dtypes(self) -> bool:
-        """Whether the oracle *requires* the ``dtypes`` keyword: its answer depends on the input
-        types (a type's limits, a conversion's target). An oracle whose ``dtypes`` has a default
-        only chooses how precisely to compute (float64 inputs get a reference beyond float64)."""
-        parameter = inspect.signature(self.oracle).parameters.get("dtypes")
-        return parameter is not None and parameter.default is inspect.Parameter.empty
-
-    @functools.cached_property
     def canonical_takes_subnormals(self) -> bool:
         """Whether the ``canonical`` hook has a ``subnormals`` keyword (the judge's policy)."""
         return self.canonical is not None and \

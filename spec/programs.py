@@ -137,13 +137,17 @@ def _oracle_of(spec):
     return spec.definition.oracle
 
 
-def _composed(nodes, compute_of, *inputs, **attrs) -> tuple:
+def _composed(nodes, compute_of, *inputs, dtypes=(), **attrs) -> tuple:
     """Every node's output, each node computed by ``compute_of(node.spec)`` on the values it
-    takes."""
+    takes. ``dtypes`` (the inputs' dtype names, given to an oracle on widened values) tells a
+    node whose oracle takes them its operands' type: every value of a chain has the case's."""
     values = {f"x{j}": x for j, x in enumerate(inputs)}
     results = []
     for node in nodes:
-        (out,) = compute_of(node.spec)(*[values[name] for name in node.inputs], **node.attrs)
+        typed = {"dtypes": dtypes[:1] * len(node.inputs)} \
+            if dtypes and node.spec.definition.takes_dtypes else {}
+        (out,) = compute_of(node.spec)(*[values[name] for name in node.inputs], **node.attrs,
+                                       **typed)
         values[node.output] = out
         results.append(out)
     return tuple(results)
@@ -168,7 +172,7 @@ def chainable(spec) -> bool:
     """Whether ``spec``'s op can be a link of a chain: element-wise (equal shapes, fixed
     attributes), one output of its input dtype."""
     return (spec.elementwise and spec.output_dtype == "same" and len(spec.outputs) == 1
-            and not spec.optional_inputs and not spec.definition.answer_depends_on_dtypes)
+            and not spec.optional_inputs)
 
 
 def program_spec(name: str, specs: dict) -> ProgramSpec:

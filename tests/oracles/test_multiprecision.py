@@ -16,7 +16,7 @@ import pytest
 from conform.generators._corpus_format import answer_arrays, answers_from_arrays
 from conform.generators._suite import answer_digest, generate_cases
 from conform.ops._multiprecision import evaluate_pair, refined
-from conform.oracles._registry import evaluate_refined
+from conform.oracles._registry import evaluate, evaluate_refined
 from conform.oracles.expectations import Expectation, expect
 from conform.spec import load_specs
 
@@ -199,5 +199,14 @@ def test_choosing_the_precision_by_dtype_keeps_an_op_chainable():
 
     specs = load_specs()
     assert specs["exp"].definition.takes_dtypes and chainable(specs["exp"])
-    assert not specs["exp"].definition.answer_depends_on_dtypes
-    assert specs["onnx_clip"].definition.answer_depends_on_dtypes   # the type's limits
+    assert not chainable(specs["onnx_clip"])   # optional inputs
+
+
+def test_a_chain_tells_each_node_that_takes_them_its_operands_type():
+    """A program's oracle passes the case's dtype to a node whose oracle takes ``dtypes``:
+    clz counts in the operand's width (31 for an int32 1, not 63 as for the widened int64)."""
+    from conform.spec.programs import program_spec
+
+    chain = program_spec("chain__count_leading_zeros__bitwise_not", load_specs())
+    clz, inverted = evaluate(chain.definition, [np.int32([1, -1])], {})
+    assert clz.tolist() == [31, 0] and inverted.tolist() == [-32, -1]
