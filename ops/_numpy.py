@@ -44,7 +44,10 @@ def numpy_function(name: str) -> Callable:
     return found
 
 
+@functools.lru_cache(maxsize=None)
 def _takes(hook: Callable, keyword: str) -> bool:
+    """Whether ``hook`` (an op module's function) has the keyword ``keyword``; cached, since
+    the numpy backend resolves an op's computation for every case."""
     try:
         return keyword in inspect.signature(hook).parameters
     except (TypeError, ValueError):
@@ -70,11 +73,12 @@ def numpy_computation(spec, *, catalog=None) -> Callable[..., tuple]:
     params = dict(binding.get("params") or {})
     hook = spec.definition.numpy
     if hook is not None:
+        given = {}
         if _takes(hook, "bound"):
-            hook = functools.partial(hook, bound=bound, **params)
+            given.update(bound=bound, **params)
         if _takes(hook, "numpy_of"):
-            hook = functools.partial(hook, numpy_of=functools.partial(_numpy_of, catalog))
-        return _as_tuple(hook)
+            given["numpy_of"] = functools.partial(_numpy_of, catalog)
+        return _as_tuple(functools.partial(hook, **given) if given else hook)
     if bound is None:
         raise unsupported(f"{spec.op}: no NumPy computation (the op module has no numpy hook "
                           "and the spec no numpy binding)")
