@@ -37,7 +37,7 @@ from conform.generators import dtype_labels, generate_cases
 from conform.harness.backends.models import prepare_case, run_case
 from conform.harness.run.registry import load_backend_class
 from conform.spec import load_specs
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 
 
 def kills_the_process(case) -> bool:

@@ -73,7 +73,7 @@ def _named(program, inputs) -> dict:
 
 
 def _dt(program, i=0):
-    from conform.spec.dtypes import np_dtype
+    from conform.dtypes import np_dtype
 
     return np_dtype(program.out_dtypes[i])
 

@@ -16,7 +16,7 @@ import numpy as np
 from conform.generators import _corpus_format
 from conform.generators._case import Case
 from conform.spec import OpSpec
-from conform.spec._cache import DamagedEntry, cache_dir, file_digest, prune_folder, warn_damaged
+from conform.caches import DamagedEntry, cache_dir, file_digest, prune_folder, warn_damaged
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,5 +1,5 @@
 """The corpus file format: cases and their oracle answers as data only (a JSON header and raw
-array bytes), in one digest-checked cache entry (:func:`conform.spec._cache.write_entry`).
+array bytes), in one digest-checked cache entry (:func:`conform.caches.write_entry`).
 
 Content (after the entry's tag and SHA-256), all offsets from the content's start::
 
@@ -20,7 +20,7 @@ numbered in block order; ``scalars`` lists those that were NumPy scalars (kept a
 No dtype holding Python objects is written or read.
 
 ``values`` holds each distinct value of a case's op, dtype, input dtypes, out dtype, attrs,
-plan and extra once, as tagged JSON data (:func:`conform.spec._cache.to_data`: tuples stay
+plan and extra once, as tagged JSON data (:func:`conform.caches.to_data`: tuples stay
 tuples; cases with equal attrs share one dict when read: nothing changes a case's attrs or
 extra); ``cases`` holds one column per Case field (``id``, ``seed``, ``inputs`` as
 lists of array indices, the others as indices into ``values``), and ``answers`` one column per
@@ -37,9 +37,9 @@ import orjson
 
 from conform.generators._case import Case
 from conform.oracles.expectations import Expectation
-from conform.spec._cache import (CONTENT_START, DamagedEntry, from_data, read_entry, to_data,
+from conform.caches import (CONTENT_START, DamagedEntry, from_data, read_entry, to_data,
                                  write_entry)
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 
 TAG = b"conform-corpus/2"
 _ALIGN = 16
@@ -104,7 +104,7 @@ class _Layout:
         self.arrays: list = []
         self.blocks: dict = {}    # (dtype, shape) -> indices in ``arrays``
         self.scalars: list = []
-        self.values: list = []         # as written (conform.spec._cache.to_data)
+        self.values: list = []         # as written (conform.caches.to_data)
         self.originals: list = []
         self._value_index: dict = {}   # repr -> index in ``values``
 

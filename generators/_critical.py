@@ -16,7 +16,7 @@ from conform.generators._signature import fixed_attrs
 from conform.generators._values import value_range
 from conform.spec import OpSpec, dtype_class
 from conform.spec.critical import evaluate, to_dtype, ulp
-from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
+from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
 
 #: Values drawn per region (and per sign of a mirrored one): both edges, the centre, its two
 #: neighbours, and random values inside.

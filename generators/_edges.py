@@ -10,7 +10,7 @@ from conform.generators._case import Case
 from conform.generators._signature import fixed_attrs
 from conform.generators._values import edge_values, fill, value_range
 from conform.spec import OpSpec, dtype_class
-from conform.spec.dtypes import int_info, np_dtype, resolve_edge_value
+from conform.dtypes import int_info, np_dtype, resolve_edge_value
 
 EDGE_CASE_SIZE = 8  # >= 8 elements: vectorised kernels, not scalar tails
 

@@ -18,7 +18,7 @@ from conform.generators._edges import (broadcast_case, edge_case_cases, edge_swe
 from conform.generators._values import edge_values, fill, value_range
 from conform.oracles.expectations import expect
 from conform.spec import OpSpec, dtype_class
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 
 
 def materialize(spec: OpSpec, dtype: str, index: int, plan, edges: dict | None = None) -> Case:

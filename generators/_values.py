@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.spec import dtype_class
-from conform.spec.dtypes import FLOAT_FORMATS, AbsentValue, int_info, np_dtype, resolve_edge_value
+from conform.dtypes import FLOAT_FORMATS, AbsentValue, int_info, np_dtype, resolve_edge_value
 
 PLANS = {"float": ("normal", "wide", "edge", "special"), "int": ("normal", "wide", "edge"),
          "bool": ("normal",)}

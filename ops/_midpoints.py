@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from conform.spec.dtypes import FLOAT_FORMATS, FloatFormat, int_info, is_integer, np_dtype
+from conform.dtypes import FLOAT_FORMATS, FloatFormat, int_info, is_integer, np_dtype
 
 #: Elements in a midpoint case: at least 8 (vectorised kernels), and a few of each construction.
 MIDPOINT_CASE_SIZE = 64

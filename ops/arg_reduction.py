@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._registry import op
+from conform.op_registry import op
 
 
 def _ordered(x: np.ndarray, dtypes) -> np.ndarray:

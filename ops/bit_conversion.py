@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._registry import op
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+from conform.op_registry import op
+from conform.dtypes import FLOAT_FORMATS, np_dtype
 
 
 # --- ReducePrecision ----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from conform.oracles.feeding import span
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops._double_double import accurate_matmul, sum_of_products
 
 

@@ -37,9 +37,9 @@ import functools
 import numpy as np
 
 from conform.ops._numpy import numpy_chain
-from conform.ops._registry import definition, op
+from conform.op_registry import definition, op
 from conform.ops.regions import RegionContext, region_mask
-from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
+from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
 
 DRAWN_HERE = frozenset({"scalar"})   # the selector and the counter are 0-d
 MAX_BODY = 4        # ops in one body

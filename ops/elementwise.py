@@ -10,7 +10,7 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops._multiprecision import refined
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from conform.ops._registry import op
+from conform.op_registry import op
 
 #: The spec signature fields the drawers here read: none (they draw every shape themselves).
 DRAWN_HERE = frozenset()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.elementwise import xla_binary, xla_operands
-from conform.spec.dtypes import int_info
+from conform.dtypes import int_info
 
 
 def _bits(x: np.ndarray) -> int:

@@ -8,8 +8,8 @@ import math
 import numpy as np
 
 from conform.ops._lowering import unsupported
-from conform.ops._registry import op
-from conform.spec.dtypes import np_dtype
+from conform.op_registry import op
+from conform.dtypes import np_dtype
 
 
 def moved(name: str, **hooks):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops._double_double import accurate_matmul, sum_of_products
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
                                      oracle_maximum, oracle_minimum, oracle_multiply,
                                      oracle_power, oracle_subtract, rounded_add, rounded_divide,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.onnx_normalization import batch_norm_bound, draw_channels, feed_batch_norm
 from conform.ops.onnx_softmax import _DRAW, _numpy_softmax, feed_softmax, softmax, softmax_bound
 

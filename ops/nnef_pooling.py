@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops._double_double import accurate_sum
 from conform.ops.reduction import dilated_taps, reduce_windows
 

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.nnef_pooling import box
 
 METHODS = ("symmetric", "asymmetric", "aligned")
@@ -208,7 +208,7 @@ def multilinear_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     gamma = n * u / (1 - n * u)
     finite = np.abs(np.where(np.isfinite(x), x, 0.0))
     magnitude = _apply(finite, factor, method, border, magnitudes=True)
-    from conform.spec.dtypes import FLOAT_FORMATS
+    from conform.dtypes import FLOAT_FORMATS
 
     fmt = FLOAT_FORMATS[out_dtype]
     underflow = m * fmt.min_subnormal   # each product rounded below the normal range

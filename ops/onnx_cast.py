@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._midpoints import conversion_hook
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops._rounded import converted64
-from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
+from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
 
 #: The Cast text's two float 8 tables, row "Inf" under saturate=1: E4M3FN and E5M2 give
 #: FLT_MAX, E4M3FNUZ and E5M2FNUZ give NaN (under saturate=0 every format gives its overflow

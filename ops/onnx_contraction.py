@@ -8,9 +8,9 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops._optional import ABSENT, onnx_operands
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops._double_double import sum_of_products
-from conform.spec.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS
 
 # Scalings drawn for alpha and beta: exact in every float type Gemm takes (the attributes are
 # float32; how a float16 or bfloat16 Gemm rounds a finer one the text does not say). Integer

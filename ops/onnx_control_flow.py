@@ -19,8 +19,8 @@ import numpy as np
 
 from conform.ops._numpy import numpy_chain
 from conform.ops._optional import ABSENT, absent, by_name, onnx_operands
-from conform.ops._registry import definition, op
-from conform.spec.dtypes import FLOAT_FORMATS, int_info, round_to_format
+from conform.op_registry import definition, op
+from conform.dtypes import FLOAT_FORMATS, int_info, round_to_format
 
 #: The ops a branch or body is drawn from: (arity, dtype classes whose result is exact). Max and
 #: Min are left out for floats (the ONNX text orders neither -0 and +0 nor NaN), Div for

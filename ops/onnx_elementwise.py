@@ -13,8 +13,8 @@ import numpy as np
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)
 from conform.ops._optional import by_name
-from conform.ops._registry import op
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+from conform.op_registry import op
+from conform.dtypes import FLOAT_FORMATS, np_dtype
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
                                      oracle_maximum, oracle_minimum, oracle_multiply,
                                      oracle_power, oracle_remainder, oracle_subtract,

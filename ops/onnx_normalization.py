@@ -25,9 +25,9 @@ from typing import NamedTuple
 import numpy as np
 
 from conform.ops._optional import by_name
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.onnx_softmax import grown
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+from conform.dtypes import FLOAT_FORMATS, np_dtype
 
 
 def _float32(value: float) -> float:

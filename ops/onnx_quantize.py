@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._optional import by_name, onnx_operands, present
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.onnx_cast import float8_table, is_float8, numpy_astype
-from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
+from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
 
 QUANTIZE_INPUTS = ("x", "y_scale", "y_zero_point")
 DEQUANTIZE_INPUTS = ("x", "x_scale", "x_zero_point")

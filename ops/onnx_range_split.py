@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._registry import op
-from conform.spec.dtypes import np_dtype
+from conform.op_registry import op
+from conform.dtypes import np_dtype
 
 MAX_RANGE = 256   # the longest sequence a case asks for (CONFORM_MAX_ARRAY_SIZE's default)
 

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from conform.ops._exact import compensated_cumsum, compensated_product, compensated_sum, two_product
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.reduction import (feed_reduce, oracle_reduce_max, oracle_reduce_mean,
                                    oracle_reduce_min, oracle_reduce_sum)
 

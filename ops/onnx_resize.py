@@ -20,8 +20,8 @@ import functools
 
 import numpy as np
 
-from conform.ops._registry import op
-from conform.spec.dtypes import FLOAT_FORMATS
+from conform.op_registry import op
+from conform.dtypes import FLOAT_FORMATS
 
 #: The kernels' radii in input elements (before an antialias stretch).
 RADIUS = {"linear": 1, "cubic": 2}

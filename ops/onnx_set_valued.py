@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from conform.ops._lowering import unsupported
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, _lower_with, signed_axis
 from conform.oracles._registry import widen
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._optional import by_name
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, index_type, traced_feeding
 
 #: The formal inputs of Slice-10 and later, in order.

@@ -10,8 +10,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from conform.ops._double_double import accurate_sum
 from conform.ops._lowering import unsupported
-from conform.ops._registry import op
-from conform.spec.dtypes import int_info, is_integer
+from conform.op_registry import op
+from conform.dtypes import int_info, is_integer
 
 
 

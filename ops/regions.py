@@ -11,7 +11,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from conform.spec.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
+from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
+from conform.op_registry import region, regions
 
 
 @dataclass
@@ -58,7 +59,7 @@ def broadcast_aligned(array: np.ndarray, shape: tuple, shapes: str, attrs: dict)
     return np.broadcast_to(array, shape)
 
 
-def _floating(array: np.ndarray) -> bool:
+def floating(array: np.ndarray) -> bool:
     """Whether ``array`` holds floats (bfloat16 too, whose NumPy kind is 'V')."""
     return array.dtype.kind == "f" or str(array.dtype) in FLOAT_FORMATS
 
@@ -67,6 +68,7 @@ def _int_operands(ctx):
     return all(x.dtype.kind in "iu" for x in ctx.inputs)
 
 
+@region
 def int_div_by_zero(ctx: RegionContext) -> np.ndarray:
     """Integer division or remainder with a zero divisor."""
     if not _int_operands(ctx):
@@ -74,6 +76,7 @@ def int_div_by_zero(ctx: RegionContext) -> np.ndarray:
     return ctx.aligned(ctx.inputs[1] == 0)
 
 
+@region
 def int_min_div_neg1(ctx: RegionContext) -> np.ndarray:
     """Signed INT_MIN / -1 (and its remainder), which overflows."""
     dtype = np_dtype(ctx.out_dtype)
@@ -83,6 +86,7 @@ def int_min_div_neg1(ctx: RegionContext) -> np.ndarray:
     return ctx.aligned(lhs == np.iinfo(dtype).min) & ctx.aligned(rhs == -1)
 
 
+@region
 def int_overflow(ctx: RegionContext) -> np.ndarray:
     """An integer result outside the range of the output type (wrap-around is not specified)."""
     if not is_integer(ctx.out_dtype):
@@ -97,11 +101,12 @@ def int_overflow(ctx: RegionContext) -> np.ndarray:
         return np.abs(approx - ctx.expected.astype(np.float64)) >= 2.0 ** 62
 
 
+@region
 def float_to_int_out_of_range(ctx: RegionContext) -> np.ndarray:
     """float -> integer conversion of NaN, infinities or values whose truncation does not fit
     (the operand is the first input)."""
     operand = ctx.inputs[0]
-    if not _floating(operand) or not is_integer(ctx.out_dtype):
+    if not floating(operand) or not is_integer(ctx.out_dtype):
         return ctx.none()
     info = int_info(ctx.out_dtype)
     limit = 2.0 ** (info.bits - 1 if info.min < 0 else info.bits)  # exact; max + 1
@@ -110,17 +115,19 @@ def float_to_int_out_of_range(ctx: RegionContext) -> np.ndarray:
         return ~np.isfinite(truncated) | (truncated < info.min) | (truncated >= limit)
 
 
+@region
 def float_to_int_inexact(ctx: RegionContext) -> np.ndarray:
     """float -> integer conversion of a finite value that is not an integer (where a standard
     names no rounding for it; the operand is the first input)."""
     operand = ctx.inputs[0]
-    if not _floating(operand) or not is_integer(ctx.out_dtype):
+    if not floating(operand) or not is_integer(ctx.out_dtype):
         return ctx.none()
     wide = operand.astype(np.float64)
     with np.errstate(invalid="ignore"):
         return np.isfinite(wide) & (np.trunc(wide) != wide)
 
 
+@region
 def oracle_marked(ctx: RegionContext) -> np.ndarray:
     """Elements the op's oracle marks open itself: evaluated with ``open_elements=True`` on the
     case's inputs, it returns per output a mask of the elements whose value the standard leaves
@@ -129,6 +136,7 @@ def oracle_marked(ctx: RegionContext) -> np.ndarray:
                            ctx.expected.shape)
 
 
+@region
 def accumulation_overflow(ctx: RegionContext) -> np.ndarray:
     """Sums whose finite terms' magnitudes can overflow the output type in some summation order.
 
@@ -146,6 +154,7 @@ def accumulation_overflow(ctx: RegionContext) -> np.ndarray:
         return magnitude * (1 + nu / (1 - nu)) >= fmt.max_finite
 
 
+@region
 def mean_accumulation_overflow(ctx: RegionContext) -> np.ndarray:
     """Means whose sum of finite terms' magnitudes can overflow the output type before the division.
 
@@ -164,6 +173,7 @@ def mean_accumulation_overflow(ctx: RegionContext) -> np.ndarray:
         return n * ctx.float_oracle(finite_terms) * (1 + nu / (1 - nu)) >= fmt.max_finite
 
 
+@region
 def partial_product_out_of_range(ctx: RegionContext) -> np.ndarray:
     """Products whose partial products, in some order of the factors, leave the normal range of
     the output type: the product of the finite factors' magnitudes above 1 (times
@@ -182,6 +192,7 @@ def partial_product_out_of_range(ctx: RegionContext) -> np.ndarray:
         return (large * (1 + nu / (1 - nu)) >= fmt.max_finite) | (small < fmt.min_normal)
 
 
+@region
 def sum_of_squares_out_of_range(ctx: RegionContext) -> np.ndarray:
     """Norms sqrt(sum x_i**2) whose sum of squares leaves the normal range of the output type:
     at or above the largest finite value (times ``1 + gamma_n``), where squaring and summing in
@@ -199,6 +210,7 @@ def sum_of_squares_out_of_range(ctx: RegionContext) -> np.ndarray:
             ((squares > 0) & (squares < fmt.min_normal))
 
 
+@region
 def exp_sum_out_of_float64_range(ctx: RegionContext) -> np.ndarray:
     """Log-sum-exps whose sum of exponentials, e**result, leaves float64's normal range (result
     at or above ln(max float64) ~ 709.78, or below ln(smallest normal) ~ -708.40): the operator's
@@ -210,6 +222,7 @@ def exp_sum_out_of_float64_range(ctx: RegionContext) -> np.ndarray:
         return np.isfinite(value) & ((value >= np.log(info.max)) | (value < np.log(info.tiny)))
 
 
+@region
 def below_narrow_normal_range(ctx: RegionContext) -> np.ndarray:
     """Results of rounding into a narrower float format (``attrs['exponent_bits']``, IEEE-style
     bias) whose operand is nonzero and below that format's smallest normal number, or below the
@@ -217,7 +230,7 @@ def below_narrow_normal_range(ctx: RegionContext) -> np.ndarray:
     with the given number of mantissa bits' and clamps overflow, and says nothing of gradual
     underflow (kept as subnormals, flushed to zero, or rounded in the type's bit field)."""
     operand = ctx.inputs[0]
-    if not _floating(operand):
+    if not floating(operand):
         return ctx.none()
     fmt = FLOAT_FORMATS[str(operand.dtype)]
     emin = 2 - (1 << (ctx.attrs["exponent_bits"] - 1))
@@ -226,6 +239,7 @@ def below_narrow_normal_range(ctx: RegionContext) -> np.ndarray:
     return ctx.aligned((magnitude > 0) & (magnitude < threshold))
 
 
+@region
 def power_sum_out_of_range(ctx: RegionContext) -> np.ndarray:
     """Lp norms ``(sum |x_i|**p)**(1/p)`` (``p`` the attribute ``p``) whose power sum over the
     finite terms leaves the output type's normal range: it reaches the largest finite value
@@ -244,136 +258,14 @@ def power_sum_out_of_range(ctx: RegionContext) -> np.ndarray:
                 | ((power_sum > 0) & (power_sum < fmt.min_normal)))
 
 
-def nan_operand(ctx: RegionContext) -> np.ndarray:
-    """Element-wise results with a NaN operand, where the standards define the op over the reals
-    only and say nothing of NaN (e.g. relu = max(x, 0): NNEF spells it select(x > 0, x, 0), which
-    gives 0, while IEEE 754-2019 maximum propagates NaN)."""
-    mask = ctx.none()
-    for operand in ctx.inputs:
-        if _floating(operand):
-            mask = mask | ctx.aligned(np.isnan(operand))
-    return mask
-
-
-def nan_in_reduction(ctx: RegionContext) -> np.ndarray:
-    """Results of a max or min reduction whose reduced slice holds a NaN (there, and only there,
-    the reference propagating NaN is NaN), where the standard's text says nothing of NaN."""
-    if ctx.expected.dtype.kind != "f":
-        return ctx.none()
-    return np.isnan(ctx.expected)
-
-
-def nan_in_sorted_slice(ctx: RegionContext) -> np.ndarray:
-    """Results of a sort, top-k, arg-max/min or hardmax whose slice along the ranked axis
-    (``attrs['axis']``, else the last) holds a NaN, where the standard orders numbers and says
-    nothing of where NaN goes. (A result of lower rank than the operand has dropped that axis.)"""
-    operand = ctx.inputs[0]
-    if not _floating(operand) or operand.ndim == 0:
-        return ctx.none()
-    axis = ctx.attrs.get("axis", -1) % operand.ndim
-    nan = np.isnan(operand.astype(np.float64)).any(axis=axis, keepdims=True)
-    if ctx.expected.ndim < operand.ndim:
-        nan = np.squeeze(nan, axis)
-    return np.broadcast_to(nan, ctx.expected.shape)
-
-
-def zero_sign_ties(ctx: RegionContext) -> np.ndarray:
-    """Top-k positions that rank zeros, in slices (along ``attrs['axis']``, else the last) holding
-    zeros of both signs: the standard ranks entries as larger or equal without saying whether
-    -0 and +0 are equal (IEEE 754 comparison, then the lower index comes first) or ordered
-    -0 < +0 (IEEE 754 totalOrder). The zeros take the ranks after the entries ranked before
-    zero; only those positions are open."""
-    operand = ctx.inputs[0]
-    if not _floating(operand) or operand.ndim == 0:
-        return ctx.none()
-    attrs = ctx.attrs
-    axis = attrs.get("axis", -1) % operand.ndim
-    wide = operand.astype(np.float64)
-    zero = wide == 0
-    negative = np.signbit(wide)
-    both = (zero & negative).any(axis, keepdims=True) & (zero & ~negative).any(axis, keepdims=True)
-    ahead = ((wide > 0) if attrs.get("largest", True) else (wide < 0)).sum(axis, keepdims=True)
-    rank = np.arange(ctx.expected.shape[axis]).reshape(
-        [-1 if d == axis else 1 for d in range(operand.ndim)])
-    open_ranks = both & (rank >= ahead) & (rank < ahead + zero.sum(axis, keepdims=True))
-    return np.broadcast_to(open_ranks, ctx.expected.shape)
-
-
-def zero_sign_extreme(ctx: RegionContext) -> np.ndarray:
-    """Arg-max/min results (indices along ``attrs['axis']``, the axis kept or dropped) whose
-    extreme is a zero in a slice holding zeros of both signs: the standard does not say whether
-    -0 and +0 are equal (IEEE 754 comparison: the tie rule picks among all the zeros) or
-    -0 < +0 (IEEE 754 totalOrder: only the zeros of one sign are extreme)."""
-    operand = ctx.inputs[0]
-    if not _floating(operand) or operand.ndim == 0 or operand.size == 0:
-        return ctx.none()
-    axis = ctx.attrs["axis"] % operand.ndim
-    wide = operand.astype(np.float64)
-    zero = wide == 0
-    negative = np.signbit(wide)
-    both = (zero & negative).any(axis, keepdims=True) & (zero & ~negative).any(axis, keepdims=True)
-    index = ctx.expected.reshape(both.shape).astype(np.intp)
-    at_zero = np.take_along_axis(wide, index, axis=axis) == 0
-    return (both & at_zero).reshape(ctx.expected.shape)
-
-
-def _zero_sign_maximum(ctx: RegionContext, axes) -> np.ndarray:
-    operand = ctx.inputs[0]
-    if not _floating(operand) or operand.ndim == 0 or operand.size == 0:
-        return ctx.none()
-    axes = axes(operand.ndim)
-    wide = operand.astype(np.float64)
-    zero = wide == 0
-    both = (zero & np.signbit(wide)).any(axes, keepdims=True) \
-        & (zero & ~np.signbit(wide)).any(axes, keepdims=True)
-    top = np.max(np.where(np.isnan(wide), -np.inf, wide), axis=axes, keepdims=True)
-    return np.broadcast_to(both & (top == 0), ctx.expected.shape)
-
-
-def zero_sign_maximum(ctx: RegionContext) -> np.ndarray:
-    """Every element of a slice (along ``attrs['axis']``) whose maximum is zero and that holds
-    zeros of both signs, where the standard picks the first maximum without saying whether -0
-    and +0 are equal (IEEE 754 comparison) or -0 is smaller (IEEE 754 totalOrder)."""
-    return _zero_sign_maximum(ctx, lambda rank: (ctx.attrs.get("axis", -1) % rank,))
-
-
-def _from_axis_on(ctx: RegionContext):
-    """The dimensions from ``attrs['axis']`` on (an input coerced to 2-D at axis)."""
-    return lambda rank: tuple(range(ctx.attrs["axis"] % rank, rank))
-
-
-def zero_sign_maximum_from_axis(ctx: RegionContext) -> np.ndarray:
-    """As :func:`zero_sign_maximum`, the slices being every dimension from ``attrs['axis']``
-    on (an input coerced to 2-D at axis, as ONNX's opset-11 Hardmax)."""
-    return _zero_sign_maximum(ctx, _from_axis_on(ctx))
-
-
-def nan_from_axis(ctx: RegionContext) -> np.ndarray:
-    """Results whose slice of every dimension from ``attrs['axis']`` on holds a NaN, where the
-    standard picks a maximum and says nothing of NaN."""
-    operand = ctx.inputs[0]
-    if not _floating(operand) or operand.ndim == 0:
-        return ctx.none()
-    nan = np.isnan(operand.astype(np.float64)).any(axis=_from_axis_on(ctx)(operand.ndim),
-                                                   keepdims=True)
-    return np.broadcast_to(nan, ctx.expected.shape)
-
-
-def unbounded_evaluation(ctx: RegionContext) -> np.ndarray:
-    """Elements where the op's derived bound is undefined (NaN): the evaluation its standard
-    defines fails there (a square or a sum overflows the type it is computed in, a variance
-    computed in one pass can cancel below zero), so the text gives no value to judge against."""
-    if ctx.error_bound is None:
-        return ctx.none()
-    return np.broadcast_to(np.isnan(ctx.error_bound), ctx.expected.shape)
-
-
+@region
 def empty_reduction(ctx: RegionContext) -> np.ndarray:
     """Every result of a reduction over an empty set of values (a reduced dimension of size 0),
     where the standard leaves that result undefined (ONNX ReduceMean)."""
     return np.full(ctx.expected.shape, ctx.accumulation_length == 0)
 
 
+@region
 def padding_times_nonfinite(ctx: RegionContext) -> np.ndarray:
     """Convolution outputs where a padded position meets an infinite or NaN kernel weight.
 
@@ -381,7 +273,7 @@ def padding_times_nonfinite(ctx: RegionContext) -> np.ndarray:
     materialised zeros) or nothing (padding treated as absent) is not specified.
     """
     lhs, rhs = ctx.inputs
-    if not _floating(lhs):
+    if not floating(lhs):
         return ctx.none()
     nonfinite = (~np.isfinite(rhs)).astype(np.float64)
     inside = ctx.float_oracle([np.ones(lhs.shape), nonfinite])     # padded zeros contribute 0
@@ -389,6 +281,7 @@ def padding_times_nonfinite(ctx: RegionContext) -> np.ndarray:
     return everywhere - inside > 0
 
 
+@region
 def shift_out_of_range(ctx: RegionContext) -> np.ndarray:
     """Integer shifts by an amount outside [0, bits of lhs): negative, or the width or more.
 
@@ -402,6 +295,7 @@ def shift_out_of_range(ctx: RegionContext) -> np.ndarray:
     return ctx.aligned((rhs < 0) | (rhs >= lhs.dtype.itemsize * 8))
 
 
+@region
 def crop_order(ctx: RegionContext) -> np.ndarray:
     """Outputs of a padding op whose source depends on when negative pads remove elements:
     before or after the other side of the same axis is reflected, repeated or wrapped. (ONNX
@@ -414,6 +308,7 @@ def crop_order(ctx: RegionContext) -> np.ndarray:
     return ctx.oracle_with(labels, crop="before") != ctx.oracle_with(labels, crop="after")
 
 
+@region
 def max_min_reading(ctx: RegionContext) -> np.ndarray:
     """Results of a max or min whose two operands are a NaN and a number, or zeros of both
     signs, where the standard names max or min and says nothing of NaN (IEEE 754-2019 maximum
@@ -430,19 +325,21 @@ def max_min_reading(ctx: RegionContext) -> np.ndarray:
     return ~(same | (np.isnan(ieee) & np.isnan(number)))
 
 
+@region
 def nan_in_window(ctx: RegionContext) -> np.ndarray:
     """Results of a windowed maximum whose window holds a NaN, where the standard's text says
     nothing of NaN: the op's first output is the windowed maximum (other outputs, such as the
     index of the element chosen, share its windows). The windows holding a NaN are those whose
     maximum of the NaN indicator (1 where NaN, else 0) is 1."""
     operand = ctx.inputs[0]
-    if not _floating(operand) or not np.isnan(operand.astype(np.float64)).any():
+    if not floating(operand) or not np.isnan(operand.astype(np.float64)).any():
         return ctx.none()
-    indicator = [np.isnan(x.astype(np.float64)).astype(np.float64) if _floating(x) else
+    indicator = [np.isnan(x.astype(np.float64)).astype(np.float64) if floating(x) else
                  np.zeros(x.shape) for x in ctx.inputs]
     return np.broadcast_to(ctx.all_outputs(indicator)[0] > 0, ctx.expected.shape)
 
 
+@region
 def empty_window(ctx: RegionContext) -> np.ndarray:
     """Results of a pooling window holding no input element (every tap falls in padding, as a
     dilated window can over a short axis), where the text's value is the maximum or the
@@ -455,6 +352,7 @@ def empty_window(ctx: RegionContext) -> np.ndarray:
         return np.broadcast_to(~np.isfinite(ctx.all_outputs(ones)[0]), ctx.expected.shape)
 
 
+@region
 def reading_differs(ctx: RegionContext) -> np.ndarray:
     """Results that depend on which of two readings of an ambiguous sentence of the standard is
     taken: the op's oracle computes both (its keyword ``reading``: 0, the oracle's default, or
@@ -466,25 +364,11 @@ def reading_differs(ctx: RegionContext) -> np.ndarray:
     return ~same
 
 
-REGIONS: dict[str, Callable[[RegionContext], np.ndarray]] = {
-    fn.__name__: fn
-    for fn in (int_div_by_zero, int_min_div_neg1, int_overflow, float_to_int_out_of_range,
-               float_to_int_inexact, oracle_marked, accumulation_overflow,
-               mean_accumulation_overflow,
-               padding_times_nonfinite,
-               partial_product_out_of_range, sum_of_squares_out_of_range,
-               exp_sum_out_of_float64_range, below_narrow_normal_range,
-               shift_out_of_range, nan_operand, nan_in_reduction, nan_in_sorted_slice,
-               zero_sign_ties, zero_sign_extreme, empty_reduction, crop_order, max_min_reading,
-               nan_in_window, empty_window, reading_differs, power_sum_out_of_range,
-               zero_sign_maximum, zero_sign_maximum_from_axis, nan_from_axis,
-               unbounded_evaluation)
-}
 
 
 def region_mask(names: Sequence[str], ctx: RegionContext) -> np.ndarray:
     """Union of the named regions' masks, shaped like the expected output."""
     mask = ctx.none()
     for name in names:
-        mask |= REGIONS[name](ctx)
+        mask |= regions()[name](ctx)
     return mask

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from conform.ops._lowering import unsupported
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, in_range, index_type, normalised, signed_axis
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")

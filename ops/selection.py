@@ -6,10 +6,10 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops._midpoints import conversion_hook
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops._rounded import converted64
 from conform.ops.onnx_cast import exact_float
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+from conform.dtypes import FLOAT_FORMATS, np_dtype
 
 
 def draw_select(draw, kit, spec, dtype):
@@ -95,7 +95,7 @@ def oracle_convert_element_type(operand, *, new_dtype, dtypes=()):
 
     float -> int truncates toward zero (C++ static_cast); to bool, nonzero (and NaN) is true.
     Into a float type the judge rounds the value once, to nearest even, by the target format's
-    parameters (:func:`conform.spec.dtypes.round_to_format`: float8 too, overflowing to the
+    parameters (:func:`conform.dtypes.round_to_format`: float8 too, overflowing to the
     format's infinity, or NaN where it has none).
     """
     if new_dtype == "bool":

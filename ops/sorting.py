@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._registry import op
+from conform.op_registry import op
 
 
 def _descending_key(values: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 
 from conform.ops._midpoints import SQUARE_MIDPOINTS
 from conform.ops._multiprecision import refined
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
 
 

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, index_type, traced_feeding
 
 TEMPLATES = ("take", "batched", "patch")

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from conform.ops._registry import op
+from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, index_type
 from conform.ops.scatter import scattered
 from conform.ops.xla_gather import draw_numbers, draw_sorted, gather_shape, in_batch_order, \

@@ -11,7 +11,7 @@ from conform.ops import UnknownOp as UnknownOracle
 from conform.ops import OpDefinition, definition
 from conform.ops._multiprecision import residual_of
 from conform.ops._special_values import apply_table
-from conform.spec.dtypes import is_integer
+from conform.dtypes import is_integer
 
 
 def widen(array: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ import numpy as np
 
 from conform.oracles._registry import accumulation_length, evaluate, evaluate_refined, widen
 from conform.ops.regions import RegionContext, region_mask
-from conform.spec.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS
 
 
 class Expectation(NamedTuple):

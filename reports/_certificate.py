@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conform.reports._html import ENV, fmt, label_key, percent
 from conform.reports._summary import PROBLEMS as BAD
-from conform.harness.judge.verdicts import EXCUSED
+from conform.verdicts import EXCUSED
 
 CERTIFICATE_JSON, CERTIFICATE_HTML = "certificate.json", "certificate.html"
 LISTED_CASES = 500  # cases other than `pass` listed on the page; all of them are in the JSON

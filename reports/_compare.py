@@ -21,7 +21,7 @@ from conform.reports._summary import case_ratio, pass_rate, severity
 from conform.reports._text import backend_label
 
 DIFF_ROWS = 1000   # differing cases listed on the page; the rest are counted
-from conform.harness.judge.verdicts import BROKEN, NOT_RUN  # noqa: E402
+from conform.verdicts import BROKEN, NOT_RUN  # noqa: E402
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from conform.harness.judge.verdicts import JUDGED  # noqa: E402 - the vocabulary, re-exported
+from conform.verdicts import JUDGED  # noqa: E402 - the vocabulary, re-exported
 
 # Why a case is unsupported, from the message its ``unsupported`` record carries (the backend
 # contract has no field for it): the first pattern that matches names the reason.

@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 
 from conform.reports._summary import severity
 from conform.reports._text import neutral
-from conform.spec.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS
 
 COLUMNS = ("case", "verdict", "plan", "region", "shapes", "error/bound", "index", "inputs", "expected",
            "actual", "message")

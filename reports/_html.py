@@ -21,7 +21,7 @@ from conform.reports._failing import COLUMNS, embedded_json, failing_rows, plan_
 from conform.reports._summary import PROBLEMS as BAD
 from conform.reports._summary import Tally, pass_rate, severity, special_value_failure
 from conform.reports._text import neutral
-from conform.harness.judge.verdicts import BROKEN, CORE
+from conform.verdicts import BROKEN, CORE
 
 
 def _finalize(value):

@@ -8,7 +8,7 @@ from conform.harness.judge.compare import RATIO_BINS
 from conform.reports._coverage import coverage, judged, unsupported_reason
 from conform.reports._jsonl import SCHEMA_VERSION
 from conform.reports._text import neutral
-from conform.harness.judge.verdicts import EXCUSED, PASSED, PROBLEMS, VERDICTS  # noqa: F401 - re-exported
+from conform.verdicts import EXCUSED, PASSED, PROBLEMS, VERDICTS  # noqa: F401 - re-exported
 
 REASON_EXAMPLE_CHARS = 300   # an unsupported reason's example message, cut
 

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from conform.ops import OpDefinition, UnknownOp, definition, package_spec_dirs
 from conform.ops._optional import present
-from conform.spec._cache import cached_loads
+from conform.caches import cached_loads
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
-from conform.spec.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS
 
 if TYPE_CHECKING:
     import yaml
@@ -261,7 +261,7 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
         raise SpecError(path, _line_of(root, ["bindings", "onnx", "operands"]),
                         "bindings.onnx.operands", f"operands={operands} names {len(operands)} "
                         f"formal inputs for {len(data['signature']['inputs'])} signature inputs")
-    from conform.ops.regions import REGIONS
+    from conform.op_registry import regions
 
     names = _check_outputs(data, root, path)
     models = [data["error_model"]] + [entry["error_model"] for entry in
@@ -279,10 +279,10 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                         f"(the float64 oracle's value is itself a rounding), and op "
                         f"{data['op']} ({found.module}) has none")
     for i, entry in enumerate(data.get("implementation_defined", [])):
-        if entry["region"] not in REGIONS:
+        if entry["region"] not in regions():
             raise SpecError(path, _line_of(root, ["implementation_defined", i, "region"]),
                             f"implementation_defined.{i}.region",
-                            f"region={entry['region']!r} is unknown; available: {sorted(REGIONS)}")
+                            f"region={entry['region']!r} is unknown; available: {sorted(regions())}")
         for k, name in enumerate(entry.get("outputs", ())):
             if name not in names:
                 raise SpecError(path, _line_of(root, ["implementation_defined", i, "outputs", k]),

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from conform.spec.dtypes import FLOAT_FORMATS, round_to_format
+from conform.dtypes import FLOAT_FORMATS, round_to_format
 
 #: Function names an ``at`` expression may call (each applied element-wise in float64).
 FUNCTIONS = {"log": np.log, "log2": np.log2, "log1p": np.log1p, "exp": np.exp, "exp2": np.exp2,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conform.harness.backends.base import API_VERSION
-from conform.harness.judge.verdicts import BROKEN
+from conform.verdicts import BROKEN
 
 KNOWN_FORMATS = ("native", "onnx", "nnef", "stablehlo")
 SUBNORMAL_POLICIES = ("ieee", "ftz")

@@ -37,7 +37,7 @@ from pathlib import Path
 from conform.reports._jsonl import canonical
 from conform.spec import SpecError
 from conform.spec._loader import _line_of, _read_mapping, _validate
-from conform.harness.judge import verdicts
+from conform import verdicts
 
 FORMAT = "conform-certificate/1"
 CERTIFICATE_FILE, RESULTS_FILE = "certificate.json", "results.jsonl"

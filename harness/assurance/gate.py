@@ -16,7 +16,7 @@ from conform.reports import pass_rate, read_results
 from conform.reports._jsonl import SchemaVersionError, check_schema_version
 from conform.reports._coverage import coverage_text, judged
 from conform.reports._text import neutral
-from conform.harness.judge import verdicts
+from conform import verdicts
 
 PASSED = verdicts.PASSED
 SHOWN = 200  # lines per kind of failure before the rest are only counted

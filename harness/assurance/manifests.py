@@ -49,7 +49,7 @@ from pathlib import Path
 
 from conform.spec import SpecError
 from conform.spec._loader import _line_of, _read_mapping, _validate
-from conform.harness.judge import verdicts
+from conform import verdicts
 
 KINDS = ("xfail", "skip", "waiver")
 FAILING = verdicts.PROBLEMS
@@ -306,12 +306,12 @@ def _parse_expiry(value, path: Path, line: int, index: int) -> datetime.date | N
 
 def load_manifest(path: Path | str, backend: str | None = None) -> Manifest:
     """Load and validate one manifest file; ``backend`` must match its ``backend`` field, if any.
-    The parsed manifest is cached (see :func:`conform.spec._cache.cached_loads`).
+    The parsed manifest is cached (see :func:`conform.caches.cached_loads`).
 
     >>> load_manifest("manifests/onnxruntime.yaml", "onnxruntime").entries[0].kind  # doctest: +SKIP
     'waiver'
     """
-    from conform.spec._cache import cached_loads
+    from conform.caches import cached_loads
 
     path = Path(path)
     if not path.is_file():

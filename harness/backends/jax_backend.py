@@ -19,7 +19,7 @@ import numpy as np
 
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, binding, cache_dir
 from conform.harness.backends.jax_packing import CacheHits, Slot, run_pack
-from conform.spec._cache import prune_folder
+from conform.caches import prune_folder
 
 #: The persistent compilation cache's size cap, in MiB ($CONFORM_JAX_CACHE_MAX_MB). An entry takes
 #: ~2.5 KiB (measured: 9,872 entries, 25 MiB) and the keys change with jax, conform's lowering and

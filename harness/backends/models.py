@@ -16,7 +16,7 @@ import numpy as np
 
 from conform.harness.backends.base import API_VERSION, Backend, Unsupported, attrs_text
 from conform.harness.backends.program import Program
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 
 FORMATS = ("onnx", "stablehlo", "nnef")
 

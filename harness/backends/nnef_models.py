@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from conform.harness.backends.base import Unsupported, binding
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 from conform.spec.programs import lowered_cases
 
 NNEF_TYPES = {"float32": "scalar", "int32": "integer", "bool": "logical"}

@@ -16,7 +16,7 @@ import numpy as np
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.ops import UnknownOp
 from conform.ops._numpy import in_target_dtypes, numpy_computation
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 
 
 @functools.cache

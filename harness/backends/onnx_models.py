@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 from conform.harness.backends.base import Unsupported, attrs_text, binding, onnx_opset as opset
 from conform.ops._optional import ABSENT, onnx_operands
 from conform.spec.programs import lowered_cases
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 
 IR_VERSION = 10
 

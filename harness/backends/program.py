@@ -88,7 +88,7 @@ class Program:
 
     @property
     def out_dtypes(self) -> tuple[str, ...]:
-        """The dtype name of each output (``conform.spec.dtypes.np_dtype`` gives NumPy's)."""
+        """The dtype name of each output (``conform.dtypes.np_dtype`` gives NumPy's)."""
         return self.spec.out_dtypes(self.case)
 
     @property

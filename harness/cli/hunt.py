@@ -57,7 +57,7 @@ def hunt_pairs(specs: dict, args) -> list:
     """The (spec, dtype) pairs the command hunts: element-wise ops under float dtypes that the
     backend's format expresses."""
     from conform.harness.run.runner import SelectionError, by_format, select
-    from conform.spec.dtypes import FLOAT_FORMATS
+    from conform.dtypes import FLOAT_FORMATS
 
     pairs = [(spec, dtype) for spec, dtype in select(specs, args.ops, args.dtypes)
              if spec.elementwise and dtype in FLOAT_FORMATS]

@@ -102,7 +102,7 @@ def writable_directory(path: Path, what: str) -> Path:
 def check_cache_directory() -> None:
     """The cache directory (``$CONFORM_CACHE_DIR`` or ``~/.cache/conform``) is a directory or
     can be made one. (One that cannot be written is usable: it costs the time, nothing else.)"""
-    from conform.spec._cache import cache_dir
+    from conform.caches import cache_dir
 
     where = "$CONFORM_CACHE_DIR" if os.environ.get("CONFORM_CACHE_DIR") else "the cache directory"
     path = cache_dir()

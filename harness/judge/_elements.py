@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype, round_to_format
+from conform.dtypes import FLOAT_FORMATS, np_dtype, round_to_format
 
 def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     """ULP of ``dtype`` in the binade of each float64 reference value, clamped at the smallest normal.
@@ -31,12 +31,12 @@ _NUMPY_ROUNDED = ("float16", "float32", "float64")
 
 def round_to_dtype(values: np.ndarray, dtype: str, *, saturate: bool = False) -> np.ndarray:
     """``values`` rounded once, to nearest even, into ``dtype``; on overflow, the format's
-    :attr:`~conform.spec.dtypes.FloatFormat.overflow_value` (inf, or NaN in a format without
+    :attr:`~conform.dtypes.FloatFormat.overflow_value` (inf, or NaN in a format without
     infinities), or ``±max_finite`` under ``saturate``.
 
     NumPy's float64 -> float16/float32 casts round once; ml_dtypes' float64 -> bfloat16 (and
     -> float8) goes through float32 and can round twice, so those are rounded here explicitly
-    (:func:`~conform.spec.dtypes.round_to_format`).
+    (:func:`~conform.dtypes.round_to_format`).
 
     >>> float(round_to_dtype(np.array(1.0 + 2.0 ** -8 + 2.0 ** -30), "bfloat16")[()])
     1.0078125
@@ -55,7 +55,7 @@ def accumulator_roundoff(out_dtype: str, params: dict) -> float:
 
 
 def accumulator_format(out_dtype: str, params: dict):
-    """The accumulator's :class:`~conform.spec.dtypes.FloatFormat`: the output type's, or that of
+    """The accumulator's :class:`~conform.dtypes.FloatFormat`: the output type's, or that of
     ``accumulator_at_least`` where it is finer."""
     fmt = FLOAT_FORMATS[out_dtype]
     wider = params.get("accumulator_at_least")

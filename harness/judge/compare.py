@@ -62,7 +62,7 @@ import numpy as np
 from conform.harness.judge._elements import (_element_figures, _exact, _strict_zero,
                                              accumulator_format, accumulator_roundoff,
                                              round_to_dtype, ulp_of)
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+from conform.dtypes import FLOAT_FORMATS, np_dtype
 
 __all__ = ["Judgement", "RATIO_BINS", "accumulator_format", "accumulator_roundoff", "compare",
            "compare_many", "describe_model", "ratio_bins", "round_to_dtype", "ulp_of"]

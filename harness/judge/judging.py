@@ -13,7 +13,7 @@ from conform.reports._jsonl import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
 from conform.spec.programs import node_case
-from conform.spec.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS
 
 FEEDING_KEPT = 256    # elements of a slice, window or patch kept in a failing record
 FEEDING_SHOWN = 8     # ... and shown in its message

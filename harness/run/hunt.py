@@ -31,7 +31,7 @@ from conform.generators._values import value_range
 from conform.harness.judge.judging import result_record
 from conform.harness.run.isolation import PoolSettings, WorkerPool
 from conform.spec.critical import to_dtype, ulp
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+from conform.dtypes import FLOAT_FORMATS, np_dtype
 
 CASE_SIZE = 8           # candidates per case: >= 8 elements, the vectorised kernels
 KEEP = 4                # points climbed from each round

@@ -21,7 +21,7 @@ from conform.harness.judge.judging import result_record
 from conform.harness.run.outdir import (NotResumable, check_same_run, complete_lines, read_previous,
                                     remove_stale_reports)
 from conform.reports import ResultWriter, Tally, encode, write_summary
-from conform.harness.judge.verdicts import PROBLEMS
+from conform.verdicts import PROBLEMS
 
 #: How often a running run rewrites its summary.json (marked incomplete: "N of M cases").
 CHECKPOINT_SECONDS = 5.0

@@ -9,7 +9,7 @@ import pytest
 from conform.generators import case_digest, generate_cases
 from conform.generators._corpus import corpus_path
 from conform.generators._corpus_format import TAG, encode, read, write
-from conform.spec._cache import CONTENT_START, DamagedEntry, write_entry
+from conform.caches import CONTENT_START, DamagedEntry, write_entry
 from tests.spec.test_cache import crafted_pickle
 
 

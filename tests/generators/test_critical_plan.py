@@ -10,7 +10,7 @@ from conform.generators._critical import PER_REGION, critical_cases, conversion_
 from conform.generators._edges import broadcast_case
 from conform.spec import load_specs
 from conform.spec.critical import resolve, ulp
-from conform.spec.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from conform.generators import dtype_labels, generate_cases
 from conform.generators._edges import midpoint_case
 from conform.ops import _midpoints as mid
-from conform.spec.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS
 
 #: The exact result of each op whose hook draws midpoints, on Fractions.
 EXACT = {

@@ -217,7 +217,7 @@ def test_asymmetric_ulp_bounds():
 
 def test_bfloat16_reference_is_rounded_once():
     from conform.harness.judge.compare import round_to_dtype
-    from conform.spec.dtypes import np_dtype
+    from conform.dtypes import np_dtype
 
     value = 1.0 + 2.0 ** -8 + 2.0 ** -30      # just above the tie between 1 and 1 + 2**-7
     assert float(round_to_dtype(np.array([value]), "bfloat16")[0]) == 1.0 + 2.0 ** -7

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conform.harness.judge.compare import compare, round_to_dtype
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 
 EXACT = {"exact": True, "why": "correctly rounded conversion"}
 SATURATING = {"exact": True, "saturate": True, "why": "a saturating conversion"}

@@ -8,7 +8,7 @@ import pytest
 
 from conform.generators import Case
 from conform.harness.run.hunt import Hunted, ratio, save_cases, stored_inputs
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 
 
 @pytest.mark.parametrize("record, want", [

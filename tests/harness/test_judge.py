@@ -55,7 +55,7 @@ def test_passing_records_keep_no_slices(specs):
 def test_a_feeding_rule_that_fails_still_gets_its_verdict(specs, monkeypatch):
     import dataclasses
 
-    from conform.ops import _registry
+    from conform import op_registry as _registry
 
     def broken(inputs, attrs, index):
         raise IndexError("a feeding rule with a bug")

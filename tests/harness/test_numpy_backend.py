@@ -17,7 +17,7 @@ from conform.harness.backends.models import declared_inputs
 from conform.harness.backends.numpy_backend import NumpyBackend
 from conform.harness.backends.program import Program
 from conform.ops import definitions
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 from conform.spec.programs import chain_names
 
 

@@ -8,7 +8,7 @@ import pytest
 from conform.generators import Case
 from conform.harness.backends.models import run_case
 from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 
 FLOAT8 = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"]
 

@@ -14,7 +14,7 @@ from conform.generators._corpus_format import read, write
 from conform.generators._values import edge_values, fill, value_range
 from conform.harness.judge.compare import compare, round_to_dtype
 from conform.oracles import evaluate
-from conform.spec.dtypes import FLOAT_FORMATS, np_dtype
+from conform.dtypes import FLOAT_FORMATS, np_dtype
 from tests.spec.test_float8 import FLOAT8, nearest, table
 
 EXACT = {"exact": True, "why": "correctly rounded"}

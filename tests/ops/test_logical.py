@@ -18,9 +18,10 @@ import pytest
 
 from conform.ops import definitions
 from conform.oracles import evaluate
-from conform.ops.regions import REGIONS, RegionContext
+from conform.op_registry import regions
+from conform.ops.regions import RegionContext
 from conform.spec import dtype_class, load_specs
-from conform.spec.dtypes import int_info, np_dtype
+from conform.dtypes import int_info, np_dtype
 
 INF, NAN = math.inf, math.nan
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
@@ -301,7 +302,7 @@ def widened_agrees(spec, dtype, seed=0) -> bool:
     mask = np.zeros(judged.shape, bool)
     for entry in spec.implementation_defined:
         ctx = RegionContext(inputs=inputs, expected=judged, out_dtype=out_dtype, float_oracle=None)
-        mask |= REGIONS[entry["region"]](ctx)
+        mask |= regions()[entry["region"]](ctx)
     return bool(((judged == own) | mask).all())
 
 
@@ -327,7 +328,7 @@ def shift_mask(lhs, rhs):
     (expected,) = evaluate("shift_left", [lhs, rhs], {})
     ctx = RegionContext(inputs=[lhs, rhs], expected=expected, out_dtype=str(lhs.dtype),
                         float_oracle=lambda xs: evaluate("shift_left", xs, {})[0])
-    out = REGIONS["shift_out_of_range"](ctx)
+    out = regions()["shift_out_of_range"](ctx)
     assert out.dtype == np.bool_ and out.shape == expected.shape
     return out
 

@@ -18,7 +18,8 @@ import pytest
 
 from conform.ops import definitions
 from conform.oracles import accumulation_length, evaluate
-from conform.ops.regions import REGIONS, RegionContext
+from conform.op_registry import regions
+from conform.ops.regions import RegionContext
 from test_elementwise import ulp_error
 
 try:
@@ -190,17 +191,17 @@ def _context(op, x, out_dtype, attrs):
 
 def test_mean_accumulation_overflow_region():
     big = np.array([[60000.0, 60000.0], [1.0, 2.0]], np.float16)
-    mask = REGIONS["mean_accumulation_overflow"](_context("reduce_mean", big, "float16",
+    mask = regions()["mean_accumulation_overflow"](_context("reduce_mean", big, "float16",
                                                           {"dimensions": [1]}))
     assert mask.tolist() == [True, False]     # 120000 > 65504 in float16, the mean is not
-    same32 = REGIONS["mean_accumulation_overflow"](_context(
+    same32 = regions()["mean_accumulation_overflow"](_context(
         "reduce_mean", big.astype(np.float32), "float32", {"dimensions": [1]}))
     assert same32.tolist() == [False, False]
 
 
 def test_nan_operand_region():
     x = np.array([1.0, NAN, -NAN, -0.0], np.float32)
-    assert REGIONS["nan_operand"](_context("relu", x, "float32", {})).tolist() == \
+    assert regions()["nan_operand"](_context("relu", x, "float32", {})).tolist() == \
         [False, True, True, False]
 
 

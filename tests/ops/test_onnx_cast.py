@@ -11,7 +11,7 @@ from conform.harness.judge.compare import round_to_dtype
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles import evaluate
 from conform.oracles.expectations import expect
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 
 FLOAT8 = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"]
 MAX = {"float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8_e5m2": 57344.0,

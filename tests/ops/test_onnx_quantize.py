@@ -14,7 +14,7 @@ from conform.generators import Case, generate_cases
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles import evaluate
 from conform.oracles.expectations import expect
-from conform.spec.dtypes import np_dtype
+from conform.dtypes import np_dtype
 from tests.ops.onnx_node_cases import node_cases
 
 NAMES = {"onnx_quantize_linear": ("x", "y_scale", "y_zero_point"),

@@ -15,7 +15,7 @@ from conform.ops import _midpoints as mid
 from conform.ops._rounded import (converted64, exact_add, exact_divide, exact_multiply,
                                   exact_sqrt, exact_subtract)
 from conform.oracles import evaluate
-from conform.spec.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS
 
 P, EMIN, EMAX = 53, -1022, 1023
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from conform.spec import load_specs
-from conform.spec._cache import (CONTENT_START, DamagedEntry, from_data, read_entry, to_data,
+from conform.caches import (CONTENT_START, DamagedEntry, from_data, read_entry, to_data,
                                  write_entry)
 
 

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conform.spec.dtypes import (FLOAT_FORMATS, AbsentValue, int_info, is_integer, np_dtype,
+from conform.dtypes import (FLOAT_FORMATS, AbsentValue, int_info, is_integer, np_dtype,
                                  resolve_edge_value, round_to_format)
 
 FLOAT8 = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"]

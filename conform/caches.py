@@ -125,12 +125,12 @@ def warn_damaged(path: Path, reason: Exception) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _loader_fingerprint() -> bytes:
-    """What a parsed spec depends on besides its file: the loader, schema, oracle and op module
-    sources and the YAML parser's version."""
+    """What a parsed spec depends on besides its file: the bottom layer's, loader's, schema's,
+    oracle and op module sources and the YAML parser's version."""
     root = Path(__file__).parent.parent
     digest = hashlib.sha256(importlib.metadata.version("pyyaml").encode())
-    for path in [*sorted(Path(__file__).parent.glob("*.py")), *sorted((root / "oracles").glob("*.py")),
-                 *sorted((root / "ops").glob("*.py"))]:
+    for path in [*sorted(Path(__file__).parent.glob("*.py")), *sorted((root / "spec").glob("*.py")),
+                 *sorted((root / "oracles").glob("*.py")), *sorted((root / "ops").glob("*.py"))]:
         digest.update(path.read_bytes())
     return digest.digest()
 

@@ -5,33 +5,25 @@ each model format, how its signatures are drawn and which input elements feed an
 It declares each op with :func:`op` (explicitly, with a version). The shared stages (drawing,
 oracles, model builders, the jax backend, repro, the judge) look an op up here and name no op.
 
-Built-in op modules are listed in :data:`BUILTIN_MODULES`; installed packages add theirs through
-the ``conform.ops`` entry-point group (each entry point names a module; YAML specs beside that
-module join the suite).
+Op modules are discovered, so adding one edits no shared file: every public module (a name not
+starting with ``_``) of the built-in package :data:`BUILTIN_PACKAGE`, and every module an entry
+point of the ``conform.ops`` group names (a package: it and its public modules; YAML specs beside
+it join the suite). The same discovery finds the implementation-defined regions that modules
+declare with :func:`region`.
 """
 from __future__ import annotations
 
 import functools
 import importlib
 import inspect
+import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-#: The op modules shipped with conform (``conform.ops.<name>``), listed explicitly.
-BUILTIN_MODULES = ("elementwise", "unary_math", "activation", "logical", "selection",
-                   "reduction", "contraction", "movement", "onnx_elementwise",
-                   "onnx_reduction", "onnx_movement", "nnef_elementwise", "sorting",
-                   "indexing", "scatter", "dynamic_slicing",
-                   "xla_gather", "xla_scatter",
-                   "arg_reduction", "onnx_range_split", "bit_conversion",
-                   "onnx_pooling", "nnef_pooling",
-                   "onnx_softmax", "onnx_normalization", "nnef_normalization",
-                   "onnx_cast", "onnx_quantize",
-                   "onnx_contraction", "nnef_contraction",
-                   "onnx_set_valued", "variadic", "onnx_sequences", "onnx_control_flow",
-                   "onnx_resize", "control_flow", "nnef_resampling", "onnx_slice")
+#: The package of the op modules shipped with conform: each of its public modules is imported.
+BUILTIN_PACKAGE = "conform.ops"
 ENTRY_POINT_GROUP = "conform.ops"
 #: How a drawer finds the input elements feeding one output element (see ``OpDefinition.feeding``).
 FEEDING_KINDS = ("aligned", "moved")
@@ -223,6 +215,13 @@ def _definitions_in(module: ModuleType, found: dict[str, OpDefinition]) -> None:
             found[value.name] = value
 
 
+def _public_modules(package: ModuleType) -> list[ModuleType]:
+    """``package``'s public modules (names not starting with ``_``), in name order."""
+    names = sorted(info.name for info in pkgutil.iter_modules(package.__path__)
+                   if not info.name.startswith("_"))
+    return [importlib.import_module(f"{package.__name__}.{name}") for name in names]
+
+
 def _entry_point_modules() -> list[ModuleType]:
     from importlib.metadata import entry_points
 
@@ -237,17 +236,25 @@ def _entry_point_modules() -> list[ModuleType]:
 
 
 _REGISTRY: dict[str, OpDefinition] = {}
+_REGIONS: dict[str, Callable] = {}
 _PACKAGES: list[ModuleType] = []
+_MODULES: list[str] = []
+
+
+def _with_submodules(module: ModuleType) -> list[ModuleType]:
+    return [module, *_public_modules(module)] if hasattr(module, "__path__") else [module]
 
 
 def _load() -> dict[str, OpDefinition]:
     if not _REGISTRY:
         found: dict[str, OpDefinition] = {}
-        builtin = [importlib.import_module(f"conform.ops.{name}") for name in BUILTIN_MODULES]
+        builtin = _public_modules(importlib.import_module(BUILTIN_PACKAGE))
         installed = _entry_point_modules()
-        for module in builtin + installed:
+        modules = builtin + [m for package in installed for m in _with_submodules(package)]
+        for module in modules:
             _definitions_in(module, found)
         _PACKAGES[:] = installed
+        _MODULES[:] = [module.__name__ for module in modules]
         _REGISTRY.update(sorted(found.items()))
     return _REGISTRY
 
@@ -266,7 +273,38 @@ def definition(name: str) -> OpDefinition:
     return found
 
 
+def op_modules() -> list[str]:
+    """The names of the modules discovery imported (built-in, then installed), in order."""
+    _load()
+    return list(_MODULES)
+
+
 def package_spec_dirs() -> list[Path]:
     """The folders of installed op packages (entry points), whose YAML specs join the suite."""
     _load()
     return [Path(module.__file__).parent for module in _PACKAGES if hasattr(module, "__path__")]
+
+
+def region(function: Callable) -> Callable:
+    """Declare ``function(ctx) -> mask`` as the implementation-defined region named after it (a
+    spec's ``implementation_defined`` entries name regions; ``ctx`` is a
+    :class:`conform.ops.regions.RegionContext`). Returns ``function`` unchanged.
+
+    >>> @region
+    ... def nowhere_at_all(ctx):
+    ...     return ctx.none()
+    >>> regions()["nowhere_at_all"] is nowhere_at_all
+    True
+    """
+    other = _REGIONS.get(function.__name__)
+    if other is not None and other.__module__ != function.__module__:
+        raise ImportError(f"region {function.__name__!r} is declared twice: in {other.__module__} "
+                          f"and {function.__module__}")
+    _REGIONS[function.__name__] = function
+    return function
+
+
+def regions() -> dict[str, Callable]:
+    """Every declared region, by name (discovering the op modules first)."""
+    _load()
+    return _REGIONS

@@ -1,0 +1,79 @@
+"""Record, or check, what the default corpus gives on each built-in backend: per case its verdict,
+error figures and a digest of the case itself (corpus hash), so that a refactor that must change no
+result can show it changed none.
+
+    python3 bench/baseline.py record            # writes tests/fixtures/baseline/<backend>.json
+    python3 bench/baseline.py check [BACKEND..] # exit 1 and a diff where anything differs
+
+Each backend runs a fixed small budget (``RUNS``) so the check fits in the test suite.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "baseline"
+#: backend -> the run's extra options: every op at two examples where a run is cheap, a sample of
+#: ops where each case costs a compilation.
+RUNS = {
+    "numpy": ["--max-examples", "2"],
+    "onnxruntime": ["--max-examples", "2"],
+    "jax": ["--max-examples", "1", "--ops", "add,exp,tanh,dot_general,reduce_sum,gather,convert_element_type,sort,conv"],
+    "nnef": ["--max-examples", "1", "--ops", "nnef_*,exp,tanh"],
+}
+CASE_FIELDS = ("op", "dtype", "input_dtypes", "out_dtype", "shapes", "attrs", "plan", "seed")
+RESULT_FIELDS = ("verdict", "model", "checked", "mismatched", "impl_defined_elements", "max_error",
+                 "bound", "worst")
+
+
+def _digest(record: dict, fields) -> str:
+    picked = {name: record.get(name) for name in fields}
+    return hashlib.sha256(orjson.dumps(picked, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def run(backend: str) -> dict[str, list[str]]:
+    """Case id -> [verdict, case digest, result digest] of ``backend``'s baseline run."""
+    with tempfile.TemporaryDirectory() as out:
+        command = ["conform", "run", "--backend", backend, "--out", out, "--quiet",
+                   "--no-manifest", *RUNS[backend]]
+        subprocess.run(command, check=False, capture_output=True, timeout=1800)
+        lines = (Path(out) / "results.jsonl").read_bytes().splitlines()
+    records = [orjson.loads(line) for line in lines if line.strip()]
+    return {r["id"]: [r["verdict"], _digest(r, CASE_FIELDS), _digest(r, RESULT_FIELDS)]
+            for r in sorted(records, key=lambda r: r["id"])}
+
+
+def differences(backend: str) -> list[str]:
+    """Lines naming each case whose verdict, case or result differs from the recorded baseline."""
+    recorded = json.loads((FIXTURES / f"{backend}.json").read_text())
+    now = run(backend)
+    found = [f"{backend}: {case} missing now" for case in recorded if case not in now]
+    found += [f"{backend}: {case} new" for case in now if case not in recorded]
+    found += [f"{backend}: {case} {recorded[case]} -> {now[case]}"
+              for case in recorded if case in now and recorded[case] != now[case]]
+    return found
+
+
+def main(argv: list[str]) -> int:
+    action, backends = argv[0], argv[1:] or list(RUNS)
+    if action == "record":
+        FIXTURES.mkdir(parents=True, exist_ok=True)
+        for backend in backends:
+            cases = run(backend)
+            (FIXTURES / f"{backend}.json").write_text(json.dumps(cases, indent=0) + "\n")
+            print(f"{backend}: {len(cases)} cases recorded")
+        return 0
+    found = [line for backend in backends for line in differences(backend)]
+    print("\n".join(found[:50]) or "identical")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
