@@ -211,7 +211,7 @@ def onnx_pad(case, graph):
     """Pad over the data, ``pads`` and ``axes`` as int64 constant initializers (Tind also
     allows int32 axes, which onnx's own shape inference refuses: such a model fails the
     checker) and ``constant_value`` where present ("" where axes follows an absent one)."""
-    from conform.harness.backends.base import onnx_opset
+    from conform.model_formats import onnx_opset
 
     attrs = case.attrs
     if attrs["mode"] == "wrap" and onnx_opset() < 19:

@@ -19,7 +19,7 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, _lower_with, signed_axis
-from conform.oracles._registry import widen
+from conform.widening import widen
 
 
 # -- Unique -----------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def scattered(data, targets, updates, reduction: str, selection: str = "ieee"):
 
 def onnx_scatter(case, graph):
     """One node; ``reduction`` exists from opset 16 (add, mul) and 18 (max, min)."""
-    from conform.harness.backends.base import onnx_opset
+    from conform.model_formats import onnx_opset
 
     reduction, version = case.attrs["reduction"], onnx_opset()
     if version < REDUCTION_SINCE[reduction]:

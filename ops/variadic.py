@@ -17,7 +17,7 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE
-from conform.oracles._registry import widen
+from conform.widening import widen
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer
 
 SORT_OPERANDS = 3   # the spec's operands: the format fixes an op's inputs and outputs per spec

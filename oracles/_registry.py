@@ -11,17 +11,7 @@ from conform.ops import UnknownOp as UnknownOracle
 from conform.ops import OpDefinition, definition
 from conform.ops._multiprecision import residual_of
 from conform.ops._special_values import apply_table
-from conform.dtypes import is_integer
-
-
-def widen(array: np.ndarray) -> np.ndarray:
-    """An input as the oracle sees it: float64 for floats, int64 for integers, bool for bool."""
-    kind = array.dtype.kind
-    if kind == "b":
-        return array.astype(np.bool_)
-    if kind in "iu" or (kind == "V" and is_integer(array.dtype.name)):   # int4, uint4
-        return array.astype(np.int64)
-    return array.astype(np.float64)
+from conform.widening import widen
 
 
 def evaluate(name, inputs: Sequence[np.ndarray], attrs: dict, *, rounded64: bool = False,

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conform.harness.backends.base import API_VERSION
+from conform.model_formats import KNOWN_FORMATS
 from conform.verdicts import BROKEN
 
-KNOWN_FORMATS = ("native", "onnx", "nnef", "stablehlo")
 SUBNORMAL_POLICIES = ("ieee", "ftz")
 SMOKE_PROFILE = "smoke"   # the built-in profile (spec/profiles.yaml) the smoke suite runs
 PROBE_OP = "conform_adapter_check_unclaimed_op"   # an op no adapter can claim
@@ -117,7 +117,7 @@ def _probe_cases(op: str):
 
 
 def _run_probe(backend, spec, case) -> dict:
-    from conform.harness.backends.base import Unsupported
+    from conform.model_formats import Unsupported
 
     from conform.harness.backends.models import call_run
 

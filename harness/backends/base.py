@@ -6,22 +6,18 @@ worker process, never in the parent: a backend that crashes takes only its worke
 from __future__ import annotations
 
 import functools
-import os
 import time
 from typing import Callable, Sequence
 
 import numpy as np
 
-from conform.generators import cache_dir  # noqa: F401 - backends keep their caches there
+from conform.caches import cache_dir  # noqa: F401 - backends keep their caches there
+from conform.model_formats import Unsupported, onnx_opset  # noqa: F401 - part of the contract
 
 #: The version of this contract. It grows compatibly: new arguments to :meth:`Backend.run` are
 #: keyword-only with defaults, new methods are optional and have defaults here; a change that
 #: would break an existing adapter bumps this number (see docs/adapters.md).
 API_VERSION = 3
-
-
-class Unsupported(Exception):
-    """Raised by a backend that cannot express a case; the reason is shown in the report."""
 
 
 class RuntimeClock:
@@ -150,15 +146,3 @@ def attrs_text(attrs: dict) -> str:
     """A case's attributes as a hashable, order-independent text for model keys (most cases
     have none)."""
     return repr(sorted(attrs.items())) if attrs else "[]"
-
-
-#: The opset ONNX models are built at: ``$CONFORM_ONNX_OPSET`` (``conform run --onnx-opset``), else 21.
-#: onnxruntime 1.32 loads opsets up to 28; 21 stays the default until the catalog's ops have been
-#: reviewed against the schema changes of opsets 22-28 (a run at 26 gave the same verdicts).
-DEFAULT_ONNX_OPSET = 21
-
-
-def onnx_opset() -> int:
-    """The opset this process builds models at (read each time: a run sets it before workers
-    start, and a forked worker may have imported this module earlier)."""
-    return int(os.environ.get("CONFORM_ONNX_OPSET") or DEFAULT_ONNX_OPSET)

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from conform.model_formats import MODEL_FILE_FORMATS
 from conform.harness.backends.base import API_VERSION, Backend, Unsupported, attrs_text
 from conform.harness.backends.program import Program
 from conform.dtypes import np_dtype
 
-FORMATS = ("onnx", "stablehlo", "nnef")
+FORMATS = MODEL_FILE_FORMATS
 
 
 class Model:

@@ -177,7 +177,7 @@ def test_suites_hold_signatures_the_partial_onnx_operator_can_express(specs, op)
     padding, Clip takes only scalar bounds: signatures drawn freely rarely fit them (MaxPool:
     none of 64), which left those onnxruntime kernels almost untested."""
     from conform.harness.backends import onnx_models
-    from conform.harness.backends.base import Unsupported
+    from conform.model_formats import Unsupported
 
     def expressible(case):
         try:

@@ -202,7 +202,7 @@ def test_numpy_area_downsample_averages_float16_in_float32_as_np_mean_does():
 
 
 def test_numpy_has_no_multilinear_upsample(specs):
-    from conform.harness.backends.base import Unsupported
+    from conform.model_formats import Unsupported
     from conform.harness.backends.models import run_case
     from conform.harness.backends.numpy_backend import NumpyBackend
 

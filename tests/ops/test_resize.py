@@ -366,7 +366,7 @@ def test_an_unchanged_axis_keeps_the_half_pixel_shift_of_tf_half_pixel_for_nn(sp
 @pytest.mark.parametrize("op", sorted(FAMILIES.values()))
 def test_numpy_has_no_resize(specs, op):
     from conform.generators import generate_cases
-    from conform.harness.backends.base import Unsupported
+    from conform.model_formats import Unsupported
     from conform.harness.backends.models import run_case
     from conform.harness.backends.numpy_backend import NumpyBackend
 

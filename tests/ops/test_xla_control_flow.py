@@ -329,7 +329,7 @@ def test_numpy_fails_only_where_a_body_takes_np_sign_of_minus_zero(specs, name):
     np.sign(-0.0) is +0.0, where XLA's Sign gives -0 (seed 004, "Sign"): the loop or branch
     fails only where its body has sign. Unsupported only where a body op is (round, erf,
     integer divide: NumPy computes it in float64; count_leading_zeros: NumPy has no clz)."""
-    from conform.harness.backends.base import Unsupported
+    from conform.model_formats import Unsupported
     from conform.harness.backends.models import run_case
     from conform.harness.backends.numpy_backend import NumpyBackend
 

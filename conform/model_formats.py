@@ -1,0 +1,28 @@
+"""The model formats conform builds and the words every stage uses about them: which formats
+exist, the ONNX opset models are built at, and :class:`Unsupported`, which an op's lowering or
+a backend raises for a case it cannot express (a coverage gap, not a failure)."""
+from __future__ import annotations
+
+import os
+
+#: The formats of the models conform builds for a backend: ``native`` (the backend computes the
+#: op itself: numpy, jax's lax), ``onnx``, ``nnef`` and ``stablehlo``.
+KNOWN_FORMATS = ("native", "onnx", "nnef", "stablehlo")
+#: The formats a model file is written in (repro, adapters taking a model).
+MODEL_FILE_FORMATS = ("onnx", "stablehlo", "nnef")
+
+#: The opset ONNX models are built at: ``$CONFORM_ONNX_OPSET`` (``conform run --onnx-opset``), else 21.
+#: onnxruntime 1.32 loads opsets up to 28; 21 stays the default until the catalog's ops have been
+#: reviewed against the schema changes of opsets 22-28 (a run at 26 gave the same verdicts).
+DEFAULT_ONNX_OPSET = 21
+
+
+class Unsupported(Exception):
+    """Raised by a lowering or a backend that cannot express a case; the reason is shown in the
+    report."""
+
+
+def onnx_opset() -> int:
+    """The opset this process builds models at (read each time: a run sets it before workers
+    start, and a forked worker may have imported this module earlier)."""
+    return int(os.environ.get("CONFORM_ONNX_OPSET") or DEFAULT_ONNX_OPSET)
