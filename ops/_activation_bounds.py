@@ -61,8 +61,15 @@ def ulp(values, dtype: str) -> np.ndarray:
 
 
 def half_ulp(values, dtype: str) -> np.ndarray:
-    """The error of one correctly rounded operation whose exact result is ``values``."""
-    return 0.5 * ulp(values, dtype)
+    """The error of one correctly rounded operation whose exact result is ``values``: half an
+    ULP, or the whole smallest subnormal of float64, whose half float64 cannot hold.
+
+    >>> half_ulp(np.array([1.0, 1e-320]), "float64").tolist()
+    [1.1102230246251565e-16, 5e-324]
+    """
+    spacing = ulp(values, dtype)
+    half = 0.5 * spacing
+    return np.where(half > 0, half, spacing)
 
 
 def finish(first_order, expected, dtype: str, roundings: int) -> np.ndarray:

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op
 from conform.ops._activation_bounds import (attr_error, f32, finish, half_ulp, in_dtype,
                                             onnx_with_attrs, ulp)
@@ -279,7 +280,8 @@ def _swish_terms(x, alpha, dtype, u, constants):
         d = 1 + en
         by_division = s * (constants["exp_ulp"] * ulp(en, dtype) + en * np.abs(z) * dz
                            + half_ulp(d, dtype)) / d
-        by_division = np.where(np.isfinite(by_division), by_division, 0.0)
+        # where e**-z overflows T the division gives -0 for a nonzero result: not admitted
+        by_division = np.where(en <= FLOAT_FORMATS[dtype].max_finite, by_division, 0.0)
         return v * s, np.abs(v) * np.maximum(by_sigmoid, by_division)
 
 
@@ -292,8 +294,12 @@ def swish_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
 
 
 def numpy_swish(x, *, alpha):
-    """The numpy backend: ``x / (1 + np.exp(-(alpha * x)))`` in x's type."""
-    return x / (x.dtype.type(1) + np.exp(-(in_dtype(alpha, x) * x)))
+    """The numpy backend: x * sigmoid(z), z = alpha * x, in x's type, the sigmoid as
+    ``1 / (1 + np.exp(-z))`` for z >= 0 and ``np.exp(z) / (1 + np.exp(z))`` below (no
+    overflow)."""
+    one, z = x.dtype.type(1), in_dtype(alpha, x) * x
+    e = np.exp(-np.abs(z))
+    return x * np.where(z >= 0, one / (one + e), e / (one + e))
 
 
 def _swish(x, alpha, dtypes):
@@ -324,7 +330,10 @@ def swiglu_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
     with np.errstate(invalid="ignore"):
         total = _through(np.abs(b), first + half_ulp(swish, dtype)) + half_ulp(y, dtype)
     k = max(constants["exp_ulp"], constants["logistic_ulp"])
-    return (finish(total, y, dtype, 2 * k + 8),)
+    bound = finish(total, y, dtype, 2 * k + 8)
+    # Swish(A) may round to a zero in T that an infinite B makes NaN: no value to judge
+    lost = np.isinf(b) & (np.abs(swish) < FLOAT_FORMATS[dtype].min_subnormal) & (swish != 0)
+    return (np.where(lost, np.nan, bound),)
 
 
 def numpy_swiglu(a, b, *, alpha):

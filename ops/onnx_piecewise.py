@@ -45,8 +45,9 @@ def hard_sigmoid_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtype
 
 
 def numpy_hard_sigmoid(x, *, alpha, beta):
-    """The numpy backend: ``np.clip(alpha * x + beta, 0, 1)`` in x's type."""
-    return np.clip(in_dtype(alpha, x) * x + in_dtype(beta, x), x.dtype.type(0), x.dtype.type(1))
+    """The numpy backend: ``max(0, min(1, alpha * x + beta))`` in x's type."""
+    one, zero = x.dtype.type(1), x.dtype.type(0)
+    return np.maximum(zero, np.minimum(one, in_dtype(alpha, x) * x + in_dtype(beta, x)))
 
 
 @op("onnx_hard_sigmoid", version=1, onnx=onnx_with_attrs, numpy=numpy_hard_sigmoid,
@@ -74,9 +75,9 @@ def hard_swish_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes)
 
 
 def numpy_hard_swish(x):
-    """The numpy backend: ``x * np.clip(x / 6 + 0.5, 0, 1)`` in x's type."""
+    """The numpy backend: ``x * max(0, min(1, x / 6 + 0.5))`` in x's type."""
     t = x.dtype.type
-    return x * np.clip(x / t(6) + t(0.5), t(0), t(1))
+    return x * np.maximum(t(0), np.minimum(t(1), x / t(6) + t(0.5)))
 
 
 @op("onnx_hard_swish", version=1, numpy=numpy_hard_swish, error_bound=hard_swish_bound)
@@ -137,14 +138,22 @@ def oracle_onnx_thresholded_relu(x, *, alpha):
 
 # ------------------------------------------------------------------ PRelu
 
+def full_shape(draw, kit) -> tuple:
+    """A shape of rank 0 to 4 (empty ones too) that the inputs broadcast to."""
+    return draw(kit.shape(min_rank=0, max_rank=4, min_side=draw(kit.st.sampled_from((1, 1, 1, 0)))))
+
+
+def broadcastable_to(draw, kit, shape: tuple) -> tuple:
+    """A shape unidirectionally broadcastable to ``shape`` (ONNX Broadcasting.md: some leading
+    dimensions dropped, some of the rest set to 1)."""
+    kept = shape[draw(kit.st.integers(0, len(shape))):]
+    return tuple(1 if draw(kit.st.integers(0, 3)) == 0 else side for side in kept)
+
+
 def draw_prelu(draw, kit, spec, dtype):
-    """X of any shape, and a slope unidirectionally broadcastable to it (ONNX Broadcasting.md:
-    some leading dimensions of X dropped, some of the rest set to 1)."""
-    st = kit.st
-    shape = draw(kit.shape(min_rank=0, max_rank=4, min_side=draw(st.sampled_from((1, 1, 1, 0)))))
-    kept = shape[draw(st.integers(0, len(shape))):]
-    slope = tuple(1 if draw(st.integers(0, 3)) == 0 else side for side in kept)
-    return kit.Signature((dtype, dtype), (shape, slope), {}, dtype)
+    """X of any shape, and a slope unidirectionally broadcastable to it."""
+    shape = full_shape(draw, kit)
+    return kit.Signature((dtype, dtype), (shape, broadcastable_to(draw, kit, shape)), {}, dtype)
 
 
 def rounded_prelu(x, slope):
