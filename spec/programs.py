@@ -170,9 +170,11 @@ def is_program(name: str) -> bool:
 
 def chainable(spec) -> bool:
     """Whether ``spec``'s op can be a link of a chain: element-wise (equal shapes, fixed
-    attributes), one output of its input dtype."""
+    attributes), one output of its input dtype, and judged without a ``derived`` bound (whose
+    hook a chain does not evaluate on a node's own operands)."""
     return (spec.elementwise and spec.output_dtype == "same" and len(spec.outputs) == 1
-            and not spec.optional_inputs)
+            and not spec.optional_inputs
+            and not any("derived" in model for model in (spec.error_model or {}).values()))
 
 
 def program_spec(name: str, specs: dict) -> ProgramSpec:
