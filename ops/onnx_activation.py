@@ -135,15 +135,21 @@ def _gelu_erf_terms(x, dtype, u, constants):
 
 
 def _gelu_tanh_terms(x, dtype, u, constants):
-    """First-order error of ``1 + tanh(w)``, ``w = sqrt(2/pi) (x + 0.044715 x**3)`` in T: x**3
-    two roundings, each constant rounded into T and its product one more, the sum one: the
-    error of w through tanh's derivative ``1 - tanh(w)**2``; tanh within ``tanh_ulp`` and the
-    addition rounded, or ``2 sigmoid(2w)`` within ``logistic_ulp``."""
+    """First-order error of ``1 + tanh(w)``, ``w = sqrt(2/pi) (x + 0.044715 x**3)`` in T, as the
+    function body computes it: x**3 by Pow (within ``pow_ulp``; two products are within it),
+    0.044715 and 2/pi as float32 constants cast to T (their distance from the text's values
+    counts: the float32 0.044715 is 3.5e-8 off, which a float64 result shows), the square root
+    of 2/pi, the products and the sum one rounding each; the error of w through tanh's
+    derivative ``1 - tanh(w)**2``; tanh within ``tanh_ulp`` and the addition rounded, or ``2
+    sigmoid(2w)`` within ``logistic_ulp``."""
+    dc1 = attr_error(2 / math.pi, dtype, exact=2 / math.pi) / (2 / math.pi) / 2 + u
+    dc2 = attr_error(GELU_CUBIC, dtype, exact=GELU_CUBIC) / GELU_CUBIC
     with np.errstate(over="ignore", invalid="ignore"):
         cubic = GELU_CUBIC * np.abs(x) ** 3
         inner = x + GELU_CUBIC * x ** 3
         w = SQRT_2_OVER_PI * inner
-        dw = SQRT_2_OVER_PI * (cubic * 4 * u + np.abs(inner) * u) + np.abs(w) * 2 * u
+        dw = SQRT_2_OVER_PI * (cubic * (2 * constants["pow_ulp"] * u + dc2 + u)
+                               + np.abs(inner) * u) + np.abs(w) * (dc1 + u)
         tw = np.tanh(w)
         total = 2 * _expit(2 * w)
         by_tanh = constants["tanh_ulp"] * ulp(tw, dtype) + half_ulp(total, dtype)
@@ -161,7 +167,7 @@ def gelu_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
     with np.errstate(over="ignore", invalid="ignore"):
         first = 0.5 * np.abs(x) * terms(np.where(np.isfinite(x), x, 0.0), dtype, u, constants) \
             + 2 * half_ulp(y, dtype)
-    b = max(constants[k] for k in ("erf_ulp", "erfc_ulp", "tanh_ulp", "logistic_ulp"))
+    b = max(constants[k] for k in ("erf_ulp", "erfc_ulp", "tanh_ulp", "logistic_ulp", "pow_ulp"))
     return (finish(first, y, dtype, 2 * b + 8),)
 
 

@@ -139,6 +139,21 @@ def test_a_narrower_evaluation_fails(specs):
     assert verdict(specs["onnx_swish"], [x], {"alpha": 1.0}, [swish.astype(np.float32)]) == "fail"
 
 
+def test_gelu_tanh_in_float64_admits_the_function_bodys_float32_constants_only(specs):
+    """Gelu-20's function body casts the float32 constants 0.63661975 (2/pi) and 0.044715 to
+    T: a float64 result follows them (onnxruntime's does), and errs by ~1e-8 relative; an
+    evaluation wholly in float32 errs by ~1e-7 and fails."""
+    x = np.linspace(-4, 4, 33)
+    c1, c2 = math.sqrt(float(np.float32(0.63661975))), float(np.float32(0.044715))
+    body = 0.5 * x * (1 + np.tanh(c1 * (x + c2 * x ** 3)))
+    attrs = {"approximate": "tanh"}
+    assert verdict(specs["onnx_gelu"], [x], attrs, [body]) == "pass"
+    f = np.float32
+    x32 = x.astype(f)
+    narrow = f(0.5) * x32 * (f(1) + np.tanh(f(c1) * (x32 + f(c2) * x32 * x32 * x32)))
+    assert verdict(specs["onnx_gelu"], [x], attrs, [narrow.astype(np.float64)]) == "fail"
+
+
 def test_swiglu_where_swish_underflows_before_an_infinite_b_is_unbounded(specs):
     a, b = np.array([-1e-45, -1.0], np.float32), np.array([np.inf, 2.0], np.float32)
     case = case_of("onnx_swiglu", [a, b], {"alpha": 1.0})
