@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS, is_integer
+from conform.dtypes import FLOAT_FORMATS, is_integer, np_dtype
 from conform.op_registry import op
 from conform.ops._activation_bounds import (attr_error, f32, finish, half_ulp, in_dtype,
                                             in_type, onnx_with_attrs)
@@ -209,7 +209,21 @@ def numpy_shrink(x, *, lambd, bias):
     return np.where(x < -lam, x + b, np.where(x > lam, x - b, x.dtype.type(0)))
 
 
-@op("onnx_shrink", version=1, onnx=onnx_with_attrs, numpy=numpy_shrink, rounded64=rounded_shrink)
+def shrink_midpoints(rng, spec, dtype):
+    """Shrink with lambd 0.5 and bias 1.5 on x of both signs: half of them integers in
+    ``[2**(p-1), 2**p)``, whose spacing is 1, so that ``x +- 1.5`` is a rounding midpoint (odd
+    and even neighbours alike), half in the binade below (spacing 1/2: exact results)."""
+    if dtype not in FLOAT_FORMATS:
+        return None
+    p = FLOAT_FORMATS[dtype].precision
+    steps = rng.integers(0, 2 ** (p - 1), 64).astype(np.float64)
+    x = np.concatenate([2.0 ** (p - 1) + steps[:32], 2.0 ** (p - 2) + steps[32:] / 2])
+    x *= rng.choice([-1.0, 1.0], x.size)
+    return [x.astype(np_dtype(dtype))], {"lambd": 0.5, "bias": 1.5}, dtype
+
+
+@op("onnx_shrink", version=1, onnx=onnx_with_attrs, numpy=numpy_shrink, rounded64=rounded_shrink,
+    midpoints=shrink_midpoints)
 def oracle_onnx_shrink(x, *, lambd, bias, dtypes=None, open_elements=False):
     """ONNX Shrink: 'If x < -lambd, y = x + bias; If x > lambd, y = x - bias; Otherwise, y =
     0' (NaN: 0); integers in exact integer arithmetic, open where bias is not an integer."""

@@ -70,6 +70,20 @@ def test_shrink_and_prelu_float64_results_are_correctly_rounded():
     assert y.tolist() == [-(3 * 2.0**52 + 4)]
 
 
+def test_shrinks_midpoint_case_refuses_ties_rounded_away_from_zero(specs):
+    from conform.generators._edges import midpoint_case
+
+    case = midpoint_case(specs["onnx_shrink"], "float32", seed=1)
+    x = case.inputs[0].astype(np.float64)
+    exact = np.where(x < -0.5, x + 1.5, x - 1.5)
+    even = exact.astype(np.float32)
+    away = np.where(np.abs(x) >= 2.0**23, np.sign(exact) * np.floor(np.abs(exact) + 0.5), exact)
+    assert (away.astype(np.float32) != even).sum() >= 8
+    attrs = case.attrs
+    assert verdict(specs["onnx_shrink"], [case.inputs[0]], attrs, [even]) == "pass"
+    assert verdict(specs["onnx_shrink"], [case.inputs[0]], attrs, [away.astype(np.float32)]) == "fail"
+
+
 def test_prelu_broadcasts_slope_and_passes_minus_zero_and_nan():
     x = np.array([[-2.0, -0.0, 3.0], [np.nan, -1.0, 0.0]])
     slope = np.array([0.5, 2.0, -1.0])
