@@ -80,3 +80,16 @@ def schema_types(op_type: str, low: int, high: int) -> set:
             if c.type_param_str == constraint:
                 allowed |= {_BY_SCHEMA_NAME.get(t, t) for t in c.allowed_type_strs}
     return allowed
+
+
+def texts(op_type: str, low: int, high: int) -> set:
+    """The distinct (text, attribute names) of ``op_type``'s schemas in force at opsets ``low``
+    to ``high``, the text's white space normalised."""
+    found = set()
+    for version in range(low, high + 1):
+        try:
+            schema = defs.get_schema(op_type, version)
+        except defs.SchemaError:
+            continue
+        found.add((" ".join(schema.doc.split()), tuple(sorted(schema.attributes))))
+    return found

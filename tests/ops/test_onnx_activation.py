@@ -12,7 +12,8 @@ import pytest
 from onnx import helper
 
 from conform.oracles._registry import evaluate, evaluate_refined
-from tests.ops.onnx_schema_checks import OPS, case_of, node_case_verdicts, schema_types, verdict
+from tests.ops.onnx_schema_checks import (OPS, case_of, node_case_verdicts, schema_types, texts,
+                                          verdict)
 from tests.ops.ort_graphs import run_graph, run_mutated
 
 SELU = {"alpha": 1.6732631921768188, "gamma": 1.0507010221481323}   # the float32 defaults
@@ -102,6 +103,15 @@ def test_the_onnx_node_cases_pass_under_the_spec_at_their_opset(specs, op_type):
     found = node_case_verdicts(specs, module, op)
     assert found, op_type
     assert [f for f in found if f[2] != "pass"] == []
+
+
+@pytest.mark.parametrize("op_type", sorted(OPS))
+def test_one_text_holds_over_the_opsets_a_binding_claims(specs, op_type):
+    """The oracle follows one text: the schema versions a binding claims share it (and their
+    attributes); the version before the range has another text or does not exist."""
+    low, high = specs[OPS[op_type][0]].bindings["onnx"]["opsets"]
+    assert len(texts(op_type, low, high)) == 1
+    assert texts(op_type, low - 1, low - 1) != texts(op_type, low, low) or low == 1
 
 
 @pytest.mark.parametrize("op_type", sorted(OPS))
