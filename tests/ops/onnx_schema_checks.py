@@ -66,15 +66,21 @@ def node_case_verdicts(specs, module: str, op: str) -> list:
     return found
 
 
+def _schemas(op_type: str, low: int, high: int):
+    """The schemas of ``op_type`` in force at each opset from ``low`` to ``high`` (none where it
+    is not defined yet)."""
+    for version in range(low, high + 1):
+        try:
+            yield defs.get_schema(op_type, version)
+        except defs.SchemaError:
+            continue
+
+
 def schema_types(op_type: str, low: int, high: int) -> set:
     """The types (conform's names) the schemas of ``op_type`` in force at opsets ``low`` to
     ``high`` allow for its first input."""
     allowed = set()
-    for version in range(low, high + 1):
-        try:
-            schema = defs.get_schema(op_type, version)
-        except defs.SchemaError:
-            continue
+    for schema in _schemas(op_type, low, high):
         constraint = schema.inputs[0].type_str
         for c in schema.type_constraints:
             if c.type_param_str == constraint:
@@ -85,11 +91,5 @@ def schema_types(op_type: str, low: int, high: int) -> set:
 def texts(op_type: str, low: int, high: int) -> set:
     """The distinct (text, attribute names) of ``op_type``'s schemas in force at opsets ``low``
     to ``high``, the text's white space normalised."""
-    found = set()
-    for version in range(low, high + 1):
-        try:
-            schema = defs.get_schema(op_type, version)
-        except defs.SchemaError:
-            continue
-        found.add((" ".join(schema.doc.split()), tuple(sorted(schema.attributes))))
-    return found
+    return {(" ".join(schema.doc.split()), tuple(sorted(schema.attributes)))
+            for schema in _schemas(op_type, low, high)}
