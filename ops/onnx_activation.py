@@ -58,7 +58,8 @@ def celu_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
         e = np.exp(t)
         by_exp = constants["exp_ulp"] * ulp(e, dtype) + half_ulp(e - 1, dtype)
         by_expm1 = constants["expm1_ulp"] * ulp(np.expm1(t), dtype)
-        first = a * (e * np.abs(t) * dq + np.maximum(by_exp, by_expm1)) + np.abs(y) * dq
+        arg = np.where(np.isfinite(t), e * np.abs(t) * dq, 0.0)   # e**t |t| -> 0 at -inf
+        first = a * (arg + np.maximum(by_exp, by_expm1)) + np.abs(y) * dq
     b = max(constants["exp_ulp"], constants["expm1_ulp"])
     return (finish(np.where(x < 0, first, 0.0), y, dtype, 2 * b + 4),)
 

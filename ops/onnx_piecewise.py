@@ -29,12 +29,17 @@ def _finite(x):
 # ------------------------------------------------------------------ HardSigmoid, HardSwish
 
 def _hard_sigmoid_error(x, alpha, beta, dtype, exact_alpha=None):
-    """First-order error of ``alpha_T * x + beta_T`` in T (alpha and beta rounded into T, the
-    product and the sum one rounding each); the clamp to [0, 1] does not grow it."""
+    """First-order error of ``max(0, min(1, alpha_T * x + beta_T))`` in T (alpha and beta
+    rounded into T, the product and the sum one rounding each): the clamp to [0, 1] does not
+    grow it, and removes it where the computed value cannot reach [0, 1]."""
     v = _finite(x)
     a_t = in_type(alpha, dtype)
-    return (np.abs(v) * attr_error(alpha, dtype, exact_alpha) + attr_error(beta, dtype)
-            + half_ulp(a_t * v, dtype) + half_ulp(f32(alpha) * v + f32(beta), dtype))
+    exact = (f32(alpha) if exact_alpha is None else exact_alpha) * v + f32(beta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        error = (np.abs(v) * attr_error(alpha, dtype, exact_alpha) + attr_error(beta, dtype)
+                 + half_ulp(a_t * v, dtype) + half_ulp(exact, dtype))
+        clamped = (exact - error > 1) | (exact + error < 0)
+    return np.where(clamped, 0.0, error)
 
 
 def hard_sigmoid_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
@@ -69,8 +74,9 @@ def hard_swish_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes)
     v = _finite(x)
     sigmoid = _hard_sigmoid_error(v, SIXTH, 0.5, dtype, exact_alpha=SIXTH)
     shifted = half_ulp(v + 3, dtype) / 6
-    first = np.abs(v) * np.maximum(sigmoid, shifted) + half_ulp(6 * y, dtype) / 6 \
-        + 2 * half_ulp(y, dtype)
+    shifted = np.where((v > 3) | (v < -3), 0.0, shifted)   # relu6(x + 3) saturates exactly
+    # the product x * relu6(x + 3) rounds within half an ULP of 6y <= 8 half ULPs of y, then / 6
+    first = np.abs(v) * np.maximum(sigmoid, shifted) + (4 / 3 + 2) * half_ulp(y, dtype)
     return (finish(first, y, dtype, 6),)
 
 
