@@ -51,8 +51,9 @@ def _hash(*arrays) -> str:
 
 def _judge_bounds(spec, case, answer) -> str:
     """The judge's per-element bounds (in the model's unit) for each numeric output."""
-    from conform.dtypes import FLOAT_FORMATS
     from conform.harness.judge._elements import _numeric_error
+
+    from conform.dtypes import FLOAT_FORMATS
 
     bounds = []
     for k, (part, out_dtype) in enumerate(zip(answer, spec.out_dtypes(case))):
