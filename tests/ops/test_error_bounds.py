@@ -39,6 +39,18 @@ def test_gamma_is_infinite_where_n_u_reaches_one(n):
     assert gamma(n, U16) == math.inf
 
 
+def test_the_judge_lets_any_number_pass_an_accumulation_where_n_u_reaches_one():
+    from conform.dtypes import np_dtype
+    from conform.harness.judge.compare import compare
+
+    model = {"accumulation": {"final_ulp": 0.5}, "why": "test"}
+    expected, magnitudes = np.array([1.0, 3.0]), np.array([1.0, 3.0])
+    actual = np.array([40.0, 3.0]).astype(np_dtype("bfloat16"))
+    verdicts = [compare(actual, expected, out_dtype="bfloat16", model=model,
+                        accumulation=(magnitudes, n)).verdict for n in (128, 256, 300)]
+    assert verdicts == ["fail", "pass", "pass"]      # bfloat16: u = 2**-8, gamma_128 = 1
+
+
 def test_gamma_of_an_array_of_lengths_matches_the_scalar_one_element_by_element():
     lengths = np.array([0, 1, 5, 2047, 2048, 4000])
     got = gamma(lengths, U16)
