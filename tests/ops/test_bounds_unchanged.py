@@ -93,11 +93,14 @@ def figures(spec, dtype: str) -> dict[str, str]:
     return found
 
 
-def all_figures(specs, ops=None) -> dict[str, dict[str, str]]:
+def all_figures(specs, slices=None) -> dict[str, dict[str, str]]:
+    """:func:`figures` of every ``op/dtype`` slice named (default: every bounded op's)."""
     from conform.generators import dtype_labels
 
-    return {f"{name}/{dtype}": figures(specs[name], dtype)
-            for name in ops or bounded_ops(specs) for dtype in dtype_labels(specs[name])}
+    if slices is None:
+        slices = [f"{name}/{dtype}" for name in bounded_ops(specs)
+                  for dtype in dtype_labels(specs[name])]
+    return {key: figures(specs[key.split("/")[0]], key.split("/", 1)[1]) for key in slices}
 
 
 @pytest.fixture(scope="module")
@@ -105,20 +108,20 @@ def recorded():
     return json.loads(FIXTURE.read_text())
 
 
-def test_the_fixture_covers_every_op_with_a_derived_or_accumulation_model(specs, recorded):
+def test_every_recorded_op_still_has_its_model(specs, recorded):
     ops = {key.split("/")[0] for key in recorded}
-    assert ops == set(bounded_ops(specs))
+    assert ops <= set(bounded_ops(specs))
     assert {"onnx_softmax", "onnx_gemm", "onnx_resize", "reduce_sum", "dot_general"} <= ops
 
 
 def test_every_bound_on_the_default_corpus_is_unchanged_bit_for_bit(specs, recorded):
-    now = all_figures(specs)
-    changed = [f"{key} {case}: {recorded[key].get(case)} -> {value}"
-               for key, cases in now.items() for case, value in cases.items()
-               if recorded.get(key, {}).get(case) != value]
-    missing = [f"{key} {case}" for key, cases in recorded.items() for case in cases
-               if case not in now.get(key, {})]
-    assert not changed and not missing, "\n".join((changed + missing)[:20])
+    """(Ops added since the recording are not in it; a slice whose cases were drawn differently
+    on purpose is recorded again with ``python3 tests/ops/test_bounds_unchanged.py record``.)"""
+    now = all_figures(specs, list(recorded))
+    changed = [f"{key} {case}: {recorded[key][case]} -> {value.get(case)}"
+               for key, value in now.items() for case in recorded[key]
+               if recorded[key][case] != value.get(case)]
+    assert not changed, "\n".join(changed[:20])
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["record"]:
