@@ -64,7 +64,7 @@ def grown(k, u: float):
     ``1 + d`` or ``1 / (1 + d)``, ``|d| <= u`` (at most :func:`gamma`; ``k`` may be an array,
     or non-integral: an error of ``k u`` through an exponential, ``exp(k u) - 1``, is smaller).
 
-    >>> float(grown(1, 2.0 ** -24)) == 1 / (1 - 2.0 ** -24) - 1
+    >>> bool(np.isclose(grown(1, 2.0 ** -24), 2.0 ** -24 / (1 - 2.0 ** -24), rtol=1e-15, atol=0))
     True
     """
     return np.expm1(-np.asarray(k, np.float64) * np.log1p(-u))
@@ -130,7 +130,8 @@ def judged_bound(bound, expected=None, *, unbounded=None, special=np.inf):
     values first and reads no bound there: ``inf`` or 0 are both safe); NaN where ``unbounded``
     (the evaluation the text defines fails there, e.g. overflows though the exact result is
     finite: the region ``unbounded_evaluation``). ``expected=None`` leaves ``bound`` as it is
-    before the NaNs; the result is shaped as ``expected`` where it is given.
+    before the NaNs; the result is shaped as ``expected`` where it is given (``unbounded``
+    broadcasting to it).
 
     >>> judged_bound(np.array([1e-3, 1e-3, 1e-3]), np.array([1.0, np.inf, 2.0]),
     ...              unbounded=np.array([False, False, True])).tolist()
@@ -140,5 +141,5 @@ def judged_bound(bound, expected=None, *, unbounded=None, special=np.inf):
         shape = np.shape(expected)
         bound = np.where(np.isfinite(expected), np.broadcast_to(bound, shape), special)
     if unbounded is not None:
-        bound = np.where(np.broadcast_to(unbounded, np.shape(bound)), np.nan, bound)
+        bound = np.where(unbounded, np.nan, bound)
     return bound
