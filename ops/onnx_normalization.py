@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from conform.ops._optional import by_name
+from conform.ops.optional_inputs import by_name
 from conform.op_registry import op
 from conform.ops.onnx_softmax import grown
 from conform.dtypes import FLOAT_FORMATS, np_dtype
