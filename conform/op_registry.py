@@ -71,7 +71,7 @@ class OpDefinition:
     * ``numpy(*inputs, **attrs)``: the numpy backend's computation with NumPy itself, on the
       inputs in their own dtypes, returning arrays in the outputs' dtypes; it never calls an
       oracle (default: the spec's ``bindings.numpy`` function, else unsupported; see
-      :mod:`conform.ops._numpy`). A hook with a ``bound`` keyword also gets the NumPy function
+      :mod:`conform.ops.numpy_computation`). A hook with a ``bound`` keyword also gets the NumPy function
       the binding names; one with a ``numpy_of`` keyword a function giving another op's NumPy
       computation by name (a loop body's ops, each computed by its own).
     * ``values(rng, inputs, attrs) -> inputs``: the case's input arrays (as the value plan

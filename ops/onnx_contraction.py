@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._lowering import unsupported
-from conform.ops._optional import ABSENT, onnx_operands
+from conform.ops.optional_inputs import ABSENT, onnx_operands
 from conform.op_registry import op
 from conform.ops._double_double import sum_of_products
 from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from conform.ops._optional import by_name
+from conform.ops.optional_inputs import by_name
 from conform.op_registry import op
 from conform.ops.error_bounds import (exceeds_max_finite, grown, judged_bound, reaches_max_finite,
                                       underflow_term)

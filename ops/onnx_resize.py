@@ -435,7 +435,7 @@ def onnx_resize(case, graph, *, family: int):
     """One Resize node; roi and scales as float32 and sizes as int64 initializers (Resize-10:
     X and scales; Resize-11: roi and scales always given, empty where unused; from Resize-13
     an absent one is "")."""
-    from conform.ops._optional import onnx_operands
+    from conform.ops.optional_inputs import onnx_operands
 
     attrs = case.attrs
     node_attrs = {k: attrs[k] for k in ONNX_ATTRIBUTES if attrs.get(k) is not None}

@@ -2,7 +2,7 @@
 SequenceAt, SplitToSequence and ConcatFromSequence, written from their operator texts
 (``onnx.defs.get_schema``).
 
-A sequence crosses as tensors (:mod:`conform.ops._sequence`): a sequence input is the case's
+A sequence crosses as tensors (:mod:`conform.ops.sequence_values`): a sequence input is the case's
 trailing inputs, one per element, made a sequence in the graph by SequenceConstruct; a sequence
 output is the pair (elements raveled and concatenated, their int64 shapes). Elements of one
 sequence share their element type and rank (their sizes differ).
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.op_registry import op
-from conform.ops._sequence import onnx_sequence, pack
+from conform.ops.sequence_values import onnx_sequence, pack
 
 MAX_ELEMENTS = 4
 

@@ -14,7 +14,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from conform.harness.backends.base import Unsupported, attrs_text, binding, onnx_opset as opset
-from conform.ops._optional import ABSENT, onnx_operands
+from conform.ops.optional_inputs import ABSENT, onnx_operands
 from conform.spec.programs import lowered_cases
 from conform.dtypes import np_dtype
 

@@ -9,7 +9,7 @@ import numpy as np
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
 from conform.harness.judge.profile import broadcast_index, failure_profile
-from conform.reports._jsonl import SCHEMA_VERSION
+from conform.records import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
 from conform.spec.programs import node_case

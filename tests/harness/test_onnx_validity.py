@@ -50,7 +50,7 @@ def _inferred_output_shapes(model: onnx.ModelProto) -> list[list]:
 
 def _expected_shapes(spec, case) -> list[list]:
     """Per graph output, the oracle's shape; for a sequence output (the pair of outputs
-    ``values``, ``shapes``: ops/_sequence.py) its elements' shape, a size where every
+    ``values``, ``shapes``: ops/sequence_values.py) its elements' shape, a size where every
     element has it, else None."""
     expected = [list(part.expected.shape) for part in case.expectation]
     for k in reversed(getattr(spec, "sequence_outputs", ())):
