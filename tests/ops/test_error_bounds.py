@@ -39,16 +39,20 @@ def test_gamma_is_infinite_where_n_u_reaches_one(n):
     assert gamma(n, U16) == math.inf
 
 
-def test_the_judge_lets_any_number_pass_an_accumulation_where_n_u_reaches_one():
+def test_the_judge_bounds_an_accumulation_by_n_u_where_n_u_reaches_one():
+    """Where gamma_n is infinite, Jeannerod & Rump's n u S still bounds a sum of n terms."""
     from conform.dtypes import np_dtype
     from conform.harness.judge.compare import compare
 
     model = {"accumulation": {"final_ulp": 0.5}, "why": "test"}
     expected, magnitudes = np.array([1.0, 3.0]), np.array([1.0, 3.0])
-    actual = np.array([40.0, 3.0]).astype(np_dtype("bfloat16"))
-    verdicts = [compare(actual, expected, out_dtype="bfloat16", model=model,
-                        accumulation=(magnitudes, n)).verdict for n in (128, 256, 300)]
-    assert verdicts == ["fail", "pass", "pass"]      # bfloat16: u = 2**-8, gamma_128 = 1
+    verdicts = {(a, n): compare(np.array([a, 3.0]).astype(np_dtype("bfloat16")), expected,
+                                out_dtype="bfloat16", model=model,
+                                accumulation=(magnitudes, n)).verdict
+                for a in (40.0, 1.5) for n in (128, 256, 300)}
+    # bfloat16: u = 2**-8; n u S = 1 at n = 256, so 1.5 (0.5 off) passes and 40 fails
+    assert verdicts == {(40.0, 128): "fail", (40.0, 256): "fail", (40.0, 300): "fail",
+                        (1.5, 128): "pass", (1.5, 256): "pass", (1.5, 300): "pass"}
 
 
 def test_gamma_of_an_array_of_lengths_matches_the_scalar_one_element_by_element():
