@@ -15,6 +15,7 @@ from conform.ops.onnx_windows import float32_error, open_integers, window
 from conform.oracles import evaluate
 
 sys.path.insert(0, str(Path(__file__).parent))
+from backend_runs import judged  # noqa: E402
 from onnx_node_cases import node_cases  # noqa: E402
 
 WINDOWS = ("onnx_hann_window", "onnx_hamming_window", "onnx_blackman_window")
@@ -73,18 +74,10 @@ def onnxruntime():
     return OnnxRuntimeBackend()
 
 
-def _verdicts(specs, backend, name, dtype, count=12):
-    from conform.harness.backends.models import run_case
-
-    spec = specs[name]
-    for case in generate_cases(spec, dtype, count=count, seed=5):
-        yield case, judge_outputs(spec, case, run_case(backend, spec, case))
-
-
 @pytest.mark.parametrize("name", WINDOWS)
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
 def test_onnxruntime_passes(specs, onnxruntime, name, dtype):
-    for case, judgement in _verdicts(specs, onnxruntime, name, dtype):
+    for case, judgement in judged(specs, onnxruntime, name, dtype, count=12, seed=5):
         assert judgement.verdict in ("pass", "impl_defined"), (case.id, judgement.reason)
         if dtype.startswith("float"):
             assert judgement.verdict == "pass", (case.id, judgement.reason)
@@ -95,7 +88,7 @@ def test_onnxruntime_passes(specs, onnxruntime, name, dtype):
 def test_numpy_passes(specs, name, dtype):
     from conform.harness.backends.numpy_backend import NumpyBackend
 
-    for case, judgement in _verdicts(specs, NumpyBackend(), name, dtype):
+    for case, judgement in judged(specs, NumpyBackend(), name, dtype, count=12, seed=5):
         assert judgement.verdict in ("pass", "impl_defined"), (case.id, judgement.reason)
 
 
