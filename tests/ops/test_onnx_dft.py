@@ -17,7 +17,7 @@ from conform.ops.onnx_dft import dft
 from conform.oracles import evaluate
 
 sys.path.insert(0, str(Path(__file__).parent))
-from backend_runs import judged  # noqa: E402
+from backend_runs import judged, onnxruntime  # noqa: E402,F401 - a fixture
 from onnx_node_cases import node_cases  # noqa: E402
 
 RNG = np.random.default_rng(1)
@@ -94,12 +94,6 @@ def test_oracle_reproduces_the_node_tests_within_the_float32_bound():
         bound = _bound(op, present, attrs, (got,))
         assert np.all(np.abs(got - want) <= bound + 0.5 * np.spacing(np.abs(want))), name
 
-
-@pytest.fixture(scope="module")
-def onnxruntime():
-    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
-
-    return OnnxRuntimeBackend()
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])

@@ -15,7 +15,7 @@ from conform.ops.onnx_windows import float32_error, open_integers, window
 from conform.oracles import evaluate
 
 sys.path.insert(0, str(Path(__file__).parent))
-from backend_runs import judged  # noqa: E402
+from backend_runs import judged, onnxruntime  # noqa: E402,F401 - a fixture
 from onnx_node_cases import node_cases  # noqa: E402
 
 WINDOWS = ("onnx_hann_window", "onnx_hamming_window", "onnx_blackman_window")
@@ -66,12 +66,6 @@ def test_integer_outputs_are_judged_only_near_zero():
     (floats_open,) = evaluate("onnx_hann_window", [np.int64(8)], {"open_elements": True})
     assert not floats_open.any()
 
-
-@pytest.fixture(scope="module")
-def onnxruntime():
-    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
-
-    return OnnxRuntimeBackend()
 
 
 @pytest.mark.parametrize("name", WINDOWS)
