@@ -23,3 +23,19 @@ def onnxruntime():
     from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
 
     return OnnxRuntimeBackend()
+
+
+def assert_all_pass(specs, backend, name: str, dtype: str, *, count: int = 16,
+                    allowed=("pass",)) -> None:
+    """Every drawn case of op ``name`` at ``dtype`` run on ``backend`` gets a verdict in
+    ``allowed``."""
+    __tracebackhide__ = True
+    for case, judgement in judged(specs, backend, name, dtype, count=count):
+        assert judgement.verdict in allowed, (case.id, judgement.reason)
+
+
+def numpy_backend():
+    """The numpy backend."""
+    from conform.harness.backends.numpy_backend import NumpyBackend
+
+    return NumpyBackend()

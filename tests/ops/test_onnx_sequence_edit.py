@@ -17,7 +17,7 @@ from conform.ops._sequence import pack, packed_outputs, unpack
 from conform.oracles import evaluate
 
 sys.path.insert(0, str(Path(__file__).parent))
-from backend_runs import judged, onnxruntime  # noqa: E402,F401 - a fixture
+from backend_runs import assert_all_pass, numpy_backend, onnxruntime  # noqa: E402,F401
 from onnx_node_cases import node_cases  # noqa: E402
 
 OPS = ("onnx_sequence_empty", "onnx_sequence_insert", "onnx_sequence_erase",
@@ -87,17 +87,13 @@ def test_packed_outputs_types_an_empty_sequence_by_the_declared_dtype():
 @pytest.mark.parametrize("name", OPS)
 @pytest.mark.parametrize("dtype", ["float32", "int8", "bool"])
 def test_onnxruntime_passes(specs, onnxruntime, name, dtype):
-    for case, judgement in judged(specs, onnxruntime, name, dtype, count=16):
-        assert judgement.verdict == "pass", (case.id, judgement.reason)
+    assert_all_pass(specs, onnxruntime, name, dtype)
 
 
 @pytest.mark.parametrize("name", OPS)
 @pytest.mark.parametrize("dtype", ["float16", "uint64"])
 def test_numpy_passes(specs, name, dtype):
-    from conform.harness.backends.numpy_backend import NumpyBackend
-
-    for case, judgement in judged(specs, NumpyBackend(), name, dtype, count=16):
-        assert judgement.verdict == "pass", (case.id, judgement.reason)
+    assert_all_pass(specs, numpy_backend(), name, dtype)
 
 
 def test_judge_catches_an_insertion_one_place_late(specs, onnxruntime):
