@@ -117,3 +117,65 @@ def test_judge_catches_an_insertion_one_place_late(specs, onnxruntime):
         assert judge_outputs(spec, case, outputs).verdict == "fail", case.id
         caught += 1
     assert caught
+
+
+# -- the onnx package's sequence model tests (onnx.backend.test.case.model.sequence) -------------
+
+def _sequence_models() -> list:
+    """(name, model, inputs, outputs) of each model test the module's export passes to expect."""
+    import onnx.backend.test.case.model.sequence as module
+
+    found, original = [], module.expect
+    module.expect = lambda model, inputs, outputs, name, **_: found.append(
+        (name, model, inputs, outputs))
+    try:
+        module.Sequence.export()
+    finally:
+        module.expect = original
+    return found
+
+
+def _run_node(node, args: list, attrs: dict):
+    """One node by conform's oracles: sequences as lists of arrays."""
+    kind = node.op_type
+    if kind == "SequenceEmpty":
+        return []
+    if kind == "SequenceConstruct":
+        return list(args)
+    if kind == "SequenceInsert":
+        position = args[2:] or []
+        absent = {} if position else {"absent_inputs": ["position"]}
+        return unpack(*evaluate("onnx_sequence_insert", [args[1], *position, *args[0]], absent))
+    if kind == "SequenceErase":
+        given = {"position": int(args[1])} if len(args) > 1 else {}
+        return unpack(*evaluate("onnx_sequence_erase", args[0], given))
+    if kind == "SequenceAt":
+        return evaluate("onnx_sequence_at", [args[1], *args[0]], {})[0]
+    if kind == "SequenceLength":
+        return evaluate("onnx_sequence_length", args[0], {})[0]
+    if kind == "SplitToSequence":
+        absent = {} if len(args) > 1 else {"absent_inputs": ["split"]}
+        attrs = {"axis": attrs.get("axis", 0), "keepdims": attrs.get("keepdims", 1), **absent}
+        return unpack(*evaluate("onnx_split_to_sequence", args, attrs))
+    if kind == "ConcatFromSequence":
+        attrs = {"axis": attrs["axis"], "new_axis": attrs.get("new_axis", 0)}
+        return evaluate("onnx_concat_from_sequence", args[0], attrs)[0]
+    raise KeyError(kind)
+
+
+def test_oracles_reproduce_the_sequence_model_tests():
+    """Each model of onnx's sequence model tests run node by node on conform's oracles (the
+    empty sequence, insertion, erasure, length, at, split and concatenation together)."""
+    from onnx import helper, numpy_helper
+
+    models = _sequence_models()
+    assert len(models) >= 8
+    for name, model, inputs, outputs in models:
+        values = {i.name: x for i, x in zip(model.graph.input, inputs)}
+        values.update({t.name: numpy_helper.to_array(t) for t in model.graph.initializer})
+        for node in model.graph.node:
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            args = [values[n] for n in node.input if n]
+            values[node.output[0]] = _run_node(node, args, attrs)
+        for output, want in zip(model.graph.output, outputs):
+            assert np.array_equal(values[output.name], want), name
