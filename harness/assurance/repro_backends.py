@@ -108,8 +108,8 @@ def render_onnxruntime(spec, case) -> tuple[str, str, dict]:
         from conform.ops import sequence_values
 
         helpers = inspect.getsource(sequence_values).split("from __future__ import annotations\n", 1)[1]
-        return (helpers + "\n\n" + source.replace("__RUN__", "packed_outputs(session.run(None, "
-                                                             "feeds))"), "onnxruntime", ["onnx"])
+        run_line = f"packed_outputs(session.run(None, feeds), {list(spec.out_dtypes(case))!r})"
+        return helpers + "\n\n" + source.replace("__RUN__", run_line), "onnxruntime", ["onnx"]
     if not ort_values.needs_ort_values((*case.input_dtypes, *spec.out_dtypes(case))):
         return source.replace("__RUN__", "session.run(None, feeds)"), "onnxruntime", ["onnx"]
     # bfloat16, float8 and int4 cross as OrtValues: conform's own functions for it, as they are

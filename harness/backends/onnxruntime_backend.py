@@ -83,7 +83,8 @@ class OnnxRuntimeBackend(Backend):
                               f"{', '.join(sorted(set(program.out_dtypes)))} (OrtValue has no "
                               "accessor for them)")
         if sequences:
-            return functools.partial(self._execute_sequences, session, feeds)
+            return functools.partial(self._execute_sequences, session, feeds,
+                                     program.out_dtypes)
         if as_values:
             # onnxruntime's session.run takes and gives no ml_dtypes arrays (bfloat16, float8,
             # int4): they cross as OrtValues typed by their ONNX element type instead
@@ -99,8 +100,8 @@ class OnnxRuntimeBackend(Backend):
             self.clock.execute += time.perf_counter() - start
         return [array_of(value) for value in values]
 
-    def _execute_sequences(self, session, feeds: dict):
-        return packed_outputs(self._execute(session, feeds))
+    def _execute_sequences(self, session, feeds: dict, dtypes):
+        return packed_outputs(self._execute(session, feeds), dtypes)
 
     def _execute(self, session, feeds: dict):
         # timed by hand, not with self.clock.timing(): this runs once per case, and the context
