@@ -7,11 +7,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from conform.ops.movement import moved
 
-from conform.dtypes import AbsentValue, int_info, is_integer, np_dtype, resolve_edge_value
+from conform.dtypes import (
+    AbsentValue,
+    int_info,
+    is_integer,
+    np_dtype,
+    resolve_edge_value,
+)
 from conform.model_formats import Unsupported, onnx_opset
 from conform.op_registry import op
-from conform.ops.movement import moved
 
 
 def _no_input_feeds(inputs, attrs, index):
