@@ -35,3 +35,12 @@ def assert_drawn_cases_pass(spec, backend, dtype: str, *, count: int = 12, seed:
         assert judged.verdict in ("pass", "impl_defined"), (case.id, judged.reason)
         judged_count += 1
     return judged_count
+
+
+def verdict(spec, case, backend, *, run=None) -> tuple[str, str]:
+    """``(verdict, reason)`` of ``backend``'s outputs for ``run`` (default: ``case`` itself; a
+    changed case injects a wrong answer) judged against ``case``."""
+    from conform.harness.backends.models import run_case
+
+    judged = judge_outputs(spec, case, run_case(backend, spec, run or case))
+    return judged.verdict, judged.reason

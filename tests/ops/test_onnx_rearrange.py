@@ -8,7 +8,6 @@ import dataclasses
 import numpy as np
 import pytest
 from conform.generators import generate_cases
-from conform.harness.judge.judging import judge_outputs
 from conform.oracles import evaluate
 
 from tests.ops import real_backends
@@ -72,25 +71,13 @@ def test_trilu_keeps_diagonals_by_k_and_zeroes_the_rest_positive():
 
 backends = real_backends.backends   # the fixture
 
-OPS = ("onnx_depth_to_space", "onnx_space_to_depth", "onnx_reverse_sequence", "onnx_trilu")
-
-
-@pytest.mark.parametrize("name", OPS)
-@pytest.mark.parametrize("dtype", ["float32", "float16", "int64"])
-@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
-def test_backends_pass_the_drawn_cases(specs, backends, name, dtype, backend):
-    real_backends.assert_drawn_cases_pass(specs[name], backends[backend], dtype)
-
 
 def test_judge_catches_the_other_mode_from_onnxruntime(specs, backends):
     """DepthToSpace run on the real onnxruntime in CRD mode fails a DCR case."""
-    from conform.harness.backends.models import run_case
-
     spec = specs["onnx_depth_to_space"]
     case = next(c for c in generate_cases(spec, "float32", count=40, seed=4)
                 if c.attrs["blocksize"] > 1 and c.attrs["mode"] == "DCR"
                 and c.inputs[0].shape[1] > c.attrs["blocksize"] ** 2)
-    assert judge_outputs(spec, case, run_case(backends["onnxruntime"], spec, case)).verdict == "pass"
+    assert real_backends.verdict(spec, case, backends["onnxruntime"])[0] == "pass"
     other = dataclasses.replace(case, attrs={**case.attrs, "mode": "CRD"})
-    judged = judge_outputs(spec, case, run_case(backends["onnxruntime"], spec, other))
-    assert judged.verdict == "fail", judged.reason
+    assert real_backends.verdict(spec, case, backends["onnxruntime"], run=other)[0] == "fail"

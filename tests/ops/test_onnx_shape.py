@@ -8,7 +8,6 @@ import dataclasses
 import numpy as np
 import pytest
 from conform.generators import Case
-from conform.harness.judge.judging import judge_outputs
 from conform.oracles import evaluate
 from onnx import helper
 
@@ -87,25 +86,13 @@ def test_constant_of_shape_keeps_the_value_bit_for_bit():
 
 backends = real_backends.backends   # the fixture
 
-OPS = ("onnx_flatten", "onnx_shape", "onnx_size", "onnx_eye_like", "onnx_constant_of_shape")
-
-
-@pytest.mark.parametrize("name", OPS)
-@pytest.mark.parametrize("dtype", ["float32", "int8", "bool"])
-@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
-def test_backends_pass_the_drawn_cases(specs, backends, name, dtype, backend):
-    real_backends.assert_drawn_cases_pass(specs[name], backends[backend], dtype)
-
 
 def test_judge_catches_a_wrong_diagonal_from_onnxruntime(specs, backends):
     """EyeLike run on the real onnxruntime with k one too high fails against the case's k."""
-    from conform.harness.backends.models import run_case
-
     spec = specs["onnx_eye_like"]
     case = Case(id="onnx_eye_like.float32.0", op="onnx_eye_like", dtype="float32",
                 input_dtypes=("float32",), out_dtype="int32", inputs=[np.zeros((3, 4), np.float32)],
                 attrs={"k": 0, "dtype": "int32"}, plan="normal", seed=0)
-    assert judge_outputs(spec, case, run_case(backends["onnxruntime"], spec, case)).verdict == "pass"
+    assert real_backends.verdict(spec, case, backends["onnxruntime"])[0] == "pass"
     shifted = dataclasses.replace(case, attrs={**case.attrs, "k": case.attrs["k"] + 1})
-    judged = judge_outputs(spec, case, run_case(backends["onnxruntime"], spec, shifted))
-    assert judged.verdict == "fail", judged.reason
+    assert real_backends.verdict(spec, case, backends["onnxruntime"], run=shifted)[0] == "fail"

@@ -1,0 +1,28 @@
+"""The drawn cases of the ONNX shape, rearranging, reduction and normalization ops added with
+issue 30 (ops/onnx_shape.py, onnx_rearrange.py, onnx_reduction_more.py,
+onnx_lp_normalization.py) pass on the real numpy and onnxruntime backends, in a float, an
+integer and a third type each (cases a backend cannot express are skipped)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.ops import real_backends
+
+backends = real_backends.backends   # the fixture
+
+#: op -> the dtypes run here
+OPS = {
+    "onnx_flatten": ("float32", "int8", "bool"), "onnx_shape": ("float32", "int8", "bool"),
+    "onnx_size": ("float32", "int8", "bool"), "onnx_eye_like": ("float32", "int8", "bool"),
+    "onnx_constant_of_shape": ("float32", "int8", "bool"),
+    "onnx_depth_to_space": ("float32", "float16", "int64"),
+    "onnx_space_to_depth": ("float32", "float16", "int64"),
+    "onnx_reverse_sequence": ("float32", "float16", "int64"),
+    "onnx_trilu": ("float32", "float16", "int64"),
+}
+
+
+@pytest.mark.parametrize("name, dtype", [(n, d) for n, ds in OPS.items() for d in ds])
+@pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
+def test_backends_pass_the_drawn_cases(specs, backends, name, dtype, backend):
+    real_backends.assert_drawn_cases_pass(specs[name], backends[backend], dtype)
