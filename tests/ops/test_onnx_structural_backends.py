@@ -19,6 +19,10 @@ OPS = {
     "onnx_space_to_depth": ("float32", "float16", "int64"),
     "onnx_reverse_sequence": ("float32", "float16", "int64"),
     "onnx_trilu": ("float32", "float16", "int64"),
+    "onnx_reduce_l1": ("float32", "float16", "int32"),
+    "onnx_reduce_sum_square": ("float32", "bfloat16", "int32"),
+    "onnx_reduce_log_sum": ("float32", "float16", "float64"),
+    "onnx_cum_prod": ("float32", "float64", "int32"),   # numpy only at the default opset
 }
 
 
