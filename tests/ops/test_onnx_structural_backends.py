@@ -23,10 +23,18 @@ OPS = {
     "onnx_reduce_sum_square": ("float32", "bfloat16", "int32"),
     "onnx_reduce_log_sum": ("float32", "float16", "float64"),
     "onnx_cum_prod": ("float32", "float64", "int32"),   # numpy only at the default opset
+    "onnx_lp_normalization": ("float32", "float16", "float64"),
+    "onnx_mean_variance_normalization": ("float32", "float64", "bfloat16"),
+    "onnx_lrn": ("float32", "float64", "bfloat16"),
 }
+#: ops whose drawn cases onnxruntime fails for real (tested on their own, left failing there)
+ORT_DEVIATES = {"onnx_lrn": "even sizes and ranks other than 4 refused, a running sum of squares "
+                            "(test_onnx_lp_normalization.py)"}
 
 
 @pytest.mark.parametrize("name, dtype", [(n, d) for n, ds in OPS.items() for d in ds])
 @pytest.mark.parametrize("backend", ["numpy", "onnxruntime"])
 def test_backends_pass_the_drawn_cases(specs, backends, name, dtype, backend):
+    if backend == "onnxruntime" and name in ORT_DEVIATES:
+        pytest.skip(f"onnxruntime deviates: {ORT_DEVIATES[name]}")
     real_backends.assert_drawn_cases_pass(specs[name], backends[backend], dtype)
