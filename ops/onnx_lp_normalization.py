@@ -267,3 +267,91 @@ def oracle_onnx_lrn(x, *, size, alpha, beta, bias):
         square_sum = _square_sum(x, size)
         t = _float32(bias) + _float32(alpha) / size * square_sum
         return (x / t ** _float32(beta),)
+
+
+# -- RMSNormalization (opset 23) ------------------------------------------------------------------
+
+#: stash_type (an ONNX element type) -> the type stage one is computed in
+_STASH = {1: "float32"}
+
+
+def draw_rms_norm(draw, kit, spec, dtype):
+    """X of rank 1 to 4 (the last side stretched up to 32 at times), the spec's axis, epsilon
+    and stash_type, and scale shaped as X's normalised dimensions."""
+    low, high = kit.ranks(spec, default_min=1)
+    shape = list(draw(kit.shape(min_rank=max(low, 1), max_rank=high)))
+    if draw(kit.st.booleans()):
+        shape[-1] = draw(kit.st.integers(shape[-1], max(shape[-1], min(
+            32, kit.MAX_ARRAY_SIZE // max(math.prod(shape[:-1]), 1)))))
+    attrs = kit.attributes(draw, spec, {"x": len(shape)})
+    normalised = tuple(shape[attrs["axis"] % len(shape):])
+    return kit.Signature((dtype, dtype), (tuple(shape), normalised), attrs, dtype)
+
+
+def _rms_axes(x, axis: int) -> tuple:
+    return tuple(range(axis % x.ndim, x.ndim))
+
+
+def feed_rms_norm(inputs, attrs, index):
+    """Y[index]: the values normalised with it and its scale element."""
+    x, scale = inputs
+    axis = attrs["axis"] % x.ndim
+    return [x[tuple(index[:axis])].ravel(), scale[tuple(index[axis:])].reshape(1)]
+
+
+def rms_bound(x, scale, attrs, expected, dtype: str) -> tuple:
+    """Stage one in the stash type s (X cast into it where T is wider: u_s each): n squares,
+    n - 1 additions, the scaling by 1/n and the Add of epsilon, all non-negative, relative
+    ``g = gamma_(n + 2 + 2 cast)`` (plus n eta for squares below the smallest normal); sqrt
+    halves it and adds a rounding, the division another (and the cast of X): Normalized off by
+    ``|z| ((1 + gamma_(2 + cast)) / (1 - g') - 1)``. Stage two (the cast to T, Mul by scale in
+    T): ops/onnx_normalization.py's ``_stage_two_bound``. NaN where a square sum overflows
+    the stash type, X does not fit it, the error reaches mean(x**2) + epsilon, or a Normalized
+    value below the smallest normal meets an infinite scale (rounded to 0, it gives NaN)."""
+    from conform.ops.onnx_normalization import _stage_two_bound
+
+    stash = FLOAT_FORMATS[_STASH[attrs["stash_type"]]]
+    u, tiny = stash.unit_roundoff, stash.min_subnormal
+    cast = int(FLOAT_FORMATS[dtype].unit_roundoff < u)
+    axes = _rms_axes(x, attrs["axis"])
+    n = math.prod(x.shape[a] for a in axes)
+    epsilon = _float32(attrs["epsilon"])
+    with np.errstate(all="ignore"):
+        finite = np.where(np.isfinite(x), x, 0.0)
+        total = _sum_of_squares(finite, axes) / n + epsilon
+        relative = grown(n + 2 + 2 * cast, u) + n * tiny / np.where(total > 0, total, 1.0)
+        sqrt_relative = relative / (1 + np.sqrt(np.maximum(1 - relative, 0.0)))
+        z = x / np.sqrt(total)
+        z_error = np.abs(z) * ((1 + grown(2 + cast, u)) / (1 - sqrt_relative) - 1) + tiny
+        misfit = np.abs(finite) > stash.max_finite   # X cast to the stash type overflows
+        unbounded = ((total * n * (1 + grown(n, u)) >= stash.max_finite) | ~(relative < 1)
+                     | np.any(misfit, axis=axes, keepdims=True))
+        y_error = _stage_two_bound(z, z_error, scale, None, dtype, u)
+        # an infinite scale times a Normalized value rounded to 0 gives NaN, not +-inf
+        smallest = max(stash.min_normal, FLOAT_FORMATS[dtype].min_normal)
+        misfit = misfit | (np.isinf(scale) & (z != 0) & (np.abs(z) < smallest))
+    finite_slices = np.all(np.isfinite(x), axis=axes, keepdims=True)
+    return (_judged_where(y_error, expected, (unbounded & finite_slices) | misfit),)
+
+
+def numpy_rms_norm(x, scale, *, axis, epsilon, stash_type):
+    """The numpy backend: stage one in the stash type, cast to T, then Mul by scale in T."""
+    stash = np.dtype(_STASH[stash_type])
+    xs = x.astype(stash)
+    with np.errstate(all="ignore"):
+        mean = np.mean(xs * xs, axis=_rms_axes(x, axis), keepdims=True, dtype=stash)
+        return (xs / np.sqrt(mean + stash.type(epsilon))).astype(x.dtype) * scale
+
+
+@op("onnx_rms_normalization", version=1, draw=draw_rms_norm, feeding=feed_rms_norm,
+    draw_honours=frozenset({"min_rank", "attrs"}), numpy=numpy_rms_norm,
+    onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, **case.attrs),
+    error_bound=lambda inputs, attrs, outputs, *, dtypes, **_: rms_bound(
+        *inputs, attrs, outputs[0], dtypes[0]))
+def oracle_onnx_rms_normalization(x, scale, *, axis, epsilon, stash_type):
+    """RMSNormalization-23: Normalized = X / sqrt(ReduceMean(X * X) + epsilon) over the axes
+    from ``axis`` on, Y = Normalized * Scale (epsilon a float32 attribute)."""
+    with np.errstate(all="ignore"):
+        total = _sum_of_squares(x, _rms_axes(x, axis)) / math.prod(
+            x.shape[a] for a in _rms_axes(x, axis)) + _float32(epsilon)
+        return (x / np.sqrt(total) * scale,)

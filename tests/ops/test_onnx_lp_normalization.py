@@ -107,3 +107,41 @@ def test_onnxruntime_lrn_lets_channels_outside_the_window_in(specs, backends):
     (want,) = evaluate("onnx_lrn", [x], case.attrs)
     assert np.isfinite(want[0, 2]) and want[0, 2] > 0
     assert real_backends.verdict(spec, case, backends["onnxruntime"])[0] == "fail"
+
+
+# -- RMSNormalization (opset 23) ------------------------------------------------------------------
+
+RMS = {"axis": -1, "epsilon": 1e-5, "stash_type": 1}
+
+
+def test_rms_normalization_node_test_cases_pass_as_a_backend_would(specs):
+    cases = node_cases("rmsnormalization")
+    assert len(cases) >= 10
+    for case_name, node, (x, scale), (want,) in cases:
+        attrs = {**RMS, **node_attributes(node)}
+        case = dataclasses.replace(_case("onnx_rms_normalization", x, attrs),
+                                   input_dtypes=("float32", "float32"), inputs=[x, scale])
+        judged = judge_outputs(specs["onnx_rms_normalization"], case, [want])
+        assert judged.verdict == "pass", (case_name, judged.reason)
+
+
+def test_rms_normalization_divides_by_the_root_mean_square():
+    x = np.float64([[3, 4], [0, 0]])
+    (y,) = evaluate("onnx_rms_normalization", [x, np.float64([1, 2])],
+                    {**RMS, "epsilon": 0.0})
+    rms = math.sqrt(12.5)
+    assert y[0].tolist() == [3 / rms, 4 / rms * 2] and np.isnan(y[1]).all()
+
+
+def test_rms_normalization_at_opset_23_on_onnxruntime(specs, backends, monkeypatch):
+    """onnxruntime passes a float32 case at opset 23 and fails one run with epsilon 0.5 in
+    place of the case's 1e-5."""
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "23")
+    spec = specs["onnx_rms_normalization"]
+    x = np.float32(np.arange(24) / 5 - 2).reshape(2, 3, 4)
+    case = dataclasses.replace(_case("onnx_rms_normalization", x, {**RMS, "axis": 1}),
+                               input_dtypes=("float32", "float32"),
+                               inputs=[x, np.float32(np.arange(12) / 7).reshape(3, 4)])
+    assert real_backends.verdict(spec, case, backends["onnxruntime"])[0] == "pass"
+    other = dataclasses.replace(case, attrs={**case.attrs, "epsilon": 0.5})
+    assert real_backends.verdict(spec, case, backends["onnxruntime"], run=other)[0] == "fail"

@@ -26,6 +26,7 @@ OPS = {
     "onnx_lp_normalization": ("float32", "float16", "float64"),
     "onnx_mean_variance_normalization": ("float32", "float64", "bfloat16"),
     "onnx_lrn": ("float32", "float64", "bfloat16"),
+    "onnx_rms_normalization": ("float32", "float16", "float64"),   # numpy only at the default opset
 }
 #: ops whose drawn cases onnxruntime fails for real (tested on their own, left failing there)
 ORT_DEVIATES = {"onnx_lrn": "even sizes and ranks other than 4 refused, a running sum of squares "
