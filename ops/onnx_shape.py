@@ -57,7 +57,7 @@ def draw_onnx_flatten(draw, kit, spec, dtype):
 
 def numpy_onnx_flatten(data, *, axis):
     """The numpy backend: ``np.reshape`` to the two products."""
-    axis %= max(data.ndim, 1) if axis < 0 else data.ndim + 1
+    axis = axis + data.ndim if axis < 0 else axis
     return data.reshape(math.prod(data.shape[:axis]), math.prod(data.shape[axis:]))
 
 

@@ -39,3 +39,32 @@ def test_backends_pass_the_drawn_cases(specs, backends, name, dtype, backend):
     if backend == "onnxruntime" and name in ORT_DEVIATES:
         pytest.skip(f"onnxruntime deviates: {ORT_DEVIATES[name]}")
     real_backends.assert_drawn_cases_pass(specs[name], backends[backend], dtype)
+
+
+#: per op, the type parameter its dtype label stands for (the first input's, else named)
+_LABEL_PARAM = {"onnx_constant_of_shape": "T2", "onnx_eye_like": "T1"}
+
+
+def _conform_name(onnx_type: str) -> str:
+    """'tensor(float8e4m3fn)' -> 'float8_e4m3fn', 'tensor(float)' -> 'float32'."""
+    name = onnx_type[len("tensor("):-1]
+    return {"float": "float32", "double": "float64"}.get(
+        name, name.replace("float8e", "float8_e"))
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_type_the_newest_schema_allows_is_drawn(specs, name):
+    """Each spec lists every type of conform's vocabulary that the operator's newest schema
+    allows for the label's type parameter (string, complex, float4, float8e8m0 and int2 are not
+    conform dtypes); a type onnxruntime lacks is still listed (reported unsupported)."""
+    import onnx.defs
+
+    from conform.spec import SCHEMA
+
+    vocabulary = set(SCHEMA["properties"]["dtypes"]["items"]["enum"])
+    spec = specs[name]
+    schema = onnx.defs.get_schema(spec.bindings["onnx"]["op_type"], 99)
+    param = _LABEL_PARAM.get(name) or schema.inputs[0].type_str
+    allowed = next(tc.allowed_type_strs for tc in schema.type_constraints
+                   if tc.type_param_str == param)
+    assert set(spec.dtypes) == {_conform_name(t) for t in allowed} & vocabulary
