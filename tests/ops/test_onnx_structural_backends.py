@@ -58,7 +58,6 @@ def test_every_type_the_newest_schema_allows_is_drawn(specs, name):
     allows for the label's type parameter (string, complex, float4, float8e8m0 and int2 are not
     conform dtypes); a type onnxruntime lacks is still listed (reported unsupported)."""
     import onnx.defs
-
     from conform.spec import SCHEMA
 
     vocabulary = set(SCHEMA["properties"]["dtypes"]["items"]["enum"])
