@@ -1,6 +1,6 @@
 """The drawn cases of the ONNX shape, rearranging, reduction and normalization ops added with
 issue 30 (ops/onnx_shape.py, onnx_rearrange.py, onnx_reduction_more.py,
-onnx_lp_normalization.py) pass on the real numpy and onnxruntime backends, in a float, an
+onnx_lp_normalization.py, onnx_det.py) pass on the real numpy and onnxruntime backends, in a float, an
 integer and a third type each (cases a backend cannot express are skipped)."""
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ OPS = {
     "onnx_mean_variance_normalization": ("float32", "float64", "bfloat16"),
     "onnx_lrn": ("float32", "float64", "bfloat16"),
     "onnx_rms_normalization": ("float32", "float16", "float64"),   # numpy only at the default opset
+    "onnx_det": ("float32", "float64", "float16"),   # onnxruntime only (NumPy's det is not faithful)
 }
 #: ops whose drawn cases onnxruntime fails for real (tested on their own, left failing there)
 ORT_DEVIATES = {"onnx_lrn": "even sizes and ranks other than 4 refused, a running sum of squares "
