@@ -22,6 +22,7 @@ from conform.ops.onnx_normalization import _judged_where, _stage_one_bound, stan
 from conform.ops.onnx_softmax import _together, draw_along_axis, grown
 
 from conform.dtypes import FLOAT_FORMATS
+from conform.model_formats import Unsupported
 from conform.op_registry import op
 
 
@@ -167,9 +168,22 @@ def numpy_mvn(x, *, axes=None):
         return (x - mean) / (np.sqrt(variance) + x.dtype.type(MVN_EPSILON))
 
 
+def onnx_mvn(case, graph):
+    """One MeanVarianceNormalization node with its axes written out; for T other than float32
+    the onnx package's checker refuses the model: the function body adds its float32 Epsilon
+    constant to a T value ('B has inconsistent type tensor(float)'), so no valid model can be
+    emitted."""
+    if case.dtype != "float32":
+        raise Unsupported(f"onnx's checker refuses MeanVarianceNormalization of {case.dtype}: "
+                          "its function body adds a float32 Epsilon to a T value")
+    # the body's Constant <value_ints = @axes> has no value where axes is left out: the checker
+    # refuses that model too, so the default [0, 2, 3] is written out (the same operator)
+    graph.node(graph.op_type, graph.inputs, axes=list(case.attrs.get("axes", MVN_DEFAULT_AXES)))
+
+
 @op("onnx_mean_variance_normalization", version=1, draw=draw_mvn,
     draw_honours=frozenset({"min_rank", "attrs"}), feeding=feed_mvn, numpy=numpy_mvn,
-    onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, **case.attrs),
+    onnx=onnx_mvn,
     error_bound=lambda inputs, attrs, outputs, *, out_dtype, **_: mvn_bound(
         inputs[0], attrs, outputs[0], out_dtype))
 def oracle_onnx_mean_variance_normalization(x, *, axes=None):
