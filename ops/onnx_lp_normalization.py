@@ -135,9 +135,11 @@ def draw_mvn(draw, kit, spec, dtype):
 
 
 def feed_mvn(inputs, attrs, index):
-    """The values standardised together with Y[index]."""
+    """The values standardised together with Y[index] (none where it is alone: its deviation
+    from its own mean is 0, whatever it is)."""
     x = inputs[0]
-    return [_together(x, _mvn_axes(x, attrs.get("axes")), index)]
+    together = _together(x, _mvn_axes(x, attrs.get("axes")), index)
+    return [together if together.size > 1 else together[:0]]
 
 
 def mvn_bound(x, attrs, expected, dtype: str) -> tuple:
