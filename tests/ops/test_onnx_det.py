@@ -7,6 +7,7 @@ import dataclasses
 import math
 
 import numpy as np
+import pytest
 import scipy.linalg
 from conform.generators import Case
 from conform.harness.judge.judging import judge_outputs
