@@ -8,7 +8,7 @@ readings of the same text."""
 from __future__ import annotations
 
 import numpy as np
-from conform.ops._optional import by_name
+from conform.ops.optional_inputs import by_name
 from conform.ops.indexing import traced_feeding
 from conform.ops.movement import moved
 
