@@ -3,7 +3,7 @@ both ``approximate`` values), Mish (18, 22), Swish (24) and SwiGLU (28), each fr
 text (``onnx.defs.get_schema(op, opset).doc``) and function body.
 
 The oracles compute the function the text's formula denotes, in float64 (for 16- and 32-bit
-targets) or in Arb ball arithmetic (float64 targets, ``conform.ops._multiprecision.refined``),
+targets) or in Arb ball arithmetic (float64 targets, ``conform.ops.multiprecision.refined``),
 evaluated so that float64 keeps it accurate (``expm1`` for ``exp(t) - 1``, ``erfc`` for
 ``1 + erf``, a logistic for ``1 + tanh``). The error bounds (``derived``) admit both the
 formula evaluated in T as the text writes it, which cancels (``exp(x/alpha) - 1`` near 0,
@@ -26,7 +26,7 @@ from conform.op_registry import op
 from conform.ops._activation_bounds import (attr_error, f32, finish, half_ulp, in_dtype,
                                             onnx_with_attrs, ulp)
 from conform.ops._lowering import unsupported
-from conform.ops._multiprecision import refined
+from conform.ops.multiprecision import refined
 
 GELU_CUBIC = 0.044715             # Gelu's tanh approximation, as the text writes it
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
@@ -221,7 +221,7 @@ def _keep_residual(refined_values, values):
     lo = getattr(refined_values, "residual", None)
     if lo is None:
         return values
-    from conform.ops._multiprecision import with_residual
+    from conform.ops.multiprecision import with_residual
 
     return with_residual(values, lo)
 

@@ -48,3 +48,16 @@ def node_cases_at_opsets(module_name: str) -> list:
     finally:
         module.expect = original
     return cases
+
+
+def node_attributes(node) -> dict:
+    """The node's attributes as Python values: strings decoded, a tensor as a NumPy array."""
+    from onnx import helper
+
+    values = {}
+    for attribute in node.attribute:
+        value = helper.get_attribute_value(attribute)
+        if isinstance(value, bytes):
+            value = value.decode()
+        values[attribute.name] = _array(value) if isinstance(value, TensorProto) else value
+    return values
