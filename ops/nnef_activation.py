@@ -68,7 +68,7 @@ def sigmoid_product_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dt
     """``y = x * sigmoid(t)``'s absolute error bound per element, ``t = slope * x`` (or x).
 
     The fragment in the output type: ``t`` from the slope literal rounded to the type and one
-    product (``|dt| <= |t| gamma_2 + eta``, eta half the smallest subnormal), which moves
+    product (``|dt| <= |t| gamma_2 + eta``, eta a smallest subnormal), which moves
     ``ln sigmoid`` by at most ``(1 - sigmoid(t - |dt|)) |dt|`` (its derivative is ``1 -
     sigmoid``, decreasing); ``exp(-t)`` within ``b`` ULP (relative ``2 b u``; ``2 b eta`` where
     subnormal), which moves ``sigmoid`` by ``1 - sigmoid`` of that; the addition and the
@@ -80,7 +80,7 @@ def sigmoid_product_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dt
     not round to zero in it: the fragment gives 0 there."""
     (x,), (y,) = inputs, outputs
     fmt = FLOAT_FORMATS[out_dtype]
-    b, eta = constants["exp_ulp"], fmt.min_subnormal / 2
+    b, eta = constants["exp_ulp"], fmt.min_subnormal   # (its half in float64 is 0)
     with np.errstate(all="ignore"):
         t = x if slope is None else x * _decimal(slope)
         dt = 0.0 if slope is None else np.abs(t) * grown(2, u) + eta
@@ -148,8 +148,8 @@ def numpy_selu(x, **attrs):
 @op("nnef_selu", version=1, numpy=numpy_selu, nnef=_nnef_selu)
 def oracle_nnef_selu(x, *, dtypes=None, **attrs):  # (lambda is a keyword of Python's)
     """lambda * (alpha * (e**x - 1) for x < 0, else x), alpha and lambda the decimals the
-    attributes are written as (by default the fragment's); e**x - 1 as expm1 (float64: Arb): selu(-inf) =
-    -lambda * alpha, -0 stays -0, NaN stays NaN."""
+    attributes are written as (by default the fragment's); e**x - 1 as expm1 (float64: Arb):
+    selu(-inf) = -lambda * alpha, -0 stays -0, NaN stays NaN."""
     (an, ad), (ln, ld) = (_exact_decimal(attrs.get(name, default))
                           for name, default in SELU_DEFAULTS.items())
     scale = (an * ln) / (ad * ld)
