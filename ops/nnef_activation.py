@@ -182,6 +182,26 @@ def oracle_nnef_softabs(x, *, epsilon):
         return (np.where(big, scaled, np.sqrt(np.square(x) + epsilon)),)
 
 
+def draw_prelu(draw, kit, spec, dtype):
+    """x of any shape (0-d and empty included, sides up to 8) and alpha of x's leading
+    dimensions or fewer, each x's size or 1 (a per-channel alpha is ``[1, C]``): alpha
+    broadcasts to x's shape, the output's."""
+    st = kit.st
+    shape = draw(kit.shape(min_rank=0, max_rank=4, min_side=draw(st.sampled_from([0, 1, 1])),
+                           max_side=8))
+    rank = draw(st.integers(0, len(shape)))
+    alpha = tuple(n if draw(st.booleans()) else 1 for n in shape[:rank])
+    return kit.Signature((dtype, dtype), (shape, alpha), {}, dtype)
+
+
+def feed_prelu(inputs, attrs, index):
+    """out[index] is made of x[index] and the alpha element it meets (leading dimensions
+    aligned, size-1 dimensions broadcast)."""
+    x, alpha = inputs
+    at = tuple(i if n > 1 else 0 for i, n in zip(index, alpha.shape))
+    return [x[tuple(index)].reshape(1), alpha[at].reshape(1)]
+
+
 def numpy_prelu(x, alpha):
     """The numpy backend: ``where(x < 0, alpha * x, x)`` in x's type, on NNEF's shapes."""
     x, alpha = _aligned(x, alpha)
@@ -205,7 +225,7 @@ def prelu_midpoints(rng, spec, dtype):
 
 
 @op("nnef_prelu", version=1, numpy=numpy_prelu, rounded64=rounded_prelu,
-    midpoints=prelu_midpoints)
+    midpoints=prelu_midpoints, draw=draw_prelu, draw_honours=frozenset(), feeding=feed_prelu)
 def oracle_nnef_prelu(x, alpha):
     """alpha * x where x < 0, else x, the operands broadcast with leading dimensions aligned:
     -0 and NaN pass through."""

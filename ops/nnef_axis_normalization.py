@@ -59,11 +59,13 @@ def _l2_sigma(x, axes):
         return np.where(usable, scale * np.expand_dims(root, axes), top)
 
 
-def normalization_bound(sigma, sigma_error, x, y, attrs, out_dtype, u) -> np.ndarray:
+def normalization_bound(sigma, sigma_error, x, y, attrs, out_dtype, u, *,
+                        numerator_error=0.0) -> np.ndarray:
     """``input / max(sigma + bias, epsilon)``'s bound, given ``sigma``'s absolute error: the sum
     with bias one rounding (and bias's and epsilon's own roundings into the type), ``max`` exact and
     1-Lipschitz, the division one rounding (a smallest subnormal where the quotient is
-    subnormal). NaN (region ``unbounded_evaluation``) where the divisor's error can reach the
+    subnormal). A ``numerator_error`` (the input computed with that error) passes through the
+    division. NaN (region ``unbounded_evaluation``) where the divisor's error can reach the
     divisor itself."""
     fmt = FLOAT_FORMATS[out_dtype]
     bias, epsilon = float(attrs["bias"]), float(attrs["epsilon"])
@@ -74,7 +76,9 @@ def normalization_bound(sigma, sigma_error, x, y, attrs, out_dtype, u) -> np.nda
         divisor = np.maximum(total, epsilon)
         shrink = error / np.abs(divisor)
         relative = (1 + u) / (1 - shrink) - 1
-        bound = np.abs(y) * relative + fmt.min_subnormal   # (its half in float64 is 0)
+        carried = numerator_error * (1 + relative) / np.abs(divisor) if np.any(numerator_error) \
+            else 0.0
+        bound = np.abs(y) * relative + carried + fmt.min_subnormal   # (its half in float64 is 0)
         bound = np.where(np.isfinite(y), bound, 0.0)
         unbounded = np.isfinite(y) & ~(shrink < 1)
     return np.where(np.broadcast_to(unbounded, np.shape(y)), np.nan, bound)

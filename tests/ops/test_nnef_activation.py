@@ -48,6 +48,18 @@ def test_hand_worked_values():
     assert run("nnef_softabs", np.array([-1e300]))[0] == 1e300
 
 
+def test_a_prelu_aligning_trailing_dimensions_fails_and_names_the_alpha_it_met(specs):
+    x = np.float32([[-2.0, -4.0], [-8.0, -16.0]])
+    alpha = np.float32([0.5, 0.25])     # [2] is [2, 1] in NNEF: one alpha per row
+    case = Case(id="nnef_prelu.float32.hand", op="nnef_prelu", dtype="float32",
+                input_dtypes=("float32",) * 2, out_dtype="float32", inputs=[x, alpha],
+                attrs={}, plan="hand", seed=0)
+    assert judge_outputs(specs["nnef_prelu"], case, [x * alpha[:, None]]).verdict == "pass"
+    judged = judge_outputs(specs["nnef_prelu"], case, [x * alpha])   # NumPy's alignment
+    row = judged.worst["index"][0]
+    assert judged.verdict == "fail" and judged.worst["inputs"][1] == [float(alpha[row])]
+
+
 def test_prelu_broadcasts_with_leading_dimensions_aligned():
     x = np.array([[-2.0, 3.0, -0.0], [-1.0, NAN, -INF]])
     alpha = np.array([0.5, -3.0])            # shape [2] stands for [2, 1]
