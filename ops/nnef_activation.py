@@ -182,16 +182,21 @@ def oracle_nnef_softabs(x, *, epsilon):
         return (np.where(big, scaled, np.sqrt(np.square(x) + epsilon)),)
 
 
+def leading_broadcast_shape(draw, kit, shape) -> tuple:
+    """A shape that broadcasts to ``shape`` with leading dimensions aligned (NNEF's): some of
+    its leading dimensions, each ``shape``'s size or 1 (a per-channel parameter is ``[1, C]``)."""
+    rank = draw(kit.st.integers(0, len(shape)))
+    return tuple(n if draw(kit.st.booleans()) else 1 for n in shape[:rank])
+
+
 def draw_prelu(draw, kit, spec, dtype):
-    """x of any shape (0-d and empty included, sides up to 8) and alpha of x's leading
-    dimensions or fewer, each x's size or 1 (a per-channel alpha is ``[1, C]``): alpha
-    broadcasts to x's shape, the output's."""
+    """x of any shape (0-d and empty included, sides up to 8) and alpha broadcasting to it
+    (:func:`leading_broadcast_shape`): x's shape is the output's."""
     st = kit.st
     shape = draw(kit.shape(min_rank=0, max_rank=4, min_side=draw(st.sampled_from([0, 1, 1])),
                            max_side=8))
-    rank = draw(st.integers(0, len(shape)))
-    alpha = tuple(n if draw(st.booleans()) else 1 for n in shape[:rank])
-    return kit.Signature((dtype, dtype), (shape, alpha), {}, dtype)
+    return kit.Signature((dtype, dtype), (shape, leading_broadcast_shape(draw, kit, shape)), {},
+                         dtype)
 
 
 def feed_prelu(inputs, attrs, index):

@@ -1,7 +1,8 @@
 """NNEF's split, stack, unstack and gather (NNEF 1.0 standard library; the texts at hand give
 their declarations, in the ``nnef`` package's stdlib_source.h):
 
-    fragment split<?>( value: tensor<?>, axis: integer, ratios: integer[] ) -> ( values: tensor<?>[] );
+    fragment split<?>( value: tensor<?>, axis: integer, ratios: integer[] )
+        -> ( values: tensor<?>[] );
     fragment stack<?>( values: tensor<?>[], axis: integer ) -> ( value: tensor<?> );
     fragment unstack<?>( value: tensor<?>, axis: integer ) -> ( values: tensor<?>[] );
     fragment gather<?>( input: tensor<?>, indices: tensor<integer>, axis: integer = 0 )

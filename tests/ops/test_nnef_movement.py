@@ -10,7 +10,7 @@ from conform.generators import Case, generate_cases
 from conform.harness.backends.nnef_models import build_document
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
-from tests.ops.test_nnef_activation import numpy_verdicts
+from tests.ops.test_nnef_numpy_bindings import numpy_verdicts
 
 OPS = ["nnef_split", "nnef_stack", "nnef_unstack", "nnef_gather"]
 X = np.arange(12, dtype=np.float32).reshape(2, 6)
