@@ -108,3 +108,23 @@ def test_the_nnef_executor_runs_the_lowered_fragments(specs, op):
         assert verdict in ("pass", "impl_defined")
         passed += verdict == "pass"
     assert passed
+
+
+def test_the_nnef_executor_clamps_signed_asymmetric_levels_at_r_minus_1(specs):
+    """A deviation the suite reports: the executor reads the clamp's lower end ``0.0 if !signed
+    else -r if symmetric else -r - 1.0`` as ``-(r if symmetric else -(r - 1.0))``, its unary
+    minus taking everything after it: signed 4-bit asymmetric levels are clamped to [6, 7]
+    instead of [-8, 7] (symmetric ones, [-7, 7], are right)."""
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.nnef_backend import NnefBackend
+
+    op, spec = "nnef_zero_point_linear_quantize", specs["nnef_zero_point_linear_quantize"]
+    inputs = [np.float32([-100.0, -7.2, 3.1, 100.0]), np.int32(0), np.float32(1.0)]
+    attrs = {"bits": 4, "signed": True, "symmetric": False}
+    assert run(op, *inputs, **attrs) == [-8.0, -7.0, 3.0, 7.0]
+    case = _case(op, inputs, attrs)
+    outputs = run_case(NnefBackend(), spec, case)
+    assert outputs[0].tolist() == [6.0, 6.0, 6.0, 7.0]
+    assert judge_outputs(spec, case, outputs).verdict == "fail"
+    symmetric = _case(op, inputs, {**attrs, "symmetric": True})
+    assert judge_outputs(spec, symmetric, run_case(NnefBackend(), spec, symmetric)).verdict == "pass"
