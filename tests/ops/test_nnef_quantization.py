@@ -128,3 +128,18 @@ def test_the_nnef_executor_clamps_signed_asymmetric_levels_at_r_minus_1(specs):
     assert judge_outputs(spec, case, outputs).verdict == "fail"
     symmetric = _case(op, inputs, {**attrs, "symmetric": True})
     assert judge_outputs(spec, symmetric, run_case(NnefBackend(), spec, symmetric)).verdict == "pass"
+
+
+def test_a_repro_script_lowers_the_fragments_the_executor_has_no_kernel_for(specs, tmp_path):
+    """``conform repro``'s nnef script runs zero_point_linear_quantize, which the executor has
+    no kernel for, lowered (and reproduces the deviation above)."""
+    from conform.harness.assurance.repro_backends import render_nnef
+    from conform.harness.backends.nnef_models import write_document
+
+    op, spec = "nnef_zero_point_linear_quantize", specs["nnef_zero_point_linear_quantize"]
+    inputs = [np.float32([-100.0, -7.2, 3.1, 100.0]), np.int32(0), np.float32(1.0)]
+    case = _case(op, inputs, {"bits": 4, "signed": True, "symmetric": False})
+    write_document(tmp_path / "model.nnef", spec, case)
+    namespace = {"np": np, "HERE": tmp_path}
+    exec(render_nnef(spec, case)[0], namespace)   # noqa: S102 - the script's own source
+    assert namespace["backend"]()(case.inputs)[0].tolist() == [6.0, 6.0, 6.0, 7.0]
