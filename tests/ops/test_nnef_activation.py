@@ -166,3 +166,14 @@ def test_the_nnef_executor_cancels_selu_near_zero(specs, nnef_backend):
     out = run_case(nnef_backend, specs["nnef_selu"], case)
     assert out[0][1] == 0.0
     assert judge_outputs(specs["nnef_selu"], case, out).verdict == "fail"
+
+
+def test_derived_bound_ops_are_left_out_of_programs(specs):
+    """A program's nodes are judged by their ops' models, but a node's derived bound (the op's
+    error_bound hook) is not computed: silu and gelu are no links of a chain, selu is."""
+    from conform.spec.programs import chain_names, chainable
+
+    assert not chainable(specs["nnef_silu"]) and not chainable(specs["nnef_gelu"])
+    assert chainable(specs["nnef_selu"]) and chainable(specs["nnef_softabs"])
+    names = chain_names(specs, "nnef", count=40)
+    assert not any("nnef_silu" in name or "nnef_gelu" in name for name in names)
