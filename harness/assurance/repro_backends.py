@@ -121,20 +121,35 @@ def render_onnxruntime(spec, case) -> tuple[str, str, dict]:
 
 def render_nnef(spec, case) -> tuple[str, str, list]:
     """``backend()`` for the nnef backend: model.nnef/graph.nnef run by the ``nnef`` package's
-    executor without lowering, fed the inputs the graph declares as externals."""
+    executor without lowering, fed the inputs the graph declares as externals; an operation the
+    executor has no kernel for is lowered to its standard fragment's body, one at a time, as
+    the backend does."""
     from conform.harness.backends.nnef_models import build_document
 
     document = build_document(spec, case)
     source = textwrap.dedent(f'''\
         def backend():
             """model.nnef/graph.nnef run by the nnef package's executor (lowered=[]: every operation
-            is the executor's own kernel), as conform's nnef backend runs it."""
+            is the executor's own kernel, but those it has none for: lowered to their standard
+            fragments' bodies), as conform's nnef backend runs it."""
+            import re
+
             import nnef
 
             def run(inputs):
                 fed = [np.asarray(inputs[i], order="C") for i in {document.inputs!r}]
-                session = nnef.Session(str(HERE / "model.nnef" / "graph.nnef"), lowered=[])
-                outputs = list(session(*fed))
+                lowered = []
+                while True:
+                    session = nnef.Session(str(HERE / "model.nnef" / "graph.nnef"),
+                                           lowered=lowered)
+                    try:
+                        outputs = list(session(*fed))
+                        break
+                    except ValueError as exc:
+                        missing = re.search(r"operation not implemented: (\\w+)", str(exc))
+                        if missing is None or missing.group(1) in lowered:
+                            raise
+                        lowered.append(missing.group(1))
                 shape = {document.output_shape!r}   # NNEF reductions keep reduced axes as 1
                 return outputs if shape is None else [outputs[0].reshape(shape)]
 
