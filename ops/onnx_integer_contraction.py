@@ -57,7 +57,7 @@ def draw_matmul_integer(draw, kit, spec, dtype):
 
 def row_parameter(value: np.ndarray, operand: np.ndarray) -> np.ndarray:
     """A per-row parameter of a 2-D A (an M element vector) shaped [M, 1]; others unchanged."""
-    if operand.ndim == 2 and value.ndim == 1 and value.size == operand.shape[0] > 1:
+    if operand.ndim == 2 and value.ndim == 1 and value.size == operand.shape[0] != 1:
         return value.reshape(-1, 1)
     return value
 

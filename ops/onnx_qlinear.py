@@ -22,6 +22,7 @@ from conform.ops._double_double import accurate_matmul
 from conform.ops.contraction import draw_onnx_matmul
 from conform.ops.error_bounds import gamma
 from conform.ops.onnx_cast import float8_table, is_float8, numpy_astype
+from conform.ops.onnx_quantize import zero_point_values
 from conform.ops.onnx_integer_contraction import (draw_integer_conv, integer_conv,
                                                  onnx_integer_conv, row_parameter)
 from conform.ops.optional_inputs import by_name
@@ -85,14 +86,6 @@ def _scale_values(rng, like, size_hint=1.0, power=False):
     return (size_hint * rng.uniform(0.25, 4, like.shape)).astype(like.dtype)
 
 
-def _zero_points(rng, like):
-    """Zero points in the type's range; 0 for float 8 (the text: 'usually not used')."""
-    if not is_integer(str(like.dtype)):
-        return np.zeros(like.shape, like.dtype)
-    info = int_info(str(like.dtype))
-    return rng.integers(int(info.min), int(info.max) + 1, like.shape).astype(like.dtype)
-
-
 def _near_zero_point(rng, operand, zero):
     """Integer operand values within 6 of their zero point (small sums: ties appear)."""
     if not is_integer(str(operand.dtype)):
@@ -113,7 +106,7 @@ def requantization_values(names, contract, aligned):
         a, b = names[0], names[3]
         power = bool(rng.integers(0, 2))
         for k in (2, 5, 7):
-            given[names[k]] = _zero_points(rng, given[names[k]])
+            given[names[k]] = zero_point_values(rng, given[names[k]])
         for k in (1, 4):
             given[names[k]] = _scale_values(rng, given[names[k]], 1.0, power)
         if power:
@@ -128,17 +121,29 @@ def requantization_values(names, contract, aligned):
     return values
 
 
-def requantize(acc, magnitude, terms, scales, zero, target, exact, open_elements):
+def _per_tensor(parameter):
+    """A 1-element parameter as a scalar: per tensor, it leaves the result's shape alone (a
+    0-d matmul of two 1-D operands stays 0-d)."""
+    parameter = np.asarray(parameter)
+    return parameter.reshape(()) if parameter.size == 1 else parameter
+
+
+def requantize(acc, magnitude, terms, scales, zero, target, open_elements, *, exact, integer):
     """The quantized result of the accumulator ``acc`` (the sum over the centred operands'
     products) scaled by ``scales`` = (input scale, weight scale, y_scale), or with
-    ``open_elements`` the mask of the elements an evaluation in float32 could change."""
-    in_scale, weight_scale, y_scale = scales
+    ``open_elements`` the mask of the elements an evaluation in float32 could change or an
+    int32 accumulation could overflow (``integer``: integer operands; ``exact``: and every
+    scale a power of two)."""
+    in_scale, weight_scale, y_scale, zero = (_per_tensor(p) for p in (*scales, zero))
     q = acc * in_scale * weight_scale / y_scale
     result = quantized(q, zero, target)
     if not open_elements:
         return result
     spread = requantization_spread(magnitude * in_scale * weight_scale / y_scale, terms, exact)
-    return open_results(q, spread, zero, target, result)
+    # 'The accumulation may overflow if and only if in 32 bits': an integer sum some order of
+    # which leaves int32 (a bias near its limits) is open
+    overflows = integer & (magnitude > np.iinfo(np.int32).max)
+    return open_results(q, spread, zero, target, result) | overflows
 
 
 # --- QLinearMatMul -------------------------------------------------------------------------------
@@ -218,8 +223,8 @@ def oracle_onnx_qlinear_mat_mul(a, a_scale, a_zero_point, b, b_scale, b_zero_poi
     target = dtypes[-1] if dtypes else "uint8"
     integer = all(is_integer(d) for d in dtypes[:1] + dtypes[3:4]) if dtypes else True
     scales = (row_parameter(a_scale, a), b_scale, y_scale)
-    return (requantize(acc, magnitude, a.shape[-1], scales, y_zero_point, target,
-                       integer and powers_of_two(*scales), open_elements),)
+    return (requantize(acc, magnitude, a.shape[-1], scales, y_zero_point, target, open_elements,
+                       exact=integer and powers_of_two(*scales), integer=integer),)
 
 
 # --- QLinearConv ---------------------------------------------------------------------------------
@@ -287,5 +292,5 @@ def oracle_onnx_qlinear_conv(*inputs, absent_inputs=(), dtypes=(), open_elements
     scales = (given["x_scale"], _channel_scale(given["w_scale"], acc.ndim), given["y_scale"])
     target = dtypes[7] if len(dtypes) > 7 else "uint8"
     terms = int(np.prod(given["w"].shape[1:])) + 1
-    return (requantize(acc, magnitude, terms, scales, given["y_zero_point"], target,
-                       powers_of_two(*scales), open_elements),)
+    return (requantize(acc, magnitude, terms, scales, given["y_zero_point"], target, open_elements,
+                       exact=powers_of_two(*scales), integer=True),)

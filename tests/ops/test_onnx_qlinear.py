@@ -73,6 +73,26 @@ def test_near_ties_are_open_unless_every_scale_is_a_power_of_two(specs):
     assert answer.impl_mask is None or not answer.impl_mask.any()
 
 
+def test_a_per_tensor_vector_keeps_a_0_d_product_0_d():
+    case = _case("onnx_qlinear_mat_mul", MATMUL, {
+        "a": np.int8([1, 2]), "a_scale": np.float32([1]), "a_zero_point": np.int8([0]),
+        "b": np.int8([3, 4]), "b_scale": np.float32([1]), "b_zero_point": np.int8([0]),
+        "y_scale": np.float32([1]), "y_zero_point": np.int8([1])}, "int8")
+    (y,) = evaluate(case.op, case.inputs, case.attrs)
+    assert y.shape == () and y.tolist() == 12   # numpy.matmul of two 1-D operands is 0-d
+
+
+def test_an_accumulation_that_can_leave_int32_is_open(specs):
+    """'The accumulation may overflow if and only if in 32 bits': a bias near int32's largest
+    value plus the products may overflow the accumulator."""
+    arrays = {"x": np.uint8([[[200, 0]]]), "x_scale": np.float32(1), "x_zero_point": np.uint8(0),
+              "w": np.uint8([[[255]]]), "w_scale": np.float32(1), "w_zero_point": np.uint8(0),
+              "y_scale": np.float32(2.0 ** 24), "y_zero_point": np.uint8(0),
+              "B": np.int32([2 ** 31 - 1])}
+    (answer,) = expect(specs["onnx_qlinear_conv"], _case("onnx_qlinear_conv", CONV, arrays, "uint8"))
+    assert answer.expected.tolist() == [[[128, 128]]] and answer.impl_mask.tolist() == [[[True, False]]]
+
+
 def test_qlinear_conv_adds_the_bias_before_requantizing():
     case = _case("onnx_qlinear_conv", CONV, {
         "x": np.uint8([[[1, 2, 3]]]), "x_scale": np.float32(0.5), "x_zero_point": np.uint8(1),
