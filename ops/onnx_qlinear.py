@@ -198,6 +198,8 @@ def numpy_qlinear_matmul(a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero
     if any(is_float8(str(x.dtype)) for x in (a, b, y_zero)):
         from conform.ops._lowering import unsupported
         raise unsupported("NumPy has no float 8 arithmetic")
+    a_scale, a_zero, b_scale, b_zero, y_scale, y_zero = (
+        _per_tensor(p) for p in (a_scale, a_zero, b_scale, b_zero, y_scale, y_zero))
     acc = np.matmul(a.astype(np.int32) - row_parameter(a_zero.astype(np.int32), a),
                     b.astype(np.int32) - b_zero.astype(np.int32))
     scale = (row_parameter(a_scale.astype(np.float32), a) * b_scale.astype(np.float32)

@@ -122,3 +122,12 @@ def test_a_wrong_auto_pad_fails_on_onnxruntime(specs):
     assert judge_outputs(spec, case, run_case(backend, spec, case)).verdict == "pass"
     wrong = _case(spec.op, CONV, dict(arrays), group=2, auto_pad="SAME_LOWER")
     assert judge_outputs(spec, case, run_case(backend, spec, wrong)).verdict == "fail"
+
+
+def test_the_judge_fails_a_pair_sum_saturated_in_int16(specs):
+    """'The production MUST never overflow': a kernel summing u8 x s8 products in pairs into
+    int16 with saturation (x86 pmaddubsw) gives 32767 for 255 * 127 + 255 * 127 = 64770."""
+    spec = specs["onnx_mat_mul_integer"]
+    case = _case(spec.op, MATMUL, {"a": np.uint8([[255, 255]]), "b": np.int8([[127], [127]])})
+    assert judge_outputs(spec, case, [np.int32([[64770]])]).verdict == "pass"
+    assert judge_outputs(spec, case, [np.int32([[32767]])]).verdict == "fail"
