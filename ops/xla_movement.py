@@ -1,0 +1,72 @@
+"""XLA Broadcast and Collapse (operation semantics, "广播" and "收起"): data movement, every
+output element a copy of one operand element, so the oracles are exact and the elements feeding
+an output are traced through them (``feeding="moved"``)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from conform.ops.movement import moved
+
+
+def draw_broadcast(draw, kit, spec, dtype):
+    """An operand of rank 0 to 3 and 0 to 3 new leading sizes (0 now and then: an empty
+    result), the result within the array-size cap."""
+    st = kit.st
+    shape = draw(kit.shape(max_rank=3, max_side=4))
+    sizes = draw(st.lists(st.integers(0, 3), max_size=3).filter(
+        lambda s: math.prod(s) * math.prod(shape) <= kit.MAX_ARRAY_SIZE))
+    return kit.Signature((dtype,), (shape,), {"sizes": list(sizes)}, dtype)
+
+
+def numpy_broadcast(operand, *, sizes):
+    """The numpy backend: ``np.broadcast_to`` the shape ``sizes + operand.shape``."""
+    return np.broadcast_to(operand, (*sizes, *operand.shape))
+
+
+@moved("broadcast", draw=draw_broadcast, numpy=numpy_broadcast)
+def oracle_broadcast(operand, *, sizes):
+    """Broadcast(operand, broadcast_sizes): the new dimensions go on the left, output shape
+    {a0..aN, b0..bM}, and output[i0, ..., iN, j0, ..., jM] = operand[j0, ..., jM]."""
+    leading = (1,) * len(sizes)
+    return (np.tile(operand.reshape(leading + operand.shape), (*sizes, *(1,) * operand.ndim)),)
+
+
+def draw_collapse(draw, kit, spec, dtype):
+    """An operand of rank 1 to 4 and a run of consecutive dimensions, in order: at least two
+    where the operand has them after the run's start (a run of one changes nothing)."""
+    st = kit.st
+    shape = draw(kit.shape(min_rank=1, max_rank=4, max_side=4))
+    start = draw(st.integers(0, max(len(shape) - 2, 0)))
+    stop = draw(st.integers(min(start + 2, len(shape)), len(shape)))
+    return kit.Signature((dtype,), (shape,), {"dimensions": list(range(start, stop))}, dtype)
+
+
+def lax_collapse(lax, attrs):
+    """``lax.collapse(x, start, stop)`` merges dimensions ``start`` to ``stop - 1``."""
+    dims = attrs["dimensions"]
+    return lambda x: lax.collapse(x, dims[0], dims[-1] + 1)
+
+
+def numpy_collapse(operand, *, dimensions):
+    """The numpy backend: a row-major ``np.reshape`` with the run's sizes multiplied."""
+    shape = operand.shape
+    merged = math.prod(shape[dimensions[0]:dimensions[-1] + 1])
+    return np.reshape(operand, (*shape[:dimensions[0]], merged, *shape[dimensions[-1] + 1:]))
+
+
+@moved("collapse", draw=draw_collapse, lax=lax_collapse, numpy=numpy_collapse)
+def oracle_collapse(operand, *, dimensions):
+    """Collapse(operand, dimensions): the consecutive, ordered ``dimensions`` are replaced by one
+    dimension in their place whose size is their product; the lowest-numbered dimension varies
+    slowest (the text's v012 and v01 examples), so the new index is the row-major combination
+    of the old ones."""
+    first, last = dimensions[0], dimensions[-1]
+    out = np.empty(operand.shape[:first] + (math.prod(operand.shape[first:last + 1]),)
+                   + operand.shape[last + 1:], operand.dtype)
+    if operand.size:
+        index = np.indices(operand.shape)
+        merged = np.ravel_multi_index(tuple(index[first:last + 1]), operand.shape[first:last + 1])
+        out[(*index[:first], merged, *index[last + 1:])] = operand
+    return (out,)
