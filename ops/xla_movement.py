@@ -70,3 +70,31 @@ def oracle_collapse(operand, *, dimensions):
         merged = np.ravel_multi_index(tuple(index[first:last + 1]), operand.shape[first:last + 1])
         out[(*index[:first], merged, *index[last + 1:])] = operand
     return (out,)
+
+
+# --- OptimizationBarrier -----------------------------------------------------------------------
+
+def draw_optimization_barrier(draw, kit, spec, dtype):
+    """Three operands of independent shapes (the third int32, as the spec declares it): the
+    barrier passes a tuple of arrays of any shapes and types through."""
+    shapes = tuple(draw(kit.shape(max_rank=3, max_side=5)) for _ in spec.inputs)
+    return kit.Signature((dtype, dtype, "int32"), shapes, {}, dtype)
+
+
+def lax_optimization_barrier(lax, attrs):
+    """``lax.optimization_barrier`` on the tuple of operands (one StableHLO optimization_barrier)."""
+    return lambda *operands: tuple(lax.optimization_barrier(operands))
+
+
+def numpy_optimization_barrier(*operands):
+    """The numpy backend: NumPy has no optimisation to bar; the operands are returned as copies."""
+    return tuple(np.copy(x) for x in operands)
+
+
+@moved("optimization_barrier", draw=draw_optimization_barrier, lax=lax_optimization_barrier,
+       numpy=numpy_optimization_barrier)
+def oracle_optimization_barrier(operand, second, third):
+    """OptimizationBarrier: the text says only that no optimisation moves computation across it
+    and that every input is evaluated before anything depending on its outputs, so its outputs
+    are its inputs, unchanged (bit for bit)."""
+    return (operand.copy(), second.copy(), third.copy())

@@ -1,8 +1,7 @@
-"""XLA Broadcast, Collapse, Dot, Cholesky and TriangularSolve (ops/xla_movement.py,
-ops/xla_linalg.py): the oracles on the text's examples and definitions
-(seeds/004_c11ff90b720ca9d5.txt), the drawn inputs, and the real jax backend judged, with the
-judge catching wrong answers (a column-major collapse, the wrong triangle, a low-precision
-factor, a solve with the wrong transpose)."""
+"""XLA Dot, Cholesky and TriangularSolve (ops/xla_linalg.py): the oracles on the text's
+definitions (seeds/004_c11ff90b720ca9d5.txt), the drawn inputs, and the real jax backend judged,
+with the judge catching wrong answers (a float16 accumulator, a low-precision factor, a solve with
+the wrong transpose)."""
 from __future__ import annotations
 
 import itertools
@@ -12,77 +11,7 @@ import pytest
 
 from conform.generators import Case
 from conform.generators._suite import generate_cases
-from conform.harness.judge.judging import judge_outputs
-from conform.oracles._registry import evaluate
-
-
-def run(name, *inputs, **attrs):
-    (out,) = evaluate(name, [np.asarray(x) for x in inputs], attrs)
-    return out
-
-
-@pytest.fixture(scope="module")
-def jax_backend():
-    from conform.harness.backends.jax_backend import JaxBackend
-    return JaxBackend()
-
-
-def jax_verdicts(spec, jax_backend, dtype, count, seed=0, change=None):
-    """The verdicts of the drawn suite on jax; ``change(outputs, case)`` alters jax's answers."""
-    from conform.harness.backends.models import run_case
-    verdicts = []
-    for case in generate_cases(spec, dtype, count=count, seed=seed):
-        outputs = run_case(jax_backend, spec, case)
-        if change is not None:
-            outputs = change(outputs, case)
-        verdicts.append(judge_outputs(spec, case, outputs, "ftz").verdict)
-    return verdicts
-
-
-# -- Broadcast and Collapse ------------------------------------------------------------------
-
-def test_broadcast_the_texts_example_and_new_dimensions_on_the_left():
-    np.testing.assert_array_equal(run("broadcast", np.float32(2.0), sizes=[2, 3]),
-                                  np.full((2, 3), 2.0))
-    operand = np.arange(6.0).reshape(2, 3)
-    out = run("broadcast", operand, sizes=[4, 1])
-    assert out.shape == (4, 1, 2, 3)
-    for i, j in itertools.product(range(4), range(1)):
-        np.testing.assert_array_equal(out[i, j], operand)
-
-
-V = np.array([[[10, 11, 12], [15, 16, 17]], [[20, 21, 22], [25, 26, 27]],
-              [[30, 31, 32], [35, 36, 37]], [[40, 41, 42], [45, 46, 47]]], np.float32)
-
-
-def test_collapse_the_texts_rule_where_its_two_examples_are_swapped():
-    """The rule ("replaced by a single new dimension, in the same position ..., of size the
-    product") makes Collapse(v, {0, 1}) of f32[4x2x3] an f32[8x3] and Collapse(v, {1, 2}) an
-    f32[4x6]; the text's v01 and v12 examples show those two results the other way round (both
-    editions, 002 and 004). The rule is followed: its results are the examples' arrays swapped."""
-    np.testing.assert_array_equal(run("collapse", V, dimensions=[0, 1, 2]),
-                                  [10, 11, 12, 15, 16, 17, 20, 21, 22, 25, 26, 27,
-                                   30, 31, 32, 35, 36, 37, 40, 41, 42, 45, 46, 47])
-    np.testing.assert_array_equal(run("collapse", V, dimensions=[1, 2]),    # the text's "v01"
-                                  [[10, 11, 12, 15, 16, 17], [20, 21, 22, 25, 26, 27],
-                                   [30, 31, 32, 35, 36, 37], [40, 41, 42, 45, 46, 47]])
-    np.testing.assert_array_equal(run("collapse", V, dimensions=[0, 1]),    # the text's "v12"
-                                  [[10, 11, 12], [15, 16, 17], [20, 21, 22], [25, 26, 27],
-                                   [30, 31, 32], [35, 36, 37], [40, 41, 42], [45, 46, 47]])
-    assert run("collapse", np.zeros((2, 0, 3)), dimensions=[0, 1]).shape == (0, 3)
-
-
-def test_jax_runs_broadcast_and_collapse_and_a_column_major_collapse_fails(specs, jax_backend):
-    assert set(jax_verdicts(specs["broadcast"], jax_backend, "int8", 12)) == {"pass"}
-    assert set(jax_verdicts(specs["collapse"], jax_backend, "float32", 12)) == {"pass"}
-
-    def column_major(outputs, case):   # the highest-numbered merged dimension varies slowest
-        operand, dims = case.inputs[0], case.attrs["dimensions"]
-        perm = list(range(operand.ndim))
-        perm[dims[0]:dims[-1] + 1] = reversed(dims)
-        return [np.transpose(operand, perm).reshape(outputs[0].shape)]
-    assert "fail" in jax_verdicts(specs["collapse"], jax_backend, "float32", 12,
-                                  change=column_major)
+from tests.ops.xla_judging import jax_backend, jax_verdicts, run  # noqa: F401 (a fixture)
 
 
 # -- Dot -------------------------------------------------------------------------------------
