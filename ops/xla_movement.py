@@ -1,12 +1,15 @@
-"""XLA Broadcast and Collapse (operation semantics, "广播" and "收起"): data movement, every
-output element a copy of one operand element, so the oracles are exact and the elements feeding
-an output are traced through them (``feeding="moved"``)."""
+"""XLA Broadcast, Collapse and OptimizationBarrier (operation semantics, "广播", "收起",
+"OptimizationBarrier"): data movement, every output element a copy of one operand element, so
+the oracles are exact and the elements feeding an output are traced through them
+(``feeding="moved"``); and XLA Map ("地图") of a scalar computation, element by element."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
+from conform.op_registry import op
+from conform.ops._midpoints import PRODUCT_MIDPOINTS
 from conform.ops.movement import moved
 
 
@@ -98,3 +101,64 @@ def oracle_optimization_barrier(operand, second, third):
     and that every input is evaluated before anything depending on its outputs, so its outputs
     are its inputs, unchanged (bit for bit)."""
     return (operand.copy(), second.copy(), third.copy())
+
+
+# --- Map ------------------------------------------------------------------------------------
+
+#: Map's scalar computations: each one IEEE operation (correctly rounded) of the two parameters
+MAP_COMPUTATIONS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
+
+
+def draw_map(draw, kit, spec, dtype):
+    """Two operands of one shape (0-d and empty included) and the spec's ``computation``."""
+    shape = draw(kit.shape(max_rank=3, min_side=draw(kit.st.sampled_from((0, 1, 1, 1)))))
+    attrs = kit.attributes(draw, spec, {name: len(shape) for name in spec.inputs})
+    return kit.Signature((dtype, dtype), (shape, shape), attrs, dtype)
+
+
+def lax_map(lax, attrs):
+    """A jax primitive lowered to StableHLO's ``map`` over every dimension, its region one
+    ``stablehlo.add``, ``subtract`` or ``multiply`` of two scalars: XLA's Map itself (jax.lax's
+    ``map`` is a loop over the leading axis, another op)."""
+    import jax
+    from jax.extend.core import Primitive
+    from jax.extend.mlir import ir
+    from jax.extend.mlir.dialects import stablehlo
+    from jax.interpreters import mlir
+
+    body = {"add": stablehlo.AddOp, "subtract": stablehlo.SubtractOp,
+            "multiply": stablehlo.MulOp}[attrs["computation"]]
+    prim = Primitive("xla_map_" + attrs["computation"])
+    prim.def_abstract_eval(lambda x, *rest: jax.core.ShapedArray(x.shape, x.dtype))
+
+    def lower(ctx, *operands):
+        ranked = ir.RankedTensorType(operands[0].type)
+        scalar = ir.RankedTensorType.get([], ranked.element_type)
+        mapped = stablehlo.MapOp(operands[0].type, list(operands), list(range(ranked.rank)))
+        block = mapped.computation.blocks.append(*[scalar] * len(operands))
+        with ir.InsertionPoint(block):
+            stablehlo.ReturnOp([body(*block.arguments).result])
+        return mapped.results
+
+    mlir.register_lowering(prim, lower)
+    return prim.bind
+
+
+def numpy_map(lhs, rhs, *, computation):
+    """The numpy backend: the computation's ufunc, which NumPy applies element by element."""
+    return MAP_COMPUTATIONS[computation](lhs, rhs)
+
+
+def map_midpoints(rng, spec, dtype):
+    """The midpoint case: Map of a multiplication on operands whose exact products are rounding
+    midpoints of ``dtype`` (half of them; the rest one ULP beside)."""
+    made = PRODUCT_MIDPOINTS(rng, spec, dtype)
+    return None if made is None else (made[0], {"computation": "multiply"}, made[2])
+
+
+@op("map", version=1, draw=draw_map, draw_honours=frozenset({"attrs"}), lax=lax_map,
+    numpy=numpy_map, midpoints=map_midpoints)
+def oracle_map(lhs, rhs, *, computation):
+    """Map(operands..., computation): out[i] = computation(lhs[i], rhs[i]) at every index; the
+    computation here is one addition, subtraction or multiplication of its two parameters."""
+    return (MAP_COMPUTATIONS[computation](lhs, rhs),)

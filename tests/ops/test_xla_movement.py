@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from tests.ops.xla_judging import jax_backend, jax_verdicts, run  # noqa: F401 (a fixture)
 
@@ -75,3 +76,33 @@ def test_optimization_barrier_is_the_identity_on_jax_bit_for_bit(specs, jax_back
 def run_all(name, *inputs, **attrs):
     from conform.oracles._registry import evaluate
     return evaluate(name, [np.asarray(x) for x in inputs], attrs)
+
+
+# -- Map ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("computation, body", [("add", "stablehlo.add"),
+                                               ("subtract", "stablehlo.subtract"),
+                                               ("multiply", "stablehlo.multiply")])
+def test_map_lowers_to_stablehlo_map_with_the_computation_as_its_region(computation, body):
+    import jax
+    from jax import lax
+    from conform.ops.xla_movement import lax_map
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    text = jax.jit(lax_map(lax, {"computation": computation})).lower(x, x).as_text()
+    assert '"stablehlo.map"' in text and body in text and "dimensions = array<i64: 0, 1>" in text
+    assert run("map", x, x + 1, computation=computation).tolist() == \
+        {"add": x + x + 1, "subtract": x - x - 1, "multiply": x * (x + 1)}[computation].tolist()
+
+
+def test_jax_map_passes_and_round_toward_zero_fails_on_midpoints(specs, jax_backend):
+    spec = specs["map"]
+    verdicts = jax_verdicts(spec, jax_backend, "float32", 12)
+    assert "fail" not in verdicts and "pass" in verdicts
+
+    def toward_zero(outputs, case):
+        exact = case.inputs[0].astype(np.float64) * case.inputs[1].astype(np.float64) \
+            if case.attrs["computation"] == "multiply" else outputs[0].astype(np.float64)
+        nearest = exact.astype(np.float32)
+        over = np.abs(nearest.astype(np.float64)) > np.abs(exact)
+        return [np.where(over, np.nextafter(nearest, np.float32(0)), nearest)]
+    assert "fail" in jax_verdicts(spec, jax_backend, "float32", 12, change=toward_zero)
