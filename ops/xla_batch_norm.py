@@ -82,11 +82,13 @@ def _output_bound(d, e, total, total_error, scale, y, dtype, rsqrt_ulp):
         overflow = overflow | ~(factors[0] * factors[1] * factors[2] * grow <= fmt.max_finite)
         # below the normal range a rounding is off by an absolute amount that a later product
         # can amplify (a flushing backend loses the value): Higham's model (§2.2) does not hold
+        # (an infinite result too: a factor flushed to zero makes 0 * inf = NaN)
         exact = (np.abs(d), r, np.abs(scale))
-        below = [exact[0]] + [exact[one] * exact[two] for one, two in ((0, 1), (0, 2), (1, 2))]
-        for value in below:
-            overflow = overflow | ((value > 0) & (value < fmt.min_normal))
-    unbounded = np.isfinite(total) & ~(relative < 1) | (np.isfinite(d * r * scale) & overflow)
+        below = np.zeros(np.shape(d * r * scale), bool)
+        for value in [exact[0]] + [exact[one] * exact[two] for one, two in ((0, 1), (0, 2), (1, 2))]:
+            below = below | ((value > 0) & (value < fmt.min_normal))
+    unbounded = np.isfinite(total) & ~(relative < 1) | (np.isfinite(d * r * scale) & overflow) \
+        | below
     return bound, unbounded
 
 

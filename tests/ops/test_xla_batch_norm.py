@@ -58,6 +58,13 @@ def test_bound_is_nan_where_a_product_leaves_the_normal_range():
                                dtypes=["float32"] * 5)
     # 2e-30 is normal; x * scale = 3e-50 is below float32's normal range
     assert np.isfinite(bound[0, 0]) and np.isfinite(bound[1, 0]) and np.isnan(bound[2, 0])
+    # an infinite result through a subnormal x - mean: a flushed factor makes 0 * inf = NaN
+    x, scale = np.array([[0.0], [1e-40], [1.0]]), np.array([np.inf])
+    (out,) = evaluate("batch_norm_inference", [x, scale, offset, mean, var], attrs)
+    (bound,) = inference_bound([x, scale, offset, mean, var], attrs, [out], out_dtype="float32",
+                               u=2.0 ** -24, constants={"rsqrt_ulp": 2},
+                               dtypes=["float32"] * 5)
+    assert np.isinf(out[1:, 0]).all() and bound[2, 0] == 0 and np.isnan(bound[1, 0])
 
 
 @pytest.fixture(scope="module")
