@@ -87,8 +87,8 @@ def _output_bound(d, e, total, total_error, scale, y, dtype, rsqrt_ulp):
         below = np.zeros(np.shape(d * r * scale), bool)
         for value in [exact[0]] + [exact[one] * exact[two] for one, two in ((0, 1), (0, 2), (1, 2))]:
             below = below | ((value > 0) & (value < fmt.min_normal))
-    unbounded = np.isfinite(total) & ~(relative < 1) | (np.isfinite(d * r * scale) & overflow) \
-        | below
+        finite = np.isfinite(d * r * scale)
+    unbounded = np.isfinite(total) & ~(relative < 1) | (finite & overflow) | below
     return bound, unbounded
 
 
