@@ -30,6 +30,7 @@ import numpy as np
 from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op, region
 from conform.ops._double_double import accurate_matmul
+from conform.ops._lowering import unsupported
 
 # ---------------------------------------------------------------------------------------- Dot
 
@@ -182,6 +183,10 @@ def lax_cholesky(lax, attrs):
     for ``lower=False`` it factors the transposed operand and transposes the factor back
     (exact data movement: a = u^T u with u = l^T)."""
     def cholesky(a):
+        if a.dtype not in (np.float32, np.float64):
+            from conform.ops._lowering import unsupported
+            raise unsupported(f"jax.lax.linalg.cholesky has no {a.dtype} kernel on this "
+                              "platform (the CPU's LAPACK potrf: float32 and float64)")
         if attrs["lower"]:
             return lax.linalg.cholesky(a, symmetrize_input=False)
         perm = (*range(a.ndim - 2), a.ndim - 1, a.ndim - 2)
@@ -192,7 +197,9 @@ def lax_cholesky(lax, attrs):
 
 def numpy_cholesky(a, *, lower):
     """The numpy backend: ``np.linalg.cholesky`` in a's type, reading the lower triangle (or the
-    upper one, ``upper=True``)."""
+    upper one, ``upper=True``); NumPy's linalg has no 16-bit float types."""
+    if a.dtype not in (np.float32, np.float64):
+        raise unsupported(f"np.linalg.cholesky does not take {a.dtype}")
     return np.linalg.cholesky(a, upper=not lower)
 
 
