@@ -11,14 +11,13 @@ patterns the answer is the region ``nan_payload_order`` (one NaN is equal to its
 jax exposes EQ, LE and LT with ``comparison_type=TOTALORDER`` as the primitives
 ``lax.eq_to_p``, ``lax.le_to_p`` and ``lax.lt_to_p`` (each lowered to ``stablehlo.compare ...,
 TOTALORDER``); it has no GT, GE or NE total-order primitive, and ``lax.gt`` lowers with
-``FLOAT`` (IEEE) comparison, so those three are unsupported on jax rather than rewritten.
+``FLOAT`` (IEEE) comparison, so those three have no xla binding (not rewritten from others).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from conform.op_registry import region
-from conform.ops._lowering import unsupported
 from conform.ops.elementwise import xla_binary, xla_operands
 
 _CLASS_NAN_NEG, _CLASS_INF_NEG, _CLASS_FINITE_NEG, _CLASS_ZERO_NEG = 0, 1, 2, 3
@@ -66,12 +65,6 @@ def numpy_total_order(lhs, rhs, *, broadcast_dimensions=None, bound):
     return bound(_sign_magnitude_key(lhs), _sign_magnitude_key(rhs))
 
 
-def lax_no_total_order(lax, attrs):
-    """GT, GE and NE with TOTALORDER: jax.lax has no primitive for them."""
-    raise unsupported("jax.lax has no total-order GT/GE/NE primitive (only eq_to_p, le_to_p, "
-                      "lt_to_p); lax.gt/ge/ne lower with comparison_type FLOAT")
-
-
 _HOOKS = dict(numpy=numpy_total_order)
 
 
@@ -81,7 +74,7 @@ def oracle_eq_total_order(lhs, rhs):
     return (_order(lhs, rhs) == 0,)
 
 
-@xla_binary("ne_total_order", lax=lax_no_total_order, **_HOOKS)
+@xla_binary("ne_total_order", **_HOOKS)
 def oracle_ne_total_order(lhs, rhs):
     """NeTotalOrder: not EqTotalOrder."""
     return (_order(lhs, rhs) != 0,)
@@ -99,13 +92,13 @@ def oracle_le_total_order(lhs, rhs):
     return (_order(lhs, rhs) <= 0,)
 
 
-@xla_binary("gt_total_order", lax=lax_no_total_order, **_HOOKS)
+@xla_binary("gt_total_order", **_HOOKS)
 def oracle_gt_total_order(lhs, rhs):
     """GtTotalOrder: lhs after rhs in the total order."""
     return (_order(lhs, rhs) > 0,)
 
 
-@xla_binary("ge_total_order", lax=lax_no_total_order, **_HOOKS)
+@xla_binary("ge_total_order", **_HOOKS)
 def oracle_ge_total_order(lhs, rhs):
     """GeTotalOrder: lhs after or equal to rhs in the total order."""
     return (_order(lhs, rhs) >= 0,)

@@ -87,13 +87,18 @@ def test_jax_total_order_passes_and_ieee_comparison_fails(specs, jax_backend, na
     assert judge_outputs(spec, sweep, [ieee[name](*sweep.inputs)]).verdict == "fail"
 
 
-def test_jax_has_no_gt_total_order(specs, jax_backend):
-    from conform.harness.backends.models import run_case
-    from conform.model_formats import Unsupported
-    spec = specs["gt_total_order"]
-    case = generate_cases(spec, "float32", count=1, seed=0)[0]
-    with pytest.raises(Unsupported, match="no total-order GT/GE/NE primitive"):
-        run_case(jax_backend, spec, case)
+def test_only_the_directions_jax_lowers_with_totalorder_are_bound_to_xla(specs):
+    """jax.lax's eq_to_p, le_to_p and lt_to_p lower to stablehlo.compare ..., TOTALORDER; it has
+    no GT, GE or NE primitive, and a rewrite of the others would be another op."""
+    import jax
+    from jax import lax
+    x = np.zeros(2, np.float32)
+    for name in ("eq", "le", "lt"):
+        assert specs[f"{name}_total_order"].bindings["xla"] == {"lax": f"{name}_to_p"}
+        text = jax.jit(getattr(lax, f"{name}_to_p").bind).lower(x, x).as_text()
+        assert f"stablehlo.compare {name.upper()}," in text and "TOTALORDER" in text
+    for name in ("ne", "gt", "ge"):
+        assert "xla" not in specs[f"{name}_total_order"].bindings
 
 
 @pytest.mark.parametrize("name, table", [

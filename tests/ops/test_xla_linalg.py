@@ -93,15 +93,6 @@ def test_jax_cholesky_passes_and_a_half_precision_factor_fails(specs, jax_backen
     assert "fail" in jax_verdicts(spec, jax_backend, "float32", 16, change=half)
 
 
-def test_jax_cholesky_of_16_bit_floats_is_unsupported_with_its_reason(specs, jax_backend):
-    from conform.harness.backends.models import run_case
-    from conform.model_formats import Unsupported
-    spec = specs["cholesky"]
-    case = generate_cases(spec, "float16", count=1, seed=0)[0]
-    with pytest.raises(Unsupported, match="no float16 kernel"):
-        run_case(jax_backend, spec, case)
-
-
 def test_drawn_cholesky_inputs_are_well_conditioned(specs):
     from conform.ops.xla_linalg import _symmetric
     for case in generate_cases(specs["cholesky"], "float64", count=16, seed=2):
