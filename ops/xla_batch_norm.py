@@ -185,10 +185,16 @@ def numpy_batch_norm_training(x, scale, offset, *, epsilon, feature_index):
 
 def _feed(inputs, attrs, index):
     """out[index]: the operand's values of its feature (the statistics) and the per-feature
-    inputs of that feature."""
+    inputs of that feature; in training, scale does not feed an element at its feature's mean
+    (x - mean is 0), nor the operand one whose feature has one element (its own mean)."""
     feature = index[attrs["feature_index"]]
-    return [_rows(inputs[0], attrs["feature_index"])[feature]] + \
-        [p[feature:feature + 1] for p in inputs[1:]]
+    row = _rows(inputs[0], attrs["feature_index"])[feature]
+    params = [p[feature:feature + 1] for p in inputs[1:]]
+    if len(inputs) == 3 and row.size == 1:
+        return [None, None, params[1]]
+    if len(inputs) == 3 and inputs[0][tuple(index)] == row.mean():   # 0 times scale
+        params[0] = None
+    return [row] + params
 
 
 _HOOKS = dict(draw=draw_batch_norm, draw_honours=frozenset({"min_rank", "max_rank", "attrs"}),

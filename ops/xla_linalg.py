@@ -242,14 +242,28 @@ def _system(a, b, attrs):
     return _swap(op_a), _swap(b), True
 
 
+def _substitute(m: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``m^-1 rhs`` for triangular ``m`` by substitution in float64, row by row (forward for a
+    lower ``m``, backward for an upper one): each unknown from the unknowns before it only."""
+    n = m.shape[-1]
+    lower = not np.triu(m, 1).any()
+    y = np.zeros(np.broadcast_shapes(m.shape[:-2], rhs.shape[:-2]) + rhs.shape[-2:])
+    with np.errstate(all="ignore"):
+        for i in (range(n) if lower else range(n - 1, -1, -1)):
+            known = np.einsum("...k,...kc->...c", m[..., i, :], y)   # the others are still 0
+            y[..., i, :] = (rhs[..., i, :] - known) / m[..., i, i][..., None]
+    return y
+
+
 def _refined_solve(m: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """``m^-1 rhs`` in float64 with two steps of iterative refinement, the residual ``rhs - m x``
-    from exact products summed in double-double: accurate to a few float64 ULPs."""
-    x = np.linalg.solve(m, rhs)
+    """``m^-1 rhs`` (``m`` triangular) by substitution in float64 with two steps of iterative
+    refinement, the residual ``rhs - m x`` from exact products summed in double-double: accurate
+    to a few float64 ULPs where the system is well conditioned."""
+    x = _substitute(m, rhs)
     joined = np.concatenate([m, np.broadcast_to(np.eye(m.shape[-1]), m.shape)], axis=-1)
     for _ in range(2):
         residual = accurate_matmul(joined, np.concatenate([-x, rhs], axis=-2))
-        x = x + np.linalg.solve(m, residual)
+        x = x + _substitute(m, residual)
     return x
 
 
@@ -294,11 +308,25 @@ def lax_triangular_solve(lax, attrs):
 
 
 def feed_triangular_solve(inputs, attrs, index):
-    """The read triangle of a's matrix and b's column (left side) or row (right side)."""
+    """The elements of a and b that x[index] depends on. As the system ``M y = rhs`` (M = op(a),
+    or op(a)^T for the right side; y = x or x^T) the element is ``y[i, c]``, found by
+    substitution from the elements of M in the triangle over the unknowns before it (from 0 to
+    i for a lower M, from i to n - 1 for an upper one; not the diagonal where it is a unit
+    one) and the elements of rhs's column c over those unknowns."""
     a, b = inputs
-    batch = tuple(index[:-2])
-    line = b[batch][:, index[-1]] if attrs["left_side"] else b[batch][index[-2]]
-    return [_read_triangle(a[batch], attrs["lower"]).ravel(), line.ravel()]
+    batch, (row, col) = tuple(index[:-2]), index[-2:]
+    flipped = (attrs["transpose_a"] != "NO_TRANSPOSE") != (not attrs["left_side"])   # M = a^T
+    i, c = (row, col) if attrs["left_side"] else (col, row)
+    lower_m = attrs["lower"] != flipped
+    n = a.shape[-1]
+    unknowns = np.zeros(n, bool)
+    unknowns[slice(0, i + 1) if lower_m else slice(i, n)] = True
+    triangle = np.tril(np.ones((n, n), bool)) if lower_m else np.triu(np.ones((n, n), bool))
+    used = triangle & unknowns[:, None] & unknowns[None, :]
+    if attrs["unit_diagonal"]:
+        used &= ~np.eye(n, dtype=bool)
+    rhs = b[batch][:, c] if attrs["left_side"] else b[batch][c, :]
+    return [a[batch][used.T if flipped else used], rhs[unknowns]]
 
 
 @op("triangular_solve", version=1, draw=lambda draw, kit, spec, dtype: _matrix_draw(
