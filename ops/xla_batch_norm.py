@@ -162,7 +162,8 @@ def lax_batch_norm(lax, attrs):
 
     inference = make("xla_batch_norm_inference", stablehlo.BatchNormInferenceOp, False)
     training = make("xla_batch_norm_training", stablehlo.BatchNormTrainingOp, True)
-    return lambda *inputs: (inference if len(inputs) == 5 else training).bind(*inputs)
+    # jitted: a primitive without an evaluation rule runs only compiled (a repro calls it eagerly)
+    return jax.jit(lambda *inputs: (inference if len(inputs) == 5 else training).bind(*inputs))
 
 
 def numpy_batch_norm_inference(x, scale, offset, mean, variance, *, epsilon, feature_index):
