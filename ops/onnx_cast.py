@@ -177,10 +177,12 @@ def numpy_astype(values, new_dtype, saturate=1):
     it (which also sends infinities to +-max: the fnuz rows of the text say NaN), a float 8
     source through float32 (exact); a source of a narrower range needs no clip."""
     target = np_dtype(new_dtype)
-    saturating = is_float8(new_dtype) or new_dtype == E8M0
-    top = float(FLOAT_FORMATS[new_dtype].max_finite) if saturating else 0.0
+    top = float(FLOAT_FORMATS[new_dtype].max_finite) if is_float8(new_dtype) else 0.0
     source = FLOAT_FORMATS.get(values.dtype.name)
-    if saturate and source is not None and source.max_finite >= top > 0:
+    if new_dtype == E8M0 and saturate:   # into [2**-127, 2**127] (infinities and 0 too)
+        scale = FLOAT_FORMATS[E8M0]
+        values = np.clip(values.astype(np.float64), scale.min_normal, scale.max_finite)
+    elif saturate and source is not None and source.max_finite >= top > 0:
         if source.bits <= 8:   # the bound may fall between two values of the source
             values = values.astype(np.float32)
         values = np.clip(values, values.dtype.type(-top), values.dtype.type(top))
