@@ -184,3 +184,13 @@ def test_onnxruntime_rounds_float64_into_e8m0_through_float32(specs, onnxruntime
     judged = judge_outputs(spec, case, run_case(onnxruntime_at_25, spec, case))
     assert judged.verdict == "fail" and judged.worst["expected"] == 2.0 ** -126
     assert judged.worst["actual"] == 2.0 ** -127
+
+
+def test_onnxruntime_casts_the_smallest_e8m0_to_false(specs, onnxruntime_at_25):
+    """A real deviation: 2**-127 (code 0x00) is not 0, so Cast to bool gives True ("all else
+    to True"); onnxruntime gives False, reading the zero code as zero."""
+    spec = specs["onnx_cast"]
+    x = np.array([0, 1, 127, 254], np.uint8).view(np_dtype(E8M0))
+    case = _case("onnx_cast", x, E8M0, "bool")
+    judged = judge_outputs(spec, case, run_case(onnxruntime_at_25, spec, case))
+    assert judged.verdict == "fail" and judged.mismatched == 1 and judged.worst["index"] == [0]
