@@ -130,7 +130,8 @@ def draw_all_gather(draw, kit, spec, dtype):
 def draw_reduce_scatter(draw, kit, spec, dtype):
     """Replicas, even groups, the scatter dimension (its size a multiple of the group size) and
     the computation."""
-    extra = {"computation": draw(kit.st.sampled_from(["add", "add", "max", "min"]))}
+    minority = draw(kit.st.integers(0, 3)) == 3   # jax expresses only Add: most cases add
+    extra = {"computation": draw(kit.st.sampled_from(["max", "min"])) if minority else "add"}
     return _sharded(draw, kit, dtype, ("scatter_dimension",), ("scatter_dimension",), extra)
 
 
