@@ -143,3 +143,22 @@ def test_the_judge_catches_an_injected_collective_bug(tmp_path, conform_cli, bac
               and (r["worst"] or {}).get("expected") != "nan"}
     assert failed >= {"all_reduce", "cross_replica_sum"}, "the judge let the bug pass"
     assert not [r["id"] for r in records if r["verdict"] in ("error", "crash")]
+
+
+def test_a_case_needing_more_devices_than_a_backend_has_is_unsupported_with_the_reason(specs):
+    """A program's device count is its replica count; a backend declaring fewer devices never
+    receives the case (the numpy backend declares one)."""
+    from conform.generators import generate_cases
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.numpy_backend import NumpyBackend
+    from conform.harness.backends.program import Program
+    from conform.model_formats import Unsupported
+
+    spec = specs["all_gather"]
+    cases = generate_cases(spec, "float32", count=12, seed=4)
+    many = next(case for case in cases if case.attrs["replica_count"] > 1)
+    assert Program(spec, many).devices == many.attrs["replica_count"] == many.inputs[0].shape[0]
+    assert Program(specs["exp"], generate_cases(specs["exp"], "float32", count=1, seed=0)[0]).devices == 1
+    with pytest.raises(Unsupported, match=f"the case needs {Program(spec, many).devices} devices "
+                                          r"\(one per replica\); numpy has 1"):
+        run_case(NumpyBackend(), spec, many)
