@@ -16,7 +16,7 @@ import numpy as np
 
 from conform.model_formats import MODEL_FILE_FORMATS
 from conform.harness.backends.base import API_VERSION, Backend, Unsupported, attrs_text
-from conform.harness.backends.program import Program
+from conform.harness.backends.program import Program, case_devices
 from conform.dtypes import np_dtype
 
 FORMATS = MODEL_FILE_FORMATS
@@ -218,6 +218,10 @@ def prepare_case(backend, spec, case, *, with_model: bool | None = None, old: bo
     ``old`` (default :func:`legacy`) calls ``prepare(spec=, case=, model=)``, else
     ``prepare(program=, inputs=, model=)``. ``model`` (made for this case) is reused if it is
     what the backend's contract hands over; ``inputs`` replace the case's (a wrapper's)."""
+    needed, present = case_devices(case), getattr(backend, "device_count", 1)
+    if needed > present:
+        raise Unsupported(f"the case needs {needed} devices (one per replica); "
+                          f"{backend.name or type(backend).__name__} has {present}")
     if backend.ops is not None or backend.dtypes is not None:
         reason = unclaimed(backend, spec, case)
         if reason:
