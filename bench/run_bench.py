@@ -23,6 +23,11 @@ calls (``overhead_counts`` says which was used). ``ratio_with_no_per_case_work``
 the warm run would score if its only cost per case were reading the corpus: a warm one-case
 run's wall time (``warm_startup_seconds``) plus the corpus reading plus the runtime's seconds
 per worker.
+Every command runs under :mod:`stages` (this folder), which attributes each second of its wall
+time to a named stage (start-up, corpus read, generation's draw, fill and oracle, model build,
+session/compile, execute, judge, manifest, encode, write, IPC, reports, ...; the workers' stages
+shared out over the parent's waits for them): ``stages`` in each run's figures, ``us_per_case``
+the same per case, and ``unattributed_share`` what no stage covers (it should stay under 0.1).
 The figures are written as JSON (default ``bench/results/<date>.json``) so runs can be compared.
 """
 from __future__ import annotations
@@ -37,6 +42,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from stages import attribute  # noqa: E402  (bench/stages.py)
+
 # Runs ``conform`` in a child and prints its peak RSS (max over the process tree) in KiB.
 _MEASURE = ("import resource, subprocess, sys; "
             "code = subprocess.run(sys.argv[1:]).returncode; "
@@ -44,16 +52,47 @@ _MEASURE = ("import resource, subprocess, sys; "
             "sys.exit(code)")
 
 
-def _conform(args: list[str], cache: Path) -> tuple[float, int]:
-    """Wall seconds and peak KiB of one ``conform`` command run with cache directory ``cache``."""
-    env = {**os.environ, "CONFORM_CACHE_DIR": str(cache)}
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m",
-                           "conform.harness.cli", *args], env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"conform {' '.join(args)} failed:\n{proc.stderr}")
-    return wall, int(proc.stderr.strip().splitlines()[-1])
+STAGES = Path(__file__).with_name("stages.py")
+
+
+def _conform(args: list[str], cache: Path, python: str | None = None) -> tuple[float, int, dict]:
+    """Wall seconds, peak KiB and the stages (:func:`stages.attribute`) of one ``conform``
+    command run with cache directory ``cache`` (by ``python``, default this one)."""
+    with tempfile.TemporaryDirectory(prefix="conform-stages-") as folder:
+        launched = time.time()
+        env = {**os.environ, "CONFORM_CACHE_DIR": str(cache), "CONFORM_STAGES_DIR": folder,
+               "CONFORM_STAGES_T0": repr(launched)}
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _MEASURE, python or sys.executable,
+                               str(STAGES), *args], env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"conform {' '.join(args)} failed:\n{proc.stderr}")
+        stages = attribute(folder, wall, launched, _workers_of(args))
+    return wall, int(proc.stderr.strip().splitlines()[-1]), stages
+
+
+def _workers_of(args: list[str]) -> int:
+    return int(args[args.index("--workers") + 1]) if "--workers" in args else 1
+
+
+def _with_stages(figures: dict, stages: dict) -> dict:
+    """``figures`` with the run's stages: seconds, microseconds per case, unattributed share."""
+    cases = max(figures["cases"], 1)
+    figures["stages"] = {stage: round(seconds, 3) for stage, seconds in stages.items()}
+    figures["us_per_case"] = {stage: round(seconds / cases * 1e6, 1)
+                              for stage, seconds in stages.items()}
+    figures["us_per_case_total"] = round(figures["wall_seconds"] / cases * 1e6, 1)
+    figures["unattributed_share"] = round(stages.get("unattributed", 0.0) / figures["wall_seconds"], 3)
+    return figures
+
+
+def stages_line(figures: dict, top: int = 12) -> str:
+    """The run's biggest stages, in microseconds per case."""
+    shown = list(figures["us_per_case"].items())[:top]
+    return (f"{figures['us_per_case_total']:.0f} us/case: "
+            + ", ".join(f"{stage} {us:.0f}" for stage, us in shown)
+            + f"; unattributed {figures['unattributed_share']:.1%}")
 
 
 def _breakdown(out: Path, wall: float, workers: int) -> dict:
@@ -120,21 +159,23 @@ def bench_backend(backend: str, max_examples: int, workers: int, ops: str | None
         cache, result = Path(tmp) / "cache", {"backend": backend, "max_examples": max_examples}
         one_case = ["run", "--backend", backend, "--ops", "exp", "--dtypes", "float32",
                     "--max-examples", "1", "--out", f"{tmp}/startup", "--quiet", "--workers", str(workers)]
-        startup, _ = _conform(one_case, Path(tmp) / "startup-cache")
-        warm_startup, _ = _conform(one_case, Path(tmp) / "startup-cache")
+        startup, _, _ = _conform(one_case, Path(tmp) / "startup-cache")
+        warm_startup, _, _ = _conform(one_case, Path(tmp) / "startup-cache")
         result["startup_seconds"] = round(startup, 2)
         result["warm_startup_seconds"] = round(warm_startup, 2)
         for phase in ("cold", "warm"):
             out = Path(tmp) / phase
             selection = ["--ops", ops] if ops else []
-            wall, peak = _conform(["run", "--backend", backend, "--max-examples", str(max_examples),
-                                   *selection, "--out", str(out), "--quiet", "--workers",
-                                   str(workers)], cache)
-            result[phase] = {**_breakdown(out, wall, workers), "peak_rss_mb": round(peak / 1024, 1)}
+            wall, peak, stages = _conform(["run", "--backend", backend, "--max-examples",
+                                           str(max_examples), *selection, "--out", str(out),
+                                           "--quiet", "--workers", str(workers)], cache)
+            result[phase] = _with_stages({**_breakdown(out, wall, workers),
+                                          "peak_rss_mb": round(peak / 1024, 1)}, stages)
             print(f"{backend:12} {phase}: {result[phase]['cases']} cases in {wall:.1f} s = "
                   f"{result[phase]['cases_per_second']:.0f} cases/s, peak {peak / 1024:.0f} MB, "
                   f"harness overhead {result[phase]['harness_overhead_ratio']:.2f}", flush=True)
             print(f"{'':12} {phase} breakdown: {_breakdown_line(result[phase], workers)}", flush=True)
+            print(f"{'':12} {phase} stages: {stages_line(result[phase])}", flush=True)
         floor = result["warm"]["ratio_with_no_per_case_work"] = _ratio_without_per_case_work(
             result["warm"], warm_startup, workers)
         print(f"{backend:12} start-up {startup:.2f} s cold, {warm_startup:.2f} s warm; "
