@@ -44,11 +44,13 @@ def ort_value(ort, x: np.ndarray):
     return ort.OrtValue.ortvalue_from_numpy(x)
 
 
+#: ONNX's names of those types (float8e4m3fn) -> conform's (float8_e4m3fn)
+_BY_ONNX_NAME = {n.replace("_", ""): n for n in (*BY_BITS, *PACKED)}
+
+
 def array_of(value) -> np.ndarray:
     """An OrtValue's data as a NumPy array (ml_dtypes' types by their bits)."""
-    onnx_name = value.data_type()[len("tensor("):-1]    # e.g. float8e4m3fn, int4
-    names = {n.replace("_", ""): n for n in (*BY_BITS, *PACKED)}
-    name = names.get(onnx_name)
+    name = _BY_ONNX_NAME.get(value.data_type()[len("tensor("):-1])   # e.g. float8e4m3fn, int4
     if name is None:
         return value.numpy()
     shape = tuple(value.shape())
