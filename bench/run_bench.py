@@ -154,6 +154,35 @@ def _ratio_without_per_case_work(warm: dict, warm_startup: float, workers: int) 
     return round(1 - runtime / (warm_startup + warm["generation_seconds"] + runtime), 3)
 
 
+# 20,000 calls of a one-node onnxruntime model (float32 Add of 8 elements), in one process:
+# prints the microseconds per call (the per-call floor a warm run's per-case cost is set against).
+_FLOOR = """
+import time, numpy as np, onnxruntime as ort
+from onnx import TensorProto, helper
+info = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [8])
+graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["c"])], "floor",
+                          [info("a"), info("b")], [info("c")])
+model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21)])
+options = ort.SessionOptions()
+options.intra_op_num_threads = options.inter_op_num_threads = 1
+session = ort.InferenceSession(model.SerializeToString(), options,
+                               providers=["CPUExecutionProvider"])
+feed = {"a": np.ones(8, np.float32), "b": np.ones(8, np.float32)}
+session.run(None, feed)
+start = time.perf_counter()
+for _ in range(20000):
+    session.run(None, feed)
+print((time.perf_counter() - start) / 20000 * 1e6)
+"""
+
+
+def call_floor_us(python: str | None = None) -> float:
+    """onnxruntime's per-call floor in microseconds: 20,000 calls of a one-node model."""
+    out = subprocess.run([python or sys.executable, "-c", _FLOOR], check=True,
+                         capture_output=True, text=True).stdout
+    return round(float(out.strip().splitlines()[-1]), 2)
+
+
 def bench_backend(backend: str, max_examples: int, workers: int, ops: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="conform-bench-") as tmp:
         cache, result = Path(tmp) / "cache", {"backend": backend, "max_examples": max_examples}
@@ -176,6 +205,11 @@ def bench_backend(backend: str, max_examples: int, workers: int, ops: str | None
                   f"harness overhead {result[phase]['harness_overhead_ratio']:.2f}", flush=True)
             print(f"{'':12} {phase} breakdown: {_breakdown_line(result[phase], workers)}", flush=True)
             print(f"{'':12} {phase} stages: {stages_line(result[phase])}", flush=True)
+        if backend == "onnxruntime":
+            per_call = result["warm"]["call_floor_us"] = call_floor_us()
+            print(f"{'':12} warm: {result['warm']['us_per_case_total']:.0f} us/case = "
+                  f"{result['warm']['us_per_case_total'] / per_call:.1f}x the per-call floor "
+                  f"({per_call:.1f} us: 20,000 calls of a one-node model)", flush=True)
         floor = result["warm"]["ratio_with_no_per_case_work"] = _ratio_without_per_case_work(
             result["warm"], warm_startup, workers)
         print(f"{backend:12} start-up {startup:.2f} s cold, {warm_startup:.2f} s warm; "

@@ -49,3 +49,23 @@ def test_every_second_of_a_cold_and_a_warm_run_has_a_stage(tmp_path):
     assert all(cold.get(f"drawing: {stage}", 0.0) > 0.0 for stage in ("draw", "fill", "oracle"))
     assert not any(stage.startswith("drawing: ") for stage in warm)
     assert warm["corpus read"] > 0.0
+
+
+def _guard():
+    sys.path.insert(0, str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location("guard", ROOT / "bench" / "guard.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_guard_fails_on_a_stage_that_grew_beyond_noise_and_only_then():
+    compare = _guard().compare
+    base = {"cases": 10, "total": 200.0, "worker: execute": 50.0, "judge": 40.0, "tiny": 1.0}
+    assert compare(base, dict(base), 0.15, 0.02) == []
+    # a stage 25% dearer (10 us: 5% of the whole) fails; the total within 15% does not
+    assert compare(base, {**base, "total": 210.0, "judge": 50.0}, 0.15, 0.02) == ["judge"]
+    # a tiny stage tripled (2 us: 1% of the whole) is noise; a new big stage is not
+    assert compare(base, {**base, "tiny": 3.0}, 0.15, 0.02) == []
+    assert compare(base, {**base, "IPC": 20.0}, 0.15, 0.02) == ["IPC"]
+    assert compare(base, {**base, "total": 240.0}, 0.15, 0.02) == ["total"]
