@@ -255,7 +255,7 @@ def dump() -> None:
         spent["slices queue (IPC)"] = max(0.0, _state["dumped"] - _state["born"]
                                           - sum(spent.values()))
     figures = {"role": _state["role"], "born": _state["born"], "at": _state["dumped"],
-               "spent": spent}
+               "spent": spent, "missing": MISSING}
     path = os.path.join(folder, f"{os.getpid()}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(figures, f)

@@ -36,6 +36,16 @@ def _run(tmp_path: Path, name: str) -> tuple[dict, float]:
     return _stages().attribute(folder, wall, launched, 2), wall
 
 
+def test_every_stage_target_is_where_the_driver_looks_for_it():
+    """A function renamed or moved is a stage silently folded into its caller: the driver
+    finds every one of its targets in this tree."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import stages; stages.install(); "
+            "print(stages.MISSING)")
+    proc = subprocess.run([sys.executable, "-c", code, str(ROOT / "bench")], check=True,
+                          capture_output=True, text=True)
+    assert proc.stdout.strip() == "[]"
+
+
 def test_every_second_of_a_cold_and_a_warm_run_has_a_stage(tmp_path):
     cold, cold_wall = _run(tmp_path, "cold")
     warm, warm_wall = _run(tmp_path, "warm")
