@@ -12,8 +12,9 @@ work, base, ...: a load that comes and goes hits both alike). Every run goes thr
 bench/stages.py of the working tree, which attributes each second to a stage.
 
 It prints the microseconds per case of each stage (median over the rounds) on both sides and
-their ratio, and exits 1 if the whole per-case cost, or any stage's, grew by more than
-``--threshold`` (a stage must also have grown by more than ``--floor`` of the base's whole
+their ratio, in wall time and in CPU time, and exits 1 if the whole per-case CPU cost, or any
+stage's, grew by more than ``--threshold`` (CPU time: on a loaded machine wall times swing by
+2-3x between two runs a minute apart, CPU times far less) (a stage must also have grown by more than ``--floor`` of the base's whole
 per-case cost: a stage of a few microseconds moves by more than 15% from noise alone).
 """
 from __future__ import annotations
@@ -54,15 +55,19 @@ def base_python(rev: str) -> tuple[str, str]:
 
 
 def _run(python: str, args: list[str], cache: Path, out: Path) -> dict:
-    """Microseconds per case of each stage of one run (and ``total``)."""
+    """Microseconds per case of each stage of one run (and ``total``): CPU time (what the guard
+    compares: the load of other processes stretches wall times far more), and wall time
+    (``wall``: the same, attributed to stages as bench/stages.py does)."""
     wall, _, stages = _conform([*args, "--out", str(out)], cache, python=python)
     cases = max(json.loads((out / "summary.json").read_text())["cases"], 1)
-    return {"cases": cases, "total": wall / cases * 1e6,
-            **{stage: seconds / cases * 1e6 for stage, seconds in stages.items()}}
+    return {"cases": cases, "total": sum(stages.cpu.values()) / cases * 1e6,
+            **{stage: seconds / cases * 1e6 for stage, seconds in stages.cpu.items()},
+            "wall": {"total": wall / cases * 1e6,
+                     **{stage: seconds / cases * 1e6 for stage, seconds in stages.items()}}}
 
 
 def _median(runs: list[dict]) -> dict:
-    stages = {stage for run in runs for stage in run}
+    stages = {stage for run in runs for stage in run if stage != "wall"}
     return {stage: statistics.median(run.get(stage, 0.0) for run in runs) for stage in stages}
 
 
@@ -119,21 +124,26 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 figures[side]["warm"].append(run)
             print(f"{side} {'cold' if cold else 'warm'}: {run['cases']} cases, "
-                  f"{run['total']:.0f} us/case", flush=True)
+                  f"{run['wall']['total']:.0f} us/case wall, {run['total']:.0f} CPU", flush=True)
             if args.backend == "onnxruntime" and not cold and side == "work":
                 figures.setdefault("call_floor_us", []).append(call_floor_us())
+    walls = [_median([run["wall"] for run in figures[side]["warm"]]) for side in sides]
+    print(f"\nwarm {args.backend}, base {sha[:10]} ({args.base}) against the working tree, "
+          "wall time by stage:")
+    print(_table(*walls, []))
     base, work = (_median(figures[side]["warm"]) for side in sides)
     grown = compare(base, work, args.threshold, args.floor)
-    print(f"\nwarm {args.backend}, base {sha[:10]} ({args.base}) against the working tree:")
+    print("\nCPU time by stage (summed over the processes; what the guard compares):")
     print(_table(base, work, grown))
     cold = {side: figures[side]["cold"] for side in sides}
-    print(f"cold (one run each): base {cold['base']['total']:.0f} us/case, "
-          f"work {cold['work']['total']:.0f} us/case")
+    print(f"cold (one run each), wall: base {cold['base']['wall']['total']:.0f} us/case, "
+          f"work {cold['work']['wall']['total']:.0f} us/case; CPU: base "
+          f"{cold['base']['total']:.0f}, work {cold['work']['total']:.0f} us/case")
     if figures.get("call_floor_us"):
         floor = statistics.median(figures["call_floor_us"])
         print(f"onnxruntime's per-call floor (20,000 calls of a one-node model, each round): "
-              f"{floor:.1f} us; warm per case: base {base['total'] / floor:.1f}x, "
-              f"work {work['total'] / floor:.1f}x")
+              f"{floor:.1f} us; warm wall per case: base {walls[0]['total'] / floor:.1f}x, "
+              f"work {walls[1]['total'] / floor:.1f}x")
     if args.out:
         args.out.write_text(json.dumps({"base": sha, "figures": figures, "grown": grown},
                                        indent=1) + "\n")

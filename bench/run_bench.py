@@ -43,7 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from stages import attribute  # noqa: E402  (bench/stages.py)
+from stages import attribute, cpu_seconds  # noqa: E402  (bench/stages.py)
 
 # Runs ``conform`` in a child and prints its peak RSS (max over the process tree) in KiB.
 _MEASURE = ("import resource, subprocess, sys; "
@@ -56,8 +56,9 @@ STAGES = Path(__file__).with_name("stages.py")
 
 
 def _conform(args: list[str], cache: Path, python: str | None = None) -> tuple[float, int, dict]:
-    """Wall seconds, peak KiB and the stages (:func:`stages.attribute`) of one ``conform``
-    command run with cache directory ``cache`` (by ``python``, default this one)."""
+    """Wall seconds, peak KiB and the stages (:func:`stages.attribute`; their CPU seconds,
+    :func:`stages.cpu_seconds`, as the ``cpu`` attribute) of one ``conform`` command run with
+    cache directory ``cache`` (by ``python``, default this one)."""
     with tempfile.TemporaryDirectory(prefix="conform-stages-") as folder:
         launched = time.time()
         env = {**os.environ, "CONFORM_CACHE_DIR": str(cache), "CONFORM_STAGES_DIR": folder,
@@ -68,8 +69,15 @@ def _conform(args: list[str], cache: Path, python: str | None = None) -> tuple[f
         wall = time.perf_counter() - start
         if proc.returncode not in (0, 1):
             raise SystemExit(f"conform {' '.join(args)} failed:\n{proc.stderr}")
-        stages = attribute(folder, wall, launched, _workers_of(args))
+        stages = Stages(attribute(folder, wall, launched, _workers_of(args)))
+        stages.cpu = cpu_seconds(folder)
     return wall, int(proc.stderr.strip().splitlines()[-1]), stages
+
+
+class Stages(dict):
+    """Wall seconds by stage, with their CPU seconds by stage as ``cpu``."""
+
+    cpu: dict
 
 
 def _workers_of(args: list[str]) -> int:
@@ -84,6 +92,8 @@ def _with_stages(figures: dict, stages: dict) -> dict:
                               for stage, seconds in stages.items()}
     figures["us_per_case_total"] = round(figures["wall_seconds"] / cases * 1e6, 1)
     figures["unattributed_share"] = round(stages.get("unattributed", 0.0) / figures["wall_seconds"], 3)
+    figures["cpu_us_per_case"] = {stage: round(seconds / cases * 1e6, 1)
+                                  for stage, seconds in getattr(stages, "cpu", {}).items()}
     return figures
 
 

@@ -31,26 +31,31 @@ import time
 #: Seconds between two writes of a worker's figures.
 DUMP_INTERVAL = 0.25
 
-clock = time.perf_counter
+clock, cpu_clock = time.perf_counter, time.thread_time
 _MAIN = threading.main_thread().ident
-_state = {"spent": {}, "stack": [], "role": "parent", "born": time.time(), "dumped": 0.0,
-          "pid": os.getpid()}
+_state = {"spent": {}, "cpu": {}, "stack": [], "role": "parent", "born": time.time(),
+          "dumped": 0.0, "pid": os.getpid()}
+
+
+def _add(stage: str, wall: float, cpu: float) -> None:
+    _state["spent"][stage] = _state["spent"].get(stage, 0.0) + wall
+    _state["cpu"][stage] = _state["cpu"].get(stage, 0.0) + cpu
 
 
 def _enter(stage: str) -> None:
-    now, stack = clock(), _state["stack"]
+    now, used, stack = clock(), cpu_clock(), _state["stack"]
     if stack:
         top = stack[-1]
-        _state["spent"][top[0]] = _state["spent"].get(top[0], 0.0) + now - top[1]
-    stack.append([stage, now])
+        _add(top[0], now - top[1], used - top[2])
+    stack.append([stage, now, used])
 
 
 def _leave() -> None:
-    now, stack = clock(), _state["stack"]
-    stage, began = stack.pop()
-    _state["spent"][stage] = _state["spent"].get(stage, 0.0) + now - began
+    now, used, stack = clock(), cpu_clock(), _state["stack"]
+    stage, began, began_cpu = stack.pop()
+    _add(stage, now - began, used - began_cpu)
     if stack:
-        stack[-1][1] = now
+        stack[-1][1], stack[-1][2] = now, used
 
 
 def _timed(function, stage: str):
@@ -225,8 +230,8 @@ def _forked(role: str, function):
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         if _state["pid"] != os.getpid():   # the first call in this process
-            _state.update(spent={}, stack=[], role=role, born=time.time(), pid=os.getpid(),
-                          dumped=0.0)
+            _state.update(spent={}, cpu={}, stack=[], role=role, born=time.time(),
+                          pid=os.getpid(), dumped=0.0)
             if role == "worker":
                 _worker_hooks()
             from multiprocessing import util
@@ -247,15 +252,17 @@ def dump() -> None:
     folder = os.environ.get("CONFORM_STAGES_DIR")
     if not folder:
         return
-    now, spent = clock(), dict(_state["spent"])
-    for stage, began in _state["stack"]:   # what the open stages have spent so far
+    now, used = clock(), cpu_clock()
+    spent, cpu = dict(_state["spent"]), dict(_state["cpu"])
+    for stage, began, began_cpu in _state["stack"]:   # what the open stages have spent so far
         spent[stage] = spent.get(stage, 0.0) + now - began
+        cpu[stage] = cpu.get(stage, 0.0) + used - began_cpu
     _state["dumped"] = time.time()
     if _state["role"] == "drawing":   # between slices: the process pool's queues
         spent["slices queue (IPC)"] = max(0.0, _state["dumped"] - _state["born"]
                                           - sum(spent.values()))
     figures = {"role": _state["role"], "born": _state["born"], "at": _state["dumped"],
-               "spent": spent, "missing": MISSING}
+               "spent": spent, "cpu": cpu, "missing": MISSING}
     path = os.path.join(folder, f"{os.getpid()}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(figures, f)
@@ -295,6 +302,7 @@ def main() -> None:
     ``$CONFORM_STAGES_T0`` (the epoch seconds its launcher started it at)."""
     launched = float(os.environ.get("CONFORM_STAGES_T0") or _state["born"])
     _state["spent"]["start-up"] = time.time() - launched   # the interpreter, before this line
+    _state["cpu"]["start-up"] = time.process_time()
     _enter("start-up")   # imports and argument checks, until the first stage of the run
     cli = _first_module("conform.harness.cli.main", "conform.harness.cli")   # older commits:
     install()                                                               # the latter
@@ -343,6 +351,18 @@ def _shared(seconds: float, processes: list[dict], slots: int, skip=()) -> tuple
         return {}, seconds
     covered = min(seconds, busy / slots)
     return {stage: covered * spent / busy for stage, spent in totals.items()}, seconds - covered
+
+
+def cpu_seconds(folder) -> dict:
+    """The CPU seconds (of the timing thread of each process) of each stage, summed over the
+    processes (``worker: ...``, ``drawing: ...`` for theirs): what a stage costs whatever else
+    loads the machine (its wall time is stretched by that load; its CPU time much less)."""
+    totals: dict = {}
+    for figures in _read(folder):
+        prefix = "" if figures["role"] == "parent" else f"{figures['role']}: "
+        for stage, seconds in figures.get("cpu", {}).items():
+            totals[prefix + stage] = totals.get(prefix + stage, 0.0) + seconds
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
 def attribute(folder, wall: float, launched: float, workers: int) -> dict:

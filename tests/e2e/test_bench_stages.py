@@ -33,6 +33,8 @@ def _run(tmp_path: Path, name: str) -> tuple[dict, float]:
                           env=env, capture_output=True, text=True, timeout=600)
     wall = time.time() - launched
     assert proc.returncode in (0, 1), proc.stderr
+    cpu = _stages().cpu_seconds(folder)
+    assert cpu["worker: session/compile"] > 0 and cpu["worker: judge"] > 0, cpu
     return _stages().attribute(folder, wall, launched, 2), wall
 
 
