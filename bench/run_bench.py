@@ -45,10 +45,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from stages import attribute, cpu_seconds  # noqa: E402  (bench/stages.py)
 
-# Runs ``conform`` in a child and prints its peak RSS (max over the process tree) in KiB.
+# Runs ``conform`` in a child and prints the CPU seconds of its process tree (user + system)
+# and its peak RSS (max over the process tree) in KiB.
 _MEASURE = ("import resource, subprocess, sys; "
             "code = subprocess.run(sys.argv[1:]).returncode; "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+            "usage = resource.getrusage(resource.RUSAGE_CHILDREN); "
+            "print(usage.ru_utime + usage.ru_stime, file=sys.stderr); "
+            "print(usage.ru_maxrss, file=sys.stderr); "
             "sys.exit(code)")
 
 
@@ -71,13 +74,17 @@ def _conform(args: list[str], cache: Path, python: str | None = None) -> tuple[f
             raise SystemExit(f"conform {' '.join(args)} failed:\n{proc.stderr}")
         stages = Stages(attribute(folder, wall, launched, _workers_of(args)))
         stages.cpu = cpu_seconds(folder)
-    return wall, int(proc.stderr.strip().splitlines()[-1]), stages
+        *_, tree_cpu, peak = proc.stderr.strip().splitlines()
+        stages.tree_cpu = float(tree_cpu)   # CPU seconds of the whole process tree
+    return wall, int(peak), stages
 
 
 class Stages(dict):
-    """Wall seconds by stage, with their CPU seconds by stage as ``cpu``."""
+    """Wall seconds by stage, with their CPU seconds by stage as ``cpu`` and the CPU seconds
+    of the command's whole process tree as ``tree_cpu``."""
 
     cpu: dict
+    tree_cpu: float
 
 
 def _workers_of(args: list[str]) -> int:
@@ -92,6 +99,7 @@ def _with_stages(figures: dict, stages: dict) -> dict:
                               for stage, seconds in stages.items()}
     figures["us_per_case_total"] = round(figures["wall_seconds"] / cases * 1e6, 1)
     figures["unattributed_share"] = round(stages.get("unattributed", 0.0) / figures["wall_seconds"], 3)
+    figures["tree_cpu_us_per_case"] = round(getattr(stages, "tree_cpu", 0.0) / cases * 1e6, 1)
     figures["cpu_us_per_case"] = {stage: round(seconds / cases * 1e6, 1)
                                   for stage, seconds in getattr(stages, "cpu", {}).items()}
     return figures
