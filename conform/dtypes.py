@@ -13,6 +13,7 @@ encoded where -0 would be (0x80), exponent bias one larger than OCP's.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -200,11 +201,14 @@ def resolve_edge_value(value, dtype: str):
                 raise AbsentValue(f"edge value {value!r} does not exist in {dtype}{why or ''}; "
                                   f"known: {sorted(named)}")
             raise KeyError(f"edge value {value!r} is not defined for {dtype}; known: {sorted(named)}")
-        return sign * named[name]
+        return math.copysign(named[name], sign)   # -nan too: sign * nan keeps NaN's sign
     if value == "-zero":
         raise AbsentValue(f"edge value {value!r} exists only for floating-point dtypes")
-    info = int_info(dtype)
-    named = {"zero": 0, "one": 1, "int_min": int(info.min), "int_max": int(info.max)}
+    if dtype == "bool":   # PRED: the truth values only
+        named = {"zero": 0, "one": 1}
+    else:
+        info = int_info(dtype)
+        named = {"zero": 0, "one": 1, "int_min": int(info.min), "int_max": int(info.max)}
     if name not in named:
         cls = AbsentValue if name in _float_named(FLOAT_FORMATS["float64"]) else KeyError
         raise cls(f"edge value {value!r} is not defined for {dtype}; known: {sorted(named)}")

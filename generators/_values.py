@@ -17,7 +17,7 @@ from conform.dtypes import FLOAT_FORMATS, AbsentValue, int_info, np_dtype, resol
 
 PLANS = {"float": ("normal", "wide", "edge", "special"), "int": ("normal", "wide", "edge"),
          "bool": ("normal",)}
-DEFAULT_RANGES = {"float": (-10.0, 10.0), "int": (-100, 100)}
+DEFAULT_RANGES = {"float": (-10.0, 10.0), "int": (-100, 100), "bool": (0, 1)}
 DEFAULT_EDGES = {
     "float": [0.0, "-zero", "inf", "-inf", "nan", "min_subnormal", "-max_subnormal", "min_normal",
               "max_finite", "-below_max_finite", "one", "-one"],

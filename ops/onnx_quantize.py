@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._optional import by_name, onnx_operands, present
+from conform.ops.optional_inputs import by_name, onnx_operands, present
 from conform.op_registry import op
 from conform.ops.onnx_cast import float8_table, is_float8, numpy_astype
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
@@ -97,7 +97,7 @@ def _scale_values(rng, scale):
     return rng.uniform(0.02, 3, scale.shape).astype(scale.dtype)
 
 
-def _zero_point_values(rng, zero):
+def zero_point_values(rng, zero):
     """In the type's range for integers; 0 for float 8 (the text: 'usually not used')."""
     if not is_integer(str(zero.dtype)):
         return np.zeros(zero.shape, zero.dtype)
@@ -120,7 +120,7 @@ def quantize_values(rng, inputs, attrs):
             x = np.where(rng.random(x.shape) < 0.25, tie, wide).astype(x.dtype)
     made = [x, scale]
     if "y_zero_point" in given:
-        made.append(_zero_point_values(rng, given["y_zero_point"]))
+        made.append(zero_point_values(rng, given["y_zero_point"]))
     return made
 
 
@@ -129,7 +129,7 @@ def dequantize_values(rng, inputs, attrs):
     given = by_name(DEQUANTIZE_INPUTS, inputs, attrs.get("absent_inputs", ()))
     made = [given["x"], _scale_values(rng, given["x_scale"])]
     if "x_zero_point" in given:
-        made.append(_zero_point_values(rng, given["x_zero_point"]))
+        made.append(zero_point_values(rng, given["x_zero_point"]))
     return made
 
 

@@ -302,7 +302,7 @@ def rerun_count(cert: dict, rerun: int | str | None, allow_module_backend: bool,
     Only installed backends (entry points in ``conform.backends``) are imported, unless
     ``allow_module_backend``; a re-run asked for on a backend that cannot be run is a
     :class:`CertifyError`."""
-    from conform.harness.run.registry import GROUP, available_backends
+    from conform.harness.backends.registry import GROUP, available_backends
 
     backend = str(cert["environment"]["backend"])
     if rerun == 0:

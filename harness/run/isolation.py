@@ -34,6 +34,7 @@ from typing import Iterable, Iterator
 
 import orjson
 
+from conform.harness.run.case_queue import BATCH_BYTES, LazyQueue  # noqa: F401
 from conform.harness.run.worker import (INHERITED, REPLY_BATCH, REPLY_INTERVAL, CaseByCase,  # noqa: F401
                                     Outcome, reuse_freed_memory, worker_main)
 
@@ -99,7 +100,7 @@ def _unpack(message):
     return message
 
 
-def _death_message(exitcode: int | None) -> str:
+def death_message(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
             return f"worker killed by signal {signal.Signals(-exitcode).name}"
@@ -108,44 +109,6 @@ def _death_message(exitcode: int | None) -> str:
     return f"worker exited with status {exitcode}"
 
 
-#: A batch stops growing once its inputs reach this size (e.g. two chunks of a float32 sweep).
-BATCH_BYTES = 32 << 20
-
-
-class _LazyQueue:
-    """Cases still to send: those handed back by a replaced worker first, then the source,
-    which is read only as far as needed (a float32 sweep never sits in memory whole)."""
-
-    def __init__(self, source: Iterable):
-        self._returned: collections.deque = collections.deque()
-        self._source = iter(source)
-        self._next = next(self._source, _END)
-
-    def __bool__(self) -> bool:
-        return bool(self._returned) or self._next is not _END
-
-    def take(self, count: int, max_bytes: int = BATCH_BYTES) -> list:
-        """Up to ``count`` cases, stopping early once the inputs of those that will travel
-        pickled reach ``max_bytes`` (an int is the index of an inherited case). A batch holding
-        cases a replaced worker handed back is a :class:`CaseByCase`."""
-        batch, size = [], 0
-        while len(batch) < count and size < max_bytes and (self._returned or self._next is not _END):
-            if self._returned:
-                case = self._returned.popleft()
-                if type(batch) is list:
-                    batch = CaseByCase(batch)
-            else:
-                case, self._next = self._next, next(self._source, _END)
-            batch.append(case)
-            if type(case) is not int:
-                size += sum(getattr(x, "nbytes", 0) for x in getattr(case, "inputs", ()))
-        return batch
-
-    def extendleft(self, cases) -> None:
-        self._returned.extendleft(cases)
-
-
-_END = object()
 
 
 @dataclass
@@ -330,9 +293,9 @@ class WorkerPool:
             worker.process.join(5)
             if fatal_raises:
                 raise BackendLoadError(f"backend {self.backend!r}: "
-                                       f"{_death_message(worker.process.exitcode)} while loading")
+                                       f"{death_message(worker.process.exitcode)} while loading")
             raise _LoadFailed(f"backend {self.backend!r} failed to load: "
-                              f"{_death_message(worker.process.exitcode)} while loading")
+                              f"{death_message(worker.process.exitcode)} while loading")
         kind, payload = message
         if kind == "fatal":
             worker.process.join(5)
@@ -417,7 +380,7 @@ class WorkerPool:
         ``error`` pairs naming why."""
         inherited = self._inherit["cases"]
         # the cases workers inherited travel, and wait in queues, as their indices
-        queue = _LazyQueue(range(len(inherited)) if inherited and cases is inherited else cases)
+        queue = LazyQueue(range(len(inherited)) if inherited and cases is inherited else cases)
         while queue or any(w.pending for w in self._pool):
             if not self._pool:
                 yield from self._unloaded(queue)
@@ -440,14 +403,14 @@ class WorkerPool:
                     self._send(worker, batch)
             yield from self._collect(queue)
 
-    def _unloaded(self, queue: "_LazyQueue"):
+    def _unloaded(self, queue: "LazyQueue"):
         """Every case left in ``queue`` as an ``error``: no worker could load the backend."""
         reason = self.load_failures[-1] if self.load_failures else "no worker"
         while queue:
             yield [(self._case(item), Outcome("error", message=reason, on_input=False))
                    for item in queue.take(REPLY_BATCH)]
 
-    def _collect(self, queue: "_LazyQueue"):
+    def _collect(self, queue: "LazyQueue"):
         busy = [w for w in self._pool if w.pending]
         ready = self._wait()
         for worker in busy:
@@ -467,7 +430,7 @@ class WorkerPool:
         again, one at a time, see :class:`CaseByCase`)."""
         return None if worker.together.value else worker.running()
 
-    def _replies(self, worker: _Worker, queue: "_LazyQueue"):
+    def _replies(self, worker: _Worker, queue: "LazyQueue"):
         """The replies ``worker`` has sent; if it died, the case it was running as a ``crash``,
         and the rest it owed back into ``queue`` (for a new worker, started here)."""
         died = False
@@ -497,7 +460,7 @@ class WorkerPool:
             worker.process.join(5)
             culprit = self._culprit(worker)
             case = None if culprit is None else self._case(worker.pending[culprit])
-            message = _death_message(worker.process.exitcode)
+            message = death_message(worker.process.exitcode)
             queue.extendleft(reversed(self._replace(worker, kill=True, culprit=culprit)))
             if case is not None:
                 yield [(case, Outcome("crash", message=message))]

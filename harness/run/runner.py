@@ -160,7 +160,7 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple
 def _backend_binding(backend: str) -> str | None:
     """The spec binding ``backend``'s model format consumes (None: every op, or unknown here)."""
     from conform.harness.run.claims import Claims
-    from conform.harness.run.registry import load_backend_class
+    from conform.harness.backends.registry import load_backend_class
 
     try:
         return Claims.of(load_backend_class(backend), backend).binding

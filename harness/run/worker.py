@@ -100,7 +100,7 @@ def worker_main(conn, backend_name: str, options: dict, finished, since, togethe
 def _load(conn, backend_name: str, options: dict, inherited: dict):
     """``(specs, backend, with_model, old)`` once the backend is loaded and has said hello; None (and a ``fatal``
     message with the traceback) if it could not load."""
-    from conform.harness.run.registry import load_backend_class
+    from conform.harness.backends.registry import load_backend_class
     from conform.spec import load_specs
 
     try:
