@@ -53,11 +53,13 @@ def _onnx_name(name: str) -> str:
         name, name.replace("_", ""))
 
 
+#: ONNX's names of those types (float8e4m3fn) -> conform's (float8_e4m3fn)
+_BY_ONNX_NAME = {_onnx_name(n): n for n in (*BY_BITS, *PACKED)}
+
+
 def array_of(value) -> np.ndarray:
     """An OrtValue's data as a NumPy array (ml_dtypes' types by their bits)."""
-    onnx_name = value.data_type()[len("tensor("):-1]    # e.g. float8e4m3fn, int4
-    names = {_onnx_name(n): n for n in (*BY_BITS, *PACKED)}
-    name = names.get(onnx_name)
+    name = _BY_ONNX_NAME.get(value.data_type()[len("tensor("):-1])   # e.g. float8e4m3fn, int4
     if name is None:
         return value.numpy()
     shape = tuple(value.shape())
