@@ -31,6 +31,10 @@ RUNS = {
 CASE_FIELDS = ("op", "dtype", "input_dtypes", "out_dtype", "shapes", "attrs", "plan", "seed")
 RESULT_FIELDS = ("verdict", "model", "checked", "mismatched", "impl_defined_elements", "max_error",
                  "bound", "worst")
+#: An ``impl_defined`` record's figures are the backend's value where the standard leaves it
+#: open: recorded, not judged, and not always repeatable (NumPy's out-of-range float-to-integer
+#: casts differ between its vectorised and scalar loops), so only its counts are compared.
+OPEN_FIELDS = ("verdict", "model", "checked", "mismatched", "impl_defined_elements")
 
 
 def _digest(record: dict, fields) -> str:
@@ -46,7 +50,8 @@ def run(backend: str) -> dict[str, list[str]]:
         subprocess.run(command, check=False, capture_output=True, timeout=1800)
         lines = (Path(out) / "results.jsonl").read_bytes().splitlines()
     records = [orjson.loads(line) for line in lines if line.strip()]
-    return {r["id"]: [r["verdict"], _digest(r, CASE_FIELDS), _digest(r, RESULT_FIELDS)]
+    return {r["id"]: [r["verdict"], _digest(r, CASE_FIELDS),
+                      _digest(r, OPEN_FIELDS if r["verdict"] == "impl_defined" else RESULT_FIELDS)]
             for r in sorted(records, key=lambda r: r["id"])}
 
 
