@@ -200,25 +200,14 @@ def _empty(model, name, unit, impl_mask) -> Judgement:
 
 def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[Judgement]:
     """Judge non-empty outputs of equal dtypes concatenated, each output a segment."""
-    shapes = [g[2].shape for g in group]
     sizes = np.array([g[2].size for g in group])
     offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    single = len(group) == 1   # e.g. a chunk of a sweep: no segment bookkeeping, no copies
-    segment = None if single else np.repeat(np.arange(len(group)), sizes)
-    actual = _join([g[1] for g in group])
-    expected = _join([g[2] for g in group])
+    actual, expected = _join([g[1] for g in group]), _join([g[2] for g in group])
     if all(g[3] is None for g in group):   # None: no implementation-defined element
         impl = np.zeros(int(sizes.sum()), bool)
     else:
         impl = _join([np.zeros(g[2].shape, bool) if g[3] is None else np.asarray(g[3], bool)
                       for g in group])
-    accumulation = _joined([g[4] for g in group], sizes)
-    residual = None if group[0][6] is None else _join([np.asarray(g[6], np.float64) for g in group])
-    references = [(expected, accumulation, residual)]
-    if group[0][5] is not None:
-        references.append((_join([g[5][0] for g in group]), _joined([g[5][1] for g in group], sizes),
-                           None))
-    flush_out = subnormals == "ftz" and out_dtype in FLOAT_FORMATS
     impl_any = np.logical_or.reduceat(impl, offsets)
     with np.errstate(all="ignore"):
         quick = np.zeros(len(group), bool)
@@ -229,63 +218,87 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
                                             offsets) & ~impl_any
             if quick.all():
                 return [_all_matched(name, unit, n) for n in sizes.tolist()]
-        figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0, rest)
-                   for k, (ref, acc, rest) in enumerate(references)]
-        error, bound, special_bad, ratio, flush_excused = figures[0]
-        ftz = flush_out or len(references) > 1
-        if ftz:   # the elements ieee would fail (only an ftz judgement can excuse any)
-            ieee_failing = (ratio > 1) | flush_excused
-        for other in figures[1:]:  # per element, the reference the actual is closest to
-            closer = other[3] < ratio
-            error, bound, special_bad, ratio = (np.where(closer, o, c) for o, c in
-                                                zip(other, (error, bound, special_bad, ratio)))
-        judged = ~impl
-        bad = (ratio > 1) & judged
-        excused = None
-        if ftz:
-            excused = np.add.reduceat(ieee_failing & ~bad & judged, offsets).tolist()
-        checked = np.add.reduceat(judged, offsets)
-        mismatched = np.add.reduceat(bad, offsets)
-        impl_count = np.add.reduceat(impl, offsets)
-        bins = len(RATIO_BINS) - 1
-        where = ratio_bins(ratio)
-        ranked = np.where(judged, ratio, -1.0)
-        if single:
-            histograms = np.bincount(where[judged], minlength=bins)[None]
-            worst = [int(np.argmax(ranked))]
-        else:
-            histograms = np.bincount(segment[judged] * bins + where[judged],
-                                     minlength=len(group) * bins).reshape(len(group), bins)
-            worst = _first_maximum(ranked, offsets, sizes, segment)
-    # the figures every judgement reads, as Python values in one step per group
-    sizes, quick = sizes.tolist(), quick.tolist()
-    if not all(quick):
-        checked_n, mismatched_n = checked.tolist(), mismatched.tolist()
-        impl_n, impl_seen, histogram_rows = impl_count.tolist(), impl_any.tolist(), histograms.tolist()
-        flats = [int(w) if n else 0 for w, n in zip(worst, checked_n)]
-        at = offsets + np.array(flats, np.int64)
-        shown = expected[at]
-        if model.get("correctly_rounded"):   # the value the backend had to return, not the exact one
-            shown = round_to_dtype(shown, out_dtype, saturate=model.get("saturate", False)) \
-                .astype(np.float64)
-        worst_values = list(zip(_py_list(shown), _py_list(actual[at]), error[at].tolist(),
-                                bound[at].tolist(), special_bad[at].tolist()))
+        figures = _segment_figures(group, actual, expected, impl, sizes, offsets, out_dtype,
+                                   model, subnormals)
+    return _segment_judgements(group, figures, quick.tolist(), impl_any.tolist(), actual,
+                               expected, sizes, offsets, out_dtype, model, name, unit)
+
+
+def _segment_figures(group, actual, expected, impl, sizes, offsets, out_dtype, model,
+                     subnormals) -> dict:
+    """Per element the error, bound and whether it fails, against the closest reference (the
+    ``ftz`` one too where there is one), and per segment the counts, histograms and worst
+    element's flat index."""
+    single = len(group) == 1   # e.g. a chunk of a sweep: no segment bookkeeping, no copies
+    segment = None if single else np.repeat(np.arange(len(group)), sizes)
+    accumulation = _joined([g[4] for g in group], sizes)
+    residual = None if group[0][6] is None else _join([np.asarray(g[6], np.float64) for g in group])
+    references = [(expected, accumulation, residual)]
+    if group[0][5] is not None:
+        references.append((_join([g[5][0] for g in group]), _joined([g[5][1] for g in group], sizes),
+                           None))
+    flush_out = subnormals == "ftz" and out_dtype in FLOAT_FORMATS
+    figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0, rest)
+               for k, (ref, acc, rest) in enumerate(references)]
+    error, bound, special_bad, ratio, flush_excused = figures[0]
+    ftz = flush_out or len(references) > 1
+    if ftz:   # the elements ieee would fail (only an ftz judgement can excuse any)
+        ieee_failing = (ratio > 1) | flush_excused
+    for other in figures[1:]:  # per element, the reference the actual is closest to
+        closer = other[3] < ratio
+        error, bound, special_bad, ratio = (np.where(closer, o, c) for o, c in
+                                            zip(other, (error, bound, special_bad, ratio)))
+    judged = ~impl
+    bad = (ratio > 1) & judged
+    bins = len(RATIO_BINS) - 1
+    where = ratio_bins(ratio)
+    ranked = np.where(judged, ratio, -1.0)
+    if single:
+        histograms = np.bincount(where[judged], minlength=bins)[None]
+        worst = [int(np.argmax(ranked))]
+    else:
+        histograms = np.bincount(segment[judged] * bins + where[judged],
+                                 minlength=len(group) * bins).reshape(len(group), bins)
+        worst = _first_maximum(ranked, offsets, sizes, segment)
+    return {"error": error, "bound": bound, "special_bad": special_bad, "bad": bad,
+            "excused": np.add.reduceat(ieee_failing & ~bad & judged, offsets).tolist()
+            if ftz else None,
+            "checked": np.add.reduceat(judged, offsets).tolist(),
+            "mismatched": np.add.reduceat(bad, offsets).tolist(),
+            "impl": np.add.reduceat(impl, offsets).tolist(),
+            "histograms": histograms.tolist(), "worst": worst}
+
+
+def _segment_judgements(group, figures, quick, impl_seen, actual, expected, sizes, offsets,
+                        out_dtype, model, name, unit) -> list[Judgement]:
+    """One judgement per segment from its figures (its worst element's values read once)."""
+    sizes = sizes.tolist()
+    flats = [int(w) if n else 0 for w, n in zip(figures["worst"], figures["checked"])]
+    at = offsets + np.array(flats, np.int64)
+    shown = expected[at]
+    if model.get("correctly_rounded"):   # the value the backend had to return, not the exact one
+        shown = round_to_dtype(shown, out_dtype, saturate=model.get("saturate", False)) \
+            .astype(np.float64)
+    worst_values = list(zip(_py_list(shown), _py_list(actual[at]), figures["error"][at].tolist(),
+                            figures["bound"][at].tolist(), figures["special_bad"][at].tolist()))
+    excused = figures["excused"]
     judgements = []
-    for k, (g, shape) in enumerate(zip(group, shapes)):
+    for k, g in enumerate(group):
         if quick[k]:
             judgements.append(_all_matched(name, unit, sizes[k]))
             continue
         expected_at, actual_at, error_at, bound_at, special_at = worst_values[k]
-        judgement = Judgement("pass", name, unit, checked=checked_n[k], mismatched=mismatched_n[k],
-                              impl_defined=impl_n[k], max_error=error_at, bound=bound_at,
-                              histogram=histogram_rows[k],
+        judgement = Judgement("pass", name, unit, checked=figures["checked"][k],
+                              mismatched=figures["mismatched"][k], impl_defined=figures["impl"][k],
+                              max_error=error_at, bound=bound_at,
+                              histogram=figures["histograms"][k],
                               subnormal_excused=excused[k] if excused else 0)
-        judgement.worst = {"index": _unravel(flats[k], shape), "expected": expected_at,
+        judgement.worst = {"index": _unravel(flats[k], g[2].shape), "expected": expected_at,
                            "actual": actual_at, "error": error_at, "bound": bound_at}
-        if mismatched_n[k]:
+        if figures["mismatched"][k]:
             judgement.verdict = "fail"
             start = int(offsets[k])
-            judgement.failing = np.flatnonzero(bad[start:start + sizes[k]])
+            judgement.failing = np.flatnonzero(figures["bad"][start:start + sizes[k]])
             if special_at:
                 judgement.reason = "special value mismatch (NaN, infinity or signed zero)"
         elif impl_seen[k]:
