@@ -37,11 +37,11 @@ def _kinds(records: dict, indices) -> list:
     return [records[f"add.float32.{i}"]["verdict"] for i in indices]
 
 
-def _cli_run(conform_cli, tmp_path, backend: str, *options) -> tuple[dict, list]:
-    """``conform run`` of ``add`` float32 on a hostile adapter: (summary.json, results.jsonl
-    records), once every output has been parsed."""
+def _cli_run(conform_cli, tmp_path, backend: str, *options, module: str = HOSTILE) -> tuple[dict, list]:
+    """``conform run`` of ``add`` float32 on a hostile adapter (``module`` + ``backend``):
+    (summary.json, results.jsonl records), once every output has been parsed."""
     out = tmp_path / "out"
-    proc = conform_cli("run", "--backend", HOSTILE + backend, "--ops", "add", "--dtypes",
+    proc = conform_cli("run", "--backend", module + backend, "--ops", "add", "--dtypes",
                        "float32", "--out", out, "--quiet", *options)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -220,3 +220,16 @@ def test_ctrl_c_stops_the_pool_without_worker_tracebacks(tmp_path):
     assert parent.returncode == 130 and time.monotonic() - start < 5
     assert stderr.strip() == "interrupted"
     assert _gone_within(worker, 5)
+
+
+def test_an_adapter_that_patches_the_judge_and_returns_12345_gets_its_real_verdicts(
+        conform_cli, tmp_path):
+    """The adapter's module patches conform's judge, manifest and record writer on import and
+    in ``__init__``, and it looks for the oracle's answers in its own memory: none of it reaches
+    the process that judges, and no answer reaches the adapter."""
+    summary, records = _cli_run(conform_cli, tmp_path, "SelfCertifying", "--max-examples", "6",
+                                module="tests.harness.self_certifying_adapter:")
+    judged = [r for r in records if r["checked"]]   # (a case with no output element passes)
+    assert len(judged) >= 4 and {r["verdict"] for r in judged} == {"fail"}
+    assert summary["counts"]["fail"] == len(judged)
+    assert all(r["worst"]["actual"] == 12345.0 for r in judged)
