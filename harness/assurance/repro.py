@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import string
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from conform.harness.assurance.gate import load_run
 from conform.harness.backends.models import FORMATS, Model
 from conform.harness.assurance.repro_backends import renderer
 from conform.oracles.expectations import oracle_of
+from conform.reports import atomic_path, write_atomically
 
 
 class ReproError(Exception):
@@ -254,6 +256,21 @@ def case_data(record: dict, summary: dict, spec, case, requirement: str) -> dict
             "attrs": case.attrs, "recorded": _claim(record)}
 
 
+#: What a case id is made of (``add.float32.3``, ``onnx_cast.float16->float8_e5m2.0``).
+_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+>-]*")
+
+
+def _under(folder: Path, case_id: str) -> Path:
+    """``folder/case_id``, for an id that names a folder there and nothing else: never a path
+    that leaves ``folder`` (``../x``, an absolute path)."""
+    path = folder / case_id
+    if not _ID.fullmatch(case_id) or ".." in case_id \
+            or not path.resolve().is_relative_to(folder.resolve()):
+        raise ReproError(f"case id {case_id!r} is not a case id (letters, digits and _ . - + >, "
+                         f"never '..'): no repro folder is made from it")
+    return path
+
+
 def _plain(value):
     """A NumPy scalar or array (an attribute's value) as JSON takes it."""
     return value.tolist() if hasattr(value, "tolist") else list(value)
@@ -269,6 +286,7 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
         raise ReproError(f"unknown model format {', '.join(unknown)}; known: {', '.join(FORMATS)}")
     run = load_run(run_dir)
     record = find_record(run.records, case_id)
+    out = Path(out_dir) if out_dir else _under(run.where / "repro", case_id)
     backend = run.summary["backend"]
     if run.summary.get("onnx_opset"):   # the model is written at the opset the run used
         os.environ["CONFORM_ONNX_OPSET"] = str(run.summary["onnx_opset"])
@@ -290,16 +308,15 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
             what = f"{backend} cannot express case {case_id}" if fmt in needed else \
                 f"case {case_id} cannot be written as {fmt}"
             raise ReproError(f"{what}: {exc}") from None
-    out = Path(out_dir) if out_dir else run.where / "repro" / case_id
     out.mkdir(parents=True, exist_ok=True)
     arrays = {f"in{i}": _stored(np.asarray(x)) for i, x in enumerate(case.inputs)}
-    np.savez(out / "inputs.npz", expected=expected, **arrays)
+    with atomic_path(out / "inputs.npz") as temporary, open(temporary, "wb") as stream:
+        np.savez(stream, expected=expected, **arrays)
     for model in models.values():
         model.write(out)
     data = case_data(record, run.summary, spec, case, requirement)
-    (out / "case.json").write_text(json.dumps(data, indent=1, ensure_ascii=False, default=_plain),
-                                   encoding="utf-8")
+    write_atomically(out / "case.json", json.dumps(data, indent=1, ensure_ascii=False, default=_plain))
     script = out / "repro.py"
-    script.write_text(render_script(source), encoding="utf-8")
+    write_atomically(script, render_script(source))
     script.chmod(0o755)
     return out

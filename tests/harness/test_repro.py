@@ -256,3 +256,20 @@ def test_text_from_the_run_folder_is_data_in_the_script_never_code(tmp_path, spe
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert "nothing to reproduce" in proc.stdout
     assert not list(tmp_path.rglob("PWNED"))
+
+
+@pytest.mark.parametrize("case_id", ["../../x", "/tmp/conform-repro-absolute", "add..x"])
+def test_a_case_id_that_leaves_the_repro_folder_is_refused(tmp_path, specs, case_id):
+    run = tmp_path / "run"
+    run.mkdir()
+    record = {"id": case_id, "op": "add", "dtype": "float32", "plan": "hunt", "verdict": "fail",
+              "input_dtypes": ["float32", "float32"], "out_dtype": "float32", "attrs": {},
+              "seed": 0, "shapes": [[1], [1]]}
+    (run / "summary.json").write_text(json.dumps({"backend": "numpy", "backend_version": "x",
+                                                  "seed": 0, "max_examples": 1}))
+    (run / "results.jsonl").write_text(json.dumps(record) + "\n")
+    np.savez(run / "hunt-cases.npz", **{f"{case_id}/0": np.ones(1, "f4"), f"{case_id}/1": np.ones(1, "f4")})
+    before = set(tmp_path.rglob("*"))
+    with pytest.raises(ReproError, match="is not a case id"):
+        write_repro(run, case_id, specs)
+    assert set(tmp_path.rglob("*")) == before
