@@ -36,7 +36,7 @@ from multiprocessing.connection import wait
 from typing import Iterable, Iterator
 
 from conform.harness.run.processes import (LOAD_TIMEOUT, WORKER_METHOD, forking_context,  # noqa: F401
-                                           start_method, worker_context)
+                                           start_method, started_without_main, worker_context)
 from conform.harness.run.stages import Judged, Judging
 from conform.harness.run.wire import WireError, read_first, read_reply, unpack
 from conform.harness.run.worker import (REPLY_BATCH, CaseByCase, ComputeSettings, Outcome,
@@ -247,7 +247,8 @@ class WorkerPool:
                                           together, ends))
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            process.start()
+            with started_without_main():
+                process.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child.close()

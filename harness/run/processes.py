@@ -6,9 +6,11 @@ The processes that draw the corpus (no backend there) are forked where that is s
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import sys
 import threading
+import types
 
 from conform.harness.run.wire import WireError, unpack
 from conform.harness.run.worker import ComputeSettings, binding_main
@@ -51,6 +53,21 @@ def worker_context(method: str):
     return context
 
 
+@contextlib.contextmanager
+def started_without_main():
+    """Start processes in this block without this process's ``__main__``: multiprocessing has a
+    spawned (or fork-server) child import it again, which would run a script's top level (and
+    whatever it imports) in every worker, and refuse a script without a ``__main__`` guard.
+    A worker needs nothing of it: what it runs is in conform."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
 def backend_binding(backend: str) -> str | None:
     """The spec binding ``backend``'s model format consumes (None: every op, or unknown), as a
     process of its own reads it from the backend's class: this one never imports the adapter."""
@@ -58,7 +75,8 @@ def backend_binding(backend: str) -> str | None:
     parent, child = context.Pipe()
     process = context.Process(target=binding_main, daemon=True,
                               args=(child, backend, ComputeSettings.of_parent()))
-    process.start()
+    with started_without_main():
+        process.start()
     child.close()
     try:
         kind, body, _ = unpack(parent.recv_bytes()) if parent.poll(LOAD_TIMEOUT) else (None, None, ())
