@@ -35,7 +35,7 @@ import numpy as np
 
 from conform.generators import dtype_labels, generate_cases
 from conform.harness.backends.models import prepare_case, run_case
-from conform.harness.run.registry import load_backend_class
+from conform.harness.backends.registry import load_backend_class
 from conform.spec import load_specs
 from conform.dtypes import np_dtype
 

@@ -71,7 +71,7 @@ class OpDefinition:
     * ``numpy(*inputs, **attrs)``: the numpy backend's computation with NumPy itself, on the
       inputs in their own dtypes, returning arrays in the outputs' dtypes; it never calls an
       oracle (default: the spec's ``bindings.numpy`` function, else unsupported; see
-      :mod:`conform.ops._numpy`). A hook with a ``bound`` keyword also gets the NumPy function
+      :mod:`conform.ops.numpy_computation`). A hook with a ``bound`` keyword also gets the NumPy function
       the binding names; one with a ``numpy_of`` keyword a function giving another op's NumPy
       computation by name (a loop body's ops, each computed by its own).
     * ``values(rng, inputs, attrs) -> inputs``: the case's input arrays (as the value plan
@@ -84,7 +84,9 @@ class OpDefinition:
       errors of the computation the standard defines. ``inputs`` and ``outputs`` are the widened
       inputs and the oracle's float64 outputs, ``u`` the unit roundoff of the model's type (the
       output type's, or the finer ``accumulator_at_least``), ``constants`` the model's, ``dtypes``
-      the inputs' dtype names.
+      the inputs' dtype names. A hook with a ``subnormals`` keyword gets the subnormal policy of
+      the reference it bounds (``ieee``, or ``ftz`` for the judge's flushed reference, which it
+      then computes for every case). Its terms: :mod:`conform.ops.error_bounds`.
     * ``case_model(case, output) -> dict | None``: the error model of one case's output where
       it depends on the case (a Conditional's result is judged under the chosen branch's op's
       model, carried in the case's attributes); None: the spec's.
@@ -157,6 +159,12 @@ class OpDefinition:
         """Whether the ``canonical`` hook has a ``subnormals`` keyword (the judge's policy)."""
         return self.canonical is not None and \
             "subnormals" in inspect.signature(self.canonical).parameters
+
+    @functools.cached_property
+    def error_bound_takes_subnormals(self) -> bool:
+        """Whether the ``error_bound`` hook has a ``subnormals`` keyword (the policy)."""
+        return self.error_bound is not None and \
+            "subnormals" in inspect.signature(self.error_bound).parameters
 
     @functools.cached_property
     def lax_takes_bound(self) -> bool:

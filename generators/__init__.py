@@ -1,13 +1,15 @@
 """Spec -> Hypothesis strategies -> deterministic cases (and, for backends, models)."""
-from conform.generators._signature import Signature, dtype_labels
+from conform.generators._signature import Signature, dtype_labels, fixed_attrs
+from conform.generators._critical import critical_case
 from conform.generators._case import Case
 from conform.generators._corpus import cache_dir, corpus_key, prune_corpus
 from conform.generators._suite import answer_digest, case_digest, fill_corpus, generate_cases, materialize
 from conform.generators._edges import (edge_case_cases, edge_sweep_case, exhaustive_case,
                                        exhaustive_cases)
-from conform.generators._values import PLANS, edge_values, fill
+from conform.generators._values import PLANS, edge_values, fill, value_range
 
-__all__ = ["PLANS", "Case", "answer_digest", "cache_dir", "corpus_key", "Signature", "case_digest", "draw_plans", "dtype_labels",
+__all__ = ["PLANS", "Case", "answer_digest", "cache_dir", "corpus_key", "Signature", "case_digest", "critical_case",
+           "draw_plans", "dtype_labels", "fixed_attrs", "value_range",
            "edge_case_cases", "edge_sweep_case", "edge_values", "exhaustive_case", "exhaustive_cases", "fill", "fill_corpus",
            "generate_cases", "materialize", "prune_corpus"]
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as _strategies
 
 from conform.generators._signature import Signature, fixed_attrs
 
-from conform.ops._optional import ABSENT
+from conform.ops.optional_inputs import ABSENT
 
 __all__ = ["MAX_ARRAY_SIZE", "Signature", "absent_inputs", "attributes", "catalog", "fixed_attrs",
            "out_dtype", "ranks", "scalar_inputs", "shape", "st", "with_absent"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._multiprecision import refined, with_residual
+from conform.ops.multiprecision import refined, with_residual
 from conform.op_registry import op
 from conform.ops._midpoints import product_midpoints
 from conform.ops._rounded import exact_multiply, rounded_elementwise

@@ -8,12 +8,24 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from conform.oracles.feeding import span
 from conform.op_registry import op
 from conform.ops._double_double import accurate_matmul, sum_of_products
 
 
 # --- DotGeneral as batched matrix multiply -----------------------------------------------------
+
+def span(start: int, length: int, step: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``start + k * step`` (k < length) that fall inside ``[0, size)``, and their
+    ``k``: the rest lie in padding, which no input element fills (for windows and patches).
+
+    >>> span(-1, 3, 1, 4)
+    (array([0, 1]), array([1, 2]))
+    """
+    taps = np.arange(length)
+    positions = start + step * taps
+    inside = (positions >= 0) & (positions < size)
+    return positions[inside], taps[inside]
+
 
 def draw_dot_general(draw, kit, spec, dtype):
     """Batched matmul: lhs [B..., M, K] x rhs [B..., K, N]."""

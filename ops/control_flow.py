@@ -36,7 +36,7 @@ import functools
 
 import numpy as np
 
-from conform.ops._numpy import numpy_chain
+from conform.ops.numpy_computation import numpy_chain
 from conform.op_registry import definition, op
 from conform.ops.regions import RegionContext, region_mask
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
@@ -208,7 +208,7 @@ def lax_control(lax, attrs):
 
 def numpy_body(entries, numpy_of):
     """The numpy backend's body: its ops applied in turn, each by its own op's NumPy
-    computation in the element type (:func:`conform.ops._numpy.numpy_chain`)."""
+    computation in the element type (:func:`conform.ops.numpy_computation.numpy_chain`)."""
     return numpy_chain([(entry["op"], entry["arity"]) for entry in entries], numpy_of)
 
 

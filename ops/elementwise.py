@@ -9,7 +9,7 @@ import inspect
 import numpy as np
 
 from conform.ops._lowering import unsupported
-from conform.ops._multiprecision import refined
+from conform.ops.multiprecision import refined
 from conform.op_registry import op
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)

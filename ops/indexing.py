@@ -15,7 +15,8 @@ import math
 
 import numpy as np
 
-from conform.op_registry import op
+from conform.op_registry import definition, op
+from conform.widening import widen
 
 #: The spec signature fields the drawers here read: none (they draw every shape themselves).
 DRAWN_HERE = frozenset()
@@ -52,15 +53,17 @@ def traced_feeding(name: str, data_inputs: tuple[int, ...]):
     float64) and sent through the op's oracle with the real indices; the index inputs are
     reported as not feeding (an index is not a term of the value)."""
     def feed(inputs, attrs, index):
-        from conform.oracles._registry import evaluate
-
         numbered, offset, starts = list(inputs), 0, {}
         for k in data_inputs:
             starts[k] = offset
             numbered[k] = np.arange(offset, offset + inputs[k].size, dtype=np.float64) \
                 .reshape(inputs[k].shape)
             offset += inputs[k].size
-        label = int(evaluate(name, numbered, attrs)[0][tuple(index)])
+        found = definition(name)
+        extra = {"dtypes": tuple(str(x.dtype) for x in numbered)} if found.takes_dtypes else {}
+        with np.errstate(all="ignore"):
+            moved = found(*(widen(x) for x in numbered), **attrs, **extra)[0]
+        label = int(np.asarray(moved)[tuple(index)])
         source = next(k for k in data_inputs if starts[k] <= label < starts[k] + inputs[k].size)
         return [x.ravel()[label - starts[k]:label - starts[k] + 1] if k == source else None
                 for k, x in enumerate(inputs)]

@@ -28,6 +28,7 @@ import numpy as np
 
 from conform.op_registry import op
 from conform.ops.nnef_pooling import box
+from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
 
 METHODS = ("symmetric", "asymmetric", "aligned")
 
@@ -204,17 +205,12 @@ def multilinear_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     (x,) = inputs
     factor, method, border = attrs["factor"], attrs["method"], attrs["border"]
     m = _terms(x, factor, method, border)
-    n = m + 1 + constants["weight_roundings"]
-    gamma = n * u / (1 - n * u)
+    g = gamma(m + 1 + constants["weight_roundings"], u)
     finite = np.abs(np.where(np.isfinite(x), x, 0.0))
     magnitude = _apply(finite, factor, method, border, magnitudes=True)
-    from conform.dtypes import FLOAT_FORMATS
-
-    fmt = FLOAT_FORMATS[out_dtype]
-    underflow = m * fmt.min_subnormal   # each product rounded below the normal range
-    bound = np.where(np.isfinite(outputs[0]), gamma * magnitude + underflow, np.inf)
-    overflows = (1 + gamma) * magnitude >= fmt.max_finite
-    return (np.where(overflows, np.nan, bound),)
+    underflow = underflow_term(m, out_dtype, ulps=1)   # each product rounded below the normal range
+    return (judged_bound(g * magnitude + underflow, outputs[0],
+                         unbounded=reaches_max_finite(magnitude, out_dtype, gamma_n=g)),)
 
 
 @op("nnef_multilinear_upsample", version=1, draw=draw_upsample,

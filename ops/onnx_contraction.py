@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._lowering import unsupported
-from conform.ops._optional import ABSENT, onnx_operands
+from conform.ops.optional_inputs import ABSENT, onnx_operands
 from conform.op_registry import op
 from conform.ops._double_double import sum_of_products
+from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
 from conform.dtypes import FLOAT_FORMATS
 
 # Scalings drawn for alpha and beta: exact in every float type Gemm takes (the attributes are
@@ -119,25 +120,22 @@ def gemm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> tu
     whole sum times 1 + gamma reaching the type's largest finite value."""
     a, b, *rest = inputs
     a, b, _, alpha, beta = _operands(a, b, None, attrs)
-    k = a.shape[1]
-    gamma = (k + 2) * u / (1 - (k + 2) * u)
+    g = gamma(a.shape[1] + 2, u)
     finite = [np.abs(np.where(np.isfinite(x), x, 0.0)) for x in (a, b, *rest)]
     products = np.matmul(finite[0], finite[1])
     c_part = abs(beta) * np.broadcast_to(finite[2], products.shape) if rest else 0.0
     magnitude = abs(alpha) * products + c_part
-    # a product rounded below the normal range errs by up to half the smallest subnormal,
-    # times the factors multiplied in after it (alpha before or after the sum, then b)
+    # a product rounded below the normal range, times the factors multiplied in after it
+    # (alpha before or after the sum, then b)
     large = [np.maximum(x, 1.0) for x in finite]
-    fmt = FLOAT_FORMATS[out_dtype]
-    # (half the smallest subnormal multiplied last: 2**-1075 alone underflows to 0 in float64)
-    underflow = fmt.min_subnormal * (0.5 * (1 + gamma) * (
+    underflow = underflow_term((1 + g) * (
         2 * max(abs(alpha), 1.0) * np.matmul(large[0], large[1])
-        + (max(abs(beta), 1.0) * np.broadcast_to(large[2], products.shape) if rest else 0.0)))
-    bound = np.where(np.isfinite(outputs[0]), gamma * magnitude + underflow, np.inf)
+        + (max(abs(beta), 1.0) * np.broadcast_to(large[2], products.shape) if rest else 0.0)),
+        out_dtype)
     scaled_rows = abs(alpha) * finite[0].max(axis=1, initial=0.0)[:, None]   # alpha * a first
-    overflows = (1 + gamma) * np.maximum(np.maximum(products, magnitude), scaled_rows) \
-        >= fmt.max_finite
-    return (np.where(overflows, np.nan, bound),)
+    reach = np.maximum(np.maximum(products, magnitude), scaled_rows)
+    return (judged_bound(g * magnitude + underflow, outputs[0],
+                         unbounded=reaches_max_finite(reach, out_dtype, gamma_n=g)),)
 
 
 def numpy_gemm(a, b, *c, **attrs):
@@ -282,18 +280,16 @@ def einsum_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> 
     NaN (region ``unbounded_evaluation``) where some order can overflow: the sum of the terms'
     magnitudes, or for p >= 3 (partial products in any order of the factors) L, times
     1 + gamma, reaching the largest finite value."""
-    fmt = FLOAT_FORMATS[out_dtype]
-    n = einsum_length([x.shape for x in inputs], attrs)
-    gamma = n * u / (1 - n * u)
+    g = gamma(einsum_length([x.shape for x in inputs], attrs), u)
     finite = [np.abs(np.where(np.isfinite(x), x, 0.0)) for x in inputs]
     (magnitude,) = oracle_onnx_einsum(*finite, equation=attrs["equation"])
     (large,) = oracle_onnx_einsum(*[np.maximum(x, 1.0) for x in finite],
                                   equation=attrs["equation"])
     factors = len(inputs)
-    underflow = fmt.min_subnormal * ((factors - 1) * 0.5 * (1 + gamma) * large)   # (as gemm's)
-    bound = np.where(np.isfinite(outputs[0]), gamma * magnitude + underflow, np.inf)
+    underflow = underflow_term((factors - 1) * (1 + g) * large, out_dtype)   # (as gemm's)
     reach = large if factors >= 3 else magnitude
-    return (np.where((1 + gamma) * reach >= fmt.max_finite, np.nan, bound),)
+    return (judged_bound(g * magnitude + underflow, outputs[0],
+                         unbounded=reaches_max_finite(reach, out_dtype, gamma_n=g)),)
 
 
 def onnx_einsum(case, graph):

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._numpy import numpy_chain
-from conform.ops._optional import ABSENT, absent, by_name, onnx_operands
+from conform.ops.numpy_computation import numpy_chain
+from conform.ops.optional_inputs import ABSENT, absent, by_name, onnx_operands
 from conform.op_registry import definition, op
 from conform.dtypes import FLOAT_FORMATS, int_info, round_to_format
 
@@ -171,7 +171,7 @@ def feed_if(inputs, attrs, index):
 
 def numpy_of_chain(ops, numpy_of):
     """The numpy backend's chain: each op by its own op's NumPy computation in the value type
-    (:func:`conform.ops._numpy.numpy_chain`)."""
+    (:func:`conform.ops.numpy_computation.numpy_chain`)."""
     return numpy_chain([(name, BODY_OPS[name][0]) for name in ops], numpy_of)
 
 

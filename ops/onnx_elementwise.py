@@ -12,7 +12,7 @@ import numpy as np
 
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)
-from conform.ops._optional import by_name
+from conform.ops.optional_inputs import by_name
 from conform.op_registry import op
 from conform.dtypes import FLOAT_FORMATS, np_dtype
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,

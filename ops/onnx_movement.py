@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._lowering import unsupported
-from conform.ops._optional import onnx_operands, present
+from conform.ops.optional_inputs import onnx_operands, present
 from conform.ops.movement import moved, numpy_concatenate, onnx_transpose_by, onnx_with_constant
 
 

@@ -24,9 +24,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from conform.ops._optional import by_name
+from conform.ops.optional_inputs import by_name
 from conform.op_registry import op
-from conform.ops.onnx_softmax import grown
+from conform.ops.error_bounds import (exceeds_max_finite, grown, judged_bound, reaches_max_finite,
+                                      underflow_term)
 from conform.dtypes import FLOAT_FORMATS, np_dtype
 
 
@@ -62,7 +63,7 @@ def _stage_one_bound(x, axes, epsilon, stage: str, cast: int) -> StageOne:
     ``u`` relative; a subtraction whose result is subnormal is exact."""
     n = int(np.prod([x.shape[a] for a in axes]))
     fmt = FLOAT_FORMATS[stage]
-    u, tiny, big = fmt.unit_roundoff, fmt.min_subnormal, fmt.max_finite
+    u, tiny = fmt.unit_roundoff, underflow_term(1, stage, ulps=1)
     mean, d, inv = standardized(x, axes, epsilon)
     m1 = np.mean(np.abs(x), axis=axes, keepdims=True)
     m2 = np.mean(x * x, axis=axes, keepdims=True)
@@ -83,7 +84,7 @@ def _stage_one_bound(x, axes, epsilon, stage: str, cast: int) -> StageOne:
     total = var + epsilon
     total_error = var_error + u * (total + var_error)
     relative = total_error / total
-    overflow = n * m2 * (1 + grown(n + 2, u)) >= big
+    overflow = reaches_max_finite(n * m2, stage, gamma_n=grown(n + 2, u))
     finite = np.all(np.isfinite(x), axis=axes, keepdims=True)   # else the result is NaN too
     unbounded = finite & (overflow | ~(relative < 1))
     sqrt_relative = relative / (1 + np.sqrt(np.maximum(1 - relative, 0.0)))
@@ -99,7 +100,7 @@ def _stage_two_bound(z, z_error, scale, bias, dtype, u_stage):
     """The error of ``cast_T(z) * scale + bias`` evaluated in ``T`` (``dtype``), ``z`` off by
     ``z_error``; the cast rounds where ``T`` is narrower than the stage-one type. Each rounding
     is off by ``u_t`` relative, or half a smallest subnormal where its result is subnormal."""
-    u_t, half = FLOAT_FORMATS[dtype].unit_roundoff, FLOAT_FORMATS[dtype].min_subnormal / 2
+    u_t, half = FLOAT_FORMATS[dtype].unit_roundoff, underflow_term(1, dtype)
     cast = 1 if u_t > u_stage else 0
     zt_error = z_error + cast * (u_t * (np.abs(z) + z_error) + half)
     product_error = np.abs(scale) * zt_error + u_t * np.abs(scale) * (np.abs(z) + zt_error) + half
@@ -109,12 +110,9 @@ def _stage_two_bound(z, z_error, scale, bias, dtype, u_stage):
 
 
 def _judged_where(bound, expected, unbounded):
-    """``bound`` where the exact result is finite, 0 where it is NaN or infinite (a special value
-    the judge settles first), and NaN (the ``unbounded_evaluation`` region) where the text's
-    evaluation is ``unbounded``."""
-    shape = np.shape(expected)
-    judged = np.where(np.isfinite(expected), np.broadcast_to(bound, shape), 0.0)
-    return np.where(np.broadcast_to(unbounded, shape), np.nan, judged)
+    """``bound`` where the exact result is finite, 0 where it is a special value, NaN (the
+    ``unbounded_evaluation`` region) where the text's evaluation is ``unbounded``."""
+    return judged_bound(bound, expected, unbounded=unbounded, special=0.0)
 
 
 #: stash_type (an ONNX element type) -> the type stage one is computed in
@@ -179,7 +177,8 @@ def layer_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes)
         int(wider))
     y_error = _stage_two_bound(z, z_error, named["scale"], named.get("b"), dtypes[0],
                                stash.unit_roundoff)
-    bounds = y_error, mean_error, outputs[2] * inv_relative + stash.min_subnormal
+    bounds = y_error, mean_error, outputs[2] * inv_relative + underflow_term(
+        1, _STASH[attrs["stash_type"]], ulps=1)
     return tuple(_judged_where(bound, out, unbounded) for bound, out in zip(bounds, outputs))
 
 
@@ -370,10 +369,10 @@ def batch_norm_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
     # the formula evaluated in T gives no value though the exact result may be finite
     unbounded = np.isfinite(total) & ~(relative < 1)
     for value in (d, z, z * scale_c) + ((d * scale_c,) if scale_first else ()):
-        unbounded = unbounded | (np.isfinite(value) & (np.abs(value) > fmt.max_finite))
+        unbounded = unbounded | exceeds_max_finite(value, dtypes[0])
     unbounded |= np.isinf(scale_c) & (z != 0) & (np.abs(z) < fmt.min_normal)
     z_error = np.abs(z) * ((1 + grown(4, u)) / (1 - np.minimum(sqrt_relative, 0.5)) - 1) \
-        + fmt.min_subnormal
+        + underflow_term(1, dtypes[0], ulps=1)
     y_error = _stage_two_bound(z, z_error, scale_c, _per_channel(b, rank), dtypes[0], u)
     return (_judged_where(y_error, outputs[0], unbounded),)
 
@@ -434,14 +433,13 @@ def batch_norm_training_bound(inputs, attrs, outputs, *, out_dtype, u, constants
     def running(previous, current, current_error):
         kept, taken = np.abs(previous * momentum), np.abs(current * (1 - momentum))
         return (abs(1 - momentum) * current_error.ravel() * (1 + grown(3, u_t))
-                + grown(3, u_t) * (kept + taken) + FLOAT_FORMATS[dtype].min_subnormal)
+                + grown(3, u_t) * (kept + taken) + underflow_term(1, dtype, ulps=1))
 
     # T's evaluation also fails where a value it holds overflows T: the scaled standardised
     # value, or a current statistic cast to T before its running update
     big = FLOAT_FORMATS[dtype].max_finite
-    scaled = np.abs(z * _per_channel(scale, x.ndim))
     y_unbounded = np.broadcast_to(_per_channel(unbounded, x.ndim), x.shape) \
-        | (np.isfinite(scaled) & (scaled > big))
+        | exceeds_max_finite(z * _per_channel(scale, x.ndim), dtype)
     return (_judged_where(y_error, outputs[0], y_unbounded),
             _judged_where(running(input_mean, current_mean, one.mean_error), outputs[1],
                           unbounded | (np.abs(current_mean) > big)),

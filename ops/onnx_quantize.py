@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._optional import by_name, onnx_operands, present
+from conform.ops.optional_inputs import by_name, onnx_operands, present
 from conform.op_registry import op
 from conform.ops.onnx_cast import float8_table, is_float8, numpy_astype
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format

@@ -250,16 +250,16 @@ def _prefix_layout(size: int, exclusive: bool, reverse: bool) -> np.ndarray:
     return counts[::-1] if reverse else counts
 
 
-def cumulative_sum(x, axis: int, exclusive: bool, reverse: bool, cumsum=np.cumsum):
-    """ONNX CumSum with ``cumsum`` (inclusive, forward, along an axis) as the building block:
-    reverse sums from the end, exclusive leaves the element itself out (0 where nothing is
-    left)."""
+def cumulative_sum(x, axis: int, exclusive: bool, reverse: bool, cumsum=np.cumsum, identity=0):
+    """ONNX CumSum (and CumProd) with ``cumsum`` (inclusive, forward, along an axis) as the
+    building block: reverse runs from the end, exclusive leaves the element itself out
+    (``identity``, 0 for a sum, where nothing is left)."""
     axis %= x.ndim
     if reverse:
         x = np.flip(x, axis)
     out = cumsum(x, axis=axis)
     if exclusive:   # shifted one place along the axis, 0 in front
-        shifted = np.zeros_like(out)
+        shifted = np.full_like(out, identity)
         before = tuple(slice(None, -1) if d == axis else slice(None) for d in range(x.ndim))
         after = tuple(slice(1, None) if d == axis else slice(None) for d in range(x.ndim))
         shifted[after] = out[before]

@@ -21,6 +21,7 @@ import functools
 import numpy as np
 
 from conform.op_registry import op
+from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
 from conform.dtypes import FLOAT_FORMATS
 
 #: The kernels' radii in input elements (before an antialias stretch).
@@ -312,16 +313,14 @@ def resize_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, fam
             + rounding
     k = sum(2 * taps_per_side(attrs, e["plan"][1] / e["plan"][2]) for e in axes.values()) \
         + len(axes) + 2
-    gamma = k * u / (1 - k * u)
-    main = _apply(v, weights)
+    g = gamma(k, u)
     drift = sum((_apply(v, {b: slip[b] if b == a else weights[b] + slip[b] for b in axes})
                  for a in axes), np.zeros(y.shape))
-    fmt = FLOAT_FORMATS[out_dtype]
-    bound = gamma * main + drift + u * np.abs(y) + k * fmt.min_subnormal
-    reach = _apply(v, {a: weights[a] + slip[a] for a in axes}) * (1 + gamma)
+    bound = g * _apply(v, weights) + drift + u * np.abs(y) + underflow_term(k, out_dtype, ulps=1)
+    reach = _apply(v, {a: weights[a] + slip[a] for a in axes})
     outside = _broadcast_mask(y.shape, {a: e["outside"] for a, e in axes.items()})
-    bound = np.where(outside, 0.0, np.where(reach >= fmt.max_finite, np.nan, bound))
-    return (bound,)
+    return (np.where(outside, 0.0, judged_bound(
+        bound, unbounded=reaches_max_finite(reach, out_dtype, gamma_n=g))),)
 
 
 # --- drawing ------------------------------------------------------------------------------------
@@ -436,7 +435,7 @@ def onnx_resize(case, graph, *, family: int):
     """One Resize node; roi and scales as float32 and sizes as int64 initializers (Resize-10:
     X and scales; Resize-11: roi and scales always given, empty where unused; from Resize-13
     an absent one is "")."""
-    from conform.ops._optional import onnx_operands
+    from conform.ops.optional_inputs import onnx_operands
 
     attrs = case.attrs
     node_attrs = {k: attrs[k] for k in ONNX_ATTRIBUTES if attrs.get(k) is not None}

@@ -2,7 +2,7 @@
 SequenceAt, SplitToSequence and ConcatFromSequence, written from their operator texts
 (``onnx.defs.get_schema``).
 
-A sequence crosses as tensors (:mod:`conform.ops._sequence`): a sequence input is the case's
+A sequence crosses as tensors (:mod:`conform.ops.sequence_values`): a sequence input is the case's
 trailing inputs, one per element, made a sequence in the graph by SequenceConstruct; a sequence
 output is the pair (elements raveled and concatenated, their int64 shapes). Elements of one
 sequence share their element type and rank (their sizes differ).
@@ -12,21 +12,21 @@ from __future__ import annotations
 import numpy as np
 
 from conform.op_registry import op
-from conform.ops._sequence import onnx_sequence, pack
+from conform.ops.sequence_values import onnx_sequence, pack
 
 MAX_ELEMENTS = 4
 
 
-def _elements(draw, kit, *, min_rank: int, max_rank: int, same_shape: bool = False,
-              axis: int | None = None) -> list[tuple]:
-    """1 to MAX_ELEMENTS shapes of one rank: equal (``same_shape``), equal but along ``axis``
-    (a concatenation), or each drawn on its own."""
+def element_shapes(draw, kit, *, min_rank: int, max_rank: int, same_shape: bool = False,
+                   axis: int | None = None, min_count: int = 1) -> list[tuple]:
+    """``min_count`` (1) to MAX_ELEMENTS shapes of one rank: equal (``same_shape``), equal but
+    along ``axis`` (a concatenation), or each drawn on its own."""
     st = kit.st
     rank = draw(st.integers(min_rank, max_rank))
     base = draw(kit.shape(min_rank=rank, max_rank=rank, max_side=4,
                           min_side=draw(st.sampled_from((1, 1, 1, 0)))))
     shapes = []
-    for _ in range(draw(st.integers(1, MAX_ELEMENTS))):
+    for _ in range(draw(st.integers(min_count, MAX_ELEMENTS))):
         if same_shape:
             shapes.append(base)
         elif axis is not None:
@@ -41,7 +41,7 @@ def _elements(draw, kit, *, min_rank: int, max_rank: int, same_shape: bool = Fal
 
 def draw_construct(draw, kit, spec, dtype):
     """1 to 4 tensors of one rank (0 to 3), each of its own shape (empty sides too)."""
-    shapes = _elements(draw, kit, min_rank=0, max_rank=3)
+    shapes = element_shapes(draw, kit, min_rank=0, max_rank=3)
     return kit.Signature((dtype,) * len(shapes), tuple(shapes), {}, dtype)
 
 
@@ -78,7 +78,7 @@ def oracle_sequence_construct(*inputs):
 def draw_sequence_at(draw, kit, spec, dtype):
     """A position (int32 or int64, 0-d) and 1 to 4 tensors of one rank; ``values_position``
     puts the position in [-n, n - 1]."""
-    shapes = _elements(draw, kit, min_rank=0, max_rank=3)
+    shapes = element_shapes(draw, kit, min_rank=0, max_rank=3)
     index = draw(kit.st.sampled_from(("int32", "int64")))
     return kit.Signature((index,) + (dtype,) * len(shapes), ((),) + tuple(shapes), {}, dtype)
 
@@ -214,12 +214,12 @@ def draw_concat_from_sequence(draw, kit, spec, dtype):
     st = kit.st
     new_axis = draw(st.sampled_from((0, 1)))
     if new_axis:
-        shapes = _elements(draw, kit, min_rank=0, max_rank=3, same_shape=True)
+        shapes = element_shapes(draw, kit, min_rank=0, max_rank=3, same_shape=True)
         rank = len(shapes[0]) + 1
     else:
         rank = draw(st.integers(1, 3))
         at = draw(st.integers(0, rank - 1))
-        shapes = _elements(draw, kit, min_rank=rank, max_rank=rank, axis=at)
+        shapes = element_shapes(draw, kit, min_rank=rank, max_rank=rank, axis=at)
         axis = at - rank if draw(st.booleans()) else at
     if new_axis:
         axis = draw(st.integers(-rank, rank - 1))

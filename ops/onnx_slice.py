@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._optional import by_name
+from conform.ops.optional_inputs import by_name
 from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, index_type, traced_feeding
 

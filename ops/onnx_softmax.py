@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.op_registry import op
-from conform.dtypes import FLOAT_FORMATS
+from conform.ops.error_bounds import grown, underflow_term
 
 
 def normalised_axes(rank: int, attrs: dict) -> tuple:
@@ -105,12 +105,6 @@ def draw_along_axis(draw, kit, spec, dtype):
 _DRAW = dict(draw=draw_along_axis, draw_honours=frozenset({"min_rank", "max_rank", "attrs"}))
 
 
-def grown(k, u: float):
-    """``(1 - u)**-k - 1``: the largest relative error of ``k`` rounded operations (or of an
-    error of ``k u`` passed through an exponential: ``exp(k u) - 1`` is smaller)."""
-    return np.expm1(-np.asarray(k, np.float64) * np.log1p(-u))
-
-
 def _sum_spread(weights, d, axes, k_each, u) -> np.ndarray:
     """``sigma``: the relative error bound of the sum ``s = sum_j exp(d_j)`` computed as the text
     does. Each term carries its own ``|d_j|`` (the rounded subtraction, through exp) plus
@@ -142,7 +136,7 @@ def softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) ->
     shrink = np.where(sigma < 1, 1 - sigma, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = (1 + grown(np.abs(d) + 2 * b + 2, u)) / shrink - 1
-        floor = (b * (n + 1) + 1) * FLOAT_FORMATS[out_dtype].min_subnormal / shrink
+        floor = underflow_term(b * (n + 1) + 1, out_dtype, ulps=1) / shrink
         bound = np.where(y == 0, 0.0, y * relative) + floor
     return (np.where(np.isnan(bound), 0.0, bound),)
 
@@ -242,7 +236,7 @@ def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
         log_error = np.where(sigma < 1, -np.log1p(-np.minimum(sigma, 1)), np.inf)
         log_s = np.log(np.sum(np.exp(d), axis=axis, keepdims=True))
         error = (u * np.abs(d) + log_error + 2 * b_log * u * (np.abs(log_s) + log_error)
-                 + b_log * FLOAT_FORMATS[out_dtype].min_subnormal)
+                 + underflow_term(1, out_dtype, ulps=b_log))
         bound = error + u * (np.abs(y) + error)
     return (np.where(np.isnan(bound), 0.0, bound),)
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
 from conform.op_registry import region, regions
+from conform.ops.error_bounds import gamma, reaches_max_finite
 
 
 @dataclass
@@ -136,6 +137,11 @@ def oracle_marked(ctx: RegionContext) -> np.ndarray:
                            ctx.expected.shape)
 
 
+def _gamma_n(ctx) -> float:
+    """``gamma_n`` of the output type for the case's accumulation length (1 without one)."""
+    return gamma(ctx.accumulation_length or 1, FLOAT_FORMATS[ctx.out_dtype].unit_roundoff)
+
+
 @region
 def accumulation_overflow(ctx: RegionContext) -> np.ndarray:
     """Sums whose finite terms' magnitudes can overflow the output type in some summation order.
@@ -146,12 +152,9 @@ def accumulation_overflow(ctx: RegionContext) -> np.ndarray:
     """
     if ctx.out_dtype not in FLOAT_FORMATS:
         return ctx.none()
-    fmt = FLOAT_FORMATS[ctx.out_dtype]
     finite_terms = [np.abs(np.where(np.isfinite(x), x, 0.0)).astype(np.float64) for x in ctx.inputs]
     with np.errstate(over="ignore", invalid="ignore"):
-        magnitude = ctx.float_oracle(finite_terms)
-        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
-        return magnitude * (1 + nu / (1 - nu)) >= fmt.max_finite
+        return reaches_max_finite(ctx.float_oracle(finite_terms), ctx.out_dtype, gamma_n=_gamma_n(ctx))
 
 
 @region
@@ -165,12 +168,11 @@ def mean_accumulation_overflow(ctx: RegionContext) -> np.ndarray:
     """
     if ctx.out_dtype not in FLOAT_FORMATS:
         return ctx.none()
-    fmt = FLOAT_FORMATS[ctx.out_dtype]
     n = ctx.accumulation_length or 1
     finite_terms = [np.abs(np.where(np.isfinite(x), x, 0.0)).astype(np.float64) for x in ctx.inputs]
     with np.errstate(over="ignore", invalid="ignore"):
-        nu = n * fmt.unit_roundoff
-        return n * ctx.float_oracle(finite_terms) * (1 + nu / (1 - nu)) >= fmt.max_finite
+        return reaches_max_finite(n * ctx.float_oracle(finite_terms), ctx.out_dtype,
+                                  gamma_n=_gamma_n(ctx))
 
 
 @region
@@ -188,8 +190,8 @@ def partial_product_out_of_range(ctx: RegionContext) -> np.ndarray:
                       for x in ctx.inputs]
         large = ctx.float_oracle([np.maximum(m, 1.0) for m in magnitudes])
         small = ctx.float_oracle([np.minimum(m, 1.0) for m in magnitudes])
-        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
-        return (large * (1 + nu / (1 - nu)) >= fmt.max_finite) | (small < fmt.min_normal)
+        return reaches_max_finite(large, ctx.out_dtype, gamma_n=_gamma_n(ctx)) \
+            | (small < fmt.min_normal)
 
 
 @region
@@ -205,8 +207,7 @@ def sum_of_squares_out_of_range(ctx: RegionContext) -> np.ndarray:
     with np.errstate(all="ignore"):
         finite = [np.abs(np.where(np.isfinite(x), x, 0.0)).astype(np.float64) for x in ctx.inputs]
         squares = ctx.float_oracle(finite) ** 2
-        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
-        return (squares * (1 + nu / (1 - nu)) >= fmt.max_finite) | \
+        return reaches_max_finite(squares, ctx.out_dtype, gamma_n=_gamma_n(ctx)) | \
             ((squares > 0) & (squares < fmt.min_normal))
 
 
@@ -253,8 +254,7 @@ def power_sum_out_of_range(ctx: RegionContext) -> np.ndarray:
     finite_terms = [np.abs(np.where(np.isfinite(x), x, 0.0)).astype(np.float64) for x in ctx.inputs]
     with np.errstate(over="ignore", invalid="ignore"):
         power_sum = ctx.float_oracle(finite_terms) ** ctx.attrs["p"]
-        nu = (ctx.accumulation_length or 1) * fmt.unit_roundoff
-        return ((power_sum * (1 + nu / (1 - nu)) >= fmt.max_finite)
+        return (reaches_max_finite(power_sum, ctx.out_dtype, gamma_n=_gamma_n(ctx))
                 | ((power_sum > 0) & (power_sum < fmt.min_normal)))
 
 

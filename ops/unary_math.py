@@ -1,7 +1,7 @@
 """Element-wise unary math oracles beyond the basics in elementwise.py (trigonometric, hyperbolic,
 logistic, rounding variants, ...): float64 in, float64 out.
 
-The transcendental ones are evaluated with :func:`conform.ops._multiprecision.refined`: for
+The transcendental ones are evaluated with :func:`conform.ops.multiprecision.refined`: for
 float64 operands in Arb ball arithmetic, as a double-double ``hi + lo`` accurate to ~2**-106
 relative on every platform; for narrower operands with NumPy's float64 function (within a few
 float64 ULPs: 2**-28 of a float32 ULP). Special values come from each spec's
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._midpoints import SQUARE_MIDPOINTS
-from conform.ops._multiprecision import refined
+from conform.ops.multiprecision import refined
 from conform.op_registry import op
 from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from conform.ops import UnknownOp as UnknownOracle
 from conform.ops import OpDefinition, definition
-from conform.ops._multiprecision import residual_of
-from conform.ops._special_values import apply_table
+from conform.ops.multiprecision import residual_of
+from conform.ops.special_values import apply_table
 from conform.widening import widen
 
 
@@ -19,7 +19,7 @@ def evaluate(name, inputs: Sequence[np.ndarray], attrs: dict, *, rounded64: bool
     """Run op ``name``'s oracle (or that of ``name``, an :class:`~conform.ops.OpDefinition`:
     a program's) on widened copies of ``inputs``; returns a tuple of arrays. ``rounded64``:
     run its ``rounded64`` hook instead (the correctly rounded float64 results).
-    ``special_values`` is the spec's table (:mod:`conform.ops._special_values`), applied to
+    ``special_values`` is the spec's table (:mod:`conform.ops.special_values`), applied to
     every float output (``shapes``: the spec's shape relation).
 
     >>> evaluate("add", [np.float32([1.5]), np.float32([2.25])], {})

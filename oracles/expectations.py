@@ -30,10 +30,11 @@ class Expectation(NamedTuple):
 Answer = tuple
 
 
-def expect(spec, case) -> Answer:
+def expect(spec, case, *, subnormals: str = "ieee") -> Answer:
     """Evaluate ``spec``'s oracle on ``case``: per output, its answer with its implementation-
     defined regions (those of the spec's regions that name the output, or name none) and, for
-    the accumulation model, the sum of magnitudes ``S`` and accumulation length ``n``."""
+    the accumulation model, the sum of magnitudes ``S`` and accumulation length ``n``.
+    ``subnormals``: the policy the derived bounds are for (``ieee`` or ``ftz``)."""
     run = oracle_of(spec)
     outputs, residuals = run(case.inputs, case.attrs, refined=True)
     names, out_dtypes = spec.outputs, spec.out_dtypes(case)
@@ -61,7 +62,8 @@ def expect(spec, case) -> Answer:
                 magnitude_sums = _magnitudes(spec, case)
             accumulation = (magnitude_sums[k], length)
         elif "derived" in model:
-            accumulation = (derived_bound(spec, case, outputs, k, out_dtype, model["derived"]), 0)
+            accumulation = (derived_bound(spec, case, outputs, k, out_dtype, model["derived"],
+                                          subnormals), 0)
         regions = [r["region"] for r in spec.implementation_defined
                    if name in r.get("outputs", (name,))]
         impl = None
@@ -106,15 +108,19 @@ def _magnitudes(spec, case) -> tuple:
                      for s in hook([widen(np.asarray(x)) for x in case.inputs], case.attrs))
 
 
-def derived_bound(spec, case, outputs, k: int, out_dtype: str, params: dict) -> np.ndarray:
+def derived_bound(spec, case, outputs, k: int, out_dtype: str, params: dict,
+                  subnormals: str = "ieee") -> np.ndarray:
     """The absolute error bound of output ``k`` under the ``derived`` model: the op's
-    ``error_bound`` hook evaluated on the case (its figures in float64, shaped like the output)."""
+    ``error_bound`` hook evaluated on the case (its figures in float64, shaped like the output);
+    a hook with a ``subnormals`` keyword is given the policy."""
     u = FLOAT_FORMATS[out_dtype].unit_roundoff
     if params.get("accumulator_at_least"):
         u = min(u, FLOAT_FORMATS[params["accumulator_at_least"]].unit_roundoff)
     inputs = [widen(np.asarray(x)) for x in case.inputs]
+    policy = {"subnormals": subnormals} if spec.definition.error_bound_takes_subnormals else {}
     with np.errstate(all="ignore"):
         bounds = spec.definition.error_bound(
             inputs, case.attrs, outputs, out_dtype=out_dtype, u=u,
-            constants=params.get("constants", {}), dtypes=tuple(str(x.dtype) for x in case.inputs))
+            constants=params.get("constants", {}), dtypes=tuple(str(x.dtype) for x in case.inputs),
+            **policy)
     return np.broadcast_to(np.asarray(bounds[k], np.float64), np.shape(outputs[k]))

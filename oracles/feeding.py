@@ -21,19 +21,6 @@ from conform.oracles._registry import definition, evaluate
 Feeding = list  # per input: an array of the elements feeding the output element, or None
 
 
-def span(start: int, length: int, step: int, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``start + k * step`` (k < length) that fall inside ``[0, size)``, and their
-    ``k``: the rest lie in padding, which no input element fills (for windows and patches).
-
-    >>> span(-1, 3, 1, 4)
-    (array([0, 1]), array([1, 2]))
-    """
-    taps = np.arange(length)
-    positions = start + step * taps
-    inside = (positions >= 0) & (positions < size)
-    return positions[inside], taps[inside]
-
-
 def _moved(oracle: str, inputs, attrs, index, output: int = 0) -> Feeding:
     """The one input element copied to ``out[index]``: every input element is numbered (as a
     float64, exact below 2**53) and the numbers are sent through the oracle itself."""

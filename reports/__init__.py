@@ -5,12 +5,16 @@ import json
 from pathlib import Path
 
 from conform.reports._atomic import atomic_path, write_atomically
+from conform.reports._certificate import write_certificate
+from conform.reports._compare import write_comparison
+from conform.reports._coverage import coverage_text, judged, rate_text
+from conform.reports._definitions import op_definitions
 from conform.reports._html import render_html
 from conform.reports._jsonl import ResultWriter, dumps, encode, read_results, to_json_safe
 from conform.reports._junit import write_junit
 from conform.reports._markdown import render_markdown
 from conform.reports._summary import Tally, build_summary, pass_rate
-from conform.reports._text import neutral_value
+from conform.reports._text import neutral, neutral_value
 
 OUTPUT_FILES = ("results.jsonl", "summary.json", "report.html", "junit.xml", "summary.md")
 
@@ -48,5 +52,7 @@ def write_summary(out_dir: Path, meta: dict, conform_version: str, tally: Tally)
     return summary
 
 
-__all__ = ["OUTPUT_FILES", "ResultWriter", "Tally", "build_summary", "dumps", "encode", "pass_rate", "read_results",
-           "render_html", "render_markdown", "to_json_safe", "write_junit", "write_reports", "write_summary"]
+__all__ = ["OUTPUT_FILES", "ResultWriter", "Tally", "build_summary", "coverage_text", "dumps", "encode",
+           "judged", "neutral", "op_definitions", "pass_rate", "rate_text", "read_results",
+           "render_html", "render_markdown", "to_json_safe", "write_certificate", "write_comparison",
+           "write_junit", "write_reports", "write_summary"]

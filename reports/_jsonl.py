@@ -11,6 +11,7 @@ from typing import Iterator
 
 import orjson
 
+from conform.records import SCHEMA_VERSION, SchemaVersionError, check_schema_version  # noqa: F401
 from conform.reports._text import neutral, neutral_value
 
 BACKEND_TEXT = ("message", "traceback")   # a record's fields that hold a backend's own words
@@ -140,37 +141,9 @@ class ResultWriter:
         self.seconds += time.perf_counter() - start
 
 
-#: The version of the results.jsonl line and summary.json formats this conform writes. 2: each
-#: carries it (1: written before it did; the fields a version-1 run has mean the same in 2).
-SCHEMA_VERSION = 2
-
-
-class SchemaVersionError(ValueError):
-    """A run written in a format this conform cannot read (by a newer conform)."""
-
-
-def check_schema_version(document: dict, where) -> None:
-    """Raise :class:`SchemaVersionError` naming ``where`` if ``document`` (a summary or a result
-    line) was written in a format newer than this conform reads; no ``schema_version``: 1."""
-    version = document.get("schema_version", 1)
-    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= SCHEMA_VERSION:
-        raise SchemaVersionError(f"{where}: written with schema_version {version!r}; this conform "
-                                 f"reads versions 1 to {SCHEMA_VERSION}: read it with the conform "
-                                 "that wrote it, or a newer one")
-
-
 def read_results(path: Path) -> Iterator[dict]:
     """The records of a results.jsonl file, in file order."""
     with Path(path).open("rb") as f:
         for line in f:
             if line.strip():
                 yield orjson.loads(line)
-
-
-def canonical(value) -> bytes:
-    """The canonical JSON encoding (sorted keys, no spaces, UTF-8, no NaN) that certificate
-    digests and signatures are computed over."""
-    import json
-
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")

@@ -6,7 +6,7 @@ from operator import add
 
 from conform.harness.judge.compare import RATIO_BINS
 from conform.reports._coverage import coverage, judged, unsupported_reason
-from conform.reports._jsonl import SCHEMA_VERSION
+from conform.records import SCHEMA_VERSION
 from conform.reports._text import neutral
 from conform.verdicts import EXCUSED, PASSED, PROBLEMS, VERDICTS  # noqa: F401 - re-exported
 

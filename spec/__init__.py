@@ -1,5 +1,7 @@
 """Op specs: one YAML file per operation, its JSON Schema and the loader."""
-from conform.spec._loader import BUILTIN_DIR, OpSpec, SpecError, dtype_class, load_spec, load_specs
-from conform.spec._schema import SCHEMA
+from conform.spec._loader import (BUILTIN_DIR, OpSpec, SpecError, dtype_class, line_of, load_spec,
+                                  load_specs, read_yaml_mapping, validate_document)
+from conform.spec._schema import DTYPES, SCHEMA
 
-__all__ = ["BUILTIN_DIR", "OpSpec", "SpecError", "SCHEMA", "dtype_class", "load_spec", "load_specs"]
+__all__ = ["BUILTIN_DIR", "DTYPES", "OpSpec", "SpecError", "SCHEMA", "dtype_class", "line_of",
+           "load_spec", "load_specs", "read_yaml_mapping", "validate_document"]

@@ -4,14 +4,15 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conform.ops import OpDefinition, UnknownOp, definition, package_spec_dirs
-from conform.ops._optional import present
+from conform.ops.optional_inputs import present
 from conform.caches import cached_loads
 from conform.numpy_functions import numpy_function_problem
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
+from conform.spec._errors import SpecError, line_of, validate_document
 from conform.dtypes import FLOAT_FORMATS
 
 if TYPE_CHECKING:
@@ -20,15 +21,6 @@ if TYPE_CHECKING:
 #: The built-in suite's specs: the YAML files beside conform's op modules (``conform.ops``).
 BUILTIN_DIR = Path(__file__).parent.parent / "ops"
 FLOAT_DTYPES = tuple(FLOAT_FORMATS)
-
-
-class SpecError(Exception):
-    """A spec file is malformed. The message names file, line and field."""
-
-    def __init__(self, path: Path | str, line: int | None, field_path: str, message: str):
-        self.path, self.line, self.field = str(path), line, field_path
-        where = f"{path}:{line}" if line else str(path)
-        super().__init__(f"{where}: field {field_path or '<top>'}: {message}")
 
 
 @dataclass(frozen=True)
@@ -47,7 +39,7 @@ class OpSpec:
     input_values: dict = field(default_factory=dict)
     edge_values: dict = field(default_factory=dict)
     edge_cases: tuple = ()
-    # rows {inputs, output, source} from the standard, overriding the oracle (ops/_special_values.py)
+    # rows {inputs, output, source} from the standard, overriding the oracle (ops/special_values.py)
     special_values: tuple = ()
     implementation_defined: tuple = ()
     critical_regions: tuple = ()   # entries of spec/critical.py's form
@@ -131,7 +123,7 @@ class OpSpec:
     def sequence_outputs(self) -> tuple[int, ...]:
         """The numbers of the outputs declared ``sequence: true``: each with the next output is
         one ONNX sequence (its elements raveled and concatenated, then their int64 shapes;
-        :mod:`conform.ops._sequence`)."""
+        :mod:`conform.ops.sequence_values`)."""
         return tuple(k for k, entry in enumerate(self.signature.get("outputs", ()))
                      if _flag(entry, "sequence"))
 
@@ -209,57 +201,23 @@ def dtype_class(dtype: str) -> str:
     return "bool" if dtype == "bool" else "int"
 
 
-def _line_of(node: yaml.Node, path: list) -> int:
-    """1-based line of the YAML node at ``path`` (the deepest node that exists)."""
-    import yaml
-
-    for key in path:
-        if isinstance(node, yaml.MappingNode):
-            nxt = next((v for k, v in node.value if k.value == key), None)
-            if nxt is None:
-                break
-            node = nxt
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-        else:
-            break
-    return node.start_mark.line + 1
-
-
-def _validate(data: Any, root: yaml.Node, path: Path, schema: dict = SCHEMA,
-              error: type[SpecError] = SpecError) -> None:
-    """Raise ``error`` naming file, line and field for the first violation of ``schema``."""
-    import jsonschema   # here: a run whose specs come from the cache does not need it
-
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        err = jsonschema.exceptions.best_match(errors)
-        location = list(err.absolute_path)
-        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-            known = err.schema.get("properties", {})
-            location += sorted(k for k in err.instance if k not in known)[:1]
-        field_path = ".".join(str(p) for p in location)
-        raise error(path, _line_of(root, location), field_path, err.message)
-
-
 def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
     if path.stem != data["op"]:
-        raise SpecError(path, _line_of(root, ["op"]), "op",
+        raise SpecError(path, line_of(root, ["op"]), "op",
                         f"op={data['op']!r} does not match the file name {path.name!r}")
     try:
         found = definition(data["op"])
     except UnknownOp as exc:
-        raise SpecError(path, _line_of(root, ["op"]), "op", str(exc)) from None
+        raise SpecError(path, line_of(root, ["op"]), "op", str(exc)) from None
     for key in sorted(set(data["signature"]) - {"inputs", "outputs"} - found.honours):
-        raise SpecError(path, _line_of(root, ["signature", key]), f"signature.{key}",
+        raise SpecError(path, line_of(root, ["signature", key]), f"signature.{key}",
                         f"{key}={data['signature'][key]!r} would be ignored: the drawer of op "
                         f"{data['op']} ({found.module}) does not read it")
     _check_attribute_domains(data, root, path)
     _check_input_flags(data, root, path, found)
     operands = data["bindings"].get("onnx", {}).get("operands")
     if operands is not None and len(operands) != len(data["signature"]["inputs"]):
-        raise SpecError(path, _line_of(root, ["bindings", "onnx", "operands"]),
+        raise SpecError(path, line_of(root, ["bindings", "onnx", "operands"]),
                         "bindings.onnx.operands", f"operands={operands} names {len(operands)} "
                         f"formal inputs for {len(data['signature']['inputs'])} signature inputs")
     problem = numpy_function_problem(data["bindings"].get("numpy", {}).get("fn") or "exp")
@@ -273,33 +231,43 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                                       if isinstance(entry, dict) and "error_model" in entry]
     if found.error_bound is None and any("derived" in model for by_dtype in models
                                          for model in by_dtype.values()):
-        raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
+        raise SpecError(path, line_of(root, ["error_model"]), "error_model",
                         f"the derived model needs an error_bound hook, and op {data['op']} "
                         f"({found.module}) has none")
     if found.rounded64 is None and "float64" in data["dtypes"] and any(
             "correctly_rounded" in model for by_dtype in models for model in by_dtype.values()):
-        raise SpecError(path, _line_of(root, ["error_model"]), "error_model",
+        raise SpecError(path, line_of(root, ["error_model"]), "error_model",
                         f"the correctly_rounded model of a float64 result needs a rounded64 hook "
                         f"(the float64 oracle's value is itself a rounding), and op "
                         f"{data['op']} ({found.module}) has none")
     for i, entry in enumerate(data.get("implementation_defined", [])):
         if entry["region"] not in regions():
-            raise SpecError(path, _line_of(root, ["implementation_defined", i, "region"]),
+            raise SpecError(path, line_of(root, ["implementation_defined", i, "region"]),
                             f"implementation_defined.{i}.region",
                             f"region={entry['region']!r} is unknown; available: {sorted(regions())}")
         for k, name in enumerate(entry.get("outputs", ())):
             if name not in names:
-                raise SpecError(path, _line_of(root, ["implementation_defined", i, "outputs", k]),
+                raise SpecError(path, line_of(root, ["implementation_defined", i, "outputs", k]),
                                 f"implementation_defined.{i}.outputs.{k}",
                                 f"{name!r} names no output (outputs: {list(names)})")
     _check_critical(data, root, path, found)
+    _check_xla_binding(data, root, path, found)
     _check_special_values(data, root, path, found)
     for i, entry in enumerate(data.get("edge_cases", [])):
         unknown = set(entry) - {_input_name(e) for e in data["signature"]["inputs"]}
         if unknown or not _elementwise(found, data["signature"]):
-            raise SpecError(path, _line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
+            raise SpecError(path, line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
                             f"inputs={sorted(entry)} must name inputs of an element-wise op "
                             f"({data['signature']['inputs']})")
+
+
+def _check_xla_binding(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:
+    """An XLA binding names its ``lax`` function unless the op module lowers the op itself."""
+    xla = data["bindings"].get("xla")
+    if xla is not None and "lax" not in xla and (found.lax is None or found.lax_takes_bound):
+        raise SpecError(path, line_of(root, ["bindings", "xla"]), "bindings.xla.lax",
+                        f"required: the op module {found.module} has no `lax` hook lowering "
+                        "the op without it")
 
 
 def _check_critical(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:
@@ -311,19 +279,19 @@ def _check_critical(data: dict, root: yaml.Node, path: Path, found: OpDefinition
     for i, entry in enumerate(data.get("critical_regions", [])):
         drawn = entry.get("input", names[0] if names else None)
         if drawn not in names or not _elementwise(found, data["signature"]):
-            raise SpecError(path, _line_of(root, ["critical_regions", i]), f"critical_regions.{i}",
+            raise SpecError(path, line_of(root, ["critical_regions", i]), f"critical_regions.{i}",
                             f"input={drawn!r} must name an input of an element-wise op ({names})")
         try:
             parse(str(entry["at"]), tuple(n for n in names if n != drawn))
         except RegionExpressionError as exc:
-            raise SpecError(path, _line_of(root, ["critical_regions", i, "at"]),
+            raise SpecError(path, line_of(root, ["critical_regions", i, "at"]),
                             f"critical_regions.{i}.at", str(exc)) from None
 
 
 def _check_special_values(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:
     """A ``special_values`` table belongs to an element-wise op, and each row has one known
-    matcher per input and a known output (:mod:`conform.ops._special_values`)."""
-    from conform.ops._special_values import check_row
+    matcher per input and a known output (:mod:`conform.ops.special_values`)."""
+    from conform.ops.special_values import check_row
 
     for i, row in enumerate(data.get("special_values", [])):
         problem = None if _elementwise(found, data["signature"]) else \
@@ -334,7 +302,7 @@ def _check_special_values(data: dict, root: yaml.Node, path: Path, found: OpDefi
             except ValueError as exc:
                 problem = str(exc)
         if problem:
-            raise SpecError(path, _line_of(root, ["special_values", i]), f"special_values.{i}",
+            raise SpecError(path, line_of(root, ["special_values", i]), f"special_values.{i}",
                             problem)
 
 
@@ -346,13 +314,13 @@ def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
     for k, entry in enumerate(declared):
         where = ["signature", "outputs", k] if "outputs" in data["signature"] else ["error_model"]
         if names.index(names[k]) != k:
-            raise SpecError(path, _line_of(root, where), f"signature.outputs.{k}",
+            raise SpecError(path, line_of(root, where), f"signature.outputs.{k}",
                             f"output name {names[k]!r} is given twice")
         kind = "T" if isinstance(entry, str) else entry.get("type", "T")
         after = declared[k + 1] if k + 1 < len(declared) else None
         if _flag(entry, "sequence") and (not isinstance(after, dict) or _flag(after, "sequence")
                                          or after.get("type") != "int64"):
-            raise SpecError(path, _line_of(root, where), f"signature.outputs.{k}.sequence",
+            raise SpecError(path, line_of(root, where), f"signature.outputs.{k}.sequence",
                             f"output {names[k]!r} is a sequence's elements: the next output "
                             "must be their shapes, {name, type: int64}")
         dtypes = [kind] if kind != "T" else ["bool"] if data.get("output_dtype") == "bool" \
@@ -362,7 +330,7 @@ def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
         if any(dtype_class(d) == "float" for d in dtypes) \
                 and not any(key == "float" or key in FLOAT_DTYPES for key in models):
             field_path = f"signature.outputs.{k}.error_model" if own else "error_model"
-            raise SpecError(path, _line_of(root, where + (["error_model"] if own else [])),
+            raise SpecError(path, line_of(root, where + (["error_model"] if own else [])),
                             field_path, f"output {names[k]!r} can be a float but no float error "
                                         "model is given" if len(names) > 1 else
                             "float dtypes are listed but no float error model is given")
@@ -375,10 +343,14 @@ def _check_attribute_domains(data: dict, root: yaml.Node, path: Path) -> None:
     for name, domain in signature.get("attrs", {}).items():
         if not isinstance(domain, dict):
             continue
+        if "range" in domain and domain["range"][0] > domain["range"][1]:
+            raise SpecError(path, line_of(root, ["signature", "attrs", name, "range"]),
+                            f"signature.attrs.{name}.range", f"range={domain['range']!r} has its "
+                            "ends reversed: write [low, high]")
         for key in ("axis_of", "axes_of", "permutation_of"):
             if key not in domain:
                 continue
-            where = (_line_of(root, ["signature", "attrs", name, key]), f"signature.attrs.{name}.{key}")
+            where = (line_of(root, ["signature", "attrs", name, key]), f"signature.attrs.{name}.{key}")
             if domain[key] not in {_input_name(e) for e in signature["inputs"]}:
                 raise SpecError(path, *where, f"{key}={domain[key]!r} names no input "
                                               f"(inputs: {signature['inputs']})")
@@ -399,7 +371,7 @@ def _check_input_flags(data: dict, root: yaml.Node, path: Path, found: OpDefinit
     for i, entry in enumerate(inputs):
         for key in ("optional", "scalar"):
             if _flag(entry, key) and key not in found.honours:
-                raise SpecError(path, _line_of(root, ["signature", "inputs", i, key]),
+                raise SpecError(path, line_of(root, ["signature", "inputs", i, key]),
                                 f"signature.inputs.{i}.{key}",
                                 f"{key}: true would be ignored: the drawer of op {data['op']} "
                                 f"({found.module}) does not read it")
@@ -407,7 +379,7 @@ def _check_input_flags(data: dict, root: yaml.Node, path: Path, found: OpDefinit
         return
 
     def where(*at):
-        return _line_of(root, list(at)), ".".join(map(str, at))
+        return line_of(root, list(at)), ".".join(map(str, at))
 
     if _flag(inputs[0], "optional"):
         raise SpecError(path, *where("signature", "inputs", 0, "optional"),
@@ -431,7 +403,7 @@ def _check_input_flags(data: dict, root: yaml.Node, path: Path, found: OpDefinit
                             "default one passes every input")
 
 
-def _read_mapping(path: Path, what: str, error: type[SpecError] = SpecError):
+def read_yaml_mapping(path: Path, what: str, error: type[SpecError] = SpecError):
     """``(data, node tree)`` of a YAML file that must hold a mapping; ``error`` names the line
     (the shared safe reader, :func:`conform.spec._yaml.read_mapping`)."""
     return read_mapping(path, what, error)
@@ -444,8 +416,8 @@ def load_spec(path: Path | str) -> OpSpec:
     'add'
     """
     path = Path(path)
-    data, root = _read_mapping(path, "a spec")
-    _validate(data, root, path)
+    data, root = read_yaml_mapping(path, "a spec")
+    validate_document(data, root, path, SCHEMA)
     _check_semantics(data, root, path)
     return OpSpec(
         op=data["op"], summary=data["summary"], defined_by=data["defined_by"],

@@ -137,7 +137,7 @@ SCHEMA = {
                                     "error_model": _error_models,
                                     # an ONNX sequence output: this output (its elements
                                     # raveled and concatenated) and the next (their shapes,
-                                    # int64 [length, rank]) are one graph output (ops/_sequence.py)
+                                    # int64 [length, rank]) are one graph output (ops/sequence_values.py)
                                     "sequence": {"const": True}}}]}},
             },
         },
@@ -194,7 +194,9 @@ SCHEMA = {
             "additionalProperties": False,
             "properties": {
                 "xla": {
-                    "type": "object", "additionalProperties": False, "required": ["lax"],
+                    # ``lax`` may be left out where the op module's ``lax`` hook lowers the op
+                    # without it (the loader checks)
+                    "type": "object", "additionalProperties": False,
                     "properties": {"lax": {"type": "string"}, "params": {"type": "object"}},
                 },
                 "onnx": {
@@ -214,7 +216,7 @@ SCHEMA = {
                     "properties": {"op": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
                                    "attributes": {"type": "object"}},
                 },
-                # the numpy backend's computation (conform.ops._numpy): numpy.<fn>(*inputs,
+                # the numpy backend's computation (conform.ops.numpy_computation): numpy.<fn>(*inputs,
                 # **params, **attrs), or why NumPy cannot express the op
                 "numpy": {"oneOf": [
                     {"type": "object", "additionalProperties": False, "required": ["fn"],

@@ -170,9 +170,11 @@ def is_program(name: str) -> bool:
 
 def chainable(spec) -> bool:
     """Whether ``spec``'s op can be a link of a chain: element-wise (equal shapes, fixed
-    attributes), one output of its input dtype."""
+    attributes), one output of its input dtype, judged under no ``derived`` model (its bound
+    comes from the op's ``error_bound`` hook, which a program's nodes do not call)."""
+    derived = any(isinstance(m, dict) and "derived" in m for m in spec.error_model.values())
     return (spec.elementwise and spec.output_dtype == "same" and len(spec.outputs) == 1
-            and not spec.optional_inputs)
+            and not spec.optional_inputs and not derived)
 
 
 def program_spec(name: str, specs: dict) -> ProgramSpec:

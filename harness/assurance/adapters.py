@@ -134,7 +134,7 @@ def _run_probe(backend, spec, case) -> dict:
 def _inspect_main(conn, backend_name: str, spec_dir) -> None:
     """Load the adapter, send its declarations, then the outcome of each probe."""
     try:
-        from conform.harness.run.registry import load_backend_class
+        from conform.harness.backends.registry import load_backend_class
 
         backend = load_backend_class(backend_name)()
     except BaseException:  # SystemExit from an import included
@@ -185,9 +185,9 @@ def _inspect(backend_name: str, spec_dir, timeout: float) -> tuple[list, str]:
                 message = parent.recv()
             except EOFError:
                 process.join(5)
-                from conform.harness.run.isolation import _death_message
+                from conform.harness.run.isolation import death_message
 
-                stopped = _death_message(process.exitcode)
+                stopped = death_message(process.exitcode)
                 break
             messages.append(message)
             if message[0] in ("done", "fatal"):
@@ -246,7 +246,7 @@ def _check_declarations(report: CheckReport, info: dict, spec_dir=None) -> None:
 def _check_claims(report: CheckReport, info: dict, spec_dir=None) -> None:
     """``ops``, ``dtypes`` and ``devices``: collections of known names (or None for ops/dtypes)."""
     from conform.spec import load_specs
-    from conform.spec._schema import DTYPES
+    from conform.spec import DTYPES
 
     problems = []
     known = {"ops": set(load_specs(spec_dir)), "dtypes": set(DTYPES)}
@@ -335,7 +335,7 @@ def _check_smoke(report: CheckReport, backend_name: str, spec_dir, timeout: floa
 
 def check_adapter(backend_name: str, *, spec_dir=None, timeout: float = 60.0) -> CheckReport:
     """Run every check on the adapter registered as ``backend_name`` (or ``module:Class``)."""
-    from conform.harness.run.registry import UnknownBackend, check_backend
+    from conform.harness.backends.registry import UnknownBackend, check_backend
 
     report = CheckReport(backend_name)
     try:

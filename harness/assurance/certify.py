@@ -34,9 +34,9 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conform.reports._jsonl import canonical
+from conform.records import canonical
 from conform.spec import SpecError
-from conform.spec._loader import _line_of, _read_mapping, _validate
+from conform.spec import line_of, read_yaml_mapping, validate_document
 from conform import verdicts
 
 FORMAT = "conform-certificate/1"
@@ -148,10 +148,10 @@ def load_profiles(path: Path | str | None = None) -> dict[str, Profile]:
     builtin = path is None
     path = builtin_profiles_path() if builtin else Path(path)
     try:
-        data, root = _read_mapping(path, "a profiles file", ProfileError)
+        data, root = read_yaml_mapping(path, "a profiles file", ProfileError)
     except OSError as exc:
         raise ProfileError(path, None, "", f"cannot read profiles: {exc.strerror}") from None
-    _validate(data, root, path, PROFILE_SCHEMA, ProfileError)
+    validate_document(data, root, path, PROFILE_SCHEMA, ProfileError)
     source, digest = ("builtin", None) if builtin else (str(path), sha256(path.read_bytes()))
     return {name: Profile.from_settings(name, settings, source, digest)
             for name, settings in data["profiles"].items()}
@@ -165,8 +165,8 @@ def find_profile(name: str, profiles_file: Path | str | None = None) -> Profile:
         extra = load_profiles(profiles_file)
         clash = sorted(set(extra) & set(profiles))
         if clash:
-            _, root = _read_mapping(Path(profiles_file), "a profiles file", ProfileError)
-            raise ProfileError(profiles_file, _line_of(root, ["profiles", clash[0]]),
+            _, root = read_yaml_mapping(Path(profiles_file), "a profiles file", ProfileError)
+            raise ProfileError(profiles_file, line_of(root, ["profiles", clash[0]]),
                                f"profiles.{clash[0]}",
                                f"{clash[0]!r} is a built-in profile; give yours another name")
         profiles.update(extra)
@@ -322,7 +322,7 @@ def tally(records: list[dict], settings: dict) -> dict:
 
 def environment(meta: dict) -> dict:
     """Backend, runtime version, device, subnormal policies, the adapter's code (its
-    distribution, version and files' digest: :func:`~conform.harness.run.registry.adapter_identity`)
+    distribution, version and files' digest: :func:`~conform.harness.backends.registry.adapter_identity`)
     and the host's software."""
     import hypothesis
     import numpy as np
@@ -427,7 +427,7 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
     from conform.harness.assurance.manifests import manifest_summary
     from conform.harness.run.runner import RunConfig, run_suite
     from conform.reports import write_reports
-    from conform.reports._certificate import write_certificate
+    from conform.reports import write_certificate
 
     if manifest is not None and not profile.manifests:
         raise CertifyError(f"profile {profile.name} does not allow manifests of known deviations")
@@ -439,7 +439,7 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
                        workers=workers, timeout=timeout, subnormals=profile.subnormal_policy,
                        use_cache=use_cache, spec_dir=spec_dir, manifest=manifest,
                        cases=corpus.cases)
-    from conform.harness.run.registry import adapter_identity
+    from conform.harness.backends.registry import adapter_identity
 
     adapter = adapter_identity(backend)   # before the run: the code that earned the verdicts
     meta, tally = run_suite(config, specs, progress=progress)

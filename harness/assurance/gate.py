@@ -13,9 +13,9 @@ from pathlib import Path
 
 from conform.harness.assurance.manifests import FAILING
 from conform.reports import pass_rate, read_results
-from conform.reports._jsonl import SchemaVersionError, check_schema_version
-from conform.reports._coverage import coverage_text, judged
-from conform.reports._text import neutral
+from conform.records import SchemaVersionError, check_schema_version
+from conform.reports import coverage_text, judged
+from conform.reports import neutral
 from conform import verdicts
 
 PASSED = verdicts.PASSED

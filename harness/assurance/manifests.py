@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conform.spec import SpecError
-from conform.spec._loader import _line_of, _read_mapping, _validate
+from conform.spec import line_of, read_yaml_mapping, validate_document
 from conform import verdicts
 
 KINDS = ("xfail", "skip", "waiver")
@@ -325,17 +325,17 @@ def load_manifest(path: Path | str, backend: str | None = None) -> Manifest:
 
 def _parse_manifest(path: Path, backend: str | None) -> Manifest:
     try:
-        data, root = _read_mapping(path, "a manifest", ManifestError)
+        data, root = read_yaml_mapping(path, "a manifest", ManifestError)
     except OSError as exc:
         raise ManifestError(path, None, "", f"cannot read manifest: {exc.strerror}") from None
-    _validate(data, root, path, SCHEMA, ManifestError)
+    validate_document(data, root, path, SCHEMA, ManifestError)
     if backend and data.get("backend", backend) != backend:
-        raise ManifestError(path, _line_of(root, ["backend"]), "backend",
+        raise ManifestError(path, line_of(root, ["backend"]), "backend",
                             f"backend={data['backend']!r}, but the run is for {backend!r}")
     entries = []
     for i, raw in enumerate(data["entries"]):
-        line = _line_of(root, ["entries", i])
-        expires = _parse_expiry(raw.get("expires"), path, _line_of(root, ["entries", i, "expires"]), i)
+        line = line_of(root, ["entries", i])
+        expires = _parse_expiry(raw.get("expires"), path, line_of(root, ["entries", i, "expires"]), i)
         entries.append(Entry(op=raw["op"], dtype=raw["dtype"], kind=raw["kind"], reason=raw["reason"],
                              link=raw["link"], path=str(path), line=line, case=raw.get("case"),
                              expires=expires, when=_when(raw, path, line, i), scope=raw.get("scope")))

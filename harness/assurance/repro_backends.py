@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-from conform.harness.backends.jax_backend import _frozen, _lax_calls
+from conform.harness.backends.jax_backend import frozen, lax_calls
 
 
 def lax_program(spec, case) -> str:
@@ -24,12 +24,12 @@ def lax_program(spec, case) -> str:
     one such function per node (``op_0``, ...) and ``op`` calling them in order and returning
     every node's output."""
     names = [f"x{i}" for i in range(len(case.inputs))]
-    lax_calls = _lax_calls(spec, case)
+    node_calls = lax_calls(spec, case)
     if not spec.nodes:
-        ((lax_name, attrs),) = lax_calls
+        ((lax_name, attrs),) = node_calls
         return _lax_call(spec, lax_name, attrs, "op", names)
     hooks, calls, steps = {}, [], []
-    for k, (node, (lax_name, attrs)) in enumerate(zip(spec.nodes, lax_calls)):
+    for k, (node, (lax_name, attrs)) in enumerate(zip(spec.nodes, node_calls)):
         source = _lax_call(node.spec, lax_name, attrs, f"op_{k}", node.inputs)
         hook, _, call = source.rpartition("\n\n")   # a lowering's source is written once
         if hook:
@@ -50,14 +50,15 @@ def _lax_call(spec, lax_name: str, attrs: dict, name: str, arguments) -> str:
         return (textwrap.dedent(inspect.getsource(lower)).rstrip("\n")
                 + f"\n\n{name} = {lower.__name__}(lax, {attrs!r}{bound_fn})\n")
     operands = ", ".join(arguments)
-    keywords = [operands] * bool(operands) + [f"{k}={_frozen(v)!r}" for k, v in attrs.items()]
+    keywords = [operands] * bool(operands) + [f"{k}={frozen(v)!r}" for k, v in attrs.items()]
     return f"def {name}({operands}):\n    return lax.{lax_name}({', '.join(keywords)})\n"
 
 
 def render_jax(spec, case) -> tuple[str, str, dict]:
     """``backend()`` for the jax backend: the lax call, jitted, x64 on the CPU."""
     program = textwrap.indent(lax_program(spec, case), " " * 4)
-    functions = ", ".join(f"jax.lax.{name}" for name, _ in _lax_calls(spec, case))
+    functions = ", ".join(f"jax.lax.{name}" if name else "the op module's lax lowering"
+                          for name, _ in lax_calls(spec, case))
     source = textwrap.dedent(f'''\
         def backend():
             """{functions} jitted on the CPU with 64-bit types enabled, as
@@ -104,11 +105,11 @@ def render_onnxruntime(spec, case) -> tuple[str, str, dict]:
     from conform.harness.backends import ort_values
 
     if getattr(spec, "sequence_outputs", ()):   # sequences come back as lists: packed
-        from conform.ops import _sequence
+        from conform.ops import sequence_values
 
-        helpers = inspect.getsource(_sequence).split("from __future__ import annotations\n", 1)[1]
-        return (helpers + "\n\n" + source.replace("__RUN__", "packed_outputs(session.run(None, "
-                                                             "feeds))"), "onnxruntime", ["onnx"])
+        helpers = inspect.getsource(sequence_values).split("from __future__ import annotations\n", 1)[1]
+        run_line = f"packed_outputs(session.run(None, feeds), {list(spec.out_dtypes(case))!r})"
+        return helpers + "\n\n" + source.replace("__RUN__", run_line), "onnxruntime", ["onnx"]
     if not ort_values.needs_ort_values((*case.input_dtypes, *spec.out_dtypes(case))):
         return source.replace("__RUN__", "session.run(None, feeds)"), "onnxruntime", ["onnx"]
     # bfloat16, float8 and int4 cross as OrtValues: conform's own functions for it, as they are
@@ -120,20 +121,35 @@ def render_onnxruntime(spec, case) -> tuple[str, str, dict]:
 
 def render_nnef(spec, case) -> tuple[str, str, list]:
     """``backend()`` for the nnef backend: model.nnef/graph.nnef run by the ``nnef`` package's
-    executor without lowering, fed the inputs the graph declares as externals."""
+    executor without lowering, fed the inputs the graph declares as externals; an operation the
+    executor has no kernel for is lowered to its standard fragment's body, one at a time, as
+    the backend does."""
     from conform.harness.backends.nnef_models import build_document
 
     document = build_document(spec, case)
     source = textwrap.dedent(f'''\
         def backend():
             """model.nnef/graph.nnef run by the nnef package's executor (lowered=[]: every operation
-            is the executor's own kernel), as conform's nnef backend runs it."""
+            is the executor's own kernel, but those it has none for: lowered to their standard
+            fragments' bodies), as conform's nnef backend runs it."""
+            import re
+
             import nnef
 
             def run(inputs):
                 fed = [np.asarray(inputs[i], order="C") for i in {document.inputs!r}]
-                session = nnef.Session(str(HERE / "model.nnef" / "graph.nnef"), lowered=[])
-                outputs = list(session(*fed))
+                lowered = []
+                while True:
+                    session = nnef.Session(str(HERE / "model.nnef" / "graph.nnef"),
+                                           lowered=lowered)
+                    try:
+                        outputs = list(session(*fed))
+                        break
+                    except ValueError as exc:
+                        missing = re.search(r"operation not implemented: (\\w+)", str(exc))
+                        if missing is None or missing.group(1) in lowered:
+                            raise
+                        lowered.append(missing.group(1))
                 shape = {document.output_shape!r}   # NNEF reductions keep reduced axes as 1
                 return outputs if shape is None else [outputs[0].reshape(shape)]
 
@@ -151,7 +167,7 @@ def render_adapter(name: str, spec, case) -> tuple[str, str, list]:
             conform run calls it (needs conform and the adapter installed)."""
             from conform.generators import Case
             from conform.harness.backends.models import run_case
-            from conform.harness.run.registry import load_backend_class
+            from conform.harness.backends.registry import load_backend_class
             from conform.spec import load_specs
 
             adapter = load_backend_class(CASE["backend"])()

@@ -25,7 +25,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from conform.reports._jsonl import canonical
+from conform.records import canonical
 
 ALGORITHM = "ed25519"
 SIGNATURE = "signature"

@@ -302,7 +302,7 @@ def rerun_count(cert: dict, rerun: int | str | None, allow_module_backend: bool,
     Only installed backends (entry points in ``conform.backends``) are imported, unless
     ``allow_module_backend``; a re-run asked for on a backend that cannot be run is a
     :class:`CertifyError`."""
-    from conform.harness.run.registry import GROUP, available_backends
+    from conform.harness.backends.registry import GROUP, available_backends
 
     backend = str(cert["environment"]["backend"])
     if rerun == 0:
@@ -367,7 +367,7 @@ def _same_adapter(env: dict, report: Verification) -> bool:
     """Whether the adapter installed here is the one the certificate names (its distribution,
     version and files' digest); a problem saying how it differs if not. A re-run on other
     adapter code would prove nothing about the certified one."""
-    from conform.harness.run.registry import adapter_identity
+    from conform.harness.backends.registry import adapter_identity
 
     claimed = env.get("adapter")
     if not isinstance(claimed, dict):

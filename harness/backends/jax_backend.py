@@ -53,23 +53,24 @@ def prune_compile_cache(folder: Path, max_mb: float | None = None) -> list[Path]
     return deleted
 
 
-def _frozen(value):
+def frozen(value):
     if isinstance(value, list | tuple):
-        return tuple(_frozen(v) for v in value)
+        return tuple(frozen(v) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+        return tuple(sorted((k, frozen(v)) for k, v in value.items()))
     return value
 
 
-def _lax_calls(spec, case) -> list[tuple[str, dict]]:
-    """Per op of the case (one, or a program's nodes): its ``lax`` binding's name and the
-    attributes it is called with (the binding's fixed ``params``, then the case's or the op's)."""
+def lax_calls(spec, case) -> list[tuple[str, dict]]:
+    """Per op of the case (one, or a program's nodes): its ``lax`` binding's name ("" where the
+    op module's ``lax`` hook lowers it alone) and the attributes it is called with (the
+    binding's fixed ``params``, then the case's or the op's)."""
     ops = [(spec, case.attrs)] if not spec.nodes else \
         [(node.spec, node.attrs) for node in spec.nodes]
     calls = []
     for op_spec, attrs in ops:
         bound = binding(op_spec, "xla")
-        calls.append((bound["lax"], {**bound.get("params", {}), **attrs}))
+        calls.append((bound.get("lax", ""), {**bound.get("params", {}), **attrs}))
     return calls
 
 
@@ -154,13 +155,13 @@ class JaxBackend(Backend):
         fn = getattr(lax, lax_name, None)
         if fn is None:
             raise Unsupported(f"jax.lax has no function {lax_name!r}")
-        static = {k: _frozen(v) for k, v in attrs.items()}
+        static = {k: frozen(v) for k, v in attrs.items()}
         return lambda *xs: fn(*xs, **static)
 
     def _function(self, spec, case) -> tuple:
         """``(key, jitted function)`` for the case's op and static attributes (cached by key); for
         a program, one function computing every node and returning each node's output."""
-        key = (spec.op, *map(_frozen, _lax_calls(spec, case)))
+        key = (spec.op, *map(frozen, lax_calls(spec, case)))
         fn = self._compiled.get(key)
         if fn is None:
             fn = self._jax.jit(self.traced(spec, case))
@@ -171,10 +172,10 @@ class JaxBackend(Backend):
         """The case's computation as a function of its inputs, not jitted: its op's lax call,
         or for a program each node's, returning every node's output."""
         if not spec.nodes:
-            ((lax_name, attrs),) = _lax_calls(spec, case)
+            ((lax_name, attrs),) = lax_calls(spec, case)
             return self._builder(spec, lax_name, attrs)
         calls = [self._builder(node.spec, lax_name, attrs)
-                 for node, (lax_name, attrs) in zip(spec.nodes, _lax_calls(spec, case))]
+                 for node, (lax_name, attrs) in zip(spec.nodes, lax_calls(spec, case))]
 
         def program(*inputs):
             values = dict(zip(spec.inputs, inputs))

@@ -10,13 +10,16 @@ Sessions are cached per document (which spells op, dtypes, shapes and attributes
 ~0.1 ms to parse with a two-declaration standard library (~3-5 ms with the whole library), a cached
 one ~2 µs per call. An operation the executor has no kernel for (it raises 'operation not
 implemented') that the standard defines as a compound fragment (nearest_upsample as debox, ...)
-is run again lowered to that fragment's body, the full standard library parsed. Each document is written into a per-worker temporary directory
-(``$TMPDIR/conform-nnef/<pid>``) for the executor to parse; :func:`write_document` in
+is run again lowered to that fragment's body, the full standard library parsed (and again, with
+each compound fragment such a body invokes that has no kernel either). Each document is
+written into a per-worker temporary directory (``$TMPDIR/conform-nnef/<pid>``) for the
+executor to parse; :func:`write_document` in
 :mod:`~conform.harness.backends.nnef_models` keeps one, with its inputs, for a repro.
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from functools import lru_cache
@@ -66,19 +69,16 @@ class NnefBackend(Backend):
             document = model.build()
         inputs = model.inputs()
         lowered = self._lowered.get(model.key, [])
-        try:
-            outputs = self._execute(model.key, document, inputs, lowered)
-        except ValueError as exc:
-            lowered = compound_operations(document.operations) \
-                if _NOT_IMPLEMENTED in str(exc) and not lowered else []
-            if not lowered:
-                raise _classified(exc) from None
-            # no kernel of the executor's own: the standard fragment's body runs in its place
-            self._lowered[model.key] = lowered
+        while True:
             try:
                 outputs = self._execute(model.key, document, inputs, lowered)
-            except ValueError as again:
-                raise _classified(again) from None
+                break
+            except ValueError as exc:
+                wider = _lowering(exc, document, lowered)
+                if wider is None:
+                    raise _classified(exc) from None
+                # no kernel of the executor's own: the standard fragment's body runs in its place
+                lowered = self._lowered[model.key] = wider
         return [document.finish(o) for o in outputs]
 
     def _execute(self, key, document, inputs, lowered):
@@ -131,6 +131,19 @@ def _alive(pid: int) -> bool:
     except PermissionError:   # someone else's live process
         return True
     return True
+
+
+def _lowering(exc: Exception, document, lowered: list) -> list | None:
+    """The compound operations to lower after the executor raised ``exc``: the document's own
+    at first, then any compound fragment a lowered body invokes that has no kernel either (a
+    fragment whose body calls other fragments); None when
+    ``exc`` is not a missing kernel or no compound fragment is left to lower."""
+    missing = re.search(_NOT_IMPLEMENTED + r": (\w+)", str(exc))
+    if missing is None:
+        return None
+    more = compound_operations(document.operations if not lowered else [missing.group(1)])
+    more = [op for op in more if op not in lowered]
+    return lowered + more if more else None
 
 
 def _classified(exc: Exception) -> Exception:

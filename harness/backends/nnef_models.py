@@ -59,6 +59,7 @@ class Invocation:
     inputs: list[int] | None = None     # default: every input of the case
     output_shape: tuple | None = None
     generic: str | None = None          # the conform dtype of a generic fragment's <type> (cast)
+    array_result: bool = False          # the outputs are one tensor<?>[] result's elements
 
 
 def literal(value) -> str:
@@ -139,7 +140,8 @@ def _invocation(spec, case, operands: list[str], outputs: list[str]):
     attrs = {**bound.get("attributes", {}), **call.attrs}
     arguments += [f"{k} = {literal(v)}" for k, v in attrs.items()]
     name = op if call.generic is None else f"{op}<{_nnef_type(call.generic)}>"
-    results = outputs[0] if len(outputs) == 1 else f"( {', '.join(outputs)} )"
+    results = f"[ {', '.join(outputs)} ]" if call.array_result else \
+        outputs[0] if len(outputs) == 1 else f"( {', '.join(outputs)} )"
     return f"    {results} = {name}({', '.join(arguments)});", op, fed, call.output_shape
 
 

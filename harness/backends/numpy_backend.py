@@ -2,7 +2,7 @@
 
 What a NumPy user gets: float16 ufuncs on float16 arrays, bfloat16 and float 8 through
 ml_dtypes' own ufunc loops, integer ops in the integer dtype. The computation is the op's NumPy
-lowering (:func:`conform.ops._numpy.numpy_computation`: its op module's ``numpy`` hook or its
+lowering (:func:`conform.ops.numpy_computation.numpy_computation`: its op module's ``numpy`` hook or its
 spec's ``bindings.numpy``); it never calls an oracle. An op NumPy cannot express, or a result
 NumPy computes in another dtype than the target, is ``unsupported`` with the reason.
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.ops import UnknownOp
-from conform.ops._numpy import in_target_dtypes, numpy_computation
+from conform.ops.numpy_computation import in_target_dtypes, numpy_computation
 from conform.dtypes import np_dtype
 
 

@@ -14,7 +14,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from conform.harness.backends.base import Unsupported, attrs_text, binding, onnx_opset as opset
-from conform.ops._optional import ABSENT, onnx_operands
+from conform.ops.optional_inputs import ABSENT, onnx_operands
 from conform.spec.programs import lowered_cases
 from conform.dtypes import np_dtype
 
@@ -267,9 +267,10 @@ def _types_the_schema_refuses(op_type: str, version: int, dtypes, positions=None
     return refused
 
 
-def _sequence_info(name: str, dtype: str, rank: int, shaped: bool):
-    """A graph output holding a sequence of tensors of ``dtype`` and ``rank``."""
-    shape = [f"{name}_d{k}" for k in range(rank)] if shaped else None
+def _sequence_info(name: str, dtype: str, rank: int | None, shaped: bool):
+    """A graph output holding a sequence of tensors of ``dtype`` and ``rank`` (None: left
+    unsaid, as for an empty sequence, whose elements' rank the answer does not show)."""
+    shape = [f"{name}_d{k}" for k in range(rank)] if shaped and rank is not None else None
     return helper.make_tensor_sequence_value_info(name, ONNX_TYPES[dtype], shape)
 
 
@@ -287,7 +288,8 @@ def _output_ranks(spec, case) -> list[int]:
         shapes = [np.shape(part.expected) for part in case.expectation or expect(spec, case)]
     ranks = [len(shape) for shape in shapes]
     for k in getattr(spec, "sequence_outputs", ()):   # the elements': the shapes' 2nd side
-        ranks[k + 1] = shapes[k + 1][1]
+        rows, rank = shapes[k + 1]
+        ranks[k + 1] = rank if rows else None   # an empty sequence's rank is not known
     return ranks
 
 

@@ -4,7 +4,7 @@ Sessions are cached per signature (op, dtypes, shapes, attributes). Each worker 
 single-threaded (intra- and inter-op threads = 1) with graph optimisation level ORT_ENABLE_BASIC.
 
 A sequence-typed graph output comes back from ``session.run`` as a list of arrays: it is packed
-into the two outputs the spec declares for it (:func:`conform.ops._sequence.pack`: the elements
+into the two outputs the spec declares for it (:func:`conform.ops.sequence_values.pack`: the elements
 raveled and concatenated, and their shapes). onnxruntime's Python API gives no access to the
 elements of a sequence of bfloat16, float8 or int4 (``OrtValue`` has no accessor), so those
 cases are ``unsupported``.
@@ -17,7 +17,7 @@ import time
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.harness.backends.models import Model, ModelCache
 from conform.harness.backends.ort_values import array_of, needs_ort_values, ort_value
-from conform.ops._sequence import packed_outputs
+from conform.ops.sequence_values import packed_outputs
 
 
 class OnnxRuntimeBackend(Backend):
@@ -83,7 +83,8 @@ class OnnxRuntimeBackend(Backend):
                               f"{', '.join(sorted(set(program.out_dtypes)))} (OrtValue has no "
                               "accessor for them)")
         if sequences:
-            return functools.partial(self._execute_sequences, session, feeds)
+            return functools.partial(self._execute_sequences, session, feeds,
+                                     program.out_dtypes)
         if as_values:
             # onnxruntime's session.run takes and gives no ml_dtypes arrays (bfloat16, float8,
             # int4): they cross as OrtValues typed by their ONNX element type instead
@@ -99,8 +100,8 @@ class OnnxRuntimeBackend(Backend):
             self.clock.execute += time.perf_counter() - start
         return [array_of(value) for value in values]
 
-    def _execute_sequences(self, session, feeds: dict):
-        return packed_outputs(self._execute(session, feeds))
+    def _execute_sequences(self, session, feeds: dict, dtypes):
+        return packed_outputs(self._execute(session, feeds), dtypes)
 
     def _execute(self, session, feeds: dict):
         # timed by hand, not with self.clock.timing(): this runs once per case, and the context

@@ -14,7 +14,7 @@ def load_backend(name: str) -> Backend:
     """An instance of the backend registered as ``name`` (an entry-point name such as
     ``onnxruntime``, or ``module.path:ClassName``). Call it in the worker (in an adapter's
     ``__init__``), never at import time: that is where a backend may start its runtime."""
-    from conform.harness.run.registry import load_backend_class
+    from conform.harness.backends.registry import load_backend_class
 
     return load_backend_class(name)()
 
@@ -37,7 +37,7 @@ class Wrapping(Backend):
         super().__init_subclass__(**kwargs)
         if not cls.wraps:
             return
-        from conform.harness.run.registry import load_backend_class
+        from conform.harness.backends.registry import load_backend_class
 
         _forward(cls, load_backend_class(cls.wraps), _own(cls))
 

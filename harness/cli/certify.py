@@ -145,7 +145,7 @@ def cmd_certify(args, specs: dict) -> int:
     """``conform certify --backend B --profile P [--key KEYFILE]``."""
     from conform.harness.assurance.certify import CertifyError, certify, find_profile
     from conform.harness.assurance.manifests import resolve_manifest
-    from conform.harness.run.registry import check_backend
+    from conform.harness.backends.registry import check_backend
     from conform.harness.assurance.signing import SigningError, load_private_key
 
     try:

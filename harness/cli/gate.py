@@ -118,7 +118,7 @@ def cmd_gate(args) -> int:
     from conform.harness.assurance.gate import finished_run
     from conform.harness.assurance.manifests import Manifest, stale_entries
     from conform.reports import build_summary
-    from conform.reports._coverage import coverage_text, rate_text
+    from conform.reports import coverage_text, rate_text
 
     run = finished_run(args.dir)
     baseline = baseline_for(args)

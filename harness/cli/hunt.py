@@ -73,7 +73,7 @@ def cmd_hunt(args, specs: dict) -> int:
     import conform
     from conform.harness.run.hunt import run_hunt, save_cases
     from conform.harness.run.isolation import PoolSettings
-    from conform.harness.run.registry import check_backend
+    from conform.harness.backends.registry import check_backend
     from conform.reports import dumps, write_atomically, write_reports
 
     check_backend(args.backend)

@@ -105,8 +105,12 @@ def _load_specs(directory):
     return load_specs(directory)
 
 
-def _binding_names(spec) -> str:
-    return ",".join(sorted(spec.bindings))
+def _bindings(spec) -> dict:
+    """The spec's bindings, with ``numpy`` added where the op module computes the op with NumPy
+    itself (a ``numpy`` hook) although the spec names no NumPy function."""
+    if spec.definition.numpy is not None and "numpy" not in spec.bindings:
+        return {**spec.bindings, "numpy": {"hook": spec.definition.module}}
+    return spec.bindings
 
 
 def cmd_list(args) -> int:
@@ -115,7 +119,7 @@ def cmd_list(args) -> int:
     claims = None
     if args.backend:
         from conform.harness.run.claims import Claims
-        from conform.harness.run.registry import UnknownBackend, load_backend_class
+        from conform.harness.backends.registry import UnknownBackend, load_backend_class
 
         try:
             backend_class = load_backend_class(args.backend)
@@ -131,7 +135,7 @@ def cmd_list(args) -> int:
         specs = {**specs, **{name: specs[name] for name in chains}}
     rows = [{"op": s.op, "definition": s.definition.qualified_name,
              "dtypes": claims.dtypes_of(s) if claims else list(s.dtypes),
-             "bindings": s.bindings, "signature": s.described_signature(),
+             "bindings": _bindings(s), "signature": s.described_signature(),
              "xla": s.defined_by.get("xla", {}).get("name"), "onnx": s.defined_by.get("onnx", {}).get("name"),
              "summary": s.summary} for s in specs.values()]
     rows = [r for r in rows if r["dtypes"]]
@@ -149,7 +153,7 @@ def cmd_list(args) -> int:
 
 
 def _print_table(summary: dict) -> None:
-    from conform.reports._coverage import coverage_text, rate_text
+    from conform.reports import coverage_text, rate_text
 
     counts = summary["counts"]
     print(f"\n{summary['backend']} ({summary['backend_version']}): "
@@ -172,7 +176,7 @@ def _print_table(summary: dict) -> None:
 
 def cmd_run(args) -> int:
     from conform.harness.run.outdir import locked
-    from conform.harness.run.registry import check_backend
+    from conform.harness.backends.registry import check_backend
 
     specs = _load_specs(args.specs)
     profile = cli_certify.apply_profile(args)
@@ -196,7 +200,7 @@ def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
     from conform.harness.assurance.manifests import manifest_summary, stale_entries
     from conform.harness.run.runner import RunConfig, cyclic_gc_paused, run_suite
     from conform.reports import read_results, write_reports
-    from conform.reports._definitions import op_definitions
+    from conform.reports import op_definitions
 
     config = RunConfig(backend=args.backend, ops=args.ops, dtypes=args.dtypes,
                        max_examples=args.max_examples, seed=args.seed, out=out,
@@ -267,8 +271,8 @@ def cmd_report(args) -> int:
 
         with locked(args.dirs[0]):
             return _rerender(args.dirs[0])
-    from conform.reports._compare import write_comparison
-    from conform.reports._jsonl import SchemaVersionError
+    from conform.reports import write_comparison
+    from conform.records import SchemaVersionError
 
     try:
         out = write_comparison(args.dirs, args.out or Path("conform-compare.html"))
@@ -281,7 +285,7 @@ def cmd_report(args) -> int:
 def _rerender(directory: Path) -> int:
     from conform.harness.run.outdir import complete_lines
     from conform.reports import write_reports
-    from conform.reports._jsonl import check_schema_version
+    from conform.records import check_schema_version
 
     summary_path = directory / "summary.json"
     if not summary_path.exists():
@@ -333,7 +337,7 @@ def _main(argv: list[str] | None) -> int:
     from conform.harness.run.isolation import BackendLoadError
     from conform.harness.run.outdir import NotResumable, OutputBusy
     from conform.harness.assurance.repro import ReproError
-    from conform.harness.run.registry import UnknownBackend
+    from conform.harness.backends.registry import UnknownBackend
     from conform.harness.run.runner import SelectionError
     from conform.spec import SpecError
 

@@ -9,7 +9,7 @@ import numpy as np
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
 from conform.harness.judge.profile import broadcast_index, failure_profile
-from conform.reports._jsonl import SCHEMA_VERSION
+from conform.records import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
 from conform.spec.programs import node_case
@@ -46,16 +46,18 @@ def flush_subnormals(array: np.ndarray) -> np.ndarray:
 
 
 def flushed_expectation(spec, case):
-    """Per output, ``(expected, accumulation)`` with subnormal inputs read as zeros, or None if
-    there are none. An oracle with its own flushing reading (an ``ftz`` keyword: its
-    intermediate results flushed too) gives it, subnormal inputs or not."""
+    """Per output, ``(expected, accumulation)`` with subnormal inputs read as zeros and derived
+    bounds for the ``ftz`` policy, or None if there are none. An oracle with its own flushing
+    reading (an ``ftz`` keyword: its intermediate results flushed too), or a bound hook told the
+    policy, gives it, subnormal inputs or not."""
     inputs = [np.asarray(x) for x in case.inputs]
     flushes = spec.definition.oracle_flushes
-    if not flushes and not any(m is not None and m.any() for m in map(_subnormal_mask, inputs)):
+    if not (flushes or spec.definition.error_bound_takes_subnormals) \
+            and not any(m is not None and m.any() for m in map(_subnormal_mask, inputs)):
         return None
     attrs = {**case.attrs, "ftz": True} if flushes else case.attrs
     answer = expect(spec, dataclasses.replace(case, inputs=[flush_subnormals(x) for x in inputs],
-                                              attrs=attrs, expectation=None))
+                                              attrs=attrs, expectation=None), subnormals="ftz")
     return [(part.expected, part.accumulation) for part in answer]
 
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from conform.generators import Case, edge_values, fill
-from conform.generators._critical import critical_case
-from conform.generators._signature import fixed_attrs
-from conform.generators._values import value_range
+from conform.generators import critical_case
+from conform.generators import fixed_attrs
+from conform.generators import value_range
 from conform.harness.judge.judging import result_record
 from conform.harness.run.isolation import PoolSettings, WorkerPool
 from conform.spec.critical import to_dtype, ulp

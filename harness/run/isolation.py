@@ -35,18 +35,19 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Iterable, Iterator
 
-from conform.harness.run.processes import (LOAD_TIMEOUT, WORKER_METHOD, forking_context,  # noqa: F401
-                                           start_method, started_without_main, worker_context)
+from conform.harness.run.case_queue import LazyQueue
+from conform.harness.run.processes import (LOAD_TIMEOUT, WORKER_METHOD, started_without_main,
+                                           worker_context)
 from conform.harness.run.stages import Judged, Judging
 from conform.harness.run.wire import WireError, read_first, read_reply, unpack
-from conform.harness.run.worker import (REPLY_BATCH, CaseByCase, ComputeSettings, Outcome,
-                                    reuse_freed_memory, worker_main)
+from conform.harness.run.worker import (REPLY_BATCH, ComputeSettings, Outcome, reuse_freed_memory,
+                                    worker_main)
 
 class BackendLoadError(Exception):
     """The backend could not be imported or instantiated in a worker."""
 
 
-def _death_message(exitcode: int | None) -> str:
+def death_message(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
             return f"worker killed by signal {signal.Signals(-exitcode).name}"
@@ -55,43 +56,6 @@ def _death_message(exitcode: int | None) -> str:
     return f"worker exited with status {exitcode}"
 
 
-#: A batch stops growing once its inputs reach this size (e.g. two chunks of a float32 sweep).
-BATCH_BYTES = 32 << 20
-
-
-class _LazyQueue:
-    """Cases still to send: those handed back by a replaced worker first, then the source,
-    which is read only as far as needed (a float32 sweep never sits in memory whole)."""
-
-    def __init__(self, source: Iterable):
-        self._returned: collections.deque = collections.deque()
-        self._source = iter(source)
-        self._next = next(self._source, _END)
-
-    def __bool__(self) -> bool:
-        return bool(self._returned) or self._next is not _END
-
-    def take(self, count: int, max_bytes: int = BATCH_BYTES) -> list:
-        """Up to ``count`` cases, stopping early once the inputs of those that will travel
-        pickled reach ``max_bytes``. A batch holding
-        cases a replaced worker handed back is a :class:`CaseByCase`."""
-        batch, size = [], 0
-        while len(batch) < count and size < max_bytes and (self._returned or self._next is not _END):
-            if self._returned:
-                case = self._returned.popleft()
-                if type(batch) is list:
-                    batch = CaseByCase(batch)
-            else:
-                case, self._next = self._next, next(self._source, _END)
-            batch.append(case)
-            size += sum(getattr(x, "nbytes", 0) for x in getattr(case, "inputs", ()))
-        return batch
-
-    def extendleft(self, cases) -> None:
-        self._returned.extendleft(cases)
-
-
-_END = object()
 
 
 @dataclass
@@ -289,9 +253,9 @@ class WorkerPool:
             worker.process.join(5)
             if fatal_raises:
                 raise BackendLoadError(f"backend {self.backend!r}: "
-                                       f"{_death_message(worker.process.exitcode)} while loading")
+                                       f"{death_message(worker.process.exitcode)} while loading")
             raise _LoadFailed(f"backend {self.backend!r} failed to load: "
-                              f"{_death_message(worker.process.exitcode)} while loading")
+                              f"{death_message(worker.process.exitcode)} while loading")
         kind, payload = message
         if kind == "fatal":
             worker.process.join(5)
@@ -371,7 +335,7 @@ class WorkerPool:
         one crashed or timed-out case) or, when the workers judge, a :class:`Judged` reply.
         If no worker is left that could load the backend, the cases not run yet come as
         ``error`` pairs naming why."""
-        queue = _LazyQueue(cases)
+        queue = LazyQueue(cases)
         while queue or any(w.pending for w in self._pool):
             if not self._pool:
                 yield from self._unloaded(queue)
@@ -394,14 +358,14 @@ class WorkerPool:
                     self._send(worker, batch)
             yield from self._collect(queue)
 
-    def _unloaded(self, queue: "_LazyQueue"):
+    def _unloaded(self, queue: "LazyQueue"):
         """Every case left in ``queue`` as an ``error``: no worker could load the backend."""
         reason = self.load_failures[-1] if self.load_failures else "no worker"
         while queue:
             yield [(case, Outcome("error", message=reason, on_input=False))
                    for case in queue.take(REPLY_BATCH)]
 
-    def _collect(self, queue: "_LazyQueue"):
+    def _collect(self, queue: "LazyQueue"):
         busy = [w for w in self._pool if w.pending]
         ready = self._wait()
         for worker in busy:
@@ -421,7 +385,7 @@ class WorkerPool:
         again, one at a time, see :class:`CaseByCase`)."""
         return None if worker.together.value else worker.running()
 
-    def _replies(self, worker: _Worker, queue: "_LazyQueue"):
+    def _replies(self, worker: _Worker, queue: "LazyQueue"):
         """The replies ``worker`` has sent (judged here if the pool judges); if it died, or
         sent what does not parse, the case it was running as a ``crash``, and the rest it owed
         back into ``queue`` (for a new worker, started here)."""
@@ -453,7 +417,7 @@ class WorkerPool:
         if died:   # replaced outside the except clause: a forked worker would inherit its context
             if message is None:
                 worker.process.join(5)
-                message = _death_message(worker.process.exitcode)
+                message = death_message(worker.process.exitcode)
             culprit = self._culprit(worker)
             case = None if culprit is None else worker.pending[culprit]
             queue.extendleft(reversed(self._replace(worker, kill=True, culprit=culprit)))

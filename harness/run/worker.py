@@ -135,7 +135,7 @@ def _load(conn, backend_name: str, settings: ComputeSettings):
     """``(specs, backend, with_model, old)`` once the backend is loaded and has said hello; None (and a ``fatal``
     message with the traceback) if it could not load."""
     from conform.harness.run.claims import Claims
-    from conform.harness.run.registry import load_backend_class
+    from conform.harness.backends.registry import load_backend_class
     from conform.spec import load_specs
 
     try:
@@ -160,7 +160,7 @@ def binding_main(conn, backend_name: str, settings: ComputeSettings) -> None:
     class alone: what :func:`~conform.harness.run.isolation.backend_binding` asks a process of
     its own, so that the asker never imports the adapter."""
     from conform.harness.run.claims import Claims
-    from conform.harness.run.registry import load_backend_class
+    from conform.harness.backends.registry import load_backend_class
 
     _take_the_parents_context(settings)
     try:

@@ -14,7 +14,7 @@ from conform.generators import generate_cases
 from conform.harness.assurance import certify, verify
 from conform.harness.cli import main as cli, certify as cli_certify
 from conform.harness.judge.judging import case_record
-from conform.harness.run.registry import adapter_identity
+from conform.harness.backends.registry import adapter_identity
 from conform.harness.run.runner import SelectionError
 from conform.reports._certificate import render_certificate, write_certificate
 from conform.spec import BUILTIN_DIR, load_specs

@@ -96,7 +96,7 @@ def test_a_backend_that_fails_to_import_names_itself_and_shows_the_traceback():
 
 
 def test_lazy_queue_reads_the_source_only_as_far_as_needed():
-    from conform.harness.run.isolation import _LazyQueue
+    from conform.harness.run.case_queue import LazyQueue
 
     pulled = []
 
@@ -105,11 +105,11 @@ def test_lazy_queue_reads_the_source_only_as_far_as_needed():
             pulled.append(i)
             yield _add_case(i, 1)
 
-    queue = _LazyQueue(source())
+    queue = LazyQueue(source())
     assert [c.seed for c in queue.take(3)] == [0, 1, 2] and len(pulled) == 4
     queue.extendleft([_add_case(99, 1)])
     assert [c.seed for c in queue.take(2)] == [99, 3]
-    big = _LazyQueue([_add_case(i, 1) for i in range(5)])
+    big = LazyQueue([_add_case(i, 1) for i in range(5)])
     assert len(big.take(5, max_bytes=100)) == 2   # each case holds 64 bytes of inputs
 
 

@@ -173,7 +173,7 @@ def test_every_op_declares_its_numpy_computation(specs):
 
 
 def test_every_numpy_binding_names_a_numpy_function(specs):
-    from conform.ops._numpy import numpy_function
+    from conform.ops.numpy_computation import numpy_function
 
     named = {spec.op: spec.bindings["numpy"]["fn"] for spec in specs.values()
              if "fn" in spec.bindings.get("numpy", {})}

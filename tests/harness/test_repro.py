@@ -185,7 +185,8 @@ def clean_venv(tmp_path_factory):
 @pytest.mark.slow
 def test_an_onnxruntime_script_reproduces_a_real_failure_in_a_clean_venv(tmp_path, clean_venv,
                                                                          conform_cli):
-    assert subprocess.run([str(clean_venv), "-c", "import conform"], capture_output=True).returncode != 0
+    assert subprocess.run([str(clean_venv), "-c", "import conform"], capture_output=True,
+                          cwd=tmp_path).returncode != 0   # not from the checkout's folder either
     run_dir = tmp_path / "run"
     conform_cli("run", "--backend", "onnxruntime", "--ops", "onnx_where", "--dtypes", "float32",
             "--out", run_dir, "--quiet", check_status=0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto, defs, numpy_helper
 
 
 def _array(value):
@@ -22,11 +22,20 @@ def _array(value):
 
 def node_cases(module_name: str) -> list:
     """Every (name, node, inputs, outputs) the module's export functions pass to ``expect``."""
+    return [case[:4] for case in node_cases_at_opsets(module_name)]
+
+
+def node_cases_at_opsets(module_name: str) -> list:
+    """Every (name, node, inputs, outputs, opset) the module's export functions pass to
+    ``expect``: the opset the case names, else (as ``expect`` does) the newest schema's."""
     module = importlib.import_module(f"onnx.backend.test.case.node.{module_name}")
     cases = []
 
-    def collect(node, inputs, outputs, name, **_):
-        cases.append((name, node, [_array(x) for x in inputs], [_array(y) for y in outputs]))
+    def collect(node, inputs, outputs, name, opset_imports=None, **_):
+        opset = next((o.version for o in opset_imports or () if o.domain in ("", "ai.onnx")),
+                     None) or defs.get_schema(node.op_type, domain=node.domain).since_version
+        cases.append((name, node, [_array(x) for x in inputs], [_array(y) for y in outputs],
+                      opset))
 
     original = module.expect
     module.expect = collect
@@ -39,3 +48,16 @@ def node_cases(module_name: str) -> list:
     finally:
         module.expect = original
     return cases
+
+
+def node_attributes(node) -> dict:
+    """The node's attributes as Python values: strings decoded, a tensor as a NumPy array."""
+    from onnx import helper
+
+    values = {}
+    for attribute in node.attribute:
+        value = helper.get_attribute_value(attribute)
+        if isinstance(value, bytes):
+            value = value.decode()
+        values[attribute.name] = _array(value) if isinstance(value, TensorProto) else value
+    return values

@@ -1,6 +1,6 @@
 """Tests of the element-wise oracles (conform/ops/elementwise.py).
 
-Spec references are to the XLA operation semantics text, /work/shared/seeds/004_c11ff90b720ca9d5.txt
+Spec references are to the XLA operation semantics text, ../shared/seeds/004_c11ff90b720ca9d5.txt
 (Chinese translation); section names are given as they appear there.
 """
 from __future__ import annotations

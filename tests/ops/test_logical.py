@@ -1,7 +1,7 @@
 """Tests of the comparison, bitwise, shift and bit-count oracles (conform/ops/logical.py) and of
 the ``shift_out_of_range`` region.
 
-Spec references are to the XLA operation semantics text, /work/shared/seeds/004_c11ff90b720ca9d5.txt
+Spec references are to the XLA operation semantics text, ../shared/seeds/004_c11ff90b720ca9d5.txt
 (Chinese translation): "元素级比较运算" (Eq, Ne, Ge, Gt, Le, Lt under IEEE 754 comparison),
 "元素级二进制算术运算" (And, Or, Xor, ShiftLeft, ShiftRightArithmetic, ShiftRightLogical) and
 "元素级单元函数" (Not, Clz, PopulationCount). Integer references are computed here with Python's

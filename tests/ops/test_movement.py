@@ -1,7 +1,7 @@
 """Tests of the data-movement oracles (conform/ops/movement.py): Transpose, Reshape,
 BroadcastInDim, Slice, Pad, Concatenate. All are exact copies, so results are compared exactly.
 
-Spec references are to the XLA operation semantics text, /work/shared/seeds/004_c11ff90b720ca9d5.txt.
+Spec references are to the XLA operation semantics text, ../shared/seeds/004_c11ff90b720ca9d5.txt.
 """
 from __future__ import annotations
 

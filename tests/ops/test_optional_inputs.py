@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conform.ops._optional import onnx_operands, present
+from conform.ops.optional_inputs import onnx_operands, present
 from conform.ops.elementwise import oracle_add, oracle_divide, xla_operands
 from conform.ops.logical import oracle_ge
 from conform.ops.onnx_elementwise import oracle_onnx_clip

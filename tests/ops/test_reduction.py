@@ -1,7 +1,7 @@
 """Tests of the reduction oracles (conform/ops/reduction.py): Reduce (sum, max), DotGeneral,
 ConvWithGeneralPadding and ReduceWindow.
 
-Spec references are to the XLA operation semantics text, /work/shared/seeds/004_c11ff90b720ca9d5.txt.
+Spec references are to the XLA operation semantics text, ../shared/seeds/004_c11ff90b720ca9d5.txt.
 The "alternative formulations" below are deliberately naive loops written from the spec text.
 """
 from __future__ import annotations

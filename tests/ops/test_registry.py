@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -129,18 +130,24 @@ bindings:
 '''
 
 
+def _installed(site, package: str, tmp_path) -> dict:
+    """An environment in which ``site/package`` is installed as an op package (a dist-info
+    folder naming it in the ``conform.ops`` entry-point group)."""
+    info = site / f"{package}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[conform.ops]\n{package} = {package}\n")
+    return {"PYTHONPATH": str(site), "CONFORM_CACHE_DIR": str(tmp_path / "cache"),
+            "PATH": "/usr/bin:/bin"}
+
+
 def test_an_installed_op_package_adds_its_ops(tmp_path, monkeypatch):
     site = tmp_path / "site"
     package = site / "vendor_ops"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(OP_PACKAGE, encoding="utf-8")
     (package / "vendor_double.yaml").write_text(OP_SPEC, encoding="utf-8")
-    info = site / "vendor_ops-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vendor-ops\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[conform.ops]\nvendor = vendor_ops\n")
-    env = {"PYTHONPATH": str(site), "CONFORM_CACHE_DIR": str(tmp_path / "cache"),
-           "PATH": "/usr/bin:/bin"}
+    env = _installed(site, "vendor_ops", tmp_path)
     command = [sys.executable, "-m", "conform.harness.cli"]
     listed = subprocess.run([*command, "list", "--format", "json"], capture_output=True,
                             text=True, env=env, check=True)
@@ -157,3 +164,26 @@ def test_an_installed_op_package_adds_its_ops(tmp_path, monkeypatch):
 @pytest.mark.parametrize("path", sorted((ROOT / "ops").glob("*.py")), ids=lambda p: p.name)
 def test_op_modules_stay_small(path):
     assert len(path.read_text(encoding="utf-8").splitlines()) <= 500
+
+
+EXAMPLE_OPS = ROOT / "tests" / "fixtures" / "example_ops"
+
+
+def test_a_new_op_module_and_region_need_no_shared_file(tmp_path):
+    """tests/fixtures/example_ops adds a structural op and a region in one new module and a
+    YAML spec: discovery finds both, the op runs on a real backend, and no file outside the
+    fixture names them."""
+    site = tmp_path / "site"
+    shutil.copytree(EXAMPLE_OPS, site / "example_ops")
+    env = _installed(site, "example_ops", tmp_path)
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, "-m", "conform.harness.cli", "run", "--backend", "numpy",
+                    "--ops", "example_flip", "--max-examples", "6", "--quiet", "--out", str(out)],
+                   env=env, check=True, capture_output=True)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"].get("pass", 0) >= 6 and summary["counts"].get("fail", 0) == 0
+    mentions = [str(path.relative_to(ROOT)) for folder in ("conform", "spec", "ops", "generators",
+                "oracles", "harness", "reports", "docs") for path in (ROOT / folder).rglob("*")
+                if path.is_file() and path.suffix in (".py", ".yaml", ".json")
+                and "example_flip" in path.read_text(encoding="utf-8", errors="ignore")]
+    assert mentions == []

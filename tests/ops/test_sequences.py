@@ -1,5 +1,5 @@
 """ONNX's sequence operators (ops/onnx_sequences.py) and the way a sequence crosses as tensors
-(ops/_sequence.py): the texts' rules, the onnx package's node test cases, runs on onnxruntime and
+(ops/sequence_values.py): the texts' rules, the onnx package's node test cases, runs on onnxruntime and
 the judge catching an injected bug there."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from conform.generators import generate_cases
 from conform.harness.judge.judging import judge_outputs
-from conform.ops._sequence import pack, packed_outputs, unpack
+from conform.ops.sequence_values import pack, packed_outputs, unpack
 from conform.oracles import evaluate
 
 sys.path.insert(0, str(Path(__file__).parent))

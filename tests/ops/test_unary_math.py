@@ -1,7 +1,7 @@
 """Tests of the unary math oracles (conform/ops/unary_math.py).
 
 Special values come from C99 Annex F (F.9, which OpenCL C 3.0 §7.5.1 also requires) and from the
-XLA operation semantics text, /work/shared/seeds/004_c11ff90b720ca9d5.txt, section
+XLA operation semantics text, ../shared/seeds/004_c11ff90b720ca9d5.txt, section
 "元素级单元函数" (element-wise unary functions): Sign's table, Rsqrt = 1.0 / sqrt(x),
 RoundNearestEven, IsFinite. Accuracy is checked against mpmath at 256 bits.
 """
@@ -200,7 +200,7 @@ def _exact(op, x):
     return special[op]() if op in special else getattr(mpmath, op)(x)
 
 
-# float64 oracles are evaluated in Arb ball arithmetic (conform/ops/_multiprecision.py): hi is the
+# float64 oracles are evaluated in Arb ball arithmetic (conform/ops/multiprecision.py): hi is the
 # float64 nearest the exact value, on every platform (no long double).
 CORRECTLY_ROUNDED = 0.5 + 2.0 ** -20
 

@@ -1,4 +1,4 @@
-"""References beyond float64 (conform/ops/_multiprecision.py): the double-double ``hi + lo`` of
+"""References beyond float64 (conform/ops/multiprecision.py): the double-double ``hi + lo`` of
 the float64 transcendental oracles against an independent 100-digit mpmath evaluation, the exact
 split of a ball's midpoint, the portable path (no oracle reads ``long double``), and the residual
 kept in the corpus."""
@@ -15,7 +15,7 @@ import pytest
 
 from conform.generators._corpus_format import answer_arrays, answers_from_arrays
 from conform.generators._suite import answer_digest, generate_cases
-from conform.ops._multiprecision import evaluate_pair, refined
+from conform.ops.multiprecision import evaluate_pair, refined
 from conform.oracles._registry import evaluate, evaluate_refined
 from conform.oracles.expectations import Expectation, expect
 from conform.spec import load_specs

@@ -1,4 +1,4 @@
-"""Special values from the standard's tables (ops/_special_values.py and each spec's
+"""Special values from the standard's tables (ops/special_values.py and each spec's
 ``special_values``): every row of every table is reached and applied through the oracle path,
 rows are checked against the library's own answers (only the known NumPy quirk differs), the
 table fixes that quirk, and malformed rows are rejected when a spec loads."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conform.ops._special_values import apply_table, matcher, output_value
+from conform.ops.special_values import apply_table, matcher, output_value
 from conform.oracles import evaluate
 from conform.oracles.expectations import oracle_of
 from conform.spec import SpecError, load_spec, load_specs

@@ -87,7 +87,7 @@ BAD_SPECS = [
      6, "signature.outputs.1.error_model", "output 'carry' can be a float but no float error model"),
     (("  - {region: int_overflow,", "  - {region: int_overflow, outputs: [carry],"), 13,
      "implementation_defined.0.outputs.0", "'carry' names no output (outputs: ['out'])"),
-    # sequence outputs and ONNX operands (ops/_sequence.py)
+    # sequence outputs and ONNX operands (ops/sequence_values.py)
     (("signature: {inputs: [lhs, rhs]}",
       "signature: {inputs: [lhs, rhs], outputs: [{name: parts, sequence: true}, sum]}"),
      6, "signature.outputs.0.sequence", "the next output must be their shapes"),
@@ -200,3 +200,14 @@ def test_published_json_schema_matches_the_loader():
     published = json.loads((Path(conform.spec.__file__).parent / "schema.json").read_text(encoding="utf-8"))
     assert published == json.loads(json.dumps(SCHEMA)), \
         "spec/schema.json is stale: run python -m conform.spec"
+
+
+def test_an_attribute_range_with_its_ends_reversed_is_refused(tmp_path):
+    path = tmp_path / "add.yaml"
+    path.write_text(ADD.replace("signature: {inputs: [lhs, rhs]}",
+                                "signature: {inputs: [lhs, rhs], attrs: {k: {range: [3, 1]}}}"),
+                    encoding="utf-8")
+    with pytest.raises(SpecError, match=re.escape("field signature.attrs.k.range: range=[3, 1] "
+                                                  "has its ends reversed")) as caught:
+        load_spec(path)
+    assert caught.value.line == 6

@@ -45,13 +45,16 @@ def unpack(values, shapes) -> list[np.ndarray]:
             for a, b, shape in zip(ends, ends[1:], shapes)]
 
 
-def packed_outputs(outputs) -> list:
+def packed_outputs(outputs, dtypes=None) -> list:
     """A backend's outputs with every sequence (a list or tuple of arrays) replaced by its
-    :func:`pack` pair: the outputs in the order the spec declares them."""
+    :func:`pack` pair: the outputs in the order the spec declares them. ``dtypes`` (the spec's
+    output dtype names, in that order) gives the element type of an empty sequence, which
+    comes back as an empty list that carries none."""
     flat = []
     for output in outputs:
         if isinstance(output, (list, tuple)):
-            flat.extend(pack(output))
+            empty_type = np.dtype(dtypes[len(flat)]) if dtypes and not output else None
+            flat.extend(pack(output, empty_type))
         else:
             flat.append(output)
     return flat

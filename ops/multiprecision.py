@@ -24,7 +24,7 @@ a domain error or an overflow) and the Arb function; the result is an array of `
 path (a reference for a 16- or 32-bit target needs no more than float64: NumPy's float64 libm
 is within a few float64 ULPs, 2**-28 of a float32 ULP). Special values are not decided here:
 the spec's ``special_values`` table overrides every element it covers
-(:mod:`conform.ops._special_values`).
+(:mod:`conform.ops.special_values`).
 """
 from __future__ import annotations
 

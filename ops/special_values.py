@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from conform.ops._multiprecision import evaluate_pair, residual_of, with_residual
+from conform.ops.multiprecision import evaluate_pair, residual_of, with_residual
 from conform.ops.regions import broadcast_aligned
 
 

@@ -1,0 +1,249 @@
+"""ONNX's shape and creation operators (ai.onnx): Flatten, Shape (start and end), Size,
+EyeLike and ConstantOfShape. Flatten copies its input's elements; Shape and Size read only its
+shape; EyeLike and ConstantOfShape make new tensors of a type an attribute names. Every output is
+judged exactly: an element is a copy, a count, a 0, a 1 or the ``value`` attribute."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from conform.ops.movement import moved
+
+from conform.dtypes import (
+    AbsentValue,
+    int_info,
+    is_integer,
+    np_dtype,
+    resolve_edge_value,
+)
+from conform.model_formats import Unsupported, onnx_opset
+from conform.op_registry import op
+
+
+def _no_input_feeds(inputs, attrs, index):
+    """No input element is a term of the output element (it is a shape, a count or a
+    constant)."""
+    return [None] * len(inputs)
+
+
+def _onnx_type_name(dtype: str) -> str:
+    """The type string an ONNX schema's constraint lists for conform dtype ``dtype``."""
+    return {"float32": "float", "float64": "double"}.get(dtype, dtype.replace("float8_", "float8"))
+
+
+def require_schema_type(op_type: str, param: str, dtype: str) -> None:
+    """Raise :class:`Unsupported` where the schema of ``op_type`` at the run's opset does not
+    allow ``dtype`` for type parameter ``param`` (an output's type, which the drawn dtype label
+    does not carry: EyeLike's and ConstantOfShape's T2)."""
+    import onnx.defs
+
+    schema = onnx.defs.get_schema(op_type, onnx_opset())
+    allowed = next(tc.allowed_type_strs for tc in schema.type_constraints
+                   if tc.type_param_str == param)
+    if f"tensor({_onnx_type_name(dtype)})" not in allowed:
+        raise Unsupported(f"ONNX {op_type} (opset {onnx_opset()}) does not allow {dtype} for "
+                          f"{param}: the standard rules this case out")
+
+
+# -- Flatten ------------------------------------------------------------------------------------
+
+def draw_onnx_flatten(draw, kit, spec, dtype):
+    """An input of rank 0 to 4 (empty dimensions too) and ``axis`` in [-r, r]."""
+    shape = draw(kit.shape(min_rank=0, max_rank=4, max_side=5,
+                           min_side=draw(kit.st.sampled_from([1, 1, 1, 0]))))
+    rank = len(shape)
+    return kit.Signature((dtype,), (shape,), {"axis": draw(kit.st.integers(-rank, rank))}, dtype)
+
+
+def numpy_onnx_flatten(data, *, axis):
+    """The numpy backend: ``np.reshape`` to the two products."""
+    axis = axis + data.ndim if axis < 0 else axis
+    return data.reshape(math.prod(data.shape[:axis]), math.prod(data.shape[axis:]))
+
+
+@moved("onnx_flatten", draw=draw_onnx_flatten, numpy=numpy_onnx_flatten,
+       onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, axis=case.attrs["axis"]))
+def oracle_onnx_flatten(data, *, axis):
+    """Flatten: shape (d_0 X ... X d_(axis-1), d_axis X ... X d_n), the elements in row-major
+    order; ``axis`` in [-r, r], negative 'counting dimensions from the back'; axis 0 gives
+    (1, d_0 X ... X d_n)."""
+    axis = axis + data.ndim if axis < 0 else axis
+    outer = int(np.prod(data.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(data.shape[axis:], dtype=np.int64))
+    return (data.ravel(order="C").reshape(outer, inner),)
+
+
+# -- Shape and Size -----------------------------------------------------------------------------
+
+def draw_onnx_shape(draw, kit, spec, dtype):
+    """An input of rank 0 to 5 and ``start`` and ``end`` each absent or anywhere in
+    [-r - 2, r + 2] (the text clamps them to [0, r])."""
+    st = kit.st
+    shape = draw(kit.shape(min_rank=0, max_rank=5, max_side=4,
+                           min_side=draw(st.sampled_from([1, 1, 1, 0]))))
+    rank, attrs = len(shape), {}
+    for name in ("start", "end"):
+        if draw(st.booleans()):
+            attrs[name] = draw(st.integers(-rank - 2, rank + 2))
+    return kit.Signature((dtype,), (shape,), attrs, "int64")
+
+
+def _clamped(axis: int, rank: int) -> int:
+    """'Negative axes indicate counting back from the last axis ... axes will be clamped to the
+    range [0, r]' (after adding r to a negative one)."""
+    return min(max(axis + rank if axis < 0 else axis, 0), rank)
+
+
+def numpy_onnx_shape(data, *, start=0, end=None):
+    """The numpy backend: the slice ``data.shape[start:end]`` (Python's slice clamps alike)."""
+    return np.asarray(data.shape[start:end], dtype=np.int64)
+
+
+@op("onnx_shape", version=1, draw=draw_onnx_shape, numpy=numpy_onnx_shape,
+    feeding=_no_input_feeds, onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs,
+                                                                  **case.attrs))
+def oracle_onnx_shape(data, *, start=0, end=None):
+    """Shape-15: the sizes of the axes from ``start`` (default 0) up to ``end`` (exclusive,
+    default r), each negative one counted from the back, then clamped to [0, r]; empty where
+    start >= end."""
+    rank = data.ndim
+    first, last = _clamped(start, rank), _clamped(rank if end is None else end, rank)
+    return (np.array([data.shape[k] for k in range(first, last)], dtype=np.int64),)
+
+
+def draw_onnx_size(draw, kit, spec, dtype):
+    """An input of rank 0 to 5, empty dimensions too."""
+    shape = draw(kit.shape(min_rank=0, max_rank=5, max_side=5,
+                           min_side=draw(kit.st.sampled_from([1, 1, 1, 0]))))
+    return kit.Signature((dtype,), (shape,), {}, "int64")
+
+
+@op("onnx_size", version=1, draw=draw_onnx_size, feeding=_no_input_feeds,
+    numpy=lambda data: np.int64(np.size(data)))
+def oracle_onnx_size(data):
+    """Size: 'a int64 scalar that equals to the total number of elements' (1 for a 0-d
+    input, 0 for an empty one)."""
+    return (np.array(math.prod(data.shape), dtype=np.int64),)
+
+
+def _widened(dtype: str) -> np.dtype:
+    """The type an oracle answers in for outputs of ``dtype``: bool, uint64 (whose largest
+    values int64 does not hold), int64 for the other integers, else float64."""
+    if dtype in ("bool", "uint64"):
+        return np.dtype(dtype)
+    return np.dtype(np.int64 if is_integer(dtype) else np.float64)
+
+
+# -- EyeLike ------------------------------------------------------------------------------------
+
+def draw_onnx_eye_like(draw, kit, spec, dtype):
+    """A 2-D input of T1 (empty sides too), ``k`` anywhere from below the first row to past the
+    last column, and ``dtype`` (T2) absent (the input's type) or any type the spec lists."""
+    st = kit.st
+    rows, cols = draw(st.integers(0, 6)), draw(st.integers(0, 6))
+    attrs = {"k": draw(st.integers(-rows - 1, cols + 1))}
+    out = dtype
+    if draw(st.booleans()):
+        out = attrs["dtype"] = draw(st.sampled_from(spec.dtypes))
+    return kit.Signature((dtype,), ((rows, cols),), attrs, out)
+
+
+def onnx_eye_like(case, graph):
+    """One EyeLike node, ``dtype`` as its ONNX element type (refused where the opset's T2 does
+    not hold it)."""
+    attrs = {"k": case.attrs["k"]}
+    if "dtype" in case.attrs:
+        require_schema_type(graph.op_type, "T2", case.attrs["dtype"])
+        attrs["dtype"] = graph.onnx_type(case.attrs["dtype"])
+    graph.node(graph.op_type, graph.inputs, **attrs)
+
+
+def numpy_onnx_eye_like(data, *, k, dtype=None):
+    """The numpy backend: ``np.eye`` in the output type."""
+    return np.eye(*data.shape, k=k, dtype=np_dtype(dtype) if dtype else data.dtype)
+
+
+@op("onnx_eye_like", version=1, draw=draw_onnx_eye_like, onnx=onnx_eye_like,
+    numpy=numpy_onnx_eye_like, feeding=_no_input_feeds)
+def oracle_onnx_eye_like(data, *, k, dtype=None, dtypes=()):
+    """EyeLike: the input's shape, 'T2[i, i+k] = 1' and zeros everywhere else (1 and 0 of the
+    output type: True and False for bool); T2 is ``dtype``, else the input's type."""
+    rows, cols = data.shape
+    i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    return ((j - i == k).astype(_widened(dtype or (dtypes[0] if dtypes else "float64"))),)
+
+
+# -- ConstantOfShape ----------------------------------------------------------------------------
+
+#: Values drawn for the ``value`` attribute, by name (:func:`conform.dtypes.resolve_edge_value`);
+#: a name the output type lacks (inf in float8_e4m3fn, -0 in fnuz and integer types) is not drawn.
+CONSTANT_VALUES = ("zero", "-zero", "one", "-one", "half", "max_finite", "-max_finite",
+                   "min_subnormal", "inf", "-inf", "nan", "int_min", "int_max")
+
+
+def _constant(name, dtype: str):
+    """The ``value`` attribute's number: a name resolved in ``dtype``, or a bool as it is."""
+    return name if dtype == "bool" else resolve_edge_value(name, dtype)
+
+
+def _has_value(name: str, dtype: str) -> bool:
+    """Whether the output type holds the named value (integers: within their range)."""
+    try:
+        value = _constant(name, dtype)
+    except (AbsentValue, KeyError):
+        return False
+    return not is_integer(dtype) or int_info(dtype).min <= value <= int_info(dtype).max
+
+
+def draw_onnx_constant_of_shape(draw, kit, spec, dtype):
+    """The output's rank (the int64 shape input's length, 0 giving a scalar) and ``value``: a
+    number of the output type (T2, the dtype label), or absent for float32 (the text's
+    default: 0 of type float32)."""
+    st = kit.st
+    rank = draw(st.integers(0, 4))
+    if dtype == "bool":
+        attrs = {"value": draw(st.booleans())}
+    else:
+        names = [n for n in CONSTANT_VALUES if _has_value(n, dtype)]
+        attrs = {"value": draw(st.sampled_from(names))}
+    if dtype == "float32" and draw(st.integers(0, 3)) == 0:
+        attrs = {}
+    return kit.Signature(("int64",), ((rank,),), {**attrs, "dtype": dtype}, dtype)
+
+
+def values_onnx_constant_of_shape(rng, inputs, attrs):
+    """The shape: sides in [0, 4] with at most 256 elements."""
+    (shape,) = inputs
+    sides = rng.integers(0, 5, size=shape.shape)
+    while math.prod(sides.tolist()) > 256:
+        sides = np.maximum(sides - 1, 0)
+    return [sides.astype(np.int64)]
+
+
+def onnx_constant_of_shape(case, graph):
+    """One ConstantOfShape node with ``value`` a one-element tensor of the output type."""
+    from onnx import numpy_helper
+
+    dtype = case.attrs["dtype"]
+    require_schema_type(graph.op_type, "T2", dtype)
+    attrs = {}
+    if "value" in case.attrs:
+        value = np.array([_constant(case.attrs["value"], dtype)]).astype(np_dtype(dtype))
+        attrs["value"] = numpy_helper.from_array(value, "value")
+    graph.node(graph.op_type, graph.inputs, **attrs)
+
+
+def numpy_onnx_constant_of_shape(shape, *, dtype, value=None):
+    """The numpy backend: ``np.full`` in the output type."""
+    fill = 0 if value is None else _constant(value, dtype)
+    return np.full(tuple(shape.tolist()), fill, dtype=np_dtype(dtype))
+
+
+@op("onnx_constant_of_shape", version=1, draw=draw_onnx_constant_of_shape,
+    values=values_onnx_constant_of_shape, onnx=onnx_constant_of_shape,
+    numpy=numpy_onnx_constant_of_shape, feeding=_no_input_feeds, value_dependent_shape=True)
+def oracle_onnx_constant_of_shape(shape, *, dtype, value=None):
+    """ConstantOfShape: a tensor of shape ``input`` (empty: a scalar), every element ``value``
+    (its type the output's), or 0 of type float32 without it."""
+    fill = 0.0 if value is None else _constant(value, dtype)
+    return (np.full(tuple(int(s) for s in shape), fill, dtype=_widened(dtype)),)
