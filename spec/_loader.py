@@ -222,7 +222,7 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                         f"formal inputs for {len(data['signature']['inputs'])} signature inputs")
     problem = numpy_function_problem(data["bindings"].get("numpy", {}).get("fn") or "exp")
     if problem:
-        raise SpecError(path, _line_of(root, ["bindings", "numpy", "fn"]), "bindings.numpy.fn", problem)
+        raise SpecError(path, line_of(root, ["bindings", "numpy", "fn"]), "bindings.numpy.fn", problem)
     from conform.op_registry import regions
 
     names = _check_outputs(data, root, path)
