@@ -36,9 +36,9 @@ from multiprocessing.connection import wait
 from typing import Iterable, Iterator
 
 from conform.harness.run.case_queue import LazyQueue
-from conform.harness.run.processes import (LOAD_TIMEOUT, WORKER_METHOD, started_without_main,
-                                           worker_context)
-from conform.harness.run.stages import Judged, Judging
+from conform.harness.run.processes import (LOAD_TIMEOUT, WORKER_METHOD, start_method,
+                                           started_without_main, worker_context)
+from conform.harness.run.stages import JUDGE_PROCESSES_FROM, Judged, Judging, JudgeProcesses
 from conform.harness.run.wire import WireError, read_first, read_reply, unpack
 from conform.harness.run.worker import (REPLY_BATCH, ComputeSettings, Outcome, reuse_freed_memory,
                                     worker_main)
@@ -149,6 +149,7 @@ class WorkerPool:
             parent_pid=os.getpid() if self.method != "forkserver" else None)
         self._specs = specs
         self.judging: Judging | None = None   # once the backend has said hello, if judge
+        self._judges: JudgeProcesses | None = None   # while run_batches runs a long list
         self._ctx = worker_context(self.method)
         self._forked_ends: list = []   # the parent's pipe ends a forked worker inherits
         self._pool: list[_Worker] = []
@@ -228,7 +229,8 @@ class WorkerPool:
         until = min([w.deadline(self.timeout) for w in busy]
                     + [w.started + self.load_timeout for w in loading], default=now + self.timeout)
         watched = busy + loading
-        ready = set(wait([w.conn for w in watched] + [w.process.sentinel for w in watched],
+        judges = self._judges.waiting() if self._judges is not None else []
+        ready = set(wait([w.conn for w in watched] + [w.process.sentinel for w in watched] + judges,
                          timeout=max(0.0, until - now)))
         for worker in loading:
             try:
@@ -336,9 +338,29 @@ class WorkerPool:
         If no worker is left that could load the backend, the cases not run yet come as
         ``error`` pairs naming why."""
         queue = LazyQueue(cases)
-        while queue or any(w.pending for w in self._pool):
+        self._judges = self._judge_processes(cases)
+        try:
+            yield from self._batches(queue)
+        finally:
+            if self._judges is not None:
+                self._judges.close()
+                self._judges = None
+
+    def _judge_processes(self, cases) -> "JudgeProcesses | None":
+        """Judge processes for a run of ``cases`` (a list of at least
+        :data:`~conform.harness.run.stages.JUDGE_PROCESSES_FROM`), one per worker, where this
+        process can fork; None: judged here."""
+        if self.judging is None or not isinstance(cases, list) or len(cases) < JUDGE_PROCESSES_FROM \
+                or start_method() != "fork":
+            return None
+        return JudgeProcesses(self.judging, cases, self.workers)
+
+    def _batches(self, queue: "LazyQueue"):
+        """:meth:`run_batches` of the cases in ``queue``."""
+        while queue or any(w.pending for w in self._pool) or self._owed():
             if not self._pool:
                 yield from self._unloaded(queue)
+                yield from self._judged_rest()
                 return
             for worker in list(self._pool):
                 if not worker.ready:
@@ -365,9 +387,23 @@ class WorkerPool:
             yield [(case, Outcome("error", message=reason, on_input=False))
                    for case in queue.take(REPLY_BATCH)]
 
+    def _owed(self) -> bool:
+        """Whether judge processes owe replies."""
+        return self._judges is not None and bool(self._judges.waiting())
+
+    def _judged_rest(self):
+        """The replies the judge processes still owe."""
+        while self._owed():
+            ready = set(wait(self._judges.waiting()))
+            yield from self._judges.collect(ready)
+
     def _collect(self, queue: "LazyQueue"):
         busy = [w for w in self._pool if w.pending]
         ready = self._wait()
+        if self._judges is not None:
+            yield from self._judges.collect(ready)
+            self.spent = {key: self.judging.spent.get(key, 0.0) + value
+                          for key, value in self._judges.spent().items()} or self.spent
         for worker in busy:
             if worker.conn in ready or worker.process.sentinel in ready:
                 yield from self._replies(worker, queue)
@@ -392,7 +428,8 @@ class WorkerPool:
         died, message = False, None
         try:
             while worker.pending and worker.conn.poll():
-                outcomes, worker.stats = read_reply(worker.conn.recv_bytes(), len(worker.pending))
+                frame = worker.conn.recv_bytes()
+                outcomes, worker.stats = read_reply(frame, len(worker.pending))
                 worker.last_reply = time.monotonic()
                 worker.completed += len(outcomes)
                 left = len(outcomes)
@@ -404,7 +441,9 @@ class WorkerPool:
                         worker.batches.popleft()
                 pending = worker.pending
                 cases = [pending.popleft() for _ in range(len(outcomes))]
-                if self.judging is not None:
+                if self._judges is not None and self._judges.submit(cases, frame, worker.stats):
+                    pass   # judged in a judge process: its reply comes in _collect
+                elif self.judging is not None:
                     yield self.judging(cases, outcomes, worker.stats)
                     self.spent = dict(self.judging.spent)
                 else:

@@ -7,6 +7,7 @@ for a :class:`~conform.harness.run.isolation.WorkerPool` and counts the seconds 
 """
 from __future__ import annotations
 
+import collections
 import time
 
 import orjson
@@ -110,3 +111,99 @@ class Judged:
         """``(case, outcome)`` per case, each outcome with its record and line."""
         return [(case, Outcome(kind, None, "", "", 0.0, self.record(i), line))
                 for i, (case, kind, line) in enumerate(zip(self.cases, self.kinds, self.lines))]
+
+
+#: A pool judges in processes of its own (:class:`JudgeProcesses`) from this many cases on; a
+#: smaller run (a hunt's batch, an adapter check) is judged in the pool's process.
+JUDGE_PROCESSES_FROM = 1024
+
+
+class JudgeProcesses:
+    """The judge, manifest and encode stages in ``count`` processes forked from this one (which
+    never runs an adapter's code, so neither do they), so that judging runs on as many cores as
+    computing does. They inherit ``cases`` (with their oracle answers) and ``judging``; a reply
+    travels to one of them as the worker's frame, unread, with the indices of its cases, and
+    comes back as a :class:`Judged` reply."""
+
+    def __init__(self, judging: Judging, cases: list, count: int):
+        import multiprocessing as mp
+
+        context = mp.get_context("fork")
+        self._index = {id(case): i for i, case in enumerate(cases)}
+        self._judges, self._tickets, self._spent = [], {}, {}
+        for _ in range(count):
+            parent, child = context.Pipe()
+            process = context.Process(target=_judge_main, args=(child, judging, cases), daemon=True)
+            process.start()
+            child.close()
+            self._judges.append((process, parent))
+            self._tickets[parent] = collections.deque()
+
+    def submit(self, cases: list, frame: bytes, stats: dict) -> bool:
+        """Hand ``cases``' reply ``frame`` to the least busy judge; False (nothing sent) if a
+        case is not one of those the judges inherited."""
+        indices = [self._index.get(id(case)) for case in cases]
+        if None in indices:
+            return False
+        conn = min(self._tickets, key=lambda c: len(self._tickets[c]))
+        conn.send((indices, frame, stats))
+        self._tickets[conn].append(cases)
+        return True
+
+    def waiting(self) -> list:
+        """The connections of judges that owe a reply."""
+        return [conn for conn, owed in self._tickets.items() if owed]
+
+    def collect(self, ready) -> list:
+        """The :class:`Judged` replies of the judges among ``ready`` (connections)."""
+        replies = []
+        for conn in self.waiting():
+            while conn in ready and self._tickets[conn] and conn.poll():
+                kinds, lines, cells, stats, spent = conn.recv()
+                reply = Judged(kinds, lines, cells, stats, spent)
+                reply.cases = self._tickets[conn].popleft()
+                self._spent[conn] = spent
+                replies.append(reply)
+        return replies
+
+    def spent(self) -> dict:
+        """The seconds each stage took, summed over the judges."""
+        total: dict = {}
+        for counts in self._spent.values():
+            for key, value in counts.items():
+                total[key] = total.get(key, 0.0) + value
+        return total
+
+    def close(self) -> None:
+        for process, conn in self._judges:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for process, conn in self._judges:
+            process.join(5)
+            if process.is_alive():
+                process.kill()
+                process.join(5)
+            conn.close()
+
+
+def _judge_main(conn, judging: Judging, cases: list) -> None:
+    """A judge process: judge the frames that arrive until the pool sends None."""
+    import os
+    import signal
+
+    from conform.harness.run.wire import read_reply
+    from conform.harness.run.worker import _die_with_parent, _inbox
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
+    _die_with_parent(os.getppid())
+    inbox = _inbox(conn)   # read by a thread: neither side blocks the other with a full pipe
+    while True:
+        message = inbox.get()
+        if message is None:
+            return
+        indices, frame, stats = message
+        outcomes, _ = read_reply(frame, len(indices))
+        reply = judging([cases[i] for i in indices], outcomes, stats)
+        conn.send((reply.kinds, reply.lines, reply.cells, reply.stats, reply.spent))

@@ -249,3 +249,33 @@ def test_the_parent_holds_at_most_two_batches_per_worker_of_big_cases():
             assert outcome.kind == "ok"
             assert len(pulled) - done <= 2 * 2 + 1   # two batches of two, one case read ahead
     assert len(pulled) == 12
+
+
+def test_a_long_run_is_judged_in_judge_processes_with_the_records_of_judging_here(specs):
+    """From JUDGE_PROCESSES_FROM cases on, replies are judged in processes forked from the
+    pool's (never the adapter's); the records are those the pool's own judge gives."""
+    from conform.harness.run import stages
+
+    cases = [_add_case(i, i % 7) for i in range(stages.JUDGE_PROCESSES_FROM + 100)]
+    seen = []
+    real = stages.JudgeProcesses.submit
+    with WorkerPool(MISBEHAVING, workers=2, judge=True, specs=specs) as pool:
+        pool_judging = pool.judging
+        stages.JudgeProcesses.submit = lambda self, *a: seen.append(1) or real(self, *a)
+        try:
+            results = {case.id: outcome.record for case, outcome in pool.run(cases)}
+        finally:
+            stages.JudgeProcesses.submit = real
+    assert seen and len(results) == len(cases)
+    crashed = {c.id for c in cases if c.inputs[0][0] == 13}   # (the backend's own misdeeds)
+    here = {c.id: r for c, r in pool_judging(cases[:50], [_outcome(c) for c in cases[:50]], {}).pairs()}
+    for case in cases[:50]:
+        if case.id not in crashed and results[case.id]["verdict"] != "crash":
+            assert results[case.id]["verdict"] == "pass"
+    assert all(r["verdict"] == "pass" for r in (o.record for o in here.values()))
+
+
+def _outcome(case):
+    from conform.harness.judge.outcome import Outcome
+
+    return Outcome("ok", [np.add(*case.inputs)])
