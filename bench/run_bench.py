@@ -23,6 +23,11 @@ calls (``overhead_counts`` says which was used). ``ratio_with_no_per_case_work``
 the warm run would score if its only cost per case were reading the corpus: a warm one-case
 run's wall time (``warm_startup_seconds``) plus the corpus reading plus the runtime's seconds
 per worker.
+Every command runs under :mod:`stages` (this folder), which attributes each second of its wall
+time to a named stage (start-up, corpus read, generation's draw, fill and oracle, model build,
+session/compile, execute, judge, manifest, encode, write, IPC, reports, ...; the workers' stages
+shared out over the parent's waits for them): ``stages`` in each run's figures, ``us_per_case``
+the same per case, and ``unattributed_share`` what no stage covers (it should stay under 0.1).
 The figures are written as JSON (default ``bench/results/<date>.json``) so runs can be compared.
 """
 from __future__ import annotations
@@ -37,23 +42,75 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-# Runs ``conform`` in a child and prints its peak RSS (max over the process tree) in KiB.
+sys.path.insert(0, str(Path(__file__).parent))
+from stages import attribute, cpu_seconds  # noqa: E402  (bench/stages.py)
+
+# Runs ``conform`` in a child and prints the CPU seconds of its process tree (user + system)
+# and its peak RSS (max over the process tree) in KiB.
 _MEASURE = ("import resource, subprocess, sys; "
             "code = subprocess.run(sys.argv[1:]).returncode; "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+            "usage = resource.getrusage(resource.RUSAGE_CHILDREN); "
+            "print(usage.ru_utime + usage.ru_stime, file=sys.stderr); "
+            "print(usage.ru_maxrss, file=sys.stderr); "
             "sys.exit(code)")
 
 
-def _conform(args: list[str], cache: Path) -> tuple[float, int]:
-    """Wall seconds and peak KiB of one ``conform`` command run with cache directory ``cache``."""
-    env = {**os.environ, "CONFORM_CACHE_DIR": str(cache)}
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m",
-                           "conform.harness.cli", *args], env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"conform {' '.join(args)} failed:\n{proc.stderr}")
-    return wall, int(proc.stderr.strip().splitlines()[-1])
+STAGES = Path(__file__).with_name("stages.py")
+
+
+def _conform(args: list[str], cache: Path, python: str | None = None) -> tuple[float, int, dict]:
+    """Wall seconds, peak KiB and the stages (:func:`stages.attribute`; their CPU seconds,
+    :func:`stages.cpu_seconds`, as the ``cpu`` attribute) of one ``conform`` command run with
+    cache directory ``cache`` (by ``python``, default this one)."""
+    with tempfile.TemporaryDirectory(prefix="conform-stages-") as folder:
+        launched = time.time()
+        env = {**os.environ, "CONFORM_CACHE_DIR": str(cache), "CONFORM_STAGES_DIR": folder,
+               "CONFORM_STAGES_T0": repr(launched)}
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _MEASURE, python or sys.executable,
+                               str(STAGES), *args], env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"conform {' '.join(args)} failed:\n{proc.stderr}")
+        stages = Stages(attribute(folder, wall, launched, _workers_of(args)))
+        stages.cpu = cpu_seconds(folder)
+        *_, tree_cpu, peak = proc.stderr.strip().splitlines()
+        stages.tree_cpu = float(tree_cpu)   # CPU seconds of the whole process tree
+    return wall, int(peak), stages
+
+
+class Stages(dict):
+    """Wall seconds by stage, with their CPU seconds by stage as ``cpu`` and the CPU seconds
+    of the command's whole process tree as ``tree_cpu``."""
+
+    cpu: dict
+    tree_cpu: float
+
+
+def _workers_of(args: list[str]) -> int:
+    return int(args[args.index("--workers") + 1]) if "--workers" in args else 1
+
+
+def _with_stages(figures: dict, stages: dict) -> dict:
+    """``figures`` with the run's stages: seconds, microseconds per case, unattributed share."""
+    cases = max(figures["cases"], 1)
+    figures["stages"] = {stage: round(seconds, 3) for stage, seconds in stages.items()}
+    figures["us_per_case"] = {stage: round(seconds / cases * 1e6, 1)
+                              for stage, seconds in stages.items()}
+    figures["us_per_case_total"] = round(figures["wall_seconds"] / cases * 1e6, 1)
+    figures["unattributed_share"] = round(stages.get("unattributed", 0.0) / figures["wall_seconds"], 3)
+    figures["tree_cpu_us_per_case"] = round(getattr(stages, "tree_cpu", 0.0) / cases * 1e6, 1)
+    figures["cpu_us_per_case"] = {stage: round(seconds / cases * 1e6, 1)
+                                  for stage, seconds in getattr(stages, "cpu", {}).items()}
+    return figures
+
+
+def stages_line(figures: dict, top: int = 12) -> str:
+    """The run's biggest stages, in microseconds per case."""
+    shown = list(figures["us_per_case"].items())[:top]
+    return (f"{figures['us_per_case_total']:.0f} us/case: "
+            + ", ".join(f"{stage} {us:.0f}" for stage, us in shown)
+            + f"; unattributed {figures['unattributed_share']:.1%}")
 
 
 def _breakdown(out: Path, wall: float, workers: int) -> dict:
@@ -115,26 +172,62 @@ def _ratio_without_per_case_work(warm: dict, warm_startup: float, workers: int) 
     return round(1 - runtime / (warm_startup + warm["generation_seconds"] + runtime), 3)
 
 
+# 20,000 calls of a one-node onnxruntime model (float32 Add of 8 elements), in one process:
+# prints the microseconds per call (the per-call floor a warm run's per-case cost is set against).
+_FLOOR = """
+import time, numpy as np, onnxruntime as ort
+from onnx import TensorProto, helper
+info = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [8])
+graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["c"])], "floor",
+                          [info("a"), info("b")], [info("c")])
+model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21)])
+options = ort.SessionOptions()
+options.intra_op_num_threads = options.inter_op_num_threads = 1
+session = ort.InferenceSession(model.SerializeToString(), options,
+                               providers=["CPUExecutionProvider"])
+feed = {"a": np.ones(8, np.float32), "b": np.ones(8, np.float32)}
+session.run(None, feed)
+start = time.perf_counter()
+for _ in range(20000):
+    session.run(None, feed)
+print((time.perf_counter() - start) / 20000 * 1e6)
+"""
+
+
+def call_floor_us(python: str | None = None) -> float:
+    """onnxruntime's per-call floor in microseconds: 20,000 calls of a one-node model."""
+    out = subprocess.run([python or sys.executable, "-c", _FLOOR], check=True,
+                         capture_output=True, text=True).stdout
+    return round(float(out.strip().splitlines()[-1]), 2)
+
+
 def bench_backend(backend: str, max_examples: int, workers: int, ops: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="conform-bench-") as tmp:
         cache, result = Path(tmp) / "cache", {"backend": backend, "max_examples": max_examples}
         one_case = ["run", "--backend", backend, "--ops", "exp", "--dtypes", "float32",
                     "--max-examples", "1", "--out", f"{tmp}/startup", "--quiet", "--workers", str(workers)]
-        startup, _ = _conform(one_case, Path(tmp) / "startup-cache")
-        warm_startup, _ = _conform(one_case, Path(tmp) / "startup-cache")
+        startup, _, _ = _conform(one_case, Path(tmp) / "startup-cache")
+        warm_startup, _, _ = _conform(one_case, Path(tmp) / "startup-cache")
         result["startup_seconds"] = round(startup, 2)
         result["warm_startup_seconds"] = round(warm_startup, 2)
         for phase in ("cold", "warm"):
             out = Path(tmp) / phase
             selection = ["--ops", ops] if ops else []
-            wall, peak = _conform(["run", "--backend", backend, "--max-examples", str(max_examples),
-                                   *selection, "--out", str(out), "--quiet", "--workers",
-                                   str(workers)], cache)
-            result[phase] = {**_breakdown(out, wall, workers), "peak_rss_mb": round(peak / 1024, 1)}
+            wall, peak, stages = _conform(["run", "--backend", backend, "--max-examples",
+                                           str(max_examples), *selection, "--out", str(out),
+                                           "--quiet", "--workers", str(workers)], cache)
+            result[phase] = _with_stages({**_breakdown(out, wall, workers),
+                                          "peak_rss_mb": round(peak / 1024, 1)}, stages)
             print(f"{backend:12} {phase}: {result[phase]['cases']} cases in {wall:.1f} s = "
                   f"{result[phase]['cases_per_second']:.0f} cases/s, peak {peak / 1024:.0f} MB, "
                   f"harness overhead {result[phase]['harness_overhead_ratio']:.2f}", flush=True)
             print(f"{'':12} {phase} breakdown: {_breakdown_line(result[phase], workers)}", flush=True)
+            print(f"{'':12} {phase} stages: {stages_line(result[phase])}", flush=True)
+        if backend == "onnxruntime":
+            per_call = result["warm"]["call_floor_us"] = call_floor_us()
+            print(f"{'':12} warm: {result['warm']['us_per_case_total']:.0f} us/case = "
+                  f"{result['warm']['us_per_case_total'] / per_call:.1f}x the per-call floor "
+                  f"({per_call:.1f} us: 20,000 calls of a one-node model)", flush=True)
         floor = result["warm"]["ratio_with_no_per_case_work"] = _ratio_without_per_case_work(
             result["warm"], warm_startup, workers)
         print(f"{backend:12} start-up {startup:.2f} s cold, {warm_startup:.2f} s warm; "

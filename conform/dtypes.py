@@ -3,60 +3,70 @@
 Named edge values used in spec files (``edge_values``) are resolved here, e.g. ``-max_finite``,
 ``min_subnormal``, ``int_min``.
 
-The float formats are IEEE 754's binary16/32/64, bfloat16, and the four 8-bit formats
+The float formats are IEEE 754's binary16/32/64, bfloat16, the four 8-bit formats
 (docs/dtypes.md has the references): OCP *8-bit Floating Point Specification (OFP8)* rev. 1.0
 E4M3 (``float8_e4m3fn``: no infinities, NaN only at S.1111.111, so the largest finite value is
 448) and E5M2 (``float8_e5m2``: IEEE-like, with infinities), and the ``fnuz`` variants that ONNX
 (Cast, "Float 8 types") takes from Graphcore/AMD: no infinities, no negative zero, the one NaN
-encoded where -0 would be (0x80), exponent bias one larger than OCP's.
+encoded where -0 would be (0x80), exponent bias one larger than OCP's; and the two formats of
+the OCP *Microscaling Formats (MX) Specification* v1.0: the element format FP4 E2M1
+(``float4_e2m1fn``: no infinities, no NaN, -0, largest value 6) and the scale format E8M0
+(``float8_e8m0fnu``: unsigned powers of two 2**-127 to 2**127, no zero, no infinities, NaN at
+0xFF). The integers include ONNX's int2/uint2 and int4/uint4.
 """
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 
 #: dtypes NumPy does not have, from ml_dtypes
-_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-              "int4", "uint4")
+ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+             "float8_e8m0fnu", "float4_e2m1fn", "int2", "int4", "uint2", "uint4")
+#: the integers among them (NumPy's kind 'V': ``np.iinfo`` refuses them)
+_ML_INTEGERS = ("int2", "int4", "uint2", "uint4")
 
 
 @functools.cache   # called for every input of every case
 def np_dtype(name: str) -> np.dtype:
-    """The NumPy dtype for a conform dtype name (bfloat16, float8_* and int4/uint4 come from
-    ml_dtypes)."""
-    if name in _ML_DTYPES:
+    """The NumPy dtype for a conform dtype name (bfloat16, float8_*, float4_e2m1fn and the 2- and
+    4-bit integers come from ml_dtypes: :data:`ML_DTYPES`)."""
+    if name in ML_DTYPES:
         return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(name)
 
 
 @functools.cache
 def int_info(name: str):
-    """``iinfo`` (``min``, ``max``, ``bits``) of an integer dtype name, int4 and uint4 included
-    (NumPy's ``iinfo`` refuses ml_dtypes' integers).
+    """``iinfo`` (``min``, ``max``, ``bits``) of an integer dtype name, the 2- and 4-bit ones
+    included (NumPy's ``iinfo`` refuses ml_dtypes' integers).
 
-    >>> (int_info("int4").min, int_info("uint4").max)
-    (-8, 15)
+    >>> (int_info("int4").min, int_info("uint4").max, int_info("int2").min, int_info("uint2").bits)
+    (-8, 15, -2, 2)
     """
     return ml_dtypes.iinfo(np_dtype(name))
 
 
 def is_integer(name: str) -> bool:
-    """Whether ``name`` is an integer dtype (int4 and uint4 are, though NumPy's kind is 'V')."""
-    return name in ("int4", "uint4") or np_dtype(name).kind in "iu"
+    """Whether ``name`` is an integer dtype (the 2- and 4-bit ones are, though NumPy's kind is
+    'V')."""
+    return name in _ML_INTEGERS or np_dtype(name).kind in "iu"
 
 
 @dataclass(frozen=True)
 class FloatFormat:
     """Parameters and traits of a binary floating-point format (IEEE 754 terms).
 
-    ``has_inf``, ``has_nan`` and ``has_negative_zero`` say which special values the format
-    encodes. ``nan_encoding`` says where NaN lives: ``ieee`` (exponent all ones, fraction
+    ``has_inf``, ``has_nan``, ``has_negative_zero`` and ``has_zero`` say which special values
+    the format encodes, ``signed`` whether it has a sign bit (E8M0 has none: every value is
+    positive). ``nan_encoding`` says where NaN lives: ``ieee`` (exponent all ones, fraction
     non-zero, beside the infinities), ``all_ones`` (only S.1111.111: OCP E4M3, which gives the
-    top binade's largest significand to NaN) or ``negative_zero`` (only 1.0000.000, the
-    encoding of -0 elsewhere: the fnuz formats).
+    top binade's largest significand to NaN), ``negative_zero`` (only 1.0000.000, the
+    encoding of -0 elsewhere: the fnuz formats), ``exponent_all_ones`` (the all-ones exponent,
+    a binade above ``emax``: E8M0's 0xFF) or ``none`` (no NaN: FP4 E2M1).
     """
 
     precision: int   # p: significand bits including the implicit one
@@ -67,6 +77,8 @@ class FloatFormat:
     has_nan: bool = True
     has_negative_zero: bool = True
     nan_encoding: str = "ieee"
+    has_zero: bool = True
+    signed: bool = True
 
     @property
     def unit_roundoff(self) -> float:
@@ -93,6 +105,18 @@ class FloatFormat:
         return top * 2.0 ** self.emax
 
     @property
+    def below_max_finite(self) -> float:
+        """The largest finite value but one (half of it in a one-bit significand: E8M0)."""
+        if self.precision == 1:
+            return self.max_finite / 2
+        return self.max_finite - self.ulp_at_max
+
+    @property
+    def has_subnormals(self) -> bool:
+        """Whether values below ``min_normal`` (other than zero) exist: not in E8M0."""
+        return self.has_zero and self.precision > 1
+
+    @property
     def beyond_max(self) -> float:
         """The value after ``max_finite`` were the exponent range unbounded: a correctly rounded
         result at or past it overflows (IEEE 754 §7.4). ``2**(emax+1)`` for IEEE formats."""
@@ -101,7 +125,8 @@ class FloatFormat:
     @property
     def overflow_value(self) -> float:
         """What a non-saturating rounding gives on overflow (sign aside): inf where the format
-        has one, else NaN (OCP OFP8 §5 and ONNX Cast with saturate=0)."""
+        has one, else NaN (OCP OFP8 §5 and ONNX Cast with saturate=0). NaN too where the format
+        has neither (FP4 E2M1): no value of the format, a result its standard leaves open."""
         return np.inf if self.has_inf else np.nan
 
 
@@ -118,6 +143,11 @@ FLOAT_FORMATS = {
     # fnuz: bias 8 and 16 (one more than OCP's), every exponent code is a finite binade
     "float8_e4m3fnuz": FloatFormat(4, -7, 7, 8, **_FNUZ),
     "float8_e5m2fnuz": FloatFormat(3, -15, 15, 8, **_FNUZ),
+    # OCP MX v1.0: FP4 E2M1 (bias 1; 0.5 subnormal, 1 to 6), E8M0 (bias 127, scales only)
+    "float4_e2m1fn": FloatFormat(2, 0, 2, 4, has_inf=False, has_nan=False, nan_encoding="none"),
+    "float8_e8m0fnu": FloatFormat(1, -127, 127, 8, has_inf=False, has_negative_zero=False,
+                                  nan_encoding="exponent_all_ones", has_zero=False,
+                                  signed=False),
 }
 
 
@@ -132,11 +162,14 @@ def round_to_format(values, fmt: FloatFormat, *, saturate: bool = False) -> np.n
     ``max_finite`` overflows (IEEE 754 §7.4) to ``fmt.overflow_value`` with the value's sign,
     or to ``±max_finite`` under ``saturate`` (which infinities take too, as ONNX Cast with
     saturate=1 does for E4M3FN and E5M2; its table sends infinities to NaN in the fnuz formats).
-    A format without -0 gives +0 for every zero. For formats narrower than float64 only.
+    A format without -0 gives +0 for every zero. For formats narrower than float64 only; a
+    scale format (no zero: E8M0) rounds by :func:`round_to_scale` to nearest, ties up.
 
     >>> round_to_format(np.array([464.0, 465.0, -1e-9]), FLOAT_FORMATS["float8_e4m3fn"]).tolist()
     [448.0, nan, -0.0]
     """
+    if not fmt.has_zero:   # a scale format: powers of two only
+        return round_to_scale(values, fmt, saturate=saturate)
     x = np.asarray(values, np.float64)
     with np.errstate(all="ignore"):
         finite = np.isfinite(x)
@@ -151,6 +184,34 @@ def round_to_format(values, fmt: FloatFormat, *, saturate: bool = False) -> np.n
     return rounded
 
 
+def round_to_scale(values, fmt: FloatFormat, *, mode: str = "nearest",
+                   saturate: bool = False) -> np.ndarray:
+    """``values`` (float64) rounded into a scale format (unsigned powers of two, no zero: OCP
+    MX's E8M0), as float64. ``mode`` is ONNX Cast's ``round_mode``: ``up`` gives the least
+    power of two >= x, ``down`` the greatest <= x, ``nearest`` the nearer of the two, ties
+    (``1.5 * 2**k``) up. A value outside ``[min_normal, max_finite]`` (zero and infinity
+    included) gives NaN, or the nearer bound under ``saturate``; NaN and negative values
+    (which the format cannot hold) give NaN.
+
+    >>> f = FLOAT_FORMATS["float8_e8m0fnu"]
+    >>> [round_to_scale(np.array(3.0), f, mode=m).item() for m in ("up", "down", "nearest")]
+    [4.0, 2.0, 4.0]
+    >>> round_to_scale(np.array([0.0, 2.0 ** 200]), f, saturate=True) == [2.0 ** -127, 2.0 ** 127]
+    array([ True,  True])
+    """
+    x = np.asarray(values, np.float64)
+    with np.errstate(all="ignore"):
+        _, e = np.frexp(np.where(np.isfinite(x) & (x > 0), x, 1.0))   # x in [2**(e-1), 2**e)
+        down = np.ldexp(1.0, e - 1)
+        rounded = {"up": np.where(x == down, down, 2 * down), "down": down,
+                   "nearest": np.where(x >= 1.5 * down, 2 * down, down)}[mode]
+        low, high = fmt.min_normal, fmt.max_finite
+        outside = (x < low) | (x > high)
+        bound = np.where(x < low, low, high) if saturate else np.nan
+        rounded = np.where(outside, bound, rounded)
+        return np.where(np.isnan(x) | (x < 0), np.nan, rounded)
+
+
 def _float_named(fmt: FloatFormat) -> dict[str, float]:
     named = {
         "zero": 0.0, "inf": np.inf, "nan": np.nan, "one": 1.0, "half": 0.5,
@@ -158,13 +219,27 @@ def _float_named(fmt: FloatFormat) -> dict[str, float]:
         "max_subnormal": fmt.min_normal - fmt.min_subnormal,
         "min_normal": fmt.min_normal,
         "max_finite": fmt.max_finite,
-        "below_max_finite": fmt.max_finite - fmt.ulp_at_max,
+        "below_max_finite": fmt.below_max_finite,
     }
     if not fmt.has_inf:
         del named["inf"]
     if not fmt.has_nan:
         del named["nan"]
+    if not fmt.has_zero:
+        del named["zero"]
+    if not fmt.has_subnormals:
+        del named["min_subnormal"], named["max_subnormal"]
     return named
+
+
+def _float_absent(value, fmt: FloatFormat, dtype: str) -> str | None:
+    """Why the float ``value`` (a number: a literal or a resolved name) is absent from
+    ``fmt``, or None: a zero in a format without one, a negative value in an unsigned one."""
+    if not fmt.has_zero and value == 0:
+        return f"edge value {value!r} does not exist in {dtype} (it has no zero)"
+    if not fmt.signed and (value < 0 or (value == 0 and np.signbit(value))):
+        return f"edge value {value!r} does not exist in {dtype} (it has no sign: no negatives)"
+    return None
 
 
 class AbsentValue(KeyError):
@@ -187,24 +262,34 @@ def resolve_edge_value(value, dtype: str):
     AbsentValue: edge value 'inf' does not exist in float8_e4m3fn (it has no infinities); ...
     """
     if not isinstance(value, str):
+        why = _float_absent(value, FLOAT_FORMATS[dtype], dtype) if dtype in FLOAT_FORMATS else None
+        if why:
+            raise AbsentValue(why)
         return value
     sign, name = (-1, value[1:]) if value.startswith("-") else (1, value)
     if dtype in FLOAT_FORMATS:
         fmt = FLOAT_FORMATS[dtype]
         named = _float_named(fmt)
+        if not fmt.signed and sign < 0:
+            raise AbsentValue(_float_absent(-1.0, fmt, dtype).replace("-1.0", repr(value)))
         if value == "-zero" and not fmt.has_negative_zero:
             raise AbsentValue(f"edge value {value!r} does not exist in {dtype} (it has no -0)")
         if name not in named:
-            why = {"inf": " (it has no infinities)", "nan": " (it has no NaN)"}.get(name)
+            why = {"inf": " (it has no infinities)", "nan": " (it has no NaN)",
+                   "zero": " (it has no zero)", "min_subnormal": " (it has no subnormals)",
+                   "max_subnormal": " (it has no subnormals)"}.get(name)
             if why is not None or name in ("int_min", "int_max"):
                 raise AbsentValue(f"edge value {value!r} does not exist in {dtype}{why or ''}; "
                                   f"known: {sorted(named)}")
             raise KeyError(f"edge value {value!r} is not defined for {dtype}; known: {sorted(named)}")
-        return sign * named[name]
+        return math.copysign(named[name], sign)   # -nan too: sign * nan keeps NaN's sign
     if value == "-zero":
         raise AbsentValue(f"edge value {value!r} exists only for floating-point dtypes")
-    info = int_info(dtype)
-    named = {"zero": 0, "one": 1, "int_min": int(info.min), "int_max": int(info.max)}
+    if dtype == "bool":   # PRED: the truth values only
+        named = {"zero": 0, "one": 1}
+    else:
+        info = int_info(dtype)
+        named = {"zero": 0, "one": 1, "int_min": int(info.min), "int_max": int(info.max)}
     if name not in named:
         cls = AbsentValue if name in _float_named(FLOAT_FORMATS["float64"]) else KeyError
         raise cls(f"edge value {value!r} is not defined for {dtype}; known: {sorted(named)}")

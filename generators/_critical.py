@@ -122,10 +122,12 @@ def conversion_values(source: str, target: str) -> np.ndarray | None:
     points = np.array([t for t in _conversion_thresholds(target) for t in (t, -t)], np.float64)
     if source in FLOAT_FORMATS:
         fmt = FLOAT_FORMATS[source]
-        points = points[(np.abs(points) >= fmt.min_subnormal) & (np.abs(points) <= fmt.max_finite)]
+        points = points[(np.abs(points) >= fmt.min_subnormal) & (np.abs(points) <= fmt.max_finite)
+                        & ((points > 0) | fmt.signed)]   # E8M0: positive values only
         near = to_dtype(points, source)
         values = np.concatenate([near, near - ulp(near, source), near + ulp(near, source)])
-        values = np.unique(values[np.abs(values) <= fmt.max_finite])
+        kept = (np.abs(values) <= fmt.max_finite) & ((values > 0) | fmt.has_zero)
+        values = np.unique(values[kept])
         return values.astype(np_dtype(source)) if len(values) else None
     info = int_info(source)
     whole = {int(p) + d for p in points if 1 <= abs(p) < np.inf for d in (-1, 0, 1)}

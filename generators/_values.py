@@ -1,12 +1,12 @@
 """Fill input arrays from a value plan with NumPy (fast, seeded): Hypothesis only picks the plan.
 
 Plans: ``normal`` (the spec's value range, within the dtype's), ``wide`` (log-uniform over the
-whole dtype, subnormals included; for 8-bit floats, uniform over all 256 encodings, so every
-value is reachable), ``edge`` (normal values with edge values at random positions), ``special``
-(edge values only).
+whole dtype, subnormals included; for 8- and 4-bit floats, uniform over all their encodings, so
+every value is reachable), ``edge`` (normal values with edge values at random positions),
+``special`` (edge values only).
 
-Edge values a dtype does not have (``inf`` in float8_e4m3fn, ``-zero`` in a fnuz format) are
-left out of its draws.
+Edge values a dtype does not have (``inf`` in float8_e4m3fn, ``-zero`` in a fnuz format, zero
+and every negative value in float8_e8m0fnu) are left out of its draws.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from conform.dtypes import FLOAT_FORMATS, AbsentValue, int_info, np_dtype, resol
 
 PLANS = {"float": ("normal", "wide", "edge", "special"), "int": ("normal", "wide", "edge"),
          "bool": ("normal",)}
-DEFAULT_RANGES = {"float": (-10.0, 10.0), "int": (-100, 100)}
+DEFAULT_RANGES = {"float": (-10.0, 10.0), "int": (-100, 100), "bool": (0, 1)}
 DEFAULT_EDGES = {
     "float": [0.0, "-zero", "inf", "-inf", "nan", "min_subnormal", "-max_subnormal", "min_normal",
               "max_finite", "-below_max_finite", "one", "-one"],
@@ -34,8 +34,9 @@ def value_range(spec, input_name: str, dtype: str) -> tuple[float, float]:
         info = int_info(dtype)
         low, high = max(low, int(info.min)), min(high, int(info.max))
     elif cls == "float":   # e.g. [-1000, 1000] in float8_e4m3fn (largest finite value 448)
-        top = FLOAT_FORMATS[dtype].max_finite
-        low, high = max(low, -top), min(high, top)
+        fmt = FLOAT_FORMATS[dtype]
+        bottom = -fmt.max_finite if fmt.signed else fmt.min_normal   # E8M0: positive only
+        low, high = max(low, bottom), min(high, fmt.max_finite)
     return low, high
 
 
@@ -77,8 +78,8 @@ def _wide(rng, shape, dtype):
         raw = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=kind)
         return raw >> rng.integers(0, info.bits, size=shape).astype(kind)  # log-uniform magnitudes
     fmt = FLOAT_FORMATS[dtype]
-    if fmt.bits == 8:   # every encoding, NaNs and zeros too, decoded exactly
-        patterns = rng.integers(0, 256, size=shape, dtype=np.uint16).astype(np.uint8)
+    if fmt.bits <= 8:   # every encoding, NaNs and zeros too, decoded exactly
+        patterns = rng.integers(0, 1 << fmt.bits, size=shape, dtype=np.uint16).astype(np.uint8)
         return patterns.view(np_dtype(dtype)).astype(np.float64)
     exponent = rng.uniform(fmt.emin - fmt.precision + 1, fmt.emax + 1, size=shape)
     return np.exp2(exponent) * rng.choice([-1.0, 1.0], size=shape)

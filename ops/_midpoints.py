@@ -131,7 +131,16 @@ def neighbours(values, dtype: str) -> list:
 def conversion_midpoints(rng, source: str, target: str, count: int = MIDPOINT_CASE_SIZE):
     """Values of ``source`` (a float or integer type) that are midpoints of float ``target``,
     with their ``source`` neighbours (one ULP or 1 either side), as a ``source`` array of at
-    most ``count`` elements; None if ``source`` holds no midpoint of ``target``."""
+    most ``count`` elements; None if ``source`` holds no midpoint of ``target``. Positive
+    values only for a target without sign (E8M0)."""
+    values = _conversion_midpoints(rng, source, target, count)
+    if values is None or FLOAT_FORMATS[target].signed:
+        return values
+    values = values[values.astype(np.float64) > 0]
+    return values if len(values) else None
+
+
+def _conversion_midpoints(rng, source: str, target: str, count: int):
     if source == "bool" or target == "float64" and not is_integer(source):
         return None   # 0 and 1 convert exactly; a float source holds no float64 midpoint
     if is_integer(source):
@@ -146,7 +155,8 @@ def conversion_midpoints(rng, source: str, target: str, count: int = MIDPOINT_CA
         return None
     chosen = chosen.astype(kind)
     top = np.full(chosen.shape, float(held.max_finite)).astype(kind)
-    values = np.concatenate([chosen, np.nextafter(chosen, -top), np.nextafter(chosen, top)])
+    bottom = -top if held.signed else np.full(chosen.shape, held.min_normal).astype(kind)  # E8M0
+    values = np.concatenate([chosen, np.nextafter(chosen, bottom), np.nextafter(chosen, top)])
     return values[rng.permutation(len(values))][:count]
 
 
@@ -322,7 +332,7 @@ def conversion_hook(*, like: bool = False):
     """A ``midpoints`` hook for a conversion op whose dtype labels are ``'SRC->DST'`` and whose
     attribute ``new_dtype`` names the target: source values on the target's midpoints
     (:func:`conversion_midpoints`); with ``like``, a second input of the target type (ONNX
-    CastLike's ``target_type``, a 0-d zero)."""
+    CastLike's ``target_type``: a 0-d 1, which every type holds, E8M0 too, which has no 0)."""
     def midpoints(rng, spec, dtype):
         source, target = dtype.split("->")
         if target not in FLOAT_FORMATS:
@@ -330,6 +340,6 @@ def conversion_hook(*, like: bool = False):
         values = conversion_midpoints(rng, source, target)
         if values is None:
             return None
-        inputs = [values] + ([np.zeros((), np_dtype(target))] if like else [])
+        inputs = [values] + ([np.ones((), np_dtype(target))] if like else [])
         return inputs, {"new_dtype": target}, target
     return midpoints

@@ -38,6 +38,7 @@ def lax_xla_binary(lax, attrs, bound):
     the result's shape with lax.broadcast_in_dim (the lower-rank one along
     ``broadcast_dimensions``, the other along its own dimensions, expanding size-1 ones)."""
     dims = attrs.get("broadcast_dimensions")
+    bound = getattr(bound, "bind", bound)   # a primitive (lax.lt_to_p) is applied by its bind
 
     def apply(lhs, rhs):
         if dims is None:
@@ -81,7 +82,8 @@ def xla_binary(name: str, **hooks):
         broadcasting.__name__, broadcasting.__qualname__ = oracle.__name__, oracle.__qualname__
         broadcasting.__module__, broadcasting.__doc__ = oracle.__module__, oracle.__doc__
         hooks.setdefault("numpy", numpy_xla_binary)
-        return op(name, version=1, lax=lax_xla_binary, nnef=nnef_xla_binary, **hooks)(broadcasting)
+        hooks.setdefault("lax", lax_xla_binary)
+        return op(name, version=1, nnef=nnef_xla_binary, **hooks)(broadcasting)
     return define
 
 

@@ -1,5 +1,7 @@
-"""ONNX Cast and CastLike (opset 21), with ONNX's own semantics: the conversion rules and the
-float 8 tables of the operator's text (``onnx.defs.get_schema("Cast").doc``), saturate included.
+"""ONNX Cast and CastLike (opsets 21 to 25), with ONNX's own semantics: the conversion rules and
+the float 8 tables of the operator's text (``onnx.defs.get_schema("Cast", N).doc``), saturate
+included; from opset 23 float4e2m1, from 24 float8e8m0 (its table and ``round_mode``), from 25
+int2 and uint2, each at the opsets whose schema allows it.
 
 XLA's ConvertElementType (ops/selection.py) truncates floats into integers and never saturates;
 ONNX's Cast saturates into float 8 by default, leaves the rounding of a float into a fixed-point
@@ -9,10 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.ops._lowering import unsupported
 from conform.ops._midpoints import conversion_hook
-from conform.op_registry import op
+from conform.op_registry import op, region
 from conform.ops._rounded import converted64
-from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
+from conform.dtypes import (FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format,
+                            round_to_scale)
 
 #: The Cast text's two float 8 tables, row "Inf" under saturate=1: E4M3FN and E5M2 give
 #: FLT_MAX, E4M3FNUZ and E5M2FNUZ give NaN (under saturate=0 every format gives its overflow
@@ -21,8 +25,26 @@ SATURATED_INFINITY_IS_MAX = {"float8_e4m3fn": True, "float8_e5m2": True,
                              "float8_e4m3fnuz": False, "float8_e5m2fnuz": False}
 
 
+#: The scale format of Cast-24+ (OCP MX E8M0): its own table, ``round_mode`` and ``saturate``
+E8M0 = "float8_e8m0fnu"
+#: FP4 E2M1 (Cast-23+): no float 8 table names it, and it has neither infinity nor NaN
+FLOAT4 = "float4_e2m1fn"
+
+
 def is_float8(dtype: str) -> bool:
+    """Whether ``dtype`` is one of the four float 8 types of the Cast text's two tables."""
     return dtype in SATURATED_INFINITY_IS_MAX
+
+
+def e8m0_table(values: np.ndarray, saturate: bool, round_mode: str = "up") -> np.ndarray:
+    """Cast-24+'s conversion into FLOAT8E8M0: NaN gives NaN; ``round_mode`` rounds a value
+    within ``[E8M0_MIN, E8M0_MAX]`` (``up`` away from zero, ``down`` towards it, ``nearest``
+    with ties up); a value outside, infinity and 0 included, gives the nearer bound under
+    ``saturate`` ("x > E8M0_MAX", "x < E8M0_MIN", "Inf" rows: E8M0_MAX, E8M0_MIN) and NaN
+    without it (the 'non-saturate' column; saturate "defines how the conversion behaves if an
+    input value is out of range"). Negative values and -0 are "Unspecified" (a region, as is
+    0 under saturate: see :func:`cast_into_e8m0_unspecified`)."""
+    return round_to_scale(values, FLOAT_FORMATS[E8M0], mode=round_mode, saturate=saturate)
 
 
 def float8_table(values: np.ndarray, target: str, saturate: bool) -> np.ndarray:
@@ -58,10 +80,13 @@ def exact_float(x: np.ndarray, source: str, target_precision: int) -> np.ndarray
     return np.where(nudge, np.nextafter(total, toward), total)
 
 
-def cast_value(x: np.ndarray, source: str, target: str, saturate: int = 1) -> np.ndarray:
+def cast_value(x: np.ndarray, source: str, target: str, saturate: int = 1,
+               round_mode: str = "up") -> np.ndarray:
     """ONNX Cast of the widened ``x`` (of dtype name ``source``) to ``target``: the value the
     text defines, before the judge's one rounding into a float target (float 8 targets are
-    rounded here, by the text's tables; integer targets give integers)."""
+    rounded here, by the text's tables; integer targets give integers). Into float4e2m1 the
+    rules for floating point targets apply (rounded once by the judge); its out-of-range
+    values, infinities and NaN are a region (:func:`cast_into_float4_unrepresentable`)."""
     if target == "bool":
         return x != 0    # floats: +/-0 false, all else (NaN too) true; fixed point: nonzero
     if source == "bool":
@@ -81,6 +106,8 @@ def cast_value(x: np.ndarray, source: str, target: str, saturate: int = 1) -> np
         x = exact_float(x, source, FLOAT_FORMATS[target].precision)
     if is_float8(target):
         return float8_table(x, target, bool(saturate))
+    if target == E8M0:
+        return e8m0_table(x, bool(saturate), round_mode)
     return x   # the judge rounds once to nearest even; out of range gives +/- infinity
 
 
@@ -91,9 +118,13 @@ def conversion_pairs(spec):
 
 def _saturate(draw, kit, target):
     """Cast-19+'s ``saturate``: absent (its default, 1), 0 or 1; drawn for every target (the
-    text applies it to float 8 targets only), given less often where it should change nothing."""
+    text applies it to float 8 targets only), given less often where it should change nothing;
+    into float8e8m0 Cast-24+'s ``round_mode`` too: absent (``up``), up, down or nearest."""
     given = [{"saturate": 0}, {"saturate": 1}]
-    return draw(kit.st.sampled_from([{}] + given if is_float8(target) else [{}] * 4 + given))
+    if target != E8M0:
+        return draw(kit.st.sampled_from([{}] + given if is_float8(target) else [{}] * 4 + given))
+    modes = [{}] + [{"round_mode": mode} for mode in ("up", "down", "nearest")]
+    return {**draw(kit.st.sampled_from([{}] + given)), **draw(kit.st.sampled_from(modes))}
 
 
 def draw_cast(draw, kit, spec, dtype):
@@ -126,8 +157,7 @@ def integral_half(rng, inputs, attrs):
 
 
 def _onnx_attrs(case, graph):
-    saturate = {"saturate": case.attrs["saturate"]} if "saturate" in case.attrs else {}
-    return saturate
+    return {name: case.attrs[name] for name in ("saturate", "round_mode") if name in case.attrs}
 
 
 def onnx_cast_node(case, graph):
@@ -140,47 +170,98 @@ def onnx_cast_like_node(case, graph):
 
 
 def numpy_astype(values, new_dtype, saturate=1):
-    """What NumPy and ml_dtypes give for a conversion: ``astype`` (ml_dtypes casts no int4 to
-    uint4 or back: through int64). ml_dtypes never saturates, so for saturate=1 into a float 8
+    """What NumPy and ml_dtypes give for a conversion: ``astype`` (ml_dtypes casts none of its
+    2- and 4-bit integers into another: through int64; its 8- and 4-bit floats through
+    float32). ml_dtypes never saturates, so for saturate=1 into a float 8
     type a float source is first clipped to the target's finite range, as a NumPy user writes
     it (which also sends infinities to +-max: the fnuz rows of the text say NaN), a float 8
     source through float32 (exact); a source of a narrower range needs no clip."""
     target = np_dtype(new_dtype)
     top = float(FLOAT_FORMATS[new_dtype].max_finite) if is_float8(new_dtype) else 0.0
     source = FLOAT_FORMATS.get(values.dtype.name)
-    if saturate and source is not None and source.max_finite >= top > 0:
-        if is_float8(values.dtype.name):   # the bound may fall between two float 8 values
+    if new_dtype == E8M0 and saturate:   # into [2**-127, 2**127] (infinities and 0 too)
+        scale = FLOAT_FORMATS[E8M0]
+        values = np.clip(values.astype(np.float64), scale.min_normal, scale.max_finite)
+    elif saturate and source is not None and source.max_finite >= top > 0:
+        if source.bits <= 8:   # the bound may fall between two values of the source
             values = values.astype(np.float32)
         values = np.clip(values, values.dtype.type(-top), values.dtype.type(top))
     elif saturate and top and values.dtype.kind in "iu":
         info = np.iinfo(values.dtype)
         values = np.clip(values, values.dtype.type(max(-int(top), int(info.min))),
                          values.dtype.type(min(int(top), int(info.max))))
-    if {values.dtype.name, target.name} & {"int4", "uint4"} and values.dtype.name != target.name:
+    if {values.dtype.name, target.name} & set(_NARROW_INTS) and values.dtype.name != target.name:
         values = values.astype(np.int64)
+    elif source is not None and source.bits <= 8 and values.dtype != target:
+        values = values.astype(np.float32)   # exact; ml_dtypes casts no E8M0 to FNUZ, say
     return values.astype(target)
 
 
-def numpy_cast(operand, *like, new_dtype, saturate=1):
-    """The numpy backend: :func:`numpy_astype`."""
+#: ml_dtypes' integers narrower than a byte, which it casts to no other of them
+_NARROW_INTS = ("int2", "uint2", "int4", "uint4")
+
+
+def numpy_cast(operand, *like, new_dtype, saturate=1, round_mode="up"):
+    """The numpy backend: :func:`numpy_astype`; into float8e8m0 with ``round_mode`` nearest
+    only (ml_dtypes rounds to nearest, and has no other mode: other modes are unsupported)."""
+    if new_dtype == E8M0 and round_mode != "nearest":
+        raise unsupported(f"ml_dtypes rounds into {E8M0} to nearest, not {round_mode}")
     return (numpy_astype(operand, new_dtype, saturate),)
 
 
-def rounded_cast(input, *like, new_dtype, saturate=1, dtypes):  # noqa: A002 - ONNX's name
+def rounded_cast(input, *like, new_dtype, saturate=1, round_mode="up", dtypes):  # noqa: A002
     """Cast into float64, correctly rounded (saturate applies to float 8 targets only)."""
     return (converted64(input, dtypes[0]),)
 
 
 @op("onnx_cast", version=1, draw=draw_cast, dtype_labels=conversion_pairs, values=integral_half,
     onnx=onnx_cast_node, numpy=numpy_cast, rounded64=rounded_cast, midpoints=conversion_hook())
-def oracle_onnx_cast(input, *, new_dtype, saturate=1, dtypes):  # noqa: A002 - ONNX's name
+def oracle_onnx_cast(input, *, new_dtype, saturate=1, round_mode="up", dtypes):  # noqa: A002
     """ONNX Cast (see :func:`cast_value`)."""
-    return (cast_value(input, dtypes[0], new_dtype, saturate),)
+    return (cast_value(input, dtypes[0], new_dtype, saturate, round_mode),)
 
 
 @op("onnx_cast_like", version=1, draw=draw_cast_like, dtype_labels=conversion_pairs,
     values=integral_half, onnx=onnx_cast_like_node, numpy=numpy_cast, rounded64=rounded_cast,
     midpoints=conversion_hook(like=True))
-def oracle_onnx_cast_like(input, target_type, *, new_dtype, saturate=1, dtypes):  # noqa: A002
+def oracle_onnx_cast_like(input, target_type, *, new_dtype, saturate=1,  # noqa: A002
+                          round_mode="up", dtypes):
     """ONNX CastLike: Cast to the element type of ``target_type`` (its values unused)."""
-    return (cast_value(input, dtypes[0], new_dtype, saturate),)
+    return (cast_value(input, dtypes[0], new_dtype, saturate, round_mode),)
+
+
+@region
+def cast_into_float4_unrepresentable(ctx) -> np.ndarray:
+    """Cast into float4e2m1 of NaN, an infinity, or a value whose rounding exceeds 6, its
+    largest finite value: the text's rules give +/- infinity out of range and NaN for NaN,
+    which FP4 E2M1 lacks (OCP MX v1.0), and no table names the type (the operand: input 0)."""
+    if ctx.out_dtype != FLOAT4:
+        return ctx.none()
+    with np.errstate(all="ignore"):
+        rounded = round_to_format(ctx.inputs[0].astype(np.float64), FLOAT_FORMATS[FLOAT4])
+    return ctx.aligned(np.isnan(rounded))
+
+
+@region
+def cast_into_e8m0_unspecified(ctx) -> np.ndarray:
+    """Cast into float8e8m0 of a negative value or -0 ("Unspecified" in the text's table:
+    "Casting negative values to FLOAT8E8M0 gives undefined behavior"), and of 0 under saturate,
+    for which the table gives "0", a value E8M0 lacks (the encoding 0x00, 2**-127, as the row
+    "x < E8M0_MIN" gives, or another reading)."""
+    if ctx.out_dtype != E8M0:
+        return ctx.none()
+    x = ctx.inputs[0].astype(np.float64)
+    negative = (x < 0) | ((x == 0) & np.signbit(x))
+    return ctx.aligned(negative | ((x == 0) & bool(ctx.attrs.get("saturate", 1))))
+
+
+
+@region
+def cast_like_round_mode_dropped(ctx) -> np.ndarray:
+    """CastLike-24+ into float8e8m0 with ``round_mode`` other than up, where the two readings
+    differ: the schema gives CastLike ``round_mode``, but its function body (the schema's
+    context-dependent function) builds ``Cast(to, saturate)`` without it, so Cast's default up."""
+    if ctx.out_dtype != E8M0 or ctx.attrs.get("round_mode", "up") == "up":
+        return ctx.none()
+    up = ctx.oracle_with(list(ctx.inputs), round_mode="up")
+    return ~((up == ctx.expected) | (np.isnan(up) & np.isnan(ctx.expected)))

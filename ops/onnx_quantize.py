@@ -1,10 +1,13 @@
-"""ONNX QuantizeLinear and DequantizeLinear (opset 21): per-tensor, per-axis and blocked
+"""ONNX QuantizeLinear and DequantizeLinear (opset 21; float4e2m1 from opset 23, int2 and uint2
+from 25, at the opsets whose schemas allow them): per-tensor, per-axis and blocked
 (``block_size``) scales and zero points, written from the operators' text
-(``onnx.defs.get_schema("QuantizeLinear", 21).doc``).
+(``onnx.defs.get_schema("QuantizeLinear", 21).doc``, and 23 and 25 for the new types).
 
 QuantizeLinear: ``y = saturate((x / y_scale) + y_zero_point)``, ``x / y_scale`` rounded to
-nearest even into the integer types, saturated to the type's range; into float 8 the sum is
-converted by Cast's float 8 tables with ``saturate``. DequantizeLinear:
+nearest even into the integer types, saturated to the type's range (int2 [-2, 1], uint2 [0, 3]
+from opset 25); into float 8 the sum is converted by Cast's float 8 tables with ``saturate``;
+into float4e2m1 ("the quantization formula remains the same") rounded to nearest even, with no
+saturation range given (out of range: a region). DequantizeLinear:
 ``y = (x - x_zero_point) * x_scale``.
 """
 from __future__ import annotations
@@ -13,7 +16,7 @@ import numpy as np
 
 from conform.ops.optional_inputs import by_name, onnx_operands, present
 from conform.op_registry import op
-from conform.ops.onnx_cast import float8_table, is_float8, numpy_astype
+from conform.ops.onnx_cast import FLOAT4, float8_table, is_float8, numpy_astype
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
 
 QUANTIZE_INPUTS = ("x", "y_scale", "y_zero_point")
@@ -97,7 +100,7 @@ def _scale_values(rng, scale):
     return rng.uniform(0.02, 3, scale.shape).astype(scale.dtype)
 
 
-def _zero_point_values(rng, zero):
+def zero_point_values(rng, zero):
     """In the type's range for integers; 0 for float 8 (the text: 'usually not used')."""
     if not is_integer(str(zero.dtype)):
         return np.zeros(zero.shape, zero.dtype)
@@ -120,7 +123,7 @@ def quantize_values(rng, inputs, attrs):
             x = np.where(rng.random(x.shape) < 0.25, tie, wide).astype(x.dtype)
     made = [x, scale]
     if "y_zero_point" in given:
-        made.append(_zero_point_values(rng, given["y_zero_point"]))
+        made.append(zero_point_values(rng, given["y_zero_point"]))
     return made
 
 
@@ -129,7 +132,7 @@ def dequantize_values(rng, inputs, attrs):
     given = by_name(DEQUANTIZE_INPUTS, inputs, attrs.get("absent_inputs", ()))
     made = [given["x"], _scale_values(rng, given["x_scale"])]
     if "x_zero_point" in given:
-        made.append(_zero_point_values(rng, given["x_zero_point"]))
+        made.append(zero_point_values(rng, given["x_zero_point"]))
     return made
 
 
@@ -147,6 +150,8 @@ def _onnx_lowering(names):
 def _quantized(quotient, zero, target, saturate):
     if is_float8(target):
         return float8_table(quotient + zero, target, bool(saturate))
+    if target == FLOAT4:   # NaN: out of range, or from NaN (no rule: open)
+        return round_to_format(quotient + zero, FLOAT_FORMATS[FLOAT4])
     info = int_info(target)
     return np.clip(np.rint(quotient) + zero, int(info.min), int(info.max))   # rint: half to even
 
@@ -173,6 +178,8 @@ def _open_quotients(x, quotient, zero, target, saturate, result, source):
             (overflowed == result) | (np.isnan(overflowed) & np.isnan(result)))
     if not is_float8(target):
         mask |= np.isnan(x)
+    if target == FLOAT4:   # beyond 6 after rounding: no saturation range, no infinity, no NaN
+        mask = mask | np.isnan(result)
     return np.broadcast_to(mask, result.shape)
 
 
@@ -192,7 +199,7 @@ def numpy_quantize(*inputs, new_dtype, saturate=1, absent_inputs=(), **attrs):
     x = given["x"].astype(np.float32)
     scale, zero = _numpy_parameters(x, QUANTIZE_INPUTS, given, attrs)
     quotient = x / scale
-    if is_float8(new_dtype):
+    if new_dtype in FLOAT_FORMATS:
         return (numpy_astype(quotient + zero, new_dtype, saturate),)
     info = int_info(new_dtype)
     return (numpy_astype(np.clip(np.rint(quotient) + zero, np.float32(info.min),
@@ -210,8 +217,8 @@ def numpy_dequantize(*inputs, new_dtype, absent_inputs=(), **attrs):
 @op("onnx_quantize_linear", version=1, draw=draw_quantize, draw_honours=frozenset({"optional"}),
     dtype_labels=quantization_labels(["float32", "float16", "bfloat16", "int32"],
                                      ["int8", "uint8", "int16", "uint16", "int4", "uint4",
-                                      "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
-                                      "float8_e5m2fnuz"]),
+                                      "int2", "uint2", "float8_e4m3fn", "float8_e4m3fnuz",
+                                      "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn"]),
     values=quantize_values, onnx=_onnx_lowering(QUANTIZE_INPUTS), onnx_shape_dependent=True,
     numpy=numpy_quantize)
 def oracle_onnx_quantize_linear(x, y_scale, *zero_point, new_dtype, axis=1, block_size=0,
@@ -232,8 +239,9 @@ def oracle_onnx_quantize_linear(x, y_scale, *zero_point, new_dtype, axis=1, bloc
 
 @op("onnx_dequantize_linear", version=1, draw=draw_dequantize, draw_honours=frozenset({"optional"}),
     dtype_labels=quantization_labels(["int8", "uint8", "int16", "uint16", "int32", "int4", "uint4",
-                                      "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
-                                      "float8_e5m2fnuz"], ["float32", "float16", "bfloat16"]),
+                                      "int2", "uint2", "float8_e4m3fn", "float8_e4m3fnuz",
+                                      "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn"],
+                                     ["float32", "float16", "bfloat16"]),
     values=dequantize_values, onnx=_onnx_lowering(DEQUANTIZE_INPUTS), onnx_shape_dependent=True,
     numpy=numpy_dequantize)
 def oracle_onnx_dequantize_linear(x, x_scale, *zero_point, new_dtype, axis=1, block_size=0,

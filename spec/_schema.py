@@ -4,9 +4,10 @@ The schema is also written to ``spec/schema.json`` (``python -m conform.spec.sch
 editors can autocomplete spec files.
 """
 
-DTYPES = ["bool", "int4", "int8", "int16", "int32", "int64", "uint4", "uint8", "uint16", "uint32",
-          "uint64", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-          "float16", "bfloat16", "float32", "float64"]
+DTYPES = ["bool", "int2", "int4", "int8", "int16", "int32", "int64", "uint2", "uint4", "uint8",
+          "uint16", "uint32", "uint64", "float4_e2m1fn", "float8_e4m3fn", "float8_e4m3fnuz",
+          "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float16", "bfloat16", "float32",
+          "float64"]
 
 _range = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 _value_ranges = {

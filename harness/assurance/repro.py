@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+# dtypes NumPy has not: inputs.npz holds their bits, the script views them with ml_dtypes
+from conform.dtypes import ML_DTYPES
 from conform.generators import exhaustive_case, generate_cases
 from conform.harness.backends.base import Unsupported
 from conform.harness.assurance.gate import load_run
@@ -84,14 +86,9 @@ def _hunted(record: dict, run_dir: Path | None):
                 inputs=inputs, attrs=record["attrs"], plan="hunt", seed=record["seed"])
 
 
-#: dtypes NumPy has not: inputs.npz holds their bits, the script views them with ml_dtypes
-ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-             "int4", "uint4")
-
-
 def _stored(array: np.ndarray) -> np.ndarray:
-    """An array as inputs.npz holds it: ml_dtypes' types (bfloat16, float8, int4) as their bits
-    (uint16, uint8: plain NumPy can load them)."""
+    """An array as inputs.npz holds it: ml_dtypes' types (bfloat16, float8, float4, int4, int2)
+    as their bits (uint16, uint8: plain NumPy can load them)."""
     if array.dtype.name in ML_DTYPES:
         return array.view(np.uint16 if array.dtype.itemsize == 2 else np.uint8)
     return array

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-from conform.harness.backends.jax_backend import frozen, lax_calls
+from conform.harness.backends.jax_backend import JaxBackend, frozen, lax_calls
 
 
 def lax_program(spec, case) -> str:
@@ -62,11 +62,13 @@ def render_jax(spec, case) -> tuple[str, str, dict]:
     source = textwrap.dedent(f'''\
         def backend():
             """{functions} jitted on the CPU with 64-bit types enabled, as
-            conform's jax backend runs it (inputs are runtime arguments, not constants)."""
+            conform's jax backend runs it (inputs are runtime arguments, not constants;
+            {JaxBackend.host_devices} host devices, one per replica of a collective)."""
             import jax
 
             jax.config.update("jax_enable_x64", True)
             jax.config.update("jax_platforms", "cpu")
+            jax.config.update("jax_num_cpu_devices", {JaxBackend.host_devices})
             from jax import lax
 
         ''') + program + (

@@ -81,6 +81,9 @@ class Backend:
     ops: frozenset[str] | None = None      # op names claimed; None: every op with a binding
     dtypes: frozenset[str] | None = None   # dtype names claimed; None: every dtype
     devices: tuple[str, ...] = ("cpu",)
+    #: How many devices of its kind the backend runs a case on at once: a case whose program
+    #: needs more (:attr:`Program.devices`, a collective's replicas) is ``unsupported``.
+    device_count: int = 1
     spec_binding: str | None = None        # native backends: the spec binding they read
     #: True if the functions :meth:`prepare` returns may compute several cases of a batch
     #: together (the first one called computes them all): a crash or hang in one of them then

@@ -80,12 +80,22 @@ class JaxBackend(Backend):
     spec_binding = "xla"   # what `conform list --backend jax` needs of a spec
     subnormals = "ftz"  # XLA:CPU flushes float32 subnormals (inputs and results)
     packs = True        # a batch's cases are one compiled program (see jax_packing)
+    #: XLA host-platform (CPU) devices the backend starts with (``jax_num_cpu_devices``, which
+    #: is XLA_FLAGS=--xla_force_host_platform_device_count=N): a collective's case needs one
+    #: device per replica. An op on one device runs on the first, as with one device.
+    host_devices = 8
+    device_count = host_devices   # an instance has as many as jax gives it
 
     def __init__(self):
         import jax
 
         jax.config.update("jax_enable_x64", True)
         jax.config.update("jax_platforms", "cpu")
+        try:
+            jax.config.update("jax_num_cpu_devices", self.host_devices)
+        except RuntimeError:   # jax's backend already started in this process: keep its devices
+            pass
+        self.device_count = len(jax.devices())
         cache = cache_dir() / "jax"
         cache.mkdir(parents=True, exist_ok=True)
         prune_compile_cache(cache)

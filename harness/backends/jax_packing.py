@@ -45,16 +45,24 @@ class CacheHits:
 
 
 def run_pack(backend, slots: list) -> None:
-    """Compute ``slots`` (prepared cases of ``backend``) as one compiled program and give each
-    its outputs; a case whose function cannot be built keeps its exception. If the packed
-    program fails to trace, compile or run, each case is run alone and keeps what it raises,
-    so one bad case never costs the others their verdicts."""
-    ready = []
+    """Compute ``slots`` (prepared cases of ``backend``) as one compiled program per device
+    count (a program's devices are one set: the cases of a collective with N replicas run on
+    the first N) and give each its outputs; a case whose function cannot be built keeps its
+    exception. If a packed program fails to trace, compile or run, each of its cases is run
+    alone and keeps what it raises, so one bad case never costs the others their verdicts."""
+    packs: dict[int, list] = {}
     for slot in slots:
         try:
-            ready.append((slot, backend.traced(slot.program.spec, slot.program.case)))
+            traced = backend.traced(slot.program.spec, slot.program.case)
         except Exception as exc:   # a lowering that cannot express the case (Unsupported)
             slot.error = exc
+            continue
+        packs.setdefault(slot.program.devices, []).append((slot, traced))
+    for ready in packs.values():
+        _run_together(backend, ready)
+
+
+def _run_together(backend, ready: list) -> None:
     if len(ready) > 1:
         try:
             _compute_together(backend, ready)

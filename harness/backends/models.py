@@ -16,7 +16,7 @@ import numpy as np
 
 from conform.model_formats import MODEL_FILE_FORMATS
 from conform.harness.backends.base import API_VERSION, Backend, Unsupported, attrs_text
-from conform.harness.backends.program import Program
+from conform.harness.backends.program import Program, case_devices
 from conform.dtypes import np_dtype
 
 FORMATS = MODEL_FILE_FORMATS
@@ -129,9 +129,11 @@ def _onnx_signature_key():
 class ModelCache:
     """What a backend compiled (sessions, executables), by key - usually :attr:`Model.key`.
 
-    A key whose model cannot be compiled remembers its :class:`Unsupported` and raises it again
-    without compiling again. With ``limit``, the least recently used entry is dropped past that
-    many and handed to ``release`` (to free what the runtime holds for it).
+    A key whose model cannot be compiled remembers its :class:`Unsupported`, or the exception
+    the runtime raised (a model it refuses: refused again for every case of the key), and raises
+    it again without compiling again (the latter with the traceback of the compilation); a
+    ``MemoryError`` is not remembered. With ``limit``, the least recently used entry is dropped
+    past that many and handed to ``release`` (to free what the runtime holds for it).
     """
 
     def __init__(self, limit: int | None = None, release=None):
@@ -148,16 +150,31 @@ class ModelCache:
                 self.compiled += 1
             except Unsupported as exc:
                 entry = exc
+            except MemoryError:
+                raise
+            except Exception as exc:   # its traceback without this frame: see the raise below
+                entry = _Refused(exc, exc.__traceback__.tb_next)
             self._entries[key] = entry
             if self.limit is not None and len(self._entries) > self.limit:
                 _, oldest = self._entries.popitem(last=False)
-                if self.release is not None and not isinstance(oldest, Unsupported):
+                if self.release is not None and not isinstance(oldest, (Unsupported, _Refused)):
                     self.release(oldest)
         elif self.limit is not None:
             self._entries.move_to_end(key)
         if isinstance(entry, Unsupported):
             raise Unsupported(str(entry))   # a fresh one: re-raising grows its traceback
+        if type(entry) is _Refused:   # the traceback as at compilation, every time
+            raise entry.error.with_traceback(entry.traceback)
         return entry
+
+
+class _Refused:
+    """A :class:`ModelCache` entry: the exception compiling raised, and its traceback."""
+
+    __slots__ = ("error", "traceback")
+
+    def __init__(self, error: Exception, traceback):
+        self.error, self.traceback = error, traceback
 
 
 def claims_op(ops, spec) -> bool:
@@ -218,6 +235,10 @@ def prepare_case(backend, spec, case, *, with_model: bool | None = None, old: bo
     ``old`` (default :func:`legacy`) calls ``prepare(spec=, case=, model=)``, else
     ``prepare(program=, inputs=, model=)``. ``model`` (made for this case) is reused if it is
     what the backend's contract hands over; ``inputs`` replace the case's (a wrapper's)."""
+    needed, present = case_devices(case), getattr(backend, "device_count", 1)
+    if needed > present:
+        raise Unsupported(f"the case needs {needed} devices (one per replica); "
+                          f"{backend.name or type(backend).__name__} has {present}")
     if backend.ops is not None or backend.dtypes is not None:
         reason = unclaimed(backend, spec, case)
         if reason:

@@ -29,6 +29,8 @@ ONNX_TYPES = {
     "float8_e4m3fn": TensorProto.FLOAT8E4M3FN, "float8_e4m3fnuz": TensorProto.FLOAT8E4M3FNUZ,
     "float8_e5m2": TensorProto.FLOAT8E5M2, "float8_e5m2fnuz": TensorProto.FLOAT8E5M2FNUZ,
     "int4": TensorProto.INT4, "uint4": TensorProto.UINT4,
+    "float4_e2m1fn": TensorProto.FLOAT4E2M1, "float8_e8m0fnu": TensorProto.FLOAT8E8M0,
+    "int2": TensorProto.INT2, "uint2": TensorProto.UINT2,
 }
 
 
@@ -175,7 +177,8 @@ def _add_op(spec, case, graph: OnnxGraph, version: int) -> None:
                                    [spec.inputs.index(name) for name in present],
                                    len(case.input_dtypes)) \
         if ABSENT in case.attrs or "operands" in bound else None
-    refused = _types_the_schema_refuses(bound["op_type"], version, case.input_dtypes, positions)
+    refused = _types_the_schema_refuses(bound["op_type"], version, case.input_dtypes, positions) \
+        or _outputs_the_schema_refuses(spec, bound["op_type"], version, spec.out_dtypes(case))
     if refused:
         raise Unsupported(f"ONNX {bound['op_type']} (opset {version}) does not allow "
                           f"{', '.join(refused)}: the standard rules this case out")
@@ -193,6 +196,11 @@ def schema_allows(spec, label: str, version: int) -> bool:
     dtypes the generic drawer gives them: the label's first dtype, or an input's fixed type).
     A label it refuses is not drawn for an ONNX backend: the standard rules it out."""
     dtype = label.split("->")[0]
+    if "->" in label and spec.output_dtype == "attr:new_dtype" and not spec.nodes \
+            and "onnx" in spec.bindings:   # a conversion: the label's last type is its result's
+        if _outputs_the_schema_refuses(spec, spec.bindings["onnx"]["op_type"], version,
+                                       (label.split("->")[-1],)):
+            return False
     for op in [node.spec for node in spec.nodes] or [spec]:
         bound = op.bindings.get("onnx")
         if bound is None:
@@ -231,17 +239,28 @@ def _schema_formals(op_type: str, version: int) -> list[str]:
     return [formal.name for formal in onnx.defs.get_schema(op_type, version).inputs]
 
 
+def _outputs_the_schema_refuses(spec, op_type: str, version: int, dtypes) -> list[str]:
+    """The output ``dtypes`` (the first ones, of single tensors) that the schema's formal
+    outputs refuse: Cast's ``to`` names a type its opset may not have (int2 before 25)."""
+    if getattr(spec, "sequence_outputs", ()):
+        return []
+    formals = _schema_types(op_type, version, "outputs")
+    return [d for d, allowed in zip(dtypes, formals) if allowed is not None and d not in allowed]
+
+
 @functools.cache
-def _schema_types(op_type: str, version: int) -> tuple:
-    """Per formal input of the opset-``version`` schema of ``op_type``: the conform dtypes it
-    allows, or None for an input whose type the schema leaves free (or a schema not found)."""
+def _schema_types(op_type: str, version: int, side: str = "inputs") -> tuple:
+    """Per formal input (or output: ``side``) of the opset-``version`` schema of ``op_type``:
+    the conform dtypes it allows, or None for one whose type the schema leaves free (or a
+    schema not found)."""
     try:
         schema = onnx.defs.get_schema(op_type, version)
     except onnx.defs.SchemaError:
         return ()
     renamed = {"float": "float32", "double": "float64", "float8e4m3fn": "float8_e4m3fn",
                "float8e4m3fnuz": "float8_e4m3fnuz", "float8e5m2": "float8_e5m2",
-               "float8e5m2fnuz": "float8_e5m2fnuz"}
+               "float8e5m2fnuz": "float8_e5m2fnuz", "float4e2m1": "float4_e2m1fn",
+               "float8e8m0": "float8_e8m0fnu"}
     def element(kind: str) -> str:   # tensor(x), and seq(tensor(x)): fed as its elements
         inner = kind[len("seq("):-1] if kind.startswith("seq(") else kind
         name = inner[len("tensor("):-1]
@@ -249,7 +268,7 @@ def _schema_types(op_type: str, version: int) -> tuple:
 
     constraints = {c.type_param_str: {element(t) for t in c.allowed_type_strs}
                    for c in schema.type_constraints}
-    return tuple(constraints.get(formal.type_str) for formal in schema.inputs)
+    return tuple(constraints.get(formal.type_str) for formal in getattr(schema, side))
 
 
 def _types_the_schema_refuses(op_type: str, version: int, dtypes, positions=None) -> list[str]:

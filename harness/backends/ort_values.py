@@ -1,7 +1,8 @@
-"""Arrays of ml_dtypes' types (bfloat16, float8, int4/uint4) in and out of onnxruntime, whose
-``session.run`` takes and gives none of them: they cross as OrtValues typed by their ONNX
-element type, float types by their bits, 4-bit integers packed two to a byte (ONNX: element
-``2k`` in the low nibble, ``2k + 1`` in the high one).
+"""Arrays of ml_dtypes' types (bfloat16, float8, float4, int4/uint4, int2/uint2) in and out of
+onnxruntime, whose ``session.run`` takes and gives none of them: they cross as OrtValues typed
+by their ONNX element type, 8- and 16-bit float types by their bits, 4- and 2-bit types packed
+into bytes (ONNX: two 4-bit elements a byte, element ``2k`` in the low nibble; four 2-bit
+elements a byte, element ``4k + j`` in bits ``2j`` and ``2j + 1``).
 
 Self-contained (NumPy, ml_dtypes, ctypes): repro scripts for onnxruntime include this module's
 source as it stands.
@@ -16,9 +17,12 @@ import numpy as np
 #: float types crossing by their bits: (TensorProto element type, unsigned type of their width)
 BY_BITS = {"bfloat16": (16, "uint16"), "float8_e4m3fn": (17, "uint8"),
            "float8_e4m3fnuz": (18, "uint8"), "float8_e5m2": (19, "uint8"),
-           "float8_e5m2fnuz": (20, "uint8")}
-#: 4-bit integers: TensorProto element type
-PACKED = {"int4": 22, "uint4": 21}
+           "float8_e5m2fnuz": (20, "uint8"), "float8_e8m0fnu": (24, "uint8")}
+#: types packed several to a byte: (TensorProto element type, bits per element)
+PACKED = {"int4": (22, 4), "uint4": (21, 4), "float4_e2m1fn": (23, 4), "int2": (26, 2),
+          "uint2": (25, 2)}
+#: the signed integers among them (sign-extended when unpacked)
+_SIGNED = ("int4", "int2")
 
 
 def needs_ort_values(dtypes) -> bool:
@@ -34,21 +38,28 @@ def ort_value(ort, x: np.ndarray):
         return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(x.view(bits),
                                                                onnx_element_type=element_type)
     if name in PACKED:
-        nibbles = x.astype(np.int64).ravel() & 0xF
-        if nibbles.size % 2:
-            nibbles = np.append(nibbles, 0)
-        packed = (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8)
-        value = ort.OrtValue.ortvalue_from_shape_and_type(x.shape, PACKED[name])
+        element_type, bits = PACKED[name]
+        packed = _pack(x, name, bits)
+        value = ort.OrtValue.ortvalue_from_shape_and_type(x.shape, element_type)
         ctypes.memmove(value.data_ptr(), packed.ctypes.data, packed.nbytes)
         return value
     return ort.OrtValue.ortvalue_from_numpy(x)
 
 
+def _onnx_name(name: str) -> str:
+    """ONNX's name of an ml_dtypes type: float8e8m0 for float8_e8m0fnu, float4e2m1 for
+    float4_e2m1fn (the others: the name without its underscores)."""
+    return {"float8_e8m0fnu": "float8e8m0", "float4_e2m1fn": "float4e2m1"}.get(
+        name, name.replace("_", ""))
+
+
+#: ONNX's names of those types (float8e4m3fn) -> conform's (float8_e4m3fn)
+_BY_ONNX_NAME = {_onnx_name(n): n for n in (*BY_BITS, *PACKED)}
+
+
 def array_of(value) -> np.ndarray:
     """An OrtValue's data as a NumPy array (ml_dtypes' types by their bits)."""
-    onnx_name = value.data_type()[len("tensor("):-1]    # e.g. float8e4m3fn, int4
-    names = {n.replace("_", ""): n for n in (*BY_BITS, *PACKED)}
-    name = names.get(onnx_name)
+    name = _BY_ONNX_NAME.get(value.data_type()[len("tensor("):-1])   # e.g. float8e4m3fn, int4
     if name is None:
         return value.numpy()
     shape = tuple(value.shape())
@@ -56,10 +67,33 @@ def array_of(value) -> np.ndarray:
         bits = np.empty(shape, BY_BITS[name][1])
         ctypes.memmove(bits.ctypes.data, value.data_ptr(), bits.nbytes)
         return bits.view(getattr(ml_dtypes, name))
+    bits = PACKED[name][1]
     size = int(np.prod(shape, dtype=np.int64))
-    packed = np.empty((size + 1) // 2, np.uint8)
+    packed = np.empty(-(-size * bits // 8), np.uint8)
     ctypes.memmove(packed.ctypes.data, value.data_ptr(), packed.nbytes)
-    nibbles = np.stack([packed & 0xF, packed >> 4], axis=-1).ravel()[:size].astype(np.int64)
-    if name == "int4":
-        nibbles = np.where(nibbles >= 8, nibbles - 16, nibbles)
-    return nibbles.astype(getattr(ml_dtypes, name)).reshape(shape)
+    return _unpack(packed, name, bits, size).reshape(shape)
+
+
+def _pack(x: np.ndarray, name: str, bits: int) -> np.ndarray:
+    """The elements' codes, ``8 // bits`` to a byte, the first in the low bits."""
+    if name.startswith("float"):   # ml_dtypes holds a float4 code in the byte's low bits
+        codes = np.ascontiguousarray(x).view(np.uint8).ravel().astype(np.int64)
+    else:
+        codes = x.astype(np.int64).ravel()
+    codes &= (1 << bits) - 1
+    per_byte = 8 // bits
+    codes = np.append(codes, np.zeros(-codes.size % per_byte, np.int64))
+    shifts = np.arange(per_byte, dtype=np.int64) * bits
+    return (codes.reshape(-1, per_byte) << shifts).sum(axis=1).astype(np.uint8)
+
+
+def _unpack(packed: np.ndarray, name: str, bits: int, size: int) -> np.ndarray:
+    """The first ``size`` elements of ``packed`` (see :func:`_pack`) in ml_dtypes' type."""
+    shifts = np.arange(8 // bits, dtype=np.uint8) * bits
+    codes = ((packed[:, None] >> shifts) & ((1 << bits) - 1)).ravel()[:size]
+    if name.startswith("float"):
+        return codes.astype(np.uint8).view(getattr(ml_dtypes, name))
+    codes = codes.astype(np.int64)
+    if name in _SIGNED:
+        codes = np.where(codes >= 1 << (bits - 1), codes - (1 << bits), codes)
+    return codes.astype(getattr(ml_dtypes, name))

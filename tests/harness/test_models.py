@@ -106,6 +106,59 @@ def test_model_cache_compiles_once_remembers_unsupported_and_releases_the_oldest
     assert released == ["C"] and cache.compiled == 3
 
 
+def test_model_cache_remembers_a_model_the_runtime_refuses_with_its_traceback():
+    """A runtime's refusal is remembered like Unsupported (the model is not compiled again for
+    every case of its key), and raised with the traceback of the compilation each time."""
+    import traceback
+
+    from conform.harness.backends.models import ModelCache
+
+    cache, calls = ModelCache(), []
+
+    def refuse():
+        calls.append(1)
+        raise RuntimeError("FAIL : Exception during initialization")
+
+    texts = []
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="during initialization") as raised:
+            cache.get("k", refuse)
+        texts.append("".join(traceback.format_exception(raised.value)))
+    assert calls == [1] and cache.compiled == 0
+    assert texts[0] == texts[1] == texts[2] and "in refuse" in texts[0]
+    with pytest.raises(MemoryError):   # not remembered: the next case compiles again
+        cache.get("m", lambda: (_ for _ in ()).throw(MemoryError()))
+    assert cache.get("m", lambda: "M") == "M"
+
+
+def test_a_refusal_raised_again_is_formatted_once(monkeypatch):
+    """The worker formats each error's traceback; the same remembered refusal raised again
+    through the same code is formatted once, and alike; another exception is formatted anew."""
+    import traceback
+
+    from conform.harness.backends.models import ModelCache
+    from conform.harness.run import boundary
+
+    formatted = []
+    real = traceback.format_exception
+    monkeypatch.setattr(boundary.traceback, "format_exception",
+                        lambda exc: formatted.append(exc) or real(exc))
+    cache = ModelCache()
+
+    def refused():
+        try:
+            cache.get("k", lambda: 1 / 0)
+        except ZeroDivisionError as exc:
+            return boundary.exception_traceback(exc)
+
+    first, second = refused(), refused()
+    assert first == second and "ZeroDivisionError" in first and len(formatted) == 1
+    try:
+        1 / 0
+    except ZeroDivisionError as exc:
+        assert boundary.exception_traceback(exc) != first and len(formatted) == 2
+
+
 def test_a_contract_1_adapter_gets_the_onnx_model_without_shapes(specs):
     """Contract 2 declares ranks on ONNX models; an adapter written against contract 1 (which
     may add the case's static dimensions itself, as the OpenVINO example does) gets them as

@@ -1,5 +1,6 @@
-"""onnxruntime takes and gives float8 (as OrtValues by their bits) and int4/uint4 (packed two
-to a byte): every encoding crosses both ways unchanged."""
+"""onnxruntime takes and gives float8 and float8e8m0 (as OrtValues by their bits), int4/uint4
+(packed two to a byte) and int2/uint2 (four to a byte): every encoding crosses both ways
+unchanged."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,3 +51,25 @@ def test_four_bit_integers_pack_and_unpack(backend, specs, name, values, shape):
     assert np.array_equal(wide, x.astype(np.int32))
     back = convert(backend, spec, wide, "int32", name)
     assert np.array_equal(back.astype(np.int64), x.astype(np.int64))
+
+
+@pytest.mark.parametrize("name, values", [("int2", range(-2, 2)), ("uint2", range(4))])
+@pytest.mark.parametrize("shape", [(16,), (3, 5), (7,), ()])
+def test_two_bit_integers_pack_four_to_a_byte(backend, specs, name, values, shape, monkeypatch):
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "25")   # int2 and uint2: opset 25+
+    spec = specs["onnx_cast"]
+    x = np.resize(np.array(list(values), np.int64), shape).astype(np_dtype(name))
+    wide = convert(backend, spec, x, name, "int32")   # sizes leaving the last byte part-filled
+    assert np.array_equal(wide, x.astype(np.int32))
+    back = convert(backend, spec, wide, "int32", name)
+    assert np.array_equal(back.astype(np.int64), x.astype(np.int64))
+
+
+def test_every_e8m0_encoding_crosses_both_ways(backend, specs, monkeypatch):
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "25")   # float8e8m0: opset 24+
+    spec = specs["onnx_cast"]
+    x = np.arange(256, dtype=np.uint16).astype(np.uint8).view(np_dtype("float8_e8m0fnu"))
+    wide = convert(backend, spec, x.reshape(16, 16), "float8_e8m0fnu", "float32")
+    assert np.array_equal(wide.ravel(), x.astype(np.float32), equal_nan=True)
+    back = convert(backend, spec, wide, "float32", "float8_e8m0fnu")   # powers of two: exact
+    assert np.array_equal(back.view(np.uint8).ravel(), x.view(np.uint8))

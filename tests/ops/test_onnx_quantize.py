@@ -101,8 +101,9 @@ def _node_case_verdicts(specs, module, op):
     for name, node, inputs, outputs in cases:
         dtypes = [str(a.dtype) for a in inputs + outputs]
         if any(d not in known for d in dtypes):
-            continue   # float4, 2-bit integers, string, e8m0: not conform dtypes
+            continue   # string: not a conform dtype
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
         attrs.pop("to", None)
         if attrs.pop("output_dtype", None) is not None:
             attrs["output_dtype"] = dtypes[-1]

@@ -24,6 +24,8 @@ NOT_OP_NAMES = {
     ("harness/assurance/certify.py", "minimum"): "a JSON Schema keyword (the profile schema)",
     ("harness/assurance/certify.py", "maximum"): "a JSON Schema keyword (the profile schema)",
     ("harness/judge/compare.py", "abs"): "the unit of an abs_rel error model",
+    ("generators/_edges.py", "broadcast"): "the dedicated broadcast case's id suffix and plan, "
+    "not XLA Broadcast (lax.broadcast)",
     **{("spec/critical.py", name): "a function of the critical-region expression language "
        "(float64 NumPy math on a dtype's constants), not the op"
        for name in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "abs", "atanh", "acosh",

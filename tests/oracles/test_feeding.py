@@ -67,6 +67,8 @@ NOT_BY_PERTURBATION = {
                    "lengths and order",
     "onnx_non_zero": "an output is a coordinate: it moves only where an element becomes zero "
                      "or stops being zero, which a change to a large value never does",
+    "cholesky": "an operand numbered 1, 2, ... is not positive definite: the factor is NaN "
+                "wherever it is read, and no change of one element moves it",
     "while": "a loop body of ops such as floor, sign or abs, or of no iteration, need not move "
              "when an element of a or b changes, though the standard combines it",
 }

@@ -1,0 +1,164 @@
+"""XLA collectives (ops/collectives.py): the oracles on the examples of the text (seed 004), and
+the real jax backend on several host devices through the real CLI, with injected bugs."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conform.oracles import evaluate
+
+OPS = "all_reduce,all_gather,reduce_scatter,all_to_all,collective_permute,cross_replica_sum,replica_id"
+TWO = np.array([[1.0, 2.5], [3.0, 5.25]])
+
+
+def _one(op, operand, **attrs):
+    inputs = [] if operand is None else [np.asarray(operand)]
+    (out,) = evaluate(op, inputs, attrs)
+    return out
+
+
+# --- the text's examples ------------------------------------------------------------------------
+
+def test_all_reduce_the_texts_example():
+    """Two replicas holding [1.0, 2.5] and [3.0, 5.25] both get [4.0, 7.75]."""
+    out = _one("all_reduce", TWO, replica_count=2, replica_groups=[], computation="add")
+    assert out.tolist() == [[4.0, 7.75], [4.0, 7.75]]
+    assert _one("cross_replica_sum", TWO, replica_count=2, replica_groups=[]).tolist() == out.tolist()
+
+
+def test_all_reduce_within_each_replica_group():
+    """replica_groups = {0, 2}, {1, 3}: replicas 0 and 2 combine, and 1 and 3."""
+    x = np.array([[1.0], [10.0], [100.0], [1000.0]])
+    out = _one("all_reduce", x, replica_count=4, replica_groups=[[0, 2], [1, 3]], computation="add")
+    assert out.ravel().tolist() == [101.0, 1010.0, 101.0, 1010.0]
+    top = _one("all_reduce", x, replica_count=4, replica_groups=[[0, 2], [1, 3]], computation="max")
+    assert top.ravel().tolist() == [100.0, 1000.0, 100.0, 1000.0]
+    nan = _one("all_reduce", np.array([[np.nan], [1.0]]), replica_count=2, replica_groups=[],
+               computation="min")
+    assert np.isnan(nan).all()
+
+
+def test_all_gather_the_texts_example_and_group_order():
+    """[1.0, 2.5] and [3.0, 5.25] gathered along dimension 0 give [1.0, 2.5, 3.0, 5.25] on both
+    replicas; a group's order sets the order of the pieces."""
+    out = _one("all_gather", TWO, replica_count=2, replica_groups=[], all_gather_dim=0)
+    assert out.tolist() == [[1.0, 2.5, 3.0, 5.25]] * 2
+    swapped = _one("all_gather", TWO, replica_count=2, replica_groups=[[1, 0]], all_gather_dim=0)
+    assert swapped.tolist() == [[3.0, 5.25, 1.0, 2.5]] * 2
+
+
+def test_reduce_scatter_the_texts_example():
+    """[1.0, 2.25] and [3.0, 5.25] scattered along dimension 0: [4.0] on the first replica,
+    [7.5] on the second; a group's order sets which shard each replica gets."""
+    x = np.array([[1.0, 2.25], [3.0, 5.25]])
+    out = _one("reduce_scatter", x, replica_count=2, replica_groups=[], scatter_dimension=0,
+               computation="add")
+    assert out.tolist() == [[4.0], [7.5]]
+    swapped = _one("reduce_scatter", x, replica_count=2, replica_groups=[[1, 0]],
+                   scatter_dimension=0, computation="add")
+    assert swapped.tolist() == [[7.5], [4.0]]
+
+
+def test_all_to_all_the_texts_example():
+    """AllToAll(f32[4, 16], split_dimension=1, concat_dimension=0, split_count=4): each core
+    gets f32[16, 4], block i of every core, concatenated in core order."""
+    x = np.arange(4 * 4 * 16, dtype=np.float64).reshape(4, 4, 16)
+    out = _one("all_to_all", x, replica_count=4, replica_groups=[], split_dimension=1,
+               concat_dimension=0)
+    assert out.shape == (4, 16, 4)
+    for core in range(4):
+        want = np.concatenate([x[j][:, 4 * core:4 * core + 4] for j in range(4)], axis=0)
+        assert (out[core] == want).all()
+
+
+def test_all_to_all_groups_concatenate_in_the_groups_order():
+    """replica_groups = {{1, 2, 3}, {4, 5, 0}}: the blocks received are concatenated in the
+    order 1, 2, 3 and 4, 5, 0."""
+    x = np.arange(6 * 3, dtype=np.float64).reshape(6, 3)
+    out = _one("all_to_all", x, replica_count=6, replica_groups=[[1, 2, 3], [4, 5, 0]],
+               split_dimension=0, concat_dimension=0)
+    assert out[1].tolist() == [x[1][0], x[2][0], x[3][0]]
+    assert out[0].tolist() == [x[4][2], x[5][2], x[0][2]]
+
+
+def test_collective_permute_sends_and_zeros_the_replicas_that_receive_nothing():
+    x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    out = _one("collective_permute", x, replica_count=3, source_target_pairs=[[0, 1], [1, 2]])
+    assert out.tolist() == [[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]]
+
+
+def test_replica_id_counts_the_replicas():
+    assert _one("replica_id", None, replica_count=5).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_max_and_min_are_judged_exactly_add_by_accumulation(specs):
+    from conform.generators import generate_cases
+
+    spec = specs["all_reduce"]
+    for case in generate_cases(spec, "float32", count=12, seed=3):
+        model = spec.model_for("float32", case=case)
+        assert ("accumulation" in model) == (case.attrs["computation"] == "add"), case.attrs
+
+
+# --- the real jax backend, through the CLI -------------------------------------------------------
+
+def _records(out):
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def _run(conform_cli, out, backend, ops, *more):
+    proc = conform_cli("run", "--backend", backend, "--ops", ops, "--max-examples", "3",
+                       "--seed", "5", "--out", out, "--quiet", *more)
+    assert (out / "results.jsonl").exists(), proc.stdout + proc.stderr
+    return _records(out)
+
+
+@pytest.mark.parametrize("backend, devices", [
+    ("jax", 8), ("tests.ops.collective_backends:FourDevicesBackend", 4)])
+def test_jax_runs_every_collective_on_its_host_devices(tmp_path, conform_cli, backend, devices):
+    """Every case with at most ``devices`` replicas is judged (the failures are AllReduce's
+    Max and Min on NaN: XLA:CPU's all-reduce drops NaN); a case needing more devices is
+    unsupported with that reason."""
+    records = _run(conform_cli, tmp_path / "run", backend, OPS, "--dtypes", "float32,int32,uint32")
+    assert not [r["id"] for r in records if r["verdict"] in ("error", "crash", "timeout")]
+    judged = {r["op"] for r in records if r["verdict"] in ("pass", "impl_defined")}
+    assert judged == set(OPS.split(",")) if devices == 8 else len(judged) >= 4
+    for r in records:
+        if r["verdict"] == "fail":
+            assert r["op"] == "all_reduce" and r["attrs"]["computation"] in ("max", "min")
+            assert r["worst"]["expected"] == "nan", r["id"]
+        many = r["attrs"]["replica_count"] > devices
+        assert many == ("devices (one per replica)" in r.get("message", "")), r["id"]
+    assert any(r["attrs"]["replica_count"] > 4 for r in records if r["verdict"] == "pass") \
+        == (devices == 8)
+
+
+@pytest.mark.parametrize("backend", ["IgnoredGroupsBackend", "DroppedReplicaBackend"])
+def test_the_judge_catches_an_injected_collective_bug(tmp_path, conform_cli, backend):
+    records = _run(conform_cli, tmp_path / "run", f"tests.ops.collective_backends:{backend}",
+                   "all_reduce,cross_replica_sum,all_gather", "--dtypes", "float32,int32")
+    failed = {r["op"] for r in records if r["verdict"] == "fail"
+              and (r["worst"] or {}).get("expected") != "nan"}
+    assert failed >= {"all_reduce", "cross_replica_sum"}, "the judge let the bug pass"
+    assert not [r["id"] for r in records if r["verdict"] in ("error", "crash")]
+
+
+def test_a_case_needing_more_devices_than_a_backend_has_is_unsupported_with_the_reason(specs):
+    """A program's device count is its replica count; a backend declaring fewer devices never
+    receives the case (the numpy backend declares one)."""
+    from conform.generators import generate_cases
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.numpy_backend import NumpyBackend
+    from conform.harness.backends.program import Program
+    from conform.model_formats import Unsupported
+
+    spec = specs["all_gather"]
+    cases = generate_cases(spec, "float32", count=12, seed=4)
+    many = next(case for case in cases if case.attrs["replica_count"] > 1)
+    assert Program(spec, many).devices == many.attrs["replica_count"] == many.inputs[0].shape[0]
+    assert Program(specs["exp"], generate_cases(specs["exp"], "float32", count=1, seed=0)[0]).devices == 1
+    with pytest.raises(Unsupported, match=f"the case needs {Program(spec, many).devices} devices "
+                                          r"\(one per replica\); numpy has 1"):
+        run_case(NumpyBackend(), spec, many)

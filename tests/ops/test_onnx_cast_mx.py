@@ -1,0 +1,196 @@
+"""ONNX Cast, CastLike, QuantizeLinear and DequantizeLinear on float4e2m1 (opset 23+),
+float8e8m0 (24+) and int2/uint2 (25+): the oracle against the Cast text's FLOAT8E8M0 table and
+round_mode, the regions the text leaves open, the schemas' opsets, a real onnxruntime run at
+opset 25, and the judge failing an injected wrong conversion."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conform.dtypes import np_dtype
+from conform.generators import Case, dtype_labels, generate_cases
+from conform.harness.backends.base import Unsupported
+from conform.harness.backends.models import run_case
+from conform.harness.backends.onnx_models import schema_allows
+from conform.harness.judge.judging import judge_outputs
+from conform.oracles import evaluate
+from conform.oracles.expectations import expect
+
+E8M0 = "float8_e8m0fnu"
+MIN, MAX = 2.0 ** -127, 2.0 ** 127
+NAN, INF = np.nan, np.inf
+
+
+def _case(op, x, source, target, attrs=None):
+    inputs, input_dtypes = [np.asarray(x, np_dtype(source))], (source,)
+    if op == "onnx_cast_like":   # target_type: a 1, which E8M0 holds (it has no 0)
+        inputs.append(np.ones((), np_dtype(target)))
+        input_dtypes = (source, target)
+    return Case(id=f"{op}.t.0", op=op, dtype=f"{source}->{target}", input_dtypes=input_dtypes,
+                out_dtype=target, inputs=inputs, attrs={"new_dtype": target, **(attrs or {})},
+                plan="normal", seed=0)
+
+
+def to_e8m0(x, **attrs):
+    (out,) = evaluate("onnx_cast", [np.asarray(x, np.float32)], {"new_dtype": E8M0, **attrs})
+    return np.asarray(out, np.float64).tolist()
+
+
+def test_the_e8m0_table_saturate_and_up_column():
+    """Rows NaN, Inf, x > E8M0_MAX, x < E8M0_MIN under saturate=1, round_mode=up (the
+    defaults); in range, the least power of two >= x."""
+    got = to_e8m0([NAN, INF, 3e38, 1e-39, 3.0, 4.0, 0.3])
+    assert np.isnan(got[0]) and got[1:] == [MAX, MAX, MIN, 4.0, 4.0, 0.5]
+
+
+def test_the_e8m0_table_non_saturate_and_nearest_column():
+    """Rows 0, NaN, Inf, x > E8M0_MAX, x < E8M0_MIN give NaN; in range to nearest, ties up."""
+    got = to_e8m0([0.0, NAN, INF, 3e38, 1e-39, 3.0, 2.9, 6.0, 5.0],
+                  saturate=0, round_mode="nearest")
+    assert np.isnan(got[:5]).all() and got[5:] == [4.0, 2.0, 8.0, 4.0]
+
+
+def test_round_mode_down():
+    assert to_e8m0([3.0, 4.0, 7.9, 0.3], round_mode="down") == [2.0, 4.0, 4.0, 0.25]
+
+
+def _impl_mask(spec, case):
+    (answer,) = expect(spec, case)
+    return np.zeros(answer.expected.shape, bool) if answer.impl_mask is None else answer.impl_mask
+
+
+@pytest.mark.parametrize("op", ["onnx_cast", "onnx_cast_like"])
+def test_negative_values_and_zero_under_saturate_into_e8m0_are_open(specs, op):
+    x = [-2.0, -0.0, 0.0, 2.0]
+    assert _impl_mask(specs[op], _case(op, x, "float32", E8M0)).tolist() == \
+        [True, True, True, False]
+    assert _impl_mask(specs[op], _case(op, x, "float32", E8M0, {"saturate": 0})).tolist() == \
+        [True, True, False, False]
+
+
+@pytest.mark.parametrize("op", ["onnx_cast", "onnx_cast_like"])
+def test_nan_infinities_and_out_of_range_into_float4_are_open(specs, op):
+    x = [NAN, INF, -INF, 7.0, -6.9, 5.0, 0.25]
+    assert _impl_mask(specs[op], _case(op, x, "float32", "float4_e2m1fn")).tolist() == \
+        [True, True, True, True, False, False, False]
+    assert _impl_mask(specs[op], _case(op, [7, 6, -6, -7], "int8", "float4_e2m1fn")).tolist() \
+        == [True, False, False, True]
+
+
+def test_castlike_round_mode_is_open_where_its_function_body_differs(specs):
+    """CastLike's schema has round_mode; its function body drops it (so: up)."""
+    case = _case("onnx_cast_like", [3.0, 4.0, 2.5], "float32", E8M0, {"round_mode": "down"})
+    assert _impl_mask(specs["onnx_cast_like"], case).tolist() == [True, False, True]
+    case = _case("onnx_cast", [3.0, 4.0, 2.5], "float32", E8M0, {"round_mode": "down"})
+    assert _impl_mask(specs["onnx_cast"], case).tolist() == [False, False, False]
+
+
+@pytest.mark.parametrize("label, opsets", [
+    ("float32->float4_e2m1fn", (23, 24, 25)), ("float4_e2m1fn->float32", (23, 24, 25)),
+    ("float32->float8_e8m0fnu", (24, 25)), ("float8_e8m0fnu->float16", (24, 25)),
+    ("int8->int2", (25,)), ("uint2->float32", (25,))])
+def test_the_new_types_are_drawn_at_the_opsets_whose_schema_has_them(specs, label, opsets):
+    for op in ("onnx_cast", "onnx_cast_like"):
+        allowed = tuple(v for v in range(21, 27) if schema_allows(specs[op], label, v))
+        assert allowed == opsets + (26,), (op, label)
+
+
+def test_quantize_labels_follow_their_schemas(specs):
+    quantize, dequantize = specs["onnx_quantize_linear"], specs["onnx_dequantize_linear"]
+    assert [v for v in (21, 23, 25) if schema_allows(dequantize, "float4_e2m1fn->float32", v)] \
+        == [23, 25]
+    assert [v for v in (21, 23, 25) if schema_allows(dequantize, "int2->float32", v)] == [25]
+    for label in ("float32->float4_e2m1fn", "float32->int2", "float16->uint2"):
+        assert label in dtype_labels(quantize)
+
+
+def test_quantize_into_two_bits_and_float4_by_the_text(specs):
+    x = np.float32([-5.0, -2.5, 0.5, 1.5, 2.5, 9.0])
+    zero = np.zeros((), np_dtype("int2"))
+    (y,) = evaluate("onnx_quantize_linear", [x, np.float32(1.0), zero], {"new_dtype": "int2"})
+    assert np.asarray(y).tolist() == [-2, -2, 0, 1, 1, 1]   # round half even, saturate [-2, 1]
+    case = Case(id="q.t.0", op="onnx_quantize_linear", dtype="float32->float4_e2m1fn",
+                input_dtypes=("float32", "float32"), out_dtype="float4_e2m1fn",
+                inputs=[x, np.float32(0.5)], plan="normal", seed=0,
+                attrs={"new_dtype": "float4_e2m1fn", "output_dtype": "float4_e2m1fn",
+                       "absent_inputs": ["y_zero_point"]})
+    (answer,) = expect(specs["onnx_quantize_linear"], case)
+    # x / 0.5: -10 (beyond 6: open), -5, 1, 3, 5 (tie of 4 and 6: even 4), 18 (open)
+    assert answer.impl_mask.tolist() == [True, False, False, False, False, True]
+    assert np.asarray(answer.expected, np.float64)[1:5].tolist() == [-4.0, 1.0, 3.0, 4.0]
+
+
+@pytest.fixture()
+def onnxruntime_at_25(monkeypatch):
+    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "25")
+    return OnnxRuntimeBackend()
+
+
+def _verdicts(backend, spec, label, count=6):
+    verdicts = []
+    for case in generate_cases(spec, label, count=count, seed=5):
+        try:
+            verdicts.append(judge_outputs(spec, case, run_case(backend, spec, case)).verdict)
+        except Unsupported:
+            verdicts.append("unsupported")
+    return verdicts
+
+
+@pytest.mark.parametrize("label", ["int2->int8", "uint2->float32", "int32->int2",
+                                   "int16->uint2", "float8_e8m0fnu->float32",
+                                   "float16->float8_e8m0fnu"])
+def test_onnxruntime_casts_the_new_types_at_opset_25(specs, onnxruntime_at_25, label):
+    """Every case judged: 2-bit integers packed four to a byte and E8M0 by its bits cross both
+    ways; no error, no failure (saturate on a non-float 8 target is left out: onnxruntime
+    refuses it, which its own cases show)."""
+    spec = specs["onnx_cast"]
+    for case in generate_cases(spec, label, count=6, seed=5):
+        if "saturate" in case.attrs and "e8m0" not in label:
+            continue
+        judged = judge_outputs(spec, case, run_case(onnxruntime_at_25, spec, case))
+        assert judged.verdict in ("pass", "impl_defined"), (case.id, judged.message)
+
+
+def test_onnxruntime_has_no_float4_cast_kernel_which_is_unsupported(specs, onnxruntime_at_25):
+    assert set(_verdicts(onnxruntime_at_25, specs["onnx_cast"], "float32->float4_e2m1fn", 3)) \
+        == {"unsupported"}
+
+
+def test_the_judge_fails_an_injected_wrong_conversion(specs, onnxruntime_at_25):
+    """onnxruntime's right answers pass; the same answers rounded down instead of up into E8M0,
+    or uint2 read as int2 (a missed zero extension), fail."""
+    spec = specs["onnx_cast"]
+    case = _case("onnx_cast", [3.0, 5.0, 0.75, 64.0], "float32", E8M0)
+    right = run_case(onnxruntime_at_25, spec, case)
+    assert judge_outputs(spec, case, right).verdict == "pass"
+    (wrong,) = evaluate("onnx_cast", [case.inputs[0]], {"new_dtype": E8M0, "round_mode": "down"})
+    judged = judge_outputs(spec, case, [np.asarray(wrong).astype(np_dtype(E8M0))])
+    assert judged.verdict == "fail" and judged.mismatched == 3
+    case = _case("onnx_cast", [0, 1, 2, 3], "uint2", "int8")
+    right = run_case(onnxruntime_at_25, spec, case)
+    assert right[0].tolist() == [0, 1, 2, 3] and judge_outputs(spec, case, right).verdict == "pass"
+    wrong = [np.int8([0, 1, -2, -1])]
+    judged = judge_outputs(spec, case, wrong)
+    assert judged.verdict == "fail" and judged.mismatched == 2
+
+
+def test_onnxruntime_rounds_float64_into_e8m0_through_float32(specs, onnxruntime_at_25):
+    """A real deviation: just above 2**-127 rounds up (the default) to 2**-126, but onnxruntime
+    gives 2**-127 (the value rounded to float32 first, where it becomes 2**-127 exactly)."""
+    spec = specs["onnx_cast"]
+    case = _case("onnx_cast", [2.0 ** -127 * (1 + 2.0 ** -40), 3.0], "float64", E8M0)
+    judged = judge_outputs(spec, case, run_case(onnxruntime_at_25, spec, case))
+    assert judged.verdict == "fail" and judged.worst["expected"] == 2.0 ** -126
+    assert judged.worst["actual"] == 2.0 ** -127
+
+
+def test_onnxruntime_casts_the_smallest_e8m0_to_false(specs, onnxruntime_at_25):
+    """A real deviation: 2**-127 (code 0x00) is not 0, so Cast to bool gives True ("all else
+    to True"); onnxruntime gives False, reading the zero code as zero."""
+    spec = specs["onnx_cast"]
+    x = np.array([0, 1, 127, 254], np.uint8).view(np_dtype(E8M0))
+    case = _case("onnx_cast", x, E8M0, "bool")
+    judged = judge_outputs(spec, case, run_case(onnxruntime_at_25, spec, case))
+    assert judged.verdict == "fail" and judged.mismatched == 1 and judged.worst["index"] == [0]
