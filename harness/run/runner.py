@@ -388,7 +388,7 @@ def _execute(config, specs, pool, writer, tally, skipped, cases, policy, progres
             tally.add(record)
     last, interval = time.monotonic(), CHECKPOINT_SECONDS
     for done in pool.run_batches(cases):
-        if isinstance(done, Judged):   # the workers judged these cases and tallied them
+        if isinstance(done, Judged):   # judged and tallied (here or in judge processes)
             writer.write_lines(done.lines)
             tally.merge(done.cells, done.record)
             if meter:
