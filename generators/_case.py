@@ -1,6 +1,7 @@
 """The unit of work: one op applied to concrete inputs."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +24,19 @@ class Case:
     # the oracle's answer (conform.oracles.expectations.Expectation), attached when the case is
     # generated and kept with it in the corpus; None: computed when the case is judged
     expectation: object | None = field(default=None, compare=False, repr=False)
+    # the shapes of the oracle's outputs, without their values: what a backend's process gets
+    # instead of the expectation (see for_backend)
+    output_shapes: tuple | None = field(default=None, compare=False, repr=False)
+
+    def for_backend(self) -> "Case":
+        """This case as a backend's process receives it: without the oracle's answer, which
+        the backend must not see, but with its outputs' shapes (a model declares them)."""
+        shapes = self.output_shapes
+        if shapes is None and self.expectation is not None:
+            shapes = tuple(np.shape(part.expected) for part in self.expectation)
+        stripped = copy.copy(self)   # (a copy of the fields, not of the arrays: cheap)
+        stripped.expectation, stripped.output_shapes = None, shapes
+        return stripped
 
     @property
     def shapes(self) -> list[list[int]]:

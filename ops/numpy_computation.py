@@ -27,21 +27,19 @@ from typing import Callable
 
 import numpy as np
 
+from conform.numpy_functions import public_numpy_function
 from conform.ops._lowering import unsupported
 
 
 def numpy_function(name: str) -> Callable:
-    """``numpy.<name>`` (a dotted name reaches a submodule: ``linalg.norm``).
+    """``numpy.<name>``, a public NumPy function or ufunc (a dotted name reaches a public
+    submodule: ``linalg.norm``; never a path that leaves NumPy, see
+    :mod:`conform.numpy_functions`).
 
     >>> numpy_function("exp") is np.exp
     True
     """
-    found = np
-    for part in name.split("."):
-        found = getattr(found, part, None)
-        if found is None:
-            raise ValueError(f"numpy binding fn={name!r}: NumPy has no such function")
-    return found
+    return public_numpy_function(name)
 
 
 @functools.lru_cache(maxsize=None)

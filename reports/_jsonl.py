@@ -1,8 +1,10 @@
 """Streaming results.jsonl: one JSON object per case, written as the run goes."""
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Iterator
@@ -102,10 +104,15 @@ class ResultWriter:
         self.seconds = 0.0
 
     def __enter__(self):
+        # never through a symbolic link (its target would be overwritten): a new file replaces
+        # whatever was there, and a resumed one must be the file itself
         if self.keep_bytes is None:
-            self._file = self.path.open("wb")
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            self._file = os.fdopen(fd, "wb")
         else:
-            self._file = self.path.open("r+b")
+            self._file = os.fdopen(os.open(self.path, os.O_RDWR | os.O_NOFOLLOW), "r+b")
             self._file.truncate(self.keep_bytes)
             self._file.seek(self.keep_bytes)
         return self

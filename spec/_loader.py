@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from conform.ops import OpDefinition, UnknownOp, definition, package_spec_dirs
 from conform.ops.optional_inputs import present
 from conform.caches import cached_loads
+from conform.numpy_functions import numpy_function_problem
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
 from conform.spec._errors import SpecError, line_of, validate_document
@@ -219,6 +220,9 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
         raise SpecError(path, line_of(root, ["bindings", "onnx", "operands"]),
                         "bindings.onnx.operands", f"operands={operands} names {len(operands)} "
                         f"formal inputs for {len(data['signature']['inputs'])} signature inputs")
+    problem = numpy_function_problem(data["bindings"].get("numpy", {}).get("fn") or "exp")
+    if problem:
+        raise SpecError(path, line_of(root, ["bindings", "numpy", "fn"]), "bindings.numpy.fn", problem)
     from conform.op_registry import regions
 
     names = _check_outputs(data, root, path)

@@ -211,7 +211,7 @@ def build_corpus(profile: Profile, specs: dict, *, use_cache: bool = True,
     """Generate (or load from the corpus cache) the profile's cases and hash them; slices the
     cache lacks are drawn in up to ``processes`` processes."""
     from conform.generators import fill_corpus, generate_cases
-    from conform.harness.run.isolation import forking_context
+    from conform.harness.run.processes import forking_context
 
     pairs = select_pairs(profile, specs)
     if use_cache:
@@ -321,12 +321,14 @@ def tally(records: list[dict], settings: dict) -> dict:
 # ------------------------------------------------------------------------------- certify
 
 def environment(meta: dict) -> dict:
-    """Backend, runtime version, device, subnormal policies and the host's software."""
+    """Backend, runtime version, device, subnormal policies, the adapter's code (its
+    distribution, version and files' digest: :func:`~conform.harness.backends.registry.adapter_identity`)
+    and the host's software."""
     import hypothesis
     import numpy as np
 
     keys = ("backend", "backend_version", "device", "model_format", "subnormals_declared",
-            "subnormals_applied")
+            "subnormals_applied", "adapter")
     return {**{k: meta.get(k) for k in keys},
             "python": f"{platform.python_implementation()} {platform.python_version()}",
             "numpy": np.__version__, "hypothesis": hypothesis.__version__,
@@ -437,8 +439,11 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
                        workers=workers, timeout=timeout, subnormals=profile.subnormal_policy,
                        use_cache=use_cache, spec_dir=spec_dir, manifest=manifest,
                        cases=corpus.cases)
+    from conform.harness.backends.registry import adapter_identity
+
+    adapter = adapter_identity(backend)   # before the run: the code that earned the verdicts
     meta, tally = run_suite(config, specs, progress=progress)
-    meta["profile"] = profile.name
+    meta["profile"], meta["adapter"] = profile.name, adapter
     if manifest is not None:
         meta["manifest"] = manifest_summary(manifest, tally.manifest_records())
     write_reports(out, meta, conform.__version__, tally=tally)

@@ -15,7 +15,8 @@ A manifest names the cases it covers by globs and says what to do with them::
 
 An entry names what it excuses: a ``when`` condition, or a ``case`` glob, or, to cover every case
 of its op x dtype cells, ``scope: cell`` (said explicitly, with its reason): an entry with none of
-them is an error, since it would hide every new bug of its cells. A ``when`` condition holds for a
+them is an error, since it would hide every new bug of its cells. A ``case`` glob that matches
+every case of its cells (``"*"``) is cell scope, and needs ``scope: cell`` as well. A ``when`` condition holds for a
 failing case when every condition it lists holds (:data:`CONDITIONS`), each over *every* failing
 element of the case (the judge sums them up in the record's ``failing`` profile,
 :mod:`conform.harness.judge.profile`), so a case with any other failing element stays a failure;
@@ -44,6 +45,7 @@ import fnmatch
 import importlib.resources
 import itertools
 import operator
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -343,6 +345,11 @@ def _parse_manifest(path: Path, backend: str | None) -> Manifest:
 def _when(raw: dict, path: Path, line: int, index: int) -> tuple:
     """The entry's ``when`` condition as pairs; an entry must say what it excuses."""
     when = raw.get("when") or {}
+    if raw.get("case") is not None and raw.get("scope") != "cell" and _covers_cells(raw):
+        raise ManifestError(path, line, f"entries.{index}.case",
+                            f"case={raw['case']!r} matches every case of its op x dtype cells: "
+                            "that is cell scope, so say 'scope: cell' (its reason says why the "
+                            "whole cell is excused), or name the cases or the condition")
     if not when and raw.get("case") is None and raw.get("scope") != "cell":
         raise ManifestError(path, line, f"entries.{index}",
                             f"the {raw['kind']} entry op={raw['op']} dtype={raw['dtype']} names no "
@@ -354,6 +361,19 @@ def _when(raw: dict, path: Path, line: int, index: int) -> tuple:
                             "a skip entry can only use 'attrs' (a skipped case is never judged, "
                             "so nothing is known of its elements)")
     return _condition_pairs(when)
+
+
+#: The kinds of case id a cell holds, by suffix (``<op>.<dtype>.<suffix>``): drawn, edge,
+#: critical, midpoint, sweep, exhaustive and hunt cases.
+_SUFFIXES = ("0", "1", "19", "123", "critical", "midpoint", "sweep", "edge", "exhaustive",
+             "exhaustive0517", "hunt0007")
+
+
+def _covers_cells(raw: dict) -> bool:
+    """Whether the entry's ``case`` glob matches every kind of case id of its cells."""
+    op, dtype = (re.sub(r"\[!?(.)[^\]]*\]", r"\1", raw[key]).replace("*", "x").replace("?", "x")
+                 for key in ("op", "dtype"))
+    return all(fnmatch.fnmatchcase(f"{op}.{dtype}.{suffix}", raw["case"]) for suffix in _SUFFIXES)
 
 
 def _condition_pairs(when: dict | None) -> tuple:

@@ -2,8 +2,10 @@
 
 The case is regenerated from the run's seed and ``max_examples`` (summary.json) and checked against
 the recorded shapes, attributes and fill seed; its inputs and the float64 reference go to
-``inputs.npz`` (bfloat16, float8 and int4 arrays as their bits), the backend's model file beside
-them, and ``repro.py`` runs the backend on them and prints actual against expected. The script
+``inputs.npz`` (bfloat16, float8 and int4 arrays as their bits), what the script checks to
+``case.json`` (data read at run time: no text of the run folder is ever written into the
+script's source), the backend's model file beside them, and ``repro.py`` runs the backend on
+them and prints actual against expected. The script
 exits 1 when the recorded failure reproduces (the same actual value at the recorded worst
 element, the same raised error), 0 when it does not, 3 when the backend is not installed; a
 crash kills it.
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-import pprint
+import re
 import string
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from conform.harness.assurance.gate import load_run
 from conform.harness.backends.models import FORMATS, Model
 from conform.harness.assurance.repro_backends import renderer
 from conform.oracles.expectations import oracle_of
+from conform.reports import atomic_path, write_atomically
 
 
 class ReproError(Exception):
@@ -109,24 +112,26 @@ def _claim(record: dict) -> dict:
 
 SCRIPT = string.Template('''\
 #!/usr/bin/env python3
-"""Reproduce conform case $case_id on $backend_version.
+"""Reproduce a conform case: case.json beside this script says which, on what backend version,
+and what it needs besides numpy ("needs"); inputs.npz holds its inputs and the reference.
 
-Needs: numpy and $requirement (pip install numpy $requirement$ml_dtypes_note).
-Exit status: 1 = the recorded $verdict reproduces, 0 = it does not, 3 = $requirement missing.
+Exit status: 1 = the recorded verdict reproduces, 0 = it does not, 3 = the backend is missing.
 """
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-nan, inf = float("nan"), float("inf")
-CASE_ID = $case_id_literal
-INPUT_DTYPES = $input_dtypes
-OUTPUT = $output   # the output checked: its number among the op's outputs ($output_name)
-OUT_DTYPE = $out_dtype
-ATTRS = $attrs
-RECORDED = $recorded
+nan, inf = float("nan"), float("inf")   # (values the backend's code below may hold)
+CASE = json.loads((HERE / "case.json").read_text(encoding="utf-8"))   # data, never code
+CASE_ID = CASE["case_id"]
+INPUT_DTYPES = CASE["input_dtypes"]
+OUTPUT = CASE["output"]   # the output checked: its number among the op's outputs
+OUT_DTYPE = CASE["out_dtype"]
+ATTRS = CASE["attrs"]
+RECORDED = CASE["recorded"]
 
 
 def dtype(name):
@@ -229,21 +234,43 @@ def checked_output(spec, record: dict) -> int:
     return spec.outputs.index(name) if name in spec.outputs else 0
 
 
-def render_script(record: dict, summary: dict, spec, case, backend_source: str,
-                  requirement: str) -> str:
-    """The text of repro.py for ``case`` of op ``spec`` (see :data:`SCRIPT`)."""
-    claim = _claim(record)
+def render_script(backend_source: str) -> str:
+    """The text of repro.py around ``backend_source`` (see :data:`SCRIPT`). Nothing read from
+    the run folder is in it: the case's data is in case.json (:func:`case_data`)."""
+    return SCRIPT.substitute(ml_dtypes=repr(ML_DTYPES), backend_source=backend_source)
+
+
+def case_data(record: dict, summary: dict, spec, case, requirement: str) -> dict:
+    """What repro.py reads from case.json: the case, the run's backend and version, what the
+    script needs, and the recorded claim it checks."""
     output = checked_output(spec, record)
     uses_ml_dtypes = any(d in ML_DTYPES for d in (*case.input_dtypes, *spec.out_dtypes(case)))
-    return SCRIPT.substitute(
-        case_id=record["id"], case_id_literal=repr(record["id"]), verdict=claim["verdict"],
-        backend_version=summary.get("backend_version", summary["backend"]), requirement=requirement,
-        ml_dtypes_note=" ml_dtypes" if uses_ml_dtypes else "", ml_dtypes=repr(ML_DTYPES),
-        input_dtypes=repr(list(case.input_dtypes)),
-        output=output, output_name=spec.outputs[output],
-        out_dtype=repr(spec.out_dtypes(case)[output]), attrs=repr(case.attrs),
-        recorded=pprint.pformat(claim, width=100, sort_dicts=False),
-        backend_source=backend_source)
+    return {"case_id": record["id"], "backend": summary["backend"],
+            "backend_version": summary.get("backend_version", summary["backend"]),
+            "needs": f"numpy {requirement}" + (" ml_dtypes" if uses_ml_dtypes else ""),
+            "input_dtypes": list(case.input_dtypes), "output": output,
+            "output_name": spec.outputs[output], "out_dtype": spec.out_dtypes(case)[output],
+            "attrs": case.attrs, "recorded": _claim(record)}
+
+
+#: What a case id is made of (``add.float32.3``, ``onnx_cast.float16->float8_e5m2.0``).
+_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+>-]*")
+
+
+def _under(folder: Path, case_id: str) -> Path:
+    """``folder/case_id``, for an id that names a folder there and nothing else: never a path
+    that leaves ``folder`` (``../x``, an absolute path)."""
+    path = folder / case_id
+    if not _ID.fullmatch(case_id) or ".." in case_id \
+            or not path.resolve().is_relative_to(folder.resolve()):
+        raise ReproError(f"case id {case_id!r} is not a case id (letters, digits and _ . - + >, "
+                         f"never '..'): no repro folder is made from it")
+    return path
+
+
+def _plain(value):
+    """A NumPy scalar or array (an attribute's value) as JSON takes it."""
+    return value.tolist() if hasattr(value, "tolist") else list(value)
 
 
 def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | str | None = None,
@@ -256,6 +283,7 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
         raise ReproError(f"unknown model format {', '.join(unknown)}; known: {', '.join(FORMATS)}")
     run = load_run(run_dir)
     record = find_record(run.records, case_id)
+    out = Path(out_dir) if out_dir else _under(run.where / "repro", case_id)
     backend = run.summary["backend"]
     if run.summary.get("onnx_opset"):   # the model is written at the opset the run used
         os.environ["CONFORM_ONNX_OPSET"] = str(run.summary["onnx_opset"])
@@ -277,14 +305,15 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
             what = f"{backend} cannot express case {case_id}" if fmt in needed else \
                 f"case {case_id} cannot be written as {fmt}"
             raise ReproError(f"{what}: {exc}") from None
-    out = Path(out_dir) if out_dir else run.where / "repro" / case_id
     out.mkdir(parents=True, exist_ok=True)
     arrays = {f"in{i}": _stored(np.asarray(x)) for i, x in enumerate(case.inputs)}
-    np.savez(out / "inputs.npz", expected=expected, **arrays)
+    with atomic_path(out / "inputs.npz") as temporary, open(temporary, "wb") as stream:
+        np.savez(stream, expected=expected, **arrays)
     for model in models.values():
         model.write(out)
+    data = case_data(record, run.summary, spec, case, requirement)
+    write_atomically(out / "case.json", json.dumps(data, indent=1, ensure_ascii=False, default=_plain))
     script = out / "repro.py"
-    script.write_text(render_script(record, run.summary, spec, case, source, requirement),
-                      encoding="utf-8")
+    write_atomically(script, render_script(source))
     script.chmod(0o755)
     return out

@@ -165,20 +165,20 @@ def render_adapter(name: str, spec, case) -> tuple[str, str, list]:
     registry exactly as ``conform run`` calls it (claims checked, the model handed over)."""
     source = textwrap.dedent(f'''\
         def backend():
-            """The {name!r} backend loaded through conform's registry and called as conform run
-            calls it (needs conform and the adapter installed)."""
+            """The backend case.json names, loaded through conform's registry and called as
+            conform run calls it (needs conform and the adapter installed)."""
             from conform.generators import Case
             from conform.harness.backends.models import run_case
             from conform.harness.backends.registry import load_backend_class
             from conform.spec import load_specs
 
-            adapter = load_backend_class({name!r})()
+            adapter = load_backend_class(CASE["backend"])()
             spec = load_specs()[{spec.op!r}]
 
             def run(inputs):
                 case = Case(id=CASE_ID, op={spec.op!r}, dtype={case.dtype!r},
                             input_dtypes=tuple(INPUT_DTYPES), out_dtype={case.out_dtype!r},
-                            inputs=inputs, attrs=ATTRS, plan="repro", seed=0)
+                            inputs=inputs, attrs={case.attrs!r}, plan="repro", seed=0)
                 return run_case(adapter, spec, case)
 
             return run

@@ -330,6 +330,8 @@ def _rerun(cert: dict, corpus: Corpus, specs: dict, n: int | None, sample_seed: 
     from conform.harness.judge.judging import result_record
 
     env = cert["environment"]
+    if not _same_adapter(env, report):
+        return
     by_id = {c.id: c for c in corpus.cases}
     every = n is None
     eligible = [c["id"] for c in cert["results"]["cases"] if c["verdict"] != "skip"]
@@ -359,6 +361,28 @@ def _rerun(cert: dict, corpus: Corpus, specs: dict, n: int | None, sample_seed: 
         report.checks.append(f"rerun: {what} give the claimed verdicts on {env['backend']} "
                              f"{version}" + ("" if every else f" ({', '.join(ids[:40])}"
                                              f"{', ...' if len(ids) > 40 else ''})"))
+
+
+def _same_adapter(env: dict, report: Verification) -> bool:
+    """Whether the adapter installed here is the one the certificate names (its distribution,
+    version and files' digest); a problem saying how it differs if not. A re-run on other
+    adapter code would prove nothing about the certified one."""
+    from conform.harness.backends.registry import adapter_identity
+
+    claimed = env.get("adapter")
+    if not isinstance(claimed, dict):
+        report.problems.append("rerun: refused: the certificate names no adapter digest, so no "
+                               "re-run here can be shown to run the adapter it certifies")
+        return False
+    installed = adapter_identity(str(env["backend"]))
+    diffs = _differences(claimed, installed, "adapter", "installed")
+    if diffs:
+        report.problem_list("rerun: refused: the installed adapter is not the certified one", diffs)
+        return False
+    report.checks.append(f"adapter: {installed['distribution'] or installed['module']} "
+                         f"{installed['version'] or ''} installed here has the certified files' "
+                         f"digest {_short(installed['sha256'])}")
+    return True
 
 
 def verify(path: Path | str, specs: dict, *, rerun: int | str | None = None, sample_seed: int = 0,

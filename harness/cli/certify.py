@@ -81,6 +81,7 @@ def add_commands(sub) -> None:
                          help="a YAML file of further profiles (see docs/certification.md)")
     certify.add_argument("--out", type=Path, default=None,
                          help="output directory (default conform-out/<backend>-<profile>)")
+    certify.add_argument("--force", action="store_true", help="write into an --out folder that holds files conform did not write (no .conform-out marker)")
     certify.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1))
     certify.add_argument("--timeout", type=seconds, default=60.0, help="seconds per case")
     add_manifest_options(certify, where=", where the profile allows one")
@@ -160,7 +161,7 @@ def cmd_certify(args, specs: dict) -> int:
     from conform.harness.run.outdir import locked
 
     out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-{profile.name}",
-                             "--out")
+                             "--out", args.force)
     try:
         with locked(out):
             cert = certify(profile, args.backend, specs, out, spec_dir=args.specs,

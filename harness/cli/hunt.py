@@ -46,6 +46,7 @@ def add_commands(sub) -> None:
     hunt.add_argument("--seed", type=seed, default=0)
     hunt.add_argument("--out", type=Path, default=None,
                       help="output directory (default conform-out/<backend>-hunt)")
+    hunt.add_argument("--force", action="store_true", help="write into an --out folder that holds files conform did not write (no .conform-out marker)")
     hunt.add_argument("--timeout", type=seconds, default=60.0, help="seconds per case")
     hunt.add_argument("--subnormals", choices=["ieee", "ftz"], default=None,
                       help="subnormal policy to judge by (default: the one the backend declares)")
@@ -73,19 +74,19 @@ def cmd_hunt(args, specs: dict) -> int:
     from conform.harness.run.hunt import run_hunt, save_cases
     from conform.harness.run.isolation import PoolSettings
     from conform.harness.backends.registry import check_backend
-    from conform.reports import dumps, write_reports
+    from conform.reports import dumps, write_atomically, write_reports
 
     check_backend(args.backend)
     pairs = hunt_pairs(specs, args)
-    out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-hunt", "--out")
+    out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-hunt", "--out",
+                             args.force)
     settings = PoolSettings(workers=1, timeout=args.timeout, judge=True, subnormals=args.subnormals,
                             spec_dir=None if args.specs is None else str(args.specs))
     hunted, info = run_hunt(args.backend, pairs, specs, budget=args.budget, seed=args.seed,
                             settings=settings, climb=not args.random)
     save_cases(out, hunted)
     records = [record for found in hunted for record in found.records]
-    with open(out / "results.jsonl", "w", encoding="utf-8") as stream:
-        stream.writelines(dumps(record) + "\n" for record in records)
+    write_atomically(out / "results.jsonl", "".join(dumps(record) + "\n" for record in records))
     absolute = out.resolve()
     meta = {"backend": args.backend, "backend_name": info.get("name") or args.backend,
             "backend_version": info.get("version", "unknown"), "device": info.get("device", "cpu"),

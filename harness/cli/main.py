@@ -1,7 +1,8 @@
 """The ``conform`` command line.
 
 Exit status: 0 = ran and the gate (if any) holds; 1 = ran and the gate failed;
-2 = usage, spec or configuration error.
+2 = usage, spec or configuration error; 3 = ran but judged nothing (no case computed, or every
+computed case an error, crash or timeout).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from conform.harness.cli.values import (Parser, at_least_one, check_cache_direct
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 ONNX_OPSET_MAX = 28   # the newest opset the pinned onnx package defines
+EXIT_NOTHING_JUDGED = 3    # a run whose every case was skipped, unsupported, error, crash or timeout
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE, as a command killed by a closed pipe exits
 
@@ -40,13 +42,17 @@ def _parser() -> argparse.ArgumentParser:
                          help="add the program suite `conform run --programs` adds (chains of "
                               "ops in the backend's format; the XLA ops' without --backend)")
 
-    run = sub.add_parser("run", help="run the suite against a backend")
+    run = sub.add_parser("run", help="run the suite against a backend", epilog=(
+        "exit status: 0 ran and the gate (if any) holds; 1 the gate failed; 2 usage, spec or "
+        "configuration error; 3 nothing was judged (every case skipped or unsupported, or every "
+        "case that ran an error, crash or timeout); 130 interrupted; 141 stdout closed"))
     run.add_argument("--backend", required=True)
     run.add_argument("--ops", type=_csv, default=None, help="comma-separated op names or globs")
     run.add_argument("--dtypes", type=_csv, default=None, help="comma-separated dtype names")
     run.add_argument("--max-examples", type=at_least_one, default=20, help="cases per op and dtype")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--out", type=Path, default=None, help="output directory (default conform-out/<backend>)")
+    run.add_argument("--force", action="store_true", help="write into an --out folder that holds files conform did not write (no .conform-out marker)")
     run.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1),
                      help="worker processes (default: min(2, cores))")
     run.add_argument("--timeout", type=seconds, default=60.0,
@@ -182,7 +188,7 @@ def cmd_run(args) -> int:
     check_backend(args.backend)
     baseline = cli_gate.baseline_for(args)  # read first: the run may overwrite it
     manifest = cli_gate.manifest_for(args, args.backend)
-    out = writable_directory(args.out or Path("conform-out") / args.backend, "--out")
+    out = writable_directory(args.out or Path("conform-out") / args.backend, "--out", args.force)
     with locked(out):
         return _run_locked(args, specs, profile, manifest, baseline, out)
 
@@ -228,7 +234,29 @@ def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
                   "continues the run", file=sys.stderr)
             return EXIT_INTERRUPTED
         cli_gate.warn_stale(stale)
-        return cli_gate.gate_status(args, summary, records, baseline)
+        status = cli_gate.gate_status(args, summary, records, baseline)
+        nothing = nothing_judged(summary["counts"])
+        if nothing:
+            print(f"conform: NOTHING JUDGED: {nothing}; exit status {EXIT_NOTHING_JUDGED}",
+                  file=sys.stderr)
+            return EXIT_NOTHING_JUDGED
+        return status
+
+
+def nothing_judged(counts: dict) -> str | None:
+    """Why a run with these verdict counts judged nothing, in words; None if it judged some
+    case (computed it, and got a verdict other than error, crash or timeout)."""
+    total = sum(counts.values())
+    ran = total - counts.get("skip", 0) - counts.get("unsupported", 0)
+    broken = sum(counts.get(v, 0) for v in ("error", "crash", "timeout"))
+    if ran == 0:
+        return (f"none of the {total} cases ran (each was skipped or unsupported)" if total
+                else "the run had no case")
+    if broken == ran:
+        return (f"every one of the {ran} cases that ran ended in an error, crash or timeout, so "
+                "the backend computed nothing to judge (did it load? is --memory-limit-mb too "
+                "low?)")
+    return None
 
 
 def cmd_report(args) -> int:

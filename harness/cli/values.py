@@ -85,14 +85,27 @@ class UnusableDirectory(Exception):
     """A directory conform must write into cannot be created or written (exit status 2)."""
 
 
-def writable_directory(path: Path, what: str) -> Path:
+#: The file that says conform made (or has written in) an output folder.
+MARKER = ".conform-out"
+
+
+def writable_directory(path: Path, what: str, force: bool = False) -> Path:
     """Create ``path`` (with its parents) if needed and check that a file can be written there;
-    raise :class:`UnusableDirectory` naming ``what`` (``--out``, the cache directory) if not."""
+    raise :class:`UnusableDirectory` naming ``what`` (``--out``, the cache directory) if not.
+    A folder that holds files but no :data:`MARKER` is someone else's: refused unless
+    ``force`` (conform would overwrite their report.html, summary.json...). The marker is
+    written, so that conform may write there again."""
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
+        if not force and not (path / MARKER).is_file() and any(path.iterdir()):
+            raise UnusableDirectory(f"{what} {path} holds files that conform did not write (it "
+                                    f"has no {MARKER} marker); choose a new or empty folder, or "
+                                    "pass --force to write there anyway")
         with tempfile.TemporaryFile(dir=path):
             pass
+        fd = os.open(path / MARKER, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        os.close(fd)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UnusableDirectory(f"{what} {path} is not a writable directory: {reason}") from None

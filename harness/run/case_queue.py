@@ -25,7 +25,7 @@ class LazyQueue:
 
     def take(self, count: int, max_bytes: int = BATCH_BYTES) -> list:
         """Up to ``count`` cases, stopping early once the inputs of those that will travel
-        pickled reach ``max_bytes`` (an int is the index of an inherited case). A batch holding
+        pickled reach ``max_bytes``. A batch holding
         cases a replaced worker handed back is a :class:`CaseByCase`."""
         batch, size = [], 0
         while len(batch) < count and size < max_bytes and (self._returned or self._next is not _END):

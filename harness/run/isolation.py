@@ -1,9 +1,12 @@
 """Backends run in worker processes; a crash or hang costs one case, never the run.
 
 The parent keeps up to two batches of cases in flight to each worker (the next one waits while
-the worker runs the last). The worker replies with lists of outcomes (every ``REPLY_BATCH`` cases,
-or sooner once ``REPLY_INTERVAL`` seconds have passed since its last reply; a judging worker sends
-their result lines and tally instead, see :class:`Judged`) and counts the cases it has finished
+the worker runs the last). A case travels without its oracle answer
+(:meth:`~conform.generators.Case.for_backend`). The worker replies with the outcomes' outputs
+(every ``REPLY_BATCH`` cases, or sooner once ``REPLY_INTERVAL`` seconds have passed since its last
+reply) as frames the parent decodes without unpickling (:mod:`conform.harness.run.wire`); a
+judging pool judges them here, in the parent (:mod:`conform.harness.run.stages`), so that the
+adapter's code never runs where the judging does. The worker counts the cases it has finished
 in a shared counter, and stamps when it began the case it is on. If a worker dies (segfault,
 SIGFPE, abort, OOM kill), the counter says which case it was running: that case gets a ``crash``
 outcome; if a case runs past the timeout (its own preparing and computing, see the stamp) the
@@ -13,10 +16,11 @@ backend has a time limit of its own, at the start and in a replacement: a worker
 is given up, and a pool left with none answers every case left with an ``error`` saying why.
 The worker's side is :mod:`conform.harness.run.worker`.
 
-Workers are forked where that is safe (the parent runs no other threads and has loaded no backend
-runtime, see :func:`start_method`): they inherit the specs and the run's cases, so a batch is a list
-of indices and a worker starts without importing conform again. Elsewhere they are spawned and the
-cases travel pickled. A replacement worker starts in the background while the others go on.
+Workers are forked from a fork server (:data:`WORKER_METHOD`): a fresh process that has loaded
+conform and the built-in specs but never held a case, an oracle answer or the adapter, so a
+worker starts without importing conform again and inherits nothing of the run. Where there is
+no fork server they are spawned. A replacement worker starts in the background while the others
+go on.
 """
 from __future__ import annotations
 
@@ -26,78 +30,21 @@ import multiprocessing as mp
 import os
 import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Iterable, Iterator
 
-import orjson
-
-from conform.harness.run.case_queue import BATCH_BYTES, LazyQueue  # noqa: F401
-from conform.harness.run.worker import (INHERITED, REPLY_BATCH, REPLY_INTERVAL, CaseByCase,  # noqa: F401
-                                    Outcome, reuse_freed_memory, worker_main)
-
-#: Seconds a worker may take to load its backend (import it, make the adapter, say hello), when
-#: the pool is not told: loading a runtime is not running a case, and jax or OpenVINO take
-#: seconds to import on a busy machine.
-LOAD_TIMEOUT = 120.0
-
+from conform.harness.run.case_queue import LazyQueue
+from conform.harness.run.processes import (LOAD_TIMEOUT, WORKER_METHOD, start_method,
+                                           started_without_main, worker_context)
+from conform.harness.run.stages import JUDGE_PROCESSES_FROM, Judged, Judging, JudgeProcesses
+from conform.harness.run.wire import WireError, read_first, read_reply, unpack
+from conform.harness.run.worker import (REPLY_BATCH, ComputeSettings, Outcome, reuse_freed_memory,
+                                    worker_main)
 
 class BackendLoadError(Exception):
     """The backend could not be imported or instantiated in a worker."""
-
-
-# Modules whose threads or device state must not be copied into a forked child.
-_FORK_UNSAFE_MODULES = ("jax", "jaxlib", "onnxruntime", "openvino", "iree", "tensorflow", "torch")
-
-
-def start_method() -> str:
-    """``fork`` if this process can be forked safely, else ``spawn``."""
-    if "fork" not in mp.get_all_start_methods() or threading.active_count() > 1:
-        return "spawn"
-    if any(name in sys.modules for name in _FORK_UNSAFE_MODULES):
-        return "spawn"
-    return "fork"
-
-
-def forking_context():
-    """A multiprocessing context that forks, if this process can be forked safely; else None."""
-    return mp.get_context("fork") if start_method() == "fork" else None
-
-
-class Judged:
-    """A worker's judged reply: the cases (in order), their outcomes' kinds, their results.jsonl
-    lines, the reply's tally cells and the worker's counters so far (the backend's, and its own
-    seconds). A run writes the lines and merges the tally as they are, without reading each
-    record back: only those the tally keeps are decoded."""
-
-    def __init__(self, kinds: list, lines: list, cells: dict, stats: dict, spent: dict):
-        self.kinds, self.lines, self.cells, self.cases = kinds, lines, cells, []
-        self.stats, self.spent = stats, spent
-        self._read: dict = {}
-
-    def __len__(self) -> int:
-        return len(self.kinds)
-
-    def record(self, index: int) -> dict:
-        """The record on line ``index``, read back from it (so that it is exactly the one on disk)."""
-        found = self._read.get(index)
-        if found is None:
-            found = self._read[index] = orjson.loads(self.lines[index])
-        return found
-
-    def pairs(self) -> list:
-        """``(case, outcome)`` per case, each outcome with its record and line."""
-        return [(case, Outcome(kind, None, "", "", 0.0, self.record(i), line))
-                for i, (case, kind, line) in enumerate(zip(self.cases, self.kinds, self.lines))]
-
-
-def _unpack(message):
-    """A worker's reply: a list of outcomes, or a :class:`Judged` reply."""
-    if isinstance(message, tuple) and message[0] == "judged":
-        return Judged(*message[1:])
-    return message
 
 
 def death_message(exitcode: int | None) -> str:
@@ -125,7 +72,6 @@ class _Worker:
     ready: bool = False              # the worker has loaded its backend and said hello
     batches: collections.deque = field(default_factory=collections.deque)  # cases left per batch sent
     stats: dict = field(default_factory=dict)   # the backend's counters, as last reported
-    spent: dict = field(default_factory=dict)   # its seconds judging, tallying, encoding (same)
 
     def running(self) -> int:
         """The index in ``pending`` of the case the worker is running now: finished cases whose
@@ -152,15 +98,16 @@ class PoolSettings:
       the backend, at the start and when a worker is replaced: a worker that cannot load in
       time is given up (its slot stays empty), and once none is left every remaining case is
       an ``error`` saying so.
-    * ``judge=True`` makes workers judge each case themselves (under ``subnormals``, or the
-      backend's declared policy, then re-judged under ``manifest`` if given) and tally the
-      records of each reply: :meth:`WorkerPool.run_batches` yields those replies as
+    * ``judge=True`` has the pool judge each case as its outputs arrive, in this process (under
+      ``subnormals``, or the backend's declared policy, then re-judged under ``manifest`` if
+      given) and tally the records of each reply: :meth:`WorkerPool.run_batches` yields those replies as
       :class:`Judged`, :meth:`WorkerPool.run` gives each record in ``Outcome.record`` and its
       results.jsonl line in ``Outcome.line``.
     * ``memory_limit_mb`` caps each worker's address space; ``recycle_after`` replaces a worker
       after that many cases (between batches).
-    * ``spec_dir``: the user's spec folder (a spawned worker loads it); ``method`` forces
-      ``fork`` or ``spawn`` (default: :func:`start_method`).
+    * ``spec_dir``: the user's spec folder (workers load it); ``method`` forces ``fork``,
+      ``forkserver`` or ``spawn`` (default: :data:`WORKER_METHOD`; a forked worker holds
+      whatever this process holds, oracle answers included).
     """
 
     workers: int = 1
@@ -187,8 +134,8 @@ class WorkerPool:
                  specs: dict | None = None, cases=None, **changes):
         """A pool running ``backend`` as ``settings`` say (:class:`PoolSettings`; keywords
         given as ``changes`` replace its fields). ``specs`` (the loaded ``settings.spec_dir``)
-        and ``cases`` (the sequence later given to :meth:`run`) are inherited by forked workers
-        instead of being loaded or sent again."""
+        judge the cases (loaded here when not given); ``cases`` is accepted and ignored (workers
+        once inherited them)."""
         settings = dataclasses.replace(settings or PoolSettings(), **changes)
         self.settings = settings
         self.backend, self.workers, self.timeout = backend, max(1, settings.workers), settings.timeout
@@ -196,21 +143,22 @@ class WorkerPool:
             else settings.load_timeout
         self.batch_size, self.recycle_after, self.recycled = (settings.batch_size,
                                                               settings.recycle_after, 0)
-        self.method = settings.method or start_method()
-        forked = self.method == "fork"
-        self.options = {"spec_dir": settings.spec_dir, "memory_limit_mb": settings.memory_limit_mb,
-                        "judge": settings.judge, "subnormals": settings.subnormals,
-                        "manifest": settings.manifest, "inherited": forked,
-                        "parent_pid": os.getpid()}
-        self._inherit = {"specs": specs, "cases": cases if forked and cases is not None else ()}
-        self._ctx = mp.get_context(self.method)
+        self.method = settings.method or WORKER_METHOD
+        self.compute = ComputeSettings.of_parent(
+            spec_dir=settings.spec_dir, memory_limit_mb=settings.memory_limit_mb,
+            parent_pid=os.getpid() if self.method != "forkserver" else None)
+        self._specs = specs
+        self.judging: Judging | None = None   # once the backend has said hello, if judge
+        self._judges: JudgeProcesses | None = None   # while run_batches runs a long list
+        self._ctx = worker_context(self.method)
+        self._forked_ends: list = []   # the parent's pipe ends a forked worker inherits
         self._pool: list[_Worker] = []
         self.info: dict = {}
         self.restarts = 0
         self.load_failures: list[str] = []   # why each worker given up could not load
         self._running = False   # past the start: a worker that fails to load is given up
         self.stats: dict = {}   # backend counters summed over workers (a killed one: as last reported)
-        self.spent: dict = {}   # the workers' seconds judging, tallying, encoding (summed the same)
+        self.spent: dict = {}   # the seconds spent judging, tallying, encoding (in this process)
 
     def __enter__(self):
         reuse_freed_memory()
@@ -222,7 +170,20 @@ class WorkerPool:
             self.__exit__(*sys.exc_info())
             raise
         self._running = True
+        if self.settings.judge:
+            self.judging = self._judging()
         return self
+
+    def _judging(self) -> Judging:
+        """The judge, manifest and encode stages for this pool's backend, as it said hello."""
+        specs = self._specs
+        if specs is None:
+            from conform.spec import load_specs
+
+            specs = load_specs(self.settings.spec_dir)
+        return Judging(specs, self.info.get("name") or self.backend,
+                       self.settings.subnormals or self.info.get("subnormals") or "ieee",
+                       self.settings.manifest)
 
     def __exit__(self, *exc):
         if exc and exc[0] is not None:   # interrupted (Ctrl-C) or failed: no time for stats
@@ -243,16 +204,16 @@ class WorkerPool:
         finished = self._ctx.Value("q", 0, lock=False)   # only the worker writes these two
         since = self._ctx.Value("d", 0.0, lock=False)
         together = self._ctx.Value("b", 0, lock=False)
+        ends = ()
         if self.method == "fork":
-            INHERITED.update(self._inherit)
-            INHERITED["parent_ends"] = [end for end in INHERITED["parent_ends"] if not end.closed]
-            INHERITED["parent_ends"].append(parent)
+            self._forked_ends = ends = [end for end in self._forked_ends if not end.closed] + [parent]
         process = self._ctx.Process(target=worker_main, daemon=True,
-                                    args=(child, self.backend, self.options, finished, since,
-                                          together))
+                                    args=(child, self.backend, self.compute, finished, since,
+                                          together, ends))
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            process.start()
+            with started_without_main():
+                process.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child.close()
@@ -268,7 +229,8 @@ class WorkerPool:
         until = min([w.deadline(self.timeout) for w in busy]
                     + [w.started + self.load_timeout for w in loading], default=now + self.timeout)
         watched = busy + loading
-        ready = set(wait([w.conn for w in watched] + [w.process.sentinel for w in watched],
+        judges = self._judges.waiting() if self._judges is not None else []
+        ready = set(wait([w.conn for w in watched] + [w.process.sentinel for w in watched] + judges,
                          timeout=max(0.0, until - now)))
         for worker in loading:
             try:
@@ -326,15 +288,15 @@ class WorkerPool:
                 self._ask_to_stop(worker)
             try:
                 while worker.conn.poll(10):   # replies still owed (a run cut short), then stats
-                    message = worker.conn.recv()
-                    if isinstance(message, tuple) and message[0] == "stats":
-                        worker.stats = message[1]
+                    kind, body, _ = unpack(worker.conn.recv_bytes())
+                    if kind == "stats" and type(body) is dict \
+                            and all(type(v) in (int, float) for v in body.values()):
+                        worker.stats = body
                         break
-            except (BrokenPipeError, OSError, EOFError):
+            except (BrokenPipeError, OSError, EOFError, WireError):
                 pass
-        for total, counts in ((self.stats, worker.stats), (self.spent, worker.spent)):
-            for key, value in counts.items():   # a killed worker's as of its last reply
-                total[key] = total.get(key, 0) + value
+        for key, value in worker.stats.items():   # a killed worker's as of its last reply
+            self.stats[key] = self.stats.get(key, 0) + value
         worker.process.join(5)
         if worker.process.is_alive():
             worker.process.kill()
@@ -355,18 +317,15 @@ class WorkerPool:
         self._pool[self._pool.index(worker)] = self._start()
         return leftover
 
-    def _send(self, worker: _Worker, batch: list) -> None:
-        """Send ``batch`` (inherited cases go as their index). A worker that has just died
+    @staticmethod
+    def _send(worker: _Worker, batch: list) -> None:
+        """Send ``batch``, each case without its oracle answer. A worker that has just died
         cannot take it: the batch stays pending, and :meth:`_collect` finds the death (the
         case it was running crashed) and sends the rest again."""
         try:
-            worker.conn.send(batch)
+            worker.conn.send(type(batch)(case.for_backend() for case in batch))
         except (BrokenPipeError, ConnectionResetError):
             pass
-
-    def _case(self, item):
-        """The case ``item`` stands for in a batch (an int: the index of an inherited case)."""
-        return self._inherit["cases"][item] if type(item) is int else item
 
     def run(self, cases: Iterable) -> Iterator[tuple[object, Outcome]]:
         """Yield ``(case, outcome)`` for every case, in completion order."""
@@ -378,12 +337,30 @@ class WorkerPool:
         one crashed or timed-out case) or, when the workers judge, a :class:`Judged` reply.
         If no worker is left that could load the backend, the cases not run yet come as
         ``error`` pairs naming why."""
-        inherited = self._inherit["cases"]
-        # the cases workers inherited travel, and wait in queues, as their indices
-        queue = LazyQueue(range(len(inherited)) if inherited and cases is inherited else cases)
-        while queue or any(w.pending for w in self._pool):
+        queue = LazyQueue(cases)
+        self._judges = self._judge_processes(cases)
+        try:
+            yield from self._batches(queue)
+        finally:
+            if self._judges is not None:
+                self._judges.close()
+                self._judges = None
+
+    def _judge_processes(self, cases) -> "JudgeProcesses | None":
+        """Judge processes for a run of ``cases`` (a list of at least
+        :data:`~conform.harness.run.stages.JUDGE_PROCESSES_FROM`), one per worker, where this
+        process can fork; None: judged here."""
+        if self.judging is None or not isinstance(cases, list) or len(cases) < JUDGE_PROCESSES_FROM \
+                or start_method() != "fork":
+            return None
+        return JudgeProcesses(self.judging, cases, self.workers)
+
+    def _batches(self, queue: "LazyQueue"):
+        """:meth:`run_batches` of the cases in ``queue``."""
+        while queue or any(w.pending for w in self._pool) or self._owed():
             if not self._pool:
                 yield from self._unloaded(queue)
+                yield from self._judged_rest()
                 return
             for worker in list(self._pool):
                 if not worker.ready:
@@ -407,18 +384,32 @@ class WorkerPool:
         """Every case left in ``queue`` as an ``error``: no worker could load the backend."""
         reason = self.load_failures[-1] if self.load_failures else "no worker"
         while queue:
-            yield [(self._case(item), Outcome("error", message=reason, on_input=False))
-                   for item in queue.take(REPLY_BATCH)]
+            yield [(case, Outcome("error", message=reason, on_input=False))
+                   for case in queue.take(REPLY_BATCH)]
+
+    def _owed(self) -> bool:
+        """Whether judge processes owe replies."""
+        return self._judges is not None and bool(self._judges.waiting())
+
+    def _judged_rest(self):
+        """The replies the judge processes still owe."""
+        while self._owed():
+            ready = set(wait(self._judges.waiting()))
+            yield from self._judges.collect(ready)
 
     def _collect(self, queue: "LazyQueue"):
         busy = [w for w in self._pool if w.pending]
         ready = self._wait()
+        if self._judges is not None:
+            yield from self._judges.collect(ready)
+            self.spent = {key: self.judging.spent.get(key, 0.0) + value
+                          for key, value in self._judges.spent().items()} or self.spent
         for worker in busy:
             if worker.conn in ready or worker.process.sentinel in ready:
                 yield from self._replies(worker, queue)
             elif time.monotonic() >= worker.deadline(self.timeout):
                 culprit = self._culprit(worker)
-                case = None if culprit is None else self._case(worker.pending[culprit])
+                case = None if culprit is None else worker.pending[culprit]
                 queue.extendleft(reversed(self._replace(worker, kill=True, culprit=culprit)))
                 if case is not None:
                     yield [(case, Outcome("timeout", message=f"no result within {self.timeout:g} s"))]
@@ -431,44 +422,53 @@ class WorkerPool:
         return None if worker.together.value else worker.running()
 
     def _replies(self, worker: _Worker, queue: "LazyQueue"):
-        """The replies ``worker`` has sent; if it died, the case it was running as a ``crash``,
-        and the rest it owed back into ``queue`` (for a new worker, started here)."""
-        died = False
+        """The replies ``worker`` has sent (judged here if the pool judges); if it died, or
+        sent what does not parse, the case it was running as a ``crash``, and the rest it owed
+        back into ``queue`` (for a new worker, started here)."""
+        died, message = False, None
         try:
             while worker.pending and worker.conn.poll():
-                replies = _unpack(worker.conn.recv())
+                frame = worker.conn.recv_bytes()
+                outcomes, worker.stats = read_reply(frame, len(worker.pending))
                 worker.last_reply = time.monotonic()
-                worker.completed += len(replies)
-                left = len(replies)
+                worker.completed += len(outcomes)
+                left = len(outcomes)
                 while left:
                     taken = min(left, worker.batches[0])
                     worker.batches[0] -= taken
                     left -= taken
                     if not worker.batches[0]:
                         worker.batches.popleft()
-                pending, case = worker.pending, self._case
-                cases = [case(pending.popleft()) for _ in range(len(replies))]
-                if isinstance(replies, Judged):
-                    replies.cases, worker.stats, worker.spent = cases, replies.stats, replies.spent
-                    yield replies
+                pending = worker.pending
+                cases = [pending.popleft() for _ in range(len(outcomes))]
+                if self._judges is not None and self._judges.submit(cases, frame, worker.stats):
+                    pass   # judged in a judge process: its reply comes in _collect
+                elif self.judging is not None:
+                    yield self.judging(cases, outcomes, worker.stats)
+                    self.spent = dict(self.judging.spent)
                 else:
-                    yield list(zip(cases, replies))
+                    yield list(zip(cases, outcomes))
             died = bool(worker.pending) and not worker.process.is_alive()
         except (EOFError, ConnectionResetError, OSError):
             died = True
+        except WireError as exc:
+            died, message = True, f"the worker sent what conform cannot read ({exc}); killed"
         if died:   # replaced outside the except clause: a forked worker would inherit its context
-            worker.process.join(5)
+            if message is None:
+                worker.process.join(5)
+                message = death_message(worker.process.exitcode)
             culprit = self._culprit(worker)
-            case = None if culprit is None else self._case(worker.pending[culprit])
-            message = death_message(worker.process.exitcode)
+            case = None if culprit is None else worker.pending[culprit]
             queue.extendleft(reversed(self._replace(worker, kill=True, culprit=culprit)))
             if case is not None:
                 yield [(case, Outcome("crash", message=message))]
 
 
 def _first_message(worker: _Worker):
-    """A starting worker's first message, or None if it died before sending one."""
+    """A starting worker's first message, ``(kind, payload)`` (``hello`` with what it says of
+    its backend, or ``fatal`` with why it could not load), or None if it died before sending one."""
     try:
-        return worker.conn.recv()
+        frame = worker.conn.recv_bytes()
     except (EOFError, OSError):
         return None
+    return read_first(frame)

@@ -38,7 +38,11 @@ class NotResumable(Exception):
 def locked(folder: Path):
     """Hold ``folder``'s lock for the block; raise :class:`OutputBusy` naming the holder if
     another process has it. ``folder`` must exist."""
-    fd = os.open(Path(folder) / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:   # never through a link: its target would be truncated
+        fd = os.open(Path(folder) / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise OutputBusy(f"{Path(folder) / LOCK_FILE} cannot be opened as conform's lock file "
+                         f"({exc.strerror}; a symbolic link is never followed): remove it") from None
     try:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

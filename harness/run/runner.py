@@ -15,7 +15,8 @@ from pathlib import Path
 
 from conform.generators import (dtype_labels, exhaustive_cases, fill_corpus, generate_cases,
                                 prune_corpus)
-from conform.harness.run.isolation import Judged, PoolSettings, WorkerPool, forking_context
+from conform.harness.run.isolation import Judged, PoolSettings, WorkerPool
+from conform.harness.run.processes import backend_binding, forking_context
 from conform.harness.backends.base import onnx_opset
 from conform.harness.judge.judging import result_record
 from conform.harness.run.outdir import (NotResumable, check_same_run, complete_lines, read_previous,
@@ -157,36 +158,30 @@ def run_suite(config: RunConfig, specs: dict, *, progress: bool = True) -> tuple
         return _run_suite(config, specs, progress)
 
 
-def _backend_binding(backend: str) -> str | None:
-    """The spec binding ``backend``'s model format consumes (None: every op, or unknown here)."""
-    from conform.harness.run.claims import Claims
-    from conform.harness.backends.registry import load_backend_class
-
-    try:
-        return Claims.of(load_backend_class(backend), backend).binding
-    except Exception:
-        return None
-
-
-def with_programs(specs: dict, config: RunConfig) -> dict:
+def with_programs(specs: dict, config: RunConfig, binding: str | None) -> dict:
     """``specs``, the programs ``config.ops`` names (not as globs) and, with ``config.programs``,
-    the program suite of the backend's model format (the XLA ops' for a backend that runs every
-    op), by name."""
+    the program suite of the model format whose spec binding is ``binding`` (the XLA ops' for a
+    backend that runs every op: None), by name."""
     from conform.spec.programs import chain_names, is_program
 
     names = [op for op in config.ops or () if is_program(op) and op in specs]
     if config.programs:
-        names += chain_names(specs, _backend_binding(config.backend) or "xla", seed=config.seed)
+        names += chain_names(specs, binding or "xla", seed=config.seed)
     return {**specs, **{name: specs[name] for name in names}} if names else specs
 
 
-def by_format(pairs: list, backend: str) -> list:
+_ASK = object()   # by_format's default: ask the backend
+
+
+def by_format(pairs: list, backend: str, binding: "str | None | object" = _ASK) -> list:
     """The (spec, dtype label) pairs whose op the backend's model format can express: the ops
     with the spec binding it consumes (an ONNX backend runs the ONNX ops, jax the XLA ones, nnef
     the NNEF ones), and for ONNX the types the operator's schema allows at the run's opset; all
-    of them for a backend that names no binding (numpy) or whose class cannot be looked at here
-    (its workers then say why it does not load)."""
-    binding = _backend_binding(backend)
+    of them for a backend that names no ``binding`` (numpy). The backend's workers say which
+    binding it consumes (this process never imports the adapter); without ``binding``, a
+    process of its own is asked (:func:`~conform.harness.run.isolation.backend_binding`)."""
+    if binding is _ASK:
+        binding = backend_binding(backend)
     if binding is None:
         return pairs
     bound = [(spec, label) for spec, label in pairs if binding in spec.bindings]
@@ -200,10 +195,11 @@ def by_format(pairs: list, backend: str) -> list:
     return bound
 
 
-def _generate(config: RunConfig, specs: dict) -> tuple[list, object, list]:
-    """``(pairs, cases to run, records of the cases a manifest skips)``."""
-    pairs = by_format(select(with_programs(specs, config), config.ops, config.dtypes),
-                      config.backend)
+def _generate(config: RunConfig, specs: dict, binding: str | None) -> tuple[list, object, list]:
+    """``(pairs, cases to run, records of the cases a manifest skips)``, for a backend whose
+    model format consumes the spec binding ``binding``."""
+    pairs = by_format(select(with_programs(specs, config, binding), config.ops, config.dtypes),
+                      config.backend, binding)
     if config.exhaustive:
         # float32 (2**32 inputs per op) only when asked for by name
         sweeps = [(spec, label, exhaustive_cases(spec, label)) for spec, label in pairs
@@ -333,18 +329,19 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
     import conform
 
     started = time.time()
-    pairs, cases, skipped = _generate(config, specs)
-    generation_seconds = time.time() - started
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    key = run_key(config, pairs, specs)
-    planned = len(cases) + len(skipped)
-    previous, done = _resume_from(out, config, key)
-    if done:
-        cases = _Remaining(cases, done) if config.exhaustive else [c for c in cases if c.id not in done]
-        skipped = [record for record in skipped if record["id"] not in done]
-    with WorkerPool(config.backend, config.pool_settings(), specs=specs,
-                    cases=None if config.exhaustive else cases) as pool:
+    with WorkerPool(config.backend, config.pool_settings(), specs=specs) as pool:
+        generating = time.time()
+        pairs, cases, skipped = _generate(config, specs, pool.info.get("binding"))
+        generation_seconds = time.time() - generating
+        out = Path(config.out)
+        out.mkdir(parents=True, exist_ok=True)
+        key = run_key(config, pairs, specs)
+        planned = len(cases) + len(skipped)
+        previous, done = _resume_from(out, config, key)
+        if done:
+            cases = (_Remaining(cases, done) if config.exhaustive
+                     else [c for c in cases if c.id not in done])
+            skipped = [record for record in skipped if record["id"] not in done]
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
         meta = _meta(config, pool.info, policy, pairs, key, planned)
         tally = _resumed_tally(previous, meta, out) if previous is not None else Tally()
@@ -371,7 +368,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
         "complete": not interrupted, "worker_restarts": restarts, "workers_recycled": recycled,
         "backend_stats": stats,
         "workers_given_up": given_up,   # why each worker that could not load was given up
-        # where the harness's own time went: the workers' judging (oracle answers are kept with
+        # where the harness's own time went: judging, here (oracle answers are kept with
         # the cases: comparing), tallying and encoding, and the parent writing results.jsonl
         "worker_seconds": spent, "write_seconds": round(writer.seconds, 3),
         "generation_seconds": round(generation_seconds, 3),
@@ -391,7 +388,7 @@ def _execute(config, specs, pool, writer, tally, skipped, cases, policy, progres
             tally.add(record)
     last, interval = time.monotonic(), CHECKPOINT_SECONDS
     for done in pool.run_batches(cases):
-        if isinstance(done, Judged):   # the workers judged these cases and tallied them
+        if isinstance(done, Judged):   # judged and tallied (here or in judge processes)
             writer.write_lines(done.lines)
             tally.merge(done.cells, done.record)
             if meter:

@@ -1,4 +1,4 @@
-"""The worker process: load the backend, then prepare, compute, judge and report batches of cases.
+"""The worker process: load the backend, then prepare and compute batches of cases (the compute stage).
 
 This is the side of :mod:`conform.harness.run.isolation` that runs in the child. What it tells the
 parent is made safe first (:mod:`conform.harness.run.boundary`), so that no message or return value of
@@ -13,13 +13,14 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from conform.harness.backends.base import Unsupported
 from conform.harness.backends.models import legacy, prepare_case, takes_model
 from conform.harness.judge.outcome import Outcome
 from conform.harness.run.boundary import (WrongReturn, checked_outputs, described, exception_message,
                                       exception_traceback, output_count, safe_text)
+from conform.harness.run.wire import computed_frame, pack, wire_array
 
 
 #: A worker replies after this many cases, or after REPLY_INTERVAL seconds, whichever comes first.
@@ -28,11 +29,6 @@ from conform.harness.run.boundary import (WrongReturn, checked_outputs, describe
 #: 10.7 -> 9.6 s, parent and worker CPU both lower).
 REPLY_BATCH = 256
 REPLY_INTERVAL = 0.05
-
-# What a forked worker inherits from the parent: the specs, the run's cases (a batch names them by
-# index) and the parent's ends of every worker pipe (which the child closes, so that a worker
-# sees the parent go away even while its siblings live).
-INHERITED: dict = {"specs": None, "cases": (), "parent_ends": []}
 
 _PR_SET_PDEATHSIG = 1
 
@@ -52,7 +48,7 @@ def reuse_freed_memory() -> None:
         pass
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def _die_with_parent(parent_pid: int | None) -> None:
     """Have the kernel kill this process when its parent dies (Linux), whatever it is doing:
     a worker busy in a hung backend call never reads its pipe. (The kernel means the thread that
     started the worker: pools are run from the thread that made them.)"""
@@ -63,75 +59,131 @@ def _die_with_parent(parent_pid: int) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
             pass
-    if os.getppid() != parent_pid:   # the parent died before the request took effect
+    if parent_pid is not None and os.getppid() != parent_pid:   # it died before the request took effect
         os._exit(0)
 
 
-def worker_main(conn, backend_name: str, options: dict, finished, since, together) -> None:
-    """Load the backend, then run batches of cases. ``finished`` counts the cases done (while
+@dataclass(frozen=True)
+class ComputeSettings:
+    """What a worker needs besides its backend: the user's spec folder (None: the built-in
+    suite), the cap on its address space, the pid of the parent to die with (None when the
+    worker's parent is a fork server, see :mod:`conform.harness.run.isolation`), and the
+    parent's context (:meth:`of_parent`)."""
+
+    spec_dir: str | None = None
+    memory_limit_mb: int | None = None
+    parent_pid: int | None = None
+    environment: dict | None = None   # the parent's environment, folder and import path, as
+    folder: str | None = None         # they are when the pool starts (a fork server has them
+    import_path: tuple = ()           # as they were when it started)
+
+    @classmethod
+    def of_parent(cls, **fields) -> "ComputeSettings":
+        """Settings holding this process's environment, working folder and import path."""
+        return cls(environment=dict(os.environ), folder=os.getcwd(), import_path=tuple(sys.path),
+                   **fields)
+
+
+def worker_main(conn, backend_name: str, settings: ComputeSettings, finished, since, together,
+                parent_ends=()) -> None:
+    """Load the backend, then compute batches of cases. ``finished`` counts the cases done (while
     one is being run: those before it); ``since`` is when (``time.monotonic()``) the case being
     run began to be prepared or computed, less the seconds it spent being prepared, so that the
     parent times each case on its own; ``together`` is 1 while the backend computes a case that
     may compute others of its batch with it (a backend that ``packs``): a crash or hang then
-    says nothing of which case caused it.
-    A batch holds cases, or indices into the inherited cases of a forked worker."""
+    says nothing of which case caused it. ``parent_ends``: the parent's ends of the pipes a
+    forked worker inherited (closed here, so that it sees the parent go away).
+
+    This is the compute stage, and all of the run that lives in the adapter's process: cases
+    arrive without their oracle answers (:meth:`~conform.generators.Case.for_backend`), and
+    what goes back is outputs, messages and the backend's counters, as :mod:`~conform.harness.run.wire`
+    frames: judging, manifests and tallies happen in the parent (:mod:`conform.harness.run.stages`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # blocked while we started
-    _die_with_parent(options["parent_pid"])
+    _die_with_parent(settings.parent_pid)
     reuse_freed_memory()
-    # What a forked worker inherits (the corpus: a million small objects) is never garbage:
-    # keep the cyclic collector off it, so that it neither walks those objects nor writes to
-    # their pages (which would copy them).
-    gc.freeze()
+    gc.freeze()   # what the worker was started with is never garbage: the collector skips it
     gc.enable()
-    inherited = INHERITED if options.get("inherited") else {"specs": None, "cases": ()}
-    for end in inherited.get("parent_ends", ()):
+    for end in parent_ends:
         end.close()
-    if options.get("memory_limit_mb"):
+    _take_the_parents_context(settings)
+    if settings.memory_limit_mb:
         import resource
 
-        cap = options["memory_limit_mb"] << 20
+        cap = settings.memory_limit_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    loaded = _load(conn, backend_name, options, inherited)
+    loaded = _load(conn, backend_name, settings)
     if loaded is not None:
-        _serve(conn, backend_name, options, finished, since, together, inherited["cases"], *loaded)
+        _serve(conn, finished, since, together, *loaded)
 
 
-def _load(conn, backend_name: str, options: dict, inherited: dict):
+def _take_the_parents_context(settings: ComputeSettings) -> None:
+    """Take the parent's environment, working folder and import path, as ``settings`` says."""
+    if settings.environment is not None:
+        os.environ.clear()
+        os.environ.update(settings.environment)
+    if settings.folder is not None:
+        try:
+            os.chdir(settings.folder)
+        except OSError:
+            pass
+    if settings.import_path:
+        sys.path[:] = list(settings.import_path)
+
+
+def _load(conn, backend_name: str, settings: ComputeSettings):
     """``(specs, backend, with_model, old)`` once the backend is loaded and has said hello; None (and a ``fatal``
     message with the traceback) if it could not load."""
+    from conform.harness.run.claims import Claims
     from conform.harness.backends.registry import load_backend_class
     from conform.spec import load_specs
 
     try:
-        specs = inherited["specs"] or load_specs(options.get("spec_dir"))
-        backend = load_backend_class(backend_name)()
+        specs = load_specs(settings.spec_dir)
+        backend_class = load_backend_class(backend_name)
+        backend = backend_class()
         with_model = takes_model(backend)
-        conn.send(("hello", {"name": safe_text(backend.name or backend_name),
-                             "version": safe_text(backend.version()),
-                             "device": safe_text(backend.device()),
-                             "subnormals": backend.subnormals,
-                             "model_format": backend.model_format}))
+        conn.send_bytes(pack("hello", {
+            "name": safe_text(backend.name or backend_name),
+            "version": safe_text(backend.version()), "device": safe_text(backend.device()),
+            "subnormals": safe_text(backend.subnormals),
+            "model_format": None if backend.model_format is None else safe_text(backend.model_format),
+            "binding": _binding(Claims, backend_class, backend_name)}))
         return specs, backend, with_model, legacy(backend)
     except BaseException as exc:  # report every failure to load, including SystemExit from imports
-        conn.send(("fatal", exception_traceback(exc)))
+        conn.send_bytes(pack("fatal", exception_traceback(exc)))
         return None
 
 
-def _serve(conn, backend_name: str, options: dict, finished, since, together, shared, specs, backend,
-           with_model: bool, old: bool) -> None:
-    """Run the batches that arrive until the parent asks to stop (sends None); ``with_model``:
+def binding_main(conn, backend_name: str, settings: ComputeSettings) -> None:
+    """Send the spec binding backend ``backend_name`` consumes (a ``binding`` frame), from its
+    class alone: what :func:`~conform.harness.run.isolation.backend_binding` asks a process of
+    its own, so that the asker never imports the adapter."""
+    from conform.harness.run.claims import Claims
+    from conform.harness.backends.registry import load_backend_class
+
+    _take_the_parents_context(settings)
+    try:
+        found = _binding(Claims, load_backend_class(backend_name), backend_name)
+    except BaseException:   # the workers will say why it does not load
+        found = None
+    conn.send_bytes(pack("binding", found))
+
+
+def _binding(claims, backend_class, backend_name: str) -> str | None:
+    """The spec binding the backend's model format consumes (None: every op, or unknown)."""
+    try:
+        binding = claims.of(backend_class, backend_name).binding
+        return None if binding is None else safe_text(binding)
+    except Exception:
+        return None
+
+
+def _serve(conn, finished, since, together, specs, backend, with_model: bool, old: bool) -> None:
+    """Compute the batches that arrive until the parent asks to stop (sends None); ``with_model``:
     whether the backend is handed each case's model; ``old``: whether it implements contract 1
     or 2 (:func:`~conform.harness.backends.models.legacy`)."""
-    from conform.harness.judge.judging import raising_allowed, result_records
-    from conform.reports import Tally
-
-    policy = options.get("subnormals") or backend.subnormals
-    shown = backend.name or backend_name   # what messages call the backend
-    manifest = options.get("manifest")
-    spent = {"judge": 0.0, "tally": 0.0, "encode": 0.0}   # seconds, reported with every reply
-    counts = {op: output_count(spec) for op, spec in specs.items()}   # outputs per op (programs
-    # are not among the keys: see outputs_of)
+    counts = {op: output_count(spec) for op, spec in specs.items()}   # outputs per op
 
     def outputs_of(op: str) -> int:
         found = counts.get(op)
@@ -139,48 +191,16 @@ def _serve(conn, backend_name: str, options: dict, finished, since, together, sh
             found = counts[op] = output_count(specs[op])
         return found
 
-
-    def settle(done: list):
-        """The outcomes of ``done`` (case, outcome) pairs; when the pool judges, they are judged
-        here together (in parallel across workers, and no arrays travel back) and go back as
-        one :func:`pack_judged` message."""
-        for case, outcome in done:
-            if outcome.raised is not None:
-                if not (options.get("judge") and outcome.on_input
-                        and raising_allowed(specs[case.op], case)):
-                    outcome.traceback = exception_traceback(outcome.raised)
-                outcome.raised = None
-        if not options.get("judge"):
-            return [outcome for _, outcome in done]
-        start = time.perf_counter()
-        records = result_records([(specs[case.op], case, outcome) for case, outcome in done],
-                                 shown, policy)
-        judged = time.perf_counter()
-        share = round((judged - start) / len(done), 6)   # each case's part
-        tally = Tally()
-        for i, record in enumerate(records):
-            record["judge_seconds"] = share
-            if manifest is not None:
-                records[i] = record = manifest.apply(record)
-            tally.add(record, ref=i)
-        tallied = time.perf_counter()
-        lines = _encoded(records)
-        spent["judge"] += judged - start
-        spent["tally"] += tallied - judged
-        spent["encode"] += time.perf_counter() - tallied
-        return pack_judged([outcome.kind for _, outcome in done], lines, tally.cells,
-                           _counters(backend), spent)
-
     inbox = _inbox(conn)
     monotonic = time.monotonic
     started = 0   # cases taken from batches so far
     while True:
         batch = inbox.get()
         if batch is None:  # shutdown: report the backend's counters (compilations, sessions)
-            conn.send(("stats", _counters(backend)))
+            conn.send_bytes(pack("stats", _counters(backend)))
             return
         done, last_reply = [], monotonic()
-        cases = [shared[item] if isinstance(item, int) else item for item in batch]
+        cases = list(batch)
 
         def prepared(offset: int, case) -> tuple:
             """The function computing ``case`` (or its outcome) and the seconds so far."""
@@ -207,34 +227,43 @@ def _serve(conn, backend_name: str, options: dict, finished, since, together, sh
                 since.value = start - seconds   # the case's time limit covers its preparing
                 if packs:   # (written only then: this loop is the run's hot path)
                     together.value = 1
-                try:
-                    returned = step()
-                except Exception as exc:
-                    seconds += monotonic() - start
-                    if callable(step):
-                        outcome = failed(exc)
-                    else:   # prepare() returned no function: the adapter's fault
-                        outcome = failed(WrongReturn(f"prepare() returned {described(step)}; "
-                                                     "expected a function computing the outputs"))
-                        outcome.on_input = False
-                else:
-                    seconds += monotonic() - start
-                    try:
-                        outcome = Outcome("ok", checked_outputs(returned, outputs_of(case.op)))
-                    except Exception as exc:   # not arrays: the backend's fault, whatever the input
-                        outcome = failed(exc)
-                        outcome.on_input = False
+                outcome, spent = _computed(step, outputs_of(case.op))
+                seconds += spent
             if packs:
                 together.value = 0
             outcome.seconds = seconds
-            done.append((case, outcome))
+            done.append(outcome)
             if len(done) >= REPLY_BATCH or monotonic() - last_reply >= REPLY_INTERVAL:
-                conn.send(settle(done))
+                conn.send_bytes(computed_frame(done, _counters(backend)))
                 done, last_reply = [], monotonic()
         started += len(cases)
         finished.value = started
         if done:
-            conn.send(settle(done))
+            conn.send_bytes(computed_frame(done, _counters(backend)))
+
+
+def _computed(step, outputs: int) -> tuple:
+    """``(outcome, seconds)`` of calling ``step`` (what ``prepare`` returned) for a case with
+    ``outputs`` outputs."""
+    start = time.monotonic()
+    try:
+        returned = step()
+    except Exception as exc:
+        seconds = time.monotonic() - start
+        if callable(step):
+            return failed(exc), seconds
+        outcome = failed(WrongReturn(f"prepare() returned {described(step)}; "   # the adapter's fault
+                                     "expected a function computing the outputs"))
+        outcome.on_input = False
+        return outcome, seconds
+    seconds = time.monotonic() - start
+    try:
+        arrays = [wire_array(array) for array in checked_outputs(returned, outputs)]
+    except Exception as exc:   # not arrays: the backend's fault, whatever the input
+        outcome = failed(exc)
+        outcome.on_input = False
+        return outcome, seconds
+    return Outcome("ok", arrays), seconds
 
 
 class CaseByCase(list):
@@ -249,54 +278,20 @@ def _counters(backend) -> dict:
     raises or returns no dict."""
     try:
         stats = backend.stats()
-        return {safe_text(key): value for key, value in stats.items()
-                if isinstance(value, (int, float))}
+        return {safe_text(key): int(value) if isinstance(value, int) else float(value)
+                for key, value in stats.items() if isinstance(value, (int, float))}
     except Exception:
         return {}
-
-
-def _encoded(records: list) -> list:
-    """The records' results.jsonl lines; a record whose strings no encoder takes (whatever let
-    them through) is made safe first, string by string."""
-    from conform.reports import encode
-
-    lines = []
-    for record in records:
-        try:
-            lines.append(encode(record))
-        except (TypeError, ValueError):   # UnicodeEncodeError is a ValueError
-            lines.append(encode(_with_safe_strings(record)))
-    return lines
-
-
-def _with_safe_strings(value):
-    if isinstance(value, str):
-        return safe_text(value)
-    if isinstance(value, dict):
-        return {safe_text(k): _with_safe_strings(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_with_safe_strings(v) for v in value]
-    return value
 
 
 def failed(exc: Exception) -> Outcome:
     """The outcome of a case whose preparing or computing raised ``exc``."""
     if isinstance(exc, Unsupported):
         return Outcome("unsupported", message=safe_text(exc))
-    outcome = Outcome("error", message=exception_message(exc))
-    outcome.raised = exc   # its traceback is formatted if its record keeps it
-    return outcome
+    return Outcome("error", message=exception_message(exc), traceback=exception_traceback(exc))
 
 
-def pack_judged(kinds: list, lines: list, cells: dict, stats: dict, spent: dict) -> tuple:
-    """Judged outcomes as one message: their kinds, their results.jsonl lines, the cells of
-    their :class:`~conform.reports.Tally` (which name records by their index in ``lines``), the
-    backend's counters and the seconds the worker spent judging, tallying and encoding, so far
-    (a worker that crashes later has reported them)."""
-    return ("judged", kinds, lines, cells, stats, spent)
-
-
-def _inbox(conn) -> "queue.Queue":
+def _inbox(conn):
     """Batches as they arrive, read by a thread: the parent sends the next batch while this
     worker still runs the last, and neither side can block the other with a full pipe. The
     parent closes its end only after this worker has stopped: if the pipe closes first, the

@@ -115,8 +115,8 @@ def test_ctrl_c_writes_a_partial_report_exits_130_and_resume_finishes(tmp_path, 
 
 
 def test_a_second_run_into_a_locked_folder_exits_2_naming_the_holder(tmp_path, conform_cli):
-    proc = _start(*RUN, "--out", tmp_path)
-    try:
+    proc = _start(*RUN, "--max-examples", "200", "--out", tmp_path)   # long enough for the
+    try:                                                            # second to start on a busy machine
         _wait_for_lines(proc, tmp_path / "results.jsonl", 1)
         second = conform_cli(*RUN, "--out", tmp_path)
         assert second.returncode == 2

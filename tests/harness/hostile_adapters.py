@@ -163,6 +163,13 @@ class Crashes(_Adds):
             raise RuntimeError("raised after a crash")
 
 
+class CrashesAlways(_Adds):
+    """Takes its worker down on every case: nothing is ever computed."""
+
+    def misbehave(self, at):
+        os._exit(5)
+
+
 def add_cases(indices, dtype: str = "float32") -> list:
     """``add`` cases of small values with the given indices (ids ``add.<dtype>.<index>``)."""
     from conform.generators import Case

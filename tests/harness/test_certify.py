@@ -14,6 +14,7 @@ from conform.generators import generate_cases
 from conform.harness.assurance import certify, verify
 from conform.harness.cli import main as cli, certify as cli_certify
 from conform.harness.judge.judging import case_record
+from conform.harness.backends.registry import adapter_identity
 from conform.harness.run.runner import SelectionError
 from conform.reports._certificate import render_certificate, write_certificate
 from conform.spec import BUILTIN_DIR, load_specs
@@ -47,7 +48,8 @@ def _make(tmp_path, specs, profile=None, verdicts=None):
     cert = certify.build_certificate(
         profile=profile, corpus=corpus, specs_info=certify.spec_hashes(specs, ["multiply",
                                                                               "reshape"]),
-        meta=META, manifest=None, results_path=tmp_path / "results.jsonl",
+        meta={**META, "adapter": adapter_identity(META["backend"])}, manifest=None,
+        results_path=tmp_path / "results.jsonl",
         conform_version=_version(), run={"workers": 1, "timeout": 10.0},
         created="2026-01-01T00:00:00+00:00")
     write_certificate(tmp_path, cert)

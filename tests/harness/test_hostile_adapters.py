@@ -37,13 +37,17 @@ def _kinds(records: dict, indices) -> list:
     return [records[f"add.float32.{i}"]["verdict"] for i in indices]
 
 
-def _cli_run(conform_cli, tmp_path, backend: str, *options) -> tuple[dict, list]:
-    """``conform run`` of ``add`` float32 on a hostile adapter: (summary.json, results.jsonl
-    records), once every output has been parsed."""
+def _cli_run(conform_cli, tmp_path, backend: str, *options, module: str = HOSTILE,
+             status: int = 0, op: str = "add") -> tuple[dict, list]:
+    """``conform run`` of ``op`` float32 on a hostile adapter (``module`` + ``backend``):
+    (summary.json, results.jsonl records), once every output has been parsed, the command
+    having exited with ``status``."""
     out = tmp_path / "out"
-    proc = conform_cli("run", "--backend", HOSTILE + backend, "--ops", "add", "--dtypes",
+    proc = conform_cli("run", "--backend", module + backend, "--ops", op, "--dtypes",
                        "float32", "--out", out, "--quiet", *options)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    if status == 3:
+        assert "conform: NOTHING JUDGED: " in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     records = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
     assert len({r["id"] for r in records}) == len(records)
@@ -59,7 +63,7 @@ def test_a_backend_that_hangs_while_loading_gives_each_case_an_error_and_the_run
         conform_cli, tmp_path):
     start = time.monotonic()
     summary, records = _cli_run(conform_cli, tmp_path, "HangsInLoad", "--max-examples", "3",
-                                "--workers", "2", "--load-timeout", "1.5")
+                                "--workers", "2", "--load-timeout", "1.5", status=3)
     assert time.monotonic() - start < 20
     reason = f"backend '{HOSTILE}HangsInLoad' failed to load in 1.5 s"
     assert len(records) == 6 and summary["counts"]["error"] == 6   # 3 drawn, sweep, critical, midpoint
@@ -220,3 +224,25 @@ def test_ctrl_c_stops_the_pool_without_worker_tracebacks(tmp_path):
     assert parent.returncode == 130 and time.monotonic() - start < 5
     assert stderr.strip() == "interrupted"
     assert _gone_within(worker, 5)
+
+
+def test_an_adapter_that_patches_the_judge_and_returns_12345_gets_its_real_verdicts(
+        conform_cli, tmp_path):
+    """The adapter's module patches conform's judge, manifest and record writer on import and
+    in ``__init__``, and it looks for the oracle's answers in its own memory: none of it reaches
+    the process that judges, and no answer reaches the adapter."""
+    summary, records = _cli_run(conform_cli, tmp_path, "SelfCertifying", "--max-examples", "6",
+                                module="tests.harness.self_certifying_adapter:")
+    judged = [r for r in records if r["checked"]]   # (a case with no output element passes)
+    assert len(judged) >= 4 and {r["verdict"] for r in judged} == {"fail"}
+    assert summary["counts"]["fail"] == len(judged)
+    assert all(r["worst"]["actual"] == 12345.0 for r in judged)
+
+
+def test_a_run_whose_every_case_is_unsupported_or_crashes_is_never_green(conform_cli, tmp_path):
+    """No case judged: exit status 3, said in words, also where a gate would hold."""
+    _cli_run(conform_cli, tmp_path / "unsupported", "OddStrings", "--max-examples", "2",
+             op="multiply", status=3)   # the hostile adapters compute add only
+    summary, _ = _cli_run(conform_cli, tmp_path / "crashes", "CrashesAlways", "--max-examples",
+                          "2", "--min-pass-rate", "0", status=3)
+    assert summary["counts"]["crash"] == summary["cases"] > 0

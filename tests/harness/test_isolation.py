@@ -1,6 +1,8 @@
 """Isolation with real processes: crashes and hangs cost one case; the run goes on."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -130,7 +132,7 @@ def test_forked_and_spawned_workers_judge_the_same_and_survive_crashes(method, s
     assert kinds == ["ok", "crash", "ok", "ok", "error", "ok", "ok", "ok"]
     assert [results[c.id].record["verdict"] for c in cases if results[c.id].kind == "ok"] \
         == ["pass"] * 6
-    raised = results["add.int32.4"].record   # judged in the worker, its traceback formatted there
+    raised = results["add.int32.4"].record   # its traceback formatted in the worker
     assert raised["verdict"] == "error" and "RuntimeError" in raised["traceback"]
 
 
@@ -144,12 +146,13 @@ def test_workers_are_forked_only_from_a_parent_without_threads_or_runtimes(setup
     import subprocess
     import sys
 
-    code = f"{setup}\nfrom conform.harness.run.isolation import start_method; print(start_method())"
+    code = f"{setup}\nfrom conform.harness.run.processes import start_method; print(start_method())"
     chosen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert chosen.stdout.strip() == method
 
 
-def test_forked_workers_exit_when_the_parent_dies(tmp_path):
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_forked_workers_exit_when_the_parent_dies(tmp_path, method):
     import os
     import signal
     import subprocess
@@ -159,7 +162,7 @@ def test_forked_workers_exit_when_the_parent_dies(tmp_path):
     script = f"""
 import os, sys, time
 from conform.harness.run.isolation import WorkerPool
-with WorkerPool({MISBEHAVING!r}, workers=2, method="fork") as pool:
+with WorkerPool({MISBEHAVING!r}, workers=2, method={method!r}) as pool:
     print(" ".join(str(w.process.pid) for w in pool._pool), flush=True)
     time.sleep(60)
 """
@@ -186,34 +189,49 @@ def _alive(pid: int) -> bool:
     return status != "Z"
 
 
-def test_a_judged_reply_gives_the_parent_each_record_as_its_line_reads():
-    import pickle
+def test_the_judge_stage_gives_the_parent_each_record_as_its_line_reads(specs):
+    from conform.harness.judge.outcome import Outcome
+    from conform.harness.run.stages import Judging
+    from conform.reports import Tally
 
-    from conform.harness.run.isolation import Judged, _unpack
-    from conform.harness.run.worker import pack_judged
-    from conform.reports import Tally, encode
-
-    records = [{"id": "x.f.1", "op": "x", "dtype": "f", "verdict": "pass", "max_error": 0.1,
-                "seconds": 1.5e-05, "worst": None, "shapes": [[2, 3]], "attrs": {"axes": [0]}},
-               {"id": "x.f.2", "op": "x", "dtype": "f", "verdict": "fail", "max_error": "inf",
-                "message": "é \" \n", "worst": {"index": [1], "inputs": [None, True, -0.0, 2**53 + 1]}}]
-    lines = [encode(r) for r in records]
-    tally = Tally()
-    for i, record in enumerate(records):
-        tally.add(record, ref=i)
-    stats = {"sessions": 1, "execute_seconds": 2e-05}
-    spent = {"judge": 1e-4, "tally": 2e-5, "encode": 1e-5}
-    reply = _unpack(pickle.loads(pickle.dumps(pack_judged(["ok", "ok"], lines, tally.cells, stats, spent))))
-    assert isinstance(reply, Judged) and len(reply) == 2 and (reply.stats, reply.spent) == (stats, spent)
-    reply.cases = ["case 1", "case 2"]
+    cases = [_add_case(0, 1), _add_case(1, 2)]
+    outputs = [np.add(*cases[0].inputs), np.zeros(8, "int32")]
+    reply = Judging(specs, "b", "ieee")(cases, [Outcome("ok", [o]) for o in outputs], {"n": 1})
+    assert len(reply) == 2 and reply.stats == {"n": 1} and set(reply.spent) == {"judge", "tally", "encode"}
     (case, first), (_, second) = reply.pairs()
-    assert case == "case 1" and (first.record, first.line) == (records[0], lines[0])
-    assert (second.record, second.line) == (records[1], lines[1])
-    assert str(second.record["worst"]["inputs"][2]) == "-0.0"
+    assert case is cases[0] and (first.record["verdict"], second.record["verdict"]) == ("pass", "fail")
+    assert first.record == json.loads(first.line) and second.record == json.loads(second.line)
     merged = Tally()
     merged.merge(reply.cells, reply.record)   # the records it keeps are read from their lines
-    assert merged.cells[("x", "f")]["problems"] == [records[1]]
-    assert merged.summary({}, "0") == Tally.of(records).summary({}, "0")
+    assert merged.summary({}, "0") == Tally.of([first.record, second.record]).summary({}, "0")
+
+
+def test_a_worker_reply_is_read_without_unpickling_and_a_forged_one_is_refused():
+    import pickle
+
+    from conform.harness.judge.outcome import Outcome
+    from conform.harness.run.wire import WireError, computed_frame, computed_outcomes, pack, unpack, wire_array
+
+    arrays = [wire_array(np.arange(6, dtype=">f4").reshape(2, 3)), wire_array(np.ones(2, "bfloat16"))]
+    frame = computed_frame([Outcome("ok", arrays, seconds=0.5), Outcome("error", message="m", traceback="t")],
+                           {"sessions": 2})
+    outcomes, counters = computed_outcomes(*unpack(frame)[1:])
+    assert counters == {"sessions": 2} and [o.kind for o in outcomes] == ["ok", "error"]
+    assert outcomes[0].outputs[0].tolist() == [[0, 1, 2], [3, 4, 5]] and outcomes[0].outputs[1].dtype.name == "bfloat16"
+    assert outcomes[0].outputs[0].flags.writeable and outcomes[1].message == "m"
+
+    class Evil:
+        def __reduce__(self):
+            return (exec, ("import os; os._exit(9)",))
+
+    for forged in [pickle.dumps(("computed", Evil())), pack("computed", {"rows": [["pass", "", "", 0, True, 0]],
+                                                                        "counters": {}}),
+                   pack("computed", {"rows": [["ok", "", "", 0, True, 2]], "counters": {}},
+                        [np.zeros(1, "f8")]),
+                   frame[:-4], pack("computed", None, []) + b"x",
+                   pack("x", None)[:8] + b'{"kind":"computed","body":null,"arrays":[["object",[1]]]}']:
+        with pytest.raises(WireError):
+            computed_outcomes(*unpack(forged)[1:])
 
 
 def test_the_parent_holds_at_most_two_batches_per_worker_of_big_cases():
@@ -231,3 +249,33 @@ def test_the_parent_holds_at_most_two_batches_per_worker_of_big_cases():
             assert outcome.kind == "ok"
             assert len(pulled) - done <= 2 * 2 + 1   # two batches of two, one case read ahead
     assert len(pulled) == 12
+
+
+def test_a_long_run_is_judged_in_judge_processes_with_the_records_of_judging_here(specs):
+    """From JUDGE_PROCESSES_FROM cases on, replies are judged in processes forked from the
+    pool's (never the adapter's); the records are those the pool's own judge gives."""
+    from conform.harness.run import stages
+
+    cases = [_add_case(i, i % 7) for i in range(stages.JUDGE_PROCESSES_FROM + 100)]
+    seen = []
+    real = stages.JudgeProcesses.submit
+    with WorkerPool(MISBEHAVING, workers=2, judge=True, specs=specs) as pool:
+        pool_judging = pool.judging
+        stages.JudgeProcesses.submit = lambda self, *a: seen.append(1) or real(self, *a)
+        try:
+            results = {case.id: outcome.record for case, outcome in pool.run(cases)}
+        finally:
+            stages.JudgeProcesses.submit = real
+    assert seen and len(results) == len(cases)
+    crashed = {c.id for c in cases if c.inputs[0][0] == 13}   # (the backend's own misdeeds)
+    here = {c.id: r for c, r in pool_judging(cases[:50], [_outcome(c) for c in cases[:50]], {}).pairs()}
+    for case in cases[:50]:
+        if case.id not in crashed and results[case.id]["verdict"] != "crash":
+            assert results[case.id]["verdict"] == "pass"
+    assert all(r["verdict"] == "pass" for r in (o.record for o in here.values()))
+
+
+def _outcome(case):
+    from conform.harness.judge.outcome import Outcome
+
+    return Outcome("ok", [np.add(*case.inputs)])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime
 import fnmatch
+import re
 
 import numpy as np
 import pytest
@@ -237,6 +238,21 @@ def test_an_entry_that_names_no_condition_is_an_error_naming_its_line(tmp_path):
     skip = MANIFEST.replace("    scope: cell\n    kind: skip\n", "    when: {inputs: nan}\n    kind: skip\n")
     with pytest.raises(ManifestError, match=r"entries.2.when: a skip entry can only use 'attrs'"):
         load_manifest(_write(tmp_path, skip, "skip.yaml"))
+
+
+@pytest.mark.parametrize("case", ["*", "select.*", "*.*", "select.float*.*"])
+def test_a_case_glob_that_matches_every_case_of_its_cells_is_cell_scope(tmp_path, case):
+    """``case: "*"`` waives every case of its cells, as ``scope: cell`` would: it must say so."""
+    text = MANIFEST.replace("    scope: cell\n    kind: waiver\n", f"    case: '{case}'\n    kind: waiver\n")
+    path = _write(tmp_path, text)
+    with pytest.raises(ManifestError, match=rf"{path}:3: field entries.0.case: case='{re.escape(case)}' "
+                                            "matches every case of its op x dtype cells: that is "
+                                            "cell scope, so say 'scope: cell'"):
+        load_manifest(path)
+    scoped = text.replace(f"    case: '{case}'\n", f"    case: '{case}'\n    scope: cell\n")
+    assert load_manifest(_write(tmp_path, scoped, "scoped.yaml")).entries[0].scope == "cell"
+    narrow = text.replace(f"    case: '{case}'\n", "    case: 'select.float32.1?'\n")
+    assert load_manifest(_write(tmp_path, narrow, "narrow.yaml")).entries[0].case == "select.float32.1?"
 
 
 CONDITIONAL = """\

@@ -65,3 +65,46 @@ def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_pat
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["summary.json"]
     write_atomically(path, "new")
     assert path.read_text() == "new" and oct(path.stat().st_mode & 0o777) == "0o644"
+
+
+def test_results_and_the_lock_are_never_written_through_a_symbolic_link(tmp_path):
+    """A results.jsonl or .conform.lock that is a link to a user's file: the run replaces the
+    link (results.jsonl) or refuses (the lock), and the user's file is untouched."""
+    from conform.harness.run.outdir import LOCK_FILE, OutputBusy, locked
+    from conform.reports import ResultWriter
+
+    victim = tmp_path / "precious.txt"
+    victim.write_text("mine")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").symlink_to(victim)
+    with ResultWriter(out / "results.jsonl") as writer:
+        writer.write({"id": "a.0", "verdict": "pass"})
+    assert victim.read_text() == "mine" and not (out / "results.jsonl").is_symlink()
+    assert json.loads((out / "results.jsonl").read_text())["id"] == "a.0"
+    (out / "results.jsonl").unlink()
+    (out / "results.jsonl").symlink_to(victim)
+    with pytest.raises(OSError):   # a resumed run appends to the file itself, never to a link
+        ResultWriter(out / "results.jsonl", keep_bytes=0).__enter__()
+    (out / LOCK_FILE).symlink_to(victim)
+    with pytest.raises(OutputBusy, match="a symbolic link is never followed"):
+        with locked(out):
+            pass
+    assert victim.read_text() == "mine"
+
+
+def test_out_refuses_a_folder_conform_did_not_write_unless_forced(tmp_path, conform_cli):
+    from conform.harness.cli.values import MARKER, UnusableDirectory, writable_directory
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "report.html").write_text("their own report")
+    with pytest.raises(UnusableDirectory, match="holds files that conform did not write"):
+        writable_directory(theirs, "--out")
+    proc = conform_cli("run", "--backend", "numpy", "--ops", "add", "--dtypes", "float32",
+                       "--max-examples", "1", "--out", theirs, "--quiet")
+    assert proc.returncode == 2 and "pass --force" in proc.stderr
+    assert (theirs / "report.html").read_text() == "their own report"
+    assert writable_directory(theirs, "--out", force=True) == theirs and (theirs / MARKER).is_file()
+    assert writable_directory(theirs, "--out") == theirs   # conform's now: written again freely
+    assert writable_directory(tmp_path / "new" / "folder", "--out").is_dir()

@@ -130,7 +130,8 @@ def test_models_in_every_format_are_written_on_request(tmp_path, specs):
 def test_an_adapter_script_runs_the_case_through_conforms_registry(tmp_path, specs):
     record = _fake_run(tmp_path, specs["add"], backend="numpy")
     out = write_repro(tmp_path, record["id"], specs)
-    assert "load_backend_class('numpy')" in (out / "repro.py").read_text()
+    assert 'load_backend_class(CASE["backend"])' in (out / "repro.py").read_text()
+    assert json.loads((out / "case.json").read_text())["backend"] == "numpy"
     proc = _run_script(sys.executable, out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 of" in proc.stdout and "nothing to reproduce: the recorded verdict is pass" in proc.stdout
@@ -209,7 +210,8 @@ def test_an_onnxruntime_script_reproduces_a_float8_failure(tmp_path, specs, conf
     record = _failure(run_dir)   # an infinity saturates to 57344, where the Cast table wants NaN
     out = write_repro(run_dir, record["id"], specs, tmp_path / "repro")
     script = (out / "repro.py").read_text()
-    assert "pip install numpy onnxruntime ml_dtypes" in script and "def ort_value(" in script
+    assert json.loads((out / "case.json").read_text())["needs"] == "numpy onnxruntime ml_dtypes"
+    assert "def ort_value(" in script
     proc = _run_script(sys.executable, out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"REPRODUCED: the recorded fail of {record['id']}" in proc.stdout
@@ -231,3 +233,44 @@ def test_an_onnxruntime_script_feeds_a_0d_input_as_0d(tmp_path, specs):
     proc = _run_script(sys.executable, out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "nothing to reproduce: the recorded verdict is pass" in proc.stdout
+
+
+INJECTED = '"""\nimport pathlib; pathlib.Path("PWNED").touch()\n"""'   # a docstring closed, then code
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_text_from_the_run_folder_is_data_in_the_script_never_code(tmp_path, specs, backend):
+    """A summary.json whose backend_version, and a record whose verdict and message, close a
+    docstring and hold code: the script carries them as data (case.json) and runs none of it."""
+    record = _fake_run(tmp_path, specs["add"], backend=backend)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary["backend_version"] = INJECTED
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    record.update(verdict="fail" + INJECTED, message=INJECTED + "'''\nimport os\n")
+    (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
+    out = write_repro(tmp_path, record["id"], specs)
+    assert "PWNED" not in (out / "repro.py").read_text()
+    data = json.loads((out / "case.json").read_text())
+    assert data["backend_version"] == INJECTED and data["recorded"]["verdict"] == "fail" + INJECTED
+    if backend == "numpy":   # (jax's script needs jax: it is enough that the text is not there)
+        proc = _run_script(sys.executable, out)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "nothing to reproduce" in proc.stdout
+    assert not list(tmp_path.rglob("PWNED"))
+
+
+@pytest.mark.parametrize("case_id", ["../../x", "/tmp/conform-repro-absolute", "add..x"])
+def test_a_case_id_that_leaves_the_repro_folder_is_refused(tmp_path, specs, case_id):
+    run = tmp_path / "run"
+    run.mkdir()
+    record = {"id": case_id, "op": "add", "dtype": "float32", "plan": "hunt", "verdict": "fail",
+              "input_dtypes": ["float32", "float32"], "out_dtype": "float32", "attrs": {},
+              "seed": 0, "shapes": [[1], [1]]}
+    (run / "summary.json").write_text(json.dumps({"backend": "numpy", "backend_version": "x",
+                                                  "seed": 0, "max_examples": 1}))
+    (run / "results.jsonl").write_text(json.dumps(record) + "\n")
+    np.savez(run / "hunt-cases.npz", **{f"{case_id}/0": np.ones(1, "f4"), f"{case_id}/1": np.ones(1, "f4")})
+    before = set(tmp_path.rglob("*"))
+    with pytest.raises(ReproError, match="is not a case id"):
+        write_repro(run, case_id, specs)
+    assert set(tmp_path.rglob("*")) == before

@@ -194,3 +194,47 @@ def test_paths_in_a_certificate_are_never_absolute(tmp_path, monkeypatch):
     assert certify.portable_path(certify.builtin_profiles_path()) == "conform/spec/profiles.yaml"
     assert certify.portable_path(tmp_path / "sub" / "m.yaml") == "sub/m.yaml"
     assert certify.portable_path("/elsewhere/deep/m.yaml") == "m.yaml"
+
+
+def test_a_certificate_names_its_adapter_and_a_rerun_on_other_adapter_code_is_refused(tmp_path):
+    """The adapter (a module path here; an installed one is named by its distribution and
+    version too) is recorded with a digest of its files: after an edit to them, ``verify``
+    refuses to re-run it, since that would check other code than the certified one."""
+    import json
+    import subprocess
+    import sys
+
+    package = tmp_path / "mine_adapter"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "wrapped.py").write_text("from conform.harness.backends.wrapping import Wrapping\n\n\n"
+                                        "class Mine(Wrapping):\n    wraps = 'numpy'\n    name = 'mine'\n")
+    (tmp_path / "profiles.yaml").write_text(json.dumps({"profiles": {"tiny": TINY_PROFILE}}))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    def conform(*args):
+        return subprocess.run([sys.executable, "-m", "conform.harness.cli", *map(str, args)],
+                              capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+
+    made = conform("certify", "--backend", "mine_adapter.wrapped:Mine", "--profile", "tiny",
+                   "--profiles", tmp_path / "profiles.yaml", "--out", tmp_path / "out", "--quiet")
+    assert made.returncode in (0, 1), made.stderr
+    adapter = json.loads((tmp_path / "out" / "certificate.json").read_text())["environment"]["adapter"]
+    assert adapter["module"] == "mine_adapter.wrapped" and adapter["distribution"] is None
+    assert adapter["files"] == 2 and re.fullmatch("[0-9a-f]{64}", adapter["sha256"])
+    verify_args = ("verify", tmp_path / "out" / "certificate.json", "--allow-module-backend",
+                   "--rerun", "2")
+    same = conform(*verify_args)
+    assert same.returncode == 0 and "adapter: mine_adapter.wrapped" in same.stdout, same.stdout
+    with open(package / "wrapped.py", "a") as source:
+        source.write("# another build\n")
+    other = conform(*verify_args)
+    assert other.returncode != 0
+    said = other.stdout + other.stderr
+    assert "rerun: refused: the installed adapter is not the certified one: adapter.sha256" in said
+    assert "give the claimed verdicts" not in said
+
+
+TINY_PROFILE = {"summary": "a tiny test profile", "ops": ["multiply"], "dtypes": ["float32"],
+                "subnormals": "ieee", "manifests": False, "max_examples": 3, "seed": 11,
+                "min_pass_rate": 0.9, "min_coverage": 0.5}

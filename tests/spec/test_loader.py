@@ -96,6 +96,13 @@ BAD_SPECS = [
      6, "signature.outputs.0.sequence", "True was expected"),
     (("  onnx: {op_type: Add}", "  onnx: {op_type: Add, operands: [A]}"), 16,
      "bindings.onnx.operands", "operands=['A'] names 1 formal inputs for 2 signature inputs"),
+    # a NumPy binding names a public NumPy function or ufunc, never a path out of numpy
+    (("  onnx: {op_type: Add}\n", "  onnx: {op_type: Add}\n  numpy: {fn: f2py.os.write}\n"), 17,
+     "bindings.numpy.fn",
+     "fn='f2py.os.write' leaves the numpy namespace (numpy.os is os)"),
+    (("  onnx: {op_type: Add}\n", "  onnx: {op_type: Add}\n  numpy: {fn: ndarray}\n"), 17,
+     "bindings.numpy.fn",
+     "fn='ndarray' is not a NumPy function or ufunc"),
 ]
 
 

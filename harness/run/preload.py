@@ -1,0 +1,13 @@
+"""Imported by the fork server workers start from (:data:`conform.harness.run.isolation.WORKER_METHOD`):
+conform, its op modules and the built-in specs, loaded once, so that each worker forked from it
+starts with them. Nothing here is of a run: no case, no oracle answer, no adapter."""
+from __future__ import annotations
+
+import conform.harness.run.worker  # noqa: F401  (the worker's code)
+
+try:
+    from conform.spec import load_specs
+
+    load_specs()
+except Exception:   # a broken op package: each worker reports it when it loads the specs itself
+    pass
