@@ -175,3 +175,17 @@ def test_the_readme_compiles_every_package_folder():
     steps = re.findall(r"python3 -m compileall -q ([\w ]+?) &&", readme)
     top = {folder.split("/")[0] for _, folder in PACKAGES.values()}
     assert steps and all(top <= set(step.split()) for step in steps)
+
+
+@pytest.mark.parametrize("folder", [folder for _, folder in PACKAGES.values()])
+def test_no_function_is_much_over_60_lines(folder):
+    """Functions stay short enough to read at once (about 60 lines; a few over it by a line or
+    two is not worth splitting a step in half)."""
+    long = []
+    for path in sorted((ROOT / folder).glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > 62:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length}")
+    assert long == []

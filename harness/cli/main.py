@@ -29,19 +29,8 @@ def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="conform", description=__doc__.splitlines()[0])
-    parser.add_argument("--specs", type=Path, default=None,
-                        help="directory of op spec YAML files (default: the built-in suite)")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    listing = sub.add_parser("list", help="list ops with their bindings and dtypes")
-    listing.add_argument("--backend", default=None)
-    listing.add_argument("--format", choices=["table", "json"], default="table")
-    listing.add_argument("--programs", action="store_true",
-                         help="add the program suite `conform run --programs` adds (chains of "
-                              "ops in the backend's format; the XLA ops' without --backend)")
-
+def _add_run_command(sub) -> argparse.ArgumentParser:
+    """The ``run`` subcommand and its own options (the gate's and profiles' are added after)."""
     run = sub.add_parser("run", help="run the suite against a backend", epilog=(
         "exit status: 0 ran and the gate (if any) holds; 1 the gate failed; 2 usage, spec or "
         "configuration error; 3 nothing was judged (every case skipped or unsupported, or every "
@@ -84,6 +73,23 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true",
                      help="continue the interrupted run in --out (same options), skipping the "
                           "cases it finished")
+    return run
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="conform", description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", type=Path, default=None,
+                        help="directory of op spec YAML files (default: the built-in suite)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    listing = sub.add_parser("list", help="list ops with their bindings and dtypes")
+    listing.add_argument("--backend", default=None)
+    listing.add_argument("--format", choices=["table", "json"], default="table")
+    listing.add_argument("--programs", action="store_true",
+                         help="add the program suite `conform run --programs` adds (chains of "
+                              "ops in the backend's format; the XLA ops' without --backend)")
+
+    run = _add_run_command(sub)
     cli_gate.add_gate_options(run)
     cli_certify.add_profile_options(run)
 
