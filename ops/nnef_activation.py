@@ -200,11 +200,13 @@ def draw_prelu(draw, kit, spec, dtype):
 
 
 def feed_prelu(inputs, attrs, index):
-    """out[index] is made of x[index] and the alpha element it meets (leading dimensions
-    aligned, size-1 dimensions broadcast)."""
+    """out[index] is select(x < 0.0, alpha * x, x) at index: x[index], and the alpha element
+    it meets (leading dimensions aligned, size-1 dimensions broadcast) only where x[index] < 0
+    (elsewhere the select takes x itself, and alpha is no term)."""
     x, alpha = inputs
     at = tuple(i if n > 1 else 0 for i, n in zip(index, alpha.shape))
-    return [x[tuple(index)].reshape(1), alpha[at].reshape(1)]
+    value = x[tuple(index)]
+    return [value.reshape(1), alpha[at].reshape(1) if value < 0 else None]
 
 
 def numpy_prelu(x, alpha):

@@ -246,11 +246,27 @@ def numpy_dft(names: tuple, default_axis: int):
     return compute
 
 
+def feed_dft(names: tuple, default_axis: int):
+    """The feeding rule: out[index] sums the signal along the axis at index's other
+    coordinates, every element of it the n-point signal reads (the first n, or for IRFFT the
+    one-sided bins 0 .. n // 2), both parts; dft_length and axis are no terms."""
+    def feed(inputs, attrs, index):
+        given = by_name(names, inputs, attrs.get("absent_inputs", ()))
+        x = given["input"]
+        settings = _settings(x, given, attrs, default_axis)
+        n, axis = settings["n"], settings["axis"]
+        read = n // 2 + 1 if settings["onesided"] and settings["inverse"] else n
+        at = list(index[:-1])
+        at[axis] = slice(0, min(read, x.shape[axis]))
+        return [x[tuple(at)].ravel()] + [None] * (len(inputs) - 1)
+    return feed
+
+
 def _register(name: str, names: tuple, default_axis: int, draw, axis_attribute: bool):
     @op(name, version=1, draw=draw, draw_honours=frozenset({"optional", "scalar"}),
         values=values_dft(names, default_axis), value_dependent_shape=True,
         onnx=onnx_dft(names, axis_attribute), numpy=numpy_dft(names, default_axis),
-        error_bound=dft_bound(names, default_axis))
+        error_bound=dft_bound(names, default_axis), feeding=feed_dft(names, default_axis))
     def oracle(*inputs, absent_inputs=(), **attrs):
         """The text's DFT (see :func:`dft`) of the case's input, dft_length and axis."""
         given = by_name(names, inputs, absent_inputs)

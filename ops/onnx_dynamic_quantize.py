@@ -87,7 +87,14 @@ def numpy_dynamic_quantize(x):
             np.uint8(np.nan_to_num(zero)))
 
 
-@op("onnx_dynamic_quantize_linear", version=1, numpy=numpy_dynamic_quantize)
+def feed_dynamic_quantize(inputs, attrs, index):
+    """Every element of x: y_scale (and through it y_zero_point and each y) is computed from
+    max(x) and min(x), which the text takes over all of x."""
+    return [np.ravel(inputs[0])]
+
+
+@op("onnx_dynamic_quantize_linear", version=1, numpy=numpy_dynamic_quantize,
+    feeding=feed_dynamic_quantize)
 def oracle_onnx_dynamic_quantize_linear(x, open_elements=False):
     """DynamicQuantizeLinear: the text's y_scale (exact), y_zero_point and y (computed from
     y_scale rounded to float32, ties to even); with ``open_elements``, per output the mask of

@@ -20,8 +20,8 @@ import math
 import numpy as np
 
 from conform.op_registry import op
-from conform.ops.contraction import draw_onnx_matmul
-from conform.ops.onnx_pooling import gather_windows
+from conform.ops.contraction import draw_onnx_matmul, feed_onnx_matmul
+from conform.ops.onnx_pooling import gather_windows, window_taps
 from conform.ops.optional_inputs import by_name, onnx_operands, present
 
 MATMUL_INPUTS = ("a", "b", "a_zero_point", "b_zero_point")
@@ -62,6 +62,33 @@ def row_parameter(value: np.ndarray, operand: np.ndarray) -> np.ndarray:
     return value
 
 
+def feed_matmul_parts(a, b, a_parameters, b_parameters, index) -> tuple:
+    """Row ``m`` of A and column ``n`` of B in the batch of out[index] (as ONNX MatMul), and
+    the elements of each parameter of A (per tensor or per row) and of B (per tensor or per
+    column) that those rows and columns meet: each parameter's elements are numbered, broadcast
+    over their operand and read as the operand is."""
+    row, column = feed_onnx_matmul([a, b], {}, index)
+
+    def met(parameter, operand, rows):
+        labels = np.arange(parameter.size).reshape(parameter.shape)
+        labels = np.broadcast_to(row_parameter(labels, operand) if rows else labels, operand.shape)
+        fed = feed_onnx_matmul([labels, b] if rows else [a, labels], {}, index)[0 if rows else 1]
+        return parameter.ravel()[np.unique(fed)]
+
+    return (row, column, [met(p, a, True) for p in a_parameters],
+            [met(p, b, False) for p in b_parameters])
+
+
+def feed_matmul_integer(inputs, attrs, index):
+    """Row ``m`` of A, column ``n`` of B and the zero points' elements they meet."""
+    given = by_name(MATMUL_INPUTS, inputs, attrs.get("absent_inputs", ()))
+    zeros = [n for n in MATMUL_INPUTS[2:] if n in given]
+    row, column, a_fed, b_fed = feed_matmul_parts(
+        given["a"], given["b"], [given[n] for n in zeros if n[0] == "a"],
+        [given[n] for n in zeros if n[0] == "b"], index)
+    return [row, column, *a_fed, *b_fed]
+
+
 def centred_operands(inputs, names, absent_inputs):
     """A - a_zero_point and B - b_zero_point (zero points absent: 0), per row and column."""
     given = by_name(names, inputs, absent_inputs)
@@ -82,7 +109,8 @@ def numpy_matmul_integer(*inputs, absent_inputs=()):
 
 
 @op("onnx_mat_mul_integer", version=1, draw=draw_matmul_integer,
-    draw_honours=frozenset({"optional"}), numpy=numpy_matmul_integer)
+    draw_honours=frozenset({"optional"}), numpy=numpy_matmul_integer,
+    feeding=feed_matmul_integer)
 def oracle_onnx_mat_mul_integer(*inputs, absent_inputs=()):
     """MatMulInteger: ``matmul(A - a_zero_point, B - b_zero_point)``, exact in integers."""
     a, b = centred_operands(inputs, MATMUL_INPUTS, absent_inputs)
@@ -181,6 +209,40 @@ def integer_conv(x, x_zero, w, w_zero, attrs, reading=0):
     return out.reshape(batch, maps, *outs)
 
 
+def feed_conv_parts(x, w, attrs, index) -> tuple:
+    """x's patch under out[index]'s window (the input channels of its group, padding left
+    out) and the taps of filter ``m`` over it; with ``m``, the output channel."""
+    batch, m, *outs = index
+    taps = window_taps(x.shape[2:], {**attrs, "kernel_shape": list(w.shape[2:])},
+                       ignore_right_starts=False)
+    per_group = w.shape[1]
+    first = m // (w.shape[0] // attrs.get("group", 1)) * per_group
+    spans = [positions[o][inside[o]] for o, (positions, inside, _) in zip(outs, taps)]
+    kernel = [np.flatnonzero(inside[o]) for o, (_, inside, _) in zip(outs, taps)]
+    patch = x[batch][np.ix_(np.arange(first, first + per_group), *spans)].ravel()
+    return patch, w[m][np.ix_(np.arange(per_group), *kernel)].ravel(), m
+
+
+def per_channel(parameter: np.ndarray, m: int) -> np.ndarray:
+    """The element of a per-tensor or per-output-channel parameter that channel ``m`` uses."""
+    at = m if parameter.size > 1 else 0
+    return np.ravel(parameter)[at:at + 1]
+
+
+def feed_conv_integer(inputs, attrs, index):
+    """x's patch, filter ``m``'s taps over it, and the zero points (w's per tensor or
+    channel ``m``'s), these only where the patch holds an element of x (a window of padding
+    is a sum of no term)."""
+    given = by_name(CONV_INPUTS, inputs, attrs.get("absent_inputs", ()))
+    patch, kernel, m = feed_conv_parts(given["x"], given["w"], attrs, index)
+    fed = {"x": patch, "w": kernel}
+    if patch.size:
+        fed.update(x_zero_point=given.get("x_zero_point"),
+                   w_zero_point=per_channel(given["w_zero_point"], m)
+                   if "w_zero_point" in given else None)
+    return [None if fed.get(n) is None else np.ravel(fed[n]) for n in given]
+
+
 def onnx_integer_conv(names):
     """The lowering: one node, its absent optional inputs left out or written ``""``."""
     def lower(case, graph):
@@ -194,7 +256,7 @@ _CONV_ATTRIBUTES = ("auto_pad", "group", "kernel_shape", "dilations", "strides",
 
 
 @op("onnx_conv_integer", version=1, draw=draw_conv_integer, draw_honours=frozenset({"optional"}),
-    onnx=onnx_integer_conv(CONV_INPUTS), onnx_shape_dependent=True)
+    onnx=onnx_integer_conv(CONV_INPUTS), onnx_shape_dependent=True, feeding=feed_conv_integer)
 def oracle_onnx_conv_integer(*inputs, absent_inputs=(), reading=0, **attrs):
     """ConvInteger: Conv of ``x - x_zero_point`` with ``w - w_zero_point``, exact in integers;
     ``reading`` says what a padding tap holds (see the spec's region ``reading_differs``)."""

@@ -23,8 +23,9 @@ from conform.ops.contraction import draw_onnx_matmul
 from conform.ops.error_bounds import gamma
 from conform.ops.onnx_cast import float8_table, is_float8, numpy_astype
 from conform.ops.onnx_quantize import zero_point_values
-from conform.ops.onnx_integer_contraction import (draw_integer_conv, integer_conv,
-                                                 onnx_integer_conv, row_parameter)
+from conform.ops.onnx_integer_contraction import (draw_integer_conv, feed_conv_parts,
+                                                 feed_matmul_parts, integer_conv,
+                                                 onnx_integer_conv, per_channel, row_parameter)
 from conform.ops.optional_inputs import by_name
 
 MATMUL_INPUTS = ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point",
@@ -209,11 +210,21 @@ def numpy_qlinear_matmul(a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero
     return (numpy_astype(np.clip(q, np.float32(info.min), np.float32(info.max)), str(y_zero.dtype)),)
 
 
+def feed_qlinear_matmul(inputs, attrs, index):
+    """Row ``m`` of A and column ``n`` of B (as ONNX MatMul), the elements of A's scale and
+    zero point (per tensor or per row) and of B's (per tensor or per column) they meet, and
+    y's scale and zero point."""
+    a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero = inputs
+    row, column, (a_scale, a_zero), (b_scale, b_zero) = feed_matmul_parts(
+        a, b, [a_scale, a_zero], [b_scale, b_zero], index)
+    return [row, a_scale, a_zero, column, b_scale, b_zero, np.ravel(y_scale), np.ravel(y_zero)]
+
+
 @op("onnx_qlinear_mat_mul", version=1, draw=draw_qlinear_matmul,
     values=requantization_values(MATMUL_INPUTS, lambda g, attrs: _matmul_accumulator(g, attrs),
                                  lambda g: (row_parameter(g["a_zero_point"], g["a"]),
                                             g["b_zero_point"])),
-    numpy=numpy_qlinear_matmul)
+    numpy=numpy_qlinear_matmul, feeding=feed_qlinear_matmul)
 def oracle_onnx_qlinear_mat_mul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
                                 y_zero_point, dtypes=(), open_elements=False):
     """QLinearMatMul: ``saturate(round_half_even(matmul((a - a_zp) a_scale, (b - b_zp) b_scale)
@@ -278,11 +289,27 @@ def _channel_scale(scale, ndim):
     return scale.reshape((-1,) + (1,) * (ndim - 2)) if scale.ndim else scale
 
 
+def feed_qlinear_conv(inputs, attrs, index):
+    """x's patch, filter ``m``'s taps over it, x's and y's scales and zero points, and w's
+    scale, zero point and bias B (per tensor or channel ``m``'s); x's and w's zero points only
+    where the patch holds an element of x (a window of padding is a sum of no term)."""
+    given = by_name(CONV_INPUTS, inputs, attrs.get("absent_inputs", ()))
+    patch, kernel, m = feed_conv_parts(given["x"], given["w"], attrs, index)
+    fed = {name: np.ravel(given[name]) for name in ("x_scale", "y_scale", "y_zero_point")}
+    fed.update(x=patch, w=kernel, w_scale=per_channel(given["w_scale"], m))
+    if patch.size:
+        fed.update(x_zero_point=np.ravel(given["x_zero_point"]),
+                   w_zero_point=per_channel(given["w_zero_point"], m))
+    if "B" in given:
+        fed["B"] = per_channel(given["B"], m)
+    return [fed.get(name) for name in given]
+
+
 @op("onnx_qlinear_conv", version=1, draw=draw_qlinear_conv, draw_honours=frozenset({"optional"}),
     values=requantization_values(CONV_INPUTS, lambda g, attrs: _conv_accumulator(g, attrs),
                                  lambda g: (g["x_zero_point"].reshape(()), np.reshape(
                                      g["w_zero_point"], (-1,) + (1,) * (g["w"].ndim - 1)))),
-    onnx=onnx_integer_conv(CONV_INPUTS), onnx_shape_dependent=True)
+    onnx=onnx_integer_conv(CONV_INPUTS), onnx_shape_dependent=True, feeding=feed_qlinear_conv)
 def oracle_onnx_qlinear_conv(*inputs, absent_inputs=(), dtypes=(), open_elements=False,
                              reading=0, **attrs):
     """QLinearConv: ``saturate(round_half_even(conv((x - x_zp) x_scale, (w - w_zp) w_scale) +

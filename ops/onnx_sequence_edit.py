@@ -15,9 +15,11 @@ import numpy as np
 
 from conform.dtypes import np_dtype
 from conform.op_registry import op
+from conform.ops.indexing import traced_feeding
 from conform.ops.optional_inputs import onnx_operands
 from conform.ops.sequence_values import pack
 from conform.ops.onnx_sequences import element_shapes
+from conform.ops.onnx_shape import no_input_feeds
 
 
 def sequence_of(graph, elements: list, dtype: str, name: str = "sequence") -> str:
@@ -68,7 +70,7 @@ def numpy_sequence_empty(*, dtype="float32"):
 
 
 @op("onnx_sequence_empty", version=1, draw=draw_sequence_empty, onnx=onnx_sequence_empty,
-    numpy=numpy_sequence_empty)
+    numpy=numpy_sequence_empty, feeding=no_input_feeds)
 def oracle_sequence_empty(*, dtype="float32"):
     """'Construct an empty tensor sequence, with given data type' (default float)."""
     return pack([], np_dtype(dtype))
@@ -106,6 +108,17 @@ def _inserted(tensor, position, sequence) -> list:
     return items
 
 
+def feed_sequence_insert(inputs, attrs, index, output=0):
+    """A value of the output sequence is a copy of one element of tensor or of the input
+    sequence's tensors (traced through the oracle with the real position, which is no term:
+    it chooses where tensor goes); the shapes output (``output`` 1) is fed by no element."""
+    if output != 0:
+        return [None] * len(inputs)
+    position = 0 if "position" in attrs.get("absent_inputs", ()) else 1
+    data = tuple(k for k in range(len(inputs)) if k == 0 or k > position)
+    return traced_feeding("onnx_sequence_insert", data)(inputs, attrs, index)
+
+
 def numpy_sequence_insert(tensor, *rest, absent_inputs=()):
     """The numpy backend: Python's ``list.insert`` (a negative index counts from the back)."""
     _, position, elements = _split((tensor, *rest), absent_inputs, 1)
@@ -115,7 +128,7 @@ def numpy_sequence_insert(tensor, *rest, absent_inputs=()):
 
 
 @op("onnx_sequence_insert", version=1, draw=draw_sequence_insert, values=values_insert,
-    draw_honours=frozenset({"optional", "scalar"}), feeding="moved",
+    draw_honours=frozenset({"optional", "scalar"}), feeding=feed_sequence_insert,
     onnx=onnx_sequence_insert, numpy=numpy_sequence_insert)
 def oracle_sequence_insert(tensor, *rest, absent_inputs=()):
     """'inserts tensor into input_sequence at position' ('Negative value means counting
@@ -185,7 +198,7 @@ def numpy_sequence_length(*sequence):
 
 
 @op("onnx_sequence_length", version=1, draw=draw_sequence_length,
-    feeding=lambda inputs, attrs, index: [None] * len(inputs), onnx=onnx_sequence_length,
+    feeding=no_input_feeds, onnx=onnx_sequence_length,
     numpy=numpy_sequence_length)
 def oracle_sequence_length(*sequence):
     """'a scalar (tensor of empty shape) containing the number of tensors in

@@ -20,7 +20,7 @@ from conform.model_formats import Unsupported, onnx_opset
 from conform.op_registry import op
 
 
-def _no_input_feeds(inputs, attrs, index):
+def no_input_feeds(inputs, attrs, index):
     """No input element is a term of the output element (it is a shape, a count or a
     constant)."""
     return [None] * len(inputs)
@@ -100,7 +100,7 @@ def numpy_onnx_shape(data, *, start=0, end=None):
 
 
 @op("onnx_shape", version=1, draw=draw_onnx_shape, numpy=numpy_onnx_shape,
-    feeding=_no_input_feeds, onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs,
+    feeding=no_input_feeds, onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs,
                                                                   **case.attrs))
 def oracle_onnx_shape(data, *, start=0, end=None):
     """Shape-15: the sizes of the axes from ``start`` (default 0) up to ``end`` (exclusive,
@@ -118,7 +118,7 @@ def draw_onnx_size(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (shape,), {}, "int64")
 
 
-@op("onnx_size", version=1, draw=draw_onnx_size, feeding=_no_input_feeds,
+@op("onnx_size", version=1, draw=draw_onnx_size, feeding=no_input_feeds,
     numpy=lambda data: np.int64(np.size(data)))
 def oracle_onnx_size(data):
     """Size: 'a int64 scalar that equals to the total number of elements' (1 for a 0-d
@@ -164,7 +164,7 @@ def numpy_onnx_eye_like(data, *, k, dtype=None):
 
 
 @op("onnx_eye_like", version=1, draw=draw_onnx_eye_like, onnx=onnx_eye_like,
-    numpy=numpy_onnx_eye_like, feeding=_no_input_feeds)
+    numpy=numpy_onnx_eye_like, feeding=no_input_feeds)
 def oracle_onnx_eye_like(data, *, k, dtype=None, dtypes=()):
     """EyeLike: the input's shape, 'T2[i, i+k] = 1' and zeros everywhere else (1 and 0 of the
     output type: True and False for bool); T2 is ``dtype``, else the input's type."""
@@ -241,7 +241,7 @@ def numpy_onnx_constant_of_shape(shape, *, dtype, value=None):
 
 @op("onnx_constant_of_shape", version=1, draw=draw_onnx_constant_of_shape,
     values=values_onnx_constant_of_shape, onnx=onnx_constant_of_shape,
-    numpy=numpy_onnx_constant_of_shape, feeding=_no_input_feeds, value_dependent_shape=True)
+    numpy=numpy_onnx_constant_of_shape, feeding=no_input_feeds, value_dependent_shape=True)
 def oracle_onnx_constant_of_shape(shape, *, dtype, value=None):
     """ConstantOfShape: a tensor of shape ``input`` (empty: a scalar), every element ``value``
     (its type the output's), or 0 of type float32 without it."""

@@ -22,6 +22,7 @@ import numpy as np
 
 from conform.dtypes import is_integer, np_dtype
 from conform.op_registry import op
+from conform.ops.onnx_shape import no_input_feeds
 
 #: (A0, A1, A2) of each window, from the function bodies (Hamming's as the exact fractions).
 COEFFICIENTS = {"hann": (0.5, 0.5, 0.0), "hamming": (25 / 46, 21 / 46, 0.0),
@@ -139,9 +140,10 @@ def _define(kind: str, name: str, numpy_function=None):
                       "/ N) + A2 cos(4 pi n / N), N = size (periodic) or size - 1; an integer "
                       "output is 0 where every reading of the cast gives 0 (elsewhere open).")
     numpy = _numpy_window(numpy_function) if numpy_function is not None else None
+    # the size is a count (the window's length and N), no term of an element: nothing feeds
     return op(f"onnx_{kind}_window", version=1, draw=draw_window, fill=fill_window,
               value_dependent_shape=True, onnx=onnx_window, numpy=numpy,
-              draw_honours=frozenset({"scalar"}),
+              draw_honours=frozenset({"scalar"}), feeding=no_input_feeds,
               error_bound=window_bound(kind))(oracle)
 
 

@@ -177,3 +177,13 @@ def test_derived_bound_ops_are_left_out_of_programs(specs):
     assert chainable(specs["nnef_selu"]) and chainable(specs["nnef_softabs"])
     names = chain_names(specs, "nnef", count=40)
     assert not any("nnef_silu" in name or "nnef_gelu" in name for name in names)
+
+
+def test_prelu_alpha_feeds_only_a_negative_x():
+    """select(x < 0.0, alpha * x, x): alpha is a term only where x is negative."""
+    from conform.oracles.feeding import feeding_elements
+    x, alpha = np.array([[-2.0, 3.0]]), np.array([[0.5], ])
+    negative = feeding_elements("nnef_prelu", [x, alpha], {}, [0, 0])
+    positive = feeding_elements("nnef_prelu", [x, alpha], {}, [0, 1])
+    assert [f.tolist() for f in negative] == [[-2.0], [0.5]]
+    assert positive[0].tolist() == [3.0] and positive[1] is None

@@ -137,3 +137,13 @@ def test_judge_catches_the_opposite_sign_convention(specs):
         assert judgement.verdict == "fail", case.id
         caught += 1
     assert caught
+
+
+def test_a_bin_is_fed_by_the_signal_it_reads_along_the_axis():
+    """dft_length 2 truncates the 3-point signal: two points, both parts; the length is no
+    term."""
+    from conform.oracles.feeding import feeding_elements
+    x = np.arange(12.0).reshape(2, 3, 2)
+    fed = feeding_elements("onnx_dft", [x, np.asarray(2, np.int64)],
+                           {"axis": 1, "absent_inputs": ["axis"]}, [1, 0, 1])
+    assert fed[0].tolist() == [6, 7, 8, 9] and fed[1] is None

@@ -131,3 +131,21 @@ def test_the_judge_fails_a_pair_sum_saturated_in_int16(specs):
     case = _case(spec.op, MATMUL, {"a": np.uint8([[255, 255]]), "b": np.int8([[127], [127]])})
     assert judge_outputs(spec, case, [np.int32([[64770]])]).verdict == "pass"
     assert judge_outputs(spec, case, [np.int32([[32767]])]).verdict == "fail"
+
+
+def test_feeding_names_a_row_a_column_and_their_zero_points():
+    from conform.oracles.feeding import feeding_elements
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4) + 100
+    fed = feeding_elements("onnx_mat_mul_integer", [a, b, np.array([7.0, 8.0]),
+                                                     np.array([1.0, 2.0, 3.0, 4.0])], {}, [1, 2])
+    assert [f.tolist() for f in fed] == [[3, 4, 5], [102, 106, 110], [8], [3]]
+
+
+def test_conv_feeding_names_the_patch_inside_and_its_kernel_taps():
+    """1-D, pads 1: output 0's window starts in the padding; group 2 takes channel 1 for m=1."""
+    from conform.oracles.feeding import feeding_elements
+    x = np.arange(8.0).reshape(1, 2, 4)
+    w = np.arange(6.0).reshape(2, 1, 3) + 100
+    fed = feeding_elements("onnx_conv_integer", [x, w, np.array(9.0), np.array([1.0, 2.0])],
+                           {"pads": [1, 1], "group": 2}, [0, 1, 0])
+    assert [f.tolist() for f in fed] == [[4, 5], [104, 105], [9], [2]]

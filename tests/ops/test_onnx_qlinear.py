@@ -191,3 +191,13 @@ def test_a_wrong_scale_fails_and_the_node_examples_pass(specs):
         # is 25.4999998, within two float32 roundings of the tie 25.5 (exact with 5/255): open
         judged = judge_outputs(spec, _dynamic(inputs[0]), outputs)
         assert judged.verdict in ("pass", "impl_defined"), (name, judged.worst)
+
+
+def test_conv_feeding_names_channel_m_s_parameters_and_bias():
+    from conform.oracles.feeding import feeding_elements
+    x, w = np.arange(4.0).reshape(1, 1, 4), np.arange(6.0).reshape(2, 1, 3) + 100
+    inputs = [x, np.array(0.5), np.array(1.0), w, np.array([0.25, 0.125]), np.array([3.0, 4.0]),
+              np.array(2.0), np.array(5.0), np.array([10.0, 20.0])]
+    fed = feeding_elements("onnx_qlinear_conv", inputs, {}, [0, 1, 1])
+    assert [f.tolist() for f in fed] == [[1, 2, 3], [0.5], [1], [103, 104, 105], [0.125], [4],
+                                         [2], [5], [20]]

@@ -179,3 +179,14 @@ def test_oracles_reproduce_the_sequence_model_tests():
             values[node.output[0]] = _run_node(node, args, attrs)
         for output, want in zip(model.graph.output, outputs):
             assert np.array_equal(values[output.name], want), name
+
+
+def test_insert_feeding_traces_the_copy_with_the_real_position():
+    """The position is no term (it is not numbered): out[1] is tensor, inserted at 1."""
+    from conform.oracles.feeding import feeding_elements
+    tensor, position = np.array([7.0]), np.asarray(1, np.int64)
+    sequence = [np.array([5.0]), np.array([6.0])]
+    fed = feeding_elements("onnx_sequence_insert", [tensor, position, *sequence], {}, [1])
+    assert [None if f is None else f.tolist() for f in fed] == [[7.0], None, None, None]
+    assert feeding_elements("onnx_sequence_insert", [tensor, position, *sequence], {}, [1, 0],
+                            output=1) == [None] * 4

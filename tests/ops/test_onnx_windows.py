@@ -98,3 +98,9 @@ def test_judge_catches_the_classic_hamming_coefficients(specs):
         assert judgement.verdict == "fail", case.id
         caught += 1
     assert caught
+
+
+def test_the_size_feeds_no_window_element():
+    """The size is a count (the window's length), no term: the failure message shows none."""
+    from conform.oracles.feeding import feeding_elements
+    assert feeding_elements("onnx_hann_window", [np.asarray(4, np.int64)], {}, [1]) == [None]

@@ -11,7 +11,7 @@ from conform.spec import load_specs
 
 
 def test_every_op_declared_element_aligned_is(specs):
-    """An ``aligned`` op's output has the broadcast shape of its inputs (NumPy's rule, or NNEF's
+    """An ``aligned`` op's (first) output has the broadcast shape of its inputs (NumPy's rule, or NNEF's
     for nnef_broadcast), so reading each input at the output's index is right."""
     checked = 0
     for name, spec in specs.items():
@@ -19,7 +19,7 @@ def test_every_op_declared_element_aligned_is(specs):
             continue
         nnef = spec.signature.get("shapes") == "nnef_broadcast"
         for case in generate_cases(spec, dtype_labels(spec)[0], count=4, seed=2):
-            (out,) = evaluate(spec.oracle, case.inputs, case.attrs)
+            out = evaluate(spec.oracle, case.inputs, case.attrs)[0]
             shapes = [x.shape for x in case.inputs]
             dims = case.attrs.get("broadcast_dimensions")   # XLA: the lower rank's mapping
             if dims is not None:
@@ -71,6 +71,29 @@ NOT_BY_PERTURBATION = {
                 "wherever it is read, and no change of one element moves it",
     "while": "a loop body of ops such as floor, sign or abs, or of no iteration, need not move "
              "when an element of a or b changes, though the standard combines it",
+    "nnef_local_contrast_normalization": "inputs numbered 1, 2, ... make a centred value (x less "
+                                         "its window's mean, the middle of an arithmetic run) 0: "
+                                         "0 / sigma does not move when an element of sigma's "
+                                         "wider window changes, though the fragment divides by it",
+    "nnef_zero_point_linear_quantize": "zero_point is an integer input (not T), left unchanged, "
+                                       "yet a term; and where the clamp holds q at z, (q - z) * "
+                                       "scale is 0 whatever scale is",
+    "onnx_dft": "a term whose twiddle is 0 (sin 0 at bin 0 or at n = 0, a quarter turn's cos) "
+                "does not move the bin, though the text's sum takes it",
+    "onnx_dft_opset17": "a term whose twiddle is 0 (sin 0 at bin 0 or at n = 0, a quarter "
+                        "turn's cos) does not move the bin, though the text's sum takes it",
+    "onnx_mat_mul_integer": "B and b_zero_point are of type T2 (not T), left unchanged, yet "
+                            "terms; and an element of A meeting a B element equal to its zero "
+                            "point is a product with 0",
+    "onnx_conv_integer": "w and w_zero_point are of type T2 (not T), left unchanged, yet terms; "
+                         "and an x element under a w tap equal to its zero point is a product "
+                         "with 0",
+    "onnx_qlinear_mat_mul": "B, the scales and the zero points of B and y are not of type T, "
+                            "left unchanged, yet terms; a product with a B element equal to its "
+                            "zero point is 0, and a saturated y does not move",
+    "onnx_qlinear_conv": "w, the scales, the zero points of w and y and the bias are not of type "
+                         "T, left unchanged, yet terms; a product with a w tap equal to its zero "
+                         "point is 0, and a saturated y does not move",
 }
 #: Ops whose output is an index along ``attrs['axis']``: into a slice of one element it is 0
 #: whatever that element is, so such cases are left out.
