@@ -16,15 +16,14 @@ import math
 import numpy as np
 import orjson
 
-from conform.dtypes import np_dtype
+from conform.dtypes import ML_DTYPES, np_dtype
 from conform.harness.judge.outcome import Outcome
 
-#: The dtypes an array may have on the wire, by name (``dtype.name``).
+#: The dtypes an array may have on the wire, by name (``dtype.name``): NumPy's numeric types and
+#: every type of conform's vocabulary that ml_dtypes adds (none of them holds objects).
 ARRAY_DTYPES = frozenset({
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128",
-    "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-    "int4", "uint4"})
+    "float16", "float32", "float64", "complex64", "complex128", *ML_DTYPES})
 
 _LENGTH = 8   # bytes of the header's length, little-endian, before the header
 
