@@ -1,19 +1,23 @@
 """Where every second of one ``conform`` command goes: a driver that runs the command with timers
-on the stages of its pipeline, in every process it forks, and the arithmetic that attributes the
+on the stages of its pipeline, in every process it starts, and the arithmetic that attributes the
 command's wall time to those stages.
 
     CONFORM_STAGES_DIR=DIR python bench/stages.py run --backend onnxruntime ...
 
 runs ``conform run ...`` in this process, as the ``conform`` command does, after wrapping the
 functions each stage is made of (:data:`PARENT_STAGES`, :data:`WORKER_STAGES`,
-:data:`GENERATION_STAGES`). Each process (the parent, every worker, every child that draws part
-of a cold corpus; workers and children are forked, so they inherit the wrappers) keeps the
-seconds of each stage *exclusively* (a stage's time excludes the stages it calls: building a
-model inside preparing a case counts as building only) and writes them to ``DIR/<pid>.json``
-(workers every :data:`DUMP_INTERVAL` seconds, so a worker that crashes loses little).
-:func:`attribute` then reads them back: the parent's stages are the command's timeline; the
-time the parent spends waiting for its workers is shared out among the workers' stages in
-proportion to their seconds. What no stage covers is ``unattributed``.
+:data:`GENERATION_STAGES`). Each process keeps the seconds of each stage *exclusively* (a
+stage's time excludes the stages it calls: building a model inside preparing a case counts as
+building only) and writes them to ``DIR/<pid>.json`` (workers and judge processes every
+:data:`DUMP_INTERVAL` seconds, so one that crashes loses little): the parent (it judges, applies
+the manifest and encodes a short run's replies), the judge processes a long run forks from it and
+the children that draw part of a cold corpus (forked: they inherit the wrappers), and the workers.
+Workers start from a multiprocessing fork server, not from the parent: this module adds itself to
+the fork server's preload, and, imported there, wraps the workers' functions, which every worker
+forked from it inherits (on an older commit workers are forked from the parent).
+:func:`attribute` (bench/attribution.py) then reads them back: the parent's stages are the command's timeline; the
+time the parent spends waiting for its workers (and judge processes) is shared out among their
+stages in proportion to their seconds. What no stage covers is ``unattributed``.
 
 Each wrapped call costs ~1 us; a case passes through four or five of them.
 """
@@ -22,11 +26,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import inspect
 import json
 import os
 import sys
 import threading
 import time
+
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:   # (loaded by its path)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attribution import attribute, cpu_seconds  # noqa: E402,F401  (bench/attribution.py)
 
 #: Seconds between two writes of a worker's figures.
 DUMP_INTERVAL = 0.25
@@ -84,7 +93,11 @@ def _patch(target: str, stage: str) -> None:
     except (ImportError, AttributeError):
         MISSING.append(target)
         return
-    wrapped = _timed(original, stage)
+    static = inspect.getattr_static(owner, last) if path else None
+    if isinstance(static, (staticmethod, classmethod)):   # a method of a class, kept as it was
+        wrapped = type(static)(_timed(static.__func__, stage))
+    else:
+        wrapped = _timed(original, stage)
     setattr(owner, last, wrapped)
     if not path:   # a function other modules imported by name: theirs too
         for module in list(sys.modules.values()):
@@ -97,17 +110,30 @@ def _patch(target: str, stage: str) -> None:
 MISSING: list = []
 
 
-#: The parent's stages (its timeline): module:function -> stage.
+#: The parent's stages (its timeline): module:function -> stage. Its judge, manifest and encode
+#: stages (judging is in the parent since the workers only compute) are also those of the judge
+#: processes a long run forks from it.
 PARENT_STAGES = {
     "conform.harness.run.runner:_generate": "generation",
+    "conform.harness.run.processes:backend_binding": "binding (fork server start)",
     "conform.generators._suite:fill_corpus": "generation (drawing processes)",
     "conform.generators._corpus_format:read": "corpus read",
     "conform.generators._corpus:prune_corpus": "corpus prune",
     "conform.harness.run.isolation:WorkerPool.__enter__": "worker start",
     "conform.harness.run.isolation:WorkerPool.__exit__": "worker stop",
     "conform.harness.run.isolation:WorkerPool._send": "IPC send",
-    "conform.harness.run.isolation:_unpack": "IPC receive",
+    "conform.harness.run.wire:read_reply": "IPC receive",
+    "conform.harness.run.stages:JudgeProcesses.__init__": "judge start",
+    "conform.harness.run.stages:JudgeProcesses.submit": "IPC send",
+    "conform.harness.run.stages:JudgeProcesses.collect": "IPC receive",
+    "conform.harness.run.stages:JudgeProcesses.close": "judge stop",
+    "conform.harness.run.stages:judge_stage": "judge",
+    "conform.harness.run.stages:manifest_stage": "manifest",
+    "conform.harness.run.stages:encode_stage": "encode",
+    "conform.harness.judge.judging:result_records": "judge",
+    "conform.harness.assurance.manifests:Manifest.apply": "manifest",
     "conform.harness.run.runner:result_record": "judge",
+    "conform.reports:Tally.add": "tally",
     "conform.reports:ResultWriter.write_lines": "write",
     "conform.reports:ResultWriter.write": "write",
     "conform.reports:Tally.merge": "tally",
@@ -127,16 +153,19 @@ GENERATION_STAGES = {
     "conform.generators._suite:expect": "oracle",
     "conform.generators._corpus_format:write": "corpus write",
 }
-#: A worker's stages (its own loop, ``worker loop``, holds what no other stage does).
+#: A worker's stages (its own loop, ``worker loop``, holds what no other stage does). A worker
+#: only computes; its reply is encoded by ``computed_frame``.
 WORKER_STAGES = {
     "conform.harness.run.worker:_load": "worker start",
     "conform.harness.run.worker:prepare_case": "prepare",
     "conform.harness.backends.models:Model.build": "model build",
-    "conform.harness.judge.judging:result_records": "judge",
-    "conform.harness.assurance.manifests:Manifest.apply": "manifest",
-    "conform.reports:Tally.add": "tally",
-    "conform.harness.run.worker:_encoded": "encode",
+    "conform.harness.run.wire:computed_frame": "encode",
     "conform.harness.run.worker:exception_traceback": "traceback",
+}
+#: Targets of older commits (the guard runs this file on them), gone here.
+FORMER_STAGES = {
+    "conform.harness.run.isolation:_unpack": "IPC receive",
+    "conform.harness.run.worker:_encoded": "encode",
 }
 
 
@@ -163,77 +192,93 @@ def _runtime_phases() -> None:
     base.RuntimeClock.timing = timing
 
 
-def _worker_hooks() -> None:
-    """In a forked worker: time the computing step prepare returns (``execute``), waiting for
-    a batch and sending replies (``IPC``), and write the figures as they grow."""
+def _child_hooks(role: str) -> None:
+    """In a worker or a judge process: time waiting for work (``wait for a batch (IPC)``) and
+    sending replies (``IPC send``), and write the figures as they grow; in a worker, time the
+    computing step prepare returns (``execute``)."""
     from multiprocessing import connection
 
     from conform.harness.run import worker
 
-    prepare = worker.prepare_case
+    if role == "worker":
+        prepare = worker.prepare_case
 
-    def prepare_case(*args, **kwargs):
-        step = prepare(*args, **kwargs)
-        return _timed(step, "execute") if callable(step) else step
+        def prepare_case(*args, **kwargs):
+            step = prepare(*args, **kwargs)
+            return _timed(step, "execute") if callable(step) else step
 
-    worker.prepare_case = prepare_case
-    send = connection.Connection.send
-
-    def sent(self, obj):
-        _enter("IPC send")
-        try:
-            return send(self, obj)
-        finally:
-            _leave()
-            if time.time() - _state["dumped"] >= DUMP_INTERVAL:
-                dump()
-
-    connection.Connection.send = sent
-    connection.Connection.recv = getattr(connection.Connection.recv, "__wrapped__",
-                                         connection.Connection.recv)
+        worker.prepare_case = prepare_case
+    for name in ("send", "send_bytes"):   # replies: pickled (older commits), or wire frames
+        setattr(connection.Connection, name, _sending(getattr(connection.Connection, name)))
+    for name in ("recv", "recv_bytes"):   # (the parent's timers, inherited by a forked child)
+        method = getattr(connection.Connection, name)
+        setattr(connection.Connection, name, getattr(method, "__wrapped__", method))
     inbox = worker._inbox
+    waiting = "wait for a batch (IPC)" if role == "worker" else "wait for a reply (IPC)"
 
     def timed_inbox(conn):
         queue = inbox(conn)
-        queue.get = _timed(queue.get, "wait for a batch (IPC)")
+        queue.get = _timed(queue.get, waiting)
         return queue
 
     worker._inbox = timed_inbox
 
 
+def _sending(send):
+    """``Connection.send`` (or ``send_bytes``) timed as ``IPC send``, writing the figures after
+    it every :data:`DUMP_INTERVAL` seconds."""
+    @functools.wraps(send)
+    def sent(self, *args, **kwargs):
+        _enter("IPC send")
+        try:
+            return send(self, *args, **kwargs)
+        finally:
+            _leave()
+            if time.time() - _state["dumped"] >= DUMP_INTERVAL:
+                dump()
+    return sent
+
+
 def _parent_hooks() -> None:
-    """In the parent: its waits for the workers (``waiting for workers``, unless they are still
-    loading: ``worker start``) and its reading of their replies (``IPC receive``)."""
+    """In the parent: its waits for the workers and judge processes (``waiting for workers``,
+    unless they are still loading: ``worker start``) and its reading of their replies
+    (``IPC receive``)."""
     from multiprocessing import connection
 
     from conform.harness.run import isolation
 
-    wait = isolation.WorkerPool._wait
+    def waiting(wait):
+        @functools.wraps(wait)
+        def waited(*args, **kwargs):
+            stack = _state["stack"]
+            if not stack or stack[-1][0] in ("worker start", "waiting for workers") \
+                    or threading.get_ident() != _MAIN:
+                return wait(*args, **kwargs)
+            _enter("waiting for workers")
+            try:
+                return wait(*args, **kwargs)
+            finally:
+                _leave()
+        return waited
 
-    def waited(self):
-        stack = _state["stack"]
-        if not stack or stack[-1][0] == "worker start" or threading.get_ident() != _MAIN:
-            return wait(self)
-        _enter("waiting for workers")
-        try:
-            return wait(self)
-        finally:
-            _leave()
-
-    isolation.WorkerPool._wait = waited
-    connection.Connection.recv = _timed(connection.Connection.recv, "IPC receive")
+    isolation.WorkerPool._wait = waiting(isolation.WorkerPool._wait)
+    if getattr(isolation, "wait", None) is connection.wait:   # also waiting for judge processes
+        isolation.wait = waiting(connection.wait)
+    for name in ("recv", "recv_bytes"):
+        setattr(connection.Connection, name,
+                _timed(getattr(connection.Connection, name), "IPC receive"))
 
 
 def _forked(role: str, function):
     """``function`` as the entry of a forked process of ``role``: fresh figures, written at the
-    end (and, for workers, as they grow)."""
+    end (and, for workers and judges, as they grow)."""
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         if _state["pid"] != os.getpid():   # the first call in this process
             _state.update(spent={}, cpu={}, stack=[], role=role, born=time.time(),
                           pid=os.getpid(), dumped=0.0)
-            if role == "worker":
-                _worker_hooks()
+            if role in ("worker", "judge"):
+                _child_hooks(role)
             from multiprocessing import util
 
             util.Finalize(None, dump, exitpriority=0)   # at the process's normal end
@@ -248,9 +293,10 @@ def _forked(role: str, function):
 
 
 def dump() -> None:
-    """Write this process's figures to ``$CONFORM_STAGES_DIR/<pid>.json``."""
+    """Write this process's figures to ``$CONFORM_STAGES_DIR/<pid>.json`` (nothing in a process
+    that only inherited another's figures: a child forked without an entry of ours)."""
     folder = os.environ.get("CONFORM_STAGES_DIR")
-    if not folder:
+    if not folder or _state["pid"] != os.getpid():
         return
     now, used = clock(), cpu_clock()
     spent, cpu = dict(_state["spent"]), dict(_state["cpu"])
@@ -269,20 +315,104 @@ def dump() -> None:
     os.replace(path + ".tmp", path)
 
 
-def install() -> None:
-    """Wrap every stage's functions (before any worker or drawing process is forked)."""
+def _patch_tables() -> None:
     for table in (PARENT_STAGES, GENERATION_STAGES, WORKER_STAGES):
         for target, stage in table.items():
             _patch(target, stage)
+    for target, stage in FORMER_STAGES.items():   # older commits' (missing here: not reported)
+        missing = len(MISSING)
+        _patch(target, stage)
+        del MISSING[missing:]
+
+
+def _entries() -> None:
+    """The entries of the processes conform starts, as ours (:func:`_forked`)."""
+    from conform.harness.run import worker
+
+    worker.worker_main = _forked("worker", worker.worker_main)
+    for name in ("isolation", "processes"):   # whichever imported it by name
+        module = sys.modules.get(f"conform.harness.run.{name}")
+        if module is not None and hasattr(module, "worker_main"):
+            module.worker_main = worker.worker_main
+    try:   # judge processes (forked from the parent), where the commit has them
+        from conform.harness.run import stages
+    except ImportError:
+        return
+    if hasattr(stages, "_judge_main"):
+        stages._judge_main = _forked("judge", stages._judge_main)
+
+
+def _preload_ourselves() -> None:
+    """Have the fork server that workers start from import this module too (after conform's own
+    preload), so that each worker forked from it runs with the timers: see :func:`_in_fork_server`.
+    (The fork server does not take this process's import path: it finds this module through
+    ``PYTHONPATH``, set while it starts.)"""
+    from multiprocessing import forkserver
+
+    folder, name = os.path.split(os.path.abspath(__file__))
+    name = os.path.splitext(name)[0]
+    preload, server = forkserver.set_forkserver_preload, forkserver._forkserver
+    start = server.ensure_running
+
+    def set_forkserver_preload(module_names):
+        preload([*module_names, *([name] if name not in module_names else [])])
+
+    def ensure_running():
+        before = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (folder, before)))
+        try:
+            return start()
+        finally:
+            if before is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = before
+
+    forkserver.set_forkserver_preload = set_forkserver_preload
+    server.ensure_running = ensure_running
+    set_forkserver_preload(list(getattr(server, "_preload_modules", None) or []))
+
+
+def install() -> None:
+    """Wrap every stage's functions (before any worker or drawing process is forked, and before
+    the fork server workers start from is started)."""
+    _patch_tables()
     try:   # an older commit lays its modules out otherwise: its stages are then coarser
         _runtime_phases()
         _parent_hooks()
         from conform.generators import _suite
-        from conform.harness.run import isolation, worker
 
         _suite._fill_one = _forked("drawing", _suite._fill_one)
-        worker.worker_main = isolation.worker_main = _forked("worker", worker.worker_main)
+        _entries()
     except (ImportError, AttributeError) as exc:
+        MISSING.append(f"hooks: {exc}")
+    if os.environ.get("CONFORM_STAGES_DIR"):
+        _preload_ourselves()
+
+
+def _in_fork_server() -> bool:
+    """Whether this module is being imported by a multiprocessing fork server's preload."""
+    try:
+        from multiprocessing import forkserver
+    except ImportError:
+        return False
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code is forkserver.main.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _install_in_fork_server() -> None:
+    """In the fork server (its preload imported conform first): the workers' timers and entry,
+    inherited by every worker forked from it."""
+    _state["role"] = "fork server"
+    try:
+        _patch_tables()
+        _runtime_phases()
+        _entries()
+    except Exception as exc:   # the fork server must start whatever happens here
         MISSING.append(f"hooks: {exc}")
 
 
@@ -320,74 +450,17 @@ def main() -> None:
 
     runner.run_suite = run_suite
     sys.argv = ["conform", *sys.argv[1:]]
-    status = cli.main()
-    _leave()
-    dump()
+    try:
+        status = cli.main()
+    finally:   # the parent's figures are written whatever happens
+        _leave()
+        dump()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
 
 
-def _read(folder) -> list[dict]:
-    figures = []
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".json"):
-            with open(os.path.join(folder, name)) as f:
-                figures.append(json.load(f))
-    return figures
-
-
-def _shared(seconds: float, processes: list[dict], slots: int, skip=()) -> tuple[dict, float]:
-    """``seconds`` of the parent's waiting shared out among the stages of ``processes`` (which
-    ran on up to ``slots`` at once) by their seconds; and the part of ``seconds`` their stages
-    do not cover (unattributed)."""
-    totals: dict = {}
-    for figures in processes:
-        for stage, spent in figures["spent"].items():
-            if stage not in skip or figures.get("replacement"):
-                totals[stage] = totals.get(stage, 0.0) + spent
-    busy = sum(totals.values())
-    if not busy:
-        return {}, seconds
-    covered = min(seconds, busy / slots)
-    return {stage: covered * spent / busy for stage, spent in totals.items()}, seconds - covered
-
-
-def cpu_seconds(folder) -> dict:
-    """The CPU seconds (of the timing thread of each process) of each stage, summed over the
-    processes (``worker: ...``, ``drawing: ...`` for theirs): what a stage costs whatever else
-    loads the machine (its wall time is stretched by that load; its CPU time much less)."""
-    totals: dict = {}
-    for figures in _read(folder):
-        prefix = "" if figures["role"] == "parent" else f"{figures['role']}: "
-        for stage, seconds in figures.get("cpu", {}).items():
-            totals[prefix + stage] = totals.get(prefix + stage, 0.0) + seconds
-    return dict(sorted(totals.items(), key=lambda item: -item[1]))
-
-
-def attribute(folder, wall: float, launched: float, workers: int) -> dict:
-    """The command's ``wall`` seconds (launched at epoch ``launched``) by stage, from the
-    figures in ``folder``: the parent's own stages, its waits for workers and for drawing
-    processes shared out among theirs (``worker: ...``, ``drawing: ...``), ``exit`` (from
-    the parent's last figures to the end of the process) and ``unattributed``."""
-    found = _read(folder)
-    parent = next(f for f in found if f["role"] == "parent")
-    spent = dict(parent["spent"])
-    stages = {"exit": max(0.0, launched + wall - parent["at"])}
-    unattributed = spent.pop("run (parent, unattributed)", 0.0)
-    running = sorted((f for f in found if f["role"] == "worker"), key=lambda f: f["born"])
-    for k, figures in enumerate(running):
-        figures["replacement"] = k >= workers   # a first worker's start: the parent's wait
-    for wait, role, slots in (("waiting for workers", "worker", workers),
-                              ("generation (drawing processes)", "drawing", workers)):
-        shared, left = _shared(spent.pop(wait, 0.0), [f for f in found if f["role"] == role],
-                               slots, skip=("worker start",))
-        stages.update({f"{role}: {stage}": seconds for stage, seconds in shared.items()})
-        unattributed += left
-    stages.update(spent)
-    stages["unattributed"] = unattributed + max(0.0, wall - sum(stages.values()) - unattributed)
-    return dict(sorted(stages.items(), key=lambda item: -item[1]))
-
-
 if __name__ == "__main__":
     main()
+elif os.environ.get("CONFORM_STAGES_DIR") and _in_fork_server():
+    _install_in_fork_server()
