@@ -164,3 +164,20 @@ def test_merging_per_reply_tallies_gives_the_tally_of_every_record_added_in_orde
         assert other["tagged"] == cell["tagged"] and abs(other["seconds"] - cell["seconds"]) < 1e-12
         assert other["worst_record"] is cell["worst_record"]
     assert merged.manifest_records() == whole.manifest_records()
+
+
+def test_a_full_disk_while_writing_results_names_the_file(tmp_path, monkeypatch):
+    """The error a full disk gives while results.jsonl is written names that file (the CLI
+    prints it as one line)."""
+    import errno
+
+    from conform.reports import ResultWriter
+
+    path = tmp_path / "results.jsonl"
+    with pytest.raises(OSError) as caught:
+        with ResultWriter(path) as writer:
+            def full(_data):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            monkeypatch.setattr(writer._file, "write", full, raising=False)
+            writer.write({"id": "add.float32.0"})
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(path)
