@@ -3,7 +3,13 @@ conform, its op modules and the built-in specs, loaded once, so that each worker
 starts with them. Nothing here is of a run: no case, no oracle answer, no adapter."""
 from __future__ import annotations
 
+import os
+
 import conform.harness.run.worker  # noqa: F401  (the worker's code)
+from conform.harness.run.processes import SAFEPATH_MARK
+
+if os.environ.pop(SAFEPATH_MARK, None):   # conform's, for this interpreter's start alone
+    os.environ.pop("PYTHONSAFEPATH", None)
 
 try:
     from conform.spec import load_specs

@@ -7,6 +7,7 @@ The processes that draw the corpus (no backend there) are forked where that is s
 from __future__ import annotations
 
 import contextlib
+import os
 import multiprocessing as mp
 import sys
 import threading
@@ -53,6 +54,10 @@ def worker_context(method: str):
     return context
 
 
+#: Set beside PYTHONSAFEPATH where conform set it (see :func:`started_without_main`).
+SAFEPATH_MARK = "CONFORM_SET_PYTHONSAFEPATH"
+
+
 @contextlib.contextmanager
 def started_without_main():
     """Start processes in this block without this process's ``__main__``: multiprocessing has a
@@ -61,9 +66,17 @@ def started_without_main():
     A worker needs nothing of it: what it runs is in conform."""
     main = sys.modules.get("__main__")
     sys.modules["__main__"] = types.ModuleType("__main__")
+    # a new interpreter (the fork server, a spawned worker) starts as `python -c ...`, which puts
+    # the working directory first on sys.path: run from a checkout, its `conform/` folder (the
+    # bottom layer alone) would hide the installed conform. PYTHONSAFEPATH leaves it out; the
+    # preload takes it back out of the environment, so a backend's own children never see it.
+    safe = {"PYTHONSAFEPATH": "1", SAFEPATH_MARK: "1"} if "PYTHONSAFEPATH" not in os.environ else {}
+    os.environ.update(safe)
     try:
         yield
     finally:
+        for name in safe:
+            os.environ.pop(name, None)
         if main is not None:
             sys.modules["__main__"] = main
 
