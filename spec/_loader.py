@@ -220,7 +220,8 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
         raise SpecError(path, line_of(root, ["bindings", "onnx", "operands"]),
                         "bindings.onnx.operands", f"operands={operands} names {len(operands)} "
                         f"formal inputs for {len(data['signature']['inputs'])} signature inputs")
-    problem = numpy_function_problem(data["bindings"].get("numpy", {}).get("fn") or "exp")
+    numpy_fn = data["bindings"].get("numpy", {}).get("fn")
+    problem = numpy_fn is not None and numpy_function_problem(numpy_fn)
     if problem:
         raise SpecError(path, line_of(root, ["bindings", "numpy", "fn"]), "bindings.numpy.fn", problem)
     from conform.op_registry import regions

@@ -261,9 +261,10 @@ def _schema_types(op_type: str, version: int, side: str = "inputs") -> tuple:
                "float8e4m3fnuz": "float8_e4m3fnuz", "float8e5m2": "float8_e5m2",
                "float8e5m2fnuz": "float8_e5m2fnuz", "float4e2m1": "float4_e2m1fn",
                "float8e8m0": "float8_e8m0fnu"}
-    def element(kind: str) -> str:   # tensor(x), and seq(tensor(x)): fed as its elements
-        inner = kind[len("seq("):-1] if kind.startswith("seq(") else kind
-        name = inner[len("tensor("):-1]
+    def element(kind: str) -> str:   # tensor(x), seq(tensor(x)), optional(...): by its elements
+        while kind.startswith(("seq(", "optional(")):
+            kind = kind[kind.index("(") + 1:-1]
+        name = kind[len("tensor("):-1]
         return renamed.get(name, name)
 
     constraints = {c.type_param_str: {element(t) for t in c.allowed_type_strs}

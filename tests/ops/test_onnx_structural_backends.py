@@ -56,8 +56,9 @@ def _conform_name(onnx_type: str) -> str:
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_every_type_the_newest_schema_allows_is_drawn(specs, name):
     """Each spec lists every type of conform's vocabulary that the operator's newest schema
-    allows for the label's type parameter (string, complex, float4, float8e8m0 and int2 are not
-    conform dtypes); a type onnxruntime lacks is still listed (reported unsupported)."""
+    allows for the label's type parameter (string and complex are not conform dtypes; the names
+    given here leave float4e2m1 and float8e8m0 out: not drawn for these ops yet); a type
+    onnxruntime lacks is still listed (reported unsupported)."""
     import onnx.defs
     from conform.spec import SCHEMA
 
