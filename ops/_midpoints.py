@@ -343,3 +343,13 @@ def conversion_hook(*, like: bool = False):
         inputs = [values] + ([np.ones((), np_dtype(target))] if like else [])
         return inputs, {"new_dtype": target}, target
     return midpoints
+
+
+def negative_product_midpoints(rng, spec, dtype):
+    """A ``midpoints`` hook for a product taken where the first operand is negative (PReLU's
+    ``slope * x`` for ``x < 0``): negative ``x`` and factors whose exact product is a rounding
+    midpoint of ``dtype`` (and pairs one ULP beside them); None for a non-float ``dtype``."""
+    if dtype not in FLOAT_FORMATS:
+        return None
+    made = product_midpoints(rng, dtype)
+    return None if made is None else ([-np.abs(made[0]), made[1]], {}, dtype)

@@ -22,7 +22,7 @@ import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op
-from conform.ops._midpoints import product_midpoints
+from conform.ops._midpoints import negative_product_midpoints
 from conform.ops.multiprecision import refined, with_residual
 from conform.ops._rounded import exact_multiply, rounded_elementwise
 from conform.ops.nnef_elementwise import _aligned
@@ -222,17 +222,8 @@ def rounded_prelu(x, alpha):
     return (np.where(x < 0, product, np.broadcast_to(x, product.shape)),)
 
 
-def prelu_midpoints(rng, spec, dtype):
-    """Negative operands x with alphas whose product is a rounding midpoint (and pairs one ULP
-    beside them)."""
-    if dtype not in FLOAT_FORMATS:
-        return None
-    made = product_midpoints(rng, dtype)
-    return None if made is None else ([-np.abs(made[0]), made[1]], {}, dtype)
-
-
 @op("nnef_prelu", version=1, numpy=numpy_prelu, rounded64=rounded_prelu,
-    midpoints=prelu_midpoints, draw=draw_prelu, draw_honours=frozenset(), feeding=feed_prelu)
+    midpoints=negative_product_midpoints, draw=draw_prelu, draw_honours=frozenset(), feeding=feed_prelu)
 def oracle_nnef_prelu(x, alpha):
     """alpha * x where x < 0, else x, the operands broadcast with leading dimensions aligned:
     -0 and NaN pass through."""

@@ -16,7 +16,7 @@ from conform.dtypes import FLOAT_FORMATS, is_integer, np_dtype
 from conform.op_registry import op
 from conform.ops._activation_bounds import (attr_error, f32, finish, half_ulp, in_dtype,
                                             in_type, onnx_with_attrs)
-from conform.ops._midpoints import product_midpoints
+from conform.ops._midpoints import negative_product_midpoints
 from conform.ops._rounded import exact_add, exact_multiply, exact_subtract, rounded_elementwise
 
 SIXTH = 1 / 6   # HardSwish's alpha as the text states it ('alpha = 1/6')
@@ -168,22 +168,13 @@ def rounded_prelu(x, slope):
     return (np.where(x < 0, product, x),)
 
 
-def prelu_midpoints(rng, spec, dtype):
-    """Negative X and slopes whose exact product is a rounding midpoint (and pairs one ULP
-    beside them)."""
-    if dtype not in FLOAT_FORMATS:
-        return None
-    made = product_midpoints(rng, dtype)
-    return None if made is None else ([-np.abs(made[0]), made[1]], {}, dtype)
-
-
 def numpy_prelu(x, slope):
     """The numpy backend: ``np.where(x < 0, slope * x, x)`` in x's type."""
     return np.where(x < 0, slope * x, x)
 
 
 @op("onnx_prelu", version=1, draw=draw_prelu, draw_honours=frozenset({"shapes"}),
-    rounded64=rounded_prelu, midpoints=prelu_midpoints, numpy=numpy_prelu)
+    rounded64=rounded_prelu, midpoints=negative_product_midpoints, numpy=numpy_prelu)
 def oracle_onnx_prelu(x, slope):
     """ONNX PRelu: 'f(x) = slope * x for x < 0, f(x) = x for x >= 0', slope unidirectionally
     broadcast to X (-0 and NaN pass through)."""
