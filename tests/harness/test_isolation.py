@@ -253,7 +253,33 @@ def test_the_parent_holds_at_most_two_batches_per_worker_of_big_cases():
 
 def test_a_long_run_is_judged_in_judge_processes_with_the_records_of_judging_here(specs):
     """From JUDGE_PROCESSES_FROM cases on, replies are judged in processes forked from the
-    pool's (never the adapter's); the records are those the pool's own judge gives."""
+    pool's (never the adapter's); the records are those the pool's own judge gives. Judge
+    processes are forked only from a process that can be forked safely (no runtime such as
+    onnxruntime loaded, one thread): where this test process cannot be (earlier tests loaded
+    runtimes), it runs in a fresh interpreter."""
+    from conform.harness.run.processes import start_method
+
+    if start_method() == "fork":
+        _judged_in_judge_processes(specs)
+        return
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import importlib.util, sys\n"
+            f"sys.path.insert(0, {str(root)!r})\n"
+            f"spec = importlib.util.spec_from_file_location('isolation_test', {__file__!r})\n"
+            "module = importlib.util.module_from_spec(spec)\n"
+            "spec.loader.exec_module(module)\n"
+            "from conform.spec import load_specs\n"
+            "module._judged_in_judge_processes(load_specs())\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _judged_in_judge_processes(specs):
     from conform.harness.run import stages
 
     cases = [_add_case(i, i % 7) for i in range(stages.JUDGE_PROCESSES_FROM + 100)]
