@@ -234,9 +234,14 @@ def _sending(send):
             return send(self, *args, **kwargs)
         finally:
             _leave()
-            if time.time() - _state["dumped"] >= DUMP_INTERVAL:
-                dump()
+            _dump_when_due()
     return sent
+
+
+def _dump_when_due() -> None:
+    """Write this process's figures if :data:`DUMP_INTERVAL` seconds have passed since the last."""
+    if time.time() - _state["dumped"] >= DUMP_INTERVAL:
+        dump()
 
 
 def _parent_hooks() -> None:
@@ -287,8 +292,7 @@ def _forked(role: str, function):
             return function(*args, **kwargs)
         finally:
             _leave()
-            if time.time() - _state["dumped"] >= DUMP_INTERVAL:
-                dump()
+            _dump_when_due()
     return wrapper
 
 

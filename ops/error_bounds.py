@@ -59,6 +59,21 @@ def gamma(n, u: float):
         return np.where(nu < 1, nu / (1 - nu), np.inf)
 
 
+def sum_gamma(n, u: float):
+    """The factor bounding a sum or dot product of ``n`` terms, ``|err| <= sum_gamma(n, u) * S``
+    with ``S`` the sum of the terms' magnitudes, in any order: :func:`gamma` where ``n u < 1``
+    (Higham, Lemma 3.1), else ``n u``, which Jeannerod and Rump (*Improved error bounds for inner
+    products in floating-point arithmetic*, SIAM J. Matrix Anal. Appl. 34(2), 2013) prove for
+    every ``n`` (no underflow or overflow). ``n`` may be an array.
+
+    >>> sum_gamma(256, 2.0 ** -8), sum_gamma(2, 2.0 ** -11) == gamma(2, 2.0 ** -11)
+    (1.0, True)
+    """
+    nu = np.asarray(n) * u
+    bound = np.where(nu < 1, gamma(n, u), nu)
+    return float(bound) if np.ndim(n) == 0 else bound
+
+
 def grown(k, u: float):
     """``(1 - u)**-k - 1``: the largest relative error of ``k`` rounded operations, each a factor
     ``1 + d`` or ``1 / (1 + d)``, ``|d| <= u`` (at most :func:`gamma`; ``k`` may be an array,

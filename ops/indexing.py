@@ -47,26 +47,32 @@ def normalised(indices: np.ndarray, sizes) -> np.ndarray:
     return np.where(indices < 0, indices + np.asarray(sizes, np.int64), indices)
 
 
+def moved_from(name: str, inputs, attrs: dict, index, data_inputs, output: int = 0) -> list:
+    """Per input, the one element of the inputs at ``data_inputs`` that op ``name`` copies to
+    ``out[index]`` (None for the others): those inputs' elements are numbered (exact in
+    float64 below 2**53) and sent through the op's oracle with the other inputs as they are."""
+    numbered, offset, starts = list(inputs), 0, {}
+    for k in data_inputs:
+        starts[k] = offset
+        numbered[k] = np.arange(offset, offset + inputs[k].size, dtype=np.float64) \
+            .reshape(inputs[k].shape)
+        offset += inputs[k].size
+    found = definition(name)
+    extra = {"dtypes": tuple(str(x.dtype) for x in numbered)} if found.takes_dtypes else {}
+    with np.errstate(all="ignore"):
+        moved = found(*(widen(x) for x in numbered), **attrs, **extra)[output]
+    label = int(np.asarray(moved)[tuple(index)])
+    source = next(k for k in data_inputs if starts[k] <= label < starts[k] + inputs[k].size)
+    return [x.ravel()[label - starts[k]:label - starts[k] + 1] if k == source else None
+            for k, x in enumerate(inputs)]
+
+
 def traced_feeding(name: str, data_inputs: tuple[int, ...]):
     """A feeding rule for op ``name``, which copies elements of the inputs at ``data_inputs``
-    to places that other (index) inputs choose: those inputs' elements are numbered (exact in
-    float64) and sent through the op's oracle with the real indices; the index inputs are
-    reported as not feeding (an index is not a term of the value)."""
+    to places that other (index) inputs choose (:func:`moved_from`, with the real indices);
+    the index inputs are reported as not feeding (an index is not a term of the value)."""
     def feed(inputs, attrs, index):
-        numbered, offset, starts = list(inputs), 0, {}
-        for k in data_inputs:
-            starts[k] = offset
-            numbered[k] = np.arange(offset, offset + inputs[k].size, dtype=np.float64) \
-                .reshape(inputs[k].shape)
-            offset += inputs[k].size
-        found = definition(name)
-        extra = {"dtypes": tuple(str(x.dtype) for x in numbered)} if found.takes_dtypes else {}
-        with np.errstate(all="ignore"):
-            moved = found(*(widen(x) for x in numbered), **attrs, **extra)[0]
-        label = int(np.asarray(moved)[tuple(index)])
-        source = next(k for k in data_inputs if starts[k] <= label < starts[k] + inputs[k].size)
-        return [x.ravel()[label - starts[k]:label - starts[k] + 1] if k == source else None
-                for k, x in enumerate(inputs)]
+        return moved_from(name, inputs, attrs, index, data_inputs)
     return feed
 
 

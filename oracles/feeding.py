@@ -16,23 +16,10 @@ from typing import Sequence
 
 import numpy as np
 
-from conform.oracles._registry import definition, evaluate
+from conform.ops.indexing import moved_from
+from conform.oracles._registry import definition
 
 Feeding = list  # per input: an array of the elements feeding the output element, or None
-
-
-def _moved(oracle: str, inputs, attrs, index, output: int = 0) -> Feeding:
-    """The one input element copied to ``out[index]``: every input element is numbered (as a
-    float64, exact below 2**53) and the numbers are sent through the oracle itself."""
-    sizes = [x.size for x in inputs]
-    offsets = np.cumsum([0, *sizes])
-    labels = [np.arange(offset, offset + x.size, dtype=np.float64).reshape(x.shape)
-              for offset, x in zip(offsets, inputs)]
-    moved = evaluate(oracle, labels, attrs)[output]
-    label = int(moved[tuple(index)])
-    source = int(np.searchsorted(offsets, label, side="right")) - 1
-    return [x.ravel()[label - offsets[k]:label - offsets[k] + 1] if k == source else None
-            for k, x in enumerate(inputs)]
 
 
 def feeding_elements(op: str, inputs: Sequence[np.ndarray], attrs: dict,
@@ -48,7 +35,7 @@ def feeding_elements(op: str, inputs: Sequence[np.ndarray], attrs: dict,
     """
     rule = definition(op).feeding
     if rule == "moved":
-        return _moved(op, inputs, attrs, index, output)
+        return moved_from(op, inputs, attrs, index, range(len(inputs)), output)
     if not callable(rule):
         raise KeyError(f"op {op!r} is element-aligned: its inputs are read at the output's index")
     if _takes_output(rule):   # a rule that differs per output (Loop's final values and scans)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS, np_dtype, round_to_format
-from conform.ops.error_bounds import gamma
+from conform.ops.error_bounds import sum_gamma
 
 def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     """ULP of ``dtype`` in the binade of each float64 reference value, clamped at the smallest normal.
@@ -131,10 +131,7 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation, residual=No
     magnitude_sum, length = accumulation
     params = model["accumulation"]
     u = accumulator_roundoff(out_dtype, params)
-    # gamma_n where n u < 1 (Higham, Lemma 3.1); beyond, n u: Jeannerod & Rump (SIAM J. Matrix
-    # Anal. Appl. 34(2), 2013, Thm 4.1) bound a sum or dot product of n terms by n u S in any
-    # order and for every n (no underflow or overflow): gamma_n's restriction is not needed
-    gamma_n = np.where(np.asarray(length) * u < 1, gamma(length, u), np.asarray(length) * u)
+    gamma_n = sum_gamma(length, u)
     acc = accumulator_format(out_dtype, params)
     # eta / ulp(e) as a power of two (eta = 2**(emin - p) is not a float64 for a float64
     # accumulator: it is half the smallest subnormal)
