@@ -32,6 +32,8 @@ ONNX_TYPES = {
     "float4_e2m1fn": TensorProto.FLOAT4E2M1, "float8_e8m0fnu": TensorProto.FLOAT8E8M0,
     "int2": TensorProto.INT2, "uint2": TensorProto.UINT2,
 }
+#: A schema's type names (``tensor(float8e4m3fn)``'s ``float8e4m3fn``) -> conform's dtype names.
+BY_SCHEMA_NAME = {TensorProto.DataType.Name(code).lower(): name for name, code in ONNX_TYPES.items()}
 
 
 class OnnxGraph:
@@ -257,15 +259,11 @@ def _schema_types(op_type: str, version: int, side: str = "inputs") -> tuple:
         schema = onnx.defs.get_schema(op_type, version)
     except onnx.defs.SchemaError:
         return ()
-    renamed = {"float": "float32", "double": "float64", "float8e4m3fn": "float8_e4m3fn",
-               "float8e4m3fnuz": "float8_e4m3fnuz", "float8e5m2": "float8_e5m2",
-               "float8e5m2fnuz": "float8_e5m2fnuz", "float4e2m1": "float4_e2m1fn",
-               "float8e8m0": "float8_e8m0fnu"}
     def element(kind: str) -> str:   # tensor(x), seq(tensor(x)), optional(...): by its elements
         while kind.startswith(("seq(", "optional(")):
             kind = kind[kind.index("(") + 1:-1]
         name = kind[len("tensor("):-1]
-        return renamed.get(name, name)
+        return BY_SCHEMA_NAME.get(name, name)
 
     constraints = {c.type_param_str: {element(t) for t in c.allowed_type_strs}
                    for c in schema.type_constraints}
