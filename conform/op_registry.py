@@ -87,6 +87,9 @@ class OpDefinition:
       the inputs' dtype names. A hook with a ``subnormals`` keyword gets the subnormal policy of
       the reference it bounds (``ieee``, or ``ftz`` for the judge's flushed reference, which it
       then computes for every case). Its terms: :mod:`conform.ops.error_bounds`.
+    * ``devices(attrs) -> int``: the devices a case runs on, where the op needs more than one
+      (a collective's case holds every replica, one device each; default 1); a backend with
+      fewer (``Backend.device_count``) finds the case unsupported.
     * ``case_model(case, output) -> dict | None``: the error model of one case's output where
       it depends on the case (a Conditional's result is judged under the chosen branch's op's
       model, carried in the case's attributes); None: the spec's.
@@ -135,6 +138,7 @@ class OpDefinition:
     error_bound: Callable | None = None
     uses_catalog: bool = False
     case_model: Callable | None = None
+    devices: Callable | None = None
     rounded64: Callable | None = None
     midpoints: Callable | None = None
     module: str = field(default="", compare=False)

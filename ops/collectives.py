@@ -36,6 +36,11 @@ _EXACT_SELECTION = {"exact": True, "signed_zero": "any",
 
 # -- replica groups -----------------------------------------------------------------------------
 
+def replica_devices(attrs) -> int:
+    """A collective's case runs on one device per replica (its ``replica_count``)."""
+    return int(attrs["replica_count"])
+
+
 def groups_of(replica_count: int, replica_groups) -> list[list[int]]:
     """The replica groups as lists of ids: ``replica_groups``, or all replicas in one group
     ordered 0 .. N-1 where it is empty (the text: "all replicas belong to a single group").
@@ -248,7 +253,7 @@ _REDUCED = dict(accumulation_length=_group_size, case_model=_reduction_model,
                 feeding=feed_reduced, lax=lax_collective)
 
 
-@op("all_reduce", version=1, draw=draw_all_reduce, **_REDUCED)
+@op("all_reduce", version=1, devices=replica_devices, draw=draw_all_reduce, **_REDUCED)
 def oracle_all_reduce(operand, *, replica_count, replica_groups, computation):
     """AllReduce(operand, computation, replica_groups): every replica of a group gets the
     computation over the group's operands (seed 004, AllReduce: "[1.0, 2.5] and [3.0, 5.25]
@@ -256,13 +261,13 @@ def oracle_all_reduce(operand, *, replica_count, replica_groups, computation):
     return (_all_reduce(operand, replica_count, replica_groups, computation),)
 
 
-@op("cross_replica_sum", version=1, draw=draw_cross_replica_sum, **_REDUCED)
+@op("cross_replica_sum", version=1, devices=replica_devices, draw=draw_cross_replica_sum, **_REDUCED)
 def oracle_cross_replica_sum(operand, *, replica_count, replica_groups):
     """CrossReplicaSum: "AllReduce with the sum computation" (seed 004, CrossReplicaSum)."""
     return (_all_reduce(operand, replica_count, replica_groups, "add"),)
 
 
-@op("reduce_scatter", version=1, draw=draw_reduce_scatter, **_REDUCED)
+@op("reduce_scatter", version=1, devices=replica_devices, draw=draw_reduce_scatter, **_REDUCED)
 def oracle_reduce_scatter(operand, *, replica_count, replica_groups, scatter_dimension,
                           computation):
     """ReduceScatter: the AllReduce of the group, split along ``scatter_dimension`` into
@@ -281,7 +286,7 @@ def oracle_reduce_scatter(operand, *, replica_count, replica_groups, scatter_dim
     return (out,)
 
 
-@op("all_gather", version=1, draw=draw_all_gather, feeding="moved", lax=lax_collective)
+@op("all_gather", version=1, devices=replica_devices, draw=draw_all_gather, feeding="moved", lax=lax_collective)
 def oracle_all_gather(operand, *, replica_count, replica_groups, all_gather_dim):
     """AllGather: every replica of a group gets the group's operands concatenated along
     ``all_gather_dim`` in the group's order (seed 004, AllGather: "[1.0, 2.5] and [3.0, 5.25]
@@ -295,7 +300,7 @@ def oracle_all_gather(operand, *, replica_count, replica_groups, all_gather_dim)
     return (out,)
 
 
-@op("all_to_all", version=1, draw=draw_all_to_all, feeding="moved", lax=lax_collective)
+@op("all_to_all", version=1, devices=replica_devices, draw=draw_all_to_all, feeding="moved", lax=lax_collective)
 def oracle_all_to_all(operand, *, replica_count, replica_groups, split_dimension,
                       concat_dimension):
     """AllToAll: each replica splits its operand along ``split_dimension`` into split_count
@@ -320,7 +325,7 @@ def feed_permuted(inputs, attrs, index):
     return [operand[(sources[0], *at)].reshape(1) if sources else None]
 
 
-@op("collective_permute", version=1, draw=draw_collective_permute, feeding=feed_permuted,
+@op("collective_permute", version=1, devices=replica_devices, draw=draw_collective_permute, feeding=feed_permuted,
     lax=lax_collective)
 def oracle_collective_permute(operand, *, replica_count, source_target_pairs):
     """CollectivePermute: for each (source, target) pair the source's operand is sent to the
@@ -331,7 +336,7 @@ def oracle_collective_permute(operand, *, replica_count, source_target_pairs):
     return (out,)
 
 
-@op("replica_id", version=1, draw=draw_replica_id, lax=lax_collective,
+@op("replica_id", version=1, devices=replica_devices, draw=draw_replica_id, lax=lax_collective,
     feeding=lambda inputs, attrs, index: [])
 def oracle_replica_id(*, replica_count):
     """ReplicaId: each replica's unique id in [0, N), a U32 scalar (seed 004, ReplicaId)."""

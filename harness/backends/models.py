@@ -235,7 +235,7 @@ def prepare_case(backend, spec, case, *, with_model: bool | None = None, old: bo
     ``old`` (default :func:`legacy`) calls ``prepare(spec=, case=, model=)``, else
     ``prepare(program=, inputs=, model=)``. ``model`` (made for this case) is reused if it is
     what the backend's contract hands over; ``inputs`` replace the case's (a wrapper's)."""
-    needed, present = case_devices(case), getattr(backend, "device_count", 1)
+    needed, present = case_devices(spec, case), getattr(backend, "device_count", 1)
     if needed > present:
         raise Unsupported(f"the case needs {needed} devices (one per replica); "
                           f"{backend.name or type(backend).__name__} has {present}")

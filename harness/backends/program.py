@@ -31,10 +31,11 @@ class Node:
                 f"outputs={self.outputs!r}, out_dtypes={self.out_dtypes!r})")
 
 
-def case_devices(case) -> int:
-    """The devices ``case`` runs on: its ``replica_count`` attribute (a collective's case holds
-    every replica, one device each), else 1."""
-    return int(case.attrs.get("replica_count", 1))
+def case_devices(spec, case) -> int:
+    """The devices ``case`` of ``spec`` runs on: what the op's ``devices`` hook says (a
+    collective's case holds every replica, one device each), else 1."""
+    hook = None if spec.nodes else spec.definition.devices
+    return 1 if hook is None else int(hook(case.attrs))
 
 
 class Program:
@@ -73,7 +74,7 @@ class Program:
     def devices(self) -> int:
         """The number of devices the case runs on (one per replica of a collective; 1 for any
         other op): a backend whose ``device_count`` is smaller never receives it."""
-        return case_devices(self.case)
+        return case_devices(self.spec, self.case)
 
     @property
     def dtype(self) -> str:
