@@ -1,7 +1,8 @@
 """The on-disk corpus: generated cases kept per op, dtype, seed and budget, so that a repeated run
 does not draw them again. The key covers everything the cases depend on: the conform version, the
-spec file, the generator and oracle sources (each case keeps its oracle answer), the pinned
-Hypothesis and the NumPy version."""
+spec file, the generator and oracle sources (a run's cases keep the oracle answers its
+expectation stage gave them: see ``generate_cases``'s ``answer``), the pinned Hypothesis and the
+NumPy version."""
 from __future__ import annotations
 
 import functools
@@ -55,9 +56,11 @@ def _catalog_digest() -> str:
     return digest.hexdigest()
 
 
-def corpus_path(spec: OpSpec, dtype: str, *, count: int, seed: int) -> Path:
-    """Where the cache keeps one op x dtype slice of a suite."""
-    key = corpus_key(spec, dtype, count=count, seed=seed)
+def corpus_path(spec: OpSpec, dtype: str, *, count: int, seed: int,
+                answered: bool = True) -> Path:
+    """Where the cache keeps one op x dtype slice of a suite (with or without its cases'
+    oracle answers)."""
+    key = corpus_key(spec, dtype, count=count, seed=seed) + ("" if answered else "-drawn")
     return cache_dir() / "corpus" / f"{spec.op}.{dtype.replace('->', '-to-')}.{key}{SUFFIX}"
 
 
@@ -83,12 +86,12 @@ DEFAULT_MAX_MB = 1024
 
 
 def load_or_generate(spec: OpSpec, dtype: str, *, count: int, seed: int, generate,
-                     use_cache: bool = True) -> list[Case]:
+                     use_cache: bool = True, answered: bool = True) -> list[Case]:
     """The cases from the corpus cache, or ``generate()``'s, which are then stored. A damaged
     corpus file (its digest or format is wrong) is generated again, with a one-line warning."""
     if not use_cache:
         return generate()
-    path = corpus_path(spec, dtype, count=count, seed=seed)
+    path = corpus_path(spec, dtype, count=count, seed=seed, answered=answered)
     try:
         cases = _corpus_format.read(path)
     except FileNotFoundError:

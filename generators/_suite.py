@@ -16,7 +16,6 @@ from conform.generators._critical import critical_cases
 from conform.generators._edges import (broadcast_case, edge_case_cases, edge_sweep_case,
                                        midpoint_case)
 from conform.generators._values import edge_values, fill, value_range
-from conform.oracles.expectations import expect
 from conform.spec import OpSpec, dtype_class
 from conform.dtypes import np_dtype
 
@@ -56,33 +55,51 @@ def _filled(spec: OpSpec, signature, value_plan: str, rng, edges: dict) -> list:
 
 
 def generate_cases(spec: OpSpec, dtype: str, *, count: int, seed: int,
-                   use_cache: bool = False) -> list[Case]:
+                   use_cache: bool = False, answer=None) -> list[Case]:
     """The suite's cases for one op and dtype label (from the corpus cache if ``use_cache``).
+
+    Drawing computes no oracle answer: ``answer(spec, case)`` (the expectation stage's
+    :func:`conform.oracles.expectations.expect`), when given, makes each case's once, when its
+    slice is made, and the corpus keeps it with the case; without it, cases have none (the judge
+    asks the oracle when it judges them).
 
     >>> [c.id for c in generate_cases(spec, "float32", count=2, seed=0)]   # doctest: +SKIP
     ['add.float32.0', 'add.float32.1']
     """
     return load_or_generate(spec, dtype, count=count, seed=seed, use_cache=use_cache,
-                            generate=lambda: _generate(spec, dtype, count=count, seed=seed))
+                            answered=answer is not None,
+                            generate=lambda: _answered(
+                                spec, _generate(spec, dtype, count=count, seed=seed), answer))
 
 
-def fill_corpus(slices, *, count: int, seed: int, processes: int, context=None) -> int:
+def _answered(spec: OpSpec, cases: list[Case], answer) -> list[Case]:
+    """``cases``, each with ``answer(spec, case)`` attached (none without ``answer``)."""
+    if answer is not None:
+        for case in cases:   # the oracle runs once per case, here, not once per run and backend
+            case.expectation = answer(spec, case)
+    return cases
+
+
+def fill_corpus(slices, *, count: int, seed: int, processes: int, context=None,
+                answer=None) -> int:
     """Generate the corpus files of those (spec, dtype label) ``slices`` the cache lacks, in up to
     ``processes`` child processes of multiprocessing ``context`` (which must fork: the children
-    take the specs from this process). Later :func:`generate_cases` calls read them from the
+    take the specs from this process), each case with its ``answer`` (see
+    :func:`generate_cases`). Later :func:`generate_cases` calls read them from the
     cache, byte for byte the cases they would have drawn themselves. A slice whose generation
     fails in a child is left to that later call, which raises the error where it belongs.
     Returns how many files the children wrote."""
     if processes < 2 or context is None:
         return 0
     missing = [(spec, dtype, path) for spec, dtype in slices
-               if not (path := corpus_path(spec, dtype, count=count, seed=seed)).exists()]
+               if not (path := corpus_path(spec, dtype, count=count, seed=seed,
+                                           answered=answer is not None)).exists()]
     if len(missing) < 2:
         return 0
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    _FILLING[:] = [(spec, dtype, count, seed) for spec, dtype, _ in missing]
+    _FILLING[:] = [(spec, dtype, count, seed, answer) for spec, dtype, _ in missing]
     try:
         with ProcessPoolExecutor(min(processes, len(missing)), mp_context=context,
                                  initializer=gc.enable) as pool:
@@ -102,9 +119,9 @@ _FILLING: list = []
 
 def _fill_one(index: int) -> bool:
     """Whether the child wrote the corpus file of slice ``index``."""
-    spec, dtype, count, seed = _FILLING[index]
+    spec, dtype, count, seed, answer = _FILLING[index]
     try:
-        generate_cases(spec, dtype, count=count, seed=seed, use_cache=True)
+        generate_cases(spec, dtype, count=count, seed=seed, use_cache=True, answer=answer)
     except Exception:
         return False
     return True
@@ -123,8 +140,6 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     cases += critical_cases(spec, dtype, seed=seed)
     midpoint = midpoint_case(spec, dtype, seed=seed)
     cases += [midpoint] if midpoint else []
-    for case in cases:  # the oracle runs once per case, here, not once per run and backend
-        case.expectation = expect(spec, case)
     return cases
 
 

@@ -211,16 +211,17 @@ def build_corpus(profile: Profile, specs: dict, *, use_cache: bool = True,
     """Generate (or load from the corpus cache) the profile's cases and hash them; slices the
     cache lacks are drawn in up to ``processes`` processes."""
     from conform.generators import fill_corpus, generate_cases
+    from conform.oracles.expectations import expect
     from conform.harness.run.processes import forking_context
 
     pairs = select_pairs(profile, specs)
     if use_cache:
         fill_corpus(pairs, count=profile.max_examples, seed=profile.seed, processes=processes,
-                    context=forking_context())
+                    context=forking_context(), answer=expect)
     cases, slices = [], []
     for spec, label in pairs:
         part = generate_cases(spec, label, count=profile.max_examples, seed=profile.seed,
-                              use_cache=use_cache)
+                              use_cache=use_cache, answer=expect)
         slices.append({"op": spec.op, "dtype": label, "cases": len(part),
                        "sha256": corpus_sha256(part)})
         cases.extend(part)

@@ -16,6 +16,7 @@ from pathlib import Path
 from conform.generators import (dtype_labels, exhaustive_cases, fill_corpus, generate_cases,
                                 prune_corpus)
 from conform.harness.run.isolation import Judged, PoolSettings, WorkerPool
+from conform.oracles.expectations import expect
 from conform.harness.run.processes import backend_binding, forking_context
 from conform.harness.backends.base import onnx_opset
 from conform.harness.judge.judging import result_record
@@ -216,10 +217,10 @@ def _generate(config: RunConfig, specs: dict, binding: str | None) -> tuple[list
     else:
         if config.use_cache:   # a cold cache: the slices are drawn on all the run's cores
             fill_corpus(pairs, count=config.max_examples, seed=config.seed,
-                        processes=config.workers, context=forking_context())
+                        processes=config.workers, context=forking_context(), answer=expect)
         cases = [case for spec, label in pairs
                  for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed,
-                                            use_cache=config.use_cache)]
+                                            use_cache=config.use_cache, answer=expect)]
     prune_corpus()   # after a run that generated cases: the cache stays under its size cap
     skipped: list = []
     if config.manifest is not None and not config.exhaustive:  # a sweep stays lazy: not partitioned

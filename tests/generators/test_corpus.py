@@ -10,6 +10,7 @@ from conform.generators import case_digest, generate_cases
 from conform.generators._corpus import corpus_path
 from conform.generators._corpus_format import TAG, encode, read, write
 from conform.caches import CONTENT_START, DamagedEntry, write_entry
+from conform.oracles.expectations import expect
 from tests.spec.test_cache import crafted_pickle
 
 
@@ -39,9 +40,9 @@ def cache(tmp_path, monkeypatch):
 
 def test_a_cached_slice_reads_back_as_generated_with_its_oracle_answers(specs, cache):
     spec = specs["dot_general"]   # accumulation figures and impl masks among the answers
-    fresh = generate_cases(spec, "float32", count=12, seed=1)
-    stored = generate_cases(spec, "float32", count=12, seed=1, use_cache=True)
-    cached = generate_cases(spec, "float32", count=12, seed=1, use_cache=True)
+    fresh = generate_cases(spec, "float32", count=12, seed=1, answer=expect)
+    stored = generate_cases(spec, "float32", count=12, seed=1, use_cache=True, answer=expect)
+    cached = generate_cases(spec, "float32", count=12, seed=1, use_cache=True, answer=expect)
     assert _same(fresh, stored) and _same(fresh, cached)
     assert any(c.expectation[0].accumulation for c in cached)
     for x, y in zip(fresh, cached):
@@ -54,19 +55,19 @@ def test_a_cached_slice_reads_back_as_generated_with_its_oracle_answers(specs, c
 def test_a_damaged_or_crafted_corpus_file_is_generated_again_and_never_run(specs, cache, capsys,
                                                                          tmp_path, damage):
     spec = specs["add"]
-    fresh = generate_cases(spec, "float32", count=6, seed=2, use_cache=True)
+    fresh = generate_cases(spec, "float32", count=6, seed=2, use_cache=True, answer=expect)
     path = corpus_path(spec, "float32", count=6, seed=2)
     data = path.read_bytes()
     sentinel = tmp_path / "ran"
     path.write_bytes({"pickle": crafted_pickle(sentinel),
                       "flipped byte": data[:-20] + bytes([data[-20] ^ 4]) + data[-19:],
                       "truncated": data[:len(data) // 2], "empty": b""}[damage])
-    again = generate_cases(spec, "float32", count=6, seed=2, use_cache=True)
+    again = generate_cases(spec, "float32", count=6, seed=2, use_cache=True, answer=expect)
     assert _same(fresh, again) and not sentinel.exists()
     [warning] = capsys.readouterr().err.splitlines()
     assert warning.startswith(f"conform: warning: ignoring damaged cache entry {path} (")
     assert path.read_bytes() == data   # made again, as it was
-    assert _same(fresh, generate_cases(spec, "float32", count=6, seed=2, use_cache=True))
+    assert _same(fresh, generate_cases(spec, "float32", count=6, seed=2, use_cache=True, answer=expect))
     assert capsys.readouterr().err == ""
 
 
@@ -91,7 +92,7 @@ def _rewrite_header(path, change) -> None:
 ], ids=["object dtype", "beyond the file", "ragged", "missing column"])
 def test_a_corpus_file_with_a_valid_digest_but_a_malformed_header_is_refused(specs, cache, change):
     spec = specs["add"]
-    generate_cases(spec, "float32", count=4, seed=2, use_cache=True)
+    generate_cases(spec, "float32", count=4, seed=2, use_cache=True, answer=expect)
     path = corpus_path(spec, "float32", count=4, seed=2)
     _rewrite_header(path, lambda h: h["blocks"].sort(key=lambda b: b[0] == "float32"))
     read(path)   # still a valid file: the header may be laid out differently
@@ -103,7 +104,7 @@ def test_a_corpus_file_with_a_valid_digest_but_a_malformed_header_is_refused(spe
 def test_attrs_keep_their_types_and_what_cannot_be_kept_is_drawn_every_run(specs, cache, capsys):
     from conform.generators._corpus import load_or_generate
 
-    case = generate_cases(specs["add"], "float32", count=1, seed=0)[0]
+    case = generate_cases(specs["add"], "float32", count=1, seed=0, answer=expect)[0]
     case.attrs = {"window": (1, (2, 3)), "pads": [[0, 1], (2,)], "alpha": 0.1, "name": "x"}
     case.input_dtypes = ("float32", "float32")
     write(cache / "kept", [case])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.generators._suite import _generate
+from conform.generators import generate_cases
+from conform.oracles.expectations import expect
 from conform.spec import load_specs
 
 SPECS = load_specs()
@@ -12,7 +13,7 @@ SPECS = load_specs()
 
 def test_optional_inputs_are_drawn_present_and_absent():
     spec = SPECS["onnx_clip"]
-    cases = _generate(spec, "float32", count=64, seed=3)
+    cases = generate_cases(spec, "float32", count=64, seed=3, answer=expect)
     patterns = set()
     for case in cases:
         absent = case.attrs.get("absent_inputs")
@@ -26,7 +27,7 @@ def test_optional_inputs_are_drawn_present_and_absent():
 
 def test_specs_without_optional_inputs_carry_no_absent_inputs():
     for op in ("add", "onnx_add", "select"):
-        for case in _generate(SPECS[op], "float32", count=16, seed=1):
+        for case in generate_cases(SPECS[op], "float32", count=16, seed=1, answer=expect):
             assert "absent_inputs" not in case.attrs
 
 
@@ -35,7 +36,7 @@ def test_xla_broadcast_dimensions_are_increasing_and_sizes_compatible():
     for op in ("add", "ge", "shift_left"):
         spec = SPECS[op]
         dtype = "int32" if op == "shift_left" else "float32"
-        for case in _generate(spec, dtype, count=64, seed=5):
+        for case in generate_cases(spec, dtype, count=64, seed=5, answer=expect):
             dims = case.attrs.get("broadcast_dimensions")
             lhs, rhs = case.inputs
             if dims is None:
@@ -56,7 +57,7 @@ def test_xla_broadcast_dimensions_are_increasing_and_sizes_compatible():
 def test_onnx_pad_draws_valid_pads_for_every_mode():
     spec = SPECS["onnx_pad"]
     modes = set()
-    for case in _generate(spec, "float32", count=64, seed=2):
+    for case in generate_cases(spec, "float32", count=64, seed=2, answer=expect):
         data = case.inputs[0]
         axes = case.attrs.get("axes", list(range(data.ndim)))
         pads = case.attrs["pads"]

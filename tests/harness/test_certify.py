@@ -18,6 +18,7 @@ from conform.harness.backends.registry import adapter_identity
 from conform.harness.run.runner import SelectionError
 from conform.reports._certificate import render_certificate, write_certificate
 from conform.spec import BUILTIN_DIR, load_specs
+from conform.oracles.expectations import expect
 
 TINY = {"summary": "a tiny test profile", "ops": ["multiply", "reshape"], "dtypes": ["float32"],
         "subnormals": "ieee", "manifests": False, "max_examples": 3, "seed": 11,
@@ -157,9 +158,9 @@ def test_run_options_come_from_the_profile_unless_given():
 # ------------------------------------------------------------------------------------ hashes
 
 def test_corpus_hash_changes_with_any_input_byte_and_with_order(specs):
-    cases = generate_cases(specs["multiply"], "float32", count=3, seed=0)
+    cases = generate_cases(specs["multiply"], "float32", count=3, seed=0, answer=expect)
     base = certify.corpus_sha256(cases)
-    assert certify.corpus_sha256(generate_cases(specs["multiply"], "float32", count=3, seed=0)) == base
+    assert certify.corpus_sha256(generate_cases(specs["multiply"], "float32", count=3, seed=0, answer=expect)) == base
     flipped = dataclasses.replace(cases[1], inputs=[x.copy() for x in cases[1].inputs])
     flipped.inputs[0].reshape(-1).view(np.uint8)[-1] ^= 1   # (a 0-d input too)
     assert certify.corpus_sha256([cases[0], flipped, cases[2]]) != base
@@ -167,7 +168,7 @@ def test_corpus_hash_changes_with_any_input_byte_and_with_order(specs):
 
 
 def test_corpus_hash_covers_every_part_of_the_oracle_answers(specs):
-    cases = generate_cases(specs["dot_general"], "float32", count=8, seed=0)
+    cases = generate_cases(specs["dot_general"], "float32", count=8, seed=0, answer=expect)
     base = certify.corpus_sha256(cases)
     case = next(c for c in cases if c.expectation[0].accumulation
                 and np.isfinite(c.expectation[0].accumulation[0]).any())

@@ -15,6 +15,7 @@ from conform.harness.backends.base import Unsupported, onnx_opset
 from conform.harness.backends.onnx_models import build_model
 from conform.spec import load_specs
 from conform.spec.programs import chain_names
+from conform.oracles.expectations import expect
 
 ONNX_OPS = sorted(op for op, spec in load_specs().items() if "onnx" in spec.bindings) \
     + chain_names(load_specs(), "onnx")   # and the programs of the ONNX ops
@@ -105,7 +106,7 @@ def test_every_emitted_model_is_valid_and_infers_the_oracles_shape(specs, op, mo
     if not low <= onnx_opset() <= high:   # an op bound at older opsets only: build at its first
         monkeypatch.setenv("CONFORM_ONNX_OPSET", str(low))
     for label in dtype_labels(spec):
-        for case in generate_cases(spec, label, count=8, seed=1):
+        for case in generate_cases(spec, label, count=8, seed=1, answer=expect):
             try:
                 model = build_model(spec, case)
             except Unsupported:
@@ -138,7 +139,7 @@ def test_every_emitted_model_is_valid_and_infers_the_oracles_shape(specs, op, mo
 def test_the_check_fails_on_a_model_without_shapes(specs):
     """What the test above rests on: the full checker refuses graph inputs without a shape."""
     spec = specs["onnx_add"]
-    case = generate_cases(spec, "float32", count=1, seed=0)[0]
+    case = generate_cases(spec, "float32", count=1, seed=0, answer=expect)[0]
     model = build_model(spec, case)
     model.graph.input[0].type.tensor_type.ClearField("shape")
     with pytest.raises(onnx.checker.ValidationError, match="shape"):

@@ -13,6 +13,7 @@ from conform.generators import Case
 from conform.generators._suite import generate_cases
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
+from conform.oracles.expectations import expect
 
 
 def run(name, *inputs, **attrs):
@@ -109,7 +110,7 @@ def literal_gather(operand, indices, attrs):
 
 def test_gather_oracle_matches_the_texts_arithmetic_on_drawn_cases(specs):
     templates = set()
-    for case in generate_cases(specs["gather"], "int32", count=150, seed=3):
+    for case in generate_cases(specs["gather"], "int32", count=150, seed=3, answer=expect):
         operand, indices = case.inputs
         expected = literal_gather(operand, indices, case.attrs)
         assert np.array_equal(run("gather", *case.inputs, **case.attrs), expected), case.id
@@ -120,7 +121,7 @@ def test_gather_oracle_matches_the_texts_arithmetic_on_drawn_cases(specs):
 
 def test_gather_drawn_starts_need_the_clamp_but_never_in_dimension_zero(specs):
     clamped, types = 0, set()
-    for case in generate_cases(specs["gather"], "float32", count=120, seed=5):
+    for case in generate_cases(specs["gather"], "float32", count=120, seed=5, answer=expect):
         operand, indices = case.inputs
         types.add(str(indices.dtype))
         attrs = case.attrs
@@ -138,7 +139,7 @@ def test_gather_drawn_starts_need_the_clamp_but_never_in_dimension_zero(specs):
 def test_indices_are_sorted_only_where_they_are(specs, name):
     """Drawn true only with one-element index vectors, which then ascend over the batch."""
     drawn = 0
-    for case in generate_cases(specs[name], "int32", count=120, seed=6):
+    for case in generate_cases(specs[name], "int32", count=120, seed=6, answer=expect):
         indices = case.inputs[1]
         if case.attrs["indices_are_sorted"]:
             vector_dim = case.attrs["index_vector_dim"]
@@ -165,7 +166,7 @@ def test_judge_catches_gather_reading_negative_starts_from_the_end_on_jax(specs,
 
     spec = specs["gather"]
     caught = 0
-    for case in generate_cases(spec, "int32", count=60, seed=8):
+    for case in generate_cases(spec, "int32", count=60, seed=8, answer=expect):
         good = judge_outputs(spec, case, run_case(jax_backend, spec, case))
         assert good.verdict == "pass", good.message
         operand, indices = case.inputs
@@ -250,7 +251,7 @@ def test_scatter_skips_out_of_range_update_elements_one_by_one():
 @pytest.mark.parametrize("name", SCATTERS)
 def test_scatter_oracles_match_the_text_one_update_at_a_time(specs, name):
     for dtype in ("int32", "float32"):
-        for case in generate_cases(specs[name], dtype, count=60, seed=11):
+        for case in generate_cases(specs[name], dtype, count=60, seed=11, answer=expect):
             expected = literal_scatter(name, *case.inputs, case.attrs)
             got = run(name, *case.inputs, **case.attrs)
             assert np.array_equal(got, expected, equal_nan=dtype == "float32"), case.id
@@ -262,7 +263,7 @@ def test_scatter_targets_repeat_only_where_order_free(specs, name):
 
     for dtype in ("int32", "float32"):
         repeated = outside = 0
-        for case in generate_cases(specs[name], dtype, count=80, seed=2):
+        for case in generate_cases(specs[name], dtype, count=80, seed=2, answer=expect):
             operand, indices, updates = case.inputs
             valid, flat = update_targets(operand.shape, indices, updates.shape, case.attrs)
             outside += int((~valid).sum())
@@ -282,7 +283,7 @@ def test_judge_catches_scatter_clamping_out_of_range_indices_on_jax(specs, jax_b
 
     spec = specs["scatter"]
     caught = 0
-    for case in generate_cases(spec, "float32", count=60, seed=8):
+    for case in generate_cases(spec, "float32", count=60, seed=8, answer=expect):
         good = judge_outputs(spec, case, run_case(jax_backend, spec, case))
         assert good.verdict == "pass", good.message
         operand, indices, updates = case.inputs
