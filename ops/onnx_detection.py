@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from conform.op_registry import op
+from conform.ops.error_bounds import gamma, judged_bound, underflow_term
 from conform.ops.optional_inputs import by_name, onnx_operands
 
 NMS_INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold")
@@ -246,3 +247,185 @@ def oracle_onnx_non_max_suppression(*inputs, center_point_box=0, absent_inputs=(
     """ONNX NonMaxSuppression-11: ``[batch, class, box]`` rows of the boxes kept per batch and
     class, each class's in selection order (descending score, equal scores by index)."""
     return (_rows(nms_groups(inputs, center_point_box, absent_inputs)),)
+
+
+# --- RoiAlign -------------------------------------------------------------------------------
+# Each RoI [x1, y1, x2, y2] is scaled by spatial_scale (and shifted by -0.5 under half_pixel:
+# 'pixel shift the input coordinates by -0.5'); its output_height x output_width bins each hold
+# a grid of sampling_ratio x sampling_ratio points (0: ceil(roi_height / output_height) x
+# ceil(roi_width / output_width)), regularly spaced at the centres of equal sub-cells (Mask R-CNN,
+# He et al. 2017, section 3: 'four regularly sampled locations in each RoI bin'), each the
+# bilinear interpolation of X; the bin's value is their average or maximum.
+
+ROI_INPUTS = ("x", "rois", "batch_indices")
+
+
+def roi_samples(rois, attrs: dict, reading: int = 0):
+    """Per RoI and axis (y, then x): the sample coordinates ``[R, out, grid]`` and the grid
+    size per RoI (``reading`` 1: the adaptive grid from the RoI's size before spatial_scale)."""
+    scale = float(attrs.get("spatial_scale", 1.0))
+    shift = 0.5 if attrs.get("coordinate_transformation_mode", "output_half_pixel") == "half_pixel" else 0.0
+    ratio = int(attrs.get("sampling_ratio", 0))
+    result = []
+    for lo, hi, out in ((1, 3, int(attrs.get("output_height", 1))), (0, 2, int(attrs.get("output_width", 1)))):
+        start, end = rois[:, lo] * scale - shift, rois[:, hi] * scale - shift
+        size = (rois[:, hi] - rois[:, lo]) if reading else end - start
+        grid = np.full(len(rois), ratio) if ratio > 0 else np.ceil(size / out).astype(np.int64)
+        width = (end - start) / out
+        points = [start[r] + width[r] * (np.arange(out)[:, None] + (np.arange(grid[r]) + 0.5) / grid[r])
+                  for r in range(len(rois))]
+        result.append((points, grid, width))
+    return result
+
+
+def bilinear(plane: np.ndarray, y: np.ndarray, x: np.ndarray) -> tuple:
+    """The bilinear interpolation of ``plane`` (``[..., H, W]``) at ``(y, x)`` inside
+    ``[0, H - 1] x [0, W - 1]``, and the sum of its terms' magnitudes."""
+    h, w = plane.shape[-2:]
+    y0, x0 = np.minimum(np.floor(y), h - 1).astype(int), np.minimum(np.floor(x), w - 1).astype(int)
+    y1, x1 = np.minimum(y0 + 1, h - 1), np.minimum(x0 + 1, w - 1)
+    ly, lx = y - y0, x - x0
+    terms = [(1 - ly) * (1 - lx) * plane[..., y0, x0], (1 - ly) * lx * plane[..., y0, x1],
+             ly * (1 - lx) * plane[..., y1, x0], ly * lx * plane[..., y1, x1]]
+    return sum(terms), sum(np.abs(t) for t in terms)
+
+
+def roi_align(x, rois, batch_indices, attrs: dict, reading: int = 0, magnitudes=False):
+    """``Y[r, c, ph, pw]`` (or, with ``magnitudes``, per bin the mean or largest sum of the
+    samples' interpolation terms' magnitudes, and the sample count)."""
+    (ys, gy, _), (xs, gx, _) = roi_samples(rois, attrs, reading)
+    out_h, out_w = len(ys[0]) if ys else 1, len(xs[0]) if xs else 1
+    pooled = np.zeros((len(rois), x.shape[1], out_h, out_w))
+    count = np.zeros(len(rois))
+    for r in range(len(rois)):
+        yy = ys[r][:, None, :, None] + 0 * xs[r][None, :, None, :]
+        xx = xs[r][None, :, None, :] + 0 * ys[r][:, None, :, None]
+        value, size = bilinear(x[int(batch_indices[r])], yy, xx)
+        picked = size if magnitudes else value
+        pooled[r] = picked.max(axis=(-2, -1)) if attrs.get("mode", "avg") == "max" \
+            else picked.mean(axis=(-2, -1))
+        count[r] = gy[r] * gx[r]
+    return (pooled, count) if magnitudes else pooled
+
+
+def _steepest(x: np.ndarray, axis: int) -> np.ndarray:
+    """Per (batch, channel): the largest difference of neighbours along ``axis`` (a bilinear
+    interpolant's slope along it is at most that)."""
+    steps = np.abs(np.diff(x, axis=axis))
+    return steps.max(axis=(-2, -1)) if steps.size else np.zeros(x.shape[:2])
+
+
+def roi_align_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, reading=0):
+    """|err| <= gamma_k S + D_y d_y + D_x d_x + u |y| (+ the products' underflow).
+
+    S: per bin the mean (avg) or largest (max) over its samples of the sum of the magnitudes of
+    the interpolation's four terms; k = 4 n + 4 for avg (each term's weight in up to three
+    roundings and its product with X, then the n samples' 4 n terms summed in any order and
+    divided by n), 7 for max (one sample's terms). D_y, D_x: the largest neighbour difference
+    of the channel along each axis, bounding the interpolant's slope; d_y, d_x: the error of a
+    sample's coordinate, ``coordinate_roundings`` roundings of the magnitudes in the formula
+    (|start| + |end| + 1). u |y| the final rounding to the output type (Higham 2002, Lemma 3.1)."""
+    x, rois, batch = inputs
+    magnitude, count = roi_align(x, rois, batch, attrs, reading, magnitudes=True)
+    n = count[:, None, None, None]
+    k = 7 if attrs.get("mode", "avg") == "max" else 4 * n + 4
+    scale = abs(float(attrs.get("spatial_scale", 1.0)))
+    g = gamma(int(constants.get("coordinate_roundings", 16)), u)
+    b = batch.astype(np.int64)
+    d_y = g * (scale * (np.abs(rois[:, 1]) + np.abs(rois[:, 3])) + 1)
+    d_x = g * (scale * (np.abs(rois[:, 0]) + np.abs(rois[:, 2])) + 1)
+    drift = _steepest(x, -2)[b] * d_y[:, None] + _steepest(x, -1)[b] * d_x[:, None]
+    (y,) = outputs
+    bound = gamma(k, u) * magnitude + drift[..., None, None] + u * np.abs(y) \
+        + underflow_term(8 * n, out_dtype)
+    return (judged_bound(bound, y),)
+
+
+def draw_roi_align(draw, kit, spec, dtype):
+    """X of 1 or 2 batches, 1 or 2 channels, sides 2 to 5; 1 to 3 RoIs; the spec's attributes
+    (output sizes 1 to 3, sampling_ratio 0 to 2, spatial_scale a power of two)."""
+    st = kit.st
+    n, c, h, w, r = (draw(st.integers(*b)) for b in ((1, 2), (1, 2), (2, 5), (2, 5), (1, 3)))
+    attrs = kit.attributes(draw, spec, {})
+    return kit.Signature((dtype, dtype, "int64"), ((n, c, h, w), (r, 4), (r,)), attrs, dtype)
+
+
+def _inside_rois(rng, count: int, h: int, w: int, scale: float, shift: float) -> np.ndarray:
+    """RoIs on a quarter grid of the feature map, each side at least 1, inside [0, side - 1]
+    (so every sample lies within X), given in input coordinates (``(map + shift) / scale``)."""
+    rois = np.zeros((count, 4))
+    for lo, hi, side in ((0, 2, w), (1, 3, h)):
+        start = rng.integers(0, 4 * (side - 2) + 1, count) / 4
+        length = np.array([rng.integers(4, 4 * (side - 1 - s) + 1) / 4 for s in start])
+        rois[:, lo], rois[:, hi] = start, start + length
+    return (rois + shift) / scale
+
+
+def values_roi_align(rng, inputs, attrs):
+    """Finite X (a zero weight times an infinity is NaN in one evaluation and nothing in
+    another: the text does not say), RoIs inside the map (``_inside_rois``), batch indices in
+    range."""
+    x, rois, batch = inputs
+    wide = x.astype(np.float64)
+    x = np.where(np.isfinite(wide), wide, rng.uniform(-4, 4, x.shape)).astype(x.dtype)
+    shift = 0.5 if attrs.get("coordinate_transformation_mode") == "half_pixel" else 0.0
+    scale = float(attrs.get("spatial_scale", 1.0))
+    made = _inside_rois(rng, len(rois), x.shape[2], x.shape[3], scale, shift).astype(rois.dtype)
+    return [x, made, rng.integers(0, x.shape[0], len(rois)).astype(np.int64)]
+
+
+def feed_roi_align(inputs, attrs, index):
+    """Y[r, c, ...] reads channel c of RoI r's batch, and RoI r."""
+    x, rois, batch = inputs
+    return [x[int(batch[index[0]]), index[1]].ravel(), rois[index[0]]]
+
+
+ROI_ALIGN_ATTRIBUTES = ("mode", "output_height", "output_width", "sampling_ratio",
+                        "spatial_scale", "coordinate_transformation_mode")
+
+
+def numpy_roi_align(x, rois, batch_indices, **attrs):
+    """The numpy backend: per RoI, sample coordinates and bilinear weights in X's type from
+    ``np.linspace``-free arithmetic, ``np.mean`` or ``np.max`` over each bin's samples."""
+    t = x.dtype.type
+    shift = t(0.5) if attrs.get("coordinate_transformation_mode", "output_half_pixel") == "half_pixel" else t(0)
+    scale, ratio = t(attrs.get("spatial_scale", 1.0)), int(attrs.get("sampling_ratio", 0))
+    sizes = (int(attrs.get("output_height", 1)), int(attrs.get("output_width", 1)))
+    out = np.zeros((len(rois), x.shape[1]) + sizes, x.dtype)
+    for r, roi in enumerate(rois):
+        axes = []
+        for lo, hi, n in ((1, 3, sizes[0]), (0, 2, sizes[1])):
+            a, b = roi[lo] * scale - shift, roi[hi] * scale - shift
+            step = (b - a) / t(n)
+            grid = ratio if ratio > 0 else int(np.ceil((b - a) / t(n)))
+            offsets = (np.arange(grid, dtype=x.dtype) + t(0.5)) * step / t(grid)
+            axes.append((a + np.arange(n, dtype=x.dtype)[:, None] * step + offsets).ravel())
+        py, px = np.meshgrid(*axes, indexing="ij")
+        i, j = np.floor(py).astype(int), np.floor(px).astype(int)
+        i1, j1 = np.minimum(i + 1, x.shape[2] - 1), np.minimum(j + 1, x.shape[3] - 1)
+        fy, fx = py - i, px - j
+        plane = x[int(batch_indices[r])]
+        v = (plane[:, i, j] * ((t(1) - fy) * (t(1) - fx)) + plane[:, i, j1] * ((t(1) - fy) * fx)
+             + plane[:, i1, j] * (fy * (t(1) - fx)) + plane[:, i1, j1] * (fy * fx))
+        gy, gx = len(axes[0]) // sizes[0], len(axes[1]) // sizes[1]
+        v = v.reshape(x.shape[1], sizes[0], gy, sizes[1], gx)
+        out[r] = v.max(axis=(2, 4)) if attrs.get("mode", "avg") == "max" else v.mean(axis=(2, 4))
+    return out
+
+
+def _register_roi_align(name: str, opset: int):
+    def oracle(x, rois, batch_indices, *, reading=0, **attrs):
+        if opset < 16:   # RoiAlign-10: no coordinate_transformation_mode, no pixel shift
+            attrs.pop("coordinate_transformation_mode", None)
+        return (roi_align(x, rois, batch_indices, attrs, reading),)
+
+    oracle.__doc__ = (f"ONNX RoiAlign-{opset}: each RoI's bins, the average or maximum of the "
+                      "bilinear interpolations at its regularly spaced sample points.")
+    oracle.__name__ = oracle.__qualname__ = f"oracle_{name}"
+    return op(name, version=1, draw=draw_roi_align, draw_honours=frozenset({"attrs"}),
+              values=values_roi_align, feeding=feed_roi_align, error_bound=roi_align_bound,
+              numpy=numpy_roi_align, onnx=lower_with(ROI_INPUTS, *ROI_ALIGN_ATTRIBUTES))(oracle)
+
+
+oracle_onnx_roi_align_opset10 = _register_roi_align("onnx_roi_align_opset10", 10)
+oracle_onnx_roi_align = _register_roi_align("onnx_roi_align", 16)

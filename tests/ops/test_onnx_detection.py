@@ -133,3 +133,103 @@ def test_onnxruntime_passes_drawn_nms_cases_without_a_score_at_the_threshold(spe
             assert judgement.verdict == "pass", (case.id, judgement.reason)
             checked += 1
     assert checked >= 8
+
+
+# --- RoiAlign -------------------------------------------------------------------------------
+
+ROI = "onnx_roi_align"
+
+
+def _roi_align(x, rois, batch, op=ROI, **attrs):
+    attrs = {"mode": "avg", "output_height": 1, "output_width": 1, "sampling_ratio": 0,
+             "spatial_scale": 1.0, "coordinate_transformation_mode": "output_half_pixel", **attrs}
+    if op != ROI:
+        del attrs["coordinate_transformation_mode"]
+    return evaluate(op, [np.asarray(x, np.float64), np.asarray(rois, np.float64),
+                         np.asarray(batch, np.int64)], attrs)[0]
+
+
+def test_roi_align_samples_a_linear_map_at_the_sub_cell_centres():
+    """X[i, j] = j is reproduced exactly by bilinear interpolation: each bin's average is its
+    samples' mean x. RoI [0, 0, 3, 3], three bins of width 1, two samples each at +0.25 and
+    +0.75 (output_half_pixel); half_pixel shifts the RoI by -0.5 (here: given +0.5)."""
+    x = np.tile(np.arange(4.0), (4, 1))[None, None]
+    y = _roi_align(x, [[0, 0, 3, 3]], [0], output_height=2, output_width=3, sampling_ratio=2)
+    assert y.tolist() == [[[[0.5, 1.5, 2.5]] * 2]]
+    shifted = _roi_align(x, [[0.5, 0.5, 3.5, 3.5]], [0], output_width=3, sampling_ratio=2,
+                         coordinate_transformation_mode="half_pixel")
+    assert shifted.tolist() == [[[[0.5, 1.5, 2.5]]]]
+    # opset 10 has no shift: the same RoI reads half an element further right
+    x = np.tile(np.arange(5.0), (5, 1))[None, None]
+    assert _roi_align(x, [[0.5, 0.5, 3.5, 3.5]], [0], op="onnx_roi_align_opset10",
+                      output_width=3, sampling_ratio=2).tolist() == [[[[1.0, 2.0, 3.0]]]]
+
+
+def test_roi_align_adaptive_grid_scale_batches_and_max():
+    """sampling_ratio 0: ceil(3 / 1) = 3 samples per axis; spatial_scale 0.5 halves the RoI;
+    the batch index picks the image; max is the largest interpolated sample."""
+    x = np.stack([np.tile(np.arange(4.0), (4, 1)), 10 * np.tile(np.arange(4.0), (4, 1))])[:, None]
+    assert _roi_align(x, [[0, 0, 3, 3]], [0]).tolist() == [[[[1.5]]]]
+    assert _roi_align(x, [[0, 0, 6, 6]], [1], spatial_scale=0.5).tolist() == [[[[15.0]]]]
+    assert _roi_align(x, [[0, 0, 3, 3]], [1], mode="max").tolist() == [[[[25.0]]]]
+
+
+def test_roi_align_node_test_cases_agree_where_the_text_decides(onnx_node_cases):
+    """The onnx node tests: aligned_false is reproduced (to the data's 1e-4); aligned_true's
+    RoI [0, 0, 9, 9] shifted by -0.5 samples outside X (not drawn: the text gives no value
+    there), and agrees in the bins whose samples are all inside; mode_max's data takes the
+    largest of the four weighted corner terms, not the interpolation's value (X >= 0 there, so
+    below the oracle's everywhere and not the text's 'pooling' of sampled values)."""
+    from conform.ops.onnx_detection import roi_samples
+
+    for name, op, node, data_sets in node_test_cases(onnx_node_cases, {"RoiAlign": ROI}):
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
+        attrs.setdefault("coordinate_transformation_mode", "half_pixel")
+        ((x, rois, batch), (want,)) = data_sets[0]
+        got = _roi_align(x, rois, batch, **attrs)
+        if name.endswith("aligned_false"):
+            np.testing.assert_allclose(got, want, atol=1e-4)
+        elif name.endswith("aligned_true"):
+            (ys, _, _), (xs, _, _) = roi_samples(rois.astype(np.float64), attrs)
+            inside = np.array([[[((ys[r][i] >= 0).all() and (xs[r][j] >= 0).all())
+                                 for j in range(5)] for i in range(5)] for r in range(3)])
+            np.testing.assert_allclose(got[:, 0][inside], want[:, 0][inside], atol=1e-4)
+            assert not np.allclose(got, want, atol=1e-4)
+        else:
+            assert (want <= got + 1e-4).all() and (want < got - 1e-2).any()
+
+
+def test_numpy_backend_passes_drawn_roi_align_cases(specs):
+    for dtype in ("float16", "float64"):
+        verdicts = {j.verdict for _, j in judged(specs, numpy_backend(), ROI, dtype, count=6)}
+        assert verdicts <= {"pass", "impl_defined"} and "pass" in verdicts
+
+
+def test_onnxruntime_roi_align_max_takes_the_largest_weighted_corner(specs, onnxruntime):
+    """A real deviation: mode max pools 'the value of the sampled locations ... computed
+    through bilinear interpolation'; onnxruntime 1.32 takes the largest of each sample's four
+    weighted corner terms instead: over a constant 4 it gives 1 (one corner's weight 1/4), the
+    text 4. Repro: conform run --backend onnxruntime --ops onnx_roi_align --out /tmp/roi
+    (every failing case has mode max; avg passes)."""
+    from conform.harness.backends.models import run_case
+
+    attrs = {"mode": "max", "output_height": 1, "output_width": 1, "sampling_ratio": 1,
+             "spatial_scale": 1.0, "coordinate_transformation_mode": "output_half_pixel"}
+    inputs = [np.full((1, 1, 2, 2), 4, np.float32), np.array([[0, 0, 1, 1]], np.float32),
+              np.array([0], np.int64)]
+    case = Case(id=f"{ROI}.float32.0", op=ROI, dtype="float32",
+                input_dtypes=("float32", "float32", "int64"), out_dtype="float32",
+                inputs=inputs, attrs=attrs, plan="normal", seed=1)
+    (y,) = run_case(onnxruntime, specs[ROI], case)
+    assert y.ravel().tolist() == [1.0]
+    assert judge_outputs(specs[ROI], case, [y]).verdict == "fail"
+    case.attrs["mode"] = "avg"
+    assert judge_outputs(specs[ROI], case, run_case(onnxruntime, specs[ROI], case)).verdict == "pass"
+
+
+def test_onnxruntime_passes_drawn_roi_align_avg_cases(specs, onnxruntime):
+    for dtype in ("float16", "float32"):
+        for case, judgement in judged(specs, onnxruntime, ROI, dtype, count=12):
+            if case.attrs["mode"] == "avg":
+                assert judgement.verdict in ("pass", "impl_defined"), (case.id, judgement.reason)
