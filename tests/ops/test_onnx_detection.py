@@ -233,3 +233,32 @@ def test_onnxruntime_passes_drawn_roi_align_avg_cases(specs, onnxruntime):
         for case, judgement in judged(specs, onnxruntime, ROI, dtype, count=12):
             if case.attrs["mode"] == "avg":
                 assert judgement.verdict in ("pass", "impl_defined"), (case.id, judgement.reason)
+
+
+# --- MaxRoiPool -----------------------------------------------------------------------------
+
+MRP = "onnx_max_roi_pool"
+
+
+def test_max_roi_pool_bins_of_an_inclusive_window():
+    """RoI [0, x1=1, y1=0, x2=3, y2=1] over a 2 x 4 map: 3 columns x 2 rows; pooled [1, 2]:
+    columns 1..2 (floor(0), ceil(1.5)) and 2..3 (floor(1.5), ceil(3)); reading 1 (x2, y2 the
+    ends) gives row 0 and columns 1 and 2; spatial_scale 0.5 maps [2, 0, 6, 2] to the same."""
+    x = np.arange(8.0).reshape(1, 1, 2, 4)
+    args = [x, np.array([[0, 1, 0, 3, 1.0]])]
+    assert evaluate(MRP, args, {"pooled_shape": [1, 2]})[0].tolist() == [[[[6.0, 7.0]]]]
+    assert evaluate(MRP, args, {"pooled_shape": [1, 2], "reading": 1})[0].tolist() == [[[[1.0, 2.0]]]]
+    scaled = [x, np.array([[0, 2, 0, 6, 2.0]])]
+    assert evaluate(MRP, scaled, {"pooled_shape": [1, 2], "spatial_scale": 0.5})[0].tolist() \
+        == [[[[6.0, 7.0]]]]
+    # pooled 3 over 4 rows: the last bin ends at 3 * fl(4 / 3), which may miss 4: open
+    tall = [np.arange(4.0).reshape(1, 1, 4, 1), np.array([[0, 0, 0, 0, 3.0]])]
+    opened = evaluate(MRP, tall, {"pooled_shape": [3, 1], "open_elements": True})[0]
+    assert opened.ravel().tolist() == [False, False, True]
+
+
+def test_max_roi_pool_passes_on_numpy_and_onnxruntime_outside_its_regions(specs, onnxruntime):
+    for backend in (numpy_backend(), onnxruntime):
+        for dtype in ("float16", "float32"):
+            verdicts = {j.verdict for _, j in judged(specs, backend, MRP, dtype, count=6)}
+            assert verdicts <= {"pass", "impl_defined"}, (backend, dtype, verdicts)
