@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from conform.op_registry import op
-from conform.ops.error_bounds import gamma, judged_bound, underflow_term
+from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
 from conform.ops.optional_inputs import by_name, onnx_operands
 
 NMS_INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold")
@@ -338,7 +338,8 @@ def roi_align_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, 
     (y,) = outputs
     bound = gamma(k, u) * magnitude + drift[..., None, None] + u * np.abs(y) \
         + underflow_term(8 * n, out_dtype)
-    return (judged_bound(bound, y),)
+    total = magnitude if attrs.get("mode", "avg") == "max" else n * magnitude
+    return (judged_bound(bound, y, unbounded=reaches_max_finite(total, out_dtype, gamma_n=gamma(k, u))),)
 
 
 def draw_roi_align(draw, kit, spec, dtype):
