@@ -1,0 +1,154 @@
+"""ONNX AffineGrid and GridSample (ops/onnx_grid.py): the texts' positions, padding modes and
+nearest's tie rule on hand-worked cases, the onnx package's node test cases, and real backends
+run on drawn cases, with onnxruntime's refusals of what the GridSample-20 text allows pinned
+(each with its repro command)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from conform.generators._case import Case
+from conform.harness.judge.judging import judge_outputs
+from conform.oracles._registry import evaluate
+from tests.ops.backend_runs import judged, numpy_backend, onnxruntime  # noqa: F401 (fixture)
+from tests.ops.ort_graphs import node_test_cases
+
+AG, GS, GS16 = "onnx_affine_grid", "onnx_grid_sample", "onnx_grid_sample_opset16"
+IDENTITY = np.array([[[1.0, 0, 0], [0, 1, 0]]])
+
+
+def _grid(theta, size, align_corners):
+    return evaluate(AG, [np.asarray(theta), np.asarray(size, np.int64)],
+                    {"align_corners": align_corners})[0]
+
+
+def test_affine_grid_positions_and_their_order():
+    """Identity theta over W = 4, H = 2: x from the outer edges ((2 i + 1) / 4 - 1) or the
+    corner centres (-1 + 2 i / 3); the last axis holds (x, y), x along W."""
+    grid = _grid(IDENTITY, [1, 1, 2, 4], 0)
+    assert grid.shape == (1, 2, 4, 2)
+    assert grid[0, 0, :, 0].tolist() == [-0.75, -0.25, 0.25, 0.75]
+    assert grid[0, :, 0, 1].tolist() == [-0.5, 0.5]
+    assert np.allclose(_grid(IDENTITY, [1, 1, 2, 4], 1)[0, 1, :, 0], [-1, -1 / 3, 1 / 3, 1])
+    # a translation and a swap of axes; 3-D: (x, y, z), z along D
+    moved = _grid([[[0, 1.0, 0.5], [1, 0, 0]]], [1, 3, 2, 4], 1)
+    assert moved[0, 0, 3].tolist() == [-0.5, 1.0]
+    cube = _grid(np.eye(3, 4)[None], [1, 1, 2, 3, 4], 1)
+    assert cube.shape == (1, 2, 3, 4, 3) and cube[0, 1, 2, 0].tolist() == [-1.0, 1.0, 1.0]
+
+
+def test_node_test_cases_are_reproduced(onnx_node_cases):
+    """The onnx package's AffineGrid and GridSample node tests (GridSample at opset 22: the
+    opset-20 text) agree with the oracles to their float32 data's precision."""
+    seen = set()
+    ops = {"AffineGrid": AG, "GridSample": GS}
+    for name, op, node, data_sets in node_test_cases(onnx_node_cases, ops):
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
+        for inputs, outputs in data_sets:
+            got = evaluate(op, list(inputs), attrs)[0]
+            np.testing.assert_allclose(got, outputs[0], rtol=1e-4, atol=1e-4, err_msg=name)
+            seen.add(op)
+    assert seen == {AG, GS}
+
+
+def _sample(x, grid, op=GS, **attrs):
+    return evaluate(op, [np.asarray(x, np.float64), np.asarray(grid, np.float64)], attrs)[0]
+
+
+ROW = np.array([[[[0.0, 1, 2, 3]]]])   # 1 x 1 x 1 x 4
+
+
+def _points(*xs):
+    """A grid (1, 1, n, 2) of x coordinates xs on the row's only y (centre)."""
+    return np.array([[[[x, 0.0] for x in xs]]])
+
+
+def test_grid_sample_nearest_rounds_ties_to_even_at_opset_20_and_leaves_them_open_at_16():
+    """align_corners 1 over 5 elements (position 2 (g + 1)): g = -0.75 is position 0.5 and
+    rounds to 0, g = -0.25 is 1.5 and rounds to 2 (exact in every float type: judged);
+    GridSample-16 names no tie rule: the same points are open there."""
+    row, grid = np.arange(5.0)[None, None, None], _points(-0.75, -0.25)
+    assert _sample(row, grid, mode="nearest", align_corners=1).ravel().tolist() == [0.0, 2.0]
+    open16 = evaluate(GS16, [row, grid], {"mode": "nearest", "align_corners": 1,
+                                          "open_elements": True})[0]
+    open20 = evaluate(GS, [row, grid], {"mode": "nearest", "align_corners": 1,
+                                        "open_elements": True})[0]
+    assert open16.ravel().tolist() == [True, True] and not open20.any()
+
+
+def test_grid_sample_padding_modes_and_the_texts_reflection_example():
+    """Outside the row: zeros blends with 0, border with the edge element; reflection: 'x =
+    -3.5 reflects by border -1 and becomes x' = 1.5, then ... becomes x'' = 0.5'."""
+    left = _points(-1.5)   # align_corners 1: position -0.75
+    assert _sample(ROW, left, align_corners=1).ravel().tolist() == [0.0]
+    assert _sample(ROW, _points(-1 - 1 / 6), align_corners=1).ravel().tolist() == [0.0]
+    assert _sample(ROW, left, align_corners=1, padding_mode="border").ravel().tolist() == [0.0]
+    assert _sample(ROW, _points(1.5), align_corners=1, padding_mode="border").ravel().tolist() == [3.0]
+    for ac in (0, 1):
+        for mode in ("linear", "nearest", "cubic"):
+            far = _sample(ROW, _points(-3.5), align_corners=ac, padding_mode="reflection", mode=mode)
+            near = _sample(ROW, _points(0.5), align_corners=ac, padding_mode="reflection", mode=mode)
+            assert np.allclose(far, near), (ac, mode)
+    # align_corners 0, zeros: position -0.25 lies between the padding 0 and element 0
+    assert _sample(ROW + 4, _points(-1 + 0.125), align_corners=0).ravel().tolist() == [3.0]
+
+
+def test_grid_sample_linear_and_keys_cubic_weights():
+    """linear reproduces a ramp; cubic weighs position 1.75's taps 0..3 by Keys' kernel with
+    a = -0.75: -9/256, 67/256, 225/256, -27/256 (worked by hand), so the ramp gives 436/256
+    (a = -0.75 reproduces constants, not ramps), and a constant stays constant."""
+    ramp = np.arange(6.0)[None, None, None, :].repeat(3, axis=2)
+    grid = np.array([[[[-0.3, 0.0], [0.1, 0.0], [0.35, 0.0]]]])
+    got = _sample(ramp, grid, mode="linear", align_corners=1, padding_mode="border")
+    np.testing.assert_allclose(got[0, 0], ((grid[..., 0] + 1) / 2 * 5)[0], rtol=0, atol=1e-12)
+    cubic = _sample(ramp, grid[:, :, :1], mode="cubic", align_corners=1)
+    assert cubic.ravel().tolist() == [436 / 256]
+    flat = _sample(np.full((1, 1, 3, 6), 2.5), grid, mode="cubic", align_corners=1,
+                   padding_mode="border")
+    np.testing.assert_allclose(flat, 2.5, rtol=0, atol=1e-14)
+
+
+def test_numpy_backend_passes_drawn_cases(specs):
+    for name, dtype in ((AG, "float16"), (GS, "float32"), (GS16, "float16")):
+        verdicts = {j.verdict for _, j in judged(specs, numpy_backend(), name, dtype, count=6)}
+        assert verdicts <= {"pass", "impl_defined"} and "pass" in verdicts, (name, dtype)
+
+
+def test_onnxruntime_passes_affine_grid_and_4_d_grid_sample(specs, onnxruntime):
+    for case, judgement in judged(specs, onnxruntime, AG, "float32", count=8):
+        assert judgement.verdict == "pass", (case.id, judgement.reason)
+    from conform.generators import generate_cases
+    from conform.harness.backends.models import run_case
+
+    checked = 0
+    for case in generate_cases(specs[GS], "float32", count=20, seed=9):
+        if case.inputs[0].ndim == 4:
+            judgement = judge_outputs(specs[GS], case, run_case(onnxruntime, specs[GS], case))
+            assert judgement.verdict in ("pass", "impl_defined"), (case.id, judgement.reason)
+            checked += 1
+    assert checked >= 5
+
+
+@pytest.mark.parametrize("shape, mode, message", [
+    ((1, 1, 4), "linear", "Only 4-D or 5-D tensor is supported"),
+    ((1, 1, 2, 2, 2), "cubic", "Only support GridSample Cubic mode in 4-D cases"),
+])
+def test_onnxruntime_refuses_what_grid_sample_20_allows(specs, onnxruntime, shape, mode, message):
+    """A real deviation: GridSample-20 takes 'an input X of rank r+2' and its 'cubic mode also
+    includes N-cubic interpolation'; onnxruntime 1.32 refuses 3-D X and cubic on 5-D X (error
+    verdicts). Repro: conform run --backend onnxruntime --ops onnx_grid_sample --out /tmp/gs
+    (the error cases are exactly those)."""
+    from conform.harness.backends.models import run_case
+
+    r = len(shape) - 2
+    grid = np.zeros((1,) + (2,) * r + (r,), np.float32)
+    case = Case(id=f"{GS}.float32.0", op=GS, dtype="float32", input_dtypes=("float32",) * 2,
+                out_dtype="float32", inputs=[np.ones(shape, np.float32), grid],
+                attrs={"mode": mode, "padding_mode": "zeros", "align_corners": 0},
+                plan="normal", seed=1)
+    with pytest.raises(Exception, match=message):
+        run_case(onnxruntime, specs[GS], case)
+    expected = evaluate(GS, case.inputs, case.attrs)[0]
+    assert judge_outputs(specs[GS], case, [expected.astype(np.float32)]).verdict == "pass"
