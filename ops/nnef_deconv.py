@@ -52,10 +52,11 @@ def _patches(x, attrs, transposed):
     return np.where(inside, x[(slice(None), slice(None)) + clipped], 0.0), inside
 
 
-def grouped(x, filters, bias, attrs, *, groups, transposed):
+def grouped(x, filters, bias, attrs, *, groups, transposed, reduce=None):
     """conv (or with ``transposed`` deconv) in float64 from a double-double sum: each output a
     sum of exact products over its group's channels and the taps that meet an input element
-    (padding and holes take no part, not even as 0 * inf), the bias one more term."""
+    (padding and holes take no part, not even as 0 * inf), the bias one more term.
+    ``reduce(lhs, rhs)`` replaces the sum of the products ``lhs * rhs`` over the last axis."""
     n, c, spatial = x.shape[0], x.shape[1], x.ndim - 2
     groups = groups or c
     cig = c // groups
@@ -77,7 +78,7 @@ def grouped(x, filters, bias, attrs, *, groups, transposed):
         b = np.broadcast_to(np.reshape(bias, (1, groups, per_group) + (1,) * (spatial + 1)),
                             rhs.shape[:-1] + (1,))
         rhs = np.concatenate([rhs, b], axis=-1)
-    out = sum_of_products([lhs, rhs], [-1])
+    out = sum_of_products([lhs, rhs], [-1]) if reduce is None else reduce(lhs, rhs)
     return out.reshape((n, groups * per_group) + tuple(out_spatial))
 
 
@@ -192,9 +193,90 @@ def channels_size(shapes, attrs):
     return shapes[1][0] // attrs["groups"] * math.prod(shapes[1][2:]) + 1
 
 
+# --- numpy -----------------------------------------------------------------------------------------
+
+def _by_group(x, w, groups, transposed):
+    """x as (N, g, C/g, spatial...) and w as (g, C/g, O/g, kernel...) (filters in deconv's
+    layout [C, O/g, ...]; conv's [O, C/g, ...] regrouped)."""
+    n, c = x.shape[:2]
+    groups = groups or c
+    xs = x.reshape((n, groups, c // groups) + x.shape[2:])
+    if transposed:
+        return xs, w.reshape((groups, c // groups) + w.shape[1:])
+    ws = w.reshape((groups, w.shape[0] // groups) + w.shape[1:])
+    return xs, ws.swapaxes(1, 2)
+
+
+def _tap_slices(k, sizes, out_sizes, stride, dilation, low, transposed):
+    """Per spatial dimension, (input slice, output slice) tap ``k`` pairs up."""
+    pairs = []
+    for kk, n, m, s, d, lo in zip(k, sizes, out_sizes, stride, dilation, low):
+        if transposed:   # input p -> output p * s + kk * d - lo
+            first = max(0, -(-(lo - kk * d) // s))
+            last = min(n - 1, (m - 1 + lo - kk * d) // s)
+            start = first * s + kk * d - lo
+            pairs.append((slice(first, last + 1), slice(start, start + (last - first) * s + 1, s)
+                          if last >= first else slice(0, 0)))
+        else:            # output y <- padded input y * s + kk * d
+            pairs.append((slice(kk * d, kk * d + (m - 1) * s + 1, s), slice(0, m)))
+    return pairs
+
+
+def numpy_grouped(x, w, bias, attrs, *, groups, transposed):
+    """The numpy backend's conv or deconv in x's type: per tap, ``np.einsum`` over the group's
+    channels added into the output (conv over ``np.pad``-ded zeros)."""
+    spatial = x.ndim - 2
+    geometry = _spatial(attrs, spatial)
+    stride, dilation = geometry["stride"], geometry["dilation"]
+    low = [p[0] for p in attrs["padding"]]
+    if transposed:
+        out_sizes = unpooled_shape(x.shape[2:], geometry)
+    else:
+        out_sizes = pooled_shape(x.shape[2:], geometry)
+        x = np.pad(x, [(0, 0), (0, 0)] + [tuple(p) for p in attrs["padding"]])
+    xs, ws = _by_group(x, w, groups, transposed)
+    out = np.zeros((x.shape[0], ws.shape[0], ws.shape[2]) + tuple(out_sizes), x.dtype)
+    for k in np.ndindex(*attrs["kernel"]):
+        pairs = _tap_slices(k, x.shape[2:], out_sizes, stride, dilation, low, transposed)
+        source = xs[(Ellipsis,) + tuple(a for a, _ in pairs)]
+        out[(Ellipsis,) + tuple(b for _, b in pairs)] += np.einsum(
+            "ngi...,gio->ngo...", source, ws[(Ellipsis,) + k], dtype=x.dtype)
+    out = out.reshape((out.shape[0], -1) + out.shape[3:])
+    return out if bias is None else out + bias.reshape((1, -1) + (1,) * spatial)
+
+
+def numpy_deconv(x, filters, *bias, kernel, padding, stride, dilation, groups, output_shape,
+                 absent_inputs=()):
+    """The numpy backend: :func:`numpy_grouped`, transposed."""
+    attrs = dict(kernel=kernel, padding=padding, stride=stride, dilation=dilation,
+                 output_shape=output_shape)
+    return numpy_grouped(x, filters, _bias(bias), attrs, groups=groups, transposed=True)
+
+
+def numpy_separable_conv(x, plane, point, *bias, kernel, padding, stride, dilation, groups,
+                         absent_inputs=()):
+    """The numpy backend: :func:`numpy_grouped` twice, as the fragment's body."""
+    attrs = dict(kernel=kernel, padding=padding, stride=stride, dilation=dilation)
+    filtered = numpy_grouped(x, plane, None, attrs, groups=0, transposed=False)
+    return numpy_grouped(filtered, point, _bias(bias), _pointwise(x.ndim - 2), groups=groups,
+                         transposed=False)
+
+
+def numpy_separable_deconv(x, plane, point, *bias, kernel, padding, stride, dilation, groups,
+                           output_shape, absent_inputs=()):
+    """The numpy backend: :func:`numpy_grouped` twice, transposed, as the fragment's body."""
+    filtered = numpy_grouped(x, point, None, _pointwise(x.ndim - 2), groups=groups,
+                             transposed=True)
+    attrs = dict(kernel=kernel, padding=padding, stride=stride, dilation=dilation,
+                 output_shape=output_shape)
+    return numpy_grouped(filtered, plane, _bias(bias), attrs, groups=0, transposed=True)
+
+
+
 @op("nnef_deconv", version=1, draw=draw_deconv, draw_honours=frozenset({"optional"}),
     accumulation_length=channels_size,
-    nnef=lambda case, call: call(_inputs(case), nnef_attrs(case, "output_shape", "groups")))
+    nnef=lambda case, call: call(_inputs(case), nnef_attrs(case, "output_shape", "groups")),
+    numpy=numpy_deconv)
 def oracle_nnef_deconv(x, filters, *bias, kernel, padding, stride, dilation, groups,
                        output_shape, absent_inputs=()):
     """deconv: the adjoint of conv with the same filter (+ bias)."""
@@ -206,7 +288,8 @@ def oracle_nnef_deconv(x, filters, *bias, kernel, padding, stride, dilation, gro
 @op("nnef_separable_conv", version=1, draw=draw_separable_conv,
     draw_honours=frozenset({"optional"}),
     accumulation_length=lambda shapes, attrs: math.prod(shapes[1][2:]) + shapes[2][1] + 1,
-    nnef=lambda case, call: call(_inputs(case), nnef_attrs(case, "groups")))
+    nnef=lambda case, call: call(_inputs(case), nnef_attrs(case, "groups")),
+    numpy=numpy_separable_conv)
 def oracle_nnef_separable_conv(x, plane, point, *bias, kernel, padding, stride, dilation,
                                groups, absent_inputs=()):
     """filtered = conv(input, plane_filter, ..., groups = 0);
@@ -221,7 +304,8 @@ def oracle_nnef_separable_conv(x, plane, point, *bias, kernel, padding, stride, 
     draw_honours=frozenset({"optional"}),
     accumulation_length=lambda shapes, attrs: (shapes[2][0] // attrs["groups"]
                                                + math.prod(shapes[1][2:]) + 1),
-    nnef=lambda case, call: call(_inputs(case), nnef_attrs(case, "output_shape", "groups")))
+    nnef=lambda case, call: call(_inputs(case), nnef_attrs(case, "output_shape", "groups")),
+    numpy=numpy_separable_deconv)
 def oracle_nnef_separable_deconv(x, plane, point, *bias, kernel, padding, stride, dilation,
                                  groups, output_shape, absent_inputs=()):
     """filtered = deconv(input, point_filter, groups = groups);
@@ -235,19 +319,23 @@ def oracle_nnef_separable_deconv(x, plane, point, *bias, kernel, padding, stride
 # --- regions ---------------------------------------------------------------------------------------
 
 def _separable_stages(inputs, attrs):
-    """``(first, second)``: the two stages of separable_conv or separable_deconv (which has
-    ``output_shape``) as functions of their input, weights and bias."""
+    """``((first, its weights), (second, its weights))``: the two stages of separable_conv or
+    separable_deconv (which has ``output_shape``), each a function of its input and weights
+    (and ``reduce``, as :func:`grouped`'s)."""
     x, plane, point = inputs[:3]
     spatial = x.ndim - 2
     window = dict(kernel=attrs["kernel"], padding=attrs["padding"], stride=attrs["stride"],
                   dilation=attrs["dilation"], output_shape=attrs.get("output_shape") or [])
-    if "output_shape" in attrs:
-        return ((lambda v, w: grouped(v, w, None, _pointwise(spatial), groups=attrs["groups"],
-                                      transposed=True), point),
-                (lambda v, w: grouped(v, w, None, window, groups=0, transposed=True), plane))
-    return ((lambda v, w: grouped(v, w, None, window, groups=0, transposed=False), plane),
-            (lambda v, w: grouped(v, w, None, _pointwise(spatial), groups=attrs["groups"],
-                                  transposed=False), point))
+    transposed = "output_shape" in attrs
+
+    def stage(geometry, groups):
+        return lambda v, w, reduce=None: grouped(v, w, None, geometry, groups=groups,
+                                                 transposed=transposed, reduce=reduce)
+
+    pointwise, depthwise = stage(_pointwise(spatial), attrs["groups"]), stage(window, 0)
+    if transposed:
+        return (pointwise, point), (depthwise, plane)
+    return (depthwise, plane), (pointwise, point)
 
 
 @region
@@ -283,8 +371,29 @@ def padded_tap_times_nonfinite(ctx) -> np.ndarray:
                   stride=ctx.attrs["stride"], dilation=ctx.attrs["dilation"])
     # the nonfinite weights a window meets over the input, and over the input and its padding
     inside = grouped(np.ones(x.shape), nonfinite, None, window, groups=0, transposed=False)
-    padded = np.pad(np.ones(x.shape), [(0, 0), (0, 0)] + [tuple(p) for p in window["padding"]])
+    padded = np.pad(np.ones(x.shape), [(0, 0), (0, 0)] + [tuple(p) for p in window["padding"]],
+                    constant_values=1.0)
     all_taps = grouped(padded, nonfinite, None, dict(window, padding=[[0, 0]] * (x.ndim - 2)),
                        groups=0, transposed=False)
     hit = (all_taps - inside > 0).astype(np.float64)
     return second(hit, np.ones(point.shape)) > 0
+
+
+@region
+def intermediate_underflow(ctx) -> np.ndarray:
+    """separable_conv and separable_deconv outputs fed by a first-stage result with a product
+    below the smallest normal of the output type (non-zero): its rounding's absolute error
+    (up to half the smallest subnormal) is then multiplied by a second-stage weight, which may
+    exceed 1, so the model's underflow term (per product, unscaled) does not bound it."""
+    if ctx.out_dtype not in FLOAT_FORMATS:
+        return ctx.none()
+    tiny = FLOAT_FORMATS[ctx.out_dtype].min_normal
+    (first, w1), (second, w2) = _separable_stages(ctx.inputs, ctx.attrs)
+
+    def underflows(lhs, rhs):
+        with np.errstate(all="ignore"):
+            size = np.abs(lhs.astype(np.float64) * rhs)
+        return np.any((size > 0) & (size < tiny), axis=-1).astype(np.float64)
+
+    hit = first(np.asarray(ctx.inputs[0], np.float64), np.asarray(w1, np.float64), underflows)
+    return second(hit, np.ones(w2.shape)) > 0

@@ -133,3 +133,33 @@ def test_the_nnef_parser_refuses_separable_fragments_with_groups(specs, nnef_bac
     assert np.isfinite(evaluate(name, case.inputs, case.attrs)[0]).all()   # valid per the body
     with pytest.raises(ValueError, match="channel dimension of point filter must equal batch"):
         _run(nnef_backend, spec, case)
+
+
+# -- numpy ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["nnef_deconv", "nnef_separable_conv",
+                                  "nnef_separable_deconv"])
+def test_numpy_passes(specs, name):
+    """np.einsum per tap, in the inputs' type, groups and output_shape included."""
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.numpy_backend import NumpyBackend
+
+    spec, backend = specs[name], NumpyBackend()
+    verdicts = {judge_outputs(spec, case, run_case(backend, spec, case)).verdict
+                for case in generate_cases(spec, "float32", count=8, seed=4)}
+    assert verdicts <= {"pass", "impl_defined"} and "pass" in verdicts
+
+
+def test_numpy_materialises_padding_in_the_region_the_text_leaves_open(specs):
+    """numpy's conv multiplies the padded zeros: 0 * inf = NaN where the oracle's reading
+    (padding absent) gives 0; the region padded_tap_times_nonfinite excuses exactly that."""
+    from conform.ops.nnef_deconv import numpy_separable_conv
+
+    spec = specs["nnef_separable_conv"]
+    inputs = [[[[1.0]]], [[[np.inf]]], [[[1.0]]]]
+    attrs = {**window([1], [[1, 0]]), "groups": 1, "absent_inputs": ["bias"]}
+    case = _case("nnef_separable_conv", inputs, attrs)
+    out = numpy_separable_conv(*case.inputs, **attrs)
+    assert np.isnan(out[0, 0, 0]) and out[0, 0, 1] == np.inf
+    assert judge_outputs(spec, case, [out]).verdict == "impl_defined"
+    assert judge_outputs(spec, case, [np.array([[[np.nan, 1.0]]], np.float32)]).verdict == "fail"
