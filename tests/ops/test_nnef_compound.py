@@ -66,8 +66,8 @@ def test_the_executor_rsqr_kernel_overflows_the_square(specs):
     """A deviation of the nnef package's executor (1.0.10, runtime/execution.h): its rsqr
     kernel is ``1.f / (x * x)``, not the body's x ^ -2.0: x * x overflows for |x| above
     1.8e19, so results down to the subnormals (|x| < 2.7e22) come out 0.
-    Repro: conform run --backend nnef --ops nnef_rsqr --max-examples 30 --out /tmp/r &&
-    conform repro nnef_rsqr.float32.2 --from /tmp/r"""
+    Repro: conform run --backend nnef --ops nnef_rsqr --out /tmp/r &&
+    conform repro nnef_rsqr.float32.7 --from /tmp/r"""
     from conform.harness.backends.models import run_case
     from conform.harness.backends.nnef_backend import NnefBackend
 
@@ -106,8 +106,8 @@ def test_the_executor_crashes(tmp_path, document, op, feeds, signal_number):
     min and max, dies of SIGFPE broadcasting an empty tensor (as the binary kernels do); copy_n
     on a logical tensor, lowered to copy, whose kernel is the float one, writes 4 bytes per
     1-byte element and corrupts the heap (SIGABRT).
-    Repro: conform run --backend nnef --ops nnef_clamp,nnef_copy_n --max-examples 30
-    --out /tmp/c && conform repro nnef_clamp.float32.0 --from /tmp/c (and nnef_copy_n.bool.5)"""
+    Repro: conform run --backend nnef --ops nnef_clamp,nnef_copy_n --out /tmp/c &&
+    conform repro nnef_clamp.float32.0 --from /tmp/c (and nnef_copy_n.bool.8)"""
     path = tmp_path / "graph.nnef"
     path.write_text(document)
     script = (f"import nnef, numpy as np; s = nnef.Session({str(path)!r}, lowered=[{op!r}]); "

@@ -120,8 +120,9 @@ def test_the_nnef_parser_refuses_separable_fragments_with_groups(specs, nnef_bac
     whatever ``groups``, which the fragments' own bodies contradict (conv(filtered,
     point_filter, groups = groups) takes point_filter [O, P / groups, 1...]): every valid
     document with groups > 1 is refused.
-    Repro: conform run --backend nnef --ops nnef_separable_conv --max-examples 30 --out /tmp/sc
-    && conform repro nnef_separable_conv.float32.6 --from /tmp/sc"""
+    Repro: conform run --backend nnef --ops nnef_separable_conv,nnef_separable_deconv
+    --out /tmp/sc && conform repro nnef_separable_conv.float32.6 --from /tmp/sc (and
+    nnef_separable_deconv.float32.1)"""
     spec = specs[name]
     x = np.ones((1, 2, 3), np.float32)
     if name == "nnef_separable_conv":

@@ -158,7 +158,7 @@ def test_the_executor_does_not_normalize_debox(specs, nnef_backend):
     """A deviation of the nnef package's executor (1.0.10, runtime/execution.h
     make_pool_executor): for a transposed pool it divides its *input* view (the debox input)
     by the window's size after pooling, so debox(normalize = true) returns the plain sum.
-    Repro: conform run --backend nnef --ops nnef_debox --max-examples 30 --out /tmp/d &&
+    Repro: conform run --backend nnef --ops nnef_debox --out /tmp/d &&
     conform repro nnef_debox.float32.4 --from /tmp/d"""
     spec = specs["nnef_debox"]
     x = np.array([[1.0, 1.0]], np.float32)
@@ -174,8 +174,9 @@ def test_the_nnef_parser_refuses_sample_with_an_index_of_the_windows_shape(specs
     """The nnef package's shape check for sample (shapes.h sample_like_shape) demands index
     shaped like input, which its own max_pool_with_index body contradicts (argmax_pool's index
     has the windows' shape): a valid document is refused.
-    Repro: conform run --backend nnef --ops nnef_sample --max-examples 30 --out /tmp/s &&
-    conform repro nnef_sample.float32.0 --from /tmp/s"""
+    Repro: conform run --backend nnef --ops nnef_sample,nnef_max_pool_with_index --out /tmp/s
+    && conform repro nnef_sample.float32.4 --from /tmp/s (and nnef_max_pool_with_index.float32.0,
+    whose body samples argmax_pool's index)"""
     spec = specs["nnef_sample"]
     x = np.array([1.0, 5.0, 2.0], np.float32)
     case = _case("nnef_sample", [x, np.array([1, 0], np.int32)], geometry([2], [[0, 0]]))
