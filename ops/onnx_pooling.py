@@ -72,7 +72,7 @@ def window_taps(spatial, attrs, ignore_right_starts=True):
     return taps
 
 
-def _spread(arrays, n):
+def spread(arrays, n):
     """Axis ``i``'s ``[outputs, kernel]`` array shaped to broadcast over ``(O1..On, K1..Kn)``."""
     shaped = []
     for i, a in enumerate(arrays):
@@ -88,10 +88,10 @@ def gather_windows(x, attrs, ignore_right_starts=True):
     and each tap's spatial position as ``(N, C, O1..On, K, n)`` indices."""
     n = x.ndim - 2
     taps = window_taps(x.shape[2:], attrs, ignore_right_starts)
-    positions = _spread([np.clip(p, 0, max(size - 1, 0)) for (p, _, _), size
+    positions = spread([np.clip(p, 0, max(size - 1, 0)) for (p, _, _), size
                          in zip(taps, x.shape[2:])], n)
-    inside = math.prod(_spread([t[1] for t in taps], n))
-    extent = math.prod(_spread([t[2] for t in taps], n))
+    inside = math.prod(spread([t[1] for t in taps], n))
+    extent = math.prod(spread([t[2] for t in taps], n))
     values = x[(slice(None), slice(None), *positions)]
     outs = values.shape[2:2 + n]
     flat_k = values.shape[:2 + n] + (-1,)
