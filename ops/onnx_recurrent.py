@@ -112,8 +112,8 @@ def _open(kind, inputs, attrs, outputs, lens):
 
 
 def _oracle(kind):
-    def oracle(*inputs, open_elements=False, **attrs):
-        outputs, _, lens = recurrence(kind, inputs, attrs)
+    def oracle(*inputs, open_elements=False, reading=0, **attrs):
+        outputs, _, lens = recurrence(kind, inputs, attrs, reading=reading)
         return _open(kind, inputs, attrs, outputs, lens) if open_elements else outputs
     return oracle
 
@@ -337,21 +337,21 @@ def _hooks(kind) -> dict:
 
 
 @op("onnx_rnn", version=1, **_hooks("rnn"))
-def oracle_onnx_rnn(*inputs, open_elements=False, **attrs):
+def oracle_onnx_rnn(*inputs, open_elements=False, reading=0, **attrs):
     """RNN: Ht = f(Xt*(Wi^T) + Ht-1*(Ri^T) + Wbi + Rbi), f = Tanh by default; outputs Y, Y_h
     (or, with ``open_elements``, their open elements)."""
-    return _oracle("rnn")(*inputs, open_elements=open_elements, **attrs)
+    return _oracle("rnn")(*inputs, open_elements=open_elements, reading=reading, **attrs)
 
 
 @op("onnx_gru", version=1, **_hooks("gru"))
-def oracle_onnx_gru(*inputs, open_elements=False, **attrs):
+def oracle_onnx_gru(*inputs, open_elements=False, reading=0, **attrs):
     """GRU: zt, rt = f(...), ht = g(...) (linear_before_reset 0 or 1), Ht = (1 - zt) (.) ht +
     zt (.) Ht-1, f = Sigmoid and g = Tanh by default; outputs Y, Y_h."""
-    return _oracle("gru")(*inputs, open_elements=open_elements, **attrs)
+    return _oracle("gru")(*inputs, open_elements=open_elements, reading=reading, **attrs)
 
 
 @op("onnx_lstm", version=1, **_hooks("lstm"))
-def oracle_onnx_lstm(*inputs, open_elements=False, **attrs):
+def oracle_onnx_lstm(*inputs, open_elements=False, reading=0, **attrs):
     """LSTM: it, ft, ot = f(... + P (.) C ...), ct = g(...), Ct = ft (.) Ct-1 + it (.) ct,
     Ht = ot (.) h(Ct), f = Sigmoid, g = h = Tanh by default; outputs Y, Y_h, Y_c."""
-    return _oracle("lstm")(*inputs, open_elements=open_elements, **attrs)
+    return _oracle("lstm")(*inputs, open_elements=open_elements, reading=reading, **attrs)
