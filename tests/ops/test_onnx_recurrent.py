@@ -160,9 +160,13 @@ def test_wrong_evaluations_fail(specs):
                 linear_before_reset=1)
     other = definition("onnx_gru").numpy(*gru.inputs, **{**gru.attrs, "linear_before_reset": 0})
     assert judge_outputs(specs["onnx_gru"], gru, other).verdict == "fail"
-    narrow = _numpy("gru", gru, [x.astype(np.float16) for x in gru.inputs])
-    assert judge_outputs(specs["onnx_gru"], gru, [o.astype(np.float32) for o in narrow]).verdict \
-        == "fail"
+    for kind, case in (("gru", gru), ("lstm", lstm)):
+        narrow = _numpy(kind, case, [x.astype(np.float16) for x in case.inputs])
+        assert judge_outputs(specs[OPS[kind]], case, [o.astype(np.float32) for o in narrow]) \
+            .verdict == "fail"
+    rnn = _case("rnn", _random("rnn"), hidden_size=3)
+    no_bias = _numpy("rnn", rnn, rnn.inputs[:3] + [np.zeros_like(rnn.inputs[3])])
+    assert judge_outputs(specs["onnx_rnn"], rnn, no_bias).verdict == "fail"
 
 
 def test_omitted_outputs_are_left_out_of_the_node_and_the_rest_judged(specs, onnxruntime):
