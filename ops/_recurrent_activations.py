@@ -24,7 +24,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS
 from conform.ops._activation_bounds import attr_error, f32, ulp
 
 #: name -> (takes alpha, takes beta, default alpha, default beta); None: no default the text gives
@@ -82,22 +81,20 @@ def _slope(name, a, e, alpha, beta):
 
 class Precision(NamedTuple):
     """How a runtime evaluates in T: its name, unit roundoff and the ULP bounds of its
-    elementary functions (the spec's ``constants``: tanh_ulp, sigmoid_ulp, exp_ulp, log_ulp)."""
+    elementary functions (the spec's ``constants``: tanh_ulp, sigmoid_ulp, expm1_ulp, softplus_ulp)."""
 
     dtype: str
     u: float
     constants: dict
 
 
-def _log_max(dtype: str) -> float:
-    """Past this argument e^x overflows T."""
-    return float(np.log(FLOAT_FORMATS[dtype].max_finite))
-
-
 def _own_error(name, a, e, ay, alpha, beta, p: Precision):
     """The error of ``f``'s evaluation in T at an argument within ``e`` of ``a`` (``ay`` a
     bound on ``|f|`` there): each operation one rounding, each elementary function within its
-    ULP bound, each float attribute rounded into T (``attr_error``)."""
+    ULP bound of its value (the bounds of the element-wise specs: tanh.yaml, logistic.yaml,
+    softplus.yaml, elu.yaml's expm1; a formula that cancels or overflows, as ``e^x - 1`` or
+    ``log(1 + e^x)`` written out, is not the value and fails), each float attribute rounded
+    into T (``attr_error``)."""
     u, c, dtype = p.u, p.constants, p.dtype
     ax, negative = np.abs(a) + e, a - e < 0
     da = attr_error(alpha, dtype) if alpha is not None else 0.0
@@ -106,8 +103,8 @@ def _own_error(name, a, e, ay, alpha, beta, p: Precision):
         return 0.0
     if name == "Tanh":
         return c["tanh_ulp"] * ulp(ay, dtype)
-    if name == "Sigmoid":   # 1 / (1 + e^-x) as written gives 0 where e^-x overflows T
-        return c["sigmoid_ulp"] * ulp(ay, dtype) + np.where(e - a > _log_max(dtype), ay, 0.0)
+    if name == "Sigmoid":
+        return c["sigmoid_ulp"] * ulp(ay, dtype)
     if name in ("Affine", "HardSigmoid"):
         return u * abs(alpha) * ax + u * (abs(alpha) * ax + abs(beta)) + ax * da + db
     if name == "LeakyRelu":
@@ -116,17 +113,13 @@ def _own_error(name, a, e, ay, alpha, beta, p: Precision):
         t = np.tanh(abs(beta) * ax)
         inner = c["tanh_ulp"] * ulp(t, dtype) + u * abs(beta) * ax + ax * db
         return abs(alpha) * inner + u * ay + t * da
-    if name == "Elu":
-        t = np.exp(np.minimum(a + e, 0.0))
-        inner = c["exp_ulp"] * ulp(t, dtype) + u * np.abs(t - 1)
-        return np.where(negative, abs(alpha) * inner + u * ay + np.abs(t - 1) * da, 0.0)
+    if name == "Elu":   # alpha times the value e^x - 1 (expm1), rounded
+        m1 = -np.expm1(np.minimum(a - e, 0.0))
+        inner = c["expm1_ulp"] * ulp(m1, dtype)
+        return np.where(negative, abs(alpha) * inner + u * ay + m1 * da, 0.0)
     if name == "Softsign":
         return 2.5 * u * ay                       # 1 + |x| and the division: gamma(2) and slack
-    # Softplus: log(1 + e^x) as written, 1 + e^x rounded (an absolute u through log), or an
-    # accurate log1p: within (2 exp_ulp + 1) u + log_ulp ULPs of the result either way; NaN
-    # (unbounded) where e^x overflows T: the text's formula gives inf for a finite result
-    overflows = np.where(a + e > _log_max(dtype), np.nan, 0.0)
-    return overflows + (2 * c["exp_ulp"] + 1) * u + c["log_ulp"] * ulp(ay, dtype)
+    return c["softplus_ulp"] * ulp(ay, dtype)     # Softplus
 
 
 class Activation(NamedTuple):

@@ -247,18 +247,22 @@ def _onnx(kind):
 # --- NumPy ---------------------------------------------------------------------------------------
 
 def _numpy_activation(name, alpha, beta, t):
-    """Activation ``name`` in NumPy's type ``t``, as the text writes it."""
+    """Activation ``name`` in NumPy's type ``t``: the text's functions, evaluated without
+    cancellation or overflow (expm1, logaddexp, e^x / (1 + e^x) for x < 0)."""
     a, b = (None if v is None else t(np.float32(v)) for v in (alpha, beta))
     one, zero = t(1), t(0)
+    def sigmoid(x):   # e^x / (1 + e^x) for x < 0: no overflow
+        e = np.exp(-np.abs(x))
+        return np.where(x >= zero, one / (one + e), e / (one + e))
     return {"Relu": lambda x: np.maximum(x, zero), "Tanh": np.tanh,
-            "Sigmoid": lambda x: one / (one + np.exp(-x)), "Affine": lambda x: a * x + b,
+            "Sigmoid": sigmoid, "Affine": lambda x: a * x + b,
             "LeakyRelu": lambda x: np.where(x >= zero, x, a * x),
             "ThresholdedRelu": lambda x: np.where(x >= a, x, zero),
             "ScaledTanh": lambda x: a * np.tanh(b * x),
             "HardSigmoid": lambda x: np.minimum(np.maximum(a * x + b, zero), one),
-            "Elu": lambda x: np.where(x >= zero, x, a * (np.exp(x) - one)),
+            "Elu": lambda x: np.where(x >= zero, x, a * np.expm1(np.minimum(x, zero))),
             "Softsign": lambda x: x / (one + np.abs(x)),
-            "Softplus": lambda x: np.log(one + np.exp(x))}[name]
+            "Softplus": lambda x: np.logaddexp(zero, x)}[name]
 
 
 def _numpy_step(kind, x_t, h, c, weights, f, clip, lbr):
