@@ -130,6 +130,21 @@ def test_the_bound_grows_with_the_sequence(specs):
     assert np.all(np.diff(per_step) > 0) and per_step[0] > 0
 
 
+def test_an_activations_bound_carries_its_arguments_error_and_adds_its_own():
+    from conform.ops._recurrent_activations import Activation
+    from conform.ops._recurrent_cells import precision
+
+    p = precision("float32", {"tanh_ulp": 5, "sigmoid_ulp": 8.5, "expm1_ulp": 3,
+                              "softplus_ulp": 10.5})
+    a = np.array([0.0, 3.0, 20.0])
+    _, tanh = Activation("Tanh").with_error(a, 1e-3, p)
+    assert tanh[0] > 1e-3 and tanh[1] < 1e-3 * 0.02 and tanh[2] < 1e-6   # slope 1, 0.01, ~0
+    _, jump = Activation("ThresholdedRelu", 1.0).with_error(np.array([0.9999, 0.5]), 1e-3, p)
+    assert jump[0] > 1.0 and jump[1] == pytest.approx(1e-3)   # the jump at alpha is allowed
+    _, sigmoid = Activation("Sigmoid").with_error(np.array([-30.0]), 0.0, p)
+    assert sigmoid[0] == pytest.approx(8.5 * np.spacing(np.float32(9.4e-14)), rel=1e-6)
+
+
 def _numpy(kind, case, inputs=None):
     return definition(OPS[kind]).numpy(*(inputs or case.inputs), **case.attrs)
 
@@ -215,8 +230,9 @@ def test_onnxruntime_deviation_lstm_clip_leaves_the_output_activations_argument_
     case = _case("lstm", {"x": np.full((4, 1, 1), 10, np.float32), "w": np.ones((1, 4, 1), np.float32),
                           "r": np.zeros((1, 4, 1), np.float32)}, hidden_size=1, clip=1.5)
     outputs = run_case(onnxruntime, specs["onnx_lstm"], case)
-    y_answer = expect(specs["onnx_lstm"], case)[0]
+    y_answer, _, c_answer = expect(specs["onnx_lstm"], case)
     assert y_answer.impl_mask is None or not y_answer.impl_mask.any()
+    assert c_answer.impl_mask.all()   # Ct past 1.5: 'Cell clip' would clip the state itself
     assert outputs[0].ravel()[2] == pytest.approx(0.7773, abs=1e-4)
     assert y_answer.expected.ravel()[2] == pytest.approx(0.7400, abs=1e-4)
     assert judge_outputs(specs["onnx_lstm"], case, outputs).verdict == "fail"
