@@ -18,8 +18,10 @@ value ``v`` of the text's equations has its exact float64 value and a bound ``e_
   products: ``gamma_2`` of the widened magnitudes (GRU's ``(1 - z) (.) h + z (.) Ht-1``: also
   ``gamma_3`` of ``|z| (|h| + |Ht-1|)``, the same formula evaluated as ``h + z (.) (Ht-1 - h)``).
 
-Everything is first order in nothing: each step's bound holds for all orders given the
-previous step's, since every product of errors is counted (magnitudes widened by the errors).
+No term is dropped as second order: every product of two errors is counted (magnitudes are
+widened by their errors), so each step's bound holds given the previous step's, whatever the
+sequence length. Where some order of a sum can overflow T the bound is NaN (the region
+``unbounded_evaluation``), and stays NaN through the later steps.
 """
 from __future__ import annotations
 

@@ -236,3 +236,15 @@ def test_onnxruntime_deviation_lstm_clip_leaves_the_output_activations_argument_
     assert outputs[0].ravel()[2] == pytest.approx(0.7773, abs=1e-4)
     assert y_answer.expected.ravel()[2] == pytest.approx(0.7400, abs=1e-4)
     assert judge_outputs(specs["onnx_lstm"], case, outputs).verdict == "fail"
+
+
+def test_below_opset_14_there_is_no_layout_attribute(specs, monkeypatch):
+    from conform.harness.backends.onnx_models import build_model
+    from conform.model_formats import Unsupported
+
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "13")
+    case = _case("rnn", _random("rnn"), hidden_size=3, layout=0)
+    node = build_model(specs["onnx_rnn"], case).graph.node[0]
+    assert node.op_type == "RNN" and "layout" not in [a.name for a in node.attribute]
+    with pytest.raises(Unsupported, match="no layout attribute before opset 14"):
+        build_model(specs["onnx_rnn"], _case("rnn", _random("rnn"), hidden_size=3, layout=1))
