@@ -329,14 +329,35 @@ def _numpy(kind):
 
 # --- The ops -------------------------------------------------------------------------------------
 
-def _feeding(inputs, attrs, index):
-    """Every input element can reach every output element through the recurrence."""
-    return [np.ravel(x) for x in inputs]
+def _feeding(kind):
+    def feeding(inputs, attrs, index, output=0):
+        """Y[t, d, b, :] (Y_h, Y_c [d, b, :]): batch entry b's X over the steps direction d has
+        taken by then (all its sequence for Y_h and Y_c), d's weights and b's initial states
+        (its length chooses the steps, a term of none)."""
+        named = by_name(INPUTS[kind], inputs, attrs.get(ABSENT, ()))
+        layout = attrs.get("layout", 0)
+        x = named["x"].swapaxes(0, 1) if layout else named["x"]
+        if output == 0:
+            t, d, b = (index[1], index[2], index[0]) if layout else index[:3]
+        else:
+            (b, d), t = (index[:2] if layout else index[1::-1]), None
+        seq = x.shape[0]
+        length = int(named["sequence_lens"][b]) if "sequence_lens" in named else seq
+        back = attrs.get("direction", "forward") == "reverse" or d == 1
+        steps = range(length if t is None else min(t + 1, length)) if not back \
+            else range(0 if t is None else t, length)
+        fed = {"x": x[list(steps), b].ravel(), "sequence_lens": None}   # a length, no term
+        fed.update({k: np.ravel(named[k][d]) for k in ("w", "r", "b", "p") if k in named})
+        for k in ("initial_h", "initial_c"):
+            if k in named:
+                fed[k] = np.ravel(named[k][b, d] if layout else named[k][d, b])
+        return [fed[n] for n in INPUTS[kind] if n in named]
+    return feeding
 
 
 def _hooks(kind) -> dict:
     return dict(draw=_draw(kind), draw_honours=frozenset({"optional"}), values=_values(kind),
-                onnx=_onnx(kind), numpy=_numpy(kind), feeding=_feeding,
+                onnx=_onnx(kind), numpy=_numpy(kind), feeding=_feeding(kind),
                 error_bound=_bound(kind))
 
 

@@ -248,3 +248,20 @@ def test_below_opset_14_there_is_no_layout_attribute(specs, monkeypatch):
     assert node.op_type == "RNN" and "layout" not in [a.name for a in node.attribute]
     with pytest.raises(Unsupported, match="no layout attribute before opset 14"):
         build_model(specs["onnx_rnn"], _case("rnn", _random("rnn"), hidden_size=3, layout=1))
+
+
+def test_an_output_is_fed_by_its_batch_entrys_steps_taken_so_far():
+    from conform.oracles.feeding import feeding_elements
+
+    arrays = _random("gru", dirs=2, sequence_lens=[3, 2], initial_h=np.zeros((2, 2, 3)))
+    arrays["x"] = np.arange(arrays["x"].size, dtype=np.float32).reshape(arrays["x"].shape)
+    attrs = {"hidden_size": 3, "direction": "bidirectional"}
+    inputs = list(arrays.values())
+    x = arrays["x"]
+    forward = feeding_elements("onnx_gru", inputs, attrs, [1, 0, 1, 2])   # Y[t=1, fwd, b=1]
+    assert forward[0].tolist() == x[:2, 1].ravel().tolist() and forward[4] is None
+    backward = feeding_elements("onnx_gru", inputs, attrs, [0, 1, 1, 2])  # reverse from t=1
+    assert backward[0].tolist() == x[:2, 1].ravel().tolist()
+    assert backward[1].tolist() == arrays["w"][1].ravel().tolist()
+    last = feeding_elements("onnx_gru", inputs, attrs, [0, 0, 2], output=1)  # Y_h[fwd, b=0]
+    assert last[0].tolist() == x[:3, 0].ravel().tolist()
