@@ -98,8 +98,13 @@ def nnef_constant(case, call):
                       "inputs only, and constant has none")
 
 
+def feed_nothing(inputs, attrs, index):
+    """No input feeds a constant's elements (it has none)."""
+    return []
+
+
 @op("nnef_constant", version=1, draw=draw_constant, draw_honours=frozenset(),
-    numpy=numpy_constant, nnef=nnef_constant)
+    numpy=numpy_constant, nnef=nnef_constant, feeding=feed_nothing)
 def oracle_nnef_constant(*, shape, value, dtype):
     """The tensor of ``shape`` holding ``value``: its one element everywhere, or its elements
     in row-major order."""
