@@ -277,8 +277,9 @@ def from_bits(bits, dtype: str, shape=None) -> np.ndarray:
 
 
 def draw_onnx_constant(draw, kit, spec, dtype):
-    """A form (``value``, a tensor of any listed type; ``sparse_value``, some elements of one,
-    the others 0, for types with a zero; ``value_float(s)`` for float32 and ``value_int(s)``
+    """A form (``value``, a tensor of any listed type; ``sparse_value``, one or more elements
+    of one, the others 0, for types with a zero (the checker refuses a sparse tensor of no
+    value, or of rank 0); ``value_float(s)`` for float32 and ``value_int(s)``
     for int64: a scalar or a 1-D list), a shape (empty sides too), and each element's bits,
     drawn over every pattern of the type (NaNs, -0 and subnormals included)."""
     st = kit.st
@@ -286,16 +287,17 @@ def draw_onnx_constant(draw, kit, spec, dtype):
     if dtype == "float8_e8m0fnu":   # no zero: a sparse tensor's other elements have no value
         forms = ("value",)
     form = draw(st.sampled_from(forms))
-    if form in ("value", "sparse_value"):
-        shape = draw(kit.shape(min_rank=0, max_rank=3, max_side=5,
-                               min_side=draw(st.sampled_from([1, 1, 1, 0]))))
+    if form in ("value", "sparse_value"):   # (a sparse tensor: rank >= 1, a value or more)
+        shape = draw(kit.shape(min_rank=int(form != "value"), max_rank=3, max_side=5, min_side=draw(
+            st.sampled_from([1, 1, 1, 0 if form == "value" else 1]))))
     else:
         shape = () if form in ("value_float", "value_int") else (draw(st.integers(1, 8)),)
     size = math.prod(shape)
     bits = draw(st.lists(st.integers(0, 2 ** bit_width(dtype) - 1), min_size=size, max_size=size))
     attrs = {"form": form, "dtype": dtype, "shape": list(shape), "bits": bits}
     if form == "sparse_value":
-        attrs["indices"] = sorted(draw(st.sets(st.integers(0, max(size - 1, 0)), max_size=size)))
+        attrs["indices"] = sorted(draw(st.sets(st.integers(0, size - 1), min_size=1,
+                                               max_size=size)))
         attrs["bits"] = bits[:len(attrs["indices"])]
     return kit.Signature((), (), attrs, dtype)
 

@@ -113,7 +113,8 @@ def numpy_onnx_max_unpool(x, indices, *output_shape, kernel_shape, strides, pads
 
 @op("onnx_max_unpool", version=1, draw=draw_onnx_max_unpool,
     draw_honours=frozenset({"optional"}), values=values_onnx_max_unpool,
-    feeding=feed_onnx_max_unpool, onnx=onnx_max_unpool, numpy=numpy_onnx_max_unpool)
+    feeding=feed_onnx_max_unpool, onnx=onnx_max_unpool, numpy=numpy_onnx_max_unpool,
+    value_dependent_shape=True)
 def oracle_onnx_max_unpool(x, indices, *output_shape, kernel_shape, strides, pads,
                            absent_inputs=(), reading=0):
     """ONNX MaxUnpool: zeros of the output's shape (output_shape, or the inverse of MaxPool's

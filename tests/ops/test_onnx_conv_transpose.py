@@ -105,3 +105,26 @@ def test_an_infinite_weight_on_a_tap_reading_nothing_is_a_region(specs):
     case = _case([np.array([[[1.0, 2.0]]]), np.array([[[np.inf, 1.0]]])], {"strides": [2]})
     (answer,) = expect(specs[CT], case)
     assert answer.impl_mask.ravel().tolist() == [False, True, False, True]
+
+
+def test_same_with_output_padding_is_input_times_stride_on_onnxruntime_and_onnx_reference():
+    """The text: SAME pads so that 'output_shape[i] = input_shape[i] * strides[i]'; onnx's shape
+    inference says 3 here (tests/harness/test_onnx_validity.py lets it differ), onnxruntime and
+    onnx.reference give the text's 2, as the oracle does."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], auto_pad="SAME_UPPER",
+                            strides=[2], output_padding=[1], dilations=[2])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                                            for n in "xw"],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    feeds = {"x": np.ones((1, 1, 1), np.float32), "w": np.ones((1, 1, 2), np.float32)}
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert session.run(None, feeds)[0].shape == (1, 1, 2)
+    assert ReferenceEvaluator(model).run(None, feeds)[0].shape == (1, 1, 2)
+    attrs = {"auto_pad": "SAME_UPPER", "strides": [2], "output_padding": [1], "dilations": [2],
+             "absent_inputs": ["B"]}
+    assert evaluate(CT, list(feeds.values()), attrs)[0].shape == (1, 1, 2)
