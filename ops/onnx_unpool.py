@@ -49,15 +49,15 @@ def draw_onnx_max_unpool(draw, kit, spec, dtype):
     outer = [draw(st.integers(1, 2)), draw(st.integers(1, 3))]
     spatial = [draw(st.integers(1, 3)) for _ in range(n)]
     attrs = {"kernel_shape": kernel, "strides": strides, "pads": pads}
+    while math.prod(outer) * math.prod(d + s for d, s in zip(unpooled_sizes(spatial, attrs),
+                                                           strides)) > kit.MAX_ARRAY_SIZE:
+        spatial = [max(1, d - 1) for d in spatial]
+        outer = [1, 1]
     sizes = unpooled_sizes(spatial, attrs)
     taps = window_taps(sizes, {**attrs, "auto_pad": "NOTSET", "ceil_mode": 0}) \
         if min(sizes) >= 1 else []
     if min(sizes) < 1 or any(not inside.any(1).all() for _, inside, _ in taps):
         attrs["pads"] = [0] * (2 * n)
-    while math.prod(outer) * math.prod(d + s for d, s in zip(unpooled_sizes(spatial, attrs),
-                                                           strides)) > kit.MAX_ARRAY_SIZE:
-        spatial = [max(1, d - 1) for d in spatial]
-        outer = [1, 1]
     absent = kit.absent_inputs(draw, spec)
     shapes = (tuple(outer + spatial),) * 2 + ((2 + n,),)[:1 - len(absent)]
     return kit.Signature((dtype, "int64", "int64")[:len(shapes)], shapes,
