@@ -1,5 +1,11 @@
-"""XLA ReducePrecision and BitcastConvertType: a value rounded into a narrower float format and
-back, and a tensor's bits read as another element type. Both are judged exactly.
+"""XLA ReducePrecision and BitcastConvertType, and ONNX BitCast: a value rounded into a narrower
+float format and back, and a tensor's bits read as another element type. All are judged
+exactly.
+
+ONNX BitCast (opset 26): 'Reinterprets the binary representation of a tensor as a different
+data type ... Unlike Cast, BitCast preserves the exact bit pattern'; the target 'must have the
+same bit-width as the input data type', the shape is kept, 'Implementations must treat the
+underlying bytes as little endian'.
 
 ReducePrecision (XLA operation semantics, "ReducePrecision"): 'the input value is rounded to the
 nearest value representable with the given number of mantissa bits (using round to nearest
@@ -20,6 +26,7 @@ import numpy as np
 
 from conform.op_registry import op
 from conform.dtypes import FLOAT_FORMATS, np_dtype
+from conform.ops.onnx_shape import bit_width, from_bits
 
 
 # --- ReducePrecision ----------------------------------------------------------------------------
@@ -125,3 +132,67 @@ def oracle_bitcast_convert_type(operand, *, new_dtype, dtypes=()):
         out = source.view(target).reshape(source.shape[:-1])
     wide = np.float64 if out.dtype.kind == "f" or new_dtype in FLOAT_FORMATS else np.int64
     return (out.astype(wide),)
+
+
+# --- ONNX BitCast -----------------------------------------------------------------------------
+
+def onnx_bitcast_labels(spec):
+    """'SRC->DST' for every ordered pair of distinct dtypes of the spec of one bit width (the
+    text: 'The target data type must have the same bit-width as the input data type'; bool is
+    one byte, as ONNX stores it)."""
+    return [f"{a}->{b}" for a in spec.dtypes for b in spec.dtypes
+            if a != b and _bits(a) == _bits(b)]
+
+
+def _bits(dtype: str) -> int:
+    return 8 if dtype == "bool" else bit_width(dtype)
+
+
+def to_bits(array: np.ndarray, dtype: str) -> np.ndarray:
+    """Each element's bit pattern (``dtype``'s width; bool one byte) as unsigned integers."""
+    width = _bits(dtype)
+    raw = np.asarray(array).astype(np_dtype(dtype), order="C")   # (0-d stays 0-d)
+    bits = raw.view(f"uint{max(8, width)}")
+    return bits & ((1 << width) - 1) if width < 8 else bits
+
+
+def draw_onnx_bitcast(draw, kit, spec, dtype):
+    """dtype is 'SRC->DST'; any shape (0-d and empty too)."""
+    src, dst = dtype.split("->")
+    shape = draw(kit.shape(max_rank=3, min_side=draw(kit.st.sampled_from([1, 1, 1, 0]))))
+    return kit.Signature((src,), (shape,), {"to": dst}, dst)
+
+
+def values_onnx_bitcast(rng, inputs, attrs):
+    """Into bool, sources whose bits are 0 or 1 (a bool's two representations; the text gives
+    no value to another byte); otherwise the value plan's."""
+    (x,) = inputs
+    if attrs["to"] != "bool":
+        return [x]
+    return [from_bits(rng.integers(0, 2, size=x.shape), str(x.dtype) if x.dtype != bool
+                      else "bool", x.shape)]
+
+
+def onnx_bitcast(case, graph):
+    """One BitCast node, ``to`` the target's ONNX element type."""
+    graph.node(graph.op_type, graph.inputs, to=graph.onnx_type(case.attrs["to"]))
+
+
+def numpy_onnx_bitcast(x, *, to):
+    """The numpy backend: ``ndarray.view`` of the elements' bytes as the target type (the 2-
+    and 4-bit types, one element a byte in ml_dtypes, through their low bits)."""
+    source = x.copy(order="C")
+    if _bits(to) >= 8:
+        return source.view(np_dtype(to))
+    return (source.view(np.uint8) & ((1 << _bits(to)) - 1)).view(np_dtype(to))
+
+
+@op("onnx_bitcast", version=1, draw=draw_onnx_bitcast, dtype_labels=onnx_bitcast_labels,
+    values=values_onnx_bitcast, feeding="aligned", onnx=onnx_bitcast, numpy=numpy_onnx_bitcast)
+def oracle_onnx_bitcast(x, *, to, dtypes=()):
+    """ONNX BitCast: each element's bits read as ``to`` ('preserves the exact bit pattern
+    without any value conversion'; 'little endian': each element's own bits, whatever the
+    host); the source restored in its own type from the widened values (NaNs: quiet ones)."""
+    target = from_bits(to_bits(x, dtypes[0]), to, np.shape(x))
+    return (target.astype(np.float64 if to in FLOAT_FORMATS else
+                          bool if to == "bool" else np.uint64 if to == "uint64" else np.int64),)

@@ -2,14 +2,16 @@
 Squeeze and Unsqueeze take negative axes ('accepted range is [-r, r-1]', counted from the end;
 for Unsqueeze, r is the output's rank), Squeeze without axes drops every size-1 dimension,
 Transpose reverses the dimensions without perm, and Expand broadcasts both ways (the shape may
-be smaller than the input's), and Pad (opset 19: constant, reflect, edge and wrap modes, negative
-pads, optional axes and constant_value). Every output element is a copy of one input element."""
+be smaller than the input's), Pad (opset 19: constant, reflect, edge and wrap modes, negative
+pads, optional axes and constant_value) and CenterCropPad (opset 18: a centred crop or zero pad
+per axis). Every output element is a copy of one input element (or padding)."""
 from __future__ import annotations
 
 import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops.optional_inputs import onnx_operands, present
+from conform.op_registry import op
 from conform.ops.movement import moved, numpy_concatenate, onnx_transpose_by, onnx_with_constant
 
 
@@ -261,3 +263,94 @@ def oracle_onnx_pad(data, *value, mode, pads, axes=None, absent_inputs=(), crop=
         index = index * data.shape[axis] + np.maximum(shaped, 0)
     return (np.where(outside, fill, flat[np.minimum(index, data.size)] if data.size else fill)
             .astype(data.dtype),)
+
+
+# -- CenterCropPad ------------------------------------------------------------------------------
+
+def _center_sources(size: int, target: int) -> np.ndarray:
+    """Per output position of one axis, the input position CenterCropPad copies (outside
+    ``[0, size)``: padding). Cropping starts at ``floor((size - target) / 2)`` ('rounded down':
+    an odd difference shifts the window half a pixel left); padding puts ``floor(total / 2)``
+    before and the odd one 'to the right side'."""
+    if size >= target:
+        return np.arange(target) + (size - target) // 2
+    return np.arange(target) - (target - size) // 2
+
+
+def _center_plan(shape, targets, axes):
+    """Per axis of ``shape``, the source positions (every position where it is not in axes)."""
+    axes = [a % len(shape) for a in (range(len(shape)) if axes is None else axes)]
+    wanted = dict(zip(axes, targets))
+    return [_center_sources(size, wanted.get(k, size)) for k, size in enumerate(shape)]
+
+
+def draw_onnx_center_crop_pad(draw, kit, spec, dtype):
+    """Data of rank 1 to 4 (empty sides too), ``axes`` absent (every axis) or some distinct
+    axes in any order, each possibly negative (the text leaves a repeated axis undefined: not
+    drawn), and per axis a target from 0 to 3 past the size (crops and pads, odd differences
+    included), the shape input's type (Tind) drawn too."""
+    st = kit.st
+    shape = draw(kit.shape(min_rank=1, max_rank=4, max_side=5,
+                           min_side=draw(st.sampled_from([1, 1, 1, 0]))))
+    rank, attrs = len(shape), {}
+    axes = list(range(rank))
+    if draw(st.booleans()):
+        axes = list(draw(st.permutations(range(rank))))[:draw(st.integers(1, rank))]
+        attrs["axes"] = [_signed(draw, kit, axis, rank) for axis in axes]
+    targets = [draw(st.integers(0, shape[a] + 3)) for a in axes]
+    while np.prod([t for t in targets]) * np.prod([s for k, s in enumerate(shape)
+                                                   if k not in axes]) > kit.MAX_ARRAY_SIZE:
+        targets = [max(t - 1, 0) for t in targets]
+    attrs.update(shape=targets, shape_type=draw(st.sampled_from(["int32", "int64"])))
+    return kit.Signature((dtype,), (shape,), attrs, dtype)
+
+
+def feed_onnx_center_crop_pad(inputs, attrs, index):
+    """The input element copied to out[index]; none where it is padding."""
+    (data,) = inputs
+    sources = [p[i] for p, i in zip(_center_plan(data.shape, attrs["shape"], attrs.get("axes")), index)]
+    inside = all(0 <= s < n for s, n in zip(sources, data.shape))
+    return [data[tuple(sources)].reshape(1) if inside else data.ravel()[:0]]
+
+
+def onnx_center_crop_pad(case, graph):
+    """CenterCropPad over the data and the target sizes as a constant of the drawn Tind."""
+    shape = graph.const("shape", case.attrs["shape"], dtype=np.dtype(case.attrs["shape_type"]))
+    axes = {"axes": case.attrs["axes"]} if "axes" in case.attrs else {}
+    graph.node(graph.op_type, [graph.inputs[0], shape], **axes)
+
+
+def numpy_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
+    """The numpy backend: per axis a slice ``[start:start + target]`` where it crops, or
+    ``np.pad`` with zeros ``(total // 2, total - total // 2)`` where it pads."""
+    axes = [a % data.ndim for a in (range(data.ndim) if axes is None else axes)]
+    for axis, target in zip(axes, shape):
+        size = data.shape[axis]
+        if size >= target:
+            start = (size - target) // 2
+            data = np.take(data, np.arange(start, start + target), axis=axis)
+        else:
+            widths = [(0, 0)] * data.ndim
+            widths[axis] = ((target - size) // 2, target - size - (target - size) // 2)
+            data = np.pad(data, widths)
+    return data
+
+
+@op("onnx_center_crop_pad", version=1, draw=draw_onnx_center_crop_pad,
+    feeding=feed_onnx_center_crop_pad, onnx=onnx_center_crop_pad,
+    numpy=numpy_onnx_center_crop_pad)
+def oracle_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
+    """ONNX CenterCropPad-18: per axis of ``axes`` (every axis without it; negative counted
+    from the end) a centred crop window or centred zero padding to ``shape``'s size
+    (:func:`_center_sources`); the other axes unchanged."""
+    plan = _center_plan(data.shape, shape, axes)
+    out_shape = tuple(len(p) for p in plan)
+    if data.size == 0 or 0 in out_shape:
+        return (np.zeros(out_shape, data.dtype),)
+    inside = np.ones(out_shape, bool)
+    for k, p in enumerate(plan):
+        view = [1] * len(plan)
+        view[k] = -1
+        inside &= ((p >= 0) & (p < data.shape[k])).reshape(view)
+    picked = data[np.ix_(*[np.clip(p, 0, n - 1) for p, n in zip(plan, data.shape)])]
+    return (np.where(inside, picked, np.zeros((), data.dtype)),)

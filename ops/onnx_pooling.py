@@ -1,6 +1,7 @@
 """ONNX pooling (MaxPool with its Indices output, AveragePool, GlobalMaxPool, GlobalAveragePool),
 written from the operators' texts (``onnx.defs.get_schema(name).doc``).
 
+GlobalLpPool is LpPool 'with kernel size equal to the spatial dimension'.
 A tensor is ``N x C x D1 x ... x Dn``; windows slide over the n spatial dimensions. Per spatial
 axis the geometry is the texts' formulas: the effective kernel ``(kernel - 1) * dilation + 1``;
 with explicit ``pads`` the output size ``floor`` (or, with ``ceil_mode``, ``ceil``) of
@@ -343,9 +344,14 @@ def oracle_onnx_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, 
     attrs = dict(kernel_shape=kernel_shape, strides=strides, pads=pads, auto_pad=auto_pad,
                  ceil_mode=ceil_mode, dilations=dilations)
     values, inside, _, _ = gather_windows(x, attrs, ignore_right_starts=False)
-    magnitudes = np.where(inside, np.abs(values), 0)
-    total = sum_of_products([magnitudes] * int(p), [-1])   # products of p factors: ~exact
-    return (total if p == 1 else np.sqrt(total) if p == 2 else total ** (1.0 / p),)
+    return (_lp_norm(np.where(inside, np.abs(values), 0), [-1], p),)
+
+
+def _lp_norm(magnitudes, axes, p):
+    """``(sum magnitudes**p)**(1/p)`` over ``axes``, the sum of the p-factor products in
+    double-double (~exact)."""
+    total = sum_of_products([magnitudes] * int(p), list(axes))
+    return total if p == 1 else np.sqrt(total) if p == 2 else total ** (1.0 / p)
 
 
 def draw_global(draw, kit, spec, dtype):
@@ -381,3 +387,35 @@ def oracle_onnx_global_average_pool(x):
     count_include_pad question), spatial dimensions kept with size 1."""
     return (accurate_sum(x, axis=tuple(range(2, x.ndim)), keepdims=True,
                          divisor=math.prod(x.shape[2:])),)
+
+
+
+
+def numpy_global_lp_pool(x, *, p=2):
+    """The numpy backend: ``np.sum(np.abs(x) ** p)`` over the spatial axes, kept, in x's type,
+    then its root by ``np.sqrt`` or ``np.cbrt`` (a power ``1 / p`` rounded into a narrow type
+    errs by ``u ln(sum) / p`` relative)."""
+    powers = np.abs(x) ** x.dtype.type(p)
+    total = np.sum(powers, axis=tuple(range(2, x.ndim)), keepdims=True, dtype=x.dtype)
+    return {1: np.positive, 2: np.sqrt, 3: np.cbrt}[p](total)
+
+
+def draw_global_lp_pool(draw, kit, spec, dtype):
+    """As draw_global, with ``p`` from the spec's domain."""
+    signature = draw_global(draw, kit, spec, dtype)
+    return signature._replace(attrs=kit.attributes(draw, spec, {}))
+
+
+def onnx_global_lp_pool(case, graph):
+    """One node with the case's ``p``."""
+    graph.node(graph.op_type, graph.inputs, p=case.attrs["p"])
+
+
+@op("onnx_global_lp_pool", numpy=numpy_global_lp_pool, version=1, accumulation_length=plane_size,
+    draw=draw_global_lp_pool, draw_honours=_HONOURS, feeding=feed_global, onnx=onnx_global_lp_pool)
+def oracle_onnx_global_lp_pool(x, *, p=2):
+    """ONNX GlobalLpPool: 'equivalent to LpPool with kernel size equal to the spatial dimension
+    of input tensor': the Lp norm ``(sum |x_i|**p)**(1/p)`` of each (batch, channel) plane, the
+    spatial dimensions kept with size 1 (no padding)."""
+    axes = tuple(range(2, x.ndim))
+    return (np.expand_dims(_lp_norm(np.abs(x), axes, p), axes),)

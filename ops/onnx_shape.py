@@ -1,7 +1,8 @@
 """ONNX's shape and creation operators (ai.onnx): Flatten, Shape (start and end), Size,
-EyeLike and ConstantOfShape. Flatten copies its input's elements; Shape and Size read only its
-shape; EyeLike and ConstantOfShape make new tensors of a type an attribute names. Every output is
-judged exactly: an element is a copy, a count, a 0, a 1 or the ``value`` attribute."""
+EyeLike, ConstantOfShape and Constant. Flatten copies its input's elements; Shape and Size read
+only its shape; EyeLike, ConstantOfShape and Constant make new tensors of a type an attribute
+names. Every output is judged exactly: an element is a copy, a count, a 0, a 1 or an attribute's
+value."""
 from __future__ import annotations
 
 import math
@@ -10,6 +11,7 @@ import numpy as np
 from conform.ops.movement import moved
 
 from conform.dtypes import (
+    FLOAT_FORMATS,
     AbsentValue,
     int_info,
     is_integer,
@@ -247,3 +249,112 @@ def oracle_onnx_constant_of_shape(shape, *, dtype, value=None):
     (its type the output's), or 0 of type float32 without it."""
     fill = 0.0 if value is None else _constant(value, dtype)
     return (np.full(tuple(int(s) for s in shape), fill, dtype=_widened(dtype)),)
+
+
+# -- Constant -----------------------------------------------------------------------------------
+
+#: Constant's attribute forms that fix the output type (value_string(s) are left out: conform's
+#: dtype vocabulary has no string type).
+_TYPED_FORMS = {"float32": ("value_float", "value_floats"), "int64": ("value_int", "value_ints")}
+
+
+def bit_width(dtype: str) -> int:
+    """The bits one element of ``dtype`` is made of (bool: 1)."""
+    if dtype == "bool":
+        return 1
+    return FLOAT_FORMATS[dtype].bits if dtype in FLOAT_FORMATS else int_info(dtype).bits
+
+
+def from_bits(bits, dtype: str, shape=None) -> np.ndarray:
+    """The array of ``dtype`` whose elements have the bit patterns ``bits`` (unsigned
+    integers, little end first for the narrow types, each in its own byte as ml_dtypes keeps
+    them), shaped ``shape``."""
+    if dtype == "bool":
+        array = np.asarray(bits, np.uint8).astype(bool)
+    else:
+        array = np.asarray(bits, f"uint{max(8, bit_width(dtype))}").view(np_dtype(dtype))
+    return array.reshape(shape if shape is not None else array.shape)
+
+
+def draw_onnx_constant(draw, kit, spec, dtype):
+    """A form (``value``, a tensor of any listed type; ``sparse_value``, one or more elements
+    of one, the others 0, for types with a zero (the checker refuses a sparse tensor of no
+    value, or of rank 0); ``value_float(s)`` for float32 and ``value_int(s)``
+    for int64: a scalar or a 1-D list), a shape (empty sides too), and each element's bits,
+    drawn over every pattern of the type (NaNs, -0 and subnormals included)."""
+    st = kit.st
+    forms = ("value", "value", "sparse_value") + _TYPED_FORMS.get(dtype, ())
+    if dtype == "float8_e8m0fnu":   # no zero: a sparse tensor's other elements have no value
+        forms = ("value",)
+    form = draw(st.sampled_from(forms))
+    if form in ("value", "sparse_value"):   # (a sparse tensor: rank >= 1, a value or more)
+        shape = draw(kit.shape(min_rank=int(form != "value"), max_rank=3, max_side=5, min_side=draw(
+            st.sampled_from([1, 1, 1, 0 if form == "value" else 1]))))
+    else:
+        shape = () if form in ("value_float", "value_int") else (draw(st.integers(1, 8)),)
+    size = math.prod(shape)
+    bits = draw(st.lists(st.integers(0, 2 ** bit_width(dtype) - 1), min_size=size, max_size=size))
+    attrs = {"form": form, "dtype": dtype, "shape": list(shape), "bits": bits}
+    if form == "sparse_value":
+        attrs["indices"] = sorted(draw(st.sets(st.integers(0, size - 1), min_size=1,
+                                               max_size=size)))
+        attrs["bits"] = bits[:len(attrs["indices"])]
+    return kit.Signature((), (), attrs, dtype)
+
+
+def _sparse_attribute(dtype, shape, bits, indices):
+    from onnx import helper, numpy_helper
+
+    values = numpy_helper.from_array(from_bits(bits, dtype), "values")
+    positions = numpy_helper.from_array(np.asarray(indices, np.int64), "indices")
+    return helper.make_sparse_tensor(values, positions, list(shape))
+
+
+def onnx_constant(case, graph):
+    """One Constant node with the case's form; a form the run's opset does not have (the
+    value_* forms before 12, sparse_value before 11) is ruled out by the standard."""
+    from onnx import AttributeProto, helper, numpy_helper
+
+    form, dtype, shape, bits = (case.attrs[k] for k in ("form", "dtype", "shape", "bits"))
+    require_schema_type(graph.op_type, "T", dtype)
+    since = {"value": 1, "sparse_value": 11}.get(form, 12)
+    if onnx_opset() < since:
+        raise Unsupported(f"ONNX Constant has no {form} before opset {since}")
+    if form == "sparse_value":
+        attribute = helper.make_attribute(form, _sparse_attribute(dtype, shape, bits,
+                                                                  case.attrs["indices"]))
+    elif form == "value":
+        attribute = helper.make_attribute(form, numpy_helper.from_array(
+            from_bits(bits, dtype, shape), "value"))
+    else:
+        array = from_bits(bits, dtype, shape)
+        kind = {"value_float": AttributeProto.FLOAT, "value_floats": AttributeProto.FLOATS,
+                "value_int": AttributeProto.INT, "value_ints": AttributeProto.INTS}[form]
+        numbers = [float(v) if dtype == "float32" else int(v) for v in array.ravel()]
+        attribute = helper.make_attribute(form, numbers if form.endswith("s") else numbers[0],
+                                          attr_type=kind)
+    graph.node(graph.op_type, [])
+    graph.nodes[-1].attribute.append(attribute)
+
+
+def _dense(form, dtype, shape, bits, indices):
+    """The output's elements in ``dtype``."""
+    if form != "sparse_value":
+        return from_bits(bits, dtype, shape)
+    out = np.zeros(math.prod(shape), np_dtype(dtype))
+    out[np.asarray(indices, np.int64)] = from_bits(bits, dtype)
+    return out.reshape(shape)
+
+
+def numpy_onnx_constant(*, form, dtype, shape, bits, indices=()):
+    """The numpy backend: the attribute's array (``np.zeros`` with the sparse elements set)."""
+    return _dense(form, dtype, shape, bits, indices)
+
+
+@op("onnx_constant", version=1, draw=draw_onnx_constant, onnx=onnx_constant,
+    numpy=numpy_onnx_constant, feeding=lambda inputs, attrs, index: [])
+def oracle_onnx_constant(*, form, dtype, shape, bits, indices=()):
+    """Constant: 'a constant tensor', the value of the one attribute given: ``value`` (the
+    tensor), ``sparse_value`` (its elements at ``indices``, the others 0), ``value_float(s)``
+    (a float32 scalar or 1-D tensor), ``value_int(s)`` (int64)."""
+    return (_dense(form, dtype, shape, bits, indices).astype(_widened(dtype)),)

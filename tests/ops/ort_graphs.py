@@ -66,7 +66,7 @@ def run_mutated(spec, case, **changed):
         node.attribute.extend(kept + [helper.make_attribute(name, value)])
     onnx.checker.check_model(model, full_check=True)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, {"in0": case.inputs[0]})
+    return session.run(None, {f"in{k}": x for k, x in enumerate(case.inputs)})
 
 
 def node_test_cases(all_cases, ops: dict):

@@ -44,3 +44,11 @@ def verdict(spec, case, backend, *, run=None) -> tuple[str, str]:
 
     judged = judge_outputs(spec, case, run_case(backend, spec, run or case))
     return judged.verdict, judged.reason
+
+
+def assert_drawn_cases_pass_everywhere(spec, backends: dict, dtype: str, *, count: int = 8) -> None:
+    """:func:`assert_drawn_cases_pass` on every backend of ``backends`` (the fixture), each
+    judging at least one case."""
+    __tracebackhide__ = True
+    for name, backend in backends.items():
+        assert assert_drawn_cases_pass(spec, backend, dtype, count=count) > 0, name

@@ -473,3 +473,24 @@ def test_ceil_mode_also_ignores_a_window_starting_past_the_padding():
     the second window would start at 3, past the padded extent (0 to 2): it holds nothing."""
     y, _ = _max_pool(np.array([[[7.0]]]), kernel_shape=[2], strides=[3], pads=[1, 1], ceil_mode=1)
     assert y.ravel().tolist() == [7]
+
+
+# --- GlobalLpPool -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p, expected", [(1, 15.0), (2, 55.0 ** 0.5), (3, 225.0 ** (1 / 3))])
+def test_global_lp_pool_is_the_p_norm_of_each_plane(p, expected):
+    """'equivalent to LpPool with kernel size equal to the spatial dimension': |3|, |-4|, |5|,
+    |1|, |2| of one plane (2-D spatial), kept as 1 x 1."""
+    x = np.array([[[[3.0, -4.0, 5.0], [1.0, 2.0, 0.0]]]])
+    (y,) = evaluate("onnx_global_lp_pool", [x], {"p": p})
+    assert y.shape == (1, 1, 1, 1) and y.item() == pytest.approx(expected, rel=1e-15)
+
+
+def test_global_lp_pool_passes_on_onnxruntime_and_a_wrong_p_fails(specs):
+    """onnxruntime reads p; the default p = 2 in place of the case's p fails."""
+    spec = specs["onnx_global_lp_pool"]
+    x = np.random.default_rng(7).uniform(-3, 3, (2, 3, 4, 2)).astype(np.float32)
+    for p in (1, 3):
+        case = _case("onnx_global_lp_pool", x, {"p": p})
+        assert judge_outputs(spec, case, run_mutated(spec, case)).verdict == "pass"
+        assert judge_outputs(spec, case, run_mutated(spec, case, p=2)).verdict == "fail"
