@@ -28,12 +28,12 @@ import pytest
 
 from conform.generators import generate_cases
 from conform.harness.judge.judging import judge_outputs
-from conform.ops import definition, onnx_attention
+from conform.ops import definition
 from conform.oracles import evaluate
 
 sys.path.insert(0, str(Path(__file__).parent))
 from backend_runs import judged, numpy_backend, onnxruntime  # noqa: E402,F401 - a fixture
-from onnx_node_cases import node_cases_at_opsets  # noqa: E402
+from onnx_node_cases import assert_reproduces, node_cases_at_opsets  # noqa: E402
 
 RNG = np.random.default_rng(5)
 FORMALS = ("Q", "K", "V", "attn_mask", "past_key", "past_value", "nonpad_kv_seqlen")
@@ -104,20 +104,6 @@ def test_nonpad_kv_seqlen_pads_keys_and_shifts_the_causal_frontier():
     assert np.allclose(y[0, 0, 2], _attend(q[:, :, 2:], k[:, :, :2], v[:, :, :2])[0, 0, 0])
 
 
-def _node_case(name, node, inputs, opset):
-    """(op, inputs, attrs) of one onnx node test case in this suite's ops."""
-    from onnx import helper
-
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    given = dict(zip([f for f, n in zip(FORMALS, node.input) if n], inputs))
-    cache = "past_key" in given
-    names = onnx_attention.CACHE if cache else onnx_attention.PLAIN_24
-    op = ("onnx_attention_kv_cache" if cache else "onnx_attention") + \
-        ("" if opset >= 24 else "_opset23")
-    attrs["absent_inputs"] = [n for n in names if n not in given]
-    return op, [given[n] for n in names if n in given], attrs
-
-
 def test_oracle_reproduces_the_node_tests():
     """Every node test of opsets 23 and 24 (the window attributes of 25 are not bound), each at
     its opset, within float32 (1e-5) or 16-bit (1e-2) rounding of the stored outputs."""
@@ -125,11 +111,10 @@ def test_oracle_reproduces_the_node_tests():
     for name, node, inputs, outputs, opset in node_cases_at_opsets("attention"):
         if any(a.name.endswith("window_size") for a in node.attribute):
             continue
-        op, present, attrs = _node_case(name, node, inputs, opset)
-        got = evaluate(op, present, attrs)
-        for g, w in zip(got, outputs):
-            tol = 1e-5 if w.dtype == np.float32 else 1e-2
-            assert np.allclose(g, np.asarray(w, np.float64), rtol=tol, atol=tol), name
+        cache = len(node.input) > 4 and node.input[4] != ""
+        op = ("onnx_attention_kv_cache" if cache else "onnx_attention") + \
+            ("" if opset >= 24 else "_opset23")
+        assert_reproduces(op, node, inputs, outputs, FORMALS, evaluate)
         count += 1
     assert count >= 80
 
@@ -211,20 +196,26 @@ def test_onnxruntime_fails_only_where_a_pinned_deviation_explains_it(
     assert passed
 
 
-def _run_ort(nodes_inputs, node, opset, outputs):
-    import onnxruntime as ort
+def _model(inputs, node, opset, outputs):
+    """A one-node model over float (or bool) ``inputs`` named as the node's inputs."""
     from onnx import TensorProto, helper
 
     names = [n for n in node.input if n]
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info(n, TensorProto.BOOL if x.dtype == bool
                                                     else TensorProto.FLOAT, x.shape)
-                      for n, x in zip(names, nodes_inputs)],
+                      for n, x in zip(names, inputs)],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              ir_version=10)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=10), dict(zip(names, inputs))
+
+
+def _run_ort(inputs, node, opset, outputs):
+    import onnxruntime as ort
+
+    model, feeds = _model(inputs, node, opset, outputs)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, dict(zip(names, nodes_inputs)))
+    return session.run(None, feeds)
 
 
 def _floats(*shape):
@@ -235,7 +226,7 @@ def test_pinned_onnxruntime_causal_offset_with_a_cache_ignores_the_past_length()
     """Deviation 1: q_seq 1, 3 new keys, 2 cached: the text (and onnx.reference) attend keys
     0..2; onnxruntime 1.32 attends all 5."""
     from onnx import helper
-    from onnx.reference import ReferenceEvaluator  # noqa: F401 - the second opinion below
+    from onnx.reference import ReferenceEvaluator
 
     q, k, v, pk, pv = _floats(1, 1, 1, 4), _floats(1, 1, 3, 4), _floats(1, 1, 3, 2), \
         _floats(1, 1, 2, 4), _floats(1, 1, 2, 2)
@@ -247,6 +238,9 @@ def test_pinned_onnxruntime_causal_offset_with_a_cache_ignores_the_past_length()
                     {**attrs, "is_causal": 1})[0]
     every_key = evaluate("onnx_attention_kv_cache_opset23", [q, k, v, pk, pv], attrs)[0]
     assert np.allclose(got, every_key, atol=1e-6) and not np.allclose(got, text, atol=1e-3)
+    model, feeds = _model([q, k, v, pk, pv], node, 23, ["Y", "PK", "PV"])
+    second = ReferenceEvaluator(model).run(None, feeds)[0]   # a second opinion, not the oracle
+    assert np.allclose(second, text, atol=1e-6)
 
 
 def test_pinned_onnxruntime_mode2_output_holds_the_lowest_float_not_minus_inf():

@@ -17,6 +17,7 @@ from conform.oracles import evaluate
 
 sys.path.insert(0, str(Path(__file__).parent))
 from backend_runs import judged, numpy_backend  # noqa: E402
+from onnx_node_cases import assert_reproduces, node_cases  # noqa: E402
 
 OP = "onnx_causal_conv_with_state"
 RNG = np.random.default_rng(11)
@@ -41,6 +42,14 @@ def test_silu_and_swish_apply_y_sigmoid_y():
     for name in ("silu", "swish"):
         y, _ = evaluate(OP, [x, w], {**absent, "activation": name})
         assert np.allclose(y, plain / (1 + np.exp(-plain)), rtol=1e-15)
+
+
+def test_oracle_reproduces_the_node_tests():
+    cases = node_cases("causal_conv_with_state")
+    assert len(cases) >= 10
+    for name, node, inputs, outputs in cases:
+        assert_reproduces(OP, node, inputs, outputs, ("input", "weight", "bias", "past_state"),
+                          evaluate)
 
 
 def _case(inputs, attrs):
