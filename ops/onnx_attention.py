@@ -76,17 +76,45 @@ def numpy_attention(names: tuple, cache: bool):
     return compute
 
 
+def _mask_at(given: dict, shape: tuple, at: tuple, keys) -> np.ndarray | None:
+    """The attn_mask elements that broadcast to (b, h, i, j) for the keys ``keys``."""
+    if "attn_mask" not in given:
+        return None
+    mask = given["attn_mask"]
+    full = np.broadcast_to(np.arange(mask.size).reshape(mask.shape), shape[:-1] + (mask.shape[-1],))
+    picked = full[at][keys[keys < mask.shape[-1]]]
+    return mask.ravel()[picked]
+
+
 def feed_attention(names: tuple):
-    """out[index] of Y: the query row it belongs to, every key and value of its head (the
-    keys' and values' own elements, the past's included); the other outputs' elements are fed
-    the same (a present element is a copy, reported with its head's inputs)."""
-    def feed(inputs, attrs, index):
+    """Y[b, h, i, d] (3-D: Y[b, i, h v + d]) reads query row (b, h, i), and, where more than
+    one key is attended (one key alone gets weight 1 whatever the scores), the attended keys'
+    rows and mask entries; always the attended values' feature d (past ones included)."""
+    def feed(inputs, attrs, index, output=0):
         given = by_name(names, inputs, attrs.get(ABSENT, ()))
-        fed = []
-        for name in names:
-            if name in given:
-                fed.append(np.ravel(given[name])[:64])
-        return fed
+        at = stages({k: np.asarray(v) for k, v in given.items()}, attrs)
+        q_heads, v_size = at["q"].shape[1], at["values"].shape[-1]
+        if len(index) == 3:
+            b, i, h, d = index[0], index[1], index[2] // v_size, index[2] % v_size
+        else:
+            b, h, i, d = index
+        kv = h // (q_heads // at["present_key"].shape[1])
+        keys = np.flatnonzero(np.isfinite(at["bias"][b, h, i]))
+        scored = keys if keys.size > 1 else keys[:0]
+        past = given["past_key"].shape[2] if "past_key" in given else 0
+        q = given["Q"][b, h, i] if given["Q"].ndim == 4 else \
+            given["Q"][b, i].reshape(q_heads, -1)[h]
+        fed = {"Q": q if scored.size else q[:0],
+               "attn_mask": _mask_at(given, at["bias"].shape, (b, h, i), scored)}
+        for name, whole, cut in (("K", at["present_key"], slice(None)),
+                                 ("V", at["present_value"], d)):
+            fed[f"past_{'key' if name == 'K' else 'value'}"] = \
+                whole[b, kv, scored if name == "K" else keys][:, cut][
+                    (scored if name == "K" else keys) < past].ravel()
+            chosen = scored if name == "K" else keys
+            fed[name] = whole[b, kv, chosen[chosen >= past]][:, cut].ravel()
+        fed["nonpad_kv_seqlen"] = None
+        return [fed[name] for name in names if name in given]
     return feed
 
 

@@ -76,6 +76,25 @@ def causal_conv_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     return judged_bound(dy, unbounded=unbounded), np.zeros(outputs[1].shape)
 
 
+def feed_causal_conv(inputs, attrs, index, output=0):
+    """output[b, c, t] reads padded positions t .. t + k - 1 of channel c (past_state, or the
+    zero padding, which is no term, then input), the kernel taps facing a term and the bias;
+    present_state[b, c, j] is a copy of padded position L + j."""
+    given = by_name(NAMES, inputs, attrs.get(ABSENT, ()))
+    b, c, t = index
+    x, k = given["input"], given["weight"].shape[-1]
+    if output == 1:
+        t, k = x.shape[2] + t, 1
+    real = np.arange(t, t + k) >= (0 if "past_state" in given else given["weight"].shape[-1] - 1)
+    fed = {"input": x[b, c, max(t - (given["weight"].shape[-1] - 1), 0):
+                      t + k - (given["weight"].shape[-1] - 1)].ravel(),
+           "weight": given["weight"][c, 0][real] if output == 0 else None,
+           "bias": given["bias"][c].reshape(1) if "bias" in given and output == 0 else None}
+    if "past_state" in given:
+        fed["past_state"] = given["past_state"][b, c, t:t + k].ravel()
+    return [fed[name] for name in NAMES if name in given]
+
+
 def draw_causal_conv(draw, kit, spec, dtype):
     """Batch 1-2, channels 1-4, length 1-6, kernel 1-4 (k = 1: an empty state); bias and
     past_state each present or absent; activation absent, none, silu or swish."""
@@ -120,7 +139,7 @@ def numpy_causal_conv(*inputs, absent_inputs=(), **attrs):
 
 @op("onnx_causal_conv_with_state", version=1, draw=draw_causal_conv,
     draw_honours=frozenset({"optional"}), onnx=onnx_causal_conv, numpy=numpy_causal_conv,
-    error_bound=causal_conv_bound)
+    error_bound=causal_conv_bound, feeding=feed_causal_conv)
 def oracle_causal_conv_with_state(*inputs, absent_inputs=(), **attrs):
     """CausalConvWithState-27 (see :func:`causal_conv`)."""
     return causal_conv(by_name(NAMES, inputs, absent_inputs), attrs)

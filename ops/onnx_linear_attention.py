@@ -134,6 +134,34 @@ def values_linear_attention(rng, inputs, attrs):
     return [given[n] for n in NAMES if n in given]
 
 
+def feed_linear_attention(inputs, attrs, index, output=0):
+    """output[b, t, h d_v + d] reads row b's query head h at t, and up to t the keys,
+    decays and betas of kv head h // group and its values' feature d, with column d of its
+    past state (a state column evolves alone: S^T k mixes rows, never columns);
+    present_state[b, kv, i, d] the same of every token."""
+    given = by_name(NAMES, inputs, attrs.get(ABSENT, ()))
+    hq, hkv = attrs["q_num_heads"], attrs["kv_num_heads"]
+    dk, dv = given["query"].shape[-1] // hq, given["value"].shape[-1] // hkv
+    if output == 0:
+        b, last, j = index[0], index[1] + 1, index[2]
+        h, d = j // dv, j % dv
+        kv = h // (hq // hkv)
+    else:
+        (b, kv, _, d), last, h = index, given["key"].shape[1], None
+    heads = slice(kv * dk, (kv + 1) * dk)
+    fed = {"query": None if h is None else given["query"][b, last - 1, h * dk:(h + 1) * dk],
+           "key": given["key"][b, :last, heads].ravel(),
+           "value": given["value"][b, :last, kv * dv + d]}
+    if "decay" in given:
+        per_key = given["decay"].shape[-1] == hkv * dk
+        fed["decay"] = given["decay"][b, :last, heads if per_key else kv].ravel()
+    if "beta" in given:
+        fed["beta"] = given["beta"][b, :last, kv if given["beta"].shape[-1] == hkv else 0]
+    if "past_state" in given:
+        fed["past_state"] = given["past_state"][b, kv, :, d]
+    return [fed[name] for name in NAMES if name in given]
+
+
 def onnx_linear_attention(case, graph):
     """One LinearAttention node: absent optional inputs as "", the case's attributes."""
     supplied = dict(zip([n for n in NAMES if n not in case.attrs.get(ABSENT, ())], graph.inputs))
@@ -162,7 +190,7 @@ def numpy_linear_attention(*inputs, absent_inputs=(), **attrs):
 @op("onnx_linear_attention", version=1, draw=draw_linear_attention,
     draw_honours=frozenset({"optional"}), values=values_linear_attention,
     onnx=onnx_linear_attention, numpy=numpy_linear_attention,
-    error_bound=linear_attention_bound)
+    error_bound=linear_attention_bound, feeding=feed_linear_attention)
 def oracle_linear_attention(*inputs, absent_inputs=(), **attrs):
     """LinearAttention-27 (see :func:`linear_attention`)."""
     return linear_attention(by_name(NAMES, inputs, absent_inputs), attrs)

@@ -105,7 +105,8 @@ def rotary_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes) -> 
 
 def feed_rotary(inputs, attrs, index):
     """out[index] reads its own feature and its partner (rotated features), the cos and sin at
-    its pair's position, and the position id of its token; a feature not rotated only itself."""
+    its pair's position (the position id picks them: an index, no term); a feature not
+    rotated only itself."""
     given = by_name(NAMES, inputs, attrs.get("absent_inputs", ()))
     x, heads = given["x"], attrs.get("num_heads")
     flat = np.arange(x.size).reshape(x.shape)
@@ -119,7 +120,7 @@ def feed_rotary(inputs, attrs, index):
     fed = [_heads(x, heads)[b, s, h, [d, partner]], given["cos_cache"][row + (k,)].reshape(1),
            given["sin_cache"][row + (k,)].reshape(1)]
     if "position_ids" in given:
-        fed.append(given["position_ids"][b, s].reshape(1))
+        fed.append(None)   # an index, no term
     return fed
 
 

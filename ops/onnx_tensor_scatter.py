@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.op_registry import op
+from conform.ops.indexing import traced_feeding
 from conform.ops.optional_inputs import ABSENT, by_name, onnx_operands
 
 NAMES = ("past_cache", "update", "write_indices")
@@ -96,7 +97,8 @@ def numpy_tensor_scatter(*inputs, absent_inputs=(), **attrs):
 
 @op("onnx_tensor_scatter", version=1, draw=draw_tensor_scatter,
     draw_honours=frozenset({"optional"}), values=values_tensor_scatter,
-    onnx=onnx_tensor_scatter, numpy=numpy_tensor_scatter, feeding="moved")
+    onnx=onnx_tensor_scatter, numpy=numpy_tensor_scatter,
+    feeding=traced_feeding("onnx_tensor_scatter", (0, 1)))
 def oracle_tensor_scatter(*inputs, absent_inputs=(), **attrs):
     """TensorScatter-24's pseudocode (see :func:`tensor_scatter`)."""
     return (tensor_scatter(by_name(NAMES, inputs, absent_inputs), attrs),)

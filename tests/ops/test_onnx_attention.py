@@ -322,3 +322,23 @@ def test_judge_catches_a_top_left_causal_frontier_with_a_cache(specs):
     judge = judge_outputs(specs["onnx_attention_kv_cache"], case,
                           [wrong[0].astype(np.float32)] + [w.astype(np.float32) for w in want[1:]])
     assert judge.verdict == "fail"
+
+
+def test_y_is_fed_by_its_query_row_and_the_attended_keys_values_and_cache():
+    """Causal, 2 cached keys, query 0 attends the cache and new key 0; with one key left by
+    the mask only that value's feature feeds (its weight is 1 whatever the scores)."""
+    from conform.oracles.feeding import feeding_elements
+
+    q, k, v = _floats(1, 2, 2, 3), _floats(1, 1, 3, 3), _floats(1, 1, 3, 2)
+    pk, pv = _floats(1, 1, 2, 3), _floats(1, 1, 2, 2)
+    fed = feeding_elements("onnx_attention_kv_cache", [q, k, v, pk, pv],
+                           {"is_causal": 1, "absent_inputs": ["attn_mask"]}, [0, 1, 0, 1])
+    assert [f.tolist() for f in fed] == [q[0, 1, 0].tolist(), k[0, 0, 0].tolist(),
+                                         [v[0, 0, 0, 1]], pk[0, 0].ravel().tolist(),
+                                         pv[0, 0, :, 1].tolist()]
+    mask = np.array([[True, False, True], [False, False, True]])
+    flat = [x[0].transpose(1, 0, 2).reshape(1, x.shape[2], -1) for x in (q, k, v)]
+    fed = feeding_elements("onnx_attention", [*flat, mask],
+                           {"q_num_heads": 2, "kv_num_heads": 1,
+                            "absent_inputs": ["nonpad_kv_seqlen"]}, [0, 1, 3])
+    assert [f.size for f in fed] == [0, 0, 1, 0] and fed[2][0] == v[0, 0, 2, 1]
