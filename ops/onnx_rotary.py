@@ -79,7 +79,9 @@ def _pair_bound(p, q, u, out_dtype) -> np.ndarray:
     """The bound of one two-term sum of products of magnitudes ``p`` and ``q``; NaN where a
     product exceeds the type's range or the sum may overflow in some order."""
     magnitude = p + q
-    each = gamma(2, u) * magnitude + underflow_term(2, out_dtype)
+    # an infinite or NaN operand: the result is a special value, settled before any bound
+    each = np.where(np.isnan(magnitude), np.inf, gamma(2, u) * magnitude) \
+        + underflow_term(2, out_dtype)
     unbounded = (exceeds_max_finite(p, out_dtype) | exceeds_max_finite(q, out_dtype)
                  | (np.isfinite(magnitude) & reaches_max_finite(magnitude, out_dtype,
                                                                  gamma_n=gamma(2, u))))
