@@ -206,6 +206,9 @@ def schema_allows(spec, label: str, version: int) -> bool:
         bound = op.bindings.get("onnx")
         if bound is None:
             return True   # no binding: the model says why, case by case
+        low, high = bound.get("opsets", (1, version))
+        if not low <= version <= high:
+            continue   # bound at other opsets: the model says so, case by case
         dtypes = [dtype if kind == "T" else kind for kind in op.input_types]
         positions = _operand_positions(bound, version, range(len(dtypes)),
                                        len(dtypes))

@@ -61,3 +61,23 @@ def node_attributes(node) -> dict:
             value = value.decode()
         values[attribute.name] = _array(value) if isinstance(value, TensorProto) else value
     return values
+
+
+def node_operands(node, inputs, names) -> tuple[list, dict]:
+    """An example's inputs and attributes as an op of signature ``names`` (the ONNX operator's
+    formal inputs, in order) receives them: the present inputs in order, and the node's
+    attributes with ``absent_inputs`` naming the formals the node leaves out (absent or "")."""
+    given = dict(zip([f for f, n in zip(names, node.input) if n], inputs))
+    attrs = node_attributes(node)
+    attrs["absent_inputs"] = [n for n in names if n not in given]
+    return [given[n] for n in names if n in given], attrs
+
+
+def assert_reproduces(op, node, inputs, outputs, names, evaluate) -> None:
+    """The oracle of ``op`` (through ``evaluate``) on an example's operands gives its outputs
+    within float32 rounding (1e-5), or 16-bit rounding (1e-2) for other stored types."""
+    __tracebackhide__ = True
+    present, attrs = node_operands(node, inputs, names)
+    for got, want in zip(evaluate(op, present, attrs), outputs):
+        tol = 1e-5 if want.dtype == np.float32 else 1e-2
+        assert np.allclose(got, np.asarray(want, np.float64), rtol=tol, atol=tol), node.name

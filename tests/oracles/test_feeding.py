@@ -82,6 +82,13 @@ NOT_BY_PERTURBATION = {
                 "does not move the bin, though the text's sum takes it",
     "onnx_dft_opset17": "a term whose twiddle is 0 (sin 0 at bin 0 or at n = 0, a quarter "
                         "turn's cos) does not move the bin, though the text's sum takes it",
+    "onnx_stft": "as onnx_dft, per frame: a term whose twiddle is 0 does not move the bin, "
+                 "though the text's sum takes it",
+    **{name: "the softmax of the distinct large values the perturbation draws is one-hot in "
+             "float64: a key, value or mask element of a key whose weight is 0 does not move "
+             "the output, though the text's sum takes it"
+       for name in ("onnx_attention", "onnx_attention_kv_cache", "onnx_attention_opset23",
+                    "onnx_attention_kv_cache_opset23")},
     "onnx_mat_mul_integer": "B and b_zero_point are of type T2 (not T), left unchanged, yet "
                             "terms; and an element of A meeting a B element equal to its zero "
                             "point is a product with 0",
