@@ -22,6 +22,7 @@ EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 ONNX_OPSET_MAX = 28   # the newest opset the pinned onnx package defines
 EXIT_NOTHING_JUDGED = 3    # a run whose every case was skipped, unsupported, error, crash or timeout
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+EXIT_TERMINATED = 143      # 128 + SIGTERM: a run stopped by SIGTERM (its reports written)
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE, as a command killed by a closed pipe exits
 
 
@@ -34,7 +35,8 @@ def _add_run_command(sub) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the suite against a backend", epilog=(
         "exit status: 0 ran and the gate (if any) holds; 1 the gate failed; 2 usage, spec or "
         "configuration error; 3 nothing was judged (every case skipped or unsupported, or every "
-        "case that ran an error, crash or timeout); 130 interrupted; 141 stdout closed"))
+        "case that ran an error, crash or timeout); 130 interrupted (Ctrl-C), 143 terminated "
+        "(SIGTERM), each with partial reports; 141 stdout closed"))
     run.add_argument("--backend", required=True)
     run.add_argument("--ops", type=_csv, default=None, help="comma-separated op names or globs")
     run.add_argument("--dtypes", type=_csv, default=None, help="comma-separated dtype names")
@@ -238,7 +240,7 @@ def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
             print(f"conform: interrupted: the reports in {out} are partial ({summary['cases']} of "
                   f"{summary['cases_planned']} cases); the same command with --resume "
                   "continues the run", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return EXIT_TERMINATED if meta.get("interrupted_by") == "SIGTERM" else EXIT_INTERRUPTED
         cli_gate.warn_stale(stale)
         status = cli_gate.gate_status(args, summary, records, baseline)
         nothing = nothing_judged(summary["counts"])
