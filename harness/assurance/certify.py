@@ -286,14 +286,10 @@ def case_entries(pairs: list[tuple[str, dict]], order: list[str]) -> list[dict]:
     return sorted(entries, key=lambda e: (rank.get(e["id"], len(rank)), e["id"]))
 
 
-def _share(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.2f}%"
-
-
 def tally(records: list[dict], settings: dict) -> dict:
     """Totals, per op x dtype figures and the verdict under the profile ``settings``: the part of
     a certificate that :func:`verify` recomputes from the result lines."""
-    from conform.reports import build_summary, to_json_safe
+    from conform.reports import build_summary, rate_text, to_json_safe
 
     summary = build_summary(records, {}, "")
     counts, cases = summary["counts"], summary["cases"]
@@ -305,7 +301,8 @@ def tally(records: list[dict], settings: dict) -> dict:
         held = value is not None and value >= floor
         certified = certified and held
         key = "min_pass_rate" if what == "pass rate" else "min_coverage"
-        reasons.append(f"{what} {_share(value)} {'>=' if held else '<'} {_share(floor)} ({key})")
+        reasons.append(f"{what} {rate_text(value)} {'>=' if held else '<'} {rate_text(floor)} "
+                       f"({key})")
     by_op = {op: {label: {"cases": cell["cases"], "counts": cell["counts"],
                           "pass_rate": cell["pass_rate"], "worst_error": cell["worst_error"],
                           "bound": cell["bound"], "unit": cell["unit"],
