@@ -453,4 +453,8 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
 
         certificate = sign(certificate, key)
     write_certificate(out, certificate)
+    if key is not None:   # the same, as a signed in-toto statement for supply-chain tooling
+        from conform.harness.assurance.attestation import write_envelope
+
+        write_envelope(out, certificate, key)
     return certificate
