@@ -47,6 +47,8 @@ def _shipped(name: str) -> dict:
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: Where mutants are written: a folder in memory where there is one (each is written and read).
+_MEMORY = "/dev/shm" if Path("/dev/shm").is_dir() else None
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -136,7 +138,7 @@ def _load(folder: Path, name: str, data) -> OpSpec | SpecError:
 
 def test_a_thousand_mutants_load_or_are_refused_with_one_spec_error():
     counts = {"accepted": 0, "refused": 0}
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(dir=_MEMORY) as folder:
         @settings(max_examples=1000, deadline=None, derandomize=True, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(mutants())
