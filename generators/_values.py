@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.spec import dtype_class
+from conform.spec import dtype_class, dtype_range
 from conform.dtypes import FLOAT_FORMATS, AbsentValue, int_info, np_dtype, resolve_edge_value
 
 PLANS = {"float": ("normal", "wide", "edge", "special"), "int": ("normal", "wide", "edge"),
@@ -30,14 +30,7 @@ def value_range(spec, input_name: str, dtype: str) -> tuple[float, float]:
     cls = dtype_class(dtype)
     override = spec.input_values.get(input_name, {}).get(cls)
     low, high = override or spec.values.get(cls) or DEFAULT_RANGES[cls]
-    if cls == "int":
-        info = int_info(dtype)
-        low, high = max(low, int(info.min)), min(high, int(info.max))
-    elif cls == "float":   # e.g. [-1000, 1000] in float8_e4m3fn (largest finite value 448)
-        fmt = FLOAT_FORMATS[dtype]
-        bottom = -fmt.max_finite if fmt.signed else fmt.min_normal   # E8M0: positive only
-        low, high = max(low, bottom), min(high, fmt.max_finite)
-    return low, high
+    return dtype_range(low, high, dtype) if cls != "bool" else (low, high)
 
 
 def edge_values(spec, dtype: str) -> np.ndarray:

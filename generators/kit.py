@@ -19,6 +19,7 @@ from hypothesis import strategies as _strategies
 from conform.generators._signature import Signature, fixed_attrs
 
 from conform.ops.optional_inputs import ABSENT
+from conform.spec import DEFAULT_RANKS
 
 __all__ = ["MAX_ARRAY_SIZE", "Signature", "absent_inputs", "attributes", "catalog", "fixed_attrs",
            "out_dtype", "ranks", "scalar_inputs", "shape", "st", "with_absent"]
@@ -72,7 +73,7 @@ def shape(*, min_rank=0, max_rank=4, min_side=1, max_side=6):
         tuple).filter(lambda s: math.prod(s) <= MAX_ARRAY_SIZE)
 
 
-def ranks(spec, default_min=0, default_max=4):
+def ranks(spec, default_min=DEFAULT_RANKS[0], default_max=DEFAULT_RANKS[1]):
     """``(min_rank, max_rank)`` of the spec's signature, or the defaults."""
     sig = spec.signature
     return sig.get("min_rank", default_min), sig.get("max_rank", default_max)

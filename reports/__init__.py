@@ -54,5 +54,5 @@ def write_summary(out_dir: Path, meta: dict, conform_version: str, tally: Tally)
 
 __all__ = ["OUTPUT_FILES", "ResultWriter", "Tally", "build_summary", "coverage_text", "dumps", "encode",
            "judged", "neutral", "op_definitions", "pass_rate", "rate_text", "read_results",
-           "render_html", "render_markdown", "to_json_safe", "write_certificate", "write_comparison",
+           "render_html", "render_markdown", "to_json_safe", "write_atomically", "write_certificate", "write_comparison",
            "write_junit", "write_reports", "write_summary"]

@@ -10,6 +10,8 @@ a region the standard leaves open: the value is recorded, not judged).
 """
 from __future__ import annotations
 
+import math
+
 import re
 
 from conform.verdicts import JUDGED  # noqa: E402 - the vocabulary, re-exported
@@ -46,20 +48,19 @@ def coverage(counts: dict) -> float | None:
 
 
 def rate_text(rate: float | None) -> str:
-    """A pass rate or coverage as a percentage with two decimals, 'n/a' for None."""
-    return "n/a" if rate is None else f"{100 * rate:.2f}%"
+    """A pass rate or coverage as a percentage with two decimals, rounded down (a rate below 1
+    never shows as 100.00%), 'n/a' for None: the one form of a percentage in the terminal,
+    every report and certificates."""
+    if rate is None:
+        return "n/a"
+    # (the 1e-9 absorbs float noise: 0.29 * 10000 is 2899.9999999999995)
+    return f"{math.floor(rate * 10000 + 1e-9) / 100:.2f}%"
 
 
 def coverage_text(counts: dict) -> str:
     """'judged N of M cases (coverage x%)'."""
     cases, rate = sum(counts.values()), coverage(counts)
-    shown = "n/a" if rate is None else f"{_floor_percent(rate)}%"
-    return f"judged {judged(counts)} of {cases} cases (coverage {shown})"
-
-
-def _floor_percent(rate: float) -> str:
-    # never shows 100% for a coverage below 1
-    return f"{int(rate * 10000) / 100:.2f}"
+    return f"judged {judged(counts)} of {cases} cases (coverage {rate_text(rate)})"
 
 
 def unsupported_reason(message: str | None) -> str:

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import jinja2
 
-from conform.reports._coverage import REASONS, SHORT_REASONS, coverage_text, reasons_text
+from conform.reports._coverage import REASONS, SHORT_REASONS, coverage_text, rate_text, reasons_text
 from conform.reports._failing import COLUMNS, embedded_json, failing_rows, plan_groups
 from conform.reports._summary import PROBLEMS as BAD
 from conform.reports._summary import Tally, pass_rate, severity, special_value_failure
@@ -78,11 +78,8 @@ def cell_class(counts: dict) -> str:
     return "impl" if counts.get("impl_defined") else "na"
 
 
-def percent(rate) -> str:
-    """A pass rate as text; never rounds a rate below 1 up to 100%."""
-    if rate is None:
-        return "n/a"
-    return f"{math.floor(1000 * rate) / 10:g}%"
+#: A pass rate as text, as everywhere (:func:`conform.reports.rate_text`: rounded down).
+percent = rate_text
 
 
 def fmt(value) -> str:

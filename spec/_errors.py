@@ -9,12 +9,18 @@ if TYPE_CHECKING:
     import yaml
 
 
+#: The longest message a SpecError carries (a value quoted in it is cut).
+MAX_MESSAGE = 2000
+
+
 class SpecError(Exception):
     """A spec file is malformed. The message names file, line and field."""
 
     def __init__(self, path: Path | str, line: int | None, field_path: str, message: str):
         self.path, self.line, self.field = str(path), line, field_path
         where = f"{path}:{line}" if line else str(path)
+        if len(message) > MAX_MESSAGE:   # a quoted value can be as long as the file
+            message = message[:MAX_MESSAGE - 3] + "..."
         super().__init__(f"{where}: field {field_path or '<top>'}: {message}")
 
 
@@ -50,4 +56,12 @@ def validate_document(data: Any, root: yaml.Node, path: Path, schema: dict,
             known = err.schema.get("properties", {})
             location += sorted(k for k in err.instance if k not in known)[:1]
         field_path = ".".join(str(p) for p in location)
-        raise error(path, line_of(root, location), field_path, err.message)
+        raise error(path, line_of(root, location), field_path, _message(err))
+
+
+def _message(err) -> str:
+    """The violation in one short line: a too long list or text is described, not quoted."""
+    if err.validator in ("maxItems", "maxProperties", "maxLength"):
+        return f"{len(err.instance)} entries, at most {err.validator_value} allowed"
+    text = err.message
+    return text if len(text) <= 300 else text[:300] + "..."

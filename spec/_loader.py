@@ -14,6 +14,7 @@ from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
 from conform.spec._errors import SpecError, line_of, validate_document
 from conform.spec.program_nodes import ProgramNode, array_names
+from conform.spec._runnable import check_runnable, dtype_class
 from conform.dtypes import FLOAT_FORMATS
 
 if TYPE_CHECKING:
@@ -208,13 +209,6 @@ def _flag(entry, key: str) -> bool:
     return not isinstance(entry, str) and bool(entry.get(key))
 
 
-def dtype_class(dtype: str) -> str:
-    """'float', 'int' or 'bool' for a dtype name."""
-    if dtype in FLOAT_DTYPES:
-        return "float"
-    return "bool" if dtype == "bool" else "int"
-
-
 def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
     if path.stem != data["op"]:
         raise SpecError(path, line_of(root, ["op"]), "op",
@@ -228,6 +222,7 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                         f"{key}={data['signature'][key]!r} would be ignored: the drawer of op "
                         f"{data['op']} ({found.module}) does not read it")
     _check_attribute_domains(data, root, path)
+    check_runnable(data, root, path, found)
     _check_input_flags(data, root, path, found)
     operands = data["bindings"].get("onnx", {}).get("operands")
     if operands is not None and len(operands) != len(data["signature"]["inputs"]):

@@ -9,6 +9,14 @@ DTYPES = ["bool", "int2", "int4", "int8", "int16", "int32", "int64", "uint2", "u
           "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float16", "bfloat16", "float32",
           "float64"]
 
+# List sizes a run can afford (the built-in specs use a fraction): the edge sweep of a binary op
+# holds every pair of edge values, each edge case and critical region is a case per dtype.
+MAX_EDGE_VALUES = 64
+MAX_ROWS = 256
+MAX_REGIONS = 64
+MAX_CHOICES = 256
+MAX_OPERANDS = 64
+
 _range = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 _value_ranges = {
     "type": "object",
@@ -69,7 +77,7 @@ _attribute_domain = {"oneOf": [
     {"type": ["number", "boolean", "string"]},
     {"type": "array"},
     {"type": "object", "additionalProperties": False, "required": ["choice"],
-     "properties": {"choice": {"type": "array", "minItems": 1}}},
+     "properties": {"choice": {"type": "array", "minItems": 1, "maxItems": MAX_CHOICES}}},
     {"type": "object", "additionalProperties": False, "required": ["range"],
      "properties": {"range": {"type": "array", "items": {"type": "integer"}, "minItems": 2,
                               "maxItems": 2}}},
@@ -117,7 +125,8 @@ SCHEMA = {
             "additionalProperties": False,
             "required": ["inputs"],
             "properties": {
-                "inputs": {"type": "array", "minItems": 0, "items": {"oneOf": [
+                "inputs": {"type": "array", "minItems": 0, "maxItems": MAX_OPERANDS,
+                           "items": {"oneOf": [
                     {"type": "string"},
                     {"type": "object", "additionalProperties": False, "required": ["name"],
                      "properties": {"name": {"type": "string"},
@@ -131,7 +140,8 @@ SCHEMA = {
                 "max_rank": {"type": "integer", "minimum": 0, "maximum": 6},
                 "shapes": {"enum": ["equal", "onnx_broadcast", "nnef_broadcast", "xla_broadcast"]},
                 "attrs": {"type": "object", "additionalProperties": _attribute_domain},
-                "outputs": {"type": "array", "minItems": 1, "items": {"oneOf": [
+                "outputs": {"type": "array", "minItems": 1, "maxItems": MAX_OPERANDS,
+                            "items": {"oneOf": [
                     _input_name,
                     {"type": "object", "additionalProperties": False, "required": ["name"],
                      "properties": {"name": _input_name, "type": {"enum": ["T"] + DTYPES},
@@ -148,15 +158,17 @@ SCHEMA = {
         "input_values": {"type": "object", "additionalProperties": _value_ranges},
         "edge_values": {
             "type": "object", "additionalProperties": False,
-            "properties": {"float": {"type": "array", "items": _edge_value},
-                           "int": {"type": "array", "items": _edge_value}},
+            "properties": {"float": {"type": "array", "items": _edge_value,
+                                     "maxItems": MAX_EDGE_VALUES},
+                           "int": {"type": "array", "items": _edge_value,
+                                   "maxItems": MAX_EDGE_VALUES}},
         },
         "edge_cases": {
-            "type": "array",
+            "type": "array", "maxItems": MAX_ROWS,
             "items": {"type": "object", "minProperties": 1, "additionalProperties": _edge_value},
         },
         "special_values": {
-            "type": "array",
+            "type": "array", "maxItems": MAX_ROWS,
             "items": {
                 "type": "object", "additionalProperties": False,
                 "required": ["inputs", "output", "source"],
@@ -168,7 +180,7 @@ SCHEMA = {
         "error_model": _error_models,
         # where the op's behaviour changes, over the dtype's constants (spec/critical.py)
         "critical_regions": {
-            "type": "array",
+            "type": "array", "maxItems": MAX_REGIONS,
             "items": {
                 "type": "object", "additionalProperties": False, "required": ["name", "at", "why"],
                 "oneOf": [{"required": ["ulps"]}, {"required": ["rel"]}],
@@ -183,7 +195,7 @@ SCHEMA = {
             },
         },
         "implementation_defined": {
-            "type": "array",
+            "type": "array", "maxItems": MAX_REGIONS,
             "items": {
                 "type": "object", "additionalProperties": False, "required": ["region", "why"],
                 "properties": {"region": {"type": "string"}, "why": {"type": "string"},

@@ -287,14 +287,10 @@ def case_entries(pairs: list[tuple[str, dict]], order: list[str]) -> list[dict]:
     return sorted(entries, key=lambda e: (rank.get(e["id"], len(rank)), e["id"]))
 
 
-def _share(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.2f}%"
-
-
 def tally(records: list[dict], settings: dict) -> dict:
     """Totals, per op x dtype figures and the verdict under the profile ``settings``: the part of
     a certificate that :func:`verify` recomputes from the result lines."""
-    from conform.reports import build_summary, to_json_safe
+    from conform.reports import build_summary, rate_text, to_json_safe
 
     summary = build_summary(records, {}, "")
     counts, cases = summary["counts"], summary["cases"]
@@ -306,7 +302,8 @@ def tally(records: list[dict], settings: dict) -> dict:
         held = value is not None and value >= floor
         certified = certified and held
         key = "min_pass_rate" if what == "pass rate" else "min_coverage"
-        reasons.append(f"{what} {_share(value)} {'>=' if held else '<'} {_share(floor)} ({key})")
+        reasons.append(f"{what} {rate_text(value)} {'>=' if held else '<'} {rate_text(floor)} "
+                       f"({key})")
     by_op = {op: {label: {"cases": cell["cases"], "counts": cell["counts"],
                           "pass_rate": cell["pass_rate"], "worst_error": cell["worst_error"],
                           "bound": cell["bound"], "unit": cell["unit"],
@@ -457,4 +454,8 @@ def certify(profile: Profile, backend: str, specs: dict, out: Path, *, spec_dir=
 
         certificate = sign(certificate, key)
     write_certificate(out, certificate)
+    if key is not None:   # the same, as a signed in-toto statement for supply-chain tooling
+        from conform.harness.assurance.attestation import write_envelope
+
+        write_envelope(out, certificate, key)
     return certificate

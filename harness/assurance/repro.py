@@ -132,6 +132,14 @@ OUTPUT = CASE["output"]   # the output checked: its number among the op's output
 OUT_DTYPE = CASE["out_dtype"]
 ATTRS = CASE["attrs"]
 RECORDED = CASE["recorded"]
+SUBNORMALS = CASE.get("subnormals", "ieee")   # the subnormal policy the run judged by
+POLICY = {
+    "ieee": "subnormals are judged as IEEE 754 values: an input or result flushed to zero "
+            "differs like any other value",
+    "ftz": "a subnormal input or intermediate result read as a zero of its sign (flushed) is "
+           "allowed: differences where the reference or the output is subnormal, or a zero in "
+           "place of one, may be such flushes, not failures",
+}
 
 
 def dtype(name):
@@ -169,6 +177,7 @@ def show(actual, expected, limit=8):
         rounded = expected.astype(dtype(OUT_DTYPE))
     differ = np.argwhere(~same(actual, rounded))   # at once: a float32 sweep's chunk holds 4M
     print(f"{len(differ)} of {expected.size} elements differ from the reference rounded to {OUT_DTYPE}")
+    print(f"subnormal policy {SUBNORMALS}: {POLICY.get(SUBNORMALS, SUBNORMALS)}")
     for index in map(tuple, differ[:limit].tolist()):
         print(f"  out{list(index)}: actual={actual[index].item()!r} expected={expected[index].item()!r}")
     if len(differ) > limit:
@@ -250,7 +259,8 @@ def case_data(record: dict, summary: dict, spec, case, requirement: str) -> dict
             "needs": f"numpy {requirement}" + (" ml_dtypes" if uses_ml_dtypes else ""),
             "input_dtypes": list(case.input_dtypes), "output": output,
             "output_name": spec.outputs[output], "out_dtype": spec.out_dtypes(case)[output],
-            "attrs": case.attrs, "recorded": _claim(record)}
+            "attrs": case.attrs, "recorded": _claim(record),
+            "subnormals": summary.get("subnormals_applied") or "ieee"}
 
 
 #: What a case id is made of (``add.float32.3``, ``onnx_cast.float16->float8_e5m2.0``).

@@ -74,7 +74,8 @@ def add_commands(sub) -> None:
     """The ``certify`` and ``verify`` sub-commands."""
     certify = sub.add_parser("certify", help="run a profile's frozen corpus on a backend and "
                                              "write a certificate")
-    certify.add_argument("--backend", required=True)
+    certify.add_argument("--backend", required=True,
+                         help="the backend certified: an entry-point name or module.path:ClassName")
     certify.add_argument("--profile", required=True, metavar="P",
                          help="xla-core, onnx-core, nnef-core, full, or one from --profiles")
     certify.add_argument("--profiles", type=Path, default=None, metavar="FILE",
@@ -82,7 +83,8 @@ def add_commands(sub) -> None:
     certify.add_argument("--out", type=Path, default=None,
                          help="output directory (default conform-out/<backend>-<profile>)")
     certify.add_argument("--force", action="store_true", help="write into an --out folder that holds files conform did not write (no .conform-out marker)")
-    certify.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1))
+    certify.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1),
+                         help="worker processes (default: min(2, cores))")
     certify.add_argument("--timeout", type=seconds, default=60.0, help="seconds per case")
     add_manifest_options(certify, where=", where the profile allows one")
     certify.add_argument("--no-cache", action="store_true",
@@ -104,7 +106,8 @@ def add_commands(sub) -> None:
                              "digest alone)")
     verify.add_argument("--results", type=Path, default=None, metavar="FILE",
                         help="the results.jsonl the certificate names, if it is not beside it")
-    verify.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1))
+    verify.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1),
+                        help="worker processes re-running the cases (default: min(2, cores))")
     verify.add_argument("--trusted-key", type=Path, action="append", default=[],
                         metavar="PUBKEY", help="require a valid signature by this Ed25519 public "
                                                "key (PEM; repeat to trust several)")
@@ -120,7 +123,8 @@ def add_commands(sub) -> None:
     key_sub = key.add_subparsers(dest="key_command", required=True)
     new = key_sub.add_parser("new", help="write a private key to PATH and its public key to "
                                          "PATH.pub")
-    new.add_argument("path", type=Path, metavar="PATH")
+    new.add_argument("path", type=Path, metavar="PATH",
+                     help="where to write the private key (the public key goes to PATH.pub)")
 
 
 def _usage(message: str) -> int:

@@ -59,10 +59,10 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
 def add_commands(sub) -> None:
     """The ``gate`` and ``repro`` sub-commands."""
     gate = sub.add_parser("gate", help="apply the CI gate to a finished run, without rerunning it")
-    gate.add_argument("dir", type=Path)
+    gate.add_argument("dir", type=Path, help="the run directory (holding summary.json)")
     add_gate_options(gate)
     repro = sub.add_parser("repro", help="write a standalone script reproducing one case")
-    repro.add_argument("case_id")
+    repro.add_argument("case_id", help="the case's id, as results.jsonl names it (e.g. add.float32.3)")
     repro.add_argument("--from", dest="run_dir", type=Path, required=True, metavar="DIR",
                        help="the run directory holding the case")
     repro.add_argument("--out", type=Path, default=None, metavar="REPRO_DIR",

@@ -36,14 +36,15 @@ def add_commands(sub) -> None:
     """The ``hunt`` sub-command."""
     hunt = sub.add_parser("hunt", help="climb toward an op's largest error/bound ratio on a "
                                        "backend, with a bounded budget")
-    hunt.add_argument("--backend", required=True)
+    hunt.add_argument("--backend", required=True,
+                      help="the backend: an entry-point name or module.path:ClassName")
     hunt.add_argument("--ops", required=True, type=names,
                       help="comma-separated op names or globs (element-wise float ops)")
     hunt.add_argument("--dtypes", default=None, type=names,
                       help="comma-separated float dtypes (default: all the op has)")
     hunt.add_argument("--budget", type=budget, default=512,
                       help="input evaluations per op and dtype (default 512)")
-    hunt.add_argument("--seed", type=seed, default=0)
+    hunt.add_argument("--seed", type=seed, default=0, help="the hunt's random seed (default 0)")
     hunt.add_argument("--out", type=Path, default=None,
                       help="output directory (default conform-out/<backend>-hunt)")
     hunt.add_argument("--force", action="store_true", help="write into an --out folder that holds files conform did not write (no .conform-out marker)")

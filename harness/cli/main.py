@@ -22,6 +22,7 @@ EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 ONNX_OPSET_MAX = 28   # the newest opset the pinned onnx package defines
 EXIT_NOTHING_JUDGED = 3    # a run whose every case was skipped, unsupported, error, crash or timeout
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+EXIT_TERMINATED = 143      # 128 + SIGTERM: a run stopped by SIGTERM (its reports written)
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE, as a command killed by a closed pipe exits
 
 
@@ -34,12 +35,16 @@ def _add_run_command(sub) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the suite against a backend", epilog=(
         "exit status: 0 ran and the gate (if any) holds; 1 the gate failed; 2 usage, spec or "
         "configuration error; 3 nothing was judged (every case skipped or unsupported, or every "
-        "case that ran an error, crash or timeout); 130 interrupted; 141 stdout closed"))
-    run.add_argument("--backend", required=True)
+        "case that ran an error, crash or timeout); 130 interrupted (Ctrl-C), 143 terminated "
+        "(SIGTERM), each with partial reports; 141 stdout closed"))
+    run.add_argument("--backend", required=True,
+                     help="the backend: an entry-point name (conform list names the installed "
+                          "ones) or module.path:ClassName")
     run.add_argument("--ops", type=_csv, default=None, help="comma-separated op names or globs")
     run.add_argument("--dtypes", type=_csv, default=None, help="comma-separated dtype names")
     run.add_argument("--max-examples", type=at_least_one, default=20, help="cases per op and dtype")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=int, default=0,
+                     help="the seed the cases are drawn from (default 0): same seed, same cases")
     run.add_argument("--out", type=Path, default=None, help="output directory (default conform-out/<backend>)")
     run.add_argument("--force", action="store_true", help="write into an --out folder that holds files conform did not write (no .conform-out marker)")
     run.add_argument("--workers", type=at_least_one, default=min(2, os.cpu_count() or 1),
@@ -77,14 +82,19 @@ def _add_run_command(sub) -> argparse.ArgumentParser:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="conform", description=__doc__.splitlines()[0])
-    parser.add_argument("--specs", type=Path, default=None,
-                        help="directory of op spec YAML files (default: the built-in suite)")
+    parser = Parser(prog="conform", description="conform: a conformance test suite and "
+                    "certification harness for tensor operations. The command's exit status: "
+                    "0 ran and the gate (if any) holds, 1 the gate failed, 2 usage, spec or "
+                    "configuration error, 3 nothing judged (see each command's --help).")
+    parser.add_argument("--specs", type=Path, default=None, help=_SPECS_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
 
     listing = sub.add_parser("list", help="list ops with their bindings and dtypes")
-    listing.add_argument("--backend", default=None)
-    listing.add_argument("--format", choices=["table", "json"], default="table")
+    listing.add_argument("--backend", default=None,
+                         help="list only the ops and dtypes this backend says it runs")
+    listing.add_argument("--format", choices=["table", "json"], default="table",
+                         help="a table (default), or JSON with each op's signature for adapter "
+                              "authors")
     listing.add_argument("--programs", action="store_true",
                          help="add the program suite `conform run --programs` adds (chains of "
                               "ops in the backend's format; the XLA ops' without --backend)")
@@ -94,14 +104,24 @@ def _parser() -> argparse.ArgumentParser:
     cli_certify.add_profile_options(run)
 
     report = sub.add_parser("report", help="re-render a finished run; several DIRs: compare them")
-    report.add_argument("dirs", type=Path, nargs="+")
+    report.add_argument("dirs", type=Path, nargs="+", metavar="DIR",
+                        help="a run directory to re-render; several: a comparison page")
     report.add_argument("--out", type=Path, default=None,
                         help="comparison page to write (default ./conform-compare.html)")
     cli_gate.add_commands(sub)
     cli_certify.add_commands(sub)
     cli_adapter.add_commands(sub)
     cli_hunt.add_commands(sub)
+    for name in _READ_SPECS:   # --specs after the subcommand too (``conform run --specs DIR``)
+        sub.choices[name].add_argument("--specs", type=Path, default=argparse.SUPPRESS,
+                                       help=_SPECS_HELP)
     return parser
+
+
+_SPECS_HELP = ("a folder of op spec YAML files added to the built-in suite (one there replaces "
+               "the built-in spec of its op)")
+#: The subcommands that read the specs.
+_READ_SPECS = ("list", "run", "repro", "certify", "verify", "hunt")
 
 
 def _load_specs(directory):
@@ -174,7 +194,7 @@ def _print_table(summary: dict) -> None:
         print(f"\n{'op':24} {'dtype':18} {'pass':>8} {'fail':>5} {'err':>4} {'crash':>5} {'t/o':>4}")
         for rate_, op, dtype, cell in worst[:20]:
             c = cell["counts"]
-            print(f"{op:24} {dtype:18} {100 * rate_:7.1f}% {c['fail']:5} {c['error']:4} "
+            print(f"{op:24} {dtype:18} {rate_text(rate_):>8} {c['fail']:5} {c['error']:4} "
                   f"{c['crash']:5} {c['timeout']:4}")
         if len(worst) > 20:
             print(f"... {len(worst) - 20} more op x dtype cells below 100%")
@@ -240,7 +260,7 @@ def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
             print(f"conform: interrupted: the reports in {out} are partial ({summary['cases']} of "
                   f"{summary['cases_planned']} cases); the same command with --resume "
                   "continues the run", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return EXIT_TERMINATED if meta.get("interrupted_by") == "SIGTERM" else EXIT_INTERRUPTED
         cli_gate.warn_stale(stale)
         status = cli_gate.gate_status(args, summary, records, baseline)
         nothing = nothing_judged(summary["counts"])

@@ -44,7 +44,8 @@ def round_to_dtype(values: np.ndarray, dtype: str, *, saturate: bool = False) ->
     """
     fmt = FLOAT_FORMATS.get(dtype)
     if fmt is None or (dtype in _NUMPY_ROUNDED and not saturate):
-        return np.asarray(values).astype(np_dtype(dtype))
+        with np.errstate(over="ignore", invalid="ignore"):   # overflow: ±inf is the answer
+            return np.asarray(values).astype(np_dtype(dtype))
     # exactly representable now: the cast does not round a second time
     return round_to_format(values, fmt, saturate=saturate).astype(np_dtype(dtype))
 

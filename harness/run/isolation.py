@@ -40,8 +40,8 @@ from conform.harness.run.processes import (LOAD_TIMEOUT, WORKER_METHOD, start_me
                                            started_without_main, worker_context)
 from conform.harness.run.stages import JUDGE_PROCESSES_FROM, Judged, Judging, JudgeProcesses
 from conform.harness.run.wire import WireError, read_first, read_reply, unpack
-from conform.harness.run.worker import (REPLY_BATCH, ComputeSettings, Outcome, reuse_freed_memory,
-                                    worker_main)
+from conform.harness.run.worker import (REPLY_BATCH, ComputeSettings, Outcome, kill_group,
+                                    reuse_freed_memory, worker_main)
 
 class BackendLoadError(Exception):
     """The backend could not be imported or instantiated in a worker."""
@@ -301,6 +301,7 @@ class WorkerPool:
         if worker.process.is_alive():
             worker.process.kill()
             worker.process.join(5)
+        kill_group(worker.process.pid)   # what the backend started dies with its worker
         worker.conn.close()
 
     def _replace(self, worker: _Worker, kill: bool, recycle: bool = False,

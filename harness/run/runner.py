@@ -266,26 +266,36 @@ class _Remaining:
         return (case for case in self.cases if case.id not in self.done)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM reached the run: it ends as a Ctrl-C ends it (partial reports, a resume hint)."""
+
+
+#: What each signal that interrupts a run raises, and its name in summary.json.
+_INTERRUPTS = {signal.SIGINT: (KeyboardInterrupt, "SIGINT"), signal.SIGTERM: (Terminated, "SIGTERM")}
+
+
 @contextlib.contextmanager
 def _interrupts_reach_parent_only():
     """While a run goes on, Ctrl-C (SIGINT, which the terminal sends to every process of the
-    command) interrupts this process alone: the processes it forks to draw the corpus inherit a
-    handler that ignores it, so they print no traceback (the workers ignore it themselves)."""
+    command) and SIGTERM interrupt this process alone: the processes it forks to draw the corpus
+    inherit a handler that ignores them, so they print no traceback (the workers ignore them
+    themselves)."""
     parent = os.getpid()
 
     def interrupt(signum, frame):
         if os.getpid() == parent:
-            raise KeyboardInterrupt
+            raise _INTERRUPTS[signum][0]
 
     try:
-        previous = signal.signal(signal.SIGINT, interrupt)
+        previous = {signum: signal.signal(signum, interrupt) for signum in _INTERRUPTS}
     except ValueError:   # not the main thread: signals are not ours to handle
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _meta(config: RunConfig, info: dict, policy: str, pairs: list, key: dict, planned: int) -> dict:
@@ -354,10 +364,10 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
             try:
                 _execute(config, specs, pool, writer, tally, skipped, cases, policy, progress,
                          checkpoint=lambda: write_summary(out, meta, conform.__version__, tally))
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
                 if not config.interruptible:
                     raise
-                interrupted = True
+                interrupted = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
                 for worker in multiprocessing.active_children():   # what they owe is lost anyway:
                     worker.kill()                                  # stop now, not after it
             info, restarts, recycled = pool.info, pool.restarts, pool.recycled
@@ -367,6 +377,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
     stats, spent = (_rounded(counts) for counts in (pool.stats, pool.spent))
     meta.update({
         "complete": not interrupted, "worker_restarts": restarts, "workers_recycled": recycled,
+        **({"interrupted_by": interrupted} if interrupted else {}),
         "backend_stats": stats,
         "workers_given_up": given_up,   # why each worker that could not load was given up
         # where the harness's own time went: judging, here (oracle answers are kept with

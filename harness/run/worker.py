@@ -63,6 +63,28 @@ def _die_with_parent(parent_pid: int | None) -> None:
         os._exit(0)
 
 
+def _own_process_group() -> None:
+    """Lead a process group of its own, first thing: every process the backend starts joins it,
+    and the parent, stopping this worker, kills the group (:func:`kill_group`), so that none
+    outlives the run (holding its output pipe open). Signals sent to conform's group (a
+    terminal's Ctrl-C) no longer reach the worker: the parent decides what they mean."""
+    try:
+        os.setpgid(0, 0)
+    except (OSError, AttributeError):   # not a POSIX system: the worker stays in conform's group
+        pass
+
+
+def kill_group(pid: int | None) -> None:
+    """Kill what is left of the process group the worker ``pid`` led (the processes its
+    backend started), once the worker itself is gone or being killed."""
+    if pid is None or not hasattr(os, "killpg") or pid == os.getpgrp():
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):   # nothing left of it, or never formed
+        pass
+
+
 @dataclass(frozen=True)
 class ComputeSettings:
     """What a worker needs besides its backend: the user's spec folder (None: the built-in
@@ -98,6 +120,7 @@ def worker_main(conn, backend_name: str, settings: ComputeSettings, finished, si
     arrive without their oracle answers (:meth:`~conform.generators.Case.for_backend`), and
     what goes back is outputs, messages and the backend's counters, as :mod:`~conform.harness.run.wire`
     frames: judging, manifests and tallies happen in the parent (:mod:`conform.harness.run.stages`)."""
+    _own_process_group()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # blocked while we started
     _die_with_parent(settings.parent_pid)

@@ -170,6 +170,7 @@ def test_a_signed_certificate_and_a_forgery_of_it(certified, tmp_path, conform_c
     assert absolute == [], absolute   # (names the lines, should a path ever leak in)
     assert f"key <span class=\"hash\">{key_id}</span>" in (out / "certificate.html").read_text()
     pub = tmp_path / "vendor.key.pub"
+    _the_in_toto_statement_verifies(out, json.loads(text), pub)
     ok = conform_cli("verify", out, "--trusted-key", pub, "--rerun", 0, check_status=0)
     assert f"ok: signature: signed by trusted key {key_id}" in ok.stdout
     unsigned = conform_cli("verify", root / "cert", "--trusted-key", pub, "--rerun", 0,
@@ -212,3 +213,31 @@ def test_run_with_a_profile_runs_its_corpus(certified, tmp_path, conform_cli):
             summary["subnormals_applied"]) == ("tiny", 7, 8, "ieee")
     ids = sorted(json.loads(line)["id"] for line in (tmp_path / "run" / "results.jsonl").open())
     assert ids == sorted(c["id"] for c in _cert(root / "cert")["results"]["cases"])
+
+
+def _the_in_toto_statement_verifies(out, certificate: dict, pub):
+    """certificate.intoto.json is a DSSE envelope securesystemslib (the in-toto project's
+    library) verifies under the vendor's key, of an in-toto statement with the test-result
+    predicate naming the adapter's digest and the certificate's; another key refuses it."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.exceptions import VerificationError
+    from securesystemslib.signer import SSlibKey
+
+    from conform.harness.assurance.signing import load_public_key
+
+    envelope = Envelope.from_dict(json.loads((out / "certificate.intoto.json").read_text("utf-8")))
+    assert envelope.payload_type == "application/vnd.in-toto+json"
+    assert len(envelope.verify([SSlibKey.from_crypto(load_public_key(pub))], 1)) == 1
+    with pytest.raises(VerificationError):
+        envelope.verify([SSlibKey.from_crypto(Ed25519PrivateKey.generate().public_key())], 1)
+    statement = json.loads(envelope.payload)
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    assert statement["predicateType"] == "https://in-toto.io/attestation/test-result/v0.1"
+    adapter = certificate["environment"]["adapter"]
+    assert statement["subject"][0]["digest"] == {"sha256": adapter["sha256"]}
+    predicate = statement["predicate"]
+    assert predicate["result"] == ("PASSED" if certificate["verdict"] == "certified" else "FAILED")
+    assert {"name": "certificate.json", "digest": {"sha256": certificate["digest"]}} in \
+        predicate["configuration"]
+    assert predicate["failedTests"] or predicate["passedTests"]

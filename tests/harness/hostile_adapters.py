@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -168,6 +170,26 @@ class CrashesAlways(_Adds):
 
     def misbehave(self, at):
         os._exit(5)
+
+
+class LeavesAChild(_Adds):
+    """Starts a process that sleeps for an hour holding the standard streams conform gave the
+    worker (``conform run ... | cat`` then waits for it): it must die with its worker."""
+
+    def __init__(self):
+        self.child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+
+
+class SaysThenHangs(LeavesAChild):
+    """On case 3, with the MARKER variable naming a FIFO: writes a line to it (the test learns
+    the run is under way), then hangs. Without MARKER it computes every case. It leaves a child
+    too."""
+
+    def misbehave(self, at: int) -> None:
+        if at == 3 and os.environ.get(MARKER):
+            with open(os.environ[MARKER], "w", encoding="utf-8") as fifo:
+                fifo.write("running\n")
+            time.sleep(3600)
 
 
 def add_cases(indices, dtype: str = "float32") -> list:

@@ -168,6 +168,8 @@ def test_a_jax_script_reproduces_a_real_failure(tmp_path, specs, conform_cli):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"REPRODUCED: the recorded fail of {record['id']}" in proc.stdout
     assert f"actual recorded by conform   = {float(record['worst']['actual'])!r}" in proc.stdout
+    # the script says which differences the run's subnormal policy allows (here none: ieee)
+    assert "subnormal policy ieee: subnormals are judged as IEEE 754 values" in proc.stdout
 
 
 @pytest.fixture(scope="module")

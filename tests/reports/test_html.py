@@ -37,7 +37,7 @@ def test_headline_counts_and_environment(record, run_dir, tmp_path):
         record("add", "float32", "fail", 3, error=9.0), record("abs", "int32", "crash", 0)]
     run_dir(tmp_path, records)
     page = (tmp_path / "report.html").read_text()
-    assert re.search(r'class="rate">60%<', page)
+    assert re.search(r'class="rate">60.00%<', page)
     assert ">pass 3<" in page and ">fail 1<" in page and ">crash 1<" in page
     env = page[page.index('id="env"'):]
     for text in ("synthetic 1.0", "subnormals declared</th><td>ftz", "subnormals applied</th><td>ieee",
@@ -53,9 +53,9 @@ def test_matrix_cells_carry_class_rate_and_link(record):
     page = render(records)
     matrix = page[page.index('id="matrix"'):page.index("</table>", page.index('id="matrix"'))]
     # the pass rate, then judged / cases
-    assert re.search(r'<td class="fail" data-r="0.5"[^>]*><a href="#c-add-float32">50%<span class="n">2/2</span></a>',
+    assert re.search(r'<td class="fail" data-r="0.5"[^>]*><a href="#c-add-float32">50.00%<span class="n">2/2</span></a>',
                      matrix)
-    assert re.search(r'<td class="pass" data-r="1.0"[^>]*><a href="#c-add-int32">100%<span class="n">1/1</span></a>',
+    assert re.search(r'<td class="pass" data-r="1.0"[^>]*><a href="#c-add-int32">100.00%<span class="n">1/1</span></a>',
                      matrix)
     assert re.search(r'<a href="#c-neg-float16">n/a<span class="n">impl-defined</span>', matrix)  # not judged
     assert re.search(r'<td class="err" data-r="0.0"', matrix)
@@ -136,8 +136,13 @@ def test_long_messages_are_clipped(record):
     assert "x" * 2000 in page and "x" * 2001 not in page and "8000 characters cut" in page
 
 
-def test_percent_never_rounds_up_to_100():
-    assert percent(0.99996) == "99.9%" and percent(1.0) == "100%" and percent(None) == "n/a"
+def test_percent_never_rounds_up_to_100_and_is_the_terminals_and_certificates_form():
+    from conform.reports import rate_text
+
+    assert percent(0.99996) == "99.99%" and percent(1.0) == "100.00%" and percent(None) == "n/a"
+    assert percent(0.29) == "29.00%"   # 0.29 * 10000 is 2899.999...: not 28.99%
+    for rate in (0.99996, 0.29, 0.5555, 1 / 3, 0.0, 1.0, None):
+        assert percent(rate) == rate_text(rate)   # (the terminal's and certificates' form)
 
 
 def test_a_full_sized_run_renders_small(record):
@@ -162,3 +167,11 @@ def test_special_value_failures_are_named_and_rank_first(record):
     assert ids == ["mul_float32_1", "mul_float32_0"]
     assert "special value mismatch (NaN, infinity or signed zero)</summary>" in page
     assert ">inf</td>" in page and ">nan</td>" in page
+
+
+def test_a_matrix_wider_than_the_page_scrolls_in_its_own_frame(record):
+    page = render([record("add", dtype, "pass", 0) for dtype in ("float16", "float32", "int32")])
+    frame = page.index('<div class="matrix-frame"')
+    assert frame < page.index('<table id="matrix">') < page.index("</table>\n</div>", frame)
+    assert re.search(r"\.matrix-frame \{ overflow: auto; max-width: 100%", page)
+    assert "position: sticky; left: 0" in page   # the op names stay in view

@@ -103,6 +103,32 @@ BAD_SPECS = [
     (("  onnx: {op_type: Add}\n", "  onnx: {op_type: Add}\n  numpy: {fn: ndarray}\n"), 17,
      "bindings.numpy.fn",
      "fn='ndarray' is not a NumPy function or ufunc"),
+    # what a run cannot do (spec/_runnable.py): value ranges, rank bounds, attributes, edge values
+    (("values: {float: [-100, 100]", "values: {float: [100, -100]"), 8, "values.float",
+     "range=[100, -100]: the ends are reversed"),
+    (("values: {float: [-100, 100]", "values: {float: [-1.0e+308, 1.0e+308]"), 8, "values.float",
+     "high - low overflows"),
+    (("values: {float: [-100, 100]", "values: {float: [.nan, .nan]"), 8, "values.float.0",
+     "a draw needs finite ends"),
+    (("values: {float: [-100, 100]", "values: {float: [1.0e+6, 1.0e+7]"), 8, "values.float",
+     "no float16 value lies in it"),
+    (("int: [-10000, 10000]", "int: [0.5, 3]"), 8, "values.int.0", "whole-number ends"),
+    (("values: {float:", "input_values: {lsh: {float: [0, 1]}}\nvalues: {float:"), 8,
+     "input_values.lsh", "'lsh' names no input"),
+    (("signature: {inputs: [lhs, rhs]}", "signature: {inputs: [lhs, rhs], min_rank: 3, max_rank: 1}"),
+     6, "signature.min_rank", "min_rank=3 is above max_rank=1"),
+    (("signature: {inputs: [lhs, rhs]}", "signature: {inputs: [lhs, rhs], min_rank: 5}"),
+     6, "signature.min_rank", "(max_rank defaults to 4)"),
+    (("signature: {inputs: [lhs, rhs]}", "signature: {inputs: [lhs, rhs], attrs: {frob: 3}}"),
+     6, "signature.attrs.frob", "the oracle of op add (conform.ops.elementwise) takes no attribute 'frob'"),
+    (("signature: {inputs: [lhs, rhs]}", "signature: {inputs: [lhs, rhs], attrs: {ftz: true}}"),
+     6, "signature.attrs.ftz", "reserved for the harness"),
+    (("bindings:\n", "edge_values: {float: [zero, bogus]}\nbindings:\n"), 14, "edge_values.float.1",
+     "edge value 'bogus' is neither a number nor a known name"),
+    (("bindings:\n", "edge_values: {int: [1, 2.5]}\nbindings:\n"), 14, "edge_values.int.1",
+     "2.5 is no whole number"),
+    (("bindings:\n", "edge_values: {float: [" + ", ".join(["1"] * 65) + "]}\nbindings:\n"), 14,
+     "edge_values.float", "65 entries, at most 64 allowed"),   # (the had 120,000)
 ]
 
 
