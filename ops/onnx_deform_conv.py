@@ -170,11 +170,34 @@ def values_deform_conv(rng, inputs, attrs):
 
 
 def feed_deform_conv(inputs, attrs, index):
-    """Y[n, oc, ...] reads batch n of X, the offsets and mask at its position, and W[oc]."""
-    given = by_name(NAMES, inputs, attrs.get("absent_inputs", ()))
-    at = (index[0], slice(None)) + tuple(index[2:])
-    return [given["x"][index[0]].ravel(), given["w"][index[1]].ravel(), given["offset"][at]] + \
-        ([given["mask"][at]] if "mask" in given else [])
+    """Y[n, oc, oh, ow] combines W[oc], B[oc] and, per input channel of oc's group and kernel
+    tap, the X elements (row-major, each once) its location interpolates (none where it leaves
+    the padded tensor, none of the padding), with the offsets and mask of those channels'
+    offset groups at (oh, ow)."""
+    absent = attrs.get("absent_inputs", ())
+    given = by_name(NAMES, inputs, absent)
+    x, w, offset = given["x"], given["w"], given["offset"]
+    n, oc, oh, ow = index
+    c, h, wd = x.shape[1:]
+    group, og = int(attrs.get("group", 1)), int(attrs.get("offset_group", 1))
+    per, part = c // group, oc // (w.shape[0] // group)   # oc's group reads its per channels
+    channels = range(part * per, (part + 1) * per)
+    ys, xs = locations(x.shape, w.shape, offset, attrs)
+    pads, reads = attrs.get("pads", [0, 0, 0, 0]), set()
+    for ch in channels:
+        for y, xx in zip(ys[n, ch // (c // og), :, oh, ow], xs[n, ch // (c // og), :, oh, ow]):
+            if not -pads[0] <= y <= h - 1 + pads[2] or not -pads[1] <= xx <= wd - 1 + pads[3]:
+                continue
+            reads |= {(ch, py, px) for py in (math.floor(y), math.floor(y) + 1)
+                      for px in (math.floor(xx), math.floor(xx) + 1) if 0 <= py < h and 0 <= px < wd}
+    groups = sorted({ch // (c // og) for ch in channels})
+    k = math.prod(w.shape[2:])
+    picked = {"x": x[n].ravel()[sorted(np.ravel_multi_index(p, x.shape[1:]) for p in reads)],
+              "w": w[oc].ravel(), "b": given.get("b", np.zeros(0))[oc:oc + 1],
+              "offset": np.concatenate([offset[n, g * 2 * k:(g + 1) * 2 * k, oh, ow] for g in groups]),
+              "mask": np.concatenate([given["mask"][n, g * k:(g + 1) * k, oh, ow] for g in groups])
+              if "mask" in given else None}
+    return [picked[name] for name in given]
 
 
 def numpy_deform_conv(*inputs, absent_inputs=(), **attrs):

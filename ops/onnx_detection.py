@@ -206,9 +206,15 @@ def values_nms(rng, inputs, attrs):
 
 
 def feed_nms(inputs, attrs, index):
-    """Row ``index[0]`` names a box: every box and score of its batch and class decides it."""
-    given = by_name(NMS_INPUTS, inputs, attrs.get("absent_inputs", ()))
-    return [given["boxes"].ravel(), given["scores"].ravel()]
+    """Row ``index[0]`` names a kept box of batch b and class c: the text's selection compares
+    every box of batch b, every score of (b, c) and the thresholds (each present input whole;
+    max_output_boxes_per_class too: it ends the selection)."""
+    absent = attrs.get("absent_inputs", ())
+    given = by_name(NMS_INPUTS, inputs, absent)
+    rows = _rows(nms_groups(inputs, attrs.get("center_point_box", 0), absent))
+    b, c = (int(v) for v in rows[index[0], :2])
+    picked = {"boxes": given["boxes"][b].ravel(), "scores": given["scores"][b, c]}
+    return [picked.get(name, np.asarray(given[name]).ravel()) for name in given]
 
 
 def numpy_nms(*inputs, center_point_box=0, absent_inputs=()):
@@ -375,10 +381,24 @@ def values_roi_align(rng, inputs, attrs):
     return [x, made, rng.integers(0, x.shape[0], len(rois)).astype(np.int64)]
 
 
+def bilinear_reads(h: int, w: int, ys, xs) -> np.ndarray:
+    """The flat indices (row-major, each once) of the ``h x w`` plane's elements that
+    :func:`bilinear` reads at every pair of ``ys`` and ``xs`` (its four neighbours, clamped)."""
+    y0 = np.minimum(np.floor(np.asarray(ys)), h - 1).astype(int)
+    x0 = np.minimum(np.floor(np.asarray(xs)), w - 1).astype(int)
+    rows = np.concatenate([y0, np.minimum(y0 + 1, h - 1)])
+    cols = np.concatenate([x0, np.minimum(x0 + 1, w - 1)])
+    return np.unique((rows[:, None] * w + cols[None, :]).ravel())
+
+
 def feed_roi_align(inputs, attrs, index):
-    """Y[r, c, ...] reads channel c of RoI r's batch, and RoI r."""
+    """Y[r, c, ph, pw] combines the neighbours of bin (ph, pw)'s sample points in channel c of
+    RoI r's batch, and reads RoI r's corners; the batch index is an index."""
     x, rois, batch = inputs
-    return [x[int(batch[index[0]]), index[1]].ravel(), rois[index[0]]]
+    r, c, ph, pw = index
+    (ys, _, _), (xs, _, _) = roi_samples(rois, attrs)
+    plane = x[int(batch[r]), c]
+    return [plane.ravel()[bilinear_reads(*plane.shape, ys[r][ph], xs[r][pw])], rois[r], None]
 
 
 ROI_ALIGN_ATTRIBUTES = ("mode", "output_height", "output_width", "sampling_ratio",

@@ -88,8 +88,9 @@ def values_affine_grid(rng, inputs, attrs):
 
 
 def feed_affine_grid(inputs, attrs, index):
-    """grid[n, ..., i] reads row i of theta[n]."""
-    return [inputs[0][index[0], index[-1]]]
+    """grid[n, ..., i] combines row i of theta[n] (with the position's coordinates and 1);
+    size only sets the positions."""
+    return [inputs[0][index[0], index[-1]], None]
 
 
 def numpy_affine_grid(theta, size, *, align_corners=0):
@@ -278,9 +279,19 @@ def values_grid_sample(rng, inputs, attrs):
 
 
 def feed_grid_sample(inputs, attrs, index):
-    """Y[n, c, ...] reads channel c of batch n and the grid vector at its position."""
+    """Y[n, c, o...] combines the elements of channel c of batch n at the taps of its grid
+    vector's position (after padding; a zeros-padding tap outside X holds 0, no element), each
+    once, row-major; and reads that grid vector."""
     x, grid = inputs
-    return [x[index[0], index[1]].ravel(), grid[(index[0],) + tuple(index[2:])]]
+    vector = grid[(index[0],) + tuple(index[2:])]
+    r, ac = x.ndim - 2, int(attrs.get("align_corners", 0))
+    mode, padding = MODES[attrs.get("mode", "linear")], attrs.get("padding_mode", "zeros")
+    per_axis = [[padded(np.asarray(p), x.shape[2 + a], padding, ac) for p, _, _ in axis_taps(
+        unnormalise(np.asarray(vector[r - 1 - a]), x.shape[2 + a], ac), mode)] for a in range(r)]
+    reads = {tuple(int(i) for i, _ in combo) for combo in itertools.product(*per_axis)
+             if all(ok for _, ok in combo)}
+    flat = sorted(np.ravel_multi_index(tuple(zip(*reads)), x.shape[2:])) if reads else []
+    return [x[index[0], index[1]].ravel()[np.asarray(flat, np.int64)], vector]
 
 
 def numpy_grid_sample(x, grid, *, mode="linear", padding_mode="zeros", align_corners=0):

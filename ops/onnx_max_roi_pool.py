@@ -90,9 +90,14 @@ def values_max_roi_pool(rng, inputs, attrs):
 
 
 def feed_max_roi_pool(inputs, attrs, index):
-    """Y[r, c, ...] reads channel c of RoI r's batch, and RoI r."""
+    """Y[r, c, ph, pw] is the maximum of bin (ph, pw) of RoI r's window in channel c of its
+    batch (row-major), and reads RoI r (its batch index and corners)."""
     x, rois = inputs
-    return [x[int(rois[index[0], 0]), index[1]].ravel(), rois[index[0]]]
+    r, c, ph, pw = index
+    (y0, h), (x0, w) = _window(rois[r], float(attrs.get("spatial_scale", 1.0)), 0)
+    pooled = attrs["pooled_shape"]
+    (a, b), (first, end) = bins(y0, h, pooled[0])[ph], bins(x0, w, pooled[1])[pw]
+    return [x[int(rois[r, 0]), c, a:b, first:end].ravel(), rois[r]]
 
 
 def numpy_max_roi_pool(x, rois, *, pooled_shape, spatial_scale=1.0):

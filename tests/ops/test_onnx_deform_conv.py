@@ -7,6 +7,7 @@ import numpy as np
 import onnx
 
 from conform.oracles._registry import evaluate
+from conform.oracles.feeding import feeding_elements
 from tests.ops.backend_runs import judged, numpy_backend, onnxruntime  # noqa: F401 (fixture)
 from tests.ops.ort_graphs import node_test_cases
 
@@ -70,3 +71,21 @@ def test_numpy_and_onnxruntime_pass_drawn_cases(specs, onnxruntime):
     for backend in (numpy_backend(), onnxruntime):
         verdicts = {j.verdict for _, j in judged(specs, backend, DC, "float32", count=10)}
         assert verdicts <= {"pass", "impl_defined"} and "pass" in verdicts, (backend, verdicts)
+
+
+def test_feeding_the_group_s_interpolated_elements_weights_offsets_mask_and_bias():
+    """Group 2, offset_group 2, a 1 x 1 kernel over 2 x 3 x 3 numbered 1..18: output channel 1
+    reads input channel 1 only, at location (0.5, 0) at output (0, 0) (its group's H offset
+    +0.5): rows 0, 1 and columns 0, 1; W[1], B[1], offset group 1's pair and mask there. A
+    location past the tensor (W offset +1.5 at output (0, 2): 3.5) reads no element."""
+    x = np.arange(1.0, 19.0).reshape(1, 2, 3, 3)
+    w, b = np.array([[[[5.0]]], [[[7.0]]]]), np.array([0.25, 0.5])
+    offset, mask = np.zeros((1, 4, 3, 3)), np.arange(1.0, 19.0).reshape(1, 2, 3, 3) / 32
+    offset[0, 2, 0, 0], offset[0, 3, 0, 2] = 0.5, 1.5
+    inputs, attrs = [x, w, offset, b, mask], {"group": 2, "offset_group": 2}
+    fed = feeding_elements(DC, inputs, attrs, [0, 1, 0, 0])
+    assert [f.tolist() for f in fed] == [[10.0, 11.0, 13.0, 14.0], [7.0], [0.5, 0.0], [0.5],
+                                         [mask[0, 1, 0, 0]]]
+    assert feeding_elements(DC, inputs, attrs, [0, 1, 0, 2])[0].tolist() == []
+    y = evaluate(DC, inputs, attrs)[0]
+    assert y[0, 1, 0, 0] == 7 * mask[0, 1, 0, 0] * 11.5 + 0.5 and y[0, 1, 0, 2] == 0.5

@@ -11,6 +11,7 @@ import pytest
 from conform.generators._case import Case
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
+from conform.oracles.feeding import feeding_elements
 from tests.ops.backend_runs import judged, numpy_backend, onnxruntime  # noqa: F401 (fixture)
 from tests.ops.ort_graphs import node_test_cases
 
@@ -262,3 +263,29 @@ def test_max_roi_pool_passes_on_numpy_and_onnxruntime_outside_its_regions(specs,
         for dtype in ("float16", "float32"):
             verdicts = {j.verdict for _, j in judged(specs, backend, MRP, dtype, count=6)}
             assert verdicts <= {"pass", "impl_defined"}, (backend, dtype, verdicts)
+
+
+def test_feeding_the_bin_s_elements_its_roi_and_a_row_s_batch_and_class():
+    """RoiAlign: a 4 x 4 plane numbered 1..16, RoI [0, 0, 2, 2], one bin, one sample at
+    (1, 1): its four neighbours (rows 1, 2, columns 1, 2), the RoI, no batch index.
+    MaxRoiPool: RoI [0, x1=1, y1=0, x2=3, y2=3] over 4 x 5, pooled [2, 1]: bin 1 holds rows 2,
+    3 and columns 1..3. NonMaxSuppression: a row of batch 1 class 1 reads batch 1's boxes,
+    its scores of class 1 and the thresholds."""
+    x = np.arange(1.0, 17.0).reshape(1, 1, 4, 4)
+    attrs = {"mode": "avg", "output_height": 1, "output_width": 1, "sampling_ratio": 1,
+             "spatial_scale": 1.0, "coordinate_transformation_mode": "output_half_pixel"}
+    rule = feeding_elements(ROI, [x, np.array([[0.0, 0, 2, 2]]), np.array([0])], attrs, [0, 0, 0, 0])
+    assert rule[0].tolist() == [6.0, 7.0, 10.0, 11.0] and rule[1].tolist() == [0, 0, 2, 2]
+    assert rule[2] is None
+    grid = np.arange(20.0).reshape(1, 1, 4, 5)
+    rois = np.array([[0, 1, 0, 3, 3.0]])
+    pool = feeding_elements(MRP, [grid, rois], {"pooled_shape": [2, 1]}, [0, 0, 1, 0])
+    assert pool[0].tolist() == grid[0, 0, 2:4, 1:4].ravel().tolist()
+    assert evaluate(MRP, [grid, rois], {"pooled_shape": [2, 1]})[0][0, 0, 1, 0] == pool[0].max()
+    boxes = np.arange(16.0).reshape(2, 2, 4) % 3
+    scores = np.arange(8.0).reshape(2, 2, 2) / 8
+    case = _nms_case(boxes, scores, [2], [0.5], [0.0])
+    rows = evaluate(NMS, case.inputs, case.attrs)[0]
+    row = [tuple(r[:2]) for r in rows.tolist()].index((1, 1))
+    fed = feeding_elements(NMS, case.inputs, case.attrs, [row, 2])
+    assert [f.tolist() for f in fed] == [boxes[1].ravel().tolist(), [0.75, 0.875], [2], [0.5], [0.0]]

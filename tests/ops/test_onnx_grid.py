@@ -11,6 +11,7 @@ import pytest
 from conform.generators._case import Case
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
+from conform.oracles.feeding import feeding_elements
 from tests.ops.backend_runs import judged, numpy_backend, onnxruntime  # noqa: F401 (fixture)
 from tests.ops.ort_graphs import node_test_cases
 
@@ -152,3 +153,21 @@ def test_onnxruntime_refuses_what_grid_sample_20_allows(specs, onnxruntime, shap
         run_case(onnxruntime, specs[GS], case)
     expected = evaluate(GS, case.inputs, case.attrs)[0]
     assert judge_outputs(specs[GS], case, [expected.astype(np.float32)]).verdict == "pass"
+
+
+def test_feeding_affine_grid_is_theta_s_row_and_grid_sample_the_taps_it_reads():
+    """AffineGrid: grid[n, ..., i] combines row i of theta[n]; size is no term. GridSample
+    (align_corners 1) over a 3 x 4 plane numbered 1..12: linear at position (y 0.5, x 1.5)
+    reads rows 0, 1 and columns 1, 2; at x -0.3 (zeros) the tap at column -1 is padding, no
+    element; nearest reads one element; each with its grid vector."""
+    theta = np.arange(1.0, 13.0).reshape(2, 2, 3)
+    rule = feeding_elements(AG, [theta, np.array([2, 1, 2, 3])], {"align_corners": 0}, [1, 0, 2, 1])
+    assert rule[0].tolist() == [10.0, 11.0, 12.0] and rule[1] is None
+    x = np.arange(1.0, 13.0).reshape(1, 1, 3, 4)
+    grid = np.array([[[[0.0, -0.5], [-1.2, -0.5]]]])    # (x, y) -> positions (1.5, 0.5), (-0.3, 0.5)
+    attrs = {"align_corners": 1, "mode": "linear", "padding_mode": "zeros"}
+    linear = feeding_elements(GS, [x, grid], attrs, [0, 0, 0, 0])
+    assert linear[0].tolist() == [2.0, 3.0, 6.0, 7.0] and linear[1].tolist() == [0.0, -0.5]
+    assert feeding_elements(GS, [x, grid], attrs, [0, 0, 0, 1])[0].tolist() == [1.0, 5.0]
+    nearest = feeding_elements(GS, [x, grid], {**attrs, "mode": "nearest"}, [0, 0, 0, 0])
+    assert nearest[0].tolist() == [3.0]     # (0.5, 1.5) to even: row 0, column 2

@@ -104,6 +104,23 @@ NOT_BY_PERTURBATION = {
     "onnx_qlinear_conv": "w, the scales, the zero points of w and y and the bias are not of type "
                          "T, left unchanged, yet terms; a product with a w tap equal to its zero "
                          "point is 0, and a saturated y does not move",
+    "onnx_affine_grid": "a position coordinate of 0 (an odd side's centre, a side of 1) makes "
+                        "theta's term 0: it does not move the element, though the text's "
+                        "product takes it",
+    **{op: "the grid holds coordinates: the test's 1, 2, ... and +-1e9 read outside X (zeros: "
+           "nothing moves) or another element, and a tap of weight 0 does not move the output, "
+           "though the text reads it" for op in ("onnx_grid_sample", "onnx_grid_sample_opset16")},
+    **{op: "rois hold corners: the test's 1, 2, ... and +-1e9 put the samples outside X, and a "
+           "neighbour of weight 0 does not move the bin, though the text reads it"
+       for op in ("onnx_roi_align", "onnx_roi_align_opset10")},
+    "onnx_max_roi_pool": "rois hold a batch index and corners: the test's 1, 2, ... name no "
+                         "batch, and a change moves which elements the window holds",
+    "onnx_deform_conv": "offsets are coordinates: the test's 1, 2, ... and +-1e9 move taps "
+                        "outside the padded tensor; a corner of weight 0 or a tap of mask 0 "
+                        "does not move the output, though the text combines it",
+    "onnx_non_max_suppression": "an output is an index (a kept box's batch, class or number): "
+                                "a change of a box or score moves which rows there are, not "
+                                "the element at a fixed row",
 }
 #: Ops whose output is an index along ``attrs['axis']``: into a slice of one element it is 0
 #: whatever that element is, so such cases are left out.
