@@ -17,6 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conform.oracles.expectations import expect
 from conform.generators import dtype_labels, generate_cases
 from conform.spec import BUILTIN_DIR, OpSpec, SpecError, load_spec
 
@@ -168,7 +169,7 @@ def test_accepted_mutants_of_run_fields_draw_and_judge():
     assert len(accepted) >= 20
     for spec in accepted[:40]:
         for label in dtype_labels(spec)[:2]:
-            cases = generate_cases(spec, label, count=3, seed=1)
+            cases = generate_cases(spec, label, count=3, seed=1, answer=expect)
             assert cases and all(case.expectation is not None for case in cases), spec.op
 
 
