@@ -131,12 +131,23 @@ def _adjoint_terms(x, attrs, weights=None):
     return terms if weights is None else np.where(valid, terms * weights, 0.0)
 
 
+def _covering(x_shape, attrs, index):
+    """The windows with a tap that reads out[index] (the adjoint's terms of that output
+    element), in row-major order: their positions ``(m, rank)`` and those taps' numbers (row-major
+    over ``size``)."""
+    positions, valid = sources(x_shape, attrs, unpooled_shape(x_shape, attrs))
+    at = tuple(index)
+    valid = np.broadcast_to(valid, np.broadcast_shapes(*(p.shape for p in positions)))[at]
+    where = np.stack([p[at] for p in np.broadcast_arrays(*positions)], -1)[valid]
+    order = np.argsort(np.ravel_multi_index(tuple(where.T), x_shape), kind="stable")
+    return where[order], _flat_taps(attrs["size"])[valid][order]
+
+
 def feed_debox(inputs, attrs, index):
     """The input elements whose windows cover out[index]."""
     (x,) = inputs
-    positions, valid = sources(x.shape, attrs, unpooled_shape(x.shape, attrs))
-    at = tuple(index)
-    return [x[tuple(p[at] for p in np.broadcast_arrays(*positions))][valid[at]].ravel()]
+    where, _ = _covering(x.shape, attrs, index)
+    return [x[tuple(where.T)]]
 
 
 def numpy_debox(x, *, size, border, padding, stride, dilation, output_shape, normalize):
@@ -281,13 +292,22 @@ def feed_window(inputs, attrs, index):
     return feed_box(inputs[:1], attrs, index)
 
 
-def feed_desample(inputs, attrs, index):
-    """The input elements whose windows cover out[index], and their indices."""
+def feed_sample(inputs, attrs, index):
+    """The one input element that tap ``index[out index]`` of out[index]'s window reads (none on
+    a padded tap); the index selects, it is no term."""
     x, idx = inputs
-    positions, valid = sources(x.shape, attrs, unpooled_shape(x.shape, attrs))
-    at = tuple(index)
-    where = tuple(p[at] for p in np.broadcast_arrays(*positions))
-    return [x[where][valid[at]].ravel(), idx[where][valid[at]].ravel()]
+    positions, inside = taps(x.shape, attrs)
+    at = tuple(index) + np.unravel_index(int(idx[tuple(index)]), attrs["size"])
+    read = tuple(np.broadcast_to(p, inside.shape)[at] for p in positions)
+    return [x[read].reshape(1) if inside[at] else x[:0].ravel(), None]
+
+
+def feed_desample(inputs, attrs, index):
+    """The input elements whose windows cover out[index] through the very tap their index
+    names (the terms of its sum); the indices select, they are no terms."""
+    x, idx = inputs
+    where, tap = _covering(x.shape, attrs, index)
+    return [x[tuple(where[idx[tuple(where.T)] == tap].T)], None]
 
 
 def _numpy_windows(x, size, padding, stride, dilation):
@@ -339,7 +359,7 @@ def numpy_desample(x, index, *, size, border, padding, stride, dilation, output_
 
 
 @op("nnef_sample", version=1, draw=draw_sample, draw_honours=frozenset({"attrs"}),
-    values=values_index, feeding=feed_window, numpy=numpy_sample,
+    values=values_index, feeding=feed_sample, numpy=numpy_sample,
     nnef=lambda case, call: call(["in0", "in1"], window_attrs(case)))
 def oracle_nnef_sample(x, index, *, size, border, padding, stride, dilation):
     """output = the tap ``index`` of each window (0 on a padded tap under 'constant')."""

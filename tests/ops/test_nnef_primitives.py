@@ -8,6 +8,7 @@ import pytest
 from conform.generators import Case
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
+from conform.oracles.feeding import feeding_elements
 from backend_verdicts import verdicts
 
 
@@ -32,6 +33,26 @@ def test_logical_reductions():
     assert any_.tolist() == [True, False] and all_.tolist() is False
     (empty,) = evaluate("nnef_all_reduce", [np.zeros((2, 0), bool)], {"dimensions": [1]})
     assert empty.tolist() == [True, True]
+
+
+@pytest.mark.parametrize("name, fill", [("nnef_any_reduce", False), ("nnef_all_reduce", True)])
+def test_a_logical_reduction_is_fed_by_its_whole_slice(name, fill):
+    """From all false (any) or all true (all), flipping one element moves exactly the output
+    whose slice holds it, and the rule lists that slice (the feeding test's values 1, 2, ...
+    are all true and stay so: it cannot see this)."""
+    shape, attrs = (2, 3, 2), {"dimensions": [0, 2]}
+    labels = np.arange(1.0, 13.0).reshape(shape)
+    x = np.full(shape, fill)
+    (base,) = evaluate(name, [x], attrs)
+    for i in range(base.size):
+        moved = set()
+        for j in range(x.size):
+            flipped = x.copy()
+            flipped.flat[j] = not fill
+            if evaluate(name, [flipped], attrs)[0][i] != base[i]:
+                moved.add(float(labels.flat[j]))
+        (fed,) = feeding_elements(name, [labels], attrs, [i])
+        assert set(fed.tolist()) == moved and len(moved) == 4
 
 
 @pytest.mark.parametrize("name, dtype", [("nnef_round", "float32"), ("nnef_any_reduce", "bool"),

@@ -85,6 +85,51 @@ def test_a_padded_zero_is_a_maximum_under_constant_and_nothing_under_ignore():
     assert out.tolist() == [0.0, -3.0]
 
 
+def _moving(name, x, attrs, i):
+    """The elements of ``x`` whose change to +-1e9 moves out[i]."""
+    (base,) = run(name, x, **attrs)
+    moved = set()
+    for j in range(x.size):
+        for extreme in (1e9, -1e9):
+            changed = x.copy()
+            changed.flat[j] = extreme
+            if run(name, changed, **attrs)[0][i] != base[i]:
+                moved.add(float(x.flat[j]))
+    return moved
+
+
+@pytest.mark.parametrize("border", ["ignore", "constant"])
+def test_argmax_pool_is_fed_by_the_input_elements_of_its_window(border):
+    """The tap of the maximum compares every input element of its window (padding left out), and
+    each moves it, but for a window of one input element under 'ignore': it is that tap whatever
+    the element is (why the feeding test leaves argmax_pool out)."""
+    from conform.oracles.feeding import feeding_elements
+
+    x = np.arange(1.0, 7.0)   # windows read o - 2 and o: the first two hold padding
+    attrs = geometry([2], [[2, 0]], dilation=[2], border=border)
+    fed = [set(feeding_elements("nnef_argmax_pool", [x], attrs, [i])[0].tolist())
+           for i in range(6)]
+    assert fed == [{1.0}, {2.0}, {1.0, 3.0}, {2.0, 4.0}, {3.0, 5.0}, {4.0, 6.0}]
+    alone = [set(), set()] if border == "ignore" else fed[:2]   # a padded 0 beats -1e9
+    assert [_moving("nnef_argmax_pool", x, attrs, i) for i in range(6)] == alone + fed[2:]
+
+
+def test_sample_and_desample_are_fed_by_the_taps_their_indices_name():
+    """sample reads one element (none on a padded tap); desample sums the elements whose index
+    names the output's position, not every window covering it; the indices are no terms."""
+    from conform.oracles.feeding import feeding_elements
+
+    x, index = np.array([1.0, 2.0, 3.0]), np.array([0, 1, 0])
+    attrs = geometry([2], [[1, 0]])   # window o reads o - 1 and o
+    fed = [feeding_elements("nnef_sample", [x, index], attrs, [i]) for i in range(3)]
+    assert [f[0].tolist() for f in fed] == [[], [2.0], [2.0]] and fed[0][1] is None
+    (out,) = run("nnef_desample", x, index, **attrs, output_shape=[])
+    assert out.tolist() == [0.0, 5.0, 0.0]   # window 0's tap 0 is padding
+    fed = [feeding_elements("nnef_desample", [x, index], {**attrs, "output_shape": []}, [i])
+           for i in range(3)]
+    assert [f[0].tolist() for f in fed] == [[], [2.0, 3.0], []] and fed[1][1] is None
+
+
 def test_rms_pool_is_the_root_of_the_mean_square():
     (out,) = run("nnef_rms_pool", np.array([3.0, 4.0, 0.0]), **geometry([2], [[0, 0]]))
     assert out.tolist() == [math.sqrt(12.5), math.sqrt(8.0)]

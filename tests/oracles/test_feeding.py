@@ -121,6 +121,11 @@ NOT_BY_PERTURBATION = {
     "onnx_non_max_suppression": "an output is an index (a kept box's batch, class or number): "
                                 "a change of a box or score moves which rows there are, not "
                                 "the element at a fixed row",
+    **{op: "the test's values 1, 2, 3, ... are all true, and stay true when changed to "
+           "+-1e9: no change of one element moves the or / and of the slice, though the "
+           "fragment combines it" for op in ("nnef_any_reduce", "nnef_all_reduce")},
+    "nnef_argmax_pool": "an output is a tap: in a window holding one input element (size 1, or "
+                        "the rest padding under 'ignore') it is that tap whatever the element is",
 }
 #: Ops whose output is an index along ``attrs['axis']``: into a slice of one element it is 0
 #: whatever that element is, so such cases are left out.
