@@ -39,15 +39,21 @@ def _spatial(attrs, spatial_rank):
                 output_shape=attrs.get("output_shape") and attrs["output_shape"][2:])
 
 
+def _window(shape, attrs, transposed):
+    """Per spatial dimension the input position output position y meets through tap k (a grid
+    ``(Y..., K...)``), and where it meets one (not padding, nor a position no input maps to):
+    conv's ``y * stride + k * dilation - low``, deconv's ``p`` with
+    ``p * stride + k * dilation - low = y``, over the spatial input ``shape``."""
+    geometry = _spatial(attrs, len(shape))
+    if transposed:
+        return sources(shape, geometry, unpooled_shape(shape, geometry))
+    return taps(shape, geometry, pooled_shape(shape, geometry))
+
+
 def _patches(x, attrs, transposed):
     """``(N, C, Y..., K...)``: the input element each output position y meets through tap k,
-    and the grid ``(Y..., K...)`` of the taps that meet one (not padding, nor a position no
-    input maps to)."""
-    geometry = _spatial(attrs, x.ndim - 2)
-    if transposed:
-        positions, inside = sources(x.shape[2:], geometry, unpooled_shape(x.shape[2:], geometry))
-    else:
-        positions, inside = taps(x.shape[2:], geometry, pooled_shape(x.shape[2:], geometry))
+    and the grid ``(Y..., K...)`` of the taps that meet one."""
+    positions, inside = _window(x.shape[2:], attrs, transposed)
     clipped = tuple(np.clip(p, 0, n - 1) for p, n in zip(positions, x.shape[2:]))
     return np.where(inside, x[(slice(None), slice(None)) + clipped], 0.0), inside
 
@@ -166,6 +172,72 @@ def draw_separable_deconv(draw, kit, spec, dtype):
     return _with_bias(draw, kit, spec, dtype, shapes, attrs, p)
 
 
+# --- feeding --------------------------------------------------------------------------------------
+
+def _met(shape, attrs, y, transposed):
+    """Output position ``y``'s taps: per spatial dimension the input positions they meet (1-D,
+    one per tap meeting one, in the taps' row-major order), and the mask ``(K...)`` of those."""
+    positions, inside = _window(shape, attrs, transposed)
+    grid = np.broadcast_arrays(*positions, inside)
+    meets = grid[-1][tuple(y)]
+    return tuple(p[tuple(y)][meets] for p in grid[:-1]), meets
+
+
+def _group(size, groups, g):
+    """The channels of group ``g`` among ``size`` split into ``groups`` (0: one per channel)."""
+    per = size // (groups or size)
+    return np.arange(g * per, (g + 1) * per)
+
+
+def _read(x, n, channels, positions):
+    """x[n, c, p] for each channel c and each position p (a tuple of per-dimension indices),
+    each element once, in row-major order."""
+    flat = np.ravel_multi_index((n, np.asarray(channels)[:, None])
+                                + tuple(p[None, :] for p in positions), x.shape)
+    return x.ravel()[np.unique(flat)]
+
+
+def feed_deconv(inputs, attrs, index):
+    """x[n, i, p] and filter[i, o % (O / groups), k] over the input channels i of o's group and
+    the (p, k) with p * stride + k * dilation - low = y, and bias[0, o]."""
+    x, filters, *bias = inputs
+    n, o, *y = index
+    per_group = filters.shape[1]
+    channels = _group(x.shape[1], attrs["groups"], o // per_group)
+    positions, meets = _met(x.shape[2:], attrs, y, transposed=True)
+    return ([_read(x, n, channels, positions), filters[channels, o % per_group][:, meets].ravel()]
+            + [b[:, o].ravel() for b in bias])
+
+
+def feed_separable_conv(inputs, attrs, index):
+    """The depthwise channels j of o's group (point_filter's columns): x[n, j // multiplier, .]
+    and plane_filter[j, 0, k] over the taps k of y meeting the input; point_filter[o] unless
+    no tap does (then every filtered[n, j, y] is a sum of no term); bias[0, o]."""
+    x, plane, point, *bias = inputs
+    n, o, *y = index
+    groups = attrs["groups"] or plane.shape[0]
+    depthwise = _group(plane.shape[0], groups, o // (point.shape[0] // groups))
+    positions, meets = _met(x.shape[2:], attrs, y, transposed=False)
+    points = point[o].ravel()
+    return ([_read(x, n, depthwise // (plane.shape[0] // x.shape[1]), positions),
+             plane[depthwise, 0][:, meets].ravel(), points if meets.any() else points[:0]]
+            + [b[:, o].ravel() for b in bias])
+
+
+def feed_separable_deconv(inputs, attrs, index):
+    """The input channels i of j's group: x[n, i, p] over the (p, k) with p * stride + k *
+    dilation - low = y, point_filter[i, j % (P / groups)] unless no such p exists (then
+    output[n, j, y] reads no filtered element), plane_filter[j, 0, k] over those k; bias[0, j]."""
+    x, plane, point, *bias = inputs
+    n, j, *y = index
+    per_group = point.shape[1]
+    channels = _group(x.shape[1], attrs["groups"], j // per_group)
+    positions, meets = _met(x.shape[2:], attrs, y, transposed=True)
+    points = point[channels, j % per_group].ravel()
+    return ([_read(x, n, channels, positions), plane[j, 0][meets],
+             points if meets.any() else points[:0]] + [b[:, j].ravel() for b in bias])
+
+
 # --- the ops ---------------------------------------------------------------------------------------
 
 def _bias(rest):
@@ -274,6 +346,7 @@ def numpy_separable_deconv(x, plane, point, *bias, kernel, padding, stride, dila
 
 
 @op("nnef_deconv", version=1, draw=draw_deconv, draw_honours=frozenset({"optional"}),
+    feeding=feed_deconv,
     accumulation_length=channels_size,
     nnef=lambda case, call: call(_inputs(case), nnef_attrs(case, "output_shape", "groups")),
     numpy=numpy_deconv)
@@ -286,7 +359,7 @@ def oracle_nnef_deconv(x, filters, *bias, kernel, padding, stride, dilation, gro
 
 
 @op("nnef_separable_conv", version=1, draw=draw_separable_conv,
-    draw_honours=frozenset({"optional"}),
+    draw_honours=frozenset({"optional"}), feeding=feed_separable_conv,
     accumulation_length=lambda shapes, attrs: math.prod(shapes[1][2:]) + shapes[2][1] + 1,
     nnef=lambda case, call: call(_inputs(case), nnef_attrs(case, "groups")),
     numpy=numpy_separable_conv)
@@ -301,7 +374,7 @@ def oracle_nnef_separable_conv(x, plane, point, *bias, kernel, padding, stride, 
 
 
 @op("nnef_separable_deconv", version=1, draw=draw_separable_deconv,
-    draw_honours=frozenset({"optional"}),
+    draw_honours=frozenset({"optional"}), feeding=feed_separable_deconv,
     accumulation_length=lambda shapes, attrs: (shapes[2][0] // attrs["groups"]
                                                + math.prod(shapes[1][2:]) + 1),
     nnef=lambda case, call: call(_inputs(case), nnef_attrs(case, "output_shape", "groups")),
