@@ -11,6 +11,7 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.ops.multiprecision import refined
 from conform.op_registry import op
+from conform.dtypes import complex_array
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
@@ -92,7 +93,11 @@ def _rounded(function):
     (exact arithmetic, :mod:`conform.ops._rounded`) on each element pair, the operands brought
     to one shape as the oracle brings them (NumPy broadcasting serves the ONNX twins)."""
     def rounded64(lhs, rhs, *, broadcast_dimensions=None):
-        return (rounded_elementwise(function, *xla_operands(lhs, rhs, broadcast_dimensions)),)
+        lhs, rhs = xla_operands(lhs, rhs, broadcast_dimensions)
+        if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):   # + and -: part by part
+            return (complex_array(rounded_elementwise(function, np.real(lhs), np.real(rhs)),
+                                  rounded_elementwise(function, np.imag(lhs), np.imag(rhs))),)
+        return (rounded_elementwise(function, lhs, rhs),)
 
     rounded64.__name__ = f"rounded64_{function.__name__}"
     return rounded64

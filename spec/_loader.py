@@ -13,7 +13,7 @@ from conform.numpy_functions import numpy_function_problem
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
 from conform.spec._errors import SpecError, line_of, validate_document
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS
 
 if TYPE_CHECKING:
     import yaml
@@ -162,9 +162,9 @@ class OpSpec:
             models = declared.get("error_model", models) if isinstance(declared, dict) else models
         model = models.get(dtype) or models.get(cls)
         if model is None:
-            if cls == "float":
+            if cls in ("float", "complex"):
                 raise SpecError(self.path, None, "error_model",
-                                f"no error model for dtype={dtype} (add 'float' or '{dtype}')")
+                                f"no error model for dtype={dtype} (add '{cls}' or '{dtype}')")
             return _EXACT_BY_DEFAULT
         return model
 
@@ -195,9 +195,11 @@ def _flag(entry, key: str) -> bool:
 
 
 def dtype_class(dtype: str) -> str:
-    """'float', 'int' or 'bool' for a dtype name."""
+    """'float', 'complex', 'int' or 'bool' for a dtype name."""
     if dtype in FLOAT_DTYPES:
         return "float"
+    if dtype in COMPLEX_COMPONENTS:
+        return "complex"
     return "bool" if dtype == "bool" else "int"
 
 
@@ -328,13 +330,14 @@ def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
             else data["dtypes"]
         own = isinstance(entry, dict) and "error_model" in entry
         models = entry["error_model"] if own else data["error_model"]
-        if any(dtype_class(d) == "float" for d in dtypes) \
-                and not any(key == "float" or key in FLOAT_DTYPES for key in models):
-            field_path = f"signature.outputs.{k}.error_model" if own else "error_model"
-            raise SpecError(path, line_of(root, where + (["error_model"] if own else [])),
-                            field_path, f"output {names[k]!r} can be a float but no float error "
-                                        "model is given" if len(names) > 1 else
-                            "float dtypes are listed but no float error model is given")
+        for cls in ("float", "complex"):
+            if any(dtype_class(d) == cls for d in dtypes) \
+                    and not any(key == cls or dtype_class(key) == cls for key in models):
+                field_path = f"signature.outputs.{k}.error_model" if own else "error_model"
+                raise SpecError(path, line_of(root, where + (["error_model"] if own else [])),
+                                field_path, f"output {names[k]!r} can be a {cls} but no {cls} "
+                                            "error model is given" if len(names) > 1 else
+                                f"{cls} dtypes are listed but no {cls} error model is given")
     return names
 
 

@@ -27,7 +27,10 @@ def case_record(case) -> dict:
 
 
 def _subnormal_mask(array: np.ndarray) -> np.ndarray | None:
-    """Where ``array`` holds subnormals of its own format (None for non-float arrays)."""
+    """Where ``array`` holds subnormals of its own format, in either part of a complex number
+    (None for non-float arrays)."""
+    if array.dtype.kind == "c":
+        return _subnormal_mask(array.real) | _subnormal_mask(array.imag)
     dtype = str(array.dtype)
     if dtype not in FLOAT_FORMATS:
         return None
@@ -37,7 +40,12 @@ def _subnormal_mask(array: np.ndarray) -> np.ndarray | None:
 
 
 def flush_subnormals(array: np.ndarray) -> np.ndarray:
-    """``array`` with subnormal values (of its own format) read as zeros of the same sign."""
+    """``array`` with subnormal values (of its own format) read as zeros of the same sign
+    (each part of a complex number on its own)."""
+    if array.dtype.kind == "c":
+        flushed = array.copy()
+        flushed.real, flushed.imag = flush_subnormals(array.real), flush_subnormals(array.imag)
+        return flushed
     tiny = _subnormal_mask(array)
     if tiny is None or not tiny.any():
         return array
@@ -213,6 +221,8 @@ def _feeding_at(spec, case, index, output: int = 0):
 
 def _scalar(x):
     x = np.asarray(x)
+    if x.dtype.kind == "c":   # JSON has no complex numbers: its text, '(1-2j)'
+        return str(complex(x))
     return bool(x) if x.dtype.kind == "b" else int(x) if x.dtype.kind in "iu" else json_number(float(x))
 
 
