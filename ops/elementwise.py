@@ -16,6 +16,8 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
+from conform.ops.xla_complex import (complex_exp_bound, complex_product_bound, complex_refined,
+                                     exact_complex_product)
 
 
 def xla_operands(lhs, rhs, broadcast_dimensions=None):
@@ -129,9 +131,13 @@ def oracle_subtract(lhs, rhs):
     return (lhs - rhs,)
 
 
-@xla_binary("multiply", rounded64=rounded_multiply, midpoints=PRODUCT_MIDPOINTS)
-def oracle_multiply(lhs, rhs):
-    """lhs * rhs."""
+@xla_binary("multiply", rounded64=rounded_multiply, midpoints=PRODUCT_MIDPOINTS,
+            error_bound=complex_product_bound)
+def oracle_multiply(lhs, rhs, *, dtypes=None):
+    """lhs * rhs; complex operands: ``(ac - bd) + (ad + bc)i``, each part correctly rounded
+    into float64 for complex128 operands (:func:`exact_complex_product`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (exact_complex_product(lhs, rhs, dtypes=dtypes),)
     return (lhs * rhs,)
 
 
@@ -190,9 +196,11 @@ def oracle_negate(operand):
     return (np.negative(operand),)
 
 
-@op("exp", version=1)
+@op("exp", version=1, error_bound=complex_exp_bound)
 def oracle_exp(operand, *, dtypes=None):
-    """e ** x."""
+    """e ** x; for complex x = a + bi, e**a (cos b + i sin b)."""
+    if np.iscomplexobj(operand):
+        return (complex_refined(np.exp, lambda z: z.exp(), operand, dtypes=dtypes),)
     return (refined(np.exp, lambda x: x.exp(), operand, dtypes=dtypes),)
 
 
