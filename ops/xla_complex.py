@@ -23,7 +23,7 @@ from conform.dtypes import complex_array, component_dtype
 from conform.op_registry import op, region
 from conform.ops._lowering import unsupported
 from conform.ops.error_bounds import judged_bound, reaches_max_finite, underflow_term
-from conform.ops.regions import RegionContext
+from conform.ops.regions import RegionContext, broadcast_aligned
 
 #: Arb's working precision for complex128 references: far beyond float64's 53 bits, checked
 #: per element (a ball wider than 2**-110 of its value falls back to NumPy's value)
@@ -51,9 +51,8 @@ def complex_product_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dt
     half the smallest subnormal, or under ``ftz`` the smallest normal: ``underflow_term``);
     NaN (``unbounded_evaluation``) where a product or a sum of two can overflow. Real
     operands (a real product is correctly rounded) take no bound here."""
-    from conform.ops.elementwise import xla_operands   # which imports this module
-
-    lhs, rhs = xla_operands(*inputs, attrs.get("broadcast_dimensions"))
+    shape = np.shape(outputs[0])
+    lhs, rhs = (broadcast_aligned(x, shape, "xla_broadcast", attrs) for x in inputs)
     part = component_dtype(out_dtype)
     a, b, c, d = (np.abs(v) for v in (lhs.real, np.imag(lhs), rhs.real, np.imag(rhs)))
     bound = math.sqrt(5) * u * (np.abs(lhs) * np.abs(rhs)) \
