@@ -62,7 +62,7 @@ import numpy as np
 from conform.harness.judge._elements import (_element_figures, _exact, _strict_zero,
                                              accumulator_format, accumulator_roundoff,
                                              round_to_dtype, ulp_of)
-from conform.dtypes import FLOAT_FORMATS, is_complex, np_dtype
+from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex, np_dtype
 
 __all__ = ["Judgement", "RATIO_BINS", "accumulator_format", "accumulator_roundoff", "compare",
            "compare_many", "describe_model", "ratio_bins", "round_to_dtype", "ulp_of"]
@@ -237,7 +237,7 @@ def _segment_figures(group, actual, expected, impl, sizes, offsets, out_dtype, m
     if group[0][5] is not None:
         references.append((_join([g[5][0] for g in group]), _joined([g[5][1] for g in group], sizes),
                            None))
-    flush_out = subnormals == "ftz" and out_dtype in FLOAT_FORMATS
+    flush_out = subnormals == "ftz" and component_dtype(out_dtype) in FLOAT_FORMATS
     figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0, rest)
                for k, (ref, acc, rest) in enumerate(references)]
     error, bound, special_bad, ratio, flush_excused = figures[0]
