@@ -16,8 +16,8 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
-from conform.ops.xla_complex import (complex_exp_bound, complex_product_bound, complex_refined,
-                                     exact_complex_product)
+from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
+                                     complex_refined, exact_complex_product)
 
 
 def xla_operands(lhs, rhs, broadcast_dimensions=None):
@@ -204,9 +204,12 @@ def oracle_exp(operand, *, dtypes=None):
     return (refined(np.exp, lambda x: x.exp(), operand, dtypes=dtypes),)
 
 
-@op("log", version=1)
+@op("log", version=1, error_bound=complex_log_bound)
 def oracle_log(operand, *, dtypes=None):
-    """ln(x); ln(0) = -inf, ln(x < 0) = NaN."""
+    """ln(x); ln(0) = -inf, ln(x < 0) = NaN; for complex x the principal value
+    ln|x| + i arg x, arg in [-pi, pi] by the sign of the imaginary part's zero."""
+    if np.iscomplexobj(operand):
+        return (complex_refined(np.log, lambda z: z.log(), operand, dtypes=dtypes),)
     return (refined(np.log, lambda x: x.log(), operand, dtypes=dtypes),)
 
 

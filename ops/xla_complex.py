@@ -85,13 +85,33 @@ def complex_exp_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     return (judged_bound(bound, expected, unbounded=overflow),)
 
 
+def complex_log_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                      subnormals="ieee"):
+    """The ``derived`` bound of ``log z = log|z| + i arg z``, the definition evaluated part by
+    part: ``|z|`` as a hypot within ``hypot_ulp`` ULPs (relative ``d = 2 hypot_ulp u``, at most
+    ``d / (1 - d)`` absolute after the logarithm), log within ``log_ulp`` and atan2 within
+    ``atan2_ulp`` ULPs of their results (each ULP at most ``2u`` of the value): the modulus of
+    the error within ``d / (1 - d) (1 + 2 log_ulp u) + 2 log_ulp u |log|z|| + 2 atan2_ulp u
+    |arg z|``, plus a result below the normal range (``underflow_term``). The first term is
+    absolute: near ``|z| = 1`` the real part cancels and log(hypot) errs by ``d`` there."""
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    d = 2 * constants["hypot_ulp"] * u
+    log_rel, atan2_rel = 2 * constants["log_ulp"] * u, 2 * constants["atan2_ulp"] * u
+    bound = d / (1 - d) * (1 + log_rel) + log_rel * np.abs(expected.real) \
+        + atan2_rel * np.abs(expected.imag) \
+        + underflow_term(1, part, ulps=constants["atan2_ulp"], subnormals=subnormals)
+    return (judged_bound(bound, expected),)
+
+
 def complex_refined(fast, exact, z, dtypes=None):
     """A complex function of the complex128 ``z``: ``fast`` (NumPy, complex128) where
     ``dtypes`` holds complex64; for complex128 operands each finite element evaluated by
     ``exact`` on Arb complex balls (python-flint ``acb``) at 256 bits and each part rounded to
     the nearest float64 (within half a float64 ULP per part: ``2**-53`` of ``|f(z)|``), where the
     ball is narrower than ``2**-110`` of the value; NumPy's value elsewhere (non-finite operands,
-    which are the region :func:`complex_nonfinite_operand`, and exact zeros)."""
+    which are the region :func:`complex_nonfinite_operand`, and operands with a zero part, whose
+    sign Arb does not hold: there NumPy's value, within a few float64 ULPs)."""
     with np.errstate(all="ignore"):
         out = np.asarray(fast(z), np.complex128).copy()
     if dtypes is not None and any(d != "complex128" for d in dtypes):
@@ -102,7 +122,8 @@ def complex_refined(fast, exact, z, dtypes=None):
     try:
         flat = out.reshape(-1)
         for k, value in enumerate(np.asarray(z, np.complex128).reshape(-1).tolist()):
-            if not (math.isfinite(value.real) and math.isfinite(value.imag)) or value == 0:
+            if not (math.isfinite(value.real) and math.isfinite(value.imag)) \
+                    or value.real == 0 or value.imag == 0:   # Arb has no signed zero
                 continue
             ball = exact(flint.acb(value.real, value.imag))
             parts = (ball.real, ball.imag)

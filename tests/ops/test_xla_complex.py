@@ -172,3 +172,31 @@ def _low_precision(outputs, case):
 def test_a_low_precision_evaluation_fails(specs, jax_backend, op):
     verdicts = jax_verdicts(specs[op], jax_backend, "complex64", 6, change=_low_precision)
     assert "fail" in verdicts
+
+
+def _judged_on_jax(spec, jax_backend, values, dtype):
+    """The judgement of jax's answer for one case holding ``values`` (complex, in ``dtype``)."""
+    import dataclasses
+
+    from conform.generators._suite import generate_cases
+    from conform.harness.backends.models import run_case
+    from conform.harness.judge.judging import judge_outputs
+    case = generate_cases(spec, dtype, count=1, seed=0)[0]
+    case = dataclasses.replace(case, inputs=[np.array(values, dtype)], expectation=None)
+    return judge_outputs(spec, case, run_case(jax_backend, spec, case), "ftz")
+
+
+def test_jax_log_reads_a_subnormal_part_two_ways(specs, jax_backend):
+    """A real XLA:CPU deviation (jax 0.10.2), pinned: complex log of an operand with subnormal
+    parts reads them as zero in ln|z| but not in arg z, which neither the operand's value nor
+    its flushed reading (the ftz policy) gives. Repro:
+    python3 -c "import jax; jax.config.update('jax_enable_x64', True); import numpy as np;
+    print(jax.lax.log(np.array([complex(-1, 5e-324), 5e-324 + 5e-324j, 2.225073858507201e-308j])))"
+    gives [-pi j, -inf + pi/2 j, -inf + pi/2 j]: the ieee reading is [pi j, -744.09 + pi/4 j,
+    -708.40 + pi/2 j], the flushed one [pi j, -inf + 0j, -inf + 0j]."""
+    values = [complex(-1, 5e-324), 5e-324 + 5e-324j, 2.225073858507201e-308j, 2 + 1j]
+    judged = _judged_on_jax(specs["log"], jax_backend, values, "complex128")
+    assert judged.verdict == "fail" and list(judged.failing) == [0, 1, 2]
+    judged = _judged_on_jax(specs["log"], jax_backend, [0.5 + 3j, -4 - 1e-30j, 1 + 1e-20j],
+                            "complex128")
+    assert judged.verdict == "pass"
