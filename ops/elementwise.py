@@ -17,7 +17,7 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
 from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
-                                     complex_refined, exact_complex_product)
+                                     complex_refined, complex_sqrt_bound, exact_complex_product)
 
 
 def xla_operands(lhs, rhs, broadcast_dimensions=None):
@@ -229,9 +229,12 @@ def rounded_sqrt(operand):
     return (rounded_elementwise(exact_sqrt, operand),)
 
 
-@op("sqrt", version=1, rounded64=rounded_sqrt)
-def oracle_sqrt(operand):
-    """sqrt(x); sqrt(-0) = -0, sqrt(x < 0) = NaN."""
+@op("sqrt", version=1, rounded64=rounded_sqrt, error_bound=complex_sqrt_bound)
+def oracle_sqrt(operand, *, dtypes=None):
+    """sqrt(x); sqrt(-0) = -0, sqrt(x < 0) = NaN; for complex x the principal root (real
+    part >= 0), its imaginary part's sign that of x's."""
+    if np.iscomplexobj(operand):
+        return (complex_refined(np.sqrt, lambda z: z.sqrt(), operand, dtypes=dtypes),)
     return (np.sqrt(operand),)
 
 

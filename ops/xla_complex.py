@@ -43,6 +43,50 @@ def complex_nonfinite_operand(ctx: RegionContext) -> np.ndarray:
     return mask
 
 
+@region
+def negative_zero_on_branch_cut(ctx: RegionContext) -> np.ndarray:
+    """Results of a complex function with a branch cut along the negative real axis (sqrt)
+    whose operand lies on it with a -0 imaginary part: the text (x -> sqrt(x)) does not say
+    whether -0 selects the cut's lower side (C11 Annex G: csqrt(conj z) = conj(csqrt z), so
+    sqrt(-4 - 0i) = -2i) or is the number 0 (the principal value, +2i). A negative subnormal
+    imaginary part is in the region too: a flushing backend (the ``ftz`` policy) reads it as
+    -0, on the cut."""
+    mask = ctx.none()
+    for operand in ctx.inputs:
+        if np.iscomplexobj(operand):
+            imag = np.imag(operand)
+            tiny = np.finfo(imag.dtype).tiny
+            mask = mask | ctx.aligned((operand.real < 0) & (imag > -tiny) & np.signbit(imag))
+    return mask
+
+
+def complex_sqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                       subnormals="ieee"):
+    """The ``derived`` bound of the principal ``sqrt(a + bi)`` by its standard evaluation
+    ``t = sqrt((|a| + |z|) / 2)``, the other part ``q = |b| / (2t)`` (W. Kahan, "Branch cuts
+    for complex elementary functions", 1987): ``|z|`` as a hypot within ``hypot_ulp`` ULPs
+    (relative ``2 hypot_ulp u``), the sum of two non-negative numbers, the square root and the
+    division correctly rounded, the root halving its operand's relative error: each part within
+    ``(1 + 2 hypot_ulp u)(1 + u)**3 - 1`` of itself, so the modulus of the error within that
+    of ``|sqrt z|``. Where ``(|a| + |z|) / 2`` falls below the normal range it errs by up to
+    ``h = underflow_term(1)`` more, which moves ``t`` by up to ``sqrt(h)`` and ``q <= t`` by
+    ``q sqrt(h) / (t - sqrt(h))``: ``2 sqrt(h) / (1 - sqrt(h) / t)`` more (infinite, any number,
+    where ``sqrt(h) >= t``: a flushed evaluation of the formula bounds nothing there). NaN
+    (``unbounded_evaluation``) where ``|a| + |z|`` overflows the type."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    relative = (1 + 2 * constants["hypot_ulp"] * u) * (1 + u) ** 3 - 1
+    t = np.maximum(np.abs(expected.real), np.abs(expected.imag))
+    root_h = math.sqrt(underflow_term(1, part, subnormals=subnormals))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        shift = np.where(root_h < t, 2 * root_h / (1 - root_h / t), np.inf)
+        inner = np.abs(z.real) + np.abs(z)
+    bound = relative * np.abs(expected) + shift + underflow_term(1, part, subnormals=subnormals)
+    unbounded = np.isfinite(z) & (inner >= np.finfo(part).max)
+    return (judged_bound(bound, expected, unbounded=unbounded),)
+
+
 def complex_product_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
                           subnormals="ieee"):
     """The ``derived`` bound of a complex product ``x y``: ``sqrt(5) u |x| |y|`` (Brent,

@@ -141,7 +141,7 @@ def test_product_bound_is_sqrt5_u():
 
 # -- the real backends ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("op", ["add", "negate", "complex", "real", "multiply", "exp"])
+@pytest.mark.parametrize("op", ["add", "negate", "complex", "real", "multiply", "exp", "sqrt"])
 def test_jax_passes_complex64(specs, jax_backend, op):
     verdicts = jax_verdicts(specs[op], jax_backend, "complex64", 6)
     assert "fail" not in verdicts and "error" not in verdicts
@@ -168,7 +168,7 @@ def _low_precision(outputs, case):
         return [complex_array(_chop(out.real), _chop(out.imag), "complex64")]
 
 
-@pytest.mark.parametrize("op", ["multiply", "exp"])
+@pytest.mark.parametrize("op", ["multiply", "exp", "log", "sqrt"])
 def test_a_low_precision_evaluation_fails(specs, jax_backend, op):
     verdicts = jax_verdicts(specs[op], jax_backend, "complex64", 6, change=_low_precision)
     assert "fail" in verdicts
@@ -200,3 +200,12 @@ def test_jax_log_reads_a_subnormal_part_two_ways(specs, jax_backend):
     judged = _judged_on_jax(specs["log"], jax_backend, [0.5 + 3j, -4 - 1e-30j, 1 + 1e-20j],
                             "complex128")
     assert judged.verdict == "pass"
+
+
+def test_sqrt_branch_cut_side_of_negative_zero_is_open(specs, jax_backend):
+    """jax gives sqrt(-4 - 0i) = +2i (-0 read as 0), C11 Annex G -2i: the text says neither, so
+    the element is the region negative_zero_on_branch_cut; +0 is judged (+2i)."""
+    judged = _judged_on_jax(specs["sqrt"], jax_backend, [complex(-4, -0.0), 9 + 0j], "complex64")
+    assert judged.verdict == "impl_defined" and judged.impl_defined == 1
+    judged = _judged_on_jax(specs["sqrt"], jax_backend, [complex(-4, 0.0), 9 + 0j], "complex64")
+    assert judged.verdict == "pass" and judged.checked == 2
