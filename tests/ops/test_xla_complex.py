@@ -200,6 +200,12 @@ def test_jax_log_reads_a_subnormal_part_two_ways(specs, jax_backend):
     judged = _judged_on_jax(specs["log"], jax_backend, [0.5 + 3j, -4 - 1e-30j, 1 + 1e-20j],
                             "complex128")
     assert judged.verdict == "pass"
+    # complex64, both parts subnormal: -inf + NaN i, where either reading has a number (the
+    # flushed one -inf + 0i); repro: jax.lax.log(np.complex64(1.4e-45 + 1.1754942e-38j))
+    judged = _judged_on_jax(specs["log"], jax_backend, [complex(1.4e-45, 1.1754942e-38), 2j],
+                            "complex64")
+    assert judged.verdict == "fail" and list(judged.failing) == [0]
+    assert judged.reason == "special value mismatch (NaN, infinity or signed zero)"
 
 
 def test_sqrt_branch_cut_side_of_negative_zero_is_open(specs, jax_backend):
