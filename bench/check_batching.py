@@ -60,7 +60,7 @@ def check(backend_name: str, count: int, seed: int) -> dict:
     backend, specs = load_backend_class(backend_name)(), load_specs()
     identical, differ = 0, {}
     for spec in specs.values():
-        if spec.nodes or spec.definition.feeding != "aligned":   # element-wise ops only
+        if spec.node_specs != (spec,) or spec.definition.feeding != "aligned":   # ops only
             continue
         for label in dtype_labels(spec):
             cases, singles = [], []

@@ -62,8 +62,6 @@ def numpy_computation(spec, *, catalog=None) -> Callable[..., tuple]:
     >>> numpy_computation(load_specs()["exp"])(np.float32([1.0]))[0].dtype
     dtype('float32')
     """
-    if getattr(spec, "nodes", ()):   # a program: each node computed by NumPy in turn
-        return spec.composed(functools.partial(_checked, catalog=catalog))
     binding = spec.bindings.get("numpy") or {}
     if "unsupported" in binding:
         raise unsupported(f"{spec.op}: {binding['unsupported']}")

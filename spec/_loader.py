@@ -13,6 +13,7 @@ from conform.numpy_functions import numpy_function_problem
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
 from conform.spec._errors import SpecError, line_of, validate_document
+from conform.spec.program_nodes import ProgramNode, array_names
 from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS
 
 if TYPE_CHECKING:
@@ -44,7 +45,20 @@ class OpSpec:
     implementation_defined: tuple = ()
     critical_regions: tuple = ()   # entries of spec/critical.py's form
     path: str = ""
-    nodes = ()   # an op is no program (conform.spec.programs.ProgramSpec has nodes)
+
+    def program_nodes(self, case) -> tuple[ProgramNode, ...]:
+        """``case`` as a program: one node, the op on the case's present inputs with the
+        case's attributes, giving the op's outputs (:mod:`conform.spec.program_nodes`)."""
+        return (ProgramNode(self, self.input_names(case), self.outputs, case.attrs),)
+
+    def input_names(self, case) -> tuple[str, ...]:
+        """A name for each of ``case``'s input arrays (:func:`~.program_nodes.array_names`)."""
+        return array_names(self.present_inputs(case.attrs), len(case.inputs))
+
+    @property
+    def node_specs(self) -> tuple:
+        """The specs of the ops its cases compute: its own."""
+        return (self,)
 
     @functools.cached_property
     def definition(self) -> OpDefinition:

@@ -1,7 +1,7 @@
 """Programs: several ops composed into one model, the unit of work beyond one op.
 
-A program is a spec (:class:`ProgramSpec`) whose :attr:`~conform.spec.OpSpec.nodes` are ops
-applied in order. Every node's output is an output of the program, so that a backend exposes each
+Every case is a program (:mod:`conform.spec.program_nodes`): a single op's is one node. A
+program spec (:class:`ProgramSpec`) has several, its ``nodes``: ops applied in order. Every node's output is an output of the program, so that a backend exposes each
 intermediate and the judge judges every node under its own op's error model, evaluated on the
 backend's own inputs to that node (an error early in the program is blamed on the node that made
 it, never on the nodes after it).
@@ -17,22 +17,11 @@ from __future__ import annotations
 import functools
 import random
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from conform.ops import OpDefinition
+from conform.spec.program_nodes import ProgramNode
 
 PREFIX = "chain__"
-
-
-class ProgramNode(NamedTuple):
-    """One op applied in a program: its spec, the names of the values it takes (program inputs
-    ``x<j>`` or earlier nodes' outputs), the name of its output and its attributes (the op's
-    fixed ones: a chain's ops draw none)."""
-
-    spec: object
-    inputs: tuple[str, ...]
-    output: str
-    attrs: dict
 
 
 @dataclass(frozen=True)
@@ -66,11 +55,25 @@ class ProgramSpec:
 
     @property
     def outputs(self) -> tuple[str, ...]:
-        return tuple(node.output for node in self.nodes)
+        return tuple(name for node in self.nodes for name in node.outputs)
 
     @property
     def output_types(self) -> tuple[str, ...]:
-        return ("T",) * len(self.nodes)
+        return ("T",) * len(self.outputs)
+
+    def input_names(self, case) -> tuple[str, ...]:
+        """The program's inputs (every case holds each)."""
+        return self.inputs
+
+    def program_nodes(self, case) -> tuple[ProgramNode, ...]:
+        """Its nodes (a chain's links draw no attributes: each has its op's fixed ones)."""
+        return self.nodes
+
+    @property
+    def node_specs(self) -> tuple:
+        """The specs of the ops its cases compute: its nodes' (a program's spec lists
+        them)."""
+        return tuple({node.spec.op: node.spec for node in self.nodes}.values())
 
     @property
     def input_types(self) -> tuple[str, ...]:
@@ -83,7 +86,7 @@ class ProgramSpec:
         return self.inputs
 
     def out_dtypes(self, case) -> tuple[str, ...]:
-        return (case.out_dtype,) * len(self.nodes)
+        return (case.out_dtype,) * len(self.outputs)
 
     @property
     def oracle(self) -> OpDefinition:
@@ -111,26 +114,11 @@ class ProgramSpec:
     def described_signature(self) -> dict:
         return {"inputs": [{"name": n, "type": "T"} for n in self.inputs],
                 "outputs": [{"name": n, "type": "T"} for n in self.outputs],
-                "nodes": [{"op": node.spec.op, "inputs": list(node.inputs), "output": node.output}
+                "nodes": [{"op": node.spec.op, "inputs": list(node.inputs),
+                                   "output": node.outputs[0]}
                           for node in self.nodes],
                 "shapes": "equal", "attrs": {}, "drawn_by": "programs (one shape for every input)",
                 "dtype_labels": "dtypes"}
-
-
-def node_case(case, node: ProgramNode, inputs):
-    """The case that one node of ``case``'s program is: its op on ``inputs`` (arrays), in the
-    case's dtype, with the op's fixed attributes."""
-    import dataclasses
-
-    dtype = case.out_dtype
-    return dataclasses.replace(case, op=node.spec.op, input_dtypes=(dtype,) * len(inputs),
-                               inputs=list(inputs), attrs=dict(node.attrs), expectation=None)
-
-
-def lowered_cases(spec, case) -> list:
-    """Per node of ``case``'s program, the case its lowering is given: its op on arrays of the
-    program's shape and dtype (every value of a chain has them)."""
-    return [node_case(case, node, [case.inputs[0]] * len(node.inputs)) for node in spec.nodes]
 
 
 def _oracle_of(spec):
@@ -148,7 +136,7 @@ def _composed(nodes, compute_of, *inputs, dtypes=(), **attrs) -> tuple:
             if dtypes and node.spec.definition.takes_dtypes else {}
         (out,) = compute_of(node.spec)(*[values[name] for name in node.inputs], **node.attrs,
                                        **typed)
-        values[node.output] = out
+        values[node.outputs[0]] = out
         results.append(out)
     return tuple(results)
 
@@ -196,7 +184,7 @@ def program_spec(name: str, specs: dict) -> ProgramSpec:
                 input_values[fresh] = ranges
             taken.append(fresh)
         previous = f"n{k}_{op}"
-        nodes.append(ProgramNode(spec, tuple(taken), previous,
+        nodes.append(ProgramNode(spec, tuple(taken), (previous,),
                                  dict(spec.signature.get("attrs", {}))))
     dtypes = tuple(d for d in specs[ops[0]].dtypes if all(d in specs[op].dtypes for op in ops))
     formats = set.intersection(*(set(specs[op].bindings) for op in ops))

@@ -15,6 +15,7 @@ import inspect
 import textwrap
 
 from conform.harness.backends.jax_backend import JaxBackend, frozen, lax_calls
+from conform.spec.program_nodes import program_nodes
 
 
 def lax_program(spec, case) -> str:
@@ -23,21 +24,20 @@ def lax_program(spec, case) -> str:
     written out with the case's attributes, or the binding's ``lax.<name>`` call. For a program,
     one such function per node (``op_0``, ...) and ``op`` calling them in order and returning
     every node's output."""
-    names = [f"x{i}" for i in range(len(case.inputs))]
-    node_calls = lax_calls(spec, case)
-    if not spec.nodes:
+    nodes, node_calls = program_nodes(spec, case), lax_calls(spec, case)
+    if len(nodes) == 1:   # a one-node program is written as its op's function
         ((lax_name, attrs),) = node_calls
-        return _lax_call(spec, lax_name, attrs, "op", names)
+        return _lax_call(spec, lax_name, attrs, "op", [f"x{i}" for i in range(len(case.inputs))])
     hooks, calls, steps = {}, [], []
-    for k, (node, (lax_name, attrs)) in enumerate(zip(spec.nodes, node_calls)):
+    for k, (node, (lax_name, attrs)) in enumerate(zip(nodes, node_calls)):
         source = _lax_call(node.spec, lax_name, attrs, f"op_{k}", node.inputs)
         hook, _, call = source.rpartition("\n\n")   # a lowering's source is written once
         if hook:
             hooks.setdefault(hook, None)
         calls.append(call if hook else source)
-        steps.append(f"    {node.output} = op_{k}({', '.join(node.inputs)})\n")
-    outputs = "".join(f"{node.output}, " for node in spec.nodes)
-    return "\n\n".join([*hooks, *calls, f"def op({', '.join(spec.inputs)}):\n"
+        steps.append(f"    {', '.join(node.outputs)} = op_{k}({', '.join(node.inputs)})\n")
+    outputs = "".join(f"{name}, " for name in spec.outputs)
+    return "\n\n".join([*hooks, *calls, f"def op({', '.join(spec.input_names(case))}):\n"
                         + "".join(steps) + f"    return ({outputs.rstrip()})\n"])
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, binding, cache_dir
 from conform.harness.backends.jax_packing import CacheHits, Slot, run_pack
 from conform.caches import prune_folder
+from conform.spec.program_nodes import program_nodes
 
 #: The persistent compilation cache's size cap, in MiB ($CONFORM_JAX_CACHE_MAX_MB). An entry takes
 #: ~2.5 KiB (measured: 9,872 entries, 25 MiB) and the keys change with jax, conform's lowering and
@@ -65,10 +66,8 @@ def lax_calls(spec, case) -> list[tuple[str, dict]]:
     """Per op of the case (one, or a program's nodes): its ``lax`` binding's name ("" where the
     op module's ``lax`` hook lowers it alone) and the attributes it is called with (the
     binding's fixed ``params``, then the case's or the op's)."""
-    ops = [(spec, case.attrs)] if not spec.nodes else \
-        [(node.spec, node.attrs) for node in spec.nodes]
     calls = []
-    for op_spec, attrs in ops:
+    for op_spec, attrs in ((node.spec, node.attrs) for node in program_nodes(spec, case)):
         bound = binding(op_spec, "xla")
         calls.append((bound.get("lax", ""), {**bound.get("params", {}), **attrs}))
     return calls
@@ -181,17 +180,17 @@ class JaxBackend(Backend):
     def traced(self, spec, case):
         """The case's computation as a function of its inputs, not jitted: its op's lax call,
         or for a program each node's, returning every node's output."""
-        if not spec.nodes:
-            ((lax_name, attrs),) = lax_calls(spec, case)
-            return self._builder(spec, lax_name, attrs)
+        nodes = program_nodes(spec, case)
         calls = [self._builder(node.spec, lax_name, attrs)
-                 for node, (lax_name, attrs) in zip(spec.nodes, lax_calls(spec, case))]
+                 for node, (lax_name, attrs) in zip(nodes, lax_calls(spec, case))]
+        if len(calls) == 1:   # a one-node program is its op's function
+            return calls[0]
 
         def program(*inputs):
-            values = dict(zip(spec.inputs, inputs))
-            for node, call in zip(spec.nodes, calls):
-                values[node.output] = call(*(values[name] for name in node.inputs))
-            return tuple(values[node.output] for node in spec.nodes)
+            values = dict(zip(spec.input_names(case), inputs))
+            for node, call in zip(nodes, calls):
+                values[node.outputs[0]] = call(*(values[name] for name in node.inputs))
+            return tuple(values[node.outputs[0]] for node in nodes)
 
         return program
 

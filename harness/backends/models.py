@@ -180,8 +180,7 @@ class _Refused:
 def claims_op(ops, spec) -> bool:
     """Whether a backend claiming ``ops`` (None: every op) claims ``spec``'s op: a program is
     claimed when each of its nodes' ops is."""
-    return ops is None or spec.op in ops or (
-        bool(spec.nodes) and all(node.spec.op in ops for node in spec.nodes))
+    return ops is None or spec.op in ops or all(node.op in ops for node in spec.node_specs)
 
 
 def unclaimed(backend, spec, case) -> str | None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from conform.harness.backends.base import Unsupported, binding
 from conform.dtypes import np_dtype
-from conform.spec.programs import lowered_cases
+from conform.spec.program_nodes import node_cases, program_nodes
 
 NNEF_TYPES = {"float32": "scalar", "int32": "integer", "bool": "logical"}
 
@@ -96,29 +96,30 @@ def _nnef_type(dtype: str) -> str:
 
 
 def build_document(spec, case) -> Document:
-    """The NNEF document computing ``case`` with the spec's ``nnef`` binding: one invocation, or
-    for a program (``spec.nodes``) one per node, every node's result a result of the graph."""
+    """The NNEF document computing ``case``'s program with each node's ``nnef`` binding: one
+    invocation per node (one for an op, one per op of a chain), every node's result a result of
+    the graph."""
     types = [_nnef_type(d) for d in case.input_dtypes]
     for dtype in spec.out_dtypes(case):
         _nnef_type(dtype)
-    if not spec.nodes:
-        outputs = [f"out{k}" for k in range(len(spec.outputs))]
-        line, op, fed, shape = _invocation(spec, case, [f"in{i}" for i in range(len(case.inputs))],
-                                           outputs)
-        lines, operations = [line], (op,)
-    else:
-        values = {name: f"in{j}" for j, name in enumerate(spec.inputs)}
-        lines, operations, fed, shape = [], (), list(range(len(case.inputs))), None
-        for k, (node, node_at) in enumerate(zip(spec.nodes, lowered_cases(spec, case))):
-            taken = [values[name] for name in node.inputs]
-            line, op, used, shape = _invocation(node.spec, node_at, taken, [f"out{k}"])
-            if shape is not None or len(used) != len(taken):
-                raise Unsupported(f"NNEF {op} in a program must take every operand and keep its "
-                                  "shape")
-            values[node.output] = f"out{k}"
-            lines.append(line)
-            operations += (op,)
-        outputs = [values[node.output] for node in spec.nodes]
+    nodes = program_nodes(spec, case)
+    positions = {name: j for j, name in enumerate(spec.input_names(case))}
+    values = {name: f"in{j}" for name, j in positions.items()}
+    lines, operations, fed, shape, outputs = [], (), {}, None, []
+    for node, node_at in zip(nodes, node_cases(spec, case)):
+        taken = [values[name] for name in node.inputs]
+        given = [f"out{k}" for k in range(len(outputs), len(outputs) + len(node.outputs))]
+        line, op, used, shape = _invocation(node.spec, node_at, taken, given)
+        computed = {k for k, name in enumerate(node.inputs) if name not in positions}
+        if (shape is not None and len(nodes) > 1) or not computed <= set(used):
+            raise Unsupported(f"NNEF {op} in a program of several ops must take every computed "
+                              "operand and keep its shape")
+        fed.update((positions[node.inputs[k]], None) for k in used if k not in computed)
+        values.update(zip(node.outputs, given))
+        lines.append(line)
+        operations += (op,)
+        outputs += given
+    fed = list(fed)
     lines = [f"    in{i} = external<{types[i]}>(shape = {literal(list(case.inputs[i].shape))});"
              for i in fed] + lines
     names = ", ".join(f"in{i}" for i in fed)

@@ -15,7 +15,9 @@ import numpy as np
 
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
 from conform.ops import UnknownOp
+from conform.harness.backends.program import evaluate
 from conform.ops.numpy_computation import in_target_dtypes, numpy_computation
+from conform.spec.program_nodes import program_nodes
 from conform.dtypes import np_dtype
 
 
@@ -42,18 +44,31 @@ class NumpyBackend(Backend):
         return self.clock.as_stats()
 
     def run(self, *, program, inputs, model=None):
-        spec, case = program.spec, program.case
-        try:
-            compute = numpy_computation(spec, catalog=_catalog())
-        except UnknownOp:
-            raise Unsupported(f"no NumPy implementation of {spec.op}: no op module defines it") from None
+        """The program's outputs, each node computed by its op's NumPy computation in turn."""
+        specs = {node.spec.op: node.spec for node in program_nodes(program.spec, program.case)}
+        computations = {op: _computation(spec) for op, spec in specs.items()}
         with self.clock.timing("execute"), np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)   # 'Mean of empty slice' and kin
-            try:
-                outputs = compute(*inputs, **case.attrs)
-            except TypeError as exc:
-                if "not supported for the input types" in str(exc) or "did not contain a loop" in str(exc):
-                    raise Unsupported(f"{spec.op}: NumPy cannot compute it in "
-                                      f"{', '.join(case.input_dtypes)}: {exc}") from None
-                raise
-        return in_target_dtypes(spec.op, outputs, [np_dtype(d) for d in program.out_dtypes])
+            return evaluate(program, inputs, lambda node, operands: _computed(
+                computations[node.op], node, operands))
+
+
+def _computation(spec):
+    try:
+        return numpy_computation(spec, catalog=_catalog())
+    except UnknownOp:
+        raise Unsupported(f"no NumPy implementation of {spec.op}: no op module defines it") from None
+
+
+def _computed(compute, node, operands) -> list:
+    """One node's outputs, checked to be in its out dtypes (NumPy computing them in another is
+    ``unsupported``)."""
+    try:
+        outputs = compute(*operands, **node.attrs)
+    except TypeError as exc:
+        if "not supported for the input types" in str(exc) or "did not contain a loop" in str(exc):
+            raise Unsupported(f"{node.op}: NumPy cannot compute it in "
+                              f"{', '.join(str(np.asarray(x).dtype) for x in operands)}: "
+                              f"{exc}") from None
+        raise
+    return in_target_dtypes(node.op, outputs, [np_dtype(d) for d in node.out_dtypes])

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from conform.harness.backends.base import Unsupported, attrs_text, binding, onnx_opset as opset
 from conform.ops.optional_inputs import ABSENT, onnx_operands
-from conform.spec.programs import lowered_cases
+from conform.spec.program_nodes import node_cases, program_nodes
 from conform.dtypes import np_dtype
 
 IR_VERSION = 10
@@ -124,24 +124,23 @@ def _builtin_specs() -> dict:
 
 
 def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
-    """A ModelProto computing ``case`` with the spec's ONNX binding: one op, or for a program
-    (``spec.nodes``) one node per op, every node's output an output of the graph. Its inputs and
+    """A ModelProto computing ``case``'s program with each node's ONNX binding (one node for an
+    op, one per op of a chain), every node's outputs outputs of the graph. Its inputs and
     outputs carry their rank with symbolic dimensions, or, unless ``shaped``, no shape at all
     (the models adapters written against contract 1 are handed)."""
     version = opset()
     sequences = getattr(spec, "sequence_outputs", ())
-    if spec.nodes:
-        graph = OnnxGraph({"op_type": ""}, len(case.inputs), len(spec.outputs))
-        values = dict(zip(spec.inputs, graph.inputs))
-        for k, (node, node_at) in enumerate(zip(spec.nodes, lowered_cases(spec, case))):
-            view = graph.view(binding(node.spec, "onnx"), [values[name] for name in node.inputs],
-                              [graph.outputs[k]], prefix=f"n{k}_")
-            _add_op(node.spec, node_at, view, version)
-            values[node.output] = graph.outputs[k]
-    else:   # a sequence output and the next (its shapes) are one graph output
-        graph = OnnxGraph(binding(spec, "onnx"), len(case.inputs),
-                          len(spec.outputs) - len(sequences))
-        _add_op(spec, case, graph, version)
+    # a sequence output and the next (its shapes) are one graph output
+    graph = OnnxGraph({"op_type": ""}, len(case.inputs), len(spec.outputs) - len(sequences))
+    values = dict(zip(spec.input_names(case), graph.inputs))
+    names = iter(graph.outputs)
+    for k, (node, node_at) in enumerate(zip(program_nodes(spec, case), node_cases(spec, case))):
+        given = [next(names) for _ in
+                 range(len(node.outputs) - len(getattr(node.spec, "sequence_outputs", ())))]
+        view = graph.view(binding(node.spec, "onnx"), [values[name] for name in node.inputs],
+                          given, prefix=f"n{k}_" if k else "")
+        _add_op(node.spec, node_at, view, version)
+        values.update(zip(node.outputs, given))
     # Graph inputs and outputs carry their rank with symbolic dimensions: the checker wants a
     # shape on each, and one session then serves every case of the same ranks.
     ranks = _output_ranks(spec, case) if shaped else [0] * len(spec.outputs)
@@ -198,12 +197,12 @@ def schema_allows(spec, label: str, version: int) -> bool:
     dtypes the generic drawer gives them: the label's first dtype, or an input's fixed type).
     A label it refuses is not drawn for an ONNX backend: the standard rules it out."""
     dtype = label.split("->")[0]
-    if "->" in label and spec.output_dtype == "attr:new_dtype" and not spec.nodes \
-            and "onnx" in spec.bindings:   # a conversion: the label's last type is its result's
+    # a conversion: the label's last type is its result's
+    if "->" in label and spec.output_dtype == "attr:new_dtype" and "onnx" in spec.bindings:
         if _outputs_the_schema_refuses(spec, spec.bindings["onnx"]["op_type"], version,
                                        (label.split("->")[-1],)):
             return False
-    for op in [node.spec for node in spec.nodes] or [spec]:
+    for op in spec.node_specs:
         bound = op.bindings.get("onnx")
         if bound is None:
             return True   # no binding: the model says why, case by case

@@ -7,6 +7,8 @@ hands a backend, so it copies nothing and works out each member only when it is 
 """
 from __future__ import annotations
 
+from conform.spec.program_nodes import node_cases, program_nodes
+
 
 class Node:
     """One op applied in a :class:`Program`.
@@ -34,7 +36,7 @@ class Node:
 def case_devices(spec, case) -> int:
     """The devices ``case`` of ``spec`` runs on: what the op's ``devices`` hook says (a
     collective's case holds every replica, one device each), else 1."""
-    hook = None if spec.nodes else spec.definition.devices
+    hook = spec.definition.devices
     return 1 if hook is None else int(hook(case.attrs))
 
 
@@ -63,7 +65,7 @@ class Program:
     @property
     def is_chain(self) -> bool:
         """Whether the case is a program of several ops (else one node, the op itself)."""
-        return bool(self.spec.nodes)
+        return len(self.nodes) > 1
 
     @property
     def attrs(self) -> dict:
@@ -85,9 +87,9 @@ class Program:
     @property
     def input_names(self) -> tuple[str, ...]:
         """The names of the program's inputs, one per array in ``inputs`` (an op's optional
-        input that the case leaves out is not among them; ``attrs["absent_inputs"]`` names
-        it)."""
-        return self.spec.present_inputs(self.case.attrs)
+        input that the case leaves out is not among them, ``attrs["absent_inputs"]`` names
+        it; a variadic last input's further arrays are numbered: ``start_indices.1``, ...)."""
+        return self.spec.input_names(self.case)
 
     @property
     def input_dtypes(self) -> tuple[str, ...]:
@@ -113,12 +115,9 @@ class Program:
 
     def _make_nodes(self) -> tuple[Node, ...]:
         spec, case = self.spec, self.case
-        if not spec.nodes:
-            return (Node(spec.op, case.attrs, self.input_names, spec.outputs,
-                         spec.out_dtypes(case)),)
-        # chain links keep the case's dtype from end to end and have fixed attributes
-        return tuple(Node(node.spec.op, node.attrs, node.inputs,
-                          (node.output,), (case.out_dtype,)) for node in spec.nodes)
+        return tuple(Node(node.spec.op, node.attrs, node.inputs, node.outputs,
+                          node.spec.out_dtypes(node_at))
+                     for node, node_at in zip(program_nodes(spec, case), node_cases(spec, case)))
 
     def __repr__(self) -> str:
         return (f"Program(op={self.op!r}, input_names={self.input_names!r}, "

@@ -182,8 +182,10 @@ def _print_table(summary: dict) -> None:
 
 def cmd_run(args) -> int:
     from conform.harness.run.outdir import locked
+    from conform.harness.run.processes import start_worker_server
     from conform.harness.backends.registry import check_backend
 
+    start_worker_server()
     specs = _load_specs(args.specs)
     profile = cli_certify.apply_profile(args)
     if args.onnx_opset is not None:   # before any model is built, here or in a worker

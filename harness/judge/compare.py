@@ -91,6 +91,8 @@ class Judgement:
     # elements that pass only because the ftz subnormal policy was applied (a flushed input or
     # result accepted): under ieee they would fail
     subnormal_excused: int = 0
+    # what the failing elements have in common (harness/judge/profile.py), for a failing case
+    profile: dict | None = field(default=None, repr=False, compare=False)
 
 
 # Edges of the per-element histogram of error / bound. Bins are [0, 1/16], (1/16, 1/8], ...,

@@ -8,11 +8,11 @@ import numpy as np
 
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
-from conform.harness.judge.profile import broadcast_index, failure_profile
+from conform.harness.judge.profile import broadcast_index, failure_profile, merged_profiles
 from conform.records import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
-from conform.spec.programs import node_case
+from conform.spec.program_nodes import node_cases, program_nodes
 from conform.dtypes import FLOAT_FORMATS
 
 FEEDING_KEPT = 256    # elements of a slice, window or patch kept in a failing record
@@ -91,21 +91,51 @@ def judge_outputs(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
 
 
 def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
-    """:func:`judge_outputs` for ``(spec, case, outputs)`` triples. Each output is judged under
-    its own error model, and the outputs of each op, dtype and model are compared together
-    (:func:`~conform.harness.judge.compare.compare_many`); a case with several outputs gets one
-    judgement that holds each output's (:func:`combined`)."""
+    """:func:`judge_outputs` for ``(spec, case, outputs)`` triples.
+
+    Every case is a program (:mod:`conform.spec.program_nodes`), judged node by node: each
+    node's outputs under its op's error model, against its op's oracle evaluated on the values
+    the backend gave that node (the program's inputs, or the backend's own outputs of earlier
+    nodes), so that an error is blamed on the node that made it. A one-node program's judgement
+    is its node's; a program of several nodes gets one that holds each node's (:func:`combined`,
+    the worst element naming its node)."""
     judgements: list = [None] * len(triples)
-    parts: dict = {}     # case number -> its outputs' judgements (cases with several outputs)
-    groups: dict = {}
+    nodes: list = []   # (case number, node, the node's (spec, case, outputs))
     for i, (spec, case, outputs) in enumerate(triples):
-        if spec.nodes:
-            judgements[i] = judge_program(spec, case, outputs, subnormals)
-            continue
-        answer = expectation(spec, case)
-        if len(outputs) != len(answer):
+        if len(outputs) != len(spec.outputs):
             judgements[i] = _wrong_count(outputs, spec.outputs)
             continue
+        values = dict(zip(spec.input_names(case), case.inputs))
+        values.update(zip(spec.outputs, map(np.asarray, outputs)))
+        for node, node_at in zip(program_nodes(spec, case), node_cases(spec, case, values)):
+            nodes.append((i, node, (node.spec, node_at, [values[n] for n in node.outputs])))
+    owned: dict = {}
+    for (i, node, (spec, case, _)), judged in zip(nodes, _judge_nodes([n[2] for n in nodes],
+                                                                      subnormals)):
+        if judged.verdict == "fail":
+            judged.profile = _profile(spec, case, judged)
+        owned.setdefault(i, []).append((node, judged))
+    for i, parts in owned.items():
+        if len(parts) == 1:
+            judgements[i] = parts[0][1]
+            continue
+        for node, judged in parts:
+            if judged.worst is not None:
+                judged.worst["node"] = node.spec.op
+        judgements[i] = combined([name for node, _ in parts for name in node.outputs[:1]],
+                                 [judged for _, judged in parts])
+    return judgements
+
+
+def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
+    """The judgement of each op's ``(spec, case, outputs)``, its outputs grouped by op, dtype
+    and model across the triples (:func:`~conform.harness.judge.compare.compare_many`); an op
+    with several outputs gets one judgement that holds each output's (:func:`combined`)."""
+    judgements: list = [None] * len(triples)
+    parts: dict = {}     # case number -> its outputs' judgements (ops with several outputs)
+    groups: dict = {}
+    for i, (spec, case, outputs) in enumerate(triples):
+        answer = expectation(spec, case)
         canonical = spec.definition.canonical
         if canonical is not None:
             policy = {"subnormals": subnormals} if spec.definition.canonical_takes_subnormals else {}
@@ -137,23 +167,14 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
     return judgements
 
 
-def judge_program(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
-    """Judge a program (:mod:`conform.spec.programs`) node by node: each node's output under
-    its op's error model, against its op's oracle evaluated on the values the backend gave that
-    node (the program's inputs, or the backend's own outputs of earlier nodes), so that an
-    error is blamed on the node that made it."""
-    if len(outputs) != len(spec.nodes):
-        return _wrong_count(outputs, spec.outputs)
-    values = dict(zip(spec.inputs, case.inputs))
-    values.update(zip(spec.outputs, map(np.asarray, outputs)))
-    nodes = [node_case(case, node, [values[name] for name in node.inputs])
-             for node in spec.nodes]
-    judged = judge_many([(node.spec, node_at, [values[node.output]])
-                         for node, node_at in zip(spec.nodes, nodes)], subnormals)
-    for judgement, node in zip(judged, spec.nodes):
-        if judgement.worst is not None:
-            judgement.worst["node"] = node.spec.op
-    return combined(spec.outputs, judged)
+def _profile(spec, case, judgement: Judgement) -> dict | None:
+    """What the failing elements of one node have in common (None if that cannot be said: it
+    only serves a manifest condition, which excuses, so it must never cost a verdict)."""
+    try:
+        return failure_profile(spec, case, judgement,
+                               [part.expected for part in expectation(spec, case)])
+    except Exception:
+        return None
 
 
 def _wrong_count(outputs, names) -> Judgement:
@@ -181,7 +202,7 @@ def combined(names, parts: list[Judgement]) -> Judgement:
         histogram=[sum(bins) for bins in zip(*histograms)] if histograms else [],
         observed=[pair for p in parts for pair in p.observed][:5],
         reason=deciding.reason and f"output {name}: {deciding.reason}",
-        outputs=list(zip(names, parts)))
+        outputs=list(zip(names, parts)), profile=merged_profiles(p.profile for p in parts))
 
 
 def _worst_inputs(spec, case, judgement: Judgement, out_shape, output: int) -> list:
@@ -330,13 +351,8 @@ def _add_judgement(record: dict, spec, case, judgement: Judgement, backend: str)
         record["outputs"] = [_add_figures({"name": name}, part) for name, part in judgement.outputs]
     if judgement.verdict == "fail":
         record["message"] = failure_message(case, judgement, backend)
-        try:   # what a manifest condition reads; it only excuses, so it must never cost a verdict
-            profile = failure_profile(spec, case, judgement,
-                                      [part.expected for part in expectation(spec, case)])
-        except Exception:
-            profile = None
-        if profile is not None:
-            record["failing"] = {k: json_number(v) for k, v in profile.items()}
+        if judgement.profile is not None:   # what a manifest condition reads
+            record["failing"] = {k: json_number(v) for k, v in judgement.profile.items()}
 
 
 def _add_figures(record: dict, judgement: Judgement) -> dict:

@@ -34,10 +34,9 @@ def failure_profile(spec, case, judgement, expected: list) -> dict | None:
     * ``expected_zero`` / ``expected_inf`` / ``expected_nan``: how many expected ±0 / ±inf / NaN;
     * ``expected_min_abs`` / ``expected_max_abs``: the range of the expected magnitudes.
 
-    None for a program (its nodes' inputs are not the case's) or a judgement with no failing
-    element (a wrong number of outputs)."""
-    if spec.nodes:
-        return None
+    ``spec`` and ``case`` are one node's (the judge profiles a program node by node, on the
+    values the backend gave each node). None for a judgement with no failing element (a wrong
+    number of outputs)."""
     parts = [part for _, part in judgement.outputs] if judgement.outputs else [judgement]
     totals = None
     for k, part in enumerate(parts):
@@ -103,6 +102,16 @@ def _empty(elements: int) -> dict:
             "inputs_max_abs": math.inf, "inputs_min_of_max_abs": 0.0, "expected_zero": 0,
             "expected_inf": 0, "expected_nan": 0, "expected_min_abs": math.inf,
             "expected_max_abs": 0.0}
+
+
+def merged_profiles(profiles) -> dict | None:
+    """One profile for the failing elements of several nodes: ``profiles`` summed up (None
+    among them: a node with nothing failing)."""
+    found = [p for p in profiles if p is not None]
+    totals = found[0] if found else None
+    for more in found[1:]:
+        totals = _merged(totals, more)
+    return totals
 
 
 def _merged(a: dict, b: dict) -> dict:

@@ -247,7 +247,7 @@ def run_key(config: RunConfig, pairs: list, specs: dict) -> dict:
             "conform_version": conform.__version__,
             "onnx_opset": onnx_opset(),
             "specs_sha256": digest(node.path for op in ops
-                                   for node in ([n.spec for n in specs[op].nodes] or [specs[op]])
+                                   for node in specs[op].node_specs
                                    if node.path),
             "manifest": manifest, "manifest_sha256": digest(manifest)}
 

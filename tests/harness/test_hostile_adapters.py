@@ -15,6 +15,7 @@ import pytest
 
 from conform.harness.run.boundary import MAX_TEXT
 from conform.harness.run.isolation import WorkerPool
+from conform.harness.run.processes import LOAD_TIMEOUT
 from conform.harness.judge.judging import result_record
 from tests.harness.hostile_adapters import HUGE, MARKER, add_cases
 
@@ -64,7 +65,9 @@ def test_a_backend_that_hangs_while_loading_gives_each_case_an_error_and_the_run
     start = time.monotonic()
     summary, records = _cli_run(conform_cli, tmp_path, "HangsInLoad", "--max-examples", "3",
                                 "--workers", "2", "--load-timeout", "1.5", status=3)
-    assert time.monotonic() - start < 20
+    # (done well before the default load timeout: --load-timeout was what gave up; the bound
+    # is that generous because a loaded machine takes many seconds to start the workers)
+    assert time.monotonic() - start < LOAD_TIMEOUT
     reason = f"backend '{HOSTILE}HangsInLoad' failed to load in 1.5 s"
     assert len(records) == 6 and summary["counts"]["error"] == 6   # 3 drawn, sweep, critical, midpoint
     assert {r["message"] for r in records} == {reason}
@@ -78,7 +81,7 @@ def test_a_replacement_worker_that_hangs_while_loading_costs_the_cases_left_an_e
     start = time.monotonic()
     records = _verdicts(specs, "HangsOnReload", cases, workers=1, batch_size=1, timeout=5,
                         load_timeout=1.5)
-    assert time.monotonic() - start < 15
+    assert time.monotonic() - start < LOAD_TIMEOUT   # the given load timeout gave up, not the default
     assert _kinds(records, range(6)) == ["pass", "pass", "crash", "error", "error", "error"]
     assert records["add.float32.2"]["message"] == "worker exited with status 3"
     assert {records[f"add.float32.{i}"]["message"] for i in (3, 4, 5)} == {
@@ -133,7 +136,7 @@ def test_prepare_time_is_charged_to_each_case_alone(specs):
     with WorkerPool(HOSTILE + "SlowPrepare", workers=1, batch_size=8, timeout=0.8) as pool:
         pool_start = time.monotonic()
         outcomes = {case.id: outcome for case, outcome in pool.run(add_cases(range(7)))}
-        assert time.monotonic() - pool_start < 12
+        assert time.monotonic() - pool_start < 60   # the hung prepare was cut off, not waited for
     kinds = [outcomes[f"add.float32.{i}"].kind for i in range(7)]
     assert kinds == ["ok"] * 5 + ["timeout", "ok"]   # preparing case 5 hangs
     assert all(slow <= o.seconds < 0.8 for o in outcomes.values() if o.kind == "ok")
@@ -144,7 +147,7 @@ def test_crashes_hangs_and_hogs_each_cost_one_case_and_leave_no_chained_errors(s
     start = time.monotonic()
     records = _verdicts(specs, "Crashes", add_cases(indices), workers=1, batch_size=1,
                         timeout=1.0, memory_limit_mb=3072, method="fork")
-    assert time.monotonic() - start < 25
+    assert time.monotonic() - start < 120   # the hangs were cut off, not waited for
     kinds = dict(zip(indices, _kinds(records, indices)))
     message = {i: records[f"add.float32.{i}"].get("message", "") for i in indices}
     assert kinds[0] == kinds[7] == "pass"
@@ -209,8 +212,8 @@ def _gone_within(pid: int, seconds: float) -> bool:
 def test_a_busy_worker_dies_with_its_parent(tmp_path, signum, method):
     parent, worker = _busy_parent(tmp_path, method)
     parent.send_signal(signum)
-    parent.wait(10)
-    alive = not _gone_within(worker, 5)
+    parent.wait(60)
+    alive = not _gone_within(worker, 30)   # (returns as soon as it is gone)
     if alive:
         os.kill(worker, signal.SIGKILL)
     assert not alive, "the busy worker outlived its parent"
@@ -218,12 +221,11 @@ def test_a_busy_worker_dies_with_its_parent(tmp_path, signum, method):
 
 def test_ctrl_c_stops_the_pool_without_worker_tracebacks(tmp_path):
     parent, worker = _busy_parent(tmp_path, "fork")
-    start = time.monotonic()
     os.killpg(parent.pid, signal.SIGINT)   # as a terminal's Ctrl-C: the whole process group
-    _, stderr = parent.communicate(timeout=15)
-    assert parent.returncode == 130 and time.monotonic() - start < 5
+    _, stderr = parent.communicate(timeout=60)   # (raises if the pool waits for its worker)
+    assert parent.returncode == 130
     assert stderr.strip() == "interrupted"
-    assert _gone_within(worker, 5)
+    assert _gone_within(worker, 30)
 
 
 def test_an_adapter_that_patches_the_judge_and_returns_12345_gets_its_real_verdicts(

@@ -18,7 +18,7 @@ EVERY_FORMAT = chain_name(["exp", "tanh", "abs"])   # ops bound in ONNX, XLA and
 
 def test_a_chain_is_built_from_its_name(specs):
     spec = specs[chain_name(["exp", "add", "tanh"])]
-    assert [(n.spec.op, n.inputs, n.output) for n in spec.nodes] == [
+    assert [(n.spec.op, n.inputs, n.outputs[0]) for n in spec.nodes] == [
         ("exp", ("x0",), "n0_exp"), ("add", ("n0_exp", "x1"), "n1_add"),
         ("tanh", ("n1_add",), "n2_tanh")]
     assert spec.inputs == ("x0", "x1") and spec.outputs == ("n0_exp", "n1_add", "n2_tanh")
@@ -93,3 +93,42 @@ def test_an_nnef_program_is_one_graph_of_invocations(specs):
     text = build_document(spec, case).text
     assert "-> ( out0, out1, out2 )" in text
     assert "out0 = exp(in0);" in text and "out1 = tanh(out0);" in text and "out2 = abs(out1);" in text
+
+
+def test_a_single_op_case_is_a_one_node_program_that_is_the_case_itself(specs):
+    from conform.spec.program_nodes import node_cases, program_nodes
+
+    spec = specs["dynamic_slice"]   # a variadic last input: one name per array
+    case = generate_cases(spec, spec.dtypes[0], count=1, seed=0)[0]
+    (node,) = program_nodes(spec, case)
+    assert node.spec is spec and node.attrs is case.attrs and node.outputs == spec.outputs
+    assert len(node.inputs) == len(case.inputs) == len(set(node.inputs))
+    assert node.inputs[:2] == ("operand", "start_indices") and node.inputs[2] == "start_indices.1"
+    assert node_cases(spec, case) == [case] and node_cases(spec, case)[0] is case
+
+
+def test_a_failing_node_of_a_chain_is_profiled_on_the_values_it_was_given(specs):
+    spec = specs[chain_name(["exp", "negate"])]
+    x = np.float32([0.5, 1.0, np.nan])
+    exact = np.exp(x.astype(np.float64)).astype(np.float32)
+    wrong = -exact
+    wrong[0] = 7.0                           # node 1 wrong at an element fed by a finite value
+    judgement = judge_outputs(spec, _case(spec, [x]), [exact, wrong])
+    assert judgement.verdict == "fail" and judgement.profile is not None
+    assert judgement.profile["elements"] == 1 and judgement.profile["inputs_nan"] == 0
+    assert judgement.profile["inputs_max_abs"] == pytest.approx(float(exact[0]))
+
+
+def test_no_shared_code_asks_whether_a_spec_is_a_program():
+    """Only spec/programs.py knows a program spec's ``nodes``: every other stage walks
+    ``program_nodes``, one node or several alike."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    found = [f"{path.relative_to(root)}:{n}" for folder in
+             ("spec", "generators", "oracles", "harness", "reports", "ops", "conform")
+             for path in (root / folder).rglob("*.py") if path.name != "programs.py"
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\bspec\.nodes\b|getattr\(spec, \"nodes\"", line)]
+    assert found == []

@@ -33,7 +33,7 @@ def bounded_ops(specs) -> list[str]:
             if isinstance(entry, dict):
                 yield from entry.get("error_model", {}).values()
 
-    return sorted(name for name, spec in specs.items() if not spec.nodes
+    return sorted(name for name, spec in specs.items() if spec.node_specs == (spec,)
                   and any(kind in model for model in models(spec) for kind in MODELS))
 
 
