@@ -82,6 +82,8 @@ NOT_BY_PERTURBATION = {
                 "does not move the bin, though the text's sum takes it",
     "onnx_dft_opset17": "a term whose twiddle is 0 (sin 0 at bin 0 or at n = 0, a quarter "
                         "turn's cos) does not move the bin, though the text's sum takes it",
+    "fft": "a term whose twiddle is 0 (sin 0 at bin 0, a quarter turn's cos) does not move the "
+           "bin, though the DFT's sum takes it",
     "onnx_mat_mul_integer": "B and b_zero_point are of type T2 (not T), left unchanged, yet "
                             "terms; and an element of A meeting a B element equal to its zero "
                             "point is a product with 0",
