@@ -13,6 +13,10 @@ the OCP *Microscaling Formats (MX) Specification* v1.0: the element format FP4 E
 (``float4_e2m1fn``: no infinities, no NaN, -0, largest value 6) and the scale format E8M0
 (``float8_e8m0fnu``: unsigned powers of two 2**-127 to 2**127, no zero, no infinities, NaN at
 0xFF). The integers include ONNX's int2/uint2 and int4/uint4.
+
+The complex types ``complex64`` and ``complex128`` (XLA's C64 and C128) are pairs of float32
+and float64 components, real and imaginary (:data:`COMPLEX_COMPONENTS`): each component has its
+float type's values, edge values and traits.
 """
 from __future__ import annotations
 
@@ -28,6 +32,8 @@ ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "flo
              "float8_e8m0fnu", "float4_e2m1fn", "int2", "int4", "uint2", "uint4")
 #: the integers among them (NumPy's kind 'V': ``np.iinfo`` refuses them)
 _ML_INTEGERS = ("int2", "int4", "uint2", "uint4")
+#: the complex dtypes and the float type of their real and imaginary components
+COMPLEX_COMPONENTS = {"complex64": "float32", "complex128": "float64"}
 
 
 @functools.cache   # called for every input of every case
@@ -48,6 +54,39 @@ def int_info(name: str):
     (-8, 15, -2, 2)
     """
     return ml_dtypes.iinfo(np_dtype(name))
+
+
+def is_complex(name: str) -> bool:
+    """Whether ``name`` is a complex dtype (:data:`COMPLEX_COMPONENTS`).
+
+    >>> is_complex("complex64"), is_complex("float32")
+    (True, False)
+    """
+    return name in COMPLEX_COMPONENTS
+
+
+def component_dtype(name: str) -> str:
+    """The float type of a complex dtype's real and imaginary parts; ``name`` itself for any
+    other dtype.
+
+    >>> component_dtype("complex128"), component_dtype("float16")
+    ('float64', 'float16')
+    """
+    return COMPLEX_COMPONENTS.get(name, name)
+
+
+def complex_array(real, imag, dtype: str = "complex128") -> np.ndarray:
+    """The complex array of ``dtype`` with parts ``real`` and ``imag`` (broadcast together),
+    set part by part: ``real + 1j * imag`` would turn an infinite ``imag`` into ``nan + inf j``
+    (``1j * inf`` multiplies ``0 * inf``).
+
+    >>> complex_array(np.array([1.0]), np.array([np.inf])).tolist()
+    [(1+infj)]
+    """
+    real, imag = np.broadcast_arrays(real, imag)
+    out = np.empty(real.shape, np_dtype(dtype))
+    out.real, out.imag = real, imag
+    return out
 
 
 def is_integer(name: str) -> bool:
@@ -260,7 +299,12 @@ def resolve_edge_value(value, dtype: str):
     >>> resolve_edge_value("inf", "float8_e4m3fn")  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     AbsentValue: edge value 'inf' does not exist in float8_e4m3fn (it has no infinities); ...
+
+    A complex dtype resolves a value as its component float type does (a real number: the
+    imaginary part is zero).
     """
+    if dtype in COMPLEX_COMPONENTS:
+        return resolve_edge_value(value, COMPLEX_COMPONENTS[dtype])
     if not isinstance(value, str):
         why = _float_absent(value, FLOAT_FORMATS[dtype], dtype) if dtype in FLOAT_FORMATS else None
         if why:

@@ -7,12 +7,15 @@ from conform.dtypes import is_integer
 
 
 def widen(array: np.ndarray) -> np.ndarray:
-    """An input as the oracle sees it: float64 for floats, int64 for integers, bool for bool.
+    """An input as the oracle sees it: float64 for floats, complex128 for complex numbers, int64
+    for integers, bool for bool.
 
-    >>> widen(np.float16([0.5])).dtype, widen(np.uint8([7])).dtype
-    (dtype('float64'), dtype('int64'))
+    >>> widen(np.float16([0.5])).dtype, widen(np.uint8([7])).dtype, widen(np.complex64(1j)).dtype
+    (dtype('float64'), dtype('int64'), dtype('complex128'))
     """
     kind = array.dtype.kind
+    if kind == "c":
+        return array.astype(np.complex128)
     if kind == "b":
         return array.astype(np.bool_)
     if kind in "iu" or (kind == "V" and is_integer(array.dtype.name)):   # int4, uint4

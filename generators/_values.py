@@ -5,6 +5,9 @@ whole dtype, subnormals included; for 8- and 4-bit floats, uniform over all thei
 every value is reachable), ``edge`` (normal values with edge values at random positions),
 ``special`` (edge values only).
 
+A complex dtype's real and imaginary parts are each drawn by the plan as its component float
+type is (:func:`fill`), independently; its edge values are every pair of the component's.
+
 Edge values a dtype does not have (``inf`` in float8_e4m3fn, ``-zero`` in a fnuz format, zero
 and every negative value in float8_e8m0fnu) are left out of its draws.
 """
@@ -13,10 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from conform.spec import dtype_class, dtype_range
-from conform.dtypes import FLOAT_FORMATS, AbsentValue, int_info, np_dtype, resolve_edge_value
+from conform.dtypes import (FLOAT_FORMATS, AbsentValue, complex_array, component_dtype,
+                            int_info, is_complex, np_dtype, resolve_edge_value)
 
 PLANS = {"float": ("normal", "wide", "edge", "special"), "int": ("normal", "wide", "edge"),
          "bool": ("normal",)}
+PLANS["complex"] = PLANS["float"]
 DEFAULT_RANGES = {"float": (-10.0, 10.0), "int": (-100, 100), "bool": (0, 1)}
 DEFAULT_EDGES = {
     "float": [0.0, "-zero", "inf", "-inf", "nan", "min_subnormal", "-max_subnormal", "min_normal",
@@ -27,6 +32,9 @@ DEFAULT_EDGES = {
 
 
 def value_range(spec, input_name: str, dtype: str) -> tuple[float, float]:
+    """The ``normal`` plan's range of input ``input_name`` in ``dtype`` (a complex dtype: of
+    each component, the spec's ``float`` range)."""
+    dtype = component_dtype(dtype)
     cls = dtype_class(dtype)
     override = spec.input_values.get(input_name, {}).get(cls)
     low, high = override or spec.values.get(cls) or DEFAULT_RANGES[cls]
@@ -34,7 +42,12 @@ def value_range(spec, input_name: str, dtype: str) -> tuple[float, float]:
 
 
 def edge_values(spec, dtype: str) -> np.ndarray:
-    """The spec's edge values for ``dtype`` (defaults where the spec gives none), in that dtype."""
+    """The spec's edge values for ``dtype`` (defaults where the spec gives none), in that dtype;
+    for a complex dtype every pair (real, imaginary) of its component's edge values."""
+    if is_complex(dtype):
+        parts = edge_values(spec, component_dtype(dtype))
+        real, imag = (grid.ravel() for grid in np.meshgrid(parts, parts, indexing="ij"))
+        return complex_array(real, imag, dtype)
     cls = dtype_class(dtype)
     names = spec.edge_values.get(cls, DEFAULT_EDGES.get(cls, []))
     values = []
@@ -87,6 +100,12 @@ def fill(rng: np.random.Generator, *, shape, dtype: str, plan: str, low, high, e
     """
     if dtype_class(dtype) == "bool":
         return rng.random(shape) < 0.5
+    if is_complex(dtype):   # each part drawn as the component type, its edges pairs' parts
+        part = component_dtype(dtype)
+        real, imag = (fill(rng, shape=shape, dtype=part, plan=plan, low=low, high=high,
+                           edges=getattr(edges, attr).astype(np_dtype(part)))
+                      for attr in ("real", "imag"))
+        return complex_array(real, imag, dtype)
     if plan == "wide":
         values = _wide(rng, shape, dtype)
     else:
@@ -99,3 +118,4 @@ def fill(rng: np.random.Generator, *, shape, dtype: str, plan: str, low, high, e
         values = np.where(where, picks.astype(values.dtype), values)
     with np.errstate(over="ignore", invalid="ignore"):
         return values.astype(np_dtype(dtype))
+

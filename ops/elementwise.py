@@ -11,10 +11,13 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.ops.multiprecision import refined
 from conform.op_registry import op
+from conform.dtypes import complex_array
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
+from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
+                                     complex_refined, complex_sqrt_bound, exact_complex_product)
 
 
 def xla_operands(lhs, rhs, broadcast_dimensions=None):
@@ -92,7 +95,11 @@ def _rounded(function):
     (exact arithmetic, :mod:`conform.ops._rounded`) on each element pair, the operands brought
     to one shape as the oracle brings them (NumPy broadcasting serves the ONNX twins)."""
     def rounded64(lhs, rhs, *, broadcast_dimensions=None):
-        return (rounded_elementwise(function, *xla_operands(lhs, rhs, broadcast_dimensions)),)
+        lhs, rhs = xla_operands(lhs, rhs, broadcast_dimensions)
+        if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):   # + and -: part by part
+            return (complex_array(rounded_elementwise(function, np.real(lhs), np.real(rhs)),
+                                  rounded_elementwise(function, np.imag(lhs), np.imag(rhs))),)
+        return (rounded_elementwise(function, lhs, rhs),)
 
     rounded64.__name__ = f"rounded64_{function.__name__}"
     return rounded64
@@ -124,9 +131,13 @@ def oracle_subtract(lhs, rhs):
     return (lhs - rhs,)
 
 
-@xla_binary("multiply", rounded64=rounded_multiply, midpoints=PRODUCT_MIDPOINTS)
-def oracle_multiply(lhs, rhs):
-    """lhs * rhs."""
+@xla_binary("multiply", rounded64=rounded_multiply, midpoints=PRODUCT_MIDPOINTS,
+            error_bound=complex_product_bound)
+def oracle_multiply(lhs, rhs, *, dtypes=None):
+    """lhs * rhs; complex operands: ``(ac - bd) + (ad + bc)i``, each part correctly rounded
+    into float64 for complex128 operands (:func:`exact_complex_product`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (exact_complex_product(lhs, rhs, dtypes=dtypes),)
     return (lhs * rhs,)
 
 
@@ -185,15 +196,20 @@ def oracle_negate(operand):
     return (np.negative(operand),)
 
 
-@op("exp", version=1)
+@op("exp", version=1, error_bound=complex_exp_bound)
 def oracle_exp(operand, *, dtypes=None):
-    """e ** x."""
+    """e ** x; for complex x = a + bi, e**a (cos b + i sin b)."""
+    if np.iscomplexobj(operand):
+        return (complex_refined(np.exp, lambda z: z.exp(), operand, dtypes=dtypes),)
     return (refined(np.exp, lambda x: x.exp(), operand, dtypes=dtypes),)
 
 
-@op("log", version=1)
+@op("log", version=1, error_bound=complex_log_bound)
 def oracle_log(operand, *, dtypes=None):
-    """ln(x); ln(0) = -inf, ln(x < 0) = NaN."""
+    """ln(x); ln(0) = -inf, ln(x < 0) = NaN; for complex x the principal value
+    ln|x| + i arg x, arg in [-pi, pi] by the sign of the imaginary part's zero."""
+    if np.iscomplexobj(operand):
+        return (complex_refined(np.log, lambda z: z.log(), operand, dtypes=dtypes),)
     return (refined(np.log, lambda x: x.log(), operand, dtypes=dtypes),)
 
 
@@ -213,9 +229,12 @@ def rounded_sqrt(operand):
     return (rounded_elementwise(exact_sqrt, operand),)
 
 
-@op("sqrt", version=1, rounded64=rounded_sqrt)
-def oracle_sqrt(operand):
-    """sqrt(x); sqrt(-0) = -0, sqrt(x < 0) = NaN."""
+@op("sqrt", version=1, rounded64=rounded_sqrt, error_bound=complex_sqrt_bound)
+def oracle_sqrt(operand, *, dtypes=None):
+    """sqrt(x); sqrt(-0) = -0, sqrt(x < 0) = NaN; for complex x the principal root (real
+    part >= 0), its imaginary part's sign that of x's."""
+    if np.iscomplexobj(operand):
+        return (complex_refined(np.sqrt, lambda z: z.sqrt(), operand, dtypes=dtypes),)
     return (np.sqrt(operand),)
 
 

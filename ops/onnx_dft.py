@@ -165,6 +165,29 @@ def _gamma(k, u):
     return k * u / (1 - k * u)
 
 
+def twiddle_error(u: float, trig_ulp: float) -> tuple[float, float]:
+    """``(mu, p)`` of a DFT evaluated in unit roundoff ``u``: ``mu = 2 pi gamma_3 + 2 trig_ulp
+    u``, a twiddle's relative error (the angle 2 pi m / n in three roundings, cos and sin within
+    ``trig_ulp`` ULPs), and ``p = sqrt(2) gamma_2 + mu``, a term's (a complex product with a
+    twiddle, Higham 2002 §3.6)."""
+    mu = 2 * np.pi * _gamma(3, u) + 2 * trig_ulp * u
+    return mu, np.sqrt(2) * _gamma(2, u) + mu
+
+
+def direct_factor(n: int, u: float, p: float) -> float:
+    """The relative factor of the text's sum of ``n`` terms evaluated directly, each term
+    within ``p``: ``|err| <= (gamma_(n-1) (1 + p) + p) sum_j |x_j|`` (Higham 2002 Lemma 3.1)."""
+    return _gamma(max(n - 1, 0), u) * (1 + p) + p
+
+
+def fft_factor(steps: int, u: float, mu: float) -> float:
+    """The normwise factor of an FFT of ``steps`` butterfly stages (Higham 2002, Theorem 24.2):
+    ``||y^ - y||_2 <= steps eta / (1 - steps eta) ||y||_2``, ``eta = mu + gamma_4 (sqrt(2) +
+    mu)``."""
+    eta = mu + _gamma(4, u) * (np.sqrt(2) + mu)
+    return steps * eta / (1 - steps * eta)
+
+
 def dft_bound(names: tuple, default_axis: int):
     """Per output element, the larger of two bounds, the text fixing no algorithm:
 
@@ -190,12 +213,10 @@ def dft_bound(names: tuple, default_axis: int):
         full = dft(x, **{**setting, "onesided": 0}) if not inverse or not setting["onesided"] \
             else outputs[0]
         norm = np.sqrt(np.sum(np.moveaxis(full, setting["axis"], -2) ** 2, axis=(-2, -1)))
-        mu = 2 * np.pi * _gamma(3, u) + 2 * constants["trig_ulp"] * u
-        p = np.sqrt(2) * _gamma(2, u) + mu
-        direct = (_gamma(max(n - 1, 0), u) * (1 + p) + p) * magnitude
+        mu, p = twiddle_error(u, constants["trig_ulp"])
+        direct = direct_factor(n, u, p) * magnitude
         steps = max(int(np.ceil(np.log2(n))), 1)
-        eta = mu + _gamma(4, u) * (np.sqrt(2) + mu)
-        fft = steps * eta / (1 - steps * eta) * norm
+        fft = fft_factor(steps, u, mu) * norm
         fmt = FLOAT_FORMATS[out_dtype]
         # each real product rounded below the normal range errs by up to half the smallest
         # subnormal (Higham §2.1): 2n per component in the sum, 4 per butterfly in an FFT

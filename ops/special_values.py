@@ -143,7 +143,8 @@ def apply_table(table: Sequence[dict], inputs: Sequence[np.ndarray], output: np.
     >>> apply_table(rows, [np.array(-0.0), np.array(0.5)], np.array(-0.0)).tolist()
     0.0
     """
-    if not table or output.dtype.kind != "f" or output.size == 0:
+    if not table or output.dtype.kind != "f" or output.size == 0 \
+            or any(np.iscomplexobj(x) for x in inputs):   # the rows are C Annex F's, for reals
         return output
     wide = [broadcast_aligned(np.asarray(x, np.float64), output.shape, shapes, attrs or {})
             for x in inputs]

@@ -9,7 +9,7 @@ import numpy as np
 
 from conform.oracles._registry import accumulation_length, evaluate, evaluate_refined, widen
 from conform.ops.regions import RegionContext, region_mask
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS, component_dtype
 
 
 class Expectation(NamedTuple):
@@ -49,7 +49,7 @@ def expect(spec, case, *, subnormals: str = "ieee") -> Answer:
     for k, (name, expected, out_dtype) in enumerate(zip(names, outputs, out_dtypes)):
         accumulation = None
         model = spec.model_for(out_dtype, k, case)
-        if model.get("correctly_rounded") and out_dtype == "float64" \
+        if model.get("correctly_rounded") and component_dtype(out_dtype) == "float64" \
                 and spec.definition.rounded64 is not None:
             # the float64 oracle's value is a rounding itself: the op's exact rounding instead
             # (the loader requires the hook of an op's spec; a program, judged node by node
@@ -113,7 +113,7 @@ def derived_bound(spec, case, outputs, k: int, out_dtype: str, params: dict,
     """The absolute error bound of output ``k`` under the ``derived`` model: the op's
     ``error_bound`` hook evaluated on the case (its figures in float64, shaped like the output);
     a hook with a ``subnormals`` keyword is given the policy."""
-    u = FLOAT_FORMATS[out_dtype].unit_roundoff
+    u = FLOAT_FORMATS[component_dtype(out_dtype)].unit_roundoff
     if params.get("accumulator_at_least"):
         u = min(u, FLOAT_FORMATS[params["accumulator_at_least"]].unit_roundoff)
     inputs = [widen(np.asarray(x)) for x in case.inputs]

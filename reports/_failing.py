@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 
 from conform.reports._summary import severity
 from conform.reports._text import neutral
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS
 
 COLUMNS = ("case", "verdict", "plan", "region", "shapes", "error/bound", "index", "inputs", "expected",
            "actual", "message")
@@ -35,6 +35,9 @@ def _kind(value, dtype: str) -> str:
     if isinstance(value, list):   # the elements feeding one output (a slice, window)
         kinds = {_kind(v, dtype) for v in value}
         return next((k for k in _PRIORITY if k in kinds), "normal")
+    if isinstance(value, str) and value.endswith(("j", "j)")):   # complex: "(1-2j)", "1j"
+        number = complex(value)
+        return _kind([number.real, number.imag], COMPLEX_COMPONENTS.get(dtype, dtype))
     if isinstance(value, str):
         value = float(value)   # 'nan', 'inf', '-inf'
     if not isinstance(value, int | float) or isinstance(value, bool):

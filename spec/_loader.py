@@ -15,7 +15,7 @@ from conform.spec._yaml import read_mapping
 from conform.spec._errors import SpecError, line_of, validate_document
 from conform.spec.program_nodes import ProgramNode, array_names
 from conform.spec._runnable import check_runnable, dtype_class
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS
 
 if TYPE_CHECKING:
     import yaml
@@ -177,9 +177,9 @@ class OpSpec:
             models = declared.get("error_model", models) if isinstance(declared, dict) else models
         model = models.get(dtype) or models.get(cls)
         if model is None:
-            if cls == "float":
+            if cls in ("float", "complex"):
                 raise SpecError(self.path, None, "error_model",
-                                f"no error model for dtype={dtype} (add 'float' or '{dtype}')")
+                                f"no error model for dtype={dtype} (add '{cls}' or '{dtype}')")
             return _EXACT_BY_DEFAULT
         return model
 
@@ -337,13 +337,14 @@ def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
             else data["dtypes"]
         own = isinstance(entry, dict) and "error_model" in entry
         models = entry["error_model"] if own else data["error_model"]
-        if any(dtype_class(d) == "float" for d in dtypes) \
-                and not any(key == "float" or key in FLOAT_DTYPES for key in models):
-            field_path = f"signature.outputs.{k}.error_model" if own else "error_model"
-            raise SpecError(path, line_of(root, where + (["error_model"] if own else [])),
-                            field_path, f"output {names[k]!r} can be a float but no float error "
-                                        "model is given" if len(names) > 1 else
-                            "float dtypes are listed but no float error model is given")
+        for cls in ("float", "complex"):
+            if any(dtype_class(d) == cls for d in dtypes) \
+                    and not any(key == cls or dtype_class(key) == cls for key in models):
+                field_path = f"signature.outputs.{k}.error_model" if own else "error_model"
+                raise SpecError(path, line_of(root, where + (["error_model"] if own else [])),
+                                field_path, f"output {names[k]!r} can be a {cls} but no {cls} "
+                                            "error model is given" if len(names) > 1 else
+                                f"{cls} dtypes are listed but no {cls} error model is given")
     return names
 
 

@@ -18,6 +18,7 @@ import functools
 import random
 from dataclasses import dataclass
 
+from conform.dtypes import is_complex
 from conform.ops import OpDefinition
 from conform.spec.program_nodes import ProgramNode
 
@@ -159,8 +160,10 @@ def is_program(name: str) -> bool:
 def chainable(spec) -> bool:
     """Whether ``spec``'s op can be a link of a chain: element-wise (equal shapes, fixed
     attributes), one output of its input dtype, judged under no ``derived`` model (its bound
-    comes from the op's ``error_bound`` hook, which a program's nodes do not call)."""
-    derived = any(isinstance(m, dict) and "derived" in m for m in spec.error_model.values())
+    comes from the op's ``error_bound`` hook, which a program's nodes do not call) for its
+    real dtypes; its complex dtypes are no chain's (:func:`program_spec`)."""
+    derived = any(isinstance(m, dict) and "derived" in m for key, m in spec.error_model.items()
+                  if key != "complex" and not is_complex(key))
     return (spec.elementwise and spec.output_dtype == "same" and len(spec.outputs) == 1
             and not spec.optional_inputs and not derived)
 
@@ -186,7 +189,8 @@ def program_spec(name: str, specs: dict) -> ProgramSpec:
         previous = f"n{k}_{op}"
         nodes.append(ProgramNode(spec, tuple(taken), (previous,),
                                  dict(spec.signature.get("attrs", {}))))
-    dtypes = tuple(d for d in specs[ops[0]].dtypes if all(d in specs[op].dtypes for op in ops))
+    dtypes = tuple(d for d in specs[ops[0]].dtypes
+                   if not is_complex(d) and all(d in specs[op].dtypes for op in ops))
     formats = set.intersection(*(set(specs[op].bindings) for op in ops))
     edges: dict = {}
     for op in ops:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS, np_dtype, round_to_format
+from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex, np_dtype, round_to_format
 from conform.ops.error_bounds import sum_gamma
 
 def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
@@ -42,6 +42,14 @@ def round_to_dtype(values: np.ndarray, dtype: str, *, saturate: bool = False) ->
     >>> float(round_to_dtype(np.array(1.0 + 2.0 ** -8 + 2.0 ** -30), "bfloat16")[()])
     1.0078125
     """
+    if is_complex(dtype):   # each part into the component type
+        values = np.asarray(values)
+        out = np.empty(values.shape, np_dtype(dtype))
+        part = component_dtype(dtype)
+        with np.errstate(over="ignore"):
+            out.real = round_to_dtype(values.real, part, saturate=saturate)
+            out.imag = round_to_dtype(values.imag, part, saturate=saturate)
+        return out
     fmt = FLOAT_FORMATS.get(dtype)
     if fmt is None or (dtype in _NUMPY_ROUNDED and not saturate):
         with np.errstate(over="ignore", invalid="ignore"):   # overflow: ±inf is the answer
@@ -67,7 +75,13 @@ def accumulator_format(out_dtype: str, params: dict):
 
 
 def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
-    """Per element: does ``actual`` differ from the reference rounded once to ``out_dtype``?"""
+    """Per element: does ``actual`` differ from the reference rounded once to ``out_dtype``?
+    (A complex element differs where either part does.)"""
+    if is_complex(out_dtype):
+        part = component_dtype(out_dtype)
+        expected = np.asarray(expected)
+        return (_exact(actual.real, expected.real, part, strict_zero, saturate)
+                | _exact(actual.imag, expected.imag, part, strict_zero, saturate))
     with np.errstate(all="ignore"):
         want = round_to_dtype(expected, out_dtype, saturate=saturate)
     if out_dtype not in FLOAT_FORMATS:
@@ -95,6 +109,16 @@ def _rounding_error(actual, expected, out_dtype, strict_zero, saturate):
 def _numeric_error(actual, expected, out_dtype, model, accumulation, residual=None):
     """Per-element (error, bound, special_failure) in the model's unit; ``residual``: the rest
     of the reference beyond float64, or None."""
+    diff, special_bad, a_measured, e = _difference(actual, expected, out_dtype, model, residual)
+    return (*_error_and_bound(diff, e, a_measured, out_dtype, model, accumulation), special_bad)
+
+
+def _difference(actual, expected, out_dtype, model, residual=None):
+    """Per element ``(|a - e|, special_failure, a_measured, e)``: the distance of the actual
+    from the reference (0 where the special values settle the element), with an infinite (or,
+    in a format without infinities, NaN) actual for a finite reference measured as the value
+    past the largest finite one, and the reference as the model reads it (clamped under
+    ``saturate``)."""
     fmt = FLOAT_FORMATS[out_dtype]
     a = actual.astype(np.float64)
     e = expected.astype(np.float64)
@@ -114,21 +138,29 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation, residual=No
         diff = np.where(measured, np.abs(a_measured - e), 0.0)
     else:   # a - e is exact near e (Sterbenz), so the rest of the reference can be taken off
         diff = np.where(measured, np.abs((a_measured - e) - np.where(measured, residual, 0.0)), 0.0)
+    return diff, special_bad, a_measured, e
+
+
+def _error_and_bound(diff, e, a_measured, out_dtype, model, accumulation):
+    """Per element (error, bound) in the model's unit for the distance ``diff`` from the
+    reference ``e`` (measured in the ULPs of ``e``'s binade)."""
     ulp = ulp_of(np.where(np.isfinite(e), e, 0.0), out_dtype)
     if "ulp" in model:
         bound = model["ulp"]
         if isinstance(bound, dict):  # asymmetric: how far below / above the reference
-            return diff / ulp, np.where(a_measured < e, bound["below"], bound["above"]), special_bad
-        return diff / ulp, np.full(e.shape, float(bound)), special_bad
+            if a_measured is None:   # a complex modulus: no side of the reference
+                return diff / ulp, np.full(e.shape, float(max(bound.values())))
+            return diff / ulp, np.where(a_measured < e, bound["below"], bound["above"])
+        return diff / ulp, np.full(e.shape, float(bound))
     if "abs_rel" in model:
         tol = model["abs_rel"]["atol"] + model["abs_rel"]["rtol"] * np.abs(np.where(np.isfinite(e), e, 0))
-        return diff, tol, special_bad
+        return diff, tol
     if "derived" in model:   # the op's own bound B per element (its error_bound hook)
         derived, _ = accumulation   # inf: the computation the text defines bounds nothing there
         with np.errstate(invalid="ignore"):   # in ULPs: final_ulp * ulp(e) can underflow
             bound = np.where(np.isnan(derived), 0.0, derived) / ulp \
                 + model["derived"].get("final_ulp", 0.5)
-        return diff / ulp, bound, special_bad
+        return diff / ulp, bound
     magnitude_sum, length = accumulation
     params = model["accumulation"]
     u = accumulator_roundoff(out_dtype, params)
@@ -142,7 +174,7 @@ def _numeric_error(actual, expected, out_dtype, model, accumulation, residual=No
         s = np.where(np.isfinite(magnitude_sum), magnitude_sum, 0.0)
         spread = np.where(s > 1, (gamma_n * s) / ulp, gamma_n * (s / ulp))
         bound = spread + underflow + params.get("final_ulp", 0.5)
-    return diff / ulp, bound, special_bad
+    return diff / ulp, bound
 
 
 def _nan_overflow(a, e, fmt):
@@ -167,7 +199,11 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
                      flushed_reference=False, residual=None):
     """Per element: error, bound, special-value failure, error / bound (inf for failures), and
     which failures the flushing of subnormal results excused (all False without ``flush_out``).
-    ``flushed_reference``: ``expected`` was computed from inputs with subnormals read as zeros."""
+    ``flushed_reference``: ``expected`` was computed from inputs with subnormals read as zeros.
+    A complex output is judged by :func:`_complex_figures`."""
+    if is_complex(out_dtype):
+        return _complex_figures(actual, expected, out_dtype, model, accumulation, flush_out,
+                                flushed_reference)
     strict_zero = _strict_zero(model, out_dtype)
     if model.get("correctly_rounded"):
         error, bound, special_bad = _rounding_error(actual, expected, out_dtype, strict_zero,
@@ -198,3 +234,50 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
         special_bad = special_bad & ~flushed_out
     ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
     return error, bound, special_bad, np.where(special_bad, np.inf, ratio), flush_excused
+
+
+def _complex_figures(actual, expected, out_dtype, model, accumulation, flush_out,
+                     flushed_reference):
+    """:func:`_element_figures` for a complex output (docs/error-models.md, "Complex outputs").
+
+    Under ``exact`` and ``correctly_rounded`` each part is judged as a value of the component
+    type (each part of a complex sum is one IEEE addition) and an element takes the figures of
+    its worse part. Under the numeric models the special values are settled part by part, and
+    the error is the modulus ``|a - e|`` of the complex difference, measured against the model's
+    bound in ULPs of the component type in the binade of ``|e|`` (of the finite parts of ``e``,
+    where a part is infinite or NaN): the normwise error the complex error analyses bound
+    (Higham 2002, §3.6; Brent, Percival and Zimmermann 2007). Under ``ftz`` a part whose
+    reference is subnormal may come out as a zero of either sign."""
+    part = component_dtype(out_dtype)
+    expected = np.asarray(expected).astype(np.complex128)
+    parts = ((actual.real, expected.real), (actual.imag, expected.imag))
+    if model.get("exact") or model.get("correctly_rounded"):
+        real, imag = (_element_figures(a, e, part, model, None, flush_out, flushed_reference)
+                      for a, e in parts)
+        worse = imag[3] > real[3]
+        return (*(np.where(worse, i, r) for r, i in zip(real[:4], imag[:4])), real[4] | imag[4])
+    strict_zero = _strict_zero(model, part)
+    diffs, specials, flushed = [], [], []
+    for a, e in parts:
+        diff, special_bad, _, _ = _difference(a, e, part, model)
+        a = a.astype(np.float64)
+        if strict_zero:
+            special_bad = special_bad | ((a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e)))
+        flushed.append(flush_out & (a == 0) & (np.abs(e) < FLOAT_FORMATS[part].min_normal))
+        diffs.append(diff)
+        specials.append(special_bad)
+    magnitude = np.hypot(*(np.where(np.isfinite(e), e, 0.0) for _, e in parts))
+    error, bound = _error_and_bound(np.hypot(*diffs), magnitude, None, part, model, accumulation)
+    special = specials[0] | specials[1]
+    flush_excused = np.zeros(error.shape, bool)
+    if flush_out:   # each flushed part read as exact, and as either zero
+        kept = [np.where(f, 0.0, d) for f, d in zip(flushed, diffs)]
+        flushed_error, _ = _error_and_bound(np.hypot(*kept), magnitude, None, part, model,
+                                            accumulation)
+        flushed_special = (specials[0] & ~flushed[0]) | (specials[1] & ~flushed[1])
+        any_flushed = flushed[0] | flushed[1]
+        flush_excused = any_flushed & (special | (error > bound)) \
+            & ~(flushed_special | (flushed_error > bound))
+        error, special = np.where(any_flushed, flushed_error, error), flushed_special
+    ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
+    return error, bound, special, np.where(special, np.inf, ratio), flush_excused

@@ -62,7 +62,7 @@ import numpy as np
 from conform.harness.judge._elements import (_element_figures, _exact, _strict_zero,
                                              accumulator_format, accumulator_roundoff,
                                              round_to_dtype, ulp_of)
-from conform.dtypes import FLOAT_FORMATS, np_dtype
+from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex, np_dtype
 
 __all__ = ["Judgement", "RATIO_BINS", "accumulator_format", "accumulator_roundoff", "compare",
            "compare_many", "describe_model", "ratio_bins", "round_to_dtype", "ulp_of"]
@@ -239,7 +239,7 @@ def _segment_figures(group, actual, expected, impl, sizes, offsets, out_dtype, m
     if group[0][5] is not None:
         references.append((_join([g[5][0] for g in group]), _joined([g[5][1] for g in group], sizes),
                            None))
-    flush_out = subnormals == "ftz" and out_dtype in FLOAT_FORMATS
+    flush_out = subnormals == "ftz" and component_dtype(out_dtype) in FLOAT_FORMATS
     figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0, rest)
                for k, (ref, acc, rest) in enumerate(references)]
     error, bound, special_bad, ratio, flush_excused = figures[0]
@@ -280,7 +280,7 @@ def _segment_judgements(group, figures, quick, impl_seen, actual, expected, size
     shown = expected[at]
     if model.get("correctly_rounded"):   # the value the backend had to return, not the exact one
         shown = round_to_dtype(shown, out_dtype, saturate=model.get("saturate", False)) \
-            .astype(np.float64)
+            .astype(np.complex128 if is_complex(out_dtype) else np.float64)
     worst_values = list(zip(_py_list(shown), _py_list(actual[at]), figures["error"][at].tolist(),
                             figures["bound"][at].tolist(), figures["special_bad"][at].tolist()))
     excused = figures["excused"]
@@ -332,7 +332,10 @@ def _unravel(flat: int, shape) -> list[int]:
 
 
 def _py_list(values: np.ndarray) -> list:
-    """``[_py(v) for v in values]`` in one step."""
+    """``[_py(v) for v in values]`` in one step (complex values as their text, ``'(1-2j)'``:
+    JSON has no complex numbers)."""
+    if values.dtype.kind == "c":
+        return [str(complex(v)) for v in values.tolist()]
     if values.dtype.kind not in "biu":
         values = values.astype(np.float64)
     return values.tolist()
@@ -370,4 +373,6 @@ def _py(value):
         return bool(value)
     if value.dtype.kind in "iu":
         return int(value)
+    if value.dtype.kind == "c":
+        return str(complex(value))
     return float(value)

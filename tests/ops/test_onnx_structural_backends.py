@@ -56,13 +56,13 @@ def _conform_name(onnx_type: str) -> str:
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_every_type_the_newest_schema_allows_is_drawn(specs, name):
     """Each spec lists every type of conform's vocabulary that the operator's newest schema
-    allows for the label's type parameter (string and complex are not conform dtypes; the names
-    given here leave float4e2m1 and float8e8m0 out: not drawn for these ops yet); a type
-    onnxruntime lacks is still listed (reported unsupported)."""
+    allows for the label's type parameter (string is not a conform dtype; the names given here
+    leave float4e2m1 and float8e8m0 out, and complex64 and complex128 are left out: not drawn
+    for ONNX ops yet); a type onnxruntime lacks is still listed (reported unsupported)."""
     import onnx.defs
     from conform.spec import SCHEMA
 
-    vocabulary = set(SCHEMA["properties"]["dtypes"]["items"]["enum"])
+    vocabulary = set(SCHEMA["properties"]["dtypes"]["items"]["enum"]) - {"complex64", "complex128"}
     spec = specs[name]
     schema = onnx.defs.get_schema(spec.bindings["onnx"]["op_type"], 99)
     param = _LABEL_PARAM.get(name) or schema.inputs[0].type_str

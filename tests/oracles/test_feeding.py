@@ -89,6 +89,8 @@ NOT_BY_PERTURBATION = {
              "the output, though the text's sum takes it"
        for name in ("onnx_attention", "onnx_attention_kv_cache", "onnx_attention_opset23",
                     "onnx_attention_kv_cache_opset23")},
+    "fft": "a term whose twiddle is 0 (sin 0 at bin 0, a quarter turn's cos) does not move the "
+           "bin, though the DFT's sum takes it",
     "onnx_mat_mul_integer": "B and b_zero_point are of type T2 (not T), left unchanged, yet "
                             "terms; and an element of A meeting a B element equal to its zero "
                             "point is a product with 0",

@@ -1,0 +1,273 @@
+"""XLA's complex numbers (operation semantics: "Element-wise binary arithmetic operations" lists
+Complex, 'combining real and imaginary parts into a complex number'; "Element-wise unary
+functions" gives Real, 'x -> real(x); if the operand is a floating-point type, returns the same
+value', and Imag, 'x -> imag(x); if the operand is a floating-point type, returns 0'), and what
+the complex forms of the element-wise ops need: the error bounds of complex multiplication and
+exp, the references of complex functions beyond float64, and the region of non-finite complex
+operands, on which the text is silent (it does not defer to C11 Annex G).
+
+Complex, Real and Imag copy parts: judged exactly. A complex product is judged by the normwise
+bound of Brent, Percival and Zimmermann, "Error bounds on complex floating-point
+multiplication", Math. Comp. 76 (2007) 1469-1481: the textbook formula ``(ac - bd) + (ad + bc)i``
+in rounding to nearest has ``|fl(xy) - xy| <= sqrt(5) u |xy|``; with a fused multiply-add the
+bound is ``2u`` (Jeannerod, Kornerup, Louvet and Muller, Math. Comp. 86 (2017) 881-898), so
+``sqrt(5) u`` holds for every common evaluation. Both assume no underflow and no overflow.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from conform.dtypes import complex_array, component_dtype
+from conform.op_registry import op, region
+from conform.ops._lowering import unsupported
+from conform.ops.error_bounds import judged_bound, reaches_max_finite, underflow_term
+from conform.ops.regions import RegionContext, broadcast_aligned
+
+#: Arb's working precision for complex128 references: far beyond float64's 53 bits, checked
+#: per element (a ball wider than 2**-110 of its value falls back to NumPy's value)
+_PRECISION = 256
+
+
+@region
+def complex_nonfinite_operand(ctx: RegionContext) -> np.ndarray:
+    """Results of a complex element-wise op with an operand whose real or imaginary part is
+    infinite or NaN: XLA's text defines the op on complex numbers and is silent on these (it
+    does not defer to C11 Annex G, whose recovery of infinities a textbook formula does not
+    make: ``(inf + 0i)(1 + 0i)`` is ``inf + NaN i`` by ``(ac - bd) + (ad + bc)i``)."""
+    mask = ctx.none()
+    for operand in ctx.inputs:
+        if np.iscomplexobj(operand):
+            mask = mask | ctx.aligned(~np.isfinite(operand))
+    return mask
+
+
+@region
+def negative_zero_on_branch_cut(ctx: RegionContext) -> np.ndarray:
+    """Results of a complex function with a branch cut along the negative real axis (sqrt)
+    whose operand lies on it with a -0 imaginary part: the text (x -> sqrt(x)) does not say
+    whether -0 selects the cut's lower side (C11 Annex G: csqrt(conj z) = conj(csqrt z), so
+    sqrt(-4 - 0i) = -2i) or is the number 0 (the principal value, +2i). A negative subnormal
+    imaginary part is in the region too: a flushing backend (the ``ftz`` policy) reads it as
+    -0, on the cut."""
+    mask = ctx.none()
+    for operand in ctx.inputs:
+        if np.iscomplexobj(operand):
+            imag = np.imag(operand)
+            tiny = np.finfo(imag.dtype).tiny
+            mask = mask | ctx.aligned((operand.real < 0) & (imag > -tiny) & np.signbit(imag))
+    return mask
+
+
+def complex_sqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                       subnormals="ieee"):
+    """The ``derived`` bound of the principal ``sqrt(a + bi)`` by its standard evaluation
+    ``t = sqrt((|a| + |z|) / 2)``, the other part ``q = |b| / (2t)`` (W. Kahan, "Branch cuts
+    for complex elementary functions", 1987): ``|z|`` as a hypot within ``hypot_ulp`` ULPs
+    (relative ``2 hypot_ulp u``), the sum of two non-negative numbers, the square root and the
+    division correctly rounded, the root halving its operand's relative error: each part within
+    ``(1 + 2 hypot_ulp u)(1 + u)**3 - 1`` of itself, so the modulus of the error within that
+    of ``|sqrt z|``. Where ``(|a| + |z|) / 2`` falls below the normal range it errs by up to
+    ``h = underflow_term(1)`` more, which moves ``t`` by up to ``sqrt(h)`` and ``q <= t`` by
+    ``q sqrt(h) / (t - sqrt(h))``: ``2 sqrt(h) / (1 - sqrt(h) / t)`` more (infinite, any number,
+    where ``sqrt(h) >= t``: a flushed evaluation of the formula bounds nothing there). NaN
+    (``unbounded_evaluation``) where ``|a| + |z|`` overflows the type."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    relative = (1 + 2 * constants["hypot_ulp"] * u) * (1 + u) ** 3 - 1
+    t = np.maximum(np.abs(expected.real), np.abs(expected.imag))
+    root_h = math.sqrt(underflow_term(1, part, subnormals=subnormals))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        shift = np.where(root_h < t, 2 * root_h / (1 - root_h / t), np.inf)
+        inner = np.abs(z.real) + np.abs(z)
+    bound = relative * np.abs(expected) + shift + underflow_term(1, part, subnormals=subnormals)
+    unbounded = np.isfinite(z) & (inner >= np.finfo(part).max)
+    return (judged_bound(bound, expected, unbounded=unbounded),)
+
+
+def complex_product_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                          subnormals="ieee"):
+    """The ``derived`` bound of a complex product ``x y``: ``sqrt(5) u |x| |y|`` (Brent,
+    Percival and Zimmermann 2007, Theorem 1; 2u with an FMA, Jeannerod et al. 2017), plus the
+    underflow of the four products and two sums (each below the normal range adds at most
+    half the smallest subnormal, or under ``ftz`` the smallest normal: ``underflow_term``);
+    NaN (``unbounded_evaluation``) where a product or a sum of two can overflow. Real
+    operands (a real product is correctly rounded) take no bound here."""
+    shape = np.shape(outputs[0])
+    lhs, rhs = (broadcast_aligned(x, shape, "xla_broadcast", attrs) for x in inputs)
+    part = component_dtype(out_dtype)
+    a, b, c, d = (np.abs(v) for v in (lhs.real, np.imag(lhs), rhs.real, np.imag(rhs)))
+    bound = math.sqrt(5) * u * (np.abs(lhs) * np.abs(rhs)) \
+        + underflow_term(6, part, subnormals=subnormals)
+    finite = np.isfinite(lhs) & np.isfinite(rhs)
+    sums = np.maximum(a * c + b * d, a * d + b * c)
+    return (judged_bound(bound, outputs[0], unbounded=finite & reaches_max_finite(sums, part)),)
+
+
+def complex_exp_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                      subnormals="ieee"):
+    """The ``derived`` bound of ``exp(x + iy) = e**x cos y + i e**x sin y``, the definition
+    evaluated part by part: e**x within ``exp_ulp`` ULPs, cos y and sin y within ``trig_ulp``
+    (each ULP at most ``2u`` of the value), the product rounded once: each part within
+    ``(1 + 2 exp_ulp u)(1 + 2 trig_ulp u)(1 + u) - 1`` of itself, so the modulus of the error
+    within that of ``|exp z|``; plus a part below the normal range (``underflow_term``: a
+    product, ``trig_ulp + exp_ulp + 1`` of the smallest subnormal). NaN
+    (``unbounded_evaluation``) where e**x overflows the type though a part may not (cos y or
+    sin y below 1)."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    relative = (1 + 2 * constants["exp_ulp"] * u) * (1 + 2 * constants["trig_ulp"] * u) \
+        * (1 + u) - 1
+    expected = np.asarray(outputs[0])
+    ulps = constants["exp_ulp"] + constants["trig_ulp"] + 1
+    bound = relative * np.abs(expected) + 2 * underflow_term(1, part, ulps=ulps,
+                                                              subnormals=subnormals)
+    with np.errstate(over="ignore"):
+        overflow = np.isfinite(z) & reaches_max_finite(np.exp(z.real), part)
+    return (judged_bound(bound, expected, unbounded=overflow),)
+
+
+def complex_log_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                      subnormals="ieee"):
+    """The ``derived`` bound of ``log z = log|z| + i arg z``, the definition evaluated part by
+    part: ``|z|`` as a hypot within ``hypot_ulp`` ULPs (relative ``d = 2 hypot_ulp u``, at most
+    ``d / (1 - d)`` absolute after the logarithm), log within ``log_ulp`` and atan2 within
+    ``atan2_ulp`` ULPs of their results (each ULP at most ``2u`` of the value): the modulus of
+    the error within ``d / (1 - d) (1 + 2 log_ulp u) + 2 log_ulp u |log|z|| + 2 atan2_ulp u
+    |arg z|``, plus a result below the normal range (``underflow_term``). The first term is
+    absolute: near ``|z| = 1`` the real part cancels and log(hypot) errs by ``d`` there."""
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    d = 2 * constants["hypot_ulp"] * u
+    log_rel, atan2_rel = 2 * constants["log_ulp"] * u, 2 * constants["atan2_ulp"] * u
+    bound = d / (1 - d) * (1 + log_rel) + log_rel * np.abs(expected.real) \
+        + atan2_rel * np.abs(expected.imag) \
+        + underflow_term(1, part, ulps=constants["atan2_ulp"], subnormals=subnormals)
+    return (judged_bound(bound, expected),)
+
+
+def complex_refined(fast, exact, z, dtypes=None):
+    """A complex function of the complex128 ``z``: ``fast`` (NumPy, complex128) where
+    ``dtypes`` holds complex64; for complex128 operands each finite element evaluated by
+    ``exact`` on Arb complex balls (python-flint ``acb``) at 256 bits and each part rounded to
+    the nearest float64 (within half a float64 ULP per part: ``2**-53`` of ``|f(z)|``), where the
+    ball is narrower than ``2**-110`` of the value; NumPy's value elsewhere (non-finite operands,
+    which are the region :func:`complex_nonfinite_operand`, and operands with a zero part, whose
+    sign Arb does not hold: there NumPy's value, within a few float64 ULPs)."""
+    with np.errstate(all="ignore"):
+        out = np.asarray(fast(z), np.complex128).copy()
+    if dtypes is not None and any(d != "complex128" for d in dtypes):
+        return out
+    import flint
+
+    saved, flint.ctx.prec = flint.ctx.prec, _PRECISION
+    try:
+        flat = out.reshape(-1)
+        for k, value in enumerate(np.asarray(z, np.complex128).reshape(-1).tolist()):
+            if not (math.isfinite(value.real) and math.isfinite(value.imag)) \
+                    or value.real == 0 or value.imag == 0:   # Arb has no signed zero
+                continue
+            ball = exact(flint.acb(value.real, value.imag))
+            parts = (ball.real, ball.imag)
+            if all(p.rad() <= abs(p.mid()) * 2.0 ** -110 or p.rad() == 0 for p in parts):
+                near = [float(p.mid()) for p in parts]
+                fast_parts = (flat[k].real, flat[k].imag)   # Arb's zero has no sign: NumPy's
+                flat[k] = complex(*(n if n else math.copysign(0.0, f)
+                                    for n, f in zip(near, fast_parts)))
+    finally:
+        flint.ctx.prec = saved
+    return out
+
+
+def exact_complex_product(lhs, rhs, dtypes=None):
+    """``lhs * rhs`` (complex, broadcast together): NumPy's complex128 product where ``dtypes``
+    holds no complex128 (its error, ``sqrt(5) 2**-53`` relative, is far below complex64's);
+    for complex128 operands each part of every finite product correctly rounded into float64
+    from the exact ``ac - bd`` and ``ad + bc`` (rationals: ``float`` of a ``Fraction`` rounds
+    correctly). Non-finite operands keep NumPy's value (the region
+    :func:`complex_nonfinite_operand`)."""
+    lhs, rhs = np.broadcast_arrays(np.asarray(lhs, np.complex128), np.asarray(rhs, np.complex128))
+    with np.errstate(all="ignore"):
+        out = (lhs * rhs).copy()
+    if dtypes is not None and "complex128" not in dtypes:
+        return out
+    from fractions import Fraction
+
+    flat = out.reshape(-1)
+    pairs = zip(lhs.reshape(-1).tolist(), rhs.reshape(-1).tolist())
+    for k, (x, y) in enumerate(pairs):
+        parts = (x.real, x.imag, y.real, y.imag)
+        if not all(map(math.isfinite, parts)):
+            continue
+        a, b, c, d = map(Fraction, parts)
+        real, imag = a * c - b * d, a * d + b * c
+        flat[k] = complex(_rounded(real), _rounded(imag))
+    return out
+
+
+def _rounded(value) -> float:
+    """``float(value)`` of a rational, correctly rounded, overflowing to an infinity of its
+    sign. (A zero part is +0: the sign of a zero part is left open, ``signed_zero: any``.)"""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+# --- Complex, Real, Imag --------------------------------------------------------------------
+
+def draw_complex(draw, kit, spec, dtype):
+    """Complex: two operands of one shape in the component type of ``dtype`` (the complex
+    result's type). The ``broadcast_dimensions`` variant is not drawn."""
+    shape = draw(kit.shape(min_side=draw(kit.st.sampled_from([1, 1, 1, 0]))))
+    part = component_dtype(dtype)
+    return kit.Signature((part, part), (shape, shape), {}, dtype)
+
+
+def draw_part(draw, kit, spec, dtype):
+    """Real and Imag: one operand of ``dtype`` (complex, or a float type), the result in its
+    component type."""
+    shape = draw(kit.shape(min_side=draw(kit.st.sampled_from([1, 1, 1, 0]))))
+    return kit.Signature((dtype,), (shape,), {}, component_dtype(dtype))
+
+
+def numpy_complex(lhs, rhs):
+    """The numpy backend: a complex array of the operands' precision, set part by part."""
+    return complex_array(lhs, rhs, "complex64" if lhs.dtype == np.float32 else "complex128")
+
+
+def lax_complex(lax, attrs):
+    return lambda lhs, rhs: lax.complex(lhs, rhs)
+
+
+@op("complex", version=1, draw=draw_complex, numpy=numpy_complex, lax=lax_complex)
+def oracle_complex(lhs, rhs):
+    """XLA Complex: ``lhs + rhs i``, each part a copy (set part by part: an infinite ``rhs``
+    is not multiplied by ``i``)."""
+    return (complex_array(lhs, rhs),)
+
+
+def lax_part(lax, attrs, *, bound):
+    """jax.lax.real and lax.imag accept complex operands only: XLA's Real and Imag of a float
+    operand cannot be expressed through them."""
+    def apply(operand):
+        if not np.issubdtype(operand.dtype, np.complexfloating):
+            raise unsupported(f"jax.lax.{bound.__name__} accepts complex operands only, not "
+                              f"{operand.dtype} (XLA's text allows a float operand)")
+        return bound(operand)
+    return apply
+
+
+@op("real", version=1, draw=draw_part, lax=lax_part)
+def oracle_real(operand):
+    """XLA Real: ``real(x)``; a float operand is returned as it is."""
+    return (np.real(operand).astype(np.float64),)
+
+
+@op("imag", version=1, draw=draw_part, lax=lax_part)
+def oracle_imag(operand):
+    """XLA Imag: ``imag(x)``; a float operand gives +0 (the text: 'returns 0')."""
+    return (np.imag(operand).astype(np.float64) if np.iscomplexobj(operand)
+            else np.zeros(np.shape(operand)),)

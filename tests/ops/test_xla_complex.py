@@ -1,0 +1,217 @@
+"""XLA's complex numbers (ops/xla_complex.py and the complex forms of ops/elementwise.py): the
+dtype vocabulary, the drawn values, the judge of complex outputs (exact per part, numeric models
+by the modulus of the difference), the oracles on the text's definitions, and the real jax and
+numpy backends judged, with the judge catching wrong answers."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conform.dtypes import complex_array, component_dtype, is_complex, resolve_edge_value
+from conform.generators._values import edge_values, fill
+from conform.harness.judge.compare import compare
+from conform.harness.judge.judging import flush_subnormals
+from conform.spec import dtype_class
+from tests.ops.xla_judging import jax_backend, jax_verdicts, run  # noqa: F401 (a fixture)
+
+ROUNDED = {"correctly_rounded": True, "why": "each part one IEEE addition"}
+ULP2 = {"ulp": 2, "why": "two ULPs of |e| in modulus"}
+
+
+# -- the vocabulary and the drawn values ----------------------------------------------------------
+
+def test_complex_dtypes_name_their_component():
+    assert [is_complex(d) for d in ("complex64", "complex128", "float32")] == [True, True, False]
+    assert [component_dtype(d) for d in ("complex64", "complex128")] == ["float32", "float64"]
+    assert dtype_class("complex64") == "complex"
+    assert resolve_edge_value("-max_finite", "complex64") == -np.finfo(np.float32).max
+    assert complex_array(np.array([np.inf]), np.array([np.nan]))[0].real == np.inf
+
+
+class _Spec:
+    edge_values, values, input_values = {}, {}, {}
+
+
+def test_edges_are_every_pair_of_the_component_edges():
+    parts = edge_values(_Spec(), "float32")
+    edges = edge_values(_Spec(), "complex64")
+    assert edges.dtype == np.complex64 and edges.size == parts.size ** 2
+    assert any(np.isinf(e.real) and np.isnan(e.imag) for e in edges)
+    assert any(e.real == 0 and np.signbit(e.real) and np.signbit(e.imag) for e in edges)
+
+
+@pytest.mark.parametrize("plan", ["normal", "wide", "edge", "special"])
+def test_each_part_is_drawn_as_the_component_type(plan):
+    rng = np.random.default_rng(1)
+    values = fill(rng, shape=(400,), dtype="complex128", plan=plan, low=-10, high=10,
+                  edges=edge_values(_Spec(), "complex128"))
+    assert values.dtype == np.complex128
+    assert not np.array_equal(values.real, values.imag)
+    if plan == "normal":
+        assert np.all(np.abs(values.real) <= 10) and np.all(np.abs(values.imag) <= 10)
+    if plan == "wide":   # log-uniform magnitudes over the whole range, in each part
+        assert np.abs(values.imag).max() > 1e200 and np.abs(values.real).min() < 1e-200
+    if plan == "special":
+        assert np.isnan(values.imag).any() and np.isinf(values.real).any()
+
+
+# -- the judge --------------------------------------------------------------------------------
+
+def test_exact_parts_signed_zeros_and_nan_per_part():
+    expected = np.array([1 + 2j, complex(np.inf, 0.0), complex(np.nan, 1.0), 0j])
+    actual = expected.astype(np.complex64)
+    assert compare(actual, expected, out_dtype="complex64", model=ROUNDED).verdict == "pass"
+    zero = actual.copy()
+    zero[3] = complex(0.0, -0.0)
+    judged = compare(zero, expected, out_dtype="complex64", model=ROUNDED)
+    assert (judged.verdict, judged.worst["index"]) == ("fail", [3])
+    assert judged.reason == "special value mismatch (NaN, infinity or signed zero)"
+    step = actual.copy()
+    step[0] = complex(1.0, float(np.nextafter(np.float32(2), np.float32(3))))
+    judged = compare(step, expected, out_dtype="complex64", model=ROUNDED)
+    assert judged.verdict == "fail" and judged.worst["expected"] == "(1+2j)"
+
+
+def test_numeric_models_measure_the_modulus_in_ulps_of_the_modulus():
+    expected = np.array([3 + 4j])   # |e| = 5: float32 ULP 2**-21
+    off = lambda re, im: np.array([complex(3 + re * 2.0 ** -21, 4 + im * 2.0 ** -21)], np.complex64)
+    judged = compare(off(1.5, 0), expected, out_dtype="complex64", model=ULP2)
+    assert judged.verdict == "pass" and judged.max_error == pytest.approx(1.5)
+    judged = compare(off(1.5, 2), expected, out_dtype="complex64", model=ULP2)   # each part <= 2
+    assert judged.verdict == "fail" and judged.max_error == pytest.approx(2.5)
+
+
+def test_special_parts_are_settled_first():
+    expected = np.array([complex(np.inf, 0.0), complex(np.nan, np.nan)])
+    good = np.array([complex(np.inf, 0.0), complex(np.nan, 3.0)], np.complex64)
+    judged = compare(good, expected, out_dtype="complex64", model=ULP2)
+    assert judged.verdict == "fail" and judged.worst["index"] == [1]   # a number for a NaN part
+    good[1] = complex(np.nan, np.nan)
+    assert compare(good, expected, out_dtype="complex64", model=ULP2).verdict == "pass"
+
+
+def test_ftz_flushes_each_part():
+    tiny = np.float32(1e-40)   # a float32 subnormal
+    x = np.array([complex(tiny, 1.0), complex(tiny, -tiny)], np.complex64)
+    flushed = flush_subnormals(x)
+    assert flushed[0] == complex(0, 1) and np.signbit(flushed[1].imag) and flushed[1] == 0
+    expected = x.astype(np.complex128)
+    judged = compare(flushed, expected, out_dtype="complex64", model=ULP2, subnormals="ftz")
+    assert judged.verdict == "pass" and judged.subnormal_excused == 1   # the second: both parts
+    judged = compare(flushed, expected, out_dtype="complex64", model=ULP2)
+    assert judged.verdict == "fail" and judged.worst["index"] == [1]
+
+
+# -- the oracles --------------------------------------------------------------------------------
+
+def test_complex_real_imag_copy_parts():
+    out = run("complex", np.float32([1.5, -0.0]), np.float32([np.inf, -2.0]))
+    assert out.dtype == np.complex128 and out[0] == complex(1.5, np.inf) and np.signbit(out[1].real)
+    z = np.array([complex(-0.0, 3.0)], np.complex64)
+    assert np.signbit(run("real", z)[0]) and run("imag", z)[0] == 3.0
+    assert run("real", np.float32([2.5]))[0] == 2.5 and run("imag", np.float32([-2.5]))[0] == 0.0
+
+
+def test_complex128_product_is_correctly_rounded_per_part():
+    x, y = complex(1 + 2.0 ** -30, 1.0), complex(1 - 2.0 ** -30, 1.0)   # ac - bd = -2**-60
+    assert run("multiply", np.array([x]), np.array([y]))[0].real == -(2.0 ** -60)
+    assert (x * y).real != -(2.0 ** -60)   # the float64 textbook formula cancels
+
+
+def test_complex128_exp_beyond_float64():
+    z = complex(0.5, 1e22)   # sin and cos of a huge argument need a wide reduction
+    got = run("exp", np.array([z]))[0]
+    assert got.real == pytest.approx(math.exp(0.5) * 0.5232147853951389, rel=1e-15)
+    assert got.imag == pytest.approx(math.exp(0.5) * -0.8522008497671888, rel=1e-15)
+
+
+def test_product_bound_is_sqrt5_u():
+    from conform.ops.xla_complex import complex_product_bound
+    x, y = np.array([3 + 4j]), np.array([1 - 2j])
+    (bound,) = complex_product_bound([x, y], {}, (x * y,), out_dtype="complex64", u=2.0 ** -24,
+                                     constants={}, dtypes=("complex64", "complex64"))
+    assert bound[0] == pytest.approx(math.sqrt(5) * 2.0 ** -24 * 5 * math.sqrt(5), rel=1e-6)
+    big = np.array([3e38 + 3e38j])
+    (bound,) = complex_product_bound([big, big], {}, (big * big,), out_dtype="complex64",
+                                     u=2.0 ** -24, constants={}, dtypes=())
+    assert np.isnan(bound[0])   # unbounded_evaluation: the partial products overflow
+
+
+# -- the real backends ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["add", "negate", "complex", "real", "multiply", "exp", "sqrt"])
+def test_jax_passes_complex64(specs, jax_backend, op):
+    verdicts = jax_verdicts(specs[op], jax_backend, "complex64", 6)
+    assert "fail" not in verdicts and "error" not in verdicts
+
+
+def test_jax_real_of_a_float_is_unsupported(specs, jax_backend):
+    from conform.generators._suite import generate_cases
+    from conform.harness.backends.models import run_case
+    from conform.model_formats import Unsupported
+    case = generate_cases(specs["real"], "float32", count=1, seed=0)[0]
+    with pytest.raises(Unsupported, match="accepts complex operands only"):
+        run_case(jax_backend, specs["real"], case)
+
+
+def _chop(values):
+    """``values`` rounded to a 12-bit significand: a low-precision evaluation's answer."""
+    mantissa, exponent = np.frexp(values)
+    return np.ldexp(np.round(mantissa * 2 ** 12) / 2 ** 12, exponent)
+
+
+def _low_precision(outputs, case):
+    out = np.asarray(outputs[0]).astype(np.complex128)
+    with np.errstate(all="ignore"):
+        return [complex_array(_chop(out.real), _chop(out.imag), "complex64")]
+
+
+@pytest.mark.parametrize("op", ["multiply", "exp", "log", "sqrt"])
+def test_a_low_precision_evaluation_fails(specs, jax_backend, op):
+    verdicts = jax_verdicts(specs[op], jax_backend, "complex64", 6, change=_low_precision)
+    assert "fail" in verdicts
+
+
+def _judged_on_jax(spec, jax_backend, values, dtype):
+    """The judgement of jax's answer for one case holding ``values`` (complex, in ``dtype``)."""
+    import dataclasses
+
+    from conform.generators._suite import generate_cases
+    from conform.harness.backends.models import run_case
+    from conform.harness.judge.judging import judge_outputs
+    case = generate_cases(spec, dtype, count=1, seed=0)[0]
+    case = dataclasses.replace(case, inputs=[np.array(values, dtype)], expectation=None)
+    return judge_outputs(spec, case, run_case(jax_backend, spec, case), "ftz")
+
+
+def test_jax_log_reads_a_subnormal_part_two_ways(specs, jax_backend):
+    """A real XLA:CPU deviation (jax 0.10.2), pinned: complex log of an operand with subnormal
+    parts reads them as zero in ln|z| but not in arg z, which neither the operand's value nor
+    its flushed reading (the ftz policy) gives. Repro:
+    python3 -c "import jax; jax.config.update('jax_enable_x64', True); import numpy as np;
+    print(jax.lax.log(np.array([complex(-1, 5e-324), 5e-324 + 5e-324j, 2.225073858507201e-308j])))"
+    gives [-pi j, -inf + pi/2 j, -inf + pi/2 j]: the ieee reading is [pi j, -744.09 + pi/4 j,
+    -708.40 + pi/2 j], the flushed one [pi j, -inf + 0j, -inf + 0j]."""
+    values = [complex(-1, 5e-324), 5e-324 + 5e-324j, 2.225073858507201e-308j, 2 + 1j]
+    judged = _judged_on_jax(specs["log"], jax_backend, values, "complex128")
+    assert judged.verdict == "fail" and list(judged.failing) == [0, 1, 2]
+    judged = _judged_on_jax(specs["log"], jax_backend, [0.5 + 3j, -4 - 1e-30j, 1 + 1e-20j],
+                            "complex128")
+    assert judged.verdict == "pass"
+    # complex64, both parts subnormal: -inf + NaN i, where either reading has a number (the
+    # flushed one -inf + 0i); repro: jax.lax.log(np.complex64(1.4e-45 + 1.1754942e-38j))
+    judged = _judged_on_jax(specs["log"], jax_backend, [complex(1.4e-45, 1.1754942e-38), 2j],
+                            "complex64")
+    assert judged.verdict == "fail" and list(judged.failing) == [0]
+    assert judged.reason == "special value mismatch (NaN, infinity or signed zero)"
+
+
+def test_sqrt_branch_cut_side_of_negative_zero_is_open(specs, jax_backend):
+    """jax gives sqrt(-4 - 0i) = +2i (-0 read as 0), C11 Annex G -2i: the text says neither, so
+    the element is the region negative_zero_on_branch_cut; +0 is judged (+2i)."""
+    judged = _judged_on_jax(specs["sqrt"], jax_backend, [complex(-4, -0.0), 9 + 0j], "complex64")
+    assert judged.verdict == "impl_defined" and judged.impl_defined == 1
+    judged = _judged_on_jax(specs["sqrt"], jax_backend, [complex(-4, 0.0), 9 + 0j], "complex64")
+    assert judged.verdict == "pass" and judged.checked == 2
