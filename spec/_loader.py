@@ -15,7 +15,7 @@ from conform.spec._yaml import read_mapping
 from conform.spec._errors import SpecError, line_of, validate_document
 from conform.spec.program_nodes import ProgramNode, array_names
 from conform.spec._runnable import check_runnable, dtype_class
-from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS
 
 if TYPE_CHECKING:
     import yaml
