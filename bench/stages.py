@@ -150,7 +150,7 @@ GENERATION_STAGES = {
     "conform.generators._suite:edge_case_cases": "fill",
     "conform.generators._suite:critical_cases": "fill",
     "conform.generators._suite:midpoint_case": "fill",
-    "conform.generators._suite:expect": "oracle",
+    "conform.generators._suite:_answered": "oracle",
     "conform.generators._corpus_format:write": "corpus write",
 }
 #: A worker's stages (its own loop, ``worker loop``, holds what no other stage does). A worker
@@ -164,6 +164,7 @@ WORKER_STAGES = {
 }
 #: Targets of older commits (the guard runs this file on them), gone here.
 FORMER_STAGES = {
+    "conform.generators._suite:expect": "oracle",
     "conform.harness.run.isolation:_unpack": "IPC receive",
     "conform.harness.run.worker:_encoded": "encode",
 }
@@ -373,7 +374,9 @@ def _preload_ourselves() -> None:
                 os.environ["PYTHONPATH"] = before
 
     forkserver.set_forkserver_preload = set_forkserver_preload
-    server.ensure_running = ensure_running
+    # (conform starts the server early through the module's own ensure_running, an alias of the
+    # server's method taken when multiprocessing was imported: both are wrapped)
+    server.ensure_running = forkserver.ensure_running = ensure_running
     set_forkserver_preload(list(getattr(server, "_preload_modules", None) or []))
 
 

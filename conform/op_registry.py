@@ -67,7 +67,9 @@ class OpDefinition:
     * ``lax(lax, attrs) -> fn(*inputs)``: the jax.lax computation, jitted by the jax backend and
       written into repro scripts as source (so it may use only ``lax``, ``np`` and its arguments;
       default: ``lax.<binding>(*inputs, **attrs)``); a hook with a ``bound`` keyword gets the
-      binding's lax function there (``lax(lax, attrs, bound=lax.<binding>)``).
+      binding's lax function there (``lax(lax, attrs, bound=lax.<binding>)``), one with a
+      ``dtypes`` keyword the input dtype names (to raise ``Unsupported`` there, when it is
+      built, where jax.lax cannot express a type: never while the function is traced).
     * ``numpy(*inputs, **attrs)``: the numpy backend's computation with NumPy itself, on the
       inputs in their own dtypes, returning arrays in the outputs' dtypes; it never calls an
       oracle (default: the spec's ``bindings.numpy`` function, else unsupported; see
@@ -175,6 +177,12 @@ class OpDefinition:
         """Whether the ``lax`` hook has a ``bound`` keyword: it then receives the binding's
         ``jax.lax`` function (one hook serving several ops, e.g. XLA's binary ops)."""
         return self.lax is not None and "bound" in inspect.signature(self.lax).parameters
+
+    @functools.cached_property
+    def lax_takes_dtypes(self) -> bool:
+        """Whether the ``lax`` hook has a ``dtypes`` keyword: it then receives the input dtype
+        names."""
+        return self.lax is not None and "dtypes" in inspect.signature(self.lax).parameters
 
     def __post_init__(self):
         if not callable(self.feeding) and self.feeding not in FEEDING_KINDS:

@@ -124,7 +124,8 @@ def reaches_max_finite(magnitude, dtype: str, *, gamma_n=0.0):
     >>> bool(reaches_max_finite(65504.0, "float16")), bool(reaches_max_finite(65000.0, "float16"))
     (True, False)
     """
-    return (1 + gamma_n) * magnitude >= FLOAT_FORMATS[dtype].max_finite
+    with np.errstate(over="ignore"):   # an infinite magnitude reaches it too
+        return (1 + gamma_n) * magnitude >= FLOAT_FORMATS[dtype].max_finite
 
 
 def exceeds_max_finite(value, dtype: str):

@@ -15,7 +15,7 @@ import inspect
 import textwrap
 
 from conform.harness.backends.jax_backend import JaxBackend, frozen, lax_calls
-from conform.spec.program_nodes import program_nodes
+from conform.spec.program_nodes import node_cases, program_nodes
 
 
 def lax_program(spec, case) -> str:
@@ -27,10 +27,13 @@ def lax_program(spec, case) -> str:
     nodes, node_calls = program_nodes(spec, case), lax_calls(spec, case)
     if len(nodes) == 1:   # a one-node program is written as its op's function
         ((lax_name, attrs),) = node_calls
-        return _lax_call(spec, lax_name, attrs, "op", [f"x{i}" for i in range(len(case.inputs))])
+        return _lax_call(spec, lax_name, attrs, "op", [f"x{i}" for i in range(len(case.inputs))],
+                         case.input_dtypes)
     hooks, calls, steps = {}, [], []
-    for k, (node, (lax_name, attrs)) in enumerate(zip(nodes, node_calls)):
-        source = _lax_call(node.spec, lax_name, attrs, f"op_{k}", node.inputs)
+    for k, (node, node_at, (lax_name, attrs)) in enumerate(zip(nodes, node_cases(spec, case),
+                                                               node_calls)):
+        source = _lax_call(node.spec, lax_name, attrs, f"op_{k}", node.inputs,
+                           node_at.input_dtypes)
         hook, _, call = source.rpartition("\n\n")   # a lowering's source is written once
         if hook:
             hooks.setdefault(hook, None)
@@ -41,12 +44,13 @@ def lax_program(spec, case) -> str:
                         + "".join(steps) + f"    return ({outputs.rstrip()})\n"])
 
 
-def _lax_call(spec, lax_name: str, attrs: dict, name: str, arguments) -> str:
+def _lax_call(spec, lax_name: str, attrs: dict, name: str, arguments, dtypes=()) -> str:
     """Source defining ``name(*arguments)``: one op's lax computation (its binding ``lax_name``)
-    with ``attrs`` (the binding's params included)."""
+    with ``attrs`` (the binding's params included) on inputs of ``dtypes``."""
     lower = spec.definition.lax
     if lower is not None:
         bound_fn = f", bound=lax.{lax_name}" if spec.definition.lax_takes_bound else ""
+        bound_fn += f", dtypes={tuple(dtypes)!r}" if spec.definition.lax_takes_dtypes else ""
         return (textwrap.dedent(inspect.getsource(lower)).rstrip("\n")
                 + f"\n\n{name} = {lower.__name__}(lax, {attrs!r}{bound_fn})\n")
     operands = ", ".join(arguments)

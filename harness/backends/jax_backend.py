@@ -20,7 +20,7 @@ import numpy as np
 from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, binding, cache_dir
 from conform.harness.backends.jax_packing import CacheHits, Slot, run_pack
 from conform.caches import prune_folder
-from conform.spec.program_nodes import program_nodes
+from conform.spec.program_nodes import node_cases, program_nodes
 
 #: The persistent compilation cache's size cap, in MiB ($CONFORM_JAX_CACHE_MAX_MB). An entry takes
 #: ~2.5 KiB (measured: 9,872 entries, 25 MiB) and the keys change with jax, conform's lowering and
@@ -155,11 +155,13 @@ class JaxBackend(Backend):
         except (OSError, AttributeError):
             pass
 
-    def _builder(self, spec, lax_name: str, attrs: dict):
+    def _builder(self, spec, lax_name: str, attrs: dict, dtypes: tuple = ()):
         lax = self._jax.lax
         lower = spec.definition.lax
         if lower is not None:   # a hook taking ``bound`` gets the binding's lax function
             extra = {"bound": getattr(lax, lax_name)} if spec.definition.lax_takes_bound else {}
+            if spec.definition.lax_takes_dtypes:
+                extra["dtypes"] = tuple(dtypes)
             return lower(lax, attrs, **extra)
         fn = getattr(lax, lax_name, None)
         if fn is None:
@@ -181,8 +183,9 @@ class JaxBackend(Backend):
         """The case's computation as a function of its inputs, not jitted: its op's lax call,
         or for a program each node's, returning every node's output."""
         nodes = program_nodes(spec, case)
-        calls = [self._builder(node.spec, lax_name, attrs)
-                 for node, (lax_name, attrs) in zip(nodes, lax_calls(spec, case))]
+        calls = [self._builder(node.spec, lax_name, attrs, node_at.input_dtypes)
+                 for node, node_at, (lax_name, attrs)
+                 in zip(nodes, node_cases(spec, case), lax_calls(spec, case))]
         if len(calls) == 1:   # a one-node program is its op's function
             return calls[0]
 

@@ -113,7 +113,7 @@ def test_every_elementwise_suite_contains_every_edge_value_against_every_other(s
     from conform.generators import edge_sweep_case
 
     for spec in specs.values():
-        if not spec.elementwise:
+        if not spec.elementwise or len(spec.inputs) > 2:   # (a ternary op has no sweep)
             continue
         for dtype in spec.dtypes:
             edges = edge_values(spec, dtype)

@@ -133,4 +133,13 @@ def test_conform_runs_the_suite_on_nnef_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["backend"] == "nnef" and summary["counts"]["pass"] > 0
-    assert summary["counts"]["error"] == 0
+    # the only errors: the nnef package's shape check refusing valid documents of the ops whose
+    # deviation tests/ops/test_nnef_windows.py and test_nnef_deconv.py pin
+    refused = {"nnef_sample", "nnef_max_pool_with_index", "nnef_separable_conv",
+               "nnef_separable_deconv"}
+    errors = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()
+              if json.loads(line)["verdict"] == "error"]
+    assert all(r["op"] in refused and r["message"].startswith("ValueError: Shape error while "
+                                                               "inferring shape")
+               for r in errors), errors
+    assert "Warning" not in proc.stderr, proc.stderr

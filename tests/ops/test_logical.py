@@ -282,10 +282,13 @@ def _inputs(spec, dtype, seed):
     if dtype == "bool":
         rng = np.random.default_rng(seed)
         return [rng.random(64) < 0.5 for _ in spec.inputs]
-    if dtype_class(dtype) == "float":
+    if dtype_class(dtype) in ("float", "complex"):
         with np.errstate(over="ignore"):    # 1e308 overflows the narrow types: inf, also an edge
-            return [np.resize(np.roll(FLOAT_GRID, k), 64).astype(np_dtype(dtype))
-                    for k in range(len(spec.inputs))]
+            grid = [np.resize(np.roll(FLOAT_GRID, k), 64) for k in range(len(spec.inputs) + 1)]
+            if dtype_class(dtype) == "complex":   # every pair of grid values as (real, imag)
+                return [(grid[k] + 1j * grid[k + 1]).astype(np_dtype(dtype))
+                        for k in range(len(spec.inputs))]
+            return [g.astype(np_dtype(dtype)) for g in grid[:len(spec.inputs)]]
     values = [samples(dtype, n=200, seed=seed + k) for k in range(len(spec.inputs))]
     if spec.inputs == ("lhs", "rhs") and spec.op.startswith("shift"):
         values[1] = np.resize(np.arange(-2, width(dtype) + 3), values[0].shape).astype(dtype)

@@ -30,6 +30,12 @@ NOT_OP_NAMES = {
        "(float64 NumPy math on a dtype's constants), not the op"
        for name in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "abs", "atanh", "acosh",
                     "asinh", "floor")},
+    **{(path, "complex"): "the dtype class of complex64 and complex128 (float, complex, int, "
+       "bool), not XLA Complex"
+       for path in ("spec/_loader.py", "spec/_runnable.py", "spec/_schema.py", "spec/programs.py",
+                    "generators/_drawing.py", "generators/_values.py")},
+    **{("generators/_values.py", name): "a NumPy complex array's part (its attribute), not XLA "
+       "Real or Imag" for name in ("real", "imag")},
 }
 
 
