@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.op_registry import op
-from conform.ops.onnx_control_flow import (draw_chain, halved_until_exact, lower_chain,
+from conform.ops.onnx_control_flow import (BODY_OPS, draw_chain, halved_until_exact, lower_chain,
                                            numpy_of_chain, run_chain)
 from conform.ops.sequence_values import pack
 from conform.ops.onnx_sequence_edit import sequence_of
@@ -152,10 +152,43 @@ def canonical_scan(outputs, case):
                     for x, e in zip(scans, expected)]]
 
 
+def _slice_element(x, axis: int, direction: int, t: int, length: int, at) -> float:
+    """Scan input ``x``'s element read at iteration ``t``, at ``at`` within its slice."""
+    element = np.take(x, length - 1 - t if direction else t, axis=_axis(axis, np.ndim(x)))
+    return np.asarray(element)[tuple(at)]
+
+
 def feed_scan(inputs, attrs, index, output=0):
-    """Every value of the states and scan inputs may feed a scan's results (an iteration's
-    state feeds every later one): listed whole, at most what the judge keeps."""
-    return [np.ravel(x) for x in inputs]
+    """The body is element-wise, so an element of an output at position ``at`` of E reads the
+    inputs there only: s_final (output 0) from s and, where ``update`` is binary, x_1 at every
+    iteration; w_final (1) from w and, where ``carry`` is binary, x_m at every iteration; y (2)
+    at iteration t from s and x_1 at iterations 0 ... t; z (3) at iteration t from x_k at t
+    and, where ``emit`` is binary, s and (``update`` binary) x_1 at iterations 0 ... t - 1."""
+    m = attrs["num_scan_inputs"]
+    given = scan_attrs(attrs, m)
+    length = np.shape(inputs[2])[_axis(given["input_axes"][0], np.ndim(inputs[2]))]
+    binary = {c: any(BODY_OPS[name][0] == 2 for name in attrs[c]) for c in SCAN_CHAINS}
+    at, t = list(index), length
+    if output >= 2:   # a scan output: its axis holds the iteration
+        axis = _axis(given["output_axes"][output - 2], len(index))
+        p = at.pop(axis)
+        t = length - 1 - p if given["output_directions"][output - 2] else p
+    states = {0: output in (0, 2) or (output == 3 and binary["emit"]), 1: output == 1}
+    reads: dict = {}   # scan input -> the iterations whose slice feeds the element
+    if output in (0, 2) and binary["update"]:
+        reads[0] = set(range(length if output == 0 else t + 1))
+    if output == 1 and binary["carry"]:
+        reads[m - 1] = set(range(length))
+    if output == 3:
+        reads[min(1, m - 1)] = {t}
+        if binary["emit"] and binary["update"]:
+            reads.setdefault(0, set()).update(range(t))
+    fed = [np.ravel(inputs[k][tuple(at)]) if states[k] else None for k in (0, 1)]
+    for j in range(m):
+        fed.append(np.asarray([_slice_element(inputs[2 + j], given["input_axes"][j],
+                                              given["input_directions"][j], i, length, at)
+                               for i in sorted(reads[j])]) if reads.get(j) else None)
+    return fed
 
 
 def numpy_scan(s, w, *xs, num_scan_inputs, update, carry, emit, numpy_of, **attrs):
@@ -257,6 +290,28 @@ def onnx_sequence_map(case, graph):
     graph.node(graph.op_type, operands, body=body)
 
 
+def feed_sequence_map(inputs, attrs, index, output=0):
+    """Output 0 (``first``) holds first(a_i, b_i or a_i) raveled: its element ``index`` comes
+    from a_i's element at that offset and, where ``first`` is binary, b_i's; output 2
+    (``second``) from a_i's and, where ``second`` is binary, t's; the shapes from none."""
+    sequences, extra = attrs["sequences"], attrs["extra"]
+    elements, _ = _mapped(inputs, sequences, extra)
+    fed: list = [None] * len(inputs)
+    if output not in (0, 2) or not elements[0]:
+        return fed
+    ends = np.cumsum([np.size(a) for a in elements[0]])
+    i = int(np.searchsorted(ends, index[0], side="right"))
+    offset = index[0] - (ends[i - 1] if i else 0)
+    n, chain = len(elements[0]), attrs["first" if output == 0 else "second"]
+    fed[i] = np.ravel(elements[0][i])[offset:offset + 1]
+    if any(BODY_OPS[name][0] == 2 for name in chain):
+        if output == 0 and sequences == 2:
+            fed[n + i] = np.ravel(elements[1][i])[offset:offset + 1]
+        elif output == 2 and extra:
+            fed[-1] = np.ravel(inputs[-1])
+    return fed
+
+
 def numpy_sequence_map(*inputs, sequences, extra, first, second, numpy_of):
     """The numpy backend: a Python loop over the positions, each chain by its ops' NumPy
     computations; the output sequences packed."""
@@ -268,7 +323,7 @@ def numpy_sequence_map(*inputs, sequences, extra, first, second, numpy_of):
 
 
 @op("onnx_sequence_map", version=1, draw=draw_sequence_map, values=values_sequence_map,
-    onnx=onnx_sequence_map, feeding=lambda inputs, attrs, index: [None] * len(inputs),
+    onnx=onnx_sequence_map, feeding=feed_sequence_map,
     numpy=numpy_sequence_map)
 def oracle_sequence_map(*inputs, sequences, extra, first, second, dtypes):
     """'Applies a sub-graph to each sample in the input sequence(s)': 'For each i-th element in

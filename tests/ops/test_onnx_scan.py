@@ -284,3 +284,40 @@ def test_numpy_passes_every_case(specs, name, dtype):
     for case in generate_cases(spec, dtype, count=16, seed=11, answer=expect):
         judgement = judge_outputs(spec, case, _run(backend, spec, case))
         assert judgement.verdict == "pass", (case.id, judgement.reason)
+
+
+# -- feeding ---------------------------------------------------------------------------------------
+
+def test_feeding_of_each_scan_output():
+    """s' = s + x_1, w' = w * x_1 (m = 1: x_m is x_1), y = s', z = -x_1; x_1 scanned on axis
+    1 in reverse, y prepended: y[:, 0] is the last iteration."""
+    from conform.oracles.feeding import feeding_elements
+
+    s, w, x = np.float64([1, 2]), np.float64([3, 4]), np.float64([[5, 6, 7], [8, 9, 10]])
+    attrs = {"num_scan_inputs": 1, **CHAINS, "scan_input_axes": [1],
+             "scan_input_directions": [1], "scan_output_directions": [1, 0]}
+    fed = lambda index, output: [None if f is None else f.tolist()   # noqa: E731
+                                 for f in feeding_elements("onnx_scan", [s, w, x], attrs, index,
+                                                           output)]
+    assert fed([1], 0) == [[2], None, [10, 9, 8]]
+    assert fed([0], 1) == [None, [3], [7, 6, 5]]
+    assert fed([0, 1], 2) == [[2], None, [10, 9, 8]]   # prepended: y[0] is the last iteration
+    assert fed([1, 1], 2) == [[2], None, [10, 9]]      # y[1]: iterations 0 and 1
+    assert fed([1, 0], 3) == [None, None, [6]]         # z at iteration 1: -x_1 read there
+    attrs["emit"] = ["onnx_mul"]                     # z = x_1 * s_in: s and x_1 up to t
+    assert fed([1, 0], 3) == [[1], None, [7, 6]]
+
+
+def test_feeding_of_each_sequence_map_output():
+    from conform.oracles.feeding import feeding_elements
+
+    a0, a1, b0, b1, t = (np.float64(v) for v in ([1, 2], [3], [4, 5], [6], 7))
+    attrs = {"sequences": 2, "extra": True, "first": ["onnx_add"], "second": ["abs"]}
+    fed = lambda index, output: [None if f is None else f.tolist()   # noqa: E731
+                                 for f in feeding_elements("onnx_sequence_map",
+                                                           [a0, a1, b0, b1, t], attrs, index,
+                                                           output)]
+    assert fed([2], 0) == [None, [3], None, [6], None]
+    assert fed([1], 2) == [[2], None, None, None, None]
+    attrs["second"] = ["onnx_sub"]
+    assert fed([1], 2) == [[2], None, None, None, [7]]
