@@ -79,11 +79,12 @@ def run_chain(ops, first, other, dtype: str) -> np.ndarray:
     return value
 
 
-def _draw_chain(draw, kit, dtype: str) -> list[str]:
+def draw_chain(draw, kit, dtype: str) -> list[str]:
+    """1 or 2 of :func:`body_ops` in ``dtype``: a branch's or a body's chain."""
     return draw(kit.st.lists(kit.st.sampled_from(body_ops(dtype)), min_size=1, max_size=2))
 
 
-def _halved_until_exact(compute, inputs: list, dtype: str) -> list:
+def halved_until_exact(compute, inputs: list, dtype: str) -> list:
     """``inputs`` (the value operands of an integer case) halved toward zero until ``compute``
     raises no :class:`Overflow` (all zeros always fit)."""
     if dtype in FLOAT_FORMATS:
@@ -106,8 +107,8 @@ def draw_if(draw, kit, spec, dtype):
     st = kit.st
     shape = draw(kit.shape(min_rank=0, max_rank=3, max_side=4,
                            min_side=draw(st.sampled_from((1, 1, 1, 0)))))
-    attrs = {"then_branch": _draw_chain(draw, kit, dtype),
-             "else_branch": _draw_chain(draw, kit, dtype)}
+    attrs = {"then_branch": draw_chain(draw, kit, dtype),
+             "else_branch": draw_chain(draw, kit, dtype)}
     cond = draw(st.sampled_from(((), (1,))))
     return kit.Signature(("bool", dtype, dtype), (cond, shape, shape), attrs, dtype)
 
@@ -122,7 +123,7 @@ def values_if(rng, inputs, attrs):
         for key in ("then_branch", "else_branch"):
             run_chain(attrs[key], *(np.asarray(v).astype(np.int64) for v in xs), dtype)
 
-    return [cond, *_halved_until_exact(both, [x, y], dtype)]
+    return [cond, *halved_until_exact(both, [x, y], dtype)]
 
 
 def lower_chain(sub, case, ops, value: str, other: str, name: str) -> str:
@@ -205,8 +206,8 @@ def draw_loop(draw, kit, spec, dtype):
     gone = draw(st.sampled_from(((), ("m",), ("cond",), ())))
     until = draw(st.sampled_from((None, 0, 1, 3))) if "m" not in gone \
         else draw(st.integers(0, MAX_TRIP - 1))
-    attrs = kit.with_absent({"body": _draw_chain(draw, kit, dtype),
-                             "carry": _draw_chain(draw, kit, dtype), "until": until}, gone)
+    attrs = kit.with_absent({"body": draw_chain(draw, kit, dtype),
+                             "carry": draw_chain(draw, kit, dtype), "until": until}, gone)
     typed = {"v": (dtype, shape), "w": (dtype, shape), "x": (dtype, shape), "m": ("int64", ()),
              "cond": ("bool", ())}
     kept = [typed[name] for name in LOOP_INPUTS if name not in gone]
@@ -229,7 +230,7 @@ def values_loop(rng, inputs, attrs):
                     **{k: v for k, v in attrs.items() if k != ABSENT}, dtypes=(dtype,),
                     absent_inputs=absent(attrs))
 
-    halved = _halved_until_exact(loop, [named[n] for n in carried], dtype)
+    halved = halved_until_exact(loop, [named[n] for n in carried], dtype)
     named.update(zip(carried, halved))
     return [named[n] for n in LOOP_INPUTS if n in named]
 

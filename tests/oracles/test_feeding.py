@@ -69,6 +69,10 @@ NOT_BY_PERTURBATION = {
                      "or stops being zero, which a change to a large value never does",
     "cholesky": "an operand numbered 1, 2, ... is not positive definite: the factor is NaN "
                 "wherever it is read, and no change of one element moves it",
+    **{op: "a body of ops such as sqrt of a negative (NaN whatever the element), or a - a and "
+           "a / a (SequenceMap with one sequence and no tensor), need not move when an element "
+           "changes, though the text combines it (tests/ops/test_onnx_scan.py checks its rule)"
+       for op in ("onnx_scan", "onnx_sequence_map")},
     "while": "a loop body of ops such as floor, sign or abs, or of no iteration, need not move "
              "when an element of a or b changes, though the standard combines it",
     "nnef_local_contrast_normalization": "inputs numbered 1, 2, ... make a centred value (x less "
