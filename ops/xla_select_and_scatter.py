@@ -17,8 +17,9 @@ higher index wins, the *last* maximal element. A padding position is no element 
 (the output, the operand's shape, has no index for it), so a window selects among its operand
 elements; with the text's two paddings (kValid: none; kSame: padded so that a stride-1 output
 has the operand's shape, ``w - 1`` positions, split evenly for the odd windows drawn here, as
-the ReduceWindow section's example pads one on each side of a window of 3) every window holds
-one. The output is ``init_value`` plus the source values selecting the index, summed in any
+the ReduceWindow section's example pads one on each side of a window of 3; with a stride above 1
+drawn only where ``(n - 1)`` is a multiple of it, where that amount and the one recomputed for
+ceil(n / s) outputs coincide) every window holds one. The output is ``init_value`` plus the source values selecting the index, summed in any
 order (an ``accumulation`` bound, Higham 2002, §4.2).
 
 Open (the oracle marks them, region ``oracle_marked``): every operand element of a window
@@ -43,18 +44,21 @@ from conform.ops.reduction import reduce_windows
 
 def draw_select_and_scatter(draw, kit, spec, dtype):
     """An operand of rank 1 to 4, a window of 1 to 3 and a stride of 1 or 2 per dimension,
-    padding kValid or kSame (odd windows only under kSame: the text fixes no split of an even
-    window's padding), select GE or GT; the source of ReduceWindow's result shape and a scalar
-    init value."""
+    padding kValid or kSame (under kSame odd windows only, and a stride of 2 with an odd size:
+    the text fixes no split of an even window's padding, and where the stride-1 amount and the
+    amount recomputed for the strided output differ, not which), select GE or GT; the source
+    of ReduceWindow's result shape and a scalar init value."""
     st = kit.st
     shape = draw(kit.shape(min_rank=1, max_rank=4, max_side=5))
     same = draw(st.booleans())
-    window, strides, padding = [], [], []
-    for size in shape:
+    shape, window, strides, padding = list(shape), [], [], []
+    for axis, size in enumerate(shape):
         w = draw(st.sampled_from([1, 3]) if same else st.integers(1, min(size, 3)))
         window.append(w)
         strides.append(draw(st.integers(1, 2)))
         padding.append([(w - 1) // 2] * 2 if same else [0, 0])
+        if same and (size - 1) % strides[-1]:   # where kSame's two readings coincide
+            shape[axis] = size + 1
     attrs = {"window_dimensions": window, "window_strides": strides, "padding": padding,
              "select": draw(st.sampled_from(["GE", "GT"]))}
     source = tuple((n + lo + hi - w) // s + 1
