@@ -16,7 +16,9 @@ float64 with double-double sums.
 The bounds (``derived``) cover the formulas evaluated in T, every product and quotient one
 rounding (``|err| <= u |result| + eta``, eta half a smallest subnormal, Higham 2002 §2.1 eq.
 2.8; ``min_normal`` more under flush-to-zero), the sums in any order (Higham §4.2, ``sum_gamma``),
-a three-factor product in any grouping, the divisions by m w h as a division or a product with
+a three-factor product in any grouping, ``c_l (x - mu)`` as the product of ``sum(dy (x - mu))``,
+``1 / (sigma2 + eps)``, ``1 / (mwh)`` and ``x - mu`` in any grouping (each partial product checked
+for overflow, its underflow carried), the divisions by m w h as a division or a product with
 the rounded reciprocal, ``1 / (sigma2 + eps)`` as a division or the square of the reciprocal
 square root, which is a square root and a division or an rsqrt within ``rsqrt_ulp`` ULPs
 (ops/xla_batch_norm.py ``rsqrt_relative``). Errors are carried forward through each operation
