@@ -175,7 +175,8 @@ def _element_type(dtypes) -> str:
 
 def lax_control(lax, attrs):
     """While (``limit``: ``lax.while_loop``), Conditional with a predicate (``lax.cond``) or a
-    branch index (``lax.switch``), each body made of its ops' ``jax.lax`` functions."""
+    branch index (``lax.switch``), or Call (the binding's ``call`` param: a jitted function,
+    which the enclosing jit calls), each body made of its ops' ``jax.lax`` functions."""
     def body_of(entries):
         def apply(a, b):
             v = a
@@ -186,6 +187,9 @@ def lax_control(lax, attrs):
             return v
         return apply
 
+    if attrs.get("call"):   # Call (ops/xla_call.py): the body a computation of its own
+        import jax
+        return jax.jit(body_of(attrs["body"]))   # nested in the backend's jit: a func.call
     if "limit" in attrs:
         limit, step, rotate = attrs["limit"], body_of(attrs["body"]), attrs["rotate"]
 

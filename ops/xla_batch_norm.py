@@ -58,6 +58,27 @@ def _normalized(x, scale, offset, mean, var, epsilon, feature):
     return z * _per_feature(scale, rank, feature) + _per_feature(offset, rank, feature)
 
 
+def variance_total(variance, epsilon, dtype):
+    """``(total, total_error)``: ``variance + epsilon`` of an exact (input) variance and its
+    error evaluated in ``dtype``: one rounding, plus epsilon's own into a type narrower than f32."""
+    fmt = FLOAT_FORMATS[dtype]
+    epsilon = _float32(epsilon)
+    eps_error = fmt.unit_roundoff * epsilon if fmt.unit_roundoff > 2.0 ** -24 else 0.0
+    total = variance + epsilon
+    return total, eps_error + fmt.unit_roundoff * (np.abs(total) + eps_error)
+
+
+def rsqrt_relative(total, total_error, u, rsqrt_ulp):
+    """``(r, relative_r, relative)``: ``r = 1 / sqrt(total)``, the relative error of its
+    evaluation from ``total`` off by ``total_error`` (relative error ``relative``, halved by the
+    square root) as an rsqrt within ``rsqrt_ulp`` ULPs (within ``2 * rsqrt_ulp`` u, which also
+    covers a square root and a division)."""
+    relative = total_error / total
+    sqrt_relative = relative / (1 + np.sqrt(np.maximum(1 - relative, 0.0)))
+    inv_relative = (1 + 2 * rsqrt_ulp * u) / (1 - np.minimum(sqrt_relative, 0.5)) - 1
+    return 1 / np.sqrt(total), inv_relative, relative
+
+
 def _output_bound(d, e, total, total_error, scale, y, dtype, rsqrt_ulp):
     """|error| of ``d^ * r^ * scale + offset`` in T: ``d^`` off by ``e``, ``total = var +
     epsilon`` off by ``total_error`` before its reciprocal square root ``r`` (within ``2 *
@@ -68,10 +89,7 @@ def _output_bound(d, e, total, total_error, scale, y, dtype, rsqrt_ulp):
     fmt = FLOAT_FORMATS[dtype]
     u, half = fmt.unit_roundoff, fmt.min_subnormal / 2
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        relative = total_error / total
-        sqrt_relative = relative / (1 + np.sqrt(np.maximum(1 - relative, 0.0)))
-        inv_relative = (1 + 2 * rsqrt_ulp * u) / (1 - np.minimum(sqrt_relative, 0.5)) - 1
-        r = 1 / np.sqrt(total)
+        r, inv_relative, relative = rsqrt_relative(total, total_error, u, rsqrt_ulp)
         grow = (1 + inv_relative) * (1 + grown(2, u))
         product_error = np.abs(scale) * r * (np.abs(d) * (grow - 1) + e * grow) + 3 * half
         bound = product_error + u * (np.abs(y) + product_error) + half
@@ -98,10 +116,8 @@ def inference_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
     x, scale, offset, mean, var = inputs
     rank, feature = x.ndim, attrs["feature_index"]
     fmt = FLOAT_FORMATS[dtypes[0]]
-    epsilon = _float32(attrs["epsilon"])
-    eps_error = fmt.unit_roundoff * epsilon if fmt.unit_roundoff > 2.0 ** -24 else 0.0
-    total = _per_feature(var, rank, feature) + epsilon
-    total_error = eps_error + fmt.unit_roundoff * (np.abs(total) + eps_error)
+    total, total_error = variance_total(_per_feature(var, rank, feature), attrs["epsilon"],
+                                        dtypes[0])
     d = x - _per_feature(mean, rank, feature)
     e = fmt.unit_roundoff * np.abs(d) + fmt.min_subnormal / 2
     bound, unbounded = _output_bound(d, e, total, total_error, _per_feature(scale, rank, feature),
@@ -137,9 +153,10 @@ def training_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
 
 
 def lax_batch_norm(lax, attrs):
-    """A jax primitive lowered to StableHLO's ``batch_norm_inference`` (five operands) or
-    ``batch_norm_training`` (three operands; three results) with the case's ``epsilon`` (f32) and
-    ``feature_index``: XLA compiles the op itself (jax.lax has no batch-norm function)."""
+    """A jax primitive lowered to StableHLO's ``batch_norm_inference`` (five operands),
+    ``batch_norm_training`` (three operands; three results) or, where the binding's params say
+    ``gradient``, ``batch_norm_grad`` (five operands; three results) with the case's
+    ``epsilon`` (f32) and ``feature_index``: XLA compiles the op itself (jax.lax has no batch-norm function)."""
     import jax
     from jax.extend.core import Primitive
     from jax.extend.mlir.dialects import stablehlo
@@ -162,6 +179,9 @@ def lax_batch_norm(lax, attrs):
 
     inference = make("xla_batch_norm_inference", stablehlo.BatchNormInferenceOp, False)
     training = make("xla_batch_norm_training", stablehlo.BatchNormTrainingOp, True)
+    if attrs.get("gradient"):   # BatchNormGrad's binding params: its five operands, three results
+        gradient = make("xla_batch_norm_grad", stablehlo.BatchNormGradOp, True)
+        return jax.jit(lambda *inputs: gradient.bind(*inputs))
     # jitted: a primitive without an evaluation rule runs only compiled (a repro calls it eagerly)
     return jax.jit(lambda *inputs: (inference if len(inputs) == 5 else training).bind(*inputs))
 
