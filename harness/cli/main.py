@@ -205,8 +205,6 @@ def cmd_run(args) -> int:
     from conform.harness.run.processes import start_worker_server
     from conform.harness.backends.registry import check_backend
 
-    start_worker_server()
-    specs = _load_specs(args.specs)
     profile = cli_certify.apply_profile(args)
     if args.onnx_opset is not None:   # before any model is built, here or in a worker
         if not 7 <= args.onnx_opset <= ONNX_OPSET_MAX:
@@ -216,6 +214,8 @@ def cmd_run(args) -> int:
     check_backend(args.backend)
     baseline = cli_gate.baseline_for(args)  # read first: the run may overwrite it
     manifest = cli_gate.manifest_for(args, args.backend)
+    start_worker_server()   # once the options hold: it loads while this process does
+    specs = _load_specs(args.specs)
     out = writable_directory(args.out or Path("conform-out") / args.backend, "--out", args.force)
     with locked(out):
         return _run_locked(args, specs, profile, manifest, baseline, out)
