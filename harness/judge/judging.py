@@ -110,10 +110,7 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
         for node, node_at in zip(program_nodes(spec, case), node_cases(spec, case, values)):
             nodes.append((i, node, (node.spec, node_at, [values[n] for n in node.outputs])))
     owned: dict = {}
-    for (i, node, (spec, case, _)), judged in zip(nodes, _judge_nodes([n[2] for n in nodes],
-                                                                      subnormals)):
-        if judged.verdict == "fail":
-            judged.profile = _profile(spec, case, judged)
+    for (i, node, _), judged in zip(nodes, _judge_nodes([n[2] for n in nodes], subnormals)):
         owned.setdefault(i, []).append((node, judged))
     for i, parts in owned.items():
         if len(parts) == 1:
@@ -130,12 +127,15 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
 def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
     """The judgement of each op's ``(spec, case, outputs)``, its outputs grouped by op, dtype
     and model across the triples (:func:`~conform.harness.judge.compare.compare_many`); an op
-    with several outputs gets one judgement that holds each output's (:func:`combined`)."""
+    with several outputs gets one judgement that holds each output's (:func:`combined`), and a
+    failing one the profile of its failing elements."""
     judgements: list = [None] * len(triples)
     parts: dict = {}     # case number -> its outputs' judgements (ops with several outputs)
     groups: dict = {}
+    answers = []         # (each case's answer: asked of the oracle once where not stored)
     for i, (spec, case, outputs) in enumerate(triples):
         answer = expectation(spec, case)
+        answers.append(answer)
         canonical = spec.definition.canonical
         if canonical is not None:
             policy = {"subnormals": subnormals} if spec.definition.canonical_takes_subnormals else {}
@@ -164,15 +164,17 @@ def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
                 judgements[i] = judgement
     for i, judged in parts.items():
         judgements[i] = combined(triples[i][0].outputs, judged)
+    for (spec, case, _), judged, answer in zip(triples, judgements, answers):
+        if judged.verdict == "fail":
+            judged.profile = _profile(spec, case, judged, answer)
     return judgements
 
 
-def _profile(spec, case, judgement: Judgement) -> dict | None:
-    """What the failing elements of one node have in common (None if that cannot be said: it
-    only serves a manifest condition, which excuses, so it must never cost a verdict)."""
+def _profile(spec, case, judgement: Judgement, answer) -> dict | None:
+    """What the failing elements of one op's case have in common (None if that cannot be said:
+    it only serves a manifest condition, which excuses, so it must never cost a verdict)."""
     try:
-        return failure_profile(spec, case, judgement,
-                               [part.expected for part in expectation(spec, case)])
+        return failure_profile(spec, case, judgement, [part.expected for part in answer])
     except Exception:
         return None
 
