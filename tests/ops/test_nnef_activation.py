@@ -134,13 +134,6 @@ def test_selu_cancelling_exp_minus_one_fails(specs):
     assert judge_outputs(specs["nnef_selu"], _case("nnef_selu", x), [cancelling]).verdict == "fail"
 
 
-@pytest.fixture(scope="module")
-def nnef_backend():
-    from conform.harness.backends.nnef_backend import NnefBackend
-
-    return NnefBackend()
-
-
 @pytest.mark.parametrize("op", ["nnef_gelu", "nnef_silu", "nnef_softabs", "nnef_prelu"])
 def test_the_nnef_executor_runs_the_fragments(specs, nnef_backend, op):
     """The executor's own kernels (gelu, silu) and the lowered bodies (softabs, prelu) pass on

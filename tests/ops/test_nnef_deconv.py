@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from conform.generators import Case
+from conform.harness.backends.models import run_case
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
 from backend_verdicts import verdicts
@@ -92,19 +93,6 @@ def test_an_overflowing_depthwise_stage_is_implementation_defined(specs):
 
 # -- the nnef executor ---------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def nnef_backend():
-    from conform.harness.backends.nnef_backend import NnefBackend
-
-    return NnefBackend()
-
-
-def _run(backend, spec, case):
-    from conform.harness.backends.models import run_case
-
-    return run_case(backend, spec, case)
-
-
 @pytest.mark.parametrize("name", ["nnef_deconv", "nnef_separable_conv",
                                   "nnef_separable_deconv"])
 def test_the_executor_passes_groups_of_one(specs, nnef_backend, name):
@@ -132,7 +120,7 @@ def test_the_nnef_parser_refuses_separable_fragments_with_groups(specs, nnef_bac
     case = _case(name, inputs, {**window([2], [[0, 0]]), "groups": 2, **attrs})
     assert np.isfinite(evaluate(name, case.inputs, case.attrs)[0]).all()   # valid per the body
     with pytest.raises(ValueError, match="channel dimension of point filter must equal batch"):
-        _run(nnef_backend, spec, case)
+        run_case(nnef_backend, spec, case)
 
 
 # -- numpy ---------------------------------------------------------------------------------------

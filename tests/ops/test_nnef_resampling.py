@@ -125,13 +125,6 @@ def test_the_derived_bound_admits_a_float32_evaluation_and_not_a_float16_one(spe
 
 # -- the nnef backend -------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def nnef_backend():
-    from conform.harness.backends.nnef_backend import NnefBackend
-
-    return NnefBackend()
-
-
 def _run(backend, spec, case):
     from conform.harness.backends.models import run_case
 

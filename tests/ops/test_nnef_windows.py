@@ -175,13 +175,6 @@ def test_numpy_passes(specs, name):
 
 # -- the nnef executor ---------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def nnef_backend():
-    from conform.harness.backends.nnef_backend import NnefBackend
-
-    return NnefBackend()
-
-
 def _run(backend, spec, case):
     from conform.harness.backends.models import run_case
 
