@@ -10,3 +10,11 @@ def nnef_backend():
     from conform.harness.backends.nnef_backend import NnefBackend
 
     return NnefBackend()
+
+
+@pytest.fixture(scope="module")
+def jax_backend():
+    """conform's jax backend (XLA:CPU)."""
+    from conform.harness.backends.jax_backend import JaxBackend
+
+    return JaxBackend()

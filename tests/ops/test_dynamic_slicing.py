@@ -64,13 +64,6 @@ def test_drawn_starts_need_the_clamp_but_never_in_dimension_zero(specs, name):
     assert clamped and types == {"int32", "int64"}
 
 
-@pytest.fixture(scope="module")
-def jax_backend():
-    from conform.harness.backends.jax_backend import JaxBackend
-
-    return JaxBackend()
-
-
 @pytest.mark.parametrize("name", ["dynamic_slice", "dynamic_update_slice"])
 def test_judge_catches_negative_starts_wrapped_as_in_numpy_on_jax(specs, jax_backend, name):
     """A kernel wrapping a negative start (start + dimension size, NumPy's reading and jax's

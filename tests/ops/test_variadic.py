@@ -79,13 +79,6 @@ def test_subnormal_keys_tie_only_for_a_flushing_backend():
     assert _judged(inputs, UNSTABLE, ieee_order, "ieee").verdict == "pass"
 
 
-@pytest.fixture(scope="module")
-def jax_backend():
-    from conform.harness.backends.jax_backend import JaxBackend
-
-    return JaxBackend()
-
-
 @pytest.mark.parametrize("wrong", [{"num_keys": 1}])
 def test_jax_passes_and_a_wrong_key_count_fails(specs, jax_backend, wrong):
     """jax's lax.sort passes on drawn cases; run with fewer keys (num_keys 1 for 2 or 3: the

@@ -6,12 +6,11 @@ formula evaluated in the operand's type passes where the regrouped x * a + (offs
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from conform.generators import Case
-from conform.generators._suite import generate_cases
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
+from tests.ops.xla_judging import jax_verdicts
 
 X = np.array([[1.0, 10.0], [3.0, 30.0], [5.0, 20.0]])
 
@@ -67,17 +66,8 @@ def test_bound_is_nan_where_a_product_leaves_the_normal_range():
     assert np.isinf(out[1:, 0]).all() and bound[2, 0] == 0 and np.isnan(bound[1, 0])
 
 
-@pytest.fixture(scope="module")
-def jax_backend():
-    from conform.harness.backends.jax_backend import JaxBackend
-    return JaxBackend()
-
-
 def test_jax_batch_norm_training_passes(specs, jax_backend):
-    from conform.harness.backends.models import run_case
-    spec = specs["batch_norm_training"]
-    verdicts = [judge_outputs(spec, case, run_case(jax_backend, spec, case), "ftz").verdict
-                for case in generate_cases(spec, "float32", count=12, seed=0)]
+    verdicts = jax_verdicts(specs["batch_norm_training"], jax_backend, "float32", count=12)
     assert "fail" not in verdicts and "pass" in verdicts
 
 

@@ -5,18 +5,11 @@ passes."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from conform.generators import Case
-from conform.generators._suite import generate_cases
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
-
-
-@pytest.fixture(scope="module")
-def jax_backend():
-    from conform.harness.backends.jax_backend import JaxBackend
-    return JaxBackend()
+from tests.ops.xla_judging import jax_verdicts
 
 
 def _grad_case(x, dy, scale, epsilon=0.001):
@@ -73,10 +66,7 @@ def test_the_old_editions_grad_formula_fails(specs):
 
 
 def test_jax_batch_norm_grad_passes(specs, jax_backend):
-    from conform.harness.backends.models import run_case
-    spec = specs["batch_norm_grad"]
-    verdicts = [judge_outputs(spec, case, run_case(jax_backend, spec, case), "ftz").verdict
-                for case in generate_cases(spec, "float32", count=10, seed=0)]
+    verdicts = jax_verdicts(specs["batch_norm_grad"], jax_backend, "float32", count=10)
     assert "fail" not in verdicts and "pass" in verdicts
 
 

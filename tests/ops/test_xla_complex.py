@@ -14,7 +14,7 @@ from conform.generators._values import edge_values, fill
 from conform.harness.judge.compare import compare
 from conform.harness.judge.judging import flush_subnormals
 from conform.spec import dtype_class
-from tests.ops.xla_judging import jax_backend, jax_verdicts, run  # noqa: F401 (a fixture)
+from tests.ops.xla_judging import jax_verdicts, run
 
 ROUNDED = {"correctly_rounded": True, "why": "each part one IEEE addition"}
 ULP2 = {"ulp": 2, "why": "two ULPs of |e| in modulus"}

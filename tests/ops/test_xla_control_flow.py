@@ -189,13 +189,6 @@ def test_drawn_bodies_and_selectors(specs, name):
 
 # -- real jax ---------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def jax_backend():
-    from conform.harness.backends.jax_backend import JaxBackend
-
-    return JaxBackend()
-
-
 def _run(jax_backend, spec, case):
     from conform.harness.backends.models import run_case
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conform.generators._suite import generate_cases
-from tests.ops.xla_judging import jax_backend, jax_verdicts, run  # noqa: F401 (a fixture)
+from tests.ops.xla_judging import jax_verdicts, run
 
 NUMPY = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}
 

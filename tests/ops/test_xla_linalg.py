@@ -12,7 +12,7 @@ import pytest
 from conform.generators import Case
 from conform.generators._suite import generate_cases
 from conform.oracles.expectations import expect
-from tests.ops.xla_judging import jax_backend, jax_verdicts, run  # noqa: F401 (a fixture)
+from tests.ops.xla_judging import jax_verdicts, run
 
 
 # -- Dot -------------------------------------------------------------------------------------

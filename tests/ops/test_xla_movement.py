@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from tests.ops.xla_judging import jax_backend, jax_verdicts, run  # noqa: F401 (a fixture)
+from tests.ops.xla_judging import jax_verdicts, run
 
 
 # -- Broadcast and Collapse ------------------------------------------------------------------

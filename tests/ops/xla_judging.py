@@ -1,9 +1,9 @@
-"""Helpers of the XLA op tests: an oracle's single output, the real jax backend as a fixture,
-and the verdicts of a drawn suite on it (optionally with jax's answers altered)."""
+"""Helpers of the XLA op tests: an oracle's single output, and the verdicts of a drawn suite on
+the real jax backend (the ``jax_backend`` fixture of tests/ops/conftest.py), optionally with
+jax's answers altered."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from conform.generators._suite import generate_cases
 from conform.harness.judge.judging import judge_outputs
@@ -13,12 +13,6 @@ from conform.oracles._registry import evaluate
 def run(name, *inputs, **attrs):
     (out,) = evaluate(name, [np.asarray(x) for x in inputs], attrs)
     return out
-
-
-@pytest.fixture(scope="module")
-def jax_backend():
-    from conform.harness.backends.jax_backend import JaxBackend
-    return JaxBackend()
 
 
 def jax_verdicts(spec, jax_backend, dtype, count, seed=0, change=None, subnormals="ftz"):
