@@ -63,7 +63,7 @@ def start_worker_server() -> None:
         return
     from multiprocessing import forkserver
 
-    worker_context(WORKER_METHOD)
+    worker_context(WORKER_METHOD)   # (names the preload the server starts with)
     with started_without_main():
         forkserver.ensure_running()
 
