@@ -314,6 +314,8 @@ def result_records(triples, backend: str, subnormals: str = "ieee") -> list[dict
     for spec, case, outcome in triples:
         record = case_record(case)
         record["seconds"] = round(outcome.seconds, 6)
+        if outcome.stderr:
+            record["stderr"] = outcome.stderr
         records.append(record)
         if outcome.kind == "error" and outcome.on_input and raising_allowed(spec, case):
             record.update(verdict="impl_defined", message=f"raised on implementation-defined "
