@@ -58,7 +58,13 @@ def _law_attrs(draw, kit, normal: bool) -> dict:
     else:
         low = draw(st.sampled_from(LOWS))
         attrs = {"low": low, "high": low + draw(st.sampled_from(WIDTHS))}
-    attrs = {k: v for k, v in attrs.items() if draw(st.integers(0, 3))}
+    # each left out at times (the text's default), where the range stays non-empty
+    # (low < high: the text states no law otherwise)
+    keep = {k: draw(st.integers(0, 3)) > 0 for k in attrs}
+    if not normal and (not keep["low"] and attrs["high"] <= 0.0 or
+                       not keep["high"] and attrs["low"] >= 1.0):
+        keep = dict.fromkeys(attrs, True)
+    attrs = {k: v for k, v in attrs.items() if keep[k]}
     if draw(st.booleans()):
         attrs["seed"] = draw(st.sampled_from(SEEDS))
     return attrs

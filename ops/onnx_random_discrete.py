@@ -17,6 +17,8 @@ determinism is judged).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS, np_dtype
@@ -206,13 +208,14 @@ def onnx_dropout_training(case, graph):
 
 def _scale_bound(out_dtype: str, ratio_dtype: str | None, ratio: float) -> float:
     """ULPs of T by which ``scale * data`` may miss the exact ``data / (1 - ratio)``: 1/2 where
-    the scale is exact; else the scale's two roundings (1 - ratio, the division: in the
-    ratio's type or finer) and the product's, ``((1 + u1)**2 (1 + u) - 1) / u`` ULPs."""
+    the scale is exact; else the scale's roundings (1 - ratio and the division in the ratio's
+    type T1, or finer; its conversion to T) and the product's in T:
+    ``((1 + u1)**2 (1 + u)**2 - 1) / u`` ULPs (a relative error r is below r / u ULPs of T)."""
     if ratio in (0.0, 0.5, 0.75, 0.875):
         return 0.5
     u = FLOAT_FORMATS[out_dtype].unit_roundoff
     u1 = FLOAT_FORMATS[ratio_dtype or "float32"].unit_roundoff
-    return ((1 + u1) ** 2 * (1 + u) - 1) / u
+    return math.expm1(2 * math.log1p(u1) + 2 * math.log1p(u)) / u   # (no cancellation)
 
 
 def dropout_law(inputs, attrs, outputs, *, out_dtypes, dtypes):

@@ -50,13 +50,16 @@ def judge_random(spec, case, outputs, answer, subnormals: str = "ieee") -> list[
     for k, (model, law, out_dtype) in enumerate(zip(models, laws, out_dtypes)):
         part = answer[k]
         if "statistical" not in model:
-            judgements.append(compare(actual[k], part.expected, out_dtype=out_dtype, model=model,
-                                      impl_mask=part.impl_mask, accumulation=part.accumulation,
-                                      subnormals=subnormals, residual=part.residual))
-            continue
-        alpha = model["statistical"]["alpha"] / max(tested, 1)
-        judgements.append(judge_statistical(actual[k], np.shape(part.expected), out_dtype, law,
-                                            alpha, output=spec.outputs[k]))
+            judged = compare(actual[k], part.expected, out_dtype=out_dtype, model=model,
+                             impl_mask=part.impl_mask, accumulation=part.accumulation,
+                             subnormals=subnormals, residual=part.residual)
+        else:
+            judged = judge_statistical(actual[k], np.shape(part.expected), out_dtype, law,
+                                       model["statistical"]["alpha"] / max(tested, 1),
+                                       output=spec.outputs[k])
+        if judged.worst is not None:   # (no input feeds one element of a random output)
+            judged.worst.setdefault("inputs", [None] * len(case.inputs))
+        judgements.append(judged)
     return judgements
 
 
@@ -155,7 +158,10 @@ def _fit(actual, law, out_dtype) -> tuple[str, str, float]:
 
 
 def _categorical_fit(flat, law) -> tuple[str, str, float]:
-    """An exact binomial test of each value's count in each group, Bonferroni over them."""
+    """An exact binomial test of each value's count in each group and, over several groups, a
+    Bernstein bound on each value's total count (the sum of independent indicators of unequal
+    probabilities: P(|S - ES| >= t) <= 2 exp(-t**2 / (2 var + 2 t / 3)), Bernstein 1924; a
+    bias shared by the groups adds up there); Bonferroni over all of them."""
     counts, sizes, probabilities, labels = [], [], [], []
     for g, (indices, support, chances) in enumerate(law.groups):
         values = flat[indices]
@@ -164,16 +170,36 @@ def _categorical_fit(flat, law) -> tuple[str, str, float]:
                 counts.append(int(np.count_nonzero(values == v)))
                 sizes.append(len(values))
                 probabilities.append(p)
-                labels.append((g, v))
+                labels.append((f"group {g}", v))
     if not counts:
         return "no test (every value certain)", "", 1.0
-    p = binomial_p_values(np.array(counts), np.array(sizes), np.array(probabilities))
+    p = list(binomial_p_values(np.array(counts), np.array(sizes), np.array(probabilities)))
+    expected = [n * q for n, q in zip(sizes, probabilities)]
+    if len(law.groups) > 1:
+        p += _pooled_tests(counts, sizes, probabilities, labels, expected)
     worst = int(np.argmin(p))
-    group, value = labels[worst]
-    return (f"binomial test per value and group ({len(p)} tests, Bonferroni)",
-            f"value {value:g} in group {group}: {counts[worst]} of n={sizes[worst]}, expected "
-            f"{sizes[worst] * probabilities[worst]:.6g} (p={probabilities[worst]:.6g})",
-            float(min(1.0, len(p) * p[worst])))
+    where, value = labels[worst]
+    pooled = " and Bernstein bound per value" if len(law.groups) > 1 else ""
+    return (f"binomial test per value and group{pooled} ({len(p)} tests, Bonferroni)",
+            f"value {value:g} in {where}: {counts[worst]} of n={sizes[worst]}, expected "
+            f"{expected[worst]:.6g}", float(min(1.0, len(p) * p[worst])))
+
+
+def _pooled_tests(counts, sizes, probabilities, labels, expected) -> list[float]:
+    """Per value, the Bernstein p-value bound of its count over every group (appending the
+    pooled figures to ``counts``, ``sizes``, ``labels`` and ``expected``)."""
+    found = []
+    for value in sorted({v for _, v in labels}):
+        at = [k for k, (_, v) in enumerate(labels) if v == value]
+        count, mean = sum(counts[k] for k in at), sum(expected[k] for k in at)
+        variance = sum(expected[k] * (1 - probabilities[k]) for k in at)
+        t = abs(count - mean)
+        found.append(min(1.0, 2 * math.exp(-t * t / (2 * variance + 2 * t / 3))))
+        counts.append(count)
+        sizes.append(sum(sizes[k] for k in at))
+        labels.append(("all groups (Bernstein bound)", value))
+        expected.append(mean)
+    return found
 
 
 def binomial_p_values(counts, n, p) -> np.ndarray:
