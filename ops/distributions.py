@@ -20,6 +20,9 @@ distribution, never an oracle value, for a statistical output.
 * :class:`Given`: the values are determined (by the inputs and the other outputs): judged by
   an ordinary error model against ``expected``.
 * :class:`Unjudged`: the text says nothing of the values: only shape and type are judged.
+* :class:`Readings`: the text states two laws (its prose and its function body disagree): a
+  sample of the first passes, one of another only is ``impl_defined`` (the spec's region
+  ``reading_differs`` says why), one of neither fails.
 
 Shared code: it names no op.
 """
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Bits", "Categorical", "Continuous", "Given", "Unjudged", "groups_of_equal"]
+__all__ = ["Bits", "Categorical", "Continuous", "Given", "Readings", "Unjudged", "groups_of_equal"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +81,15 @@ class Unjudged:
     """The text says nothing of the values (only the shape and type are judged)."""
 
     text: str = "values not specified by the text"
+
+
+@dataclass(frozen=True, eq=False)
+class Readings:
+    """Laws of different readings of the text: ``laws`` holds ``(law, name)`` pairs, the first
+    the reading the suite holds a backend to."""
+
+    laws: tuple
+    text: str = "two readings of the text"
 
 
 def groups_of_equal(probabilities: np.ndarray, values=(0, 1)) -> tuple:

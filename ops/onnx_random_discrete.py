@@ -23,7 +23,7 @@ import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS, np_dtype
 from conform.op_registry import op
-from conform.ops.distributions import Categorical, Given, groups_of_equal
+from conform.ops.distributions import Categorical, Given, Readings, groups_of_equal
 from conform.ops.onnx_random import BINARY_SHAPES, PROBABILITIES, SEEDS
 from conform.ops.onnx_shape import require_schema_type
 from conform.ops.optional_inputs import by_name
@@ -66,8 +66,15 @@ def onnx_bernoulli(case, graph):
 
 
 def bernoulli_law(inputs, attrs, outputs, *, out_dtypes, dtypes):
-    """Per element 1 with probability p (its input element), else 0."""
-    return (Categorical(groups_of_equal(inputs[0]), "Bernoulli(p) per element (p the input)"),)
+    """Per element 1 with probability p (its input element), else 0: the doc's reading. The
+    schema's function body, ``Cast(Greater(RandomUniformLike(input), input))``, gives 1 where
+    a uniform draw on [0, 1) exceeds p: with probability 1 - p (the second reading)."""
+    p = inputs[0]
+    return (Readings(((Categorical(groups_of_equal(p), "Bernoulli(p) per element (p the input)"),
+                       "the doc's reading (1 with probability p)"),
+                      (Categorical(groups_of_equal(1 - p), "Bernoulli(1 - p) per element"),
+                       "the function body's reading (Greater(uniform, p): 1 with probability "
+                       "1 - p)"))),)
 
 
 def numpy_bernoulli(p, *, levels=(), seed=None, dtype=None):
@@ -78,9 +85,10 @@ def numpy_bernoulli(p, *, levels=(), seed=None, dtype=None):
 
 @op("onnx_bernoulli", version=1, draw=draw_bernoulli, values=values_bernoulli,
     onnx=onnx_bernoulli, distribution=bernoulli_law, numpy=numpy_bernoulli)
-def oracle_bernoulli(p, *, levels=(), seed=None, dtype=None):
-    """The input's shape; its values are the law's (:func:`bernoulli_law`): the mean p shown."""
-    return (p.astype(np.float64),)
+def oracle_bernoulli(p, *, levels=(), seed=None, dtype=None, reading=0):
+    """The input's shape; its values are the law's (:func:`bernoulli_law`): the mean shown, p
+    (``reading`` 1, the function body's: 1 - p)."""
+    return ((1.0 - p if reading else p).astype(np.float64),)
 
 
 # -- Multinomial ----------------------------------------------------------------------------
