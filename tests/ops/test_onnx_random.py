@@ -135,3 +135,19 @@ def test_multinomial_reads_the_input_as_unnormalized_log_probabilities(specs):
     (law,) = spec.definition.distribution([logits], {"sample_size": 8}, [np.zeros((1, 8))],
                                           out_dtypes=("int32",), dtypes=("float64",))
     assert np.allclose(law.groups[0][2], [0.25, 0.75, 0.0])
+
+
+@pytest.mark.parametrize("name", ["onnx_random_uniform", "onnx_random_normal_like",
+                                  "onnx_bernoulli", "onnx_dropout_training"])
+def test_onnx_reference_is_a_second_opinion_on_the_laws(specs, name):
+    """onnx.reference's evaluator (not the oracle) draws from the laws read here: it passes
+    (Multinomial it does not implement)."""
+    from onnx.reference import ReferenceEvaluator
+
+    from conform.harness.backends.onnx_models import build_model, feeds
+
+    spec, cases = _cases(specs, name, "float32", count=1)
+    for case in cases:
+        outputs = ReferenceEvaluator(build_model(spec, case)).run(None, feeds(case))
+        judged = judge_outputs(spec, case, outputs)
+        assert judged.verdict == "pass", (case.id, judged.reason)
