@@ -30,7 +30,7 @@ from scipy import stats
 
 from conform.dtypes import np_dtype
 from conform.op_registry import op
-from conform.ops.distributions import Categorical, Continuous, Given, groups_of_equal
+from conform.ops.distributions import Continuous
 from conform.ops.onnx_shape import no_input_feeds, require_schema_type
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
