@@ -118,8 +118,11 @@ def _label(draw, labels, dtype: str) -> str:
 
 def _add_node(draw, graph: Graph, spec, label: str, accept) -> None:
     """Draw one node of ``spec`` under ``label`` and add it to ``graph`` if it is kept."""
+    family = _FAMILIES.get((spec.op, label))
+    if family is None:   # made once per op and label: a new strategy is validated again
+        family = _FAMILIES[spec.op, label] = _family(spec, label)
     with kit.preferring(np.shape(v) for v in graph.values.values()):
-        signature = draw(_family(spec, label))
+        signature = draw(family)
     fill_seed = draw(st.integers(0, 2**32 - 1))
     k = len(graph.nodes)
     try:
@@ -149,6 +152,10 @@ def _add_node(draw, graph: Graph, spec, label: str, accept) -> None:
         graph.dtypes[name] = dtype
     graph.nodes.append(ProgramNode(spec, tuple(names), given, case.attrs))
     graph.cases.append(case)
+
+
+#: Each op and dtype label's signature strategy (its drawer's), made once.
+_FAMILIES: dict = {}
 
 
 def _usable(part, dtype: str) -> bool:
