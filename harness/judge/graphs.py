@@ -61,8 +61,11 @@ def reference(graph, *, seed: int = 0) -> Reference:
     bounds = {name: np.zeros(np.shape(x)) for name, x in graph.inputs.items()}
     for node, case in zip(graph.nodes, graph.cases):
         outputs, own, spread = _node_reference(node, case, values, bounds, rng)
-        for name, value, mine, moved in zip(node.outputs, outputs, own, spread):
-            values[name] = value
+        for name, value, mine, moved, dtype in zip(node.outputs, outputs, own, spread,
+                                                   node.spec.out_dtypes(case)):
+            # an integer or boolean result is its value in its type (an unsigned one wraps)
+            values[name] = value if dtype in FLOAT_FORMATS else np.asarray(value).astype(
+                np_dtype(dtype))
             with np.errstate(invalid="ignore", over="ignore"):
                 bounds[name] = mine + SAFETY * moved
     return Reference(values, bounds)
@@ -178,10 +181,13 @@ def judge_leaves(graph, ref: Reference, as_run: dict, plain: dict) -> LeafJudgem
     for name in graph.leaves:
         e, a = np.asarray(ref.values[name]), np.asarray(ref.bounds[name])
         got, base = np.asarray(as_run[name]), np.asarray(plain[name])
-        if got.shape != e.shape or base.shape != e.shape:
+        if got.shape != base.shape:
             return LeafJudgement("fail", checked, excused, mismatched + 1, reason=(
                 f"leaf {name}: shape {list(got.shape)} as run, {list(base.shape)} "
-                f"instrumented; the reference's is {list(e.shape)}"))
+                f"instrumented (the reference's: {list(e.shape)})"))
+        if got.shape != e.shape:   # a data-dependent shape the composition does not reach
+            excused += max(got.size, 1)
+            continue
         judged, error, plain_error = _leaf_errors(e, a, got, base)
         bad = judged & (error > a) & (error > plain_error)
         checked, excused = checked + int(judged.sum()), excused + int((~judged).sum())

@@ -105,7 +105,7 @@ def _judge(record: dict, graph, number: int, as_run: dict, instrumented: dict,
     blamed = next((k for k, judged in enumerate(nodes) if judged.verdict == "fail"), None)
     if blamed is not None:
         node, case = graph.nodes[blamed], graph.cases[blamed]
-        record.update(verdict="fail", blamed=node.spec.op, symptom="node",
+        record.update(verdict="fail", blamed=node.spec.op, blamed_node=blamed, symptom="node",
                       message=f"graph {number} (instrumented), node {blamed} "
                               + failure_message(case, nodes[blamed], backend))
     elif leaves.reason:

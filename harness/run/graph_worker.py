@@ -11,6 +11,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import traceback
 
+import numpy as np
+
 OPTIMIZATION = "ORT_ENABLE_ALL"
 
 
@@ -40,11 +42,18 @@ def _serve(conn) -> None:
                     values = session.run_with_ort_values(None, given)
                     replies.append(("ok", [array_of(v) for v in values]))
                 else:
-                    replies.append(("ok", session.run(None, feeds)))
+                    replies.append(("ok", [_array(v) for v in session.run(None, feeds)]))
             except Exception as exc:   # onnxruntime raises its own exception types
                 replies.append(("error", f"{type(exc).__name__}: {str(exc)[:2000]}",
                                 traceback.format_exc(limit=3)))
         conn.send(replies)
+
+
+def _array(value):
+    """An output as an array; anything else (a sparse tensor) is the model's error."""
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"an output of type {type(value).__name__}, not a tensor")
+    return value
 
 
 class GraphWorker:
