@@ -18,7 +18,8 @@ LEDGER = Path(__file__).resolve().parents[2] / "docs" / "found-bugs"
 
 #: The blamed ops' definitions, from their ONNX operator texts, in float64.
 FORMULAS = {
-    "sqrt": np.sqrt, "sin": np.sin, "tan": np.tan, "asin": np.arcsin,
+    "sqrt": np.sqrt, "sin": np.sin, "tan": np.tan, "asin": np.arcsin, "sinh": np.sinh,
+    "cosh": np.cosh,
     "reciprocal": lambda x: 1 / x, "onnx_div": np.divide, "onnx_mul": np.multiply,
     "onnx_sub": np.subtract, "logistic": lambda x: 1 / (1 + np.exp(-x)),
     "onnx_prelu": lambda x, slope: np.where(x < 0, slope * x, x),
