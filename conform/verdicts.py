@@ -5,13 +5,17 @@ the gate, manifests and certificates count by. Every module names verdicts throu
 * ``impl_defined``: the input lies in a region the standard leaves open (recorded, not judged);
 * ``unsupported``: the backend cannot express the case (a coverage gap, not a failure);
 * ``error``, ``crash``, ``timeout``: the backend raised, its worker died, or it ran too long;
-* ``skip``, ``xfail``, ``xpass``, ``waived``: given by a manifest of known deviations.
+* ``skip``, ``xfail``, ``xpass``, ``waived``: given by a manifest of known deviations;
+* ``ill_conditioned``: a generated graph (``conform fuzz``) whose propagated error bound is too
+  loose at its input to judge any element of its outputs (recorded, not judged).
 """
 from __future__ import annotations
 
 CORE = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
 FROM_MANIFEST = ("skip", "xfail", "xpass", "waived")      # verdicts only a manifest gives
 VERDICTS = CORE + FROM_MANIFEST
+# verdicts only a generated graph gets: a summary counts them only where a record has one
+FROM_GRAPHS = ("ill_conditioned",)
 
 BROKEN = ("error", "crash", "timeout")                   # the backend did not compute the case
 PROBLEMS = ("fail",) + BROKEN                            # what fails a case (reports list them)
