@@ -130,6 +130,9 @@ NOT_BY_PERTURBATION = {
     **{op: "the test's values 1, 2, 3, ... are all true, and stay true when changed to "
            "+-1e9: no change of one element moves the or / and of the slice, though the "
            "fragment combines it" for op in ("nnef_any_reduce", "nnef_all_reduce")},
+    **{op: "its outputs are random draws (a law, judged statistically): the oracle gives the "
+           "law's parameters, which no change of one input element need move elementwise"
+       for op in ("onnx_multinomial", "rng_normal", "rng_uniform")},
     "nnef_argmax_pool": "an output is a tap: in a window holding one input element (size 1, or "
                         "the rest padding under 'ignore') it is that tap whatever the element is",
 }
