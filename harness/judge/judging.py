@@ -251,6 +251,8 @@ def _feeding_at(spec, case, index, output: int = 0):
 
 
 def _scalar(x):
+    if isinstance(x, str):   # an element of a string array
+        return x
     x = np.asarray(x)
     if x.dtype.kind == "c":   # JSON has no complex numbers: its text, '(1-2j)'
         return str(complex(x))
