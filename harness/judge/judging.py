@@ -278,8 +278,17 @@ def failure_message(case, judgement: Judgement, backend: str) -> str:
     why = judgement.reason or (f"error {w['error']:.4g} {judgement.unit} > bound {w['bound']:.4g} "
                                f"{judgement.unit}")
     return (f"{head}: Mismatched elements: {judgement.mismatched} / {judgement.checked} "
-            f"({share:.3g}%); worst {w.get('output', 'out')}{w['index']}: actual={w['actual']!r}, "
-            f"expected={w['expected']!r}, inputs=({inputs}): {why} [{judgement.model}]")
+            f"({share:.3g}%); worst {w.get('output', 'out')}{w['index']}: "
+            f"actual={_shown(w['actual'])}, expected={_shown(w['expected'])}, inputs=({inputs}): "
+            f"{why} [{judgement.model}]")
+
+
+def _shown(value) -> str:
+    """A worst element's value in a failure message: its repr, and for text outside ASCII also
+    its escaped form (a precomposed 'é' and 'e' with a combining accent print alike)."""
+    if isinstance(value, str) and not value.isascii():
+        return f"{value!r} ({ascii(value)})"
+    return repr(value)
 
 
 def _value_text(value) -> str:
