@@ -212,3 +212,40 @@ def test_onnxruntime_refuses_a_symbolic_1_by_c_input_of_string_normalizer():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
     with pytest.raises(Exception, match=re.escape("[C] or [1,C] dimensions")):
         ort.InferenceSession(model.SerializeToString())
+
+
+def test_onnxruntime_normalizes_only_where_its_en_us_locale_is_installed(specs, backends):  # noqa: F811
+    """onnxruntime builds StringNormalizer's default locale from the name 'en_US.UTF-8' and
+    refuses the model where the platform lacks it (this machine has C.UTF-8 only), though the
+    text leaves the default to 'en_US or platform specific equivalent as decided by the
+    implementation': LOWER, UPPER and case-insensitive stop words then raise (`error`
+    verdicts). A case-sensitive case without a case change needs no locale and passes."""
+    from conform.harness.backends.models import run_case
+
+    spec = specs["onnx_string_normalizer"]
+    plain = Case("n.0", spec.op, "string", ("string",), "string", [texts("a", "B", "a")],
+                 {"stopwords": ["a"], "is_case_sensitive": 1}, "normal", 0)
+    assert judge_outputs(spec, plain, run_case(backends["onnxruntime"], spec, plain)).verdict \
+        == "pass"
+    lower = Case("n.1", spec.op, "string", ("string",), "string", [texts("a", "B")],
+                 {"case_change_action": "LOWER"}, "normal", 0)
+    if not _has_locale("en_US.UTF-8"):   # onnxruntime refuses the model
+        with pytest.raises(Exception, match="Failed to construct locale with name:en_US.UTF-8"):
+            run_case(backends["onnxruntime"], spec, lower)
+    else:
+        assert judge_outputs(spec, lower, run_case(backends["onnxruntime"], spec, lower)) \
+            .verdict == "pass"
+
+
+def _has_locale(name: str) -> bool:
+    """Whether the C library knows locale ``name`` (this process's locale is left as it was)."""
+    import locale
+
+    kept = locale.setlocale(locale.LC_CTYPE)
+    try:
+        locale.setlocale(locale.LC_CTYPE, name)
+    except locale.Error:
+        return False
+    finally:
+        locale.setlocale(locale.LC_CTYPE, kept)
+    return True
