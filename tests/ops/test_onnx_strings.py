@@ -183,7 +183,8 @@ def test_onnxruntime_splits_on_spaces_only(specs, backends):  # noqa: F811
     case, judged = _ort_verdict(specs, backends, "onnx_string_split", [texts("a\tb", "c d")], {
         "delimiter": None, "maxsplit": None})
     assert judged.verdict == "fail"
-    assert "actual='a\\tb', expected='a'" in failure_message(case, judged, "onnxruntime")
+    message = failure_message(case, judged, "onnxruntime")
+    assert "actual='a\\tb', expected='a', inputs=(['a\\tb'])" in message   # inputs quoted too
 
 
 def test_onnxruntime_gives_an_empty_element_no_substring(specs, backends):  # noqa: F811
