@@ -250,3 +250,22 @@ def _has_locale(name: str) -> bool:
     finally:
         locale.setlocale(locale.LC_CTYPE, kept)
     return True
+
+
+def test_onnxruntime_gathers_only_the_first_string_of_each_slice(specs, backends):  # noqa: F811
+    """A real deviation: onnxruntime's Gather of a string tensor along an axis with more than
+    one element per gathered slice copies each slice's first string and leaves the others
+    empty (the text: output[i, j] = data[indices[i], j]). Repro: Gather(axis=0) of
+    [['a', 'b', 'c'], ['f', 'g', 'h']] at [1, 0] gives [['f', '', ''], ['a', '', '']]."""
+    from conform.harness.backends.models import run_case
+
+    spec = specs["onnx_gather"]
+    case = Case("onnx_gather.pinned", spec.op, "string", ("string", "int64"), "string",
+                [texts("a", "b", "c", "f", "g", "h").reshape(2, 3), np.array([1, 0])],
+                {"axis": 0}, "normal", 0)
+    got = run_case(backends["onnxruntime"], spec, case)
+    assert got[0].tolist() == [["f", "", ""], ["a", "", ""]]
+    judged = judge_outputs(spec, case, got)
+    assert judged.verdict == "fail" and judged.mismatched == 4
+    assert evaluate(spec.op, case.inputs, case.attrs)[0].tolist() == [["f", "g", "h"],
+                                                                      ["a", "b", "c"]]
