@@ -43,7 +43,8 @@ _BASE_SEED = st.integers(0, 2**32 - 1)
 def _signatures(draw, family):
     signature = draw(family)
     classes = {dtype_class(d) for d in signature.input_dtypes}
-    kind = "float" if classes & {"float", "complex"} else "int" if "int" in classes else "bool"
+    kind = "float" if classes & {"float", "complex"} else "int" if "int" in classes \
+        else "string" if "string" in classes else "bool"
     first_plan = draw(_FIRST_PLAN[kind])
     base_seed = draw(_BASE_SEED)
     return signature, PLANS[kind], first_plan, base_seed

@@ -17,7 +17,7 @@ from conform.generators._edges import (broadcast_case, edge_case_cases, edge_swe
                                        midpoint_case)
 from conform.generators._values import edge_values, fill, value_range
 from conform.spec import OpSpec, dtype_class
-from conform.dtypes import np_dtype
+from conform.dtypes import content_bytes, np_dtype
 
 
 def materialize(spec: OpSpec, dtype: str, index: int, plan, edges: dict | None = None) -> Case:
@@ -148,7 +148,7 @@ def case_digest(case: Case) -> str:
     h = hashlib.sha256(repr((case.id, case.input_dtypes, case.out_dtype, sorted(case.attrs.items()))).encode())
     for x in case.inputs:
         h.update(str(x.shape).encode())
-        h.update(np.ascontiguousarray(x).tobytes())
+        h.update(content_bytes(np.asarray(x)))
     return h.hexdigest()
 
 
@@ -161,5 +161,5 @@ def answer_digest(case: Case) -> str:
     for name, array in answer_arrays(case.expectation).items():
         array = np.asarray(array)
         h.update(f"\0{name}\0{array.dtype.name}\0{array.shape}\0".encode())
-        h.update(np.ascontiguousarray(array).tobytes())
+        h.update(content_bytes(array))
     return h.hexdigest()

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS, int_info, resolve_edge_value
+from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS, STRING, int_info, resolve_edge_value
 from conform.spec._errors import SpecError, line_of
 
 if TYPE_CHECKING:
@@ -29,11 +29,13 @@ _INT64_MAX = (1 << 63) - 1
 
 
 def dtype_class(dtype: str) -> str:
-    """'float', 'complex', 'int' or 'bool' for a dtype name."""
+    """'float', 'complex', 'int', 'bool' or 'string' for a dtype name."""
     if dtype in FLOAT_FORMATS:
         return "float"
     if dtype in COMPLEX_COMPONENTS:
         return "complex"
+    if dtype == STRING:
+        return "string"
     return "bool" if dtype == "bool" else "int"
 
 

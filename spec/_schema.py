@@ -7,7 +7,7 @@ editors can autocomplete spec files.
 DTYPES = ["bool", "int2", "int4", "int8", "int16", "int32", "int64", "uint2", "uint4", "uint8",
           "uint16", "uint32", "uint64", "float4_e2m1fn", "float8_e4m3fn", "float8_e4m3fnuz",
           "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float16", "bfloat16", "float32",
-          "float64", "complex64", "complex128"]
+          "float64", "complex64", "complex128", "string"]
 
 # List sizes a run can afford (the built-in specs use a fraction): the edge sweep of a binary op
 # holds every pair of edge values, each edge case and critical region is a case per dtype.
@@ -76,7 +76,7 @@ _error_model = {
 _error_models = {   # per dtype (or dtype class) the model judging it
     "type": "object",
     "minProperties": 1,
-    "propertyNames": {"enum": ["float", "complex", "int", "bool"] + DTYPES},
+    "propertyNames": {"enum": ["float", "complex", "int", "bool", "string"] + DTYPES},
     "additionalProperties": _error_model,
 }
 _input_name = {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}

@@ -338,7 +338,7 @@ def _py_list(values: np.ndarray) -> list:
     JSON has no complex numbers)."""
     if values.dtype.kind == "c":
         return [str(complex(v)) for v in values.tolist()]
-    if values.dtype.kind not in "biu":
+    if values.dtype.kind not in "biuO":   # (O: strings, kept as they are)
         values = values.astype(np.float64)
     return values.tolist()
 
@@ -370,6 +370,8 @@ def _first_maximum(values, offsets, sizes, segment) -> np.ndarray:
 
 def _py(value):
     """A JSON-friendly Python scalar (floats keep inf/nan as strings in JSON writers)."""
+    if isinstance(value, str):   # an element of a string array
+        return value
     value = np.asarray(value)
     if value.dtype.kind == "b":
         return bool(value)

@@ -14,7 +14,7 @@ from conform.records import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
 from conform.spec.program_nodes import node_cases, program_nodes
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS, STRING
 
 FEEDING_KEPT = 256    # elements of a slice, window or patch kept in a failing record
 FEEDING_SHOWN = 8     # ... and shown in its message
@@ -256,6 +256,8 @@ def _feeding_at(spec, case, index, output: int = 0):
 
 
 def _scalar(x):
+    if isinstance(x, str):   # an element of a string array
+        return x
     x = np.asarray(x)
     if x.dtype.kind == "c":   # JSON has no complex numbers: its text, '(1-2j)'
         return str(complex(x))
@@ -277,25 +279,38 @@ def failure_message(case, judgement: Judgement, backend: str) -> str:
         return f"{head}: {judgement.reason}"
     w = judgement.worst
     share = 100.0 * judgement.mismatched / max(judgement.checked, 1)
-    inputs = ", ".join(_value_text(v) for v in w["inputs"])
+    text = [d == STRING for d in case.input_dtypes]   # string inputs: quoted, as the values
+    inputs = ", ".join(_value_text(v, k < len(text) and text[k]) for k, v in enumerate(w["inputs"]))
     why = judgement.reason or (f"error {w['error']:.4g} {judgement.unit} > bound {w['bound']:.4g} "
                                f"{judgement.unit}")
     return (f"{head}: Mismatched elements: {judgement.mismatched} / {judgement.checked} "
-            f"({share:.3g}%); worst {w.get('output', 'out')}{w['index']}: actual={w['actual']!r}, "
-            f"expected={w['expected']!r}, inputs=({inputs}): {why} [{judgement.model}]")
+            f"({share:.3g}%); worst {w.get('output', 'out')}{w['index']}: "
+            f"actual={_shown(w['actual'])}, expected={_shown(w['expected'])}, inputs=({inputs}): "
+            f"{why} [{judgement.model}]")
 
 
-def _value_text(value) -> str:
+def _shown(value) -> str:
+    """A worst element's value in a failure message: its repr, and for text outside ASCII also
+    its escaped form (a precomposed 'é' and 'e' with a combining accent print alike)."""
+    if isinstance(value, str) and not value.isascii():
+        return f"{value!r} ({ascii(value)})"
+    return repr(value)
+
+
+def _value_text(value, text: bool = False) -> str:
     """An input value in a failure message; of a longer list (the elements feeding the worst
-    one) only the first FEEDING_SHOWN values are shown, and how many there are."""
+    one) only the first FEEDING_SHOWN values are shown, and how many there are. ``text``: an
+    element of a string input, shown as the worst element is (:func:`_shown`)."""
     if value is None:
         return "?"
     if isinstance(value, list):
-        shown = ", ".join(map(_value_text, value[:FEEDING_SHOWN]))
+        shown = ", ".join(_value_text(v, text) for v in value[:FEEDING_SHOWN])
         if len(value) <= FEEDING_SHOWN:
             return f"[{shown}]"
         count = f"at least {len(value)}" if len(value) >= FEEDING_KEPT else str(len(value))
         return f"[{shown}, ... ({count} values)]"
+    if text:
+        return _shown(value)
     return value if isinstance(value, str) else repr(value)
 
 
