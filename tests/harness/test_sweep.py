@@ -4,7 +4,6 @@ adapters that cost one chunk alone; the merge and tier rules on hand-made summar
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from conform.harness.cli.main import main
 from conform.harness.judge.accuracy import ulp_buckets, ulp_errors
 from conform.harness.run.sweep import MANIFEST, SweepConfig, run_sweep
-from conform.harness.run.sweep_merge import RUN_FIELDS, merged, plot_points, tier
+from conform.harness.run.sweep_merge import ANCHORS, RUN_FIELDS, merged, plot_points, tier
 from conform.spec import load_specs
 from tests.harness.sweep_adapters import HANG, SEGFAULT
 
@@ -68,6 +67,11 @@ def test_same_figures_whatever_the_chunking_and_a_killed_sweep_resumes(specs, tm
     assert sum(entry["ulp_histogram"]) == STOP - FIRST
     assert entry["tier"] in ("correctly_rounded", "<=1", "<=2", "<=4")
     assert resumed["accuracy_map"][0]["chunks"] == {"ok": 8}
+    written = json.loads((tmp_path / "chunked" / "summary.json").read_text())
+    assert written["accuracy_map"][0]["tier"] == entry["tier"]
+    page = (tmp_path / "chunked" / "report.html").read_text()
+    assert '<table id="accuracy">' in page and 'id="plot-tanh-float32"' in page
+    assert page.count("<polyline") == 1 and "CORE-MATH" in page and "glibc" in page
 
 
 def test_a_hostile_adapter_costs_its_chunks_alone(specs, tmp_path):
@@ -119,4 +123,5 @@ def test_tiers_name_their_anchor():
     assert tier({**passing, "correctly_rounded": 10}) == "correctly_rounded"
     assert tier({**passing, "max_ulp": {"ulp": 0.0}}) == "exact"
     assert tier({**passing, "max_ulp": {"ulp": 4.5}}) == "within_bound"
-    assert re.search("glibc", json.dumps(merged.__module__) + "glibc")
+    assert "glibc" in ANCHORS["<=1"] and "CUDA" in ANCHORS["<=2"] and "OpenCL" in ANCHORS["<=4"]
+    assert "CORE-MATH" in ANCHORS["correctly_rounded"]
