@@ -66,7 +66,7 @@ def staged_modules(backend: str, into: Path) -> list[str]:
     top = backend.partition(":")[0].split(".")[0]
     if top != "conform":
         module = importlib.import_module(top)
-        source = Path(module.__path__[0] if hasattr(module, "__path__") else module.__file__)
+        source = Path(list(module.__path__)[0] if hasattr(module, "__path__") else module.__file__)
         target = into / source.name
         (shutil.copytree(source, target, ignore=_ignored) if source.is_dir()
          else shutil.copy(source, target))

@@ -69,32 +69,36 @@ def _kill_session(sid: int) -> None:
             pass
 
 
-def wait_for_nodes(address: str, count: int, timeout: float = 60.0) -> None:
-    """Return once the cluster at ``address`` has ``count`` live nodes."""
+STARTED = b"Ray runtime started."
+
+
+def wait_started(node: Node, timeout: float = 120.0) -> None:
+    """Return once ``node``'s ``ray start`` says its runtime started (its log line)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        listed = subprocess.run([RAY, "status", f"--address={address}"], capture_output=True, text=True)
-        if listed.returncode == 0 and listed.stdout.count("node_") >= count:
-            return
-        time.sleep(0.5)
-    raise TimeoutError(f"the Ray cluster at {address} did not reach {count} nodes: {listed.stdout}{listed.stderr}")
+    log = Path(node.log.name)
+    while STARTED not in log.read_bytes():
+        if node.process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"ray start did not start a node:\n{log.read_text()[-3000:]}")
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager
 def local_cluster(cpus=(1, 1)):
-    """``(address, head, second)``: a head and a second node on 127.0.0.1."""
+    """``(address, head, second)``: a head and a second node on 127.0.0.1, once both say
+    they run."""
     root = tempfile.mkdtemp(prefix="conform-ray-test-")
     nodes = []
     try:
-        gcs, *ports = free_ports(16)
+        gcs, *ports = free_ports(15)
         address = f"127.0.0.1:{gcs}"
         head_temp, second_temp = os.path.join(root, "head"), os.path.join(root, "second")
         nodes.append(Node(["--head", f"--port={gcs}", f"--num-cpus={cpus[0]}",
                            "--include-dashboard=false", f"--temp-dir={head_temp}",
-                           f"--ray-client-server-port={ports[14]}", *_node_args(ports[:7])], head_temp))
+                           *_node_args(ports[:7])], head_temp))
         nodes.append(Node([f"--address={address}", f"--num-cpus={cpus[1]}",
                            f"--temp-dir={second_temp}", *_node_args(ports[7:14])], second_temp))
-        wait_for_nodes(address, 2)
+        for node in nodes:   # (the second waits for the head's GCS by itself)
+            wait_started(node)
         yield address, nodes[0], nodes[1]
     finally:
         for node in reversed(nodes):
