@@ -2,8 +2,9 @@
 a local pool or a Ray cluster, merged into an accuracy map (:mod:`conform.harness.run.sweep`),
 wired in by :mod:`conform.harness.cli.main`.
 
-Exit status: 0 = every chunk ran and every judged input passes; 1 = an input fails its bound,
-or a chunk was lost (crash, timeout, error); 2 = usage error.
+Exit status: 0 = every chunk ran (or the backend said it cannot: unsupported) and every judged
+input passes; 1 = an input fails its bound, or a chunk was lost (crash, timeout, error);
+2 = usage error.
 """
 from __future__ import annotations
 
@@ -61,7 +62,11 @@ def cmd_sweep(args, specs: dict) -> int:
     summary = run_sweep(config, specs, on_done=_progress)
     bad = False
     for entry in summary["accuracy_map"]:
-        bad |= bool(entry["failed"] or entry["lost"])
+        bad |= bool(entry["failed"]) or any(lost["status"] != "unsupported" for lost in entry["lost"])
+        if entry["tier"] is None:
+            print(f"{entry['op']} {entry['dtype']}: nothing judged ({', '.join(sorted(entry['chunks']))}"
+                  f"{': ' + entry['lost'][0]['message'][:120] if entry['lost'] else ''})")
+            continue
         worst = entry["max_ulp"]
         share = entry["correctly_rounded_share"]
         print(f"{entry['op']} {entry['dtype']}: {entry['tier']} — max {worst['ulp']:.4g} ULP at "

@@ -56,12 +56,13 @@ class SweepConfig:
 
 
 def sweep_pairs(specs: dict, config: SweepConfig) -> list:
-    """The (spec, dtype) pairs a sweep covers: unary element-wise ops under the float dtypes a
-    sweep can enumerate (:func:`expressed` keeps those the backend's format expresses)."""
+    """The (spec, dtype) pairs a sweep covers: unary element-wise ops with a float result under
+    the float dtypes a sweep can enumerate (:func:`expressed` keeps those the backend's format expresses)."""
     from conform.harness.run.runner import select
 
     pairs = [(spec, dtype) for spec, dtype in select(specs, list(config.ops), list(config.dtypes))
-             if spec.elementwise and len(spec.inputs) == 1 and dtype in EXHAUSTIVE_BITS]
+             if spec.elementwise and len(spec.inputs) == 1 and dtype in EXHAUSTIVE_BITS
+             and spec.output_dtype != "bool"]   # (a predicate's map would say nothing of ULPs)
     if not pairs:
         raise SweepError(f"--ops {','.join(config.ops)} --dtypes {','.join(config.dtypes)} selects "
                          f"no unary element-wise op under {', '.join(EXHAUSTIVE_BITS)}")

@@ -25,7 +25,7 @@ import numpy as np
 from conform.dtypes import FLOAT_FORMATS
 from conform.generators import bit_range_case
 from conform.harness.judge.accuracy import correctly_rounded, ulp_buckets, ulp_errors
-from conform.harness.judge.judging import judge_many
+from conform.harness.judge.judging import flushed_expectation, judge_many
 from conform.oracles.expectations import expect
 from conform.spec.critical import resolve, ulp
 
@@ -102,7 +102,7 @@ def chunk_summary(spec, case, outputs: list, task: ChunkTask) -> dict:
     actual, x = np.asarray(outputs[0]).ravel(), case.inputs[0].ravel()
     impl = case.expectation[0].impl_mask
     judged_mask = np.ones(x.shape, bool) if impl is None else ~np.asarray(impl, bool).ravel()
-    errors = ulp_errors(actual, expected.ravel(), case.out_dtype, subnormals=task.subnormals)
+    errors, rounded = _accuracy(spec, case, actual, expected.ravel(), task.subnormals)
     errors = np.where(judged_mask, errors, 0.0)
     failing = np.zeros(x.shape, bool)
     if judgement.failing is not None:
@@ -111,8 +111,7 @@ def chunk_summary(spec, case, outputs: list, task: ChunkTask) -> dict:
               "impl_defined": judgement.impl_defined, "model": judgement.model,
               "unit": judgement.unit, "worst": _worst(judgement, task.first, x, expected.ravel()),
               "ulp_histogram": ulp_buckets(errors[judged_mask]).tolist(),
-              "correctly_rounded": int((correctly_rounded(actual, expected.ravel(), case.out_dtype)
-                                        & judged_mask).sum()),
+              "correctly_rounded": int((rounded & judged_mask).sum()),
               "max_ulp": _largest(errors, task.first, x),
               "regions": region_counts(spec, task.dtype, x, judged_mask, failing, errors),
               "failing": _first_failing(failing, task.first, x, expected.ravel(), actual, errors),
@@ -120,6 +119,19 @@ def chunk_summary(spec, case, outputs: list, task: ChunkTask) -> dict:
     return {"key": task.key, "first": task.first, "stop": task.stop, "status": "ok",
             "result": result, "seconds": {"oracle": oracle - start, "judge": judged - oracle,
                                           "accuracy": time.perf_counter() - judged}}
+
+
+def _accuracy(spec, case, actual, expected, subnormals: str) -> tuple:
+    """Per element ``(ULP error, correctly rounded)``; under ``ftz``, against whichever reference
+    is closer, the oracle's or the one with subnormal inputs read as zeros (as the judge does)."""
+    errors = ulp_errors(actual, expected, case.out_dtype, subnormals=subnormals)
+    rounded = correctly_rounded(actual, expected, case.out_dtype)
+    flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
+    if flushed is not None:
+        other = np.asarray(flushed[0][0], np.float64).ravel()
+        errors = np.minimum(errors, ulp_errors(actual, other, case.out_dtype, subnormals=subnormals))
+        rounded |= correctly_rounded(actual, other, case.out_dtype)
+    return errors, rounded
 
 
 def _py(value) -> float:

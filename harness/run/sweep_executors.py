@@ -73,7 +73,13 @@ def _slot_main(conn, backend: str, settings: PoolSettings) -> None:
             task = conn.recv()
             if task is None:
                 return
-            conn.send(("done", chunk_in_slot(backend, settings, task)))
+            try:
+                summary = chunk_in_slot(backend, settings, task)
+            except Exception:   # conform's own stages failed on this chunk: say so, go on
+                summary = {"key": task.key, "first": task.first, "stop": task.stop,
+                           "status": "error", "attempts": 1, "seconds": {},
+                           "message": traceback.format_exc()[-2000:]}
+            conn.send(("done", summary))
     except (EOFError, OSError):
         return
     finally:
