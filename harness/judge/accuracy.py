@@ -24,30 +24,33 @@ _MEASURE = {"ulp": 1.0, "why": "accuracy map: the distance is measured, not judg
 
 
 def ulp_errors(actual: np.ndarray, expected: np.ndarray, out_dtype: str, *,
-               subnormals: str = "ieee") -> np.ndarray:
+               subnormals: str = "ieee", signed_zero: str = "strict") -> np.ndarray:
     """Per element, ``|a - e| / ulp(e)`` in ``out_dtype``'s ULPs of the float64 reference's
     binade (:func:`~conform.harness.judge.compare.compare`'s ``ulp`` model), 0 where special
-    values match, inf where they do not; under ``ftz`` a zero for a subnormal reference is 0.
+    values match, inf where they do not (a zero of the other sign too, unless ``signed_zero``
+    is the op model's ``any``); under ``ftz`` a zero for a subnormal reference is 0.
 
     >>> ulp_errors(np.float32([1.0]), np.array([1.0 + 2**-23]), "float32").tolist()
     [1.0]
     """
     with np.errstate(all="ignore"):
         error, _, special, _, _ = _element_figures(np.asarray(actual), np.asarray(expected, np.float64),
-                                                   out_dtype, _MEASURE, None, subnormals == "ftz")
+                                                   out_dtype, {**_MEASURE, "signed_zero": signed_zero},
+                                                   None, subnormals == "ftz")
     return np.where(special, np.inf, error)
 
 
-def correctly_rounded(actual: np.ndarray, expected: np.ndarray, out_dtype: str) -> np.ndarray:
+def correctly_rounded(actual: np.ndarray, expected: np.ndarray, out_dtype: str, *,
+                      signed_zero: str = "strict") -> np.ndarray:
     """Per element, whether ``actual`` is the float64 reference rounded once to nearest even into
-    ``out_dtype`` (NaN for NaN; zeros of the same sign).
+    ``out_dtype`` (NaN for NaN; zeros of the same sign, unless ``signed_zero`` is ``any``).
 
     >>> correctly_rounded(np.float32([1.0, 1.0]), np.array([1.0, 1.0 + 2**-23]), "float32").tolist()
     [True, False]
     """
     with np.errstate(all="ignore"):
         return ~_exact(np.asarray(actual), np.asarray(expected, np.float64), out_dtype,
-                       _strict_zero({}, out_dtype))
+                       _strict_zero({"signed_zero": signed_zero}, out_dtype))
 
 
 def ulp_buckets(errors: np.ndarray) -> np.ndarray:

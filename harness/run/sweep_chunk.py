@@ -123,14 +123,17 @@ def chunk_summary(spec, case, outputs: list, task: ChunkTask) -> dict:
 
 def _accuracy(spec, case, actual, expected, subnormals: str) -> tuple:
     """Per element ``(ULP error, correctly rounded)``; under ``ftz``, against whichever reference
-    is closer, the oracle's or the one with subnormal inputs read as zeros (as the judge does)."""
-    errors = ulp_errors(actual, expected, case.out_dtype, subnormals=subnormals)
-    rounded = correctly_rounded(actual, expected, case.out_dtype)
+    is closer, the oracle's or the one with subnormal inputs read as zeros, and with the sign of a
+    zero judged as the op's error model says (as the judge does)."""
+    zero = spec.model_for(case.out_dtype, 0, case).get("signed_zero", "strict")   # as judged
+    errors = ulp_errors(actual, expected, case.out_dtype, subnormals=subnormals, signed_zero=zero)
+    rounded = correctly_rounded(actual, expected, case.out_dtype, signed_zero=zero)
     flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
     if flushed is not None:
         other = np.asarray(flushed[0][0], np.float64).ravel()
-        errors = np.minimum(errors, ulp_errors(actual, other, case.out_dtype, subnormals=subnormals))
-        rounded |= correctly_rounded(actual, other, case.out_dtype)
+        errors = np.minimum(errors, ulp_errors(actual, other, case.out_dtype, subnormals=subnormals,
+                                               signed_zero=zero))
+        rounded |= correctly_rounded(actual, other, case.out_dtype, signed_zero=zero)
     return errors, rounded
 
 
