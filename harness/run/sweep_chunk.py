@@ -97,12 +97,13 @@ def chunk_summary(spec, case, outputs: list, task: ChunkTask) -> dict:
     case.expectation = expect(spec, case, subnormals=task.subnormals)
     expected = np.asarray(case.expectation[0].expected)
     oracle = time.perf_counter()
-    judgement = judge_many([(spec, case, outputs)], task.subnormals)[0]
+    judgement = judge_many([(spec, case, outputs)], task.subnormals, keep_errors=True)[0]
     judged = time.perf_counter()
     actual, x = np.asarray(outputs[0]).ravel(), case.inputs[0].ravel()
     impl = case.expectation[0].impl_mask
     judged_mask = np.ones(x.shape, bool) if impl is None else ~np.asarray(impl, bool).ravel()
-    errors, rounded = _accuracy(spec, case, actual, expected.ravel(), task.subnormals)
+    errors, rounded = _accuracy(spec, case, actual, expected.ravel(), task.subnormals,
+                                judgement)
     errors = np.where(judged_mask, errors, 0.0)
     failing = np.zeros(x.shape, bool)
     if judgement.failing is not None:
@@ -121,20 +122,26 @@ def chunk_summary(spec, case, outputs: list, task: ChunkTask) -> dict:
                                           "accuracy": time.perf_counter() - judged}}
 
 
-def _accuracy(spec, case, actual, expected, subnormals: str) -> tuple:
+def _accuracy(spec, case, actual, expected, subnormals: str, judgement) -> tuple:
     """Per element ``(ULP error, correctly rounded)``; under ``ftz``, against whichever reference
     is closer, the oracle's or the one with subnormal inputs read as zeros, and with the sign of a
-    zero judged as the op's error model says (as the judge does)."""
-    zero = spec.model_for(case.out_dtype, 0, case).get("signed_zero", "strict")   # as judged
-    errors = ulp_errors(actual, expected, case.out_dtype, subnormals=subnormals, signed_zero=zero)
+    zero judged as the op's error model says (as the judge does). Under an ``ulp`` model the
+    errors are the judge's own (``judgement.errors``)."""
+    model = spec.model_for(case.out_dtype, 0, case)
+    zero = model.get("signed_zero", "strict")   # as judged
+    errors = judgement.errors if "ulp" in model else None
+    if errors is None:
+        errors = ulp_errors(actual, expected, case.out_dtype, subnormals=subnormals,
+                            signed_zero=zero)
     rounded = correctly_rounded(actual, expected, case.out_dtype, signed_zero=zero)
     flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
     if flushed is not None:
         other = np.asarray(flushed[0][0], np.float64).ravel()
-        errors = np.minimum(errors, ulp_errors(actual, other, case.out_dtype, subnormals=subnormals,
-                                               signed_zero=zero))
+        if judgement.errors is None or "ulp" not in model:
+            errors = np.minimum(errors, ulp_errors(actual, other, case.out_dtype,
+                                                   subnormals=subnormals, signed_zero=zero))
         rounded |= correctly_rounded(actual, other, case.out_dtype, signed_zero=zero)
-    return errors, rounded
+    return np.asarray(errors, np.float64).ravel(), rounded
 
 
 def _py(value) -> float:
