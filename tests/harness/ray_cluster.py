@@ -43,7 +43,7 @@ class Node:
 
     def __init__(self, args: list[str], temp: str):
         self.temp = temp
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
         self.log = open(Path(temp).parent / f"{Path(temp).name}.log", "wb")
         self.process = subprocess.Popen([RAY, "start", *args], stdout=self.log, stderr=subprocess.STDOUT,
                                         env=env, start_new_session=True)
