@@ -16,6 +16,8 @@ from fractions import Fraction
 
 import jinja2
 
+from conform.reports._accuracy import error_plot
+
 from conform.reports._coverage import REASONS, SHORT_REASONS, coverage_text, rate_text, reasons_text
 from conform.reports._failing import COLUMNS, embedded_json, failing_rows, plan_groups
 from conform.reports._summary import PROBLEMS as BAD
@@ -243,5 +245,6 @@ def render_html(summary: dict, records: list[dict], run_dir=None, tally: Tally |
         repro_dir=repro_dir,
         cell_class=cell_class, percent=percent, fmt=fmt, value_text=value_text,
         shapes_text=shapes_text, clip=clip, histogram=histogram, anchor=anchor, quote=shlex.quote,
+        error_plot=error_plot, zip=zip,
         special=special_value_failure, limits={"message": MESSAGE_CHARS, "traceback": TRACEBACK_CHARS,
                                                  "card": CARD_INPUT_CHARS})

@@ -91,8 +91,9 @@ def judge_outputs(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
     return judge_many([(spec, case, outputs)], subnormals)[0]
 
 
-def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
-    """:func:`judge_outputs` for ``(spec, case, outputs)`` triples.
+def judge_many(triples, subnormals: str = "ieee", *, keep_errors: bool = False) -> list[Judgement]:
+    """:func:`judge_outputs` for ``(spec, case, outputs)`` triples (``keep_errors``: each
+    judgement keeps its per-element errors, see :func:`~conform.harness.judge.compare.compare_many`).
 
     Every case is a program (:mod:`conform.spec.program_nodes`), judged node by node: each
     node's outputs under its op's error model, against its op's oracle evaluated on the values
@@ -111,7 +112,8 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
         for node, node_at in zip(program_nodes(spec, case), node_cases(spec, case, values)):
             nodes.append((i, node, (node.spec, node_at, [values[n] for n in node.outputs])))
     owned: dict = {}
-    for (i, node, _), judged in zip(nodes, _judge_nodes([n[2] for n in nodes], subnormals)):
+    for (i, node, _), judged in zip(nodes, _judge_nodes([n[2] for n in nodes], subnormals,
+                                                        keep_errors)):
         owned.setdefault(i, []).append((node, judged))
     for i, parts in owned.items():
         if len(parts) == 1:
@@ -125,7 +127,7 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
     return judgements
 
 
-def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
+def _judge_nodes(triples, subnormals: str, keep_errors: bool = False) -> list[Judgement]:
     """The judgement of each op's ``(spec, case, outputs)``, its outputs grouped by op, dtype
     and model across the triples (:func:`~conform.harness.judge.compare.compare_many`); an op
     with several outputs gets one judgement that holds each output's (:func:`combined`), and a
@@ -158,7 +160,7 @@ def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
                                     part.accumulation, flushed and flushed[k], part.residual)))
     for (_, out_dtype, _), (model, members) in groups.items():
         judged = compare_many([member[2] for member in members], out_dtype=out_dtype, model=model,
-                              subnormals=subnormals)
+                              subnormals=subnormals, keep_errors=keep_errors)
         for (i, k, item), judgement in zip(members, judged):
             if judgement.worst is not None:
                 spec, case, _ = triples[i]
