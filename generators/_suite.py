@@ -76,7 +76,8 @@ def _answered(spec: OpSpec, cases: list[Case], answer) -> list[Case]:
     """``cases``, each with ``answer(spec, case)`` attached (none without ``answer``)."""
     if answer is not None:
         for case in cases:   # the oracle runs once per case, here, not once per run and backend
-            case.expectation = answer(spec, case)
+            if not case.extra.get("must_reject"):   # its answer is a refusal: no oracle's
+                case.expectation = answer(spec, case)
     return cases
 
 
@@ -129,6 +130,7 @@ def _fill_one(index: int) -> bool:
 
 def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     from conform.generators._drawing import draw_plans
+    from conform.generators._shape_edges import boundary_cases, must_reject_cases
 
     plans = draw_plans(spec, dtype, count=count, seed=seed)
     edges: dict = {}
@@ -140,7 +142,7 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     cases += critical_cases(spec, dtype, seed=seed)
     midpoint = midpoint_case(spec, dtype, seed=seed)
     cases += [midpoint] if midpoint else []
-    return cases
+    return cases + boundary_cases(spec, dtype, seed=seed) + must_reject_cases(spec, dtype, seed=seed)
 
 
 def case_digest(case: Case) -> str:

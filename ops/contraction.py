@@ -10,6 +10,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from conform.op_registry import op
 from conform.ops._double_double import accurate_matmul, sum_of_products
+from conform.ops.movement import mismatched_shapes
 
 
 # --- DotGeneral as batched matrix multiply -----------------------------------------------------
@@ -200,7 +201,15 @@ def feed_onnx_matmul(inputs, attrs, index):
     return [a[(*at(a), m)].ravel(), b[(*at(b), slice(None), n)].ravel()]
 
 
-@op("onnx_matmul", version=1, draw=draw_onnx_matmul, feeding=feed_onnx_matmul,
+def invalid_onnx_matmul(kit, spec, dtype):
+    """A 2 x 3 times B 4 x 5: the inner dimensions differ."""
+    forbids = ("ONNX MatMul: 'Matrix product that behaves like numpy.matmul', whose text says "
+               "'ValueError: If the last dimension of x1 is not the same size as the "
+               "second-to-last dimension of x2.'")
+    return mismatched_shapes(kit, dtype, forbids, [([(2, 3), (4, 5)], {}, (2, 5))])
+
+
+@op("onnx_matmul", version=1, draw=draw_onnx_matmul, feeding=feed_onnx_matmul, invalid=invalid_onnx_matmul,
     accumulation_length=lambda shapes, attrs: shapes[0][-1])
 def oracle_onnx_matmul(a, b):
     """ONNX MatMul, which 'behaves like numpy.matmul': sum_k A[..., m, k] * B[..., k, n] over

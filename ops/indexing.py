@@ -76,6 +76,32 @@ def traced_feeding(name: str, data_inputs: tuple[int, ...]):
     return feed
 
 
+#: The ONNX texts' words on the indices of Gather, GatherElements and ScatterElements.
+OUT_OF_BOUNDS = ("ONNX {op}, input indices: 'All index values are expected to be within bounds "
+                 "[-s, s-1] along axis of size s. It is an error if any of the index values are "
+                 "out of bounds.'")
+
+
+def out_of_range_invalid(kit, spec, dtype, shapes, attrs, output_shape, *, indices: int = 1):
+    """Two must-reject cases of an index op on ``shapes`` (data first; the index input at
+    ``indices``, int64) indexing axis 0 of size s: one index entry s, one -s - 1 (the first
+    values just out of ``[-s, s-1]``); the rest valid (the op's ``values`` hook)."""
+    size = shapes[0][attrs.get("axis", 0)]
+    dtypes = tuple("int64" if k == indices else dtype for k in range(len(shapes)))
+    signature = kit.Signature(dtypes, tuple(shapes), dict(attrs), dtype)
+    op_type = spec.bindings["onnx"]["op_type"]
+
+    def breaking(value):
+        def breaks(rng, inputs):
+            broken = np.array(inputs[indices], copy=True)
+            broken.flat[int(rng.integers(broken.size))] = value
+            return [broken if k == indices else x for k, x in enumerate(inputs)]
+        return breaks
+
+    return [kit.MustReject(signature, OUT_OF_BOUNDS.format(op=op_type), (output_shape,),
+                           breaking(value)) for value in (size, -size - 1)]
+
+
 def _lower_with(*names: str):
     """An ONNX lowering of one node over every input, with the case's attributes ``names``."""
     def lower(case, graph):
@@ -110,7 +136,12 @@ def values_onnx_gather(rng, inputs, attrs):
     return [data, in_range(rng, data.shape[attrs["axis"]], indices.shape, indices.dtype)]
 
 
-@op("onnx_gather", version=1, draw=draw_onnx_gather, draw_honours=DRAWN_HERE,
+def invalid_onnx_gather(kit, spec, dtype):
+    """Data 3 x 4, indices of 2 entries, one out of bounds."""
+    return out_of_range_invalid(kit, spec, dtype, [(3, 4), (2,)], {"axis": 0}, (2, 4))
+
+
+@op("onnx_gather", version=1, draw=draw_onnx_gather, draw_honours=DRAWN_HERE, invalid=invalid_onnx_gather,
     values=values_onnx_gather, feeding=traced_feeding("onnx_gather", (0,)),
     onnx=_lower_with("axis"))
 def oracle_onnx_gather(data, indices, *, axis):
@@ -145,7 +176,13 @@ def numpy_gather_elements(data, indices, *, axis):
     return np.take_along_axis(data[cut], indices, axis=axis)
 
 
+def invalid_onnx_gather_elements(kit, spec, dtype):
+    """Data 3 x 4, indices 2 x 4, one entry out of bounds."""
+    return out_of_range_invalid(kit, spec, dtype, [(3, 4), (2, 4)], {"axis": 0}, (2, 4))
+
+
 @op("onnx_gather_elements", numpy=numpy_gather_elements, version=1, draw=draw_onnx_gather_elements,
+    invalid=invalid_onnx_gather_elements,
     draw_honours=DRAWN_HERE, values=values_onnx_gather,
     feeding=traced_feeding("onnx_gather_elements", (0,)), onnx=_lower_with("axis"))
 def oracle_onnx_gather_elements(data, indices, *, axis):

@@ -12,7 +12,8 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.ops.optional_inputs import onnx_operands, present
 from conform.op_registry import op
-from conform.ops.movement import moved, numpy_concatenate, onnx_transpose_by, onnx_with_constant
+from conform.ops.movement import (mismatched_shapes, moved, numpy_concatenate, onnx_transpose_by,
+                                  onnx_with_constant)
 
 
 def _signed(draw, kit, axis: int, rank: int) -> int:
@@ -34,7 +35,15 @@ def draw_onnx_concat(draw, kit, spec, dtype):
     return kit.Signature((dtype,) * len(shapes), tuple(shapes), attrs, dtype)
 
 
-@moved("onnx_concat", numpy=numpy_concatenate, draw=draw_onnx_concat,
+def invalid_onnx_concat(kit, spec, dtype):
+    """Inputs 2 x 3 and 3 x 4 joined on axis 0; and 2 x 3 with 2 x 3 x 1 (ranks differ)."""
+    forbids = ("ONNX Concat: 'All input tensors must have the same shape, except for the "
+               "dimension size of the axis to concatenate on.'")
+    return mismatched_shapes(kit, dtype, forbids, [([(2, 3), (3, 4)], {"axis": 0}, (5, 3)),
+                                                   ([(2, 3), (2, 3, 1)], {"axis": 0}, (4, 3))])
+
+
+@moved("onnx_concat", numpy=numpy_concatenate, draw=draw_onnx_concat, invalid=invalid_onnx_concat,
         onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, axis=case.attrs["axis"]))
 def oracle_onnx_concat(*inputs, axis):
     """The inputs joined along ``axis`` (negative: counted from the end), in order."""
