@@ -111,7 +111,8 @@ class OpDefinition:
       with results one ULP beside them, for the ``correctly_rounded`` model (a wrong tie rule
       fails there); ``attrs`` add to the spec's fixed ones. Drawn in every suite (the case
       ``<op>.<dtype>.midpoint``); helpers in :mod:`conform.ops._midpoints`.
-    * ``boundaries(kit, spec, dtype) -> list``: signatures (``kit.Signature``) at the boundaries
+    * ``boundaries(kit, spec, dtype) -> list``: signatures (``kit.Signature``, or
+      ``kit.Boundary`` where input values set the shape: a signature and its values) at the boundaries
       of the shape arithmetic the op's text gives (an output length of 0 or 1, exactly one
       window fitting, one element too few), each a case the text defines: drawn in every suite
       (the cases ``<op>.<dtype>.boundary<k>``) and judged as any other.

@@ -43,11 +43,15 @@ def _materialized(spec: OpSpec, dtype: str, suffix: str, seed: int, signature) -
 
 def boundary_cases(spec: OpSpec, dtype: str, *, seed: int) -> list[Case]:
     """The cases of the op's ``boundaries`` hook under ``dtype`` (none without it): each
-    signature filled by its ordinary value plan, ``plan`` "boundary"."""
+    signature filled by its ordinary value plan (then, for a ``kit.Boundary``, given its
+    values), ``plan`` "boundary"."""
     hook = spec.definition.boundaries
     cases = []
-    for k, signature in enumerate(hook(kit, spec, dtype) if hook is not None else ()):
+    for k, item in enumerate(hook(kit, spec, dtype) if hook is not None else ()):
+        signature = item.signature if isinstance(item, kit.Boundary) else item
         case, _ = _materialized(spec, dtype, f"boundary{k}", seed, signature)
+        if isinstance(item, kit.Boundary):
+            case.inputs = [np.asarray(x) for x in item.values(list(case.inputs))]
         case.plan = "boundary"
         cases.append(case)
     return cases

@@ -11,6 +11,15 @@ class Signature(NamedTuple):
     out_dtype: str
 
 
+class Boundary(NamedTuple):
+    """A boundary case whose input values matter (an op's ``boundaries`` hook may give these
+    beside plain signatures): the ``signature``, and ``values(inputs) -> inputs`` setting the
+    values that put it on the boundary (a slice's starts and ends) once the case is filled."""
+
+    signature: Signature
+    values: Callable
+
+
 class MustReject(NamedTuple):
     """An input the op's text forbids (an op module's ``invalid`` hook gives them): the
     ``signature`` its inputs are filled by, the sentence of the text that ``forbids`` it

@@ -3,7 +3,7 @@ generic drawer (:mod:`._generic`) uses it too.
 
 A hook draws with Hypothesis's ``draw`` and these helpers: :data:`st` (Hypothesis strategies),
 :func:`shape` (bounded by ``CONFORM_MAX_ARRAY_SIZE`` elements), :class:`Signature`,
-:class:`MustReject` (an ``invalid`` hook's cases),
+:class:`Boundary` and :class:`MustReject` (a ``boundaries`` and an ``invalid`` hook's cases),
 :func:`fixed_attrs`, :func:`attributes`, :func:`out_dtype`, :data:`MAX_ARRAY_SIZE`, and for
 optional and 0-d inputs :func:`absent_inputs`, :func:`with_absent` and :func:`scalar_inputs`.
 Imported only when a corpus is
@@ -17,12 +17,12 @@ import os
 
 from hypothesis import strategies as _strategies
 
-from conform.generators._signature import MustReject, Signature, fixed_attrs
+from conform.generators._signature import Boundary, MustReject, Signature, fixed_attrs
 
 from conform.ops.optional_inputs import ABSENT
 from conform.spec import DEFAULT_RANKS
 
-__all__ = ["MAX_ARRAY_SIZE", "MustReject", "Signature", "absent_inputs", "attributes", "catalog", "fixed_attrs",
+__all__ = ["MAX_ARRAY_SIZE", "Boundary", "MustReject", "Signature", "absent_inputs", "attributes", "catalog", "fixed_attrs",
            "out_dtype", "ranks", "scalar_inputs", "shape", "st", "with_absent"]
 
 MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))

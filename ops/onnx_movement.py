@@ -250,8 +250,33 @@ def numpy_onnx_pad(data, *value, mode, pads, axes=None, absent_inputs=(), crop="
     return np.pad(data, widths, mode=mode)
 
 
+#: (mode, begin, end) on the first axis of a 4 x 3 input at the edges of the output length
+#: ``size + begin + end``: cropped to 0 and to 1, one element kept then edge-padded, a crop
+#: reaching through the data into the other side's constant padding.
+PAD_BOUNDARIES = (("constant", -2, -2), ("constant", -3, 0), ("edge", -3, 2), ("constant", 2, -5))
+PAD_FORBIDS = ("ONNX Pad: pads is 'the number of padding elements to add or remove (if "
+               "negative) at the beginning and end of each axis': pads [-3, -2] remove 5 "
+               "elements of an axis of 4, an output length of -1, and no tensor has a negative "
+               "dimension")
+
+
+def _pad_signature(kit, dtype, mode, begin, end):
+    attrs = kit.with_absent({"mode": mode, "pads": [begin, 0, end, 0]}, ["constant_value"])
+    return kit.Signature((dtype,), ((4, 3),), attrs, dtype)
+
+
+def boundaries_onnx_pad(kit, spec, dtype):
+    """The rows of :data:`PAD_BOUNDARIES`, constant_value absent."""
+    return [_pad_signature(kit, dtype, *row) for row in PAD_BOUNDARIES]
+
+
+def invalid_onnx_pad(kit, spec, dtype):
+    """An axis of 4 cropped by 5 (:data:`PAD_FORBIDS`)."""
+    return [kit.MustReject(_pad_signature(kit, dtype, "constant", -3, -2), PAD_FORBIDS, ((0, 3),))]
+
+
 @moved("onnx_pad", numpy=numpy_onnx_pad, draw=draw_onnx_pad, draw_honours=frozenset({"optional", "scalar"}),
-       onnx=onnx_pad)
+       onnx=onnx_pad, boundaries=boundaries_onnx_pad, invalid=invalid_onnx_pad)
 def oracle_onnx_pad(data, *value, mode, pads, axes=None, absent_inputs=(), crop="before"):
     """ONNX Pad-19: ``pads`` = [begins..., ends...] of ``axes`` (negative: counted from the end;
     default every axis), negative pads removing elements; ``constant_value`` (default 0 or
