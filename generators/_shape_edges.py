@@ -17,9 +17,9 @@ import numpy as np
 from conform.generators import kit
 from conform.generators._case import Case
 from conform.generators._edges import seed_of
-from conform.generators._suite import materialize
-from conform.generators._values import PLANS
-from conform.spec import OpSpec, dtype_class
+from conform.generators._materialize import materialize
+from conform.generators._values import PLANS, plan_kind
+from conform.spec import OpSpec
 
 #: The keys of a must-reject case's ``extra``: the text's sentence, and its model's outputs.
 FORBIDS, OUTPUT_SHAPES = "must_reject", "output_shapes"
@@ -27,9 +27,7 @@ FORBIDS, OUTPUT_SHAPES = "must_reject", "output_shapes"
 
 def _value_plan(signature) -> str:
     """The ordinary value plan of the signature's input types (their first plan)."""
-    classes = {dtype_class(d) for d in signature.input_dtypes}
-    kind = "float" if classes & {"float", "complex"} else "int" if "int" in classes else "bool"
-    return PLANS[kind][0]
+    return PLANS[plan_kind(signature.input_dtypes)][0]
 
 
 def _materialized(spec: OpSpec, dtype: str, suffix: str, seed: int, signature) -> tuple:

@@ -29,6 +29,8 @@ def test_every_family_yields_cases_its_oracle_accepts(specs):
         for label in dtype_labels(spec)[:2]:
             for case in generate_cases(spec, label, count=8, seed=3):
                 assert [str(x.dtype) for x in case.inputs] == list(case.input_dtypes), case.id
+                if case.plan == "must_reject":   # an input the op's text forbids
+                    continue
                 outputs = evaluate(spec.oracle, case.inputs, case.attrs)
                 assert len(outputs) == len(spec.outputs), case.id
 
