@@ -50,8 +50,10 @@ def normalised(indices: np.ndarray, sizes) -> np.ndarray:
 def moved_from(name: str, inputs, attrs: dict, index, data_inputs, output: int = 0) -> list:
     """Per input, the one element of the inputs at ``data_inputs`` that op ``name`` copies to
     ``out[index]`` (None for the others): those inputs' elements are numbered (exact in
-    float64 below 2**53) and sent through the op's oracle with the other inputs as they are."""
-    numbered, offset, starts = list(inputs), 0, {}
+    float64 below 2**53) and sent through the op's oracle with the other inputs as they are;
+    the numbers start at 1, so a value the op writes itself (a pad's constant 0) is no input
+    element's, and none feeds it."""
+    numbered, offset, starts = list(inputs), 1, {}
     for k in data_inputs:
         starts[k] = offset
         numbered[k] = np.arange(offset, offset + inputs[k].size, dtype=np.float64) \
@@ -62,7 +64,8 @@ def moved_from(name: str, inputs, attrs: dict, index, data_inputs, output: int =
     with np.errstate(all="ignore"):
         moved = found(*(widen(x) for x in numbered), **attrs, **extra)[output]
     label = int(np.asarray(moved)[tuple(index)])
-    source = next(k for k in data_inputs if starts[k] <= label < starts[k] + inputs[k].size)
+    source = next((k for k in data_inputs if starts[k] <= label < starts[k] + inputs[k].size),
+                  None)
     return [x.ravel()[label - starts[k]:label - starts[k] + 1] if k == source else None
             for k, x in enumerate(inputs)]
 
