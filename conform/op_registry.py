@@ -89,6 +89,11 @@ class OpDefinition:
       the inputs' dtype names. A hook with a ``subnormals`` keyword gets the subnormal policy of
       the reference it bounds (``ieee``, or ``ftz`` for the judge's flushed reference, which it
       then computes for every case). Its terms: :mod:`conform.ops.error_bounds`.
+    * ``distribution(inputs, attrs, outputs, *, out_dtypes, dtypes) -> tuple``: for the ``statistical``
+      error model (a random op), per output the law its text states
+      (:mod:`conform.ops.distributions`), on the widened inputs; ``outputs`` are the backend's
+      (an output the text defines given another, as Dropout's output given its mask). The
+      judge tests the backend's outputs against it (:mod:`conform.harness.judge.statistical`).
     * ``devices(attrs) -> int``: the devices a case runs on, where the op needs more than one
       (a collective's case holds every replica, one device each; default 1); a backend with
       fewer (``Backend.device_count``) finds the case unsupported.
@@ -148,6 +153,7 @@ class OpDefinition:
     values: Callable | None = None
     canonical: Callable | None = None
     error_bound: Callable | None = None
+    distribution: Callable | None = None
     uses_catalog: bool = False
     case_model: Callable | None = None
     devices: Callable | None = None

@@ -8,7 +8,7 @@ from conform.harness.judge.compare import RATIO_BINS
 from conform.reports._coverage import coverage, judged, unsupported_reason
 from conform.records import SCHEMA_VERSION
 from conform.reports._text import neutral
-from conform.verdicts import EXCUSED, PASSED, PROBLEMS, VERDICTS  # noqa: F401 - re-exported
+from conform.verdicts import EXCUSED, FROM_GRAPHS, PASSED, PROBLEMS, VERDICTS  # noqa: F401 - re-exported
 
 REASON_EXAMPLE_CHARS = 300   # an unsupported reason's example message, cut
 
@@ -177,14 +177,16 @@ class Tally:
         """The summary.json document (see DESIGN.md's CLI contract)."""
         by_op: dict = defaultdict(dict)
         total: Counter = Counter()
+        seen = {v for cell in self.cells.values() for v in cell["counts"]}
+        shown = VERDICTS + tuple(v for v in FROM_GRAPHS if v in seen)
         for (op, dtype), cell in sorted(self.cells.items()):
-            counts = {v: cell["counts"].get(v, 0) for v in VERDICTS}
+            counts = {v: cell["counts"].get(v, 0) for v in shown}
             total.update(cell["counts"])
             by_op[op][dtype] = {**{k: v for k, v in cell.items() if k not in _UNREPORTED},
                                 "counts": counts, "histogram": list(cell["histogram"]),
                                 "pass_rate": pass_rate(counts), "judged": judged(counts),
                                 "coverage": coverage(counts)}
-        total = {v: total.get(v, 0) for v in VERDICTS}
+        total = {v: total.get(v, 0) for v in shown}
         return {
             "schema_version": SCHEMA_VERSION,
             **meta,

@@ -239,17 +239,7 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
     models = [data["error_model"]] + [entry["error_model"] for entry in
                                       data["signature"].get("outputs", ())
                                       if isinstance(entry, dict) and "error_model" in entry]
-    if found.error_bound is None and any("derived" in model for by_dtype in models
-                                         for model in by_dtype.values()):
-        raise SpecError(path, line_of(root, ["error_model"]), "error_model",
-                        f"the derived model needs an error_bound hook, and op {data['op']} "
-                        f"({found.module}) has none")
-    if found.rounded64 is None and "float64" in data["dtypes"] and any(
-            "correctly_rounded" in model for by_dtype in models for model in by_dtype.values()):
-        raise SpecError(path, line_of(root, ["error_model"]), "error_model",
-                        f"the correctly_rounded model of a float64 result needs a rounded64 hook "
-                        f"(the float64 oracle's value is itself a rounding), and op "
-                        f"{data['op']} ({found.module}) has none")
+    _check_model_hooks(data, root, path, found, models)
     for i, entry in enumerate(data.get("implementation_defined", [])):
         if entry["region"] not in regions():
             raise SpecError(path, line_of(root, ["implementation_defined", i, "region"]),
@@ -269,6 +259,22 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
             raise SpecError(path, line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
                             f"inputs={sorted(entry)} must name inputs of an element-wise op "
                             f"({data['signature']['inputs']})")
+
+
+def _check_model_hooks(data: dict, root: yaml.Node, path: Path, found: OpDefinition,
+                       models: list) -> None:
+    """A model that needs an op hook names an op that has it (the correctly_rounded model
+    only where float64 is listed)."""
+    needs = (("derived", "error_bound", "the derived model needs an error_bound hook"),
+             ("statistical", "distribution", "the statistical model needs a distribution hook"),
+             ("correctly_rounded", "rounded64", "the correctly_rounded model of a float64 result "
+              "needs a rounded64 hook (the float64 oracle's value is itself a rounding)"))
+    for model_name, hook, text in needs:
+        if getattr(found, hook) is None and any(model_name in model for by_dtype in models
+                                                for model in by_dtype.values()) \
+                and (hook != "rounded64" or "float64" in data["dtypes"]):
+            raise SpecError(path, line_of(root, ["error_model"]), "error_model",
+                            f"{text}, and op {data['op']} ({found.module}) has none")
 
 
 def _check_xla_binding(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:

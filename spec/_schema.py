@@ -61,6 +61,13 @@ _error_model = {
                                          "additionalProperties": {"type": "number",
                                                                   "minimum": 0}}},
         },
+        # a random op's outputs tested against the law its text states, each case's tests
+        # together at false-alarm probability at most alpha (docs/error-models.md)
+        "statistical": {
+            "type": "object", "additionalProperties": False, "required": ["alpha"],
+            "properties": {"alpha": {"type": "number", "exclusiveMinimum": 0,
+                                     "maximum": 1e-6}},
+        },
         "signed_zero": {"enum": ["strict", "any"]},
         "saturate": {"const": True},   # overflow gives ±max_finite (docs/error-models.md)
     },

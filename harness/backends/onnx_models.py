@@ -76,9 +76,10 @@ class OnnxGraph:
             attrs = {**self.attributes, **attrs}
         if output is None:
             output = self.outputs[0] if len(self.outputs) == 1 else self.outputs
-        elif self.prefix:   # an intermediate value of one op of a program
-            output = [self.prefix + o for o in output] if isinstance(output, list) \
-                else self.prefix + output
+        elif self.prefix:   # an intermediate value of one op of a program (not its outputs)
+            output = [o if o in self.outputs else self.prefix + o for o in output] \
+                if isinstance(output, list) else \
+                output if output in self.outputs else self.prefix + output
         names = output if isinstance(output, list) else [output]
         self.nodes.append(helper.make_node(op_type, inputs, names, **attrs))
         return output

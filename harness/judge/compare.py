@@ -132,6 +132,8 @@ def describe_model(model: dict) -> str:
         return f"accumulation(final_ulp={model['accumulation'].get('final_ulp', 0.5):g})"
     if "derived" in model:
         return f"derived(final_ulp={model['derived'].get('final_ulp', 0.5):g})"
+    if "statistical" in model:
+        return f"statistical(alpha={model['statistical']['alpha']:.3g})"
     raise ValueError(f"unknown error model {model!r}")
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
 from conform.harness.judge.profile import broadcast_index, failure_profile, merged_profiles
+from conform.harness.judge.statistical import judge_random
 from conform.records import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
@@ -136,6 +137,10 @@ def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
     for i, (spec, case, outputs) in enumerate(triples):
         answer = expectation(spec, case)
         answers.append(answer)
+        if spec.definition.distribution is not None:   # a random op: its outputs' laws
+            judged = judge_random(spec, case, outputs, answer, subnormals)
+            judgements[i] = judged[0] if len(judged) == 1 else combined(spec.outputs, judged)
+            continue
         canonical = spec.definition.canonical
         if canonical is not None:
             policy = {"subnormals": subnormals} if spec.definition.canonical_takes_subnormals else {}
@@ -328,6 +333,8 @@ def result_records(triples, backend: str, subnormals: str = "ieee") -> list[dict
     for spec, case, outcome in triples:
         record = case_record(case)
         record["seconds"] = round(outcome.seconds, 6)
+        if outcome.stderr:
+            record["stderr"] = outcome.stderr
         records.append(record)
         if case.extra and case.extra.get("must_reject"):
             record.update(must_reject_verdict(case, outcome))

@@ -94,7 +94,7 @@ def computed_frame(outcomes: list, counters: dict) -> bytes:
     rows, arrays = [], []
     for o in outcomes:
         outputs = o.outputs or ()
-        rows.append([o.kind, o.message, o.traceback, o.seconds, o.on_input, len(outputs)])
+        rows.append([o.kind, o.message, o.traceback, o.seconds, o.on_input, len(outputs), o.stderr])
         arrays.extend(outputs)
     return pack("computed", {"rows": rows, "counters": counters}, arrays)
 
@@ -115,16 +115,18 @@ def computed_outcomes(body, arrays: list) -> tuple:
         raise WireError("a reply whose rows or counters have the wrong type")
     outcomes, start = [], 0
     for row in rows:
-        if type(row) is not list or len(row) != 6:
-            raise WireError("a reply row that is not six fields")
-        kind, message, trace, seconds, on_input, count = row
+        if type(row) is not list or len(row) != 7:
+            raise WireError("a reply row that is not seven fields")
+        kind, message, trace, seconds, on_input, count, stderr = row
         if type(kind) is not str or kind not in _KINDS or type(message) is not str or type(trace) is not str \
+                or type(stderr) is not str \
                 or type(seconds) not in (int, float) or type(on_input) is not bool \
                 or type(count) is not int or not 0 <= count <= len(arrays) - start:
             raise WireError(f"a reply row with a field of the wrong type: {str(row)[:200]}")
         outputs = arrays[start:start + count] if kind == "ok" else None
         start += count
-        outcomes.append(Outcome(kind, outputs, message, trace, float(seconds), on_input=on_input))
+        outcomes.append(Outcome(kind, outputs, message, trace, float(seconds), on_input=on_input,
+                                stderr=stderr))
     if start != len(arrays):
         raise WireError("a reply with arrays no row claims")
     return outcomes, counters

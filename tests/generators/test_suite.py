@@ -356,7 +356,7 @@ def test_strategies_made_once_draw_the_cases_new_ones_would(specs, op, monkeypat
     label = dtype_labels(specs[op])[0]
     kept = [case_digest(c) for c in generate_cases(specs[op], label, count=12, seed=4, use_cache=False)]
     monkeypatch.setattr(kit.st, "_made", _Forgetful())
-    monkeypatch.setattr(kit, "shape", kit.shape.__wrapped__)
+    monkeypatch.setattr(kit, "_shapes", kit._shapes.__wrapped__)
     for name in [n for n in vars(kit.st) if not n.startswith("_")]:
         monkeypatch.delattr(kit.st, name)   # the wrappers close over the old store
     new = [case_digest(c) for c in generate_cases(specs[op], label, count=12, seed=4, use_cache=False)]
