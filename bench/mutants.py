@@ -872,5 +872,46 @@ class ReduceMaxIgnoresNaN(JaxMutant):
         return [np.where(np.isnan(out), np.asarray(skipped).astype(out.dtype), out)]
 
 
+# ---- shape boundaries and overflowing integer division ----------------------------------------
+
+class PoolWrongWithoutFullWindow(OrtMutant):
+    """MaxPool off by one on every output of a case where some spatial axis's
+    padded input is shorter than the dilated kernel (no full window fits: with ceil_mode the
+    text still gives one window, reaching past the padding)."""
+
+    targets, affects = ("onnx_max_pool",), ("float32",)
+    bug = "a pooling kernel wrong only when no full window fits the padded input"
+    resembles = _search(ORT, "MaxPool ceil_mode kernel larger than input")
+
+    def mutate(self, program, inputs, outputs):
+        attrs, spatial = program.attrs, inputs[0].shape[2:]
+        n = len(spatial)
+        pads = attrs.get("pads") or [0] * (2 * n)
+        dilations = attrs.get("dilations") or [1] * n
+        short = attrs.get("auto_pad", "NOTSET") == "NOTSET" and any(
+            size + pads[i] + pads[n + i] < (k - 1) * d + 1
+            for i, (size, k, d) in enumerate(zip(spatial, attrs["kernel_shape"], dilations)))
+        return [outputs[0] + np.float32(1), *outputs[1:]] if short else outputs
+
+
+class IntDivTrapsOnOverflow(OrtMutant):
+    """int32 Div that traps (SIGFPE, as x86's idiv does) when a quotient overflows, INT_MIN /
+    -1, and only then: zero divisors are handled as before. The ONNX Div text leaves the
+    overflow's value open, but a dead process is no value."""
+
+    targets, affects = ("onnx_div",), ("int32",)
+    bug = "an integer division that traps only on INT_MIN / -1"
+    resembles = _search(ORT, "Div int32 INT_MIN -1 SIGFPE crash")
+
+    def forward(self, program, inputs):
+        import os
+        import signal
+
+        lhs, rhs = np.broadcast_arrays(*inputs[:2])
+        if np.any((lhs == np.iinfo(np.int32).min) & (rhs == -1)):
+            os.kill(os.getpid(), signal.SIGFPE)
+        return inputs
+
+
 ALL = [cls for cls in list(globals().values()) if isinstance(cls, type)
        and issubclass(cls, Mutant) and cls not in (Mutant, OrtMutant, JaxMutant)]

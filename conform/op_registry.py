@@ -116,6 +116,16 @@ class OpDefinition:
       with results one ULP beside them, for the ``correctly_rounded`` model (a wrong tie rule
       fails there); ``attrs`` add to the spec's fixed ones. Drawn in every suite (the case
       ``<op>.<dtype>.midpoint``); helpers in :mod:`conform.ops._midpoints`.
+    * ``boundaries(kit, spec, dtype) -> list``: signatures (``kit.Signature``, or
+      ``kit.Boundary`` where input values set the shape: a signature and its values) at the boundaries
+      of the shape arithmetic the op's text gives (an output length of 0 or 1, exactly one
+      window fitting, one element too few), each a case the text defines: drawn in every suite
+      (the cases ``<op>.<dtype>.boundary<k>``) and judged as any other.
+    * ``invalid(kit, spec, dtype) -> list``: inputs the op's text forbids (``kit.MustReject``:
+      a signature, the sentence of the text that forbids it, the output shapes a model
+      declares, and a function breaking the filled inputs): drawn in every suite (the cases
+      ``<op>.<dtype>.invalid<k>``); the expected answer is a refusal, and a backend returning
+      a value is ``accepts_invalid``.
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.
@@ -149,6 +159,8 @@ class OpDefinition:
     devices: Callable | None = None
     rounded64: Callable | None = None
     midpoints: Callable | None = None
+    boundaries: Callable | None = None
+    invalid: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property

@@ -5,13 +5,17 @@ the gate, manifests and certificates count by. Every module names verdicts throu
 * ``impl_defined``: the input lies in a region the standard leaves open (recorded, not judged);
 * ``unsupported``: the backend cannot express the case (a coverage gap, not a failure);
 * ``error``, ``crash``, ``timeout``: the backend raised, its worker died, or it ran too long;
+* ``accepts_invalid``: the backend returned a value for an input the standard forbids (a
+  ``must_reject`` case): outside the pass rate, unless a profile counts it;
 * ``skip``, ``xfail``, ``xpass``, ``waived``: given by a manifest of known deviations;
 * ``ill_conditioned``: a generated graph (``conform fuzz``) whose propagated error bound is too
   loose at its input to judge any element of its outputs (recorded, not judged).
 """
 from __future__ import annotations
 
-CORE = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout")
+CORE = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout",
+        "accepts_invalid")
+ACCEPTS_INVALID = "accepts_invalid"                     # a value for a must-reject case
 FROM_MANIFEST = ("skip", "xfail", "xpass", "waived")      # verdicts only a manifest gives
 VERDICTS = CORE + FROM_MANIFEST
 # verdicts only a generated graph gets: a summary counts them only where a record has one

@@ -28,6 +28,18 @@ PLANS = {"float": ("normal", "wide", "edge", "special"), "int": ("normal", "wide
          "bool": ("normal",)}
 PLANS["complex"] = PLANS["float"]
 PLANS["string"] = ("normal", "edge")
+def plan_kind(input_dtypes) -> str:
+    """The key of :data:`PLANS` for a case of ``input_dtypes``: float where any input is float
+    or complex, else int where any is an integer, else bool.
+
+    >>> plan_kind(("int32", "float32"))
+    'float'
+    """
+    classes = {dtype_class(d) for d in input_dtypes}
+    return "float" if classes & {"float", "complex"} else "int" if "int" in classes \
+        else "string" if "string" in classes else "bool"
+
+
 DEFAULT_RANGES = {"float": (-10.0, 10.0), "int": (-100, 100), "bool": (0, 1)}
 DEFAULT_EDGES = {
     "float": [0.0, "-zero", "inf", "-inf", "nan", "min_subnormal", "-max_subnormal", "min_normal",

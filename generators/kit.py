@@ -3,6 +3,7 @@ generic drawer (:mod:`._generic`) uses it too.
 
 A hook draws with Hypothesis's ``draw`` and these helpers: :data:`st` (Hypothesis strategies),
 :func:`shape` (bounded by ``CONFORM_MAX_ARRAY_SIZE`` elements), :class:`Signature`,
+:class:`Boundary` and :class:`MustReject` (a ``boundaries`` and an ``invalid`` hook's cases),
 :func:`fixed_attrs`, :func:`attributes`, :func:`out_dtype`, :data:`MAX_ARRAY_SIZE`, :func:`text`
 (strings of conform's string alphabet, for string attributes), and for
 optional and 0-d inputs :func:`absent_inputs`, :func:`with_absent` and :func:`scalar_inputs`.
@@ -18,15 +19,15 @@ import os
 
 from hypothesis import strategies as _strategies
 
-from conform.generators._signature import Signature, fixed_attrs
+from conform.generators._signature import Boundary, MustReject, Signature, fixed_attrs
 
 from conform.dtypes import STRING_ALPHABET, STRING_EDGES
 from conform.ops.optional_inputs import ABSENT
 from conform.spec import DEFAULT_RANKS
 
-__all__ = ["MAX_ARRAY_SIZE", "Signature", "absent_inputs", "attributes", "catalog", "fixed_attrs",
-           "out_dtype", "preferring", "ranks", "scalar_inputs", "shape", "st", "text",
-           "with_absent"]
+__all__ = ["MAX_ARRAY_SIZE", "Boundary", "MustReject", "Signature", "absent_inputs", "attributes",
+           "catalog", "fixed_attrs", "out_dtype", "preferring", "ranks", "scalar_inputs", "shape",
+           "st", "text", "with_absent"]
 
 MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))
 

@@ -323,6 +323,20 @@ def raising_allowed(spec, case) -> bool:
                for part in expectation(spec, case))
 
 
+def must_reject_verdict(case, outcome: Outcome) -> dict:
+    """The verdict of a case the op's text forbids (its ``extra`` names the sentence): a refusal
+    (the backend raised, at load or at run time) passes; a value returned is
+    ``accepts_invalid``; unsupported, crash and timeout stay what they are."""
+    forbids = case.extra["must_reject"]
+    if outcome.kind == "ok":
+        return {"verdict": "accepts_invalid", "forbidden_by": forbids,
+                "message": f"{case.id}: returned a value for an input the text forbids: {forbids}"}
+    if outcome.kind == "error":
+        return {"verdict": "pass", "forbidden_by": forbids,
+                "message": f"refused, as the text requires ({forbids}): {outcome.message}"}
+    return {"verdict": outcome.kind, "forbidden_by": forbids, "message": outcome.message}
+
+
 def result_record(spec, case, outcome: Outcome, backend: str, subnormals: str = "ieee") -> dict:
     """A results.jsonl line for one case, judged under the subnormal policy ``subnormals``."""
     return result_records([(spec, case, outcome)], backend, subnormals)[0]
@@ -339,7 +353,9 @@ def result_records(triples, backend: str, subnormals: str = "ieee") -> list[dict
         if outcome.stderr:
             record["stderr"] = outcome.stderr
         records.append(record)
-        if outcome.kind == "error" and outcome.on_input and raising_allowed(spec, case):
+        if case.extra and case.extra.get("must_reject"):
+            record.update(must_reject_verdict(case, outcome))
+        elif outcome.kind == "error" and outcome.on_input and raising_allowed(spec, case):
             record.update(verdict="impl_defined", message=f"raised on implementation-defined "
                                                           f"input: {outcome.message}")
         elif outcome.kind != "ok":

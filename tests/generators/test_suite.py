@@ -32,6 +32,8 @@ def test_every_family_yields_cases_its_oracle_accepts(specs):
                 # (np_dtype: a string input is an object array of str)
                 assert [x.dtype for x in case.inputs] == [np_dtype(d) for d in case.input_dtypes], \
                     case.id
+                if case.plan == "must_reject":   # an input the op's text forbids
+                    continue
                 outputs = evaluate(spec.oracle, case.inputs, case.attrs)
                 assert len(outputs) == len(spec.outputs), case.id
 
