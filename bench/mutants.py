@@ -244,6 +244,22 @@ class AsinhNaive(OrtMutant):
         return [np.where(np.isfinite(x), naive, outputs[0])]
 
 
+class TanhOvershootsInSaturation(OrtMutant):
+    """Tanh returning +-(1 + eps) where it saturates (a polynomial or rational approximation whose
+    result is not clamped to [-1, 1]): 2 ULP of 1 in float32 and float64, inside the 5-ULP bound,
+    outside the function's range."""
+
+    targets = ("tanh",)
+    affects = ("float32", "float64")
+    bug = "tanh leaving [-1, 1] in saturation"
+    resembles = _search(ORT, "Tanh greater than 1")
+
+    def mutate(self, program, inputs, outputs):
+        out = outputs[0]
+        over = np.nextafter(np.ones((), out.dtype), np.full((), 2, out.dtype))
+        return [np.where(np.abs(out) == 1, np.copysign(over, out), out).astype(out.dtype)]
+
+
 class CoshOverflowsEarly(OrtMutant):
     """float32 cosh as (exp(x) + exp(-x)) / 2: inf for 88.72 < |x| <= 89.41, where cosh is
     finite."""

@@ -8,6 +8,7 @@ import numpy as np
 
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
+from conform.harness.judge.properties import broken_property
 from conform.harness.judge.profile import broadcast_index, failure_profile, merged_profiles
 from conform.records import SCHEMA_VERSION
 from conform.oracles.expectations import expect
@@ -133,6 +134,7 @@ def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
     parts: dict = {}     # case number -> its outputs' judgements (ops with several outputs)
     groups: dict = {}
     answers = []         # (each case's answer: asked of the oracle once where not stored)
+    shown = []           # each case's outputs as judged (canonical where the op has a form)
     for i, (spec, case, outputs) in enumerate(triples):
         answer = expectation(spec, case)
         answers.append(answer)
@@ -140,6 +142,7 @@ def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
         if canonical is not None:
             policy = {"subnormals": subnormals} if spec.definition.canonical_takes_subnormals else {}
             outputs = canonical([np.asarray(o) for o in outputs], case, **policy)
+        shown.append(outputs)
         flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
         if len(answer) > 1:
             parts[i] = [None] * len(answer)
@@ -164,10 +167,24 @@ def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
                 judgements[i] = judgement
     for i, judged in parts.items():
         judgements[i] = combined(triples[i][0].outputs, judged)
+    for i, ((spec, case, _), outputs, answer) in enumerate(zip(triples, shown, answers)):
+        if getattr(spec, "properties", ()) and judgements[i].verdict != "fail":
+            judgements[i] = with_properties(judgements[i], spec, case, outputs, answer, subnormals)
     for (spec, case, _), judged, answer in zip(triples, judgements, answers):
         if judged.verdict == "fail":
             judged.profile = _profile(spec, case, judged, answer)
     return judgements
+
+
+def with_properties(judgement: Judgement, spec, case, outputs, answer, subnormals: str) -> Judgement:
+    """``judgement``, failed where ``outputs`` break a property of ``spec`` (the first one, by
+    name: :mod:`~conform.harness.judge.properties`)."""
+    broken = broken_property(spec, case, outputs, answer, subnormals)
+    if broken is None:
+        return judgement
+    return dataclasses.replace(judgement, verdict="fail", reason=broken.message, worst=None,
+                               mismatched=len(broken.failing), failing=broken.failing,
+                               broken=broken.kind)
 
 
 def _profile(spec, case, judgement: Judgement, answer) -> dict | None:
@@ -351,6 +368,8 @@ def _add_judgement(record: dict, spec, case, judgement: Judgement, backend: str)
         record["observed"] = [[json_number(v) for v in pair] for pair in judgement.observed]
     if judgement.outputs:
         record["outputs"] = [_add_figures({"name": name}, part) for name, part in judgement.outputs]
+    if judgement.broken:
+        record["property"] = judgement.broken
     if judgement.verdict == "fail":
         record["message"] = failure_message(case, judgement, backend)
         if judgement.profile is not None:   # what a manifest condition reads
