@@ -608,6 +608,37 @@ class ArgMaxLastOnTies(OrtMutant):
         return [idx.astype(np.int64)]
 
 
+class ArgMaxNaNByPosition(OrtMutant):
+    """ArgMax whose answer for a slice holding a NaN depends on where the NaN sits: the NaN's index
+    where it is at an odd position, the largest number's elsewhere (a kernel that takes pairs of
+    elements and compares them with a NaN-blind max). Either answer alone is the text's open
+    region; one or the other by position is not."""
+
+    targets = ("onnx_arg_max",)
+    affects = ("float16", "float32", "float64")
+    bug = "ArgMax NaN answer depending on position"
+    resembles = _search(ORT, "ArgMax NaN")
+
+    def mutate(self, program, inputs, outputs):
+        data, out = inputs[0].astype(np.float64), outputs[0]
+        if data.ndim == 0 or data.size == 0:
+            return outputs
+        axis = program.attrs.get("axis", 0) % data.ndim
+        moved = np.moveaxis(data, axis, -1)
+        nan = np.isnan(moved)
+        odd = nan & (np.arange(moved.shape[-1]) % 2 == 1)
+        numbers = np.where(nan, -np.inf, moved)
+        last = program.attrs.get("select_last_index", 0)
+        best = moved.shape[-1] - 1 - np.argmax(numbers[..., ::-1], -1) if last else np.argmax(numbers, -1)
+        first_odd = np.argmax(odd, -1)
+        idx = np.where(odd.any(-1), first_odd, np.where(nan.all(-1), 0, best))
+        idx = np.where(nan.any(-1), idx, np.moveaxis(np.asarray(out), axis, -1)[..., 0]
+                       if program.attrs.get("keepdims", 1) else out)
+        if program.attrs.get("keepdims", 1):
+            idx = np.expand_dims(idx, axis)
+        return [idx.astype(out.dtype).reshape(out.shape)]
+
+
 class GatherNegativeIndexOffByOne(OrtMutant):
     """Gather normalising a negative index i as i + s - 1 instead of i + s."""
 

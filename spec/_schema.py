@@ -201,7 +201,10 @@ SCHEMA = {
             "items": {
                 "type": "object", "additionalProperties": False, "required": ["region", "why"],
                 "properties": {"region": {"type": "string"}, "why": {"type": "string"},
-                               "outputs": {"type": "array", "items": _input_name, "minItems": 1}},
+                               "outputs": {"type": "array", "items": _input_name, "minItems": 1},
+                               # how the region's answers must agree across positions
+                               # (harness/judge/consistency.py): element-wise ops always
+                               "consistency": {"enum": ["value", "selected"]}},
             },
         },
         # what the standard promises beyond one element's error, judged on every case

@@ -8,6 +8,7 @@ import numpy as np
 
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
+from conform.harness.judge.consistency import inconsistency
 from conform.harness.judge.properties import broken_property
 from conform.harness.judge.profile import broadcast_index, failure_profile, merged_profiles
 from conform.records import SCHEMA_VERSION
@@ -170,6 +171,8 @@ def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
     for i, ((spec, case, _), outputs, answer) in enumerate(zip(triples, shown, answers)):
         if getattr(spec, "properties", ()) and judgements[i].verdict != "fail":
             judgements[i] = with_properties(judgements[i], spec, case, outputs, answer, subnormals)
+        if judgements[i].verdict != "fail" and any(p.impl_mask is not None for p in answer):
+            judgements[i] = with_consistency(judgements[i], spec, case, outputs, answer)
     for (spec, case, _), judged, answer in zip(triples, judgements, answers):
         if judged.verdict == "fail":
             judged.profile = _profile(spec, case, judged, answer)
@@ -185,6 +188,17 @@ def with_properties(judgement: Judgement, spec, case, outputs, answer, subnormal
     return dataclasses.replace(judgement, verdict="fail", reason=broken.message, worst=None,
                                mismatched=len(broken.failing), failing=broken.failing,
                                broken=broken.kind)
+
+
+def with_consistency(judgement: Judgement, spec, case, outputs, answer) -> Judgement:
+    """``judgement``, ``inconsistent`` where ``outputs`` answer the same values in an open
+    region differently at different positions (:mod:`~conform.harness.judge.consistency`)."""
+    broken = inconsistency(spec, case, outputs, answer)
+    if broken is None:
+        return judgement
+    return dataclasses.replace(judgement, verdict="inconsistent", reason=broken.message,
+                               worst=None, mismatched=len(broken.failing),
+                               failing=broken.failing, broken=broken.kind)
 
 
 def _profile(spec, case, judgement: Judgement, answer) -> dict | None:
@@ -208,7 +222,7 @@ def combined(names, parts: list[Judgement]) -> Judgement:
     verdict, its counts the sums over the outputs. ``outputs`` keeps each output's
     judgement by name; the worst element names its output."""
     verdicts = [p.verdict for p in parts]
-    verdict = next((v for v in ("fail", "impl_defined") if v in verdicts), verdicts[0])
+    verdict = next((v for v in ("fail", "inconsistent", "impl_defined") if v in verdicts), verdicts[0])
     deciding = parts[verdicts.index(verdict)]
     name = names[parts.index(deciding)]
     histograms = [p.histogram for p in parts if p.histogram]
@@ -370,7 +384,7 @@ def _add_judgement(record: dict, spec, case, judgement: Judgement, backend: str)
         record["outputs"] = [_add_figures({"name": name}, part) for name, part in judgement.outputs]
     if judgement.broken:
         record["property"] = judgement.broken
-    if judgement.verdict == "fail":
+    if judgement.verdict in ("fail", "inconsistent"):
         record["message"] = failure_message(case, judgement, backend)
         if judgement.profile is not None:   # what a manifest condition reads
             record["failing"] = {k: json_number(v) for k, v in judgement.profile.items()}
