@@ -246,11 +246,11 @@ class AsinhNaive(OrtMutant):
 
 class TanhOvershootsInSaturation(OrtMutant):
     """Tanh returning +-(1 + eps) where it saturates (a polynomial or rational approximation whose
-    result is not clamped to [-1, 1]): 2 ULP of 1 in float32 and float64, inside the 5-ULP bound,
-    outside the function's range."""
+    result is not clamped to [-1, 1]): 2 ULP of 1 in float32, inside the 5-ULP bound, outside the
+    function's range."""
 
     targets = ("tanh",)
-    affects = ("float32", "float64")
+    affects = ("float32",)   # (float64 alike; one dtype keeps the mutation score's run short)
     bug = "tanh leaving [-1, 1] in saturation"
     resembles = _search(ORT, "Tanh greater than 1")
 
@@ -615,7 +615,7 @@ class ArgMaxNaNByPosition(OrtMutant):
     region; one or the other by position is not."""
 
     targets = ("onnx_arg_max",)
-    affects = ("float16", "float32", "float64")
+    affects = ("float32",)
     bug = "ArgMax NaN answer depending on position"
     resembles = _search(ORT, "ArgMax NaN")
 
