@@ -63,6 +63,7 @@ def _rotated_slices(spec: OpSpec, dtype: str, drawn: list[Case], seed: int,
     base = next((c for c in drawn if len(c.inputs) == 1 and np.asarray(c.inputs[0]).ndim >= 1
                  and isinstance(c.attrs.get("axis"), int)
                  and np.asarray(c.inputs[0]).shape[c.attrs["axis"]] >= 2
+                 and np.asarray(c.inputs[0]).size > 0
                  and np.asarray(c.inputs[0]).dtype.kind == "f"), None)
     if base is None:
         return None

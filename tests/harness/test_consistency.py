@@ -92,3 +92,11 @@ def test_onnxruntime_argmax_answers_a_leading_nan_differently(specs, leading, ve
                 if c.id.endswith("." + name))
     outputs = run_case(OnnxRuntimeBackend(), spec, case)
     assert judge_outputs(spec, case, outputs).verdict == verdict
+
+
+def test_a_drawn_tensor_without_elements_gives_no_slice_case(specs):
+    from conform.generators._consistency import consistency_cases
+
+    empty = _case("onnx_arg_max", [np.zeros((0, 3), np.float32)],
+                  {"axis": 1, "keepdims": 1, "select_last_index": 0}, out_dtype="int64")
+    assert consistency_cases(specs["onnx_arg_max"], "float32", [empty], seed=0) == []
