@@ -3,6 +3,8 @@ the gate, manifests and certificates count by. Every module names verdicts throu
 
 * ``pass``, ``fail``: an output judged under its error model;
 * ``impl_defined``: the input lies in a region the standard leaves open (recorded, not judged);
+* ``inconsistent``: the input lies in such a region, but the backend's answer for the same
+  values changes with their position (harness/judge/consistency.py): a failure;
 * ``unsupported``: the backend cannot express the case (a coverage gap, not a failure);
 * ``error``, ``crash``, ``timeout``: the backend raised, its worker died, or it ran too long;
 * ``accepts_invalid``: the backend returned a value for an input the standard forbids (a
@@ -13,7 +15,7 @@ the gate, manifests and certificates count by. Every module names verdicts throu
 """
 from __future__ import annotations
 
-CORE = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout",
+CORE = ("pass", "fail", "impl_defined", "unsupported", "error", "crash", "timeout", "inconsistent",
         "accepts_invalid")
 ACCEPTS_INVALID = "accepts_invalid"                     # a value for a must-reject case
 FROM_MANIFEST = ("skip", "xfail", "xpass", "waived")      # verdicts only a manifest gives
@@ -22,7 +24,7 @@ VERDICTS = CORE + FROM_MANIFEST
 FROM_GRAPHS = ("ill_conditioned",)
 
 BROKEN = ("error", "crash", "timeout")                   # the backend did not compute the case
-PROBLEMS = ("fail",) + BROKEN                            # what fails a case (reports list them)
+PROBLEMS = ("fail", "inconsistent") + BROKEN            # what fails a case (reports list them)
 PASSED = ("pass", "xpass")
 JUDGED = PASSED + PROBLEMS       # the pass rate's denominator and the coverage's numerator
 EXCUSED = ("skip", "xfail", "waived")                    # by a manifest: counted, not judged

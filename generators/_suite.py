@@ -12,6 +12,7 @@ import numpy as np
 from conform.generators._case import Case
 from conform.generators._corpus import corpus_path, load_or_generate, note_written
 from conform.generators._corpus_format import answer_arrays
+from conform.generators._consistency import consistency_cases
 from conform.generators._critical import critical_cases
 from conform.generators._edges import (broadcast_case, edge_case_cases, edge_sweep_case,
                                        midpoint_case)
@@ -108,7 +109,8 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     cases += critical_cases(spec, dtype, seed=seed)
     midpoint = midpoint_case(spec, dtype, seed=seed)
     cases += [midpoint] if midpoint else []
-    return cases + boundary_cases(spec, dtype, seed=seed) + must_reject_cases(spec, dtype, seed=seed)
+    return (cases + consistency_cases(spec, dtype, cases, seed=seed)
+            + boundary_cases(spec, dtype, seed=seed) + must_reject_cases(spec, dtype, seed=seed))
 
 
 def case_digest(case: Case) -> str:

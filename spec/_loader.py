@@ -13,6 +13,7 @@ from conform.numpy_functions import numpy_function_problem
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
 from conform.spec._errors import SpecError, line_of, validate_document
+from conform.spec._properties import check_properties
 from conform.spec.program_nodes import ProgramNode, array_names
 from conform.spec._runnable import check_runnable, dtype_class
 from conform.dtypes import FLOAT_FORMATS
@@ -45,6 +46,7 @@ class OpSpec:
     special_values: tuple = ()
     implementation_defined: tuple = ()
     critical_regions: tuple = ()   # entries of spec/critical.py's form
+    properties: tuple = ()   # what the standard promises beyond one element (spec/_properties.py)
     path: str = ""
 
     def program_nodes(self, case) -> tuple[ProgramNode, ...]:
@@ -251,6 +253,8 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                                 f"implementation_defined.{i}.outputs.{k}",
                                 f"{name!r} names no output (outputs: {list(names)})")
     _check_critical(data, root, path, found)
+    check_properties(data, root, path, elementwise=_elementwise(found, data["signature"]),
+                     outputs=list(names))
     _check_xla_binding(data, root, path, found)
     _check_special_values(data, root, path, found)
     for i, entry in enumerate(data.get("edge_cases", [])):
@@ -445,6 +449,7 @@ def load_spec(path: Path | str) -> OpSpec:
         special_values=tuple(data.get("special_values", [])),
         implementation_defined=tuple(data.get("implementation_defined", [])), path=str(path),
         critical_regions=tuple(data.get("critical_regions", [])),
+        properties=tuple(data.get("properties", [])),
     )
 
 

@@ -16,6 +16,8 @@ MAX_ROWS = 256
 MAX_REGIONS = 64
 MAX_CHOICES = 256
 MAX_OPERANDS = 64
+#: The kinds of ``properties`` entries (harness/judge/properties.py checks each).
+PROPERTY_KINDS = ("range", "monotone", "symmetry", "row_sum", "fixed_points")
 
 _range = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 _value_ranges = {
@@ -206,7 +208,25 @@ SCHEMA = {
             "items": {
                 "type": "object", "additionalProperties": False, "required": ["region", "why"],
                 "properties": {"region": {"type": "string"}, "why": {"type": "string"},
-                               "outputs": {"type": "array", "items": _input_name, "minItems": 1}},
+                               "outputs": {"type": "array", "items": _input_name, "minItems": 1},
+                               # how the region's answers must agree across positions
+                               # (harness/judge/consistency.py): element-wise ops always
+                               "consistency": {"enum": ["value", "selected"]}},
+            },
+        },
+        # what the standard promises beyond one element's error, judged on every case
+        # (harness/judge/properties.py): each entry one kind and the source that promises it
+        "properties": {
+            "type": "array", "maxItems": MAX_REGIONS,
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["source"],
+                "oneOf": [{"required": [kind]} for kind in PROPERTY_KINDS],
+                "properties": {"range": _range, "fixed_points": _range,
+                               "monotone": {"enum": ["increasing", "decreasing"]},
+                               "symmetry": {"enum": ["odd", "even"]},
+                               "row_sum": {"type": "number"},
+                               "output": _input_name,
+                               "source": {"type": "string", "minLength": 10}},
             },
         },
         "bindings": {

@@ -96,6 +96,8 @@ class Judgement:
     subnormal_excused: int = 0
     # what the failing elements have in common (harness/judge/profile.py), for a failing case
     profile: dict | None = field(default=None, repr=False, compare=False)
+    # the property (harness/judge/properties.py) the outputs break, if that failed the case
+    broken: str = ""
 
 
 # Edges of the per-element histogram of error / bound. Bins are [0, 1/16], (1/16, 1/8], ...,

@@ -8,6 +8,8 @@ import numpy as np
 
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
+from conform.harness.judge.consistency import inconsistency
+from conform.harness.judge.properties import broken_property
 from conform.harness.judge.profile import broadcast_index, failure_profile, merged_profiles
 from conform.harness.judge.statistical import judge_random
 from conform.records import SCHEMA_VERSION
@@ -136,6 +138,7 @@ def _judge_nodes(triples, subnormals: str, keep_errors: bool = False) -> list[Ju
     parts: dict = {}     # case number -> its outputs' judgements (ops with several outputs)
     groups: dict = {}
     answers = []         # (each case's answer: asked of the oracle once where not stored)
+    shown = []           # each case's outputs as judged (canonical where the op has a form)
     for i, (spec, case, outputs) in enumerate(triples):
         answer = expectation(spec, case)
         answers.append(answer)
@@ -147,6 +150,7 @@ def _judge_nodes(triples, subnormals: str, keep_errors: bool = False) -> list[Ju
         if canonical is not None:
             policy = {"subnormals": subnormals} if spec.definition.canonical_takes_subnormals else {}
             outputs = canonical([np.asarray(o) for o in outputs], case, **policy)
+        shown.append(outputs)
         flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
         if len(answer) > 1:
             parts[i] = [None] * len(answer)
@@ -171,10 +175,37 @@ def _judge_nodes(triples, subnormals: str, keep_errors: bool = False) -> list[Ju
                 judgements[i] = judgement
     for i, judged in parts.items():
         judgements[i] = combined(triples[i][0].outputs, judged)
+    for i, ((spec, case, _), outputs, answer) in enumerate(zip(triples, shown, answers)):
+        if getattr(spec, "properties", ()) and judgements[i].verdict != "fail":
+            judgements[i] = with_properties(judgements[i], spec, case, outputs, answer, subnormals)
+        if judgements[i].verdict != "fail" and any(p.impl_mask is not None for p in answer):
+            judgements[i] = with_consistency(judgements[i], spec, case, outputs, answer)
     for (spec, case, _), judged, answer in zip(triples, judgements, answers):
         if judged.verdict == "fail":
             judged.profile = _profile(spec, case, judged, answer)
     return judgements
+
+
+def with_properties(judgement: Judgement, spec, case, outputs, answer, subnormals: str) -> Judgement:
+    """``judgement``, failed where ``outputs`` break a property of ``spec`` (the first one, by
+    name: :mod:`~conform.harness.judge.properties`)."""
+    broken = broken_property(spec, case, outputs, answer, subnormals)
+    if broken is None:
+        return judgement
+    return dataclasses.replace(judgement, verdict="fail", reason=broken.message, worst=None,
+                               mismatched=len(broken.failing), failing=broken.failing,
+                               broken=broken.kind)
+
+
+def with_consistency(judgement: Judgement, spec, case, outputs, answer) -> Judgement:
+    """``judgement``, ``inconsistent`` where ``outputs`` answer the same values in an open
+    region differently at different positions (:mod:`~conform.harness.judge.consistency`)."""
+    broken = inconsistency(spec, case, outputs, answer)
+    if broken is None:
+        return judgement
+    return dataclasses.replace(judgement, verdict="inconsistent", reason=broken.message,
+                               worst=None, mismatched=len(broken.failing),
+                               failing=broken.failing, broken=broken.kind)
 
 
 def _profile(spec, case, judgement: Judgement, answer) -> dict | None:
@@ -198,7 +229,7 @@ def combined(names, parts: list[Judgement]) -> Judgement:
     verdict, its counts the sums over the outputs. ``outputs`` keeps each output's
     judgement by name; the worst element names its output."""
     verdicts = [p.verdict for p in parts]
-    verdict = next((v for v in ("fail", "impl_defined") if v in verdicts), verdicts[0])
+    verdict = next((v for v in ("fail", "inconsistent", "impl_defined") if v in verdicts), verdicts[0])
     deciding = parts[verdicts.index(verdict)]
     name = names[parts.index(deciding)]
     histograms = [p.histogram for p in parts if p.histogram]
@@ -391,7 +422,9 @@ def _add_judgement(record: dict, spec, case, judgement: Judgement, backend: str)
         record["observed"] = [[json_number(v) for v in pair] for pair in judgement.observed]
     if judgement.outputs:
         record["outputs"] = [_add_figures({"name": name}, part) for name, part in judgement.outputs]
-    if judgement.verdict == "fail":
+    if judgement.broken:
+        record["property"] = judgement.broken
+    if judgement.verdict in ("fail", "inconsistent"):
         record["message"] = failure_message(case, judgement, backend)
         if judgement.profile is not None:   # what a manifest condition reads
             record["failing"] = {k: json_number(v) for k, v in judgement.profile.items()}
