@@ -14,7 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-RAY = str(Path(sys.executable).with_name("ray"))
+#: The ``ray`` command of this interpreter's Ray (its console script may live elsewhere: a venv
+#: that sees the system's packages has none of its own)
+RAY = [sys.executable, "-c", "import sys; from ray.scripts.scripts import main; sys.exit(main())"]
 
 
 def free_ports(count: int) -> list[int]:
@@ -45,7 +47,7 @@ class Node:
         self.temp = temp
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
         self.log = open(Path(temp).parent / f"{Path(temp).name}.log", "wb")
-        self.process = subprocess.Popen([RAY, "start", *args], stdout=self.log, stderr=subprocess.STDOUT,
+        self.process = subprocess.Popen([*RAY, "start", *args], stdout=self.log, stderr=subprocess.STDOUT,
                                         env=env, start_new_session=True)
 
     def kill(self) -> None:
