@@ -15,7 +15,7 @@ from conform.spec._yaml import read_mapping
 from conform.spec._errors import SpecError, line_of, validate_document
 from conform.spec._properties import check_properties
 from conform.spec.program_nodes import ProgramNode, array_names
-from conform.spec._runnable import check_runnable, dtype_class
+from conform.spec._runnable import check_model_hooks, check_runnable, dtype_class
 from conform.dtypes import FLOAT_FORMATS
 
 if TYPE_CHECKING:
@@ -241,7 +241,7 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
     models = [data["error_model"]] + [entry["error_model"] for entry in
                                       data["signature"].get("outputs", ())
                                       if isinstance(entry, dict) and "error_model" in entry]
-    _check_model_hooks(data, root, path, found, models)
+    check_model_hooks(data, root, path, found, models)
     for i, entry in enumerate(data.get("implementation_defined", [])):
         if entry["region"] not in regions():
             raise SpecError(path, line_of(root, ["implementation_defined", i, "region"]),
@@ -263,22 +263,6 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
             raise SpecError(path, line_of(root, ["edge_cases", i]), f"edge_cases.{i}",
                             f"inputs={sorted(entry)} must name inputs of an element-wise op "
                             f"({data['signature']['inputs']})")
-
-
-def _check_model_hooks(data: dict, root: yaml.Node, path: Path, found: OpDefinition,
-                       models: list) -> None:
-    """A model that needs an op hook names an op that has it (the correctly_rounded model
-    only where float64 is listed)."""
-    needs = (("derived", "error_bound", "the derived model needs an error_bound hook"),
-             ("statistical", "distribution", "the statistical model needs a distribution hook"),
-             ("correctly_rounded", "rounded64", "the correctly_rounded model of a float64 result "
-              "needs a rounded64 hook (the float64 oracle's value is itself a rounding)"))
-    for model_name, hook, text in needs:
-        if getattr(found, hook) is None and any(model_name in model for by_dtype in models
-                                                for model in by_dtype.values()) \
-                and (hook != "rounded64" or "float64" in data["dtypes"]):
-            raise SpecError(path, line_of(root, ["error_model"]), "error_model",
-                            f"{text}, and op {data['op']} ({found.module}) has none")
 
 
 def _check_xla_binding(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:
