@@ -28,11 +28,28 @@ Shared code: it names no op.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Bits", "Categorical", "Continuous", "Given", "Readings", "Unjudged", "groups_of_equal"]
+__all__ = ["Bits", "Categorical", "Continuous", "Given", "Readings", "Unjudged", "groups_of_equal",
+           "stats"]
+
+
+class _OnFirstUse:
+    """A module imported when one of its names is first read: ``scipy.stats`` takes about a
+    second to import, and every process that loads the specs imports the op modules."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attribute: str):
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+#: ``scipy.stats``, imported when first used (a random op's law, the statistical judge).
+stats = _OnFirstUse("scipy.stats")
 
 
 @dataclass(frozen=True, eq=False)

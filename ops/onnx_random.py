@@ -26,11 +26,10 @@ determinism is judged; a seed is drawn in some cases and must not change the law
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from conform.dtypes import np_dtype
 from conform.op_registry import op
-from conform.ops.distributions import Continuous
+from conform.ops.distributions import Continuous, stats
 from conform.ops.onnx_shape import no_input_feeds, require_schema_type
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")

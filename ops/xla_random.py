@@ -26,11 +26,10 @@ computed from it.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from conform.dtypes import is_integer, np_dtype
 from conform.op_registry import op
-from conform.ops.distributions import Bits, Categorical, Continuous, Given, Unjudged
+from conform.ops.distributions import Bits, Categorical, Continuous, Given, Unjudged, stats
 from conform.ops.onnx_random import CONTINUOUS_SHAPES, LOWS, MEANS, SCALES, WIDTHS
 from conform.ops.onnx_shape import no_input_feeds
 

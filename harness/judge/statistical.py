@@ -21,11 +21,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from conform.dtypes import FLOAT_FORMATS, np_dtype
 from conform.harness.judge.compare import Judgement, compare
-from conform.ops.distributions import Bits, Categorical, Continuous, Given, Readings, Unjudged
+from conform.ops.distributions import (Bits, Categorical, Continuous, Given, Readings, Unjudged,
+                                       stats)
 from conform.widening import widen
 
 __all__ = ["TESTED", "judge_random", "judge_statistical", "ks_rounded", "binomial_p_values"]
