@@ -209,7 +209,7 @@ def _binding(claims, backend_class, backend_name: str) -> str | None:
 
 
 def _serve(conn, finished, since, together, specs, backend, with_model: bool, old: bool,
-           log: "StderrLog | NoStderrLog" = NoStderrLog()) -> None:
+           log: "StderrLog | NoStderrLog") -> None:
     """Compute the batches that arrive until the parent sends None; ``with_model``: whether the
     backend gets each case's model; ``old``: whether it implements contract 1 or 2 (``legacy``);
     ``log``: the worker's standard error (what a case writes there joins its outcome)."""
