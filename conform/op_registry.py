@@ -132,6 +132,13 @@ class OpDefinition:
       It may reorder what the backend returned but must never repair a wrong value. A hook with
       a ``subnormals`` keyword gets the judge's subnormal policy (``ieee`` or ``ftz``: a
       flushing backend compares subnormals as zeros, so it has more ties).
+    * ``from_onnx(inputs, attrs, opset) -> (inputs, attrs)``: the inverse of the ONNX lowering,
+      for an op whose spec spells an ONNX node differently from the generic rule of
+      :mod:`conform.generators.onnx_examples` (renamed attributes, an input drawn as an
+      attribute of another form): given the node's inputs (None for an omitted one) and its
+      attributes at ``opset`` (schema defaults filled in), the case's inputs and attributes;
+      raises that module's ``NotExpressible`` (a ``ValueError``) for a node the spec does not
+      draw. Used to reproduce the onnx package's node-test examples with the oracle.
     """
 
     name: str
@@ -161,6 +168,7 @@ class OpDefinition:
     midpoints: Callable | None = None
     boundaries: Callable | None = None
     invalid: Callable | None = None
+    from_onnx: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property

@@ -15,7 +15,7 @@ ADAPTERS = {"openvino": "openvino-adapter", "iree": "iree-adapter"}
 
 
 def _pip(python, *args):
-    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile",
                            *map(str, args)], capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -4,9 +4,10 @@ the opsets a binding claims, and a one-line judging of hand-made inputs and outp
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, defs, helper
+from onnx import TensorProto, defs
 
 from conform.generators._case import Case
+from conform.generators.onnx_examples import node_attributes
 from conform.harness.backends.onnx_models import ONNX_TYPES
 from conform.harness.judge.judging import judge_outputs
 from tests.ops.onnx_node_cases import node_cases_at_opsets
@@ -42,15 +43,6 @@ def verdict(spec, inputs, attrs, outputs, out_dtype=None) -> str:
     """The judge's verdict on ``outputs`` as a backend's answer for those inputs."""
     case = case_of(spec.op, inputs, attrs, out_dtype)
     return judge_outputs(spec, case, [np.asarray(y) for y in outputs]).verdict
-
-
-def node_attributes(node, opset: int) -> dict:
-    """The node's attributes, each absent one at its schema default (strings decoded)."""
-    schema = defs.get_schema(node.op_type, opset)
-    attrs = {k: helper.get_attribute_value(a.default_value) for k, a in schema.attributes.items()
-             if a.default_value.name}
-    attrs.update({a.name: helper.get_attribute_value(a) for a in node.attribute})
-    return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
 
 
 def node_case_verdicts(specs, module: str, op: str) -> list:

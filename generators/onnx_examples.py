@@ -1,0 +1,139 @@
+"""Cases from ONNX nodes: the inverse of an op's ONNX lowering, for reproducing the examples
+the onnx package's node tests make (``onnx.backend.test.case.node``) with conform's oracle.
+
+A node of the ``op_type`` a spec binds becomes a case of that spec: the node's inputs that feed
+the spec's signature inputs (by position, or through the binding's ``operands``) are the case's
+inputs, and its other inputs and attributes (the schema's defaults filled in at the node's
+opset) become the case's attributes where the spec declares an attribute of that name. A node
+the spec cannot express (an attribute or input the spec does not draw, at a value other than the
+schema's default or the binding's fixed one) raises :class:`NotExpressible` with the reason.
+An op whose spec spells the node differently (renamed attributes, values an input carries as an
+attribute in another form) gives an op-module hook ``from_onnx(inputs, attrs, opset)`` that
+returns the case's ``(inputs, attrs)`` (see :class:`conform.op_registry.OpDefinition`).
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from onnx import defs, helper
+
+from conform.generators._case import Case
+from conform.ops.optional_inputs import ABSENT
+
+
+class NotExpressible(ValueError):
+    """The node is not a case of the spec: the reason says what the spec does not draw."""
+
+
+def node_attributes(node, opset: int) -> dict:
+    """The node's attributes as Python values, each absent one at its opset-``opset`` schema
+    default; strings decoded, tensors as NumPy arrays."""
+    from onnx import numpy_helper
+
+    schema = defs.get_schema(node.op_type, opset, node.domain)
+    attrs = {name: helper.get_attribute_value(a.default_value)
+             for name, a in schema.attributes.items() if a.default_value.name}
+    attrs.update({a.name: helper.get_attribute_value(a) for a in node.attribute})
+    for name, value in attrs.items():
+        if isinstance(value, bytes):
+            attrs[name] = value.decode()
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            attrs[name] = [v.decode() for v in value]
+        elif hasattr(value, "dims"):
+            attrs[name] = numpy_helper.to_array(value)
+    return attrs
+
+
+def _as_attribute(value):
+    """An input's array as the attribute value a spec draws (a list, or a scalar for 0-d)."""
+    array = np.asarray(value)
+    return array.item() if array.ndim == 0 else array.tolist()
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except (TypeError, ValueError):
+        return a == b
+
+
+def generic_mapping(spec, node, inputs: list, opset: int) -> tuple[list, dict]:
+    """The case's ``(inputs, attrs)`` for ``node`` of ``spec``'s op, by the rule the module's
+    docstring states; ``inputs`` holds one array per node input (None for an omitted one)."""
+    bound = spec.bindings["onnx"]
+    formals = [f.name for f in defs.get_schema(node.op_type, opset, node.domain).inputs]
+    operands = bound.get("operands") or formals[:len(spec.inputs)]
+    declared = {**{name: None for name in _oracle_keywords(spec)},
+                **spec.signature.get("attrs", {})}
+    fixed = dict(bound.get("attributes", {}))
+    schema_attrs = node_attributes(node, opset)
+    feeds = dict(zip(formals, inputs)) if len(inputs) <= len(formals) else None
+    if feeds is None:   # a variadic last formal: the rest of the node's inputs
+        feeds = dict(zip(formals[:-1], inputs))
+        feeds[formals[-1]] = inputs[len(formals) - 1:]
+    case_inputs, absent = [], []
+    for name, formal in zip(spec.inputs, operands):
+        value = feeds.get(formal)
+        if value is None:
+            if name not in spec.optional_inputs:
+                raise NotExpressible(f"the node omits {formal!r}, which the spec's input "
+                                     f"{name!r} always feeds")
+            absent.append(name)
+        elif isinstance(value, list):
+            case_inputs += value
+        else:
+            case_inputs.append(value)
+    attrs = {ABSENT: absent} if absent else {}
+    rest = {f: v for f, v in feeds.items() if f not in operands and v is not None}
+    for name, value in [*schema_attrs.items(), *rest.items()]:
+        if name in fixed:
+            if not _same(value, fixed[name]):
+                raise NotExpressible(f"the binding fixes {name}={fixed[name]!r}; the node has "
+                                     f"{value!r}")
+        elif name in declared:
+            attrs[name] = _as_attribute(value) if name in rest else value
+        elif name in rest or not _same(value, _default(node, opset, name)):
+            raise NotExpressible(f"the spec does not draw {name!r} (the node gives {value!r})")
+    for name, domain in declared.items():   # a fixed attribute every case carries
+        if name not in attrs and domain is not None and not isinstance(domain, dict):
+            attrs[name] = domain
+    return case_inputs, attrs
+
+
+def _oracle_keywords(spec) -> list[str]:
+    """The attribute names the op's oracle takes (its keyword parameters but the judge's)."""
+    parameters = inspect.signature(spec.definition.oracle).parameters.values()
+    return [p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and p.default is p.empty and p.name not in ("dtypes", "ftz")
+            and p.kind is p.KEYWORD_ONLY] + \
+        [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is not p.empty
+         and p.name not in ("dtypes", "ftz")]
+
+
+def _default(node, opset: int, name: str):
+    attribute = defs.get_schema(node.op_type, opset, node.domain).attributes.get(name)
+    if attribute is None or not attribute.default_value.name:
+        return object()   # no default: any value the node gives is a choice
+    return helper.get_attribute_value(attribute.default_value)
+
+
+def case_from_onnx_node(spec, node, inputs: list, opset: int, outputs: list) -> Case:
+    """The case of ``spec`` that ``node`` (at ``opset``) computes on ``inputs``; ``outputs``
+    (the example's) give the case's output dtype. Raises :class:`NotExpressible`."""
+    hook = spec.definition.from_onnx
+    if hook is not None:
+        case_inputs, attrs = hook(list(inputs), node_attributes(node, opset), opset)
+    else:
+        case_inputs, attrs = generic_mapping(spec, node, list(inputs), opset)
+    arrays = [np.asarray(x) for x in case_inputs]
+    if not arrays:
+        raise NotExpressible("the node has no input the spec draws")
+    dtype = str(arrays[0].dtype)
+    out_dtype = str(np.asarray(outputs[0]).dtype) if outputs and outputs[0] is not None \
+        and not isinstance(outputs[0], list) else dtype
+    label = dtype if out_dtype == dtype or "->" not in "".join(spec.dtypes) \
+        else f"{dtype}->{out_dtype}"
+    return Case(id=f"{spec.op}.{label}.onnx_example", op=spec.op, dtype=label,
+                input_dtypes=tuple(str(x.dtype) for x in arrays), out_dtype=out_dtype,
+                inputs=arrays, attrs=attrs, plan="normal", seed=0)
