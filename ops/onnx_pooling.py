@@ -250,8 +250,17 @@ def onnx_pooling(case, graph):
 
 
 _HONOURS = frozenset({"attrs"})
+def from_onnx_pooling(inputs, attrs, opset):
+    """An ONNX pooling node as a case: 'If not present, the stride defaults to 1 along each
+    spatial axis', and pads to 0 at the beginning and end of each (the texts); the schemas give
+    these attributes no default of their own."""
+    axes = len(attrs["kernel_shape"])
+    return inputs[:1], {"strides": [1] * axes, "pads": [0] * (2 * axes), **attrs}
+
+
 _WINDOWED = dict(draw=draw_pooling, draw_honours=_HONOURS, feeding=feed_pooling, onnx=onnx_pooling,
-                 boundaries=pooling_boundaries, invalid=pooling_invalid)
+                 boundaries=pooling_boundaries, invalid=pooling_invalid,
+                 from_onnx=from_onnx_pooling)
 
 
 def numpy_max_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, storage_order,
@@ -339,7 +348,7 @@ def numpy_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, p, dil
 
 @op("onnx_lp_pool", numpy=numpy_lp_pool, version=1, accumulation_length=kernel_size, onnx=onnx_pooling,
     draw=draw_lp_pool, draw_honours=_HONOURS, feeding=feed_lp_pool,
-    boundaries=lp_pooling_boundaries, invalid=pooling_invalid)
+    boundaries=lp_pooling_boundaries, invalid=pooling_invalid, from_onnx=from_onnx_pooling)
 def oracle_onnx_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, p,
                         dilations=None):
     """ONNX LpPool: 'the Lp norm on all values of a subset of the input', ``(sum |x_i|**p)**(1/p)``

@@ -19,12 +19,12 @@ from onnx import numpy_helper
 from conform.generators.onnx_examples import NotExpressible, case_from_onnx_node, node_attributes
 from conform.harness.judge.judging import judge_outputs
 
-#: Measured 2026-11-28 (onnx 1.23.2): 779 of the 1,366 single-node examples of bound operators
-#: reproduced through the generic mapping. The rest are nodes a spec does not draw (an attribute
+#: Measured 2026-11-28 (onnx 1.23.2): 822 of the 1,424 single-node examples of bound operators
+#: reproduced (the generic mapping and the pooling hook). The rest are nodes a spec does not draw (an attribute
 #: such as Attention's scale, pooling without explicit pads), mappings an op still needs a
 #: ``from_onnx`` hook for (Cast's ``to``, Resize's scales), and differences the per-operator
 #: tests triage. Raise it as hooks land; never lower it without naming the example and why.
-RECORDED_REPRODUCED = 779
+RECORDED_REPRODUCED = 822
 
 
 def _array(value):
@@ -59,7 +59,8 @@ def _examples(onnx_node_cases, specs):
 
 
 def _outcome(node, inputs, outputs, opset, bound) -> str:
-    """'pass', or why no spec bound at the opset reproduces the example."""
+    """'pass' (the example's outputs pass, or differ only where the spec declares the text
+    leaves the answer open), or why no spec bound at the opset reproduces the example."""
     reasons = []
     for spec in bound:
         try:
@@ -71,7 +72,7 @@ def _outcome(node, inputs, outputs, opset, bound) -> str:
         except Exception as exc:   # a mapping the op still needs a hook for
             reasons.append(f"{spec.op}: {type(exc).__name__}")
             continue
-        if verdict == "pass":
+        if verdict in ("pass", "impl_defined"):   # impl_defined: where the text leaves it open
             return "pass"
         reasons.append(f"{spec.op}: {verdict}")
     return "; ".join(reasons) or "no spec bound at this opset"
