@@ -64,8 +64,8 @@ def generic_mapping(spec, node, inputs: list, opset: int) -> tuple[list, dict]:
     bound = spec.bindings["onnx"]
     formals = [f.name for f in defs.get_schema(node.op_type, opset, node.domain).inputs]
     operands = bound.get("operands") or formals[:len(spec.inputs)]
-    declared = {**{name: None for name in _oracle_keywords(spec)},
-                **spec.signature.get("attrs", {})}
+    keywords = _oracle_keywords(spec)
+    declared = {**{name: None for name in keywords or ()}, **spec.signature.get("attrs", {})}
     fixed = dict(bound.get("attributes", {}))
     schema_attrs = node_attributes(node, opset)
     feeds = dict(zip(formals, inputs)) if len(inputs) <= len(formals) else None
@@ -91,7 +91,7 @@ def generic_mapping(spec, node, inputs: list, opset: int) -> tuple[list, dict]:
             if not _same(value, fixed[name]):
                 raise NotExpressible(f"the binding fixes {name}={fixed[name]!r}; the node has "
                                      f"{value!r}")
-        elif name in declared:
+        elif name in declared or keywords is None:
             attrs[name] = _as_attribute(value) if name in rest else value
         elif name in rest or not _same(value, _default(node, opset, name)):
             raise NotExpressible(f"the spec does not draw {name!r} (the node gives {value!r})")
@@ -101,21 +101,24 @@ def generic_mapping(spec, node, inputs: list, opset: int) -> tuple[list, dict]:
     return case_inputs, attrs
 
 
-def _oracle_keywords(spec) -> list[str]:
-    """The attribute names the op's oracle takes (its keyword parameters but the judge's)."""
-    parameters = inspect.signature(spec.definition.oracle).parameters.values()
-    return [p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-            and p.default is p.empty and p.name not in ("dtypes", "ftz")
-            and p.kind is p.KEYWORD_ONLY] + \
-        [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is not p.empty
-         and p.name not in ("dtypes", "ftz")]
+def _oracle_keywords(spec) -> list[str] | None:
+    """The attribute names the op's oracle takes: its parameters after the inputs, but the
+    judge's (``dtypes``, ``ftz``); None for an oracle taking any keyword."""
+    parameters = list(inspect.signature(spec.definition.oracle).parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    named = [p for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    positional = sum(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in named)
+    return [p.name for p in named[min(positional, len(spec.inputs)):]
+            if p.name not in ("dtypes", "ftz")]
 
 
 def _default(node, opset: int, name: str):
     attribute = defs.get_schema(node.op_type, opset, node.domain).attributes.get(name)
     if attribute is None or not attribute.default_value.name:
         return object()   # no default: any value the node gives is a choice
-    return helper.get_attribute_value(attribute.default_value)
+    value = helper.get_attribute_value(attribute.default_value)
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def case_from_onnx_node(spec, node, inputs: list, opset: int, outputs: list) -> Case:
