@@ -56,9 +56,13 @@ _FACT_TYPES = {"bool": "bool", "float16": "f16", "float32": "f32", "float64": "f
 # kept); every other failure stays an error. Measured with tract 0.21.7:
 _LACKS = re.compile(
     r'No definition for operator Identifier\("\w+"\)'   # an NNEF operation its loader lacks
+    r"|Unimplemented\(\w+\)"                              # an ONNX operator its loader lacks
     r"|\b\w+ does not support [A-Z]\w*\d*\b"             # a kernel without this datum type
     r"|\b\w+ is not a number\b"                          # a kernel taking numbers only (Pad)
-    r"|\b\w+ should be like \[1, 1, \.\.\. \]")         # box with stride or dilation
+    r"|\b\w+ should be like \[1, 1, \.\.\. \]"          # box with stride or dilation
+    # an ONNX input tract needs as a constant (an initializer), fed at run time here
+    r"|\w+ (?:is|are) not const|[Ee]xpect(?:s)? constant [\w ]+|\w+ input is variable"
+    r"|\w+ must be a const|Non constant \w+ is not supported")
 
 
 class _TractBackend(Backend):
