@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -66,18 +66,13 @@ _LACKS = re.compile(
 
 
 class _TractBackend(Backend):
-    """What both adapters share: a worker folder for model files, a compiled-model cache, and
-    tract's error messages made short."""
+    """What both adapters share: a compiled-model cache, and tract's failures classified."""
 
     api_version = 3
     subnormals = "ieee"   # measured: 1e-20f * 1e-20f = 1e-40f and 1e-39f + 1e-39f = 2e-39f
 
     def __init__(self):
         self._runnables = ModelCache(limit=512)
-        self._dir = Path(tempfile.mkdtemp(prefix="conform-tract-"))
-
-    def __del__(self):
-        shutil.rmtree(getattr(self, "_dir", ""), ignore_errors=True)
 
     def version(self) -> str:
         return f"tract {tract.version()}"
@@ -98,7 +93,8 @@ class _TractBackend(Backend):
         try:
             return call()
         except tract.TractError as exc:
-            text = str(exc).replace(str(self._dir), "<worker folder>")[:3000]
+            # the temporary folder's name differs in every message: the same failure, one text
+            text = re.sub(r'[^"\s]*conform-tract-\w+', "<folder>", str(exc))[:3000]
             lacks = _LACKS.search(text)
             if lacks:
                 invoked = re.search(r'Resolving invocation Identifier\("(\w+)"\)', text)
@@ -126,10 +122,9 @@ class TractNnefBackend(_TractBackend):
         return [document.finish(out) for out in outputs]   # in tract's own dtypes
 
     def _load(self, text: str, half: bool):
-        folder = self._dir / "model.nnef"
-        folder.mkdir(exist_ok=True)
-        (folder / "graph.nnef").write_text(text, encoding="utf-8")
-        model = tract.nnef().model_for_path(folder)
+        with _folder() as folder:   # tract reads the files while loading, never later
+            (folder / "graph.nnef").write_text(text, encoding="utf-8")
+            model = tract.nnef().model_for_path(folder)
         if half:
             model.f32_to_f16()
         return model
@@ -147,13 +142,21 @@ class TractOnnxBackend(_TractBackend):
         return self._execute(key, lambda: self._load(model, inputs), inputs)
 
     def _load(self, model, inputs):
-        path = self._dir / "model.onnx"
-        path.write_bytes(model.build().SerializeToString())   # build() may raise Unsupported
-        loaded = tract.onnx().model_for_path(path)
+        proto = model.build()   # raises Unsupported where ONNX cannot express the case
+        with _folder() as folder:
+            (folder / "model.onnx").write_bytes(proto.SerializeToString())
+            loaded = tract.onnx().model_for_path(folder / "model.onnx")
         # tract infers every shape and type from the inputs' facts: the case's, fixed
         for i, x in enumerate(inputs):
             loaded.set_input_fact(i, ",".join([*map(str, x.shape), _FACT_TYPES[str(x.dtype)]]))
         return loaded
+
+
+@contextmanager
+def _folder():
+    """A temporary folder for a model's files, removed when tract has read them."""
+    with tempfile.TemporaryDirectory(prefix="conform-tract-") as name:
+        yield Path(name)
 
 
 def _precision(program) -> bool:
