@@ -18,7 +18,6 @@ from conform.generators import Case
 from conform.harness.backends import Unsupported
 from conform.harness.backends.models import run_case
 from conform.reports import read_results
-from conform.spec import load_specs
 from conform_tract.values import from_numpy, to_numpy
 
 
@@ -38,11 +37,6 @@ def test_small_run_judges_float16_on_tract(conform_cli, tmp_path):
     assert verdicts["float16"] == {"pass"}
     assert verdicts["int64"] <= {"pass", "impl_defined"}
     assert verdicts["float64"] == {"unsupported"}
-
-
-@pytest.fixture(scope="module")
-def specs():
-    return load_specs()
 
 
 @pytest.fixture(scope="module")
