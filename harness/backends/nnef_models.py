@@ -87,21 +87,22 @@ def _scalar_literal(value: float) -> str:
     return text if any(c in text for c in ".e") else text + ".0"
 
 
-def _nnef_type(dtype: str) -> str:
-    found = NNEF_TYPES.get(dtype)
+def _nnef_type(dtype: str, types: dict = NNEF_TYPES) -> str:
+    found = types.get(dtype)
     if found is None:
-        raise Unsupported(f"the NNEF executor has no {dtype} tensors (scalar is float32, "
-                          "integer is int32, logical is bool)")
+        taken = ", ".join(f"{kind} is {name}" for name, kind in types.items())
+        raise Unsupported(f"the NNEF executor has no {dtype} tensors ({taken})")
     return found
 
 
-def build_document(spec, case) -> Document:
+def build_document(spec, case, types: dict = NNEF_TYPES) -> Document:
     """The NNEF document computing ``case``'s program with each node's ``nnef`` binding: one
     invocation per node (one for an op, one per op of a chain), every node's result a result of
-    the graph."""
-    types = [_nnef_type(d) for d in case.input_dtypes]
+    the graph. ``types`` maps the conform dtypes the consumer takes to NNEF's ``scalar``,
+    ``integer`` and ``logical`` (default: the ``nnef`` package's executor's)."""
+    kinds = [_nnef_type(d, types) for d in case.input_dtypes]
     for dtype in spec.out_dtypes(case):
-        _nnef_type(dtype)
+        _nnef_type(dtype, types)
     nodes = program_nodes(spec, case)
     positions = {name: j for j, name in enumerate(spec.input_names(case))}
     values = {name: f"in{j}" for name, j in positions.items()}
@@ -109,7 +110,7 @@ def build_document(spec, case) -> Document:
     for node, node_at in zip(nodes, node_cases(spec, case)):
         taken = [values[name] for name in node.inputs]
         given = [f"out{k}" for k in range(len(outputs), len(outputs) + len(node.outputs))]
-        line, op, used, shape = _invocation(node.spec, node_at, taken, given)
+        line, op, used, shape = _invocation(node.spec, node_at, taken, given, types)
         computed = {k for k, name in enumerate(node.inputs) if name not in positions}
         if (shape is not None and len(nodes) > 1) or not computed <= set(used):
             raise Unsupported(f"NNEF {op} in a program of several ops must take every computed "
@@ -120,7 +121,7 @@ def build_document(spec, case) -> Document:
         operations += (op,)
         outputs += given
     fed = list(fed)
-    lines = [f"    in{i} = external<{types[i]}>(shape = {literal(list(case.inputs[i].shape))});"
+    lines = [f"    in{i} = external<{kinds[i]}>(shape = {literal(list(case.inputs[i].shape))});"
              for i in fed] + lines
     names = ", ".join(f"in{i}" for i in fed)
     text = (f"version 1.0;\n\ngraph conform_{spec.op}( {names} ) -> ( {', '.join(outputs)} )\n{{\n"
@@ -128,7 +129,7 @@ def build_document(spec, case) -> Document:
     return Document(text, operations[0], fed, shape, operations=operations)
 
 
-def _invocation(spec, case, operands: list[str], outputs: list[str]):
+def _invocation(spec, case, operands: list[str], outputs: list[str], types: dict):
     """``(line, operation, inputs fed, output shape)``: the line of NNEF invoking ``spec``'s
     operation on ``operands`` (the values of the case's inputs) into ``outputs``."""
     bound = binding(spec, "nnef")
@@ -140,7 +141,7 @@ def _invocation(spec, case, operands: list[str], outputs: list[str]):
     arguments = [renamed.get(a, a) for a in call.args]
     attrs = {**bound.get("attributes", {}), **call.attrs}
     arguments += [f"{k} = {literal(v)}" for k, v in attrs.items()]
-    name = op if call.generic is None else f"{op}<{_nnef_type(call.generic)}>"
+    name = op if call.generic is None else f"{op}<{_nnef_type(call.generic, types)}>"
     results = f"[ {', '.join(outputs)} ]" if call.array_result else \
         outputs[0] if len(outputs) == 1 else f"( {', '.join(outputs)} )"
     return f"    {results} = {name}({', '.join(arguments)});", op, fed, call.output_shape

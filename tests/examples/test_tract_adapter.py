@@ -1,0 +1,107 @@
+"""The tract example adapter (examples/tract-adapter), installed as a package: the real CLI finds
+both of its backends by their entry points and judges NNEF cases in float16 on tract; plus the
+adapter's own logic on real tract (NNEF's scalar as float16 through tract's f32-to-f16 transform,
+integer as int64, subnormals kept, what tract lacks -> unsupported with tract's message, arrays
+read at their own dtype, ONNX models run by tract's ONNX loader).
+
+No importorskip: CI installs the adapter, and a missing install must fail here, not skip.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import conform_tract
+from conform.generators import Case
+from conform.harness.backends import Unsupported
+from conform.harness.backends.models import run_case
+from conform.reports import read_results
+from conform_tract.values import from_numpy, to_numpy
+
+
+def test_small_run_judges_float16_on_tract(conform_cli, tmp_path):
+    out = tmp_path / "run"
+    conform_cli("run", "--backend", "tract", "--ops", "abs", "--dtypes", "float16,int64,float64",
+                "--max-examples", "1", "--quiet", "--out", out, check_status=0)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["backend"] == "tract" and summary["backend_version"] == "tract 0.21.7"
+    counts = summary["counts"]
+    assert counts["error"] == counts["crash"] == counts["timeout"] == counts["fail"] == 0, counts
+    verdicts: dict = {}
+    for line in read_results(out / "results.jsonl"):
+        verdicts.setdefault(line["dtype"], set()).add(line["verdict"])
+    # abs is exact: judged in the precisions tract takes for NNEF's scalar and integer (int64's
+    # |INT64_MIN| is implementation-defined), and float64, which tract has not, is unsupported
+    assert verdicts["float16"] == {"pass"}
+    assert verdicts["int64"] <= {"pass", "impl_defined"}
+    assert verdicts["float64"] == {"unsupported"}
+
+
+@pytest.fixture(scope="module")
+def nnef():
+    return conform_tract.TractNnefBackend()
+
+
+def _case(op, dtype, *inputs, out_dtype=None, attrs=None):
+    dtypes = tuple(str(np.asarray(x).dtype) for x in inputs)
+    return Case(id=f"{op}.{dtype}.t", op=op, dtype=dtype, input_dtypes=dtypes,
+                out_dtype=out_dtype or dtypes[0], inputs=[np.asarray(x) for x in inputs],
+                attrs=attrs or {}, plan="test", seed=0)
+
+
+def test_float16_runs_in_float16(specs, nnef):
+    """The model tract runs is float16 (its result tensor's datum type, which the adapter reads
+    as it is), and float16 subnormals are kept."""
+    (out,) = run_case(nnef, specs["nnef_add"],
+                      _case("nnef_add", "float16", np.float16([2048, 6e-8]), np.float16([1, 6e-8])))
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, np.float16([2048, 1.2e-7]))   # subnormals kept
+
+
+def test_subnormals_are_kept_in_float32(specs, nnef):
+    (out,) = run_case(nnef, specs["nnef_mul"], _case("nnef_mul", "float32",
+                                                     np.float32([1e-20, 1e-38]),
+                                                     np.float32([1e-20, 0.5])))
+    np.testing.assert_array_equal(out, np.float32([1e-40, 5e-39]))
+
+
+def test_integer_is_int64(specs, nnef):
+    (out,) = run_case(nnef, specs["nnef_add"], _case("nnef_add", "int64", np.int64([2**40, -3]),
+                                                     np.int64([1, 2**62])))
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, np.int64([2**40 + 1, 2**62 - 3]))
+
+
+def test_what_tract_lacks_is_unsupported(specs, nnef):
+    x = np.float32([1.5, -2.0])
+    with pytest.raises(Unsupported, match=r'^tract: No definition for operator Identifier\("rcp"\)'):
+        run_case(nnef, specs["reciprocal"], _case("reciprocal", "float32", x))
+    with pytest.raises(Unsupported, match="^tract: Not does not support I64"):
+        run_case(nnef, specs["bitwise_not"], _case("bitwise_not", "int64", np.int64([5])))
+    # float16 and float32 in one model: tract's f32-to-f16 transform would make both float16
+    with pytest.raises(Unsupported, match="never both in one model"):
+        run_case(nnef, specs["convert_element_type"],
+                 _case("convert_element_type", "float16->float32", np.float16([1]),
+                       out_dtype="float32", attrs={"new_dtype": "float32"}))
+
+
+def test_arrays_cross_at_their_own_dtype():
+    """tract's Value.to_numpy reads every result as float32 and from_numpy makes a scalar 1-d;
+    the adapter's helpers keep dtype and rank."""
+    for x in (np.float16([1.5, -0.0, 6e-8]), np.float64(0.1), np.int64([[2**62], [-1]]),
+              np.array([True, False]), np.zeros((0, 3), np.float32)):
+        back = to_numpy(from_numpy(np.asarray(x)))
+        assert back.dtype == np.asarray(x).dtype and back.shape == np.shape(x)
+        np.testing.assert_array_equal(back, x)
+
+
+def test_onnx_models_run_on_tract(specs):
+    onnx = conform_tract.TractOnnxBackend()
+    (out,) = run_case(onnx, specs["onnx_add"], _case("onnx_add", "float64", np.float64([1.0, 0.1]),
+                                                     np.float64([1e-12, 0.2])))
+    assert out.dtype == np.float64
+    np.testing.assert_array_equal(out, np.float64([1.0 + 1e-12, 0.1 + 0.2]))
+    with pytest.raises(Unsupported, match="^tract: Abs does not support F64"):
+        run_case(onnx, specs["abs"], _case("abs", "float64", np.float64([-1.0])))
