@@ -229,3 +229,45 @@ def prelude(*ops: str) -> str | None:
     if not fragments or any(name not in fragments for name in wanted):
         return None
     return "\n".join(fragments[name] for name in wanted) + "\n"
+
+
+_TENSOR_PARAMETER = re.compile(r"(\w+)\s*:\s*tensor<(\w+|\?)>(\[\])?")
+
+
+def _kind(dtype: str) -> str:
+    """The NNEF tensor type a conform dtype's values belong to (the standard's three)."""
+    return "logical" if dtype == "bool" else \
+        "integer" if dtype.startswith(("int", "uint")) else "scalar"
+
+
+def types_allow(spec, label: str) -> bool:
+    """Whether NNEF's type system takes the inputs of ``spec``'s cases under dtype label
+    ``label`` (each node's ``nnef`` fragment's declared tensor parameters, in order:
+    ``tensor<scalar>`` takes float values, ``tensor<integer>`` integers, ``tensor<logical>``
+    bools, and the parameters of one generic fragment's ``tensor<?>`` one kind). A label it
+    refuses is not drawn for an NNEF backend: the standard rules it out, so an ``unsupported``
+    case means a consumer lacks what NNEF allows. True where the declaration is not known."""
+    fragments = _standard_fragments() or {}
+    dtype = label.split("->")[0]
+    for node in spec.node_specs:
+        bound = node.bindings.get("nnef")
+        declaration = fragments.get((bound or {}).get("op", ""))
+        if declaration is None:
+            continue
+        parameters = _TENSOR_PARAMETER.findall(declaration.split("->")[0])
+        kinds = [_kind(dtype if kind == "T" else kind[0] if isinstance(kind, tuple) else kind)
+                 for kind in node.input_types]
+        generic = set()
+        for k, given in enumerate(kinds):
+            if not parameters:
+                break
+            _, declared, array = parameters[min(k, len(parameters) - 1)]
+            if k >= len(parameters) and not array:
+                break
+            if declared == "?":
+                generic.add(given)
+            elif declared != given:
+                return False
+        if len(generic) > 1:
+            return False
+    return True

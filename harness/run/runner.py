@@ -177,7 +177,8 @@ _ASK = object()   # by_format's default: ask the backend
 def by_format(pairs: list, backend: str, binding: "str | None | object" = _ASK) -> list:
     """The (spec, dtype label) pairs whose op the backend's model format can express: the ops
     with the spec binding it consumes (an ONNX backend runs the ONNX ops, jax the XLA ones, nnef
-    the NNEF ones), and for ONNX the types the operator's schema allows at the run's opset; all
+    the NNEF ones), and the types the format's standard allows (ONNX: the operator's schema at
+    the run's opset; NNEF: the fragment's declared tensor types); all
     of them for a backend that names no ``binding`` (numpy). The backend's workers say which
     binding it consumes (this process never imports the adapter); without ``binding``, a
     process of its own is asked (:func:`~conform.harness.run.isolation.backend_binding`)."""
@@ -189,11 +190,24 @@ def by_format(pairs: list, backend: str, binding: "str | None | object" = _ASK) 
     if not bound:
         raise SelectionError(f"none of the selected ops has the {binding} binding that "
                              f"{backend} runs")
-    if binding == "onnx":   # a type the operator's schema refuses at this opset: never drawn
+    allows = _standard_allows(binding)
+    return [(spec, label) for spec, label in bound if allows(spec, label)] if allows else bound
+
+
+def _standard_allows(binding: str):
+    """``fn(spec, label)``: whether the format's standard takes the label's types (never drawn
+    where it does not, so that ``unsupported`` means a runtime lacks what the standard allows):
+    for ONNX the operator's schema at the run's opset, for NNEF the fragment's declared tensor
+    types; None for a format that types every label its spec lists."""
+    if binding == "onnx":
         from conform.harness.backends.onnx_models import schema_allows
 
-        bound = [(spec, label) for spec, label in bound if schema_allows(spec, label, onnx_opset())]
-    return bound
+        return lambda spec, label: schema_allows(spec, label, onnx_opset())
+    if binding == "nnef":
+        from conform.harness.backends.nnef_models import types_allow
+
+        return types_allow
+    return None
 
 
 def _generate(config: RunConfig, specs: dict, binding: str | None) -> tuple[list, object, list]:
