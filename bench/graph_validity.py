@@ -6,8 +6,9 @@ Draws ``--graphs`` graphs per format (``conform fuzz``'s drawing, no backend run
 both models of each (leaves as outputs; every value an output) as the format defines validity:
 
 * ``jax`` (StableHLO): the graph's function is jitted and exported (jax verifies the module it
-  lowers), its text is parsed, verified and serialized again as a portable artifact at the
-  current StableHLO version, and the export's output shapes and dtypes are the graph's;
+  lowers), the module is verified again, printed (generic form), parsed and serialized as a
+  portable artifact at the current StableHLO version, and the export's output shapes and
+  dtypes are the graph's;
 * ``nnef``: the document parses (``nnef.parse_string``, types checked against the standard
   library) and ``nnef.infer_shapes`` gives every value the graph's shape, the compound
   operations the executor has no kernel for lowered as it runs them (the parser's own shape
@@ -38,10 +39,11 @@ def check_stablehlo(graph, outputs) -> None:
     """Raise unless ``graph`` with ``outputs`` exports to a verified StableHLO module with the
     graph's shapes and dtypes."""
     from conform.dtypes import np_dtype
-    from conform.harness.backends.stablehlo_graphs import export_graph, valid_stablehlo
+    from conform.harness.backends.stablehlo_graphs import (export_graph, stablehlo_module,
+                                                           valid_stablehlo)
 
     exported = export_graph(graph, outputs)
-    valid_stablehlo(exported.mlir_module())
+    valid_stablehlo(stablehlo_module(graph, outputs))
     got = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.out_avals]
     want = [(np.shape(graph.values[n]), np_dtype(graph.dtypes[n])) for n in outputs]
     assert got == want, (got, want)

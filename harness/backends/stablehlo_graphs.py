@@ -52,10 +52,26 @@ def export_graph(graph, outputs):
     import jax
     from jax import export
 
-    _exporter()   # the jax backend's configuration: x64 types, the CPU platform
-    args = [jax.ShapeDtypeStruct(np.shape(x), np_dtype(graph.dtypes[name]))
+    return export.export(jax.jit(graph_function(graph, outputs)))(*_arguments(graph))
+
+
+def stablehlo_module(graph, outputs):
+    """The StableHLO module of ``graph`` with ``outputs`` as jax lowers it (an MLIR module
+    object, the one :func:`export_graph` serializes)."""
+    import jax
+
+    return jax.jit(graph_function(graph, outputs)).lower(*_arguments(graph)) \
+        .compiler_ir("stablehlo")
+
+
+def _arguments(graph) -> list:
+    """The graph's inputs as abstract arguments (after the jax backend's configuration: x64
+    types, the CPU platform)."""
+    import jax
+
+    _exporter()
+    return [jax.ShapeDtypeStruct(np.shape(x), np_dtype(graph.dtypes[name]))
             for name, x in graph.inputs.items()]
-    return export.export(jax.jit(graph_function(graph, outputs)))(*args)
 
 
 def exported_module(graph, outputs) -> bytes:
@@ -67,13 +83,23 @@ def exported_module(graph, outputs) -> bytes:
     return bytes(export_graph(graph, outputs).serialize())
 
 
-def valid_stablehlo(text: str) -> bytes:
-    """``text`` (a StableHLO module) parsed, verified and serialized as a portable artifact at
-    the current StableHLO version; raises the parser's or verifier's error otherwise."""
+def valid_stablehlo(module) -> bytes:
+    """``module`` (a StableHLO module: MLIR text, or a module object as
+    :func:`stablehlo_module` gives it) verified, parsed and serialized as a portable artifact at
+    the current StableHLO version; raises the verifier's or parser's error otherwise.
+
+    A module object is verified, then printed in MLIR's generic form to be parsed again: the
+    pretty form StableHLO v1.17 prints for a ``dynamic_slice`` of a 0-d operand
+    (``stablehlo.dynamic_slice %arg0, , sizes = []``) does not parse back.
+    """
     from jax.extend.mlir import serialize_portable_artifact
     from jax.extend.mlir.dialects import stablehlo
 
-    return serialize_portable_artifact(text, stablehlo.get_current_version())
+    if not isinstance(module, str):
+        if not module.operation.verify():
+            raise ValueError("the StableHLO module does not verify")
+        module = module.operation.get_asm(print_generic_op_form=True)
+    return serialize_portable_artifact(module, stablehlo.get_current_version())
 
 
 def xla_accepts(spec, case) -> bool:
