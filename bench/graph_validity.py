@@ -54,10 +54,9 @@ def check_nnef(graph, outputs) -> None:
     are the graph's."""
     import nnef
 
-    from conform.harness.backends.nnef_graphs import build_graph_document, lowered_by_executor
+    from conform.harness.backends.nnef_graphs import as_executed, build_graph_document
 
-    text, operations, _ = build_graph_document(graph, outputs)
-    parsed = nnef.parse_string(text, lowered=lowered_by_executor(operations))
+    parsed = as_executed(*build_graph_document(graph, outputs)[:2])
     nnef.infer_shapes(parsed)
     for name in outputs:
         assert list(parsed.tensors[name].shape) == list(np.shape(graph.values[name])), name

@@ -88,8 +88,7 @@ def nnef_accepts(spec, case) -> bool:
     one, kernels = one_node(spec, case), _kernels()
     try:
         text, operations, fed = build_graph_document(one, one.leaves)
-        # as the executor will run it: compound operations without a kernel lowered
-        parsed = nnef.parse_string(text, lowered=lowered_by_executor(operations))
+        parsed = as_executed(text, operations)
         nnef.infer_shapes(parsed)
     except (Unsupported, nnef.Error, ValueError):
         return False
@@ -123,6 +122,22 @@ def lowered_by_executor(operations) -> list:
     kernels = _kernels()
     return [] if kernels is None else compound_operations(
         [op for op in operations if op not in kernels])
+
+
+def as_executed(text: str, operations):
+    """The parsed document as the executor runs it: the compound operations without a kernel
+    lowered, again in the bodies that invoke more of them (as the executor lowers them one
+    error after another)."""
+    import nnef
+
+    lowered = lowered_by_executor(operations)
+    while True:
+        parsed = nnef.parse_string(text, lowered=lowered)
+        more = [op for op in lowered_by_executor({o.name for o in parsed.operations})
+                if op not in lowered]
+        if not more:
+            return parsed
+        lowered += more
 
 
 def nnef_runner():
