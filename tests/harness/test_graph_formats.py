@@ -45,7 +45,7 @@ def test_every_format_fuzz_runs_on_has_a_graph_format():
         graph_format("numpy")
 
 
-@pytest.mark.parametrize("backend, count", [("nnef", 15), ("jax", 3)])
+@pytest.mark.parametrize("backend, count", [("nnef", 15), ("jax", 2)])
 def test_every_sampled_graph_is_a_valid_model(specs, backend, count):
     """Both models of each graph (leaves as outputs; every value an output) are valid in the
     format (a verified StableHLO module; an NNEF document that parses, with the graph's shapes
