@@ -73,6 +73,19 @@ class Graph:
                 for node, case in zip(self.nodes, self.cases)]
 
 
+def one_node(spec, case) -> Graph:
+    """``case``'s node alone as a :class:`Graph` (its answer attached: ``case.expectation``),
+    for a format's check of a drawn node: inputs ``in0``, ``in1``, ..., outputs ``out0``, ...
+    with the oracle's values."""
+    names = tuple(f"in{i}" for i in range(len(case.inputs)))
+    outputs = tuple(f"out{k}" for k in range(len(case.expectation)))
+    values = dict(zip(names, case.inputs))
+    values.update((name, part.expected) for name, part in zip(outputs, case.expectation))
+    return Graph(dict(zip(names, case.inputs)), [ProgramNode(spec, names, outputs, case.attrs)],
+                 [case], {**dict(zip(names, case.input_dtypes)),
+                          **dict(zip(outputs, spec.out_dtypes(case)))}, values)
+
+
 def _plain(value):
     """``value`` as JSON holds it (arrays as lists)."""
     if isinstance(value, dict):

@@ -44,7 +44,9 @@ def _near_half(a, error):
 
 
 def _clamp(x, low, high):
-    return np.minimum(np.maximum(x, low), high)
+    """The standard library's ``clamp(x, a, b)``: ``y = max(min(x, b), a)`` (so ``a`` where
+    ``a > b``, as a generated graph may feed min and max)."""
+    return np.maximum(np.minimum(x, high), low)
 
 
 # ------------------------------------------------------------------ drawing

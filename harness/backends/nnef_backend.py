@@ -67,19 +67,24 @@ class NnefBackend(Backend):
         model = model or Model("nnef", program.spec, program.case)
         with self.clock.timing("model_build"):
             document = model.build()
-        inputs = model.inputs()
-        lowered = self._lowered.get(model.key, [])
+        return [document.finish(o) for o in self.execute(model.key, document, model.inputs())]
+
+    def execute(self, key, document, inputs, lowered=()) -> list:
+        """The executor's outputs of ``document`` (an NNEF :class:`Document
+        <conform.harness.backends.nnef_models.Document>`: its text and operations) on
+        ``inputs``, its session cached under ``key``; an operation without a kernel of the
+        executor's own runs as its standard fragment's body (see the module's text), those in
+        ``lowered`` from the start."""
+        lowered = self._lowered.get(key, list(lowered))
         while True:
             try:
-                outputs = self._execute(model.key, document, inputs, lowered)
-                break
+                return self._execute(key, document, inputs, lowered)
             except ValueError as exc:
                 wider = _lowering(exc, document, lowered)
                 if wider is None:
                     raise _classified(exc) from None
                 # no kernel of the executor's own: the standard fragment's body runs in its place
-                lowered = self._lowered[model.key] = wider
-        return [document.finish(o) for o in outputs]
+                lowered = self._lowered[key] = wider
 
     def _execute(self, key, document, inputs, lowered):
         session = self._sessions.get((key, *lowered),

@@ -8,8 +8,6 @@ instrumented model, whose intermediates the judge judges node by node).
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import onnx
 from onnx import helper
@@ -17,7 +15,7 @@ from onnx import helper
 from conform.harness.backends.base import Unsupported, binding, onnx_opset
 from conform.harness.backends.onnx_models import (IR_VERSION, ONNX_TYPES, OnnxGraph, _add_op,
                                                   schema_allows)
-from conform.spec.program_nodes import ProgramNode
+from conform.generators.graphs import one_node
 
 
 def build_graph_model(graph, outputs) -> onnx.ModelProto:
@@ -62,16 +60,9 @@ def onnx_accepts(spec, case) -> bool:
     raises no :class:`Unsupported`, and its one-node model, whose outputs have the oracle's
     shapes, passes ``onnx.checker`` (full check) and strict shape inference: the shapes and
     types ONNX infers are those the graph gives the node's values."""
-    names = [f"in{i}" for i in range(len(case.inputs))]
-    outputs = [f"out{k}" for k in range(len(case.expectation))]
-    values = dict(zip(names, case.inputs))
-    values.update((name, part.expected) for name, part in zip(outputs, case.expectation))
-    one = SimpleNamespace(nodes=[ProgramNode(spec, tuple(names), tuple(outputs), case.attrs)],
-                          cases=[case], inputs=names, values=values,
-                          dtypes={**dict(zip(names, case.input_dtypes)),
-                                  **dict(zip(outputs, spec.out_dtypes(case)))})
+    one = one_node(spec, case)
     try:
-        valid(build_graph_model(one, outputs))
+        valid(build_graph_model(one, one.leaves))
     except (Unsupported, onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
         return False
     return True

@@ -13,8 +13,8 @@ from pathlib import Path
 from conform.harness.cli.values import at_least_one, seconds, seed, writable_directory
 
 EXIT_OK, EXIT_FOUND = 0, 1
-#: The backends ``conform fuzz`` runs graphs on (others: not yet).
-FUZZ_BACKENDS = ("onnxruntime",)
+#: The backends ``conform fuzz`` runs graphs on (harness/run/graph_formats.py: GRAPH_BACKENDS)
+FUZZ_BACKENDS = ("onnxruntime", "jax", "nnef")
 MAX_NODES_LIMIT = 50
 
 
@@ -51,6 +51,7 @@ def cmd_fuzz(args, specs: dict) -> int:
     import conform
     from conform.harness.backends.base import onnx_opset
     from conform.harness.run.fuzz import fuzz
+    from conform.harness.run.graph_formats import graph_format
     from conform.reports import ResultWriter, Tally, write_reports
 
     out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-fuzz", "--out",
@@ -66,26 +67,30 @@ def cmd_fuzz(args, specs: dict) -> int:
 
     with ResultWriter(out / "results.jsonl") as writer:
         figures = fuzz(specs, budget=budget, seconds=args.time, max_nodes=args.max_nodes,
-                       seed=args.seed, write=write, progress=_progress)
+                       seed=args.seed, write=write, progress=_progress, backend=args.backend)
     print(file=sys.stderr)
-    bound = sorted(op for op, spec in specs.items() if "onnx" in spec.bindings)
+    form = graph_format(args.backend)
+    bound = sorted(form.bound(specs))
     reached = [op for op in figures["ops_reached"] if op in bound]
     meta = {"backend": args.backend, "backend_name": args.backend,
-            "backend_version": f"onnxruntime {figures['backend_version']}", "device": "cpu",
-            "model_format": "onnx", "onnx_opset": onnx_opset(), "optimization": "ORT_ENABLE_ALL",
-            "subnormals_declared": "ieee", "subnormals_applied": "ieee", "seed": args.seed,
+            "backend_version": figures["backend_version"], "device": "cpu",
+            "model_format": form.model_format, "optimization": form.optimization,
+            "subnormals_declared": form.subnormals, "subnormals_applied": form.subnormals,
+            "seed": args.seed,
             "max_examples": figures["graphs"], "complete": True, "cases_planned": figures["graphs"],
             "selected_ops": reached, "wall_seconds": figures["seconds"],
             "worker_restarts": figures["worker_restarts"], "workers_recycled": 0,
             "fuzz": {"graphs": figures["graphs"], "max_nodes": args.max_nodes,
                      "graphs_per_second": figures["graphs_per_second"],
                      "ops_bound": len(bound), "ops_reached": len(reached)}}
+    if form.binding == "onnx":
+        meta["onnx_opset"] = onnx_opset()
     write_reports(out, meta, conform.__version__, records=records, tally=tally)
     counts = figures["counts"]
     print(f"{figures['graphs']} graphs in {figures['seconds']:.1f} s "
           f"({figures['graphs_per_second']} graphs/s): "
           + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-          + f"; {len(reached)} of {len(bound)} ONNX-bound ops reached\nwrote {out}/"
+          + f"; {len(reached)} of {len(bound)} {form.model_format}-bound ops reached\nwrote {out}/"
             "{results.jsonl,summary.json,report.html}")
     found = any(counts.get(v) for v in ("fail", "error", "crash", "timeout"))
     return EXIT_FOUND if found else EXIT_OK

@@ -220,7 +220,8 @@ def _leaf_errors(e, a, got, base):
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         relative = np.where(a == 0, 0.0, a / np.abs(e))
         judged = np.isfinite(e) & np.isfinite(a) & (relative <= ILL_CONDITIONED)
-        error, plain_error = (np.where(np.isfinite(x), np.abs(x.astype(np.float64) - e), np.inf)
+        wide = np.complex128 if e.dtype.kind == "c" else np.float64   # a complex leaf's
+        error, plain_error = (np.where(np.isfinite(x), np.abs(x.astype(wide) - e), np.inf)
                               for x in (got, base))
     return judged, error, plain_error
 

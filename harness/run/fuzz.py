@@ -1,8 +1,9 @@
 """``conform fuzz``: generated graphs run as users run them, judged, recorded.
 
 Each graph (:mod:`conform.generators.graphs`, drawn from the run's seed and its number) runs
-twice on onnxruntime, in an isolated worker (:mod:`.graph_worker`): as generated (its leaves
-are the model's outputs) and instrumented (every node's outputs are). Its result line holds its
+twice on the backend (onnxruntime, jax or nnef: :mod:`.graph_formats`), in an isolated worker
+(:mod:`.graph_worker`): as generated (its leaves are the model's outputs) and instrumented
+(every node's outputs are). Its result line holds its
 ``nodes`` (op, dtype, inputs, outputs, attributes and the instrumented verdict of each), the
 as-run judgement of its leaves (:mod:`conform.harness.judge.graphs`) and one verdict:
 
@@ -21,16 +22,17 @@ import zlib
 import numpy as np
 
 from conform.dtypes import np_dtype
-from conform.generators.graphs import MAX_NODES, draw_graph, graphs
-from conform.harness.backends.onnx_graphs import build_graph_model, onnx_accepts, onnx_allowed
+from conform.generators.graphs import MAX_NODES, draw_graph
 from conform.harness.judge.graphs import judge_leaves, judge_nodes, reference
 from conform.harness.judge.judging import failure_message
+from conform.harness.run.graph_formats import graph_format
 from conform.harness.run.graph_worker import GraphWorker, WorkerDied
 from conform.records import SCHEMA_VERSION
 
 
-#: What onnxruntime says when it has no kernel for a node (the backend's ``unsupported``)
-_NO_KERNEL = ("NOT_IMPLEMENTED", "Could not find an implementation")
+#: What onnxruntime and the nnef executor say when they have no kernel for a node (the
+#: backend's ``unsupported``)
+_NO_KERNEL = ("NOT_IMPLEMENTED", "Could not find an implementation", "operation not implemented")
 
 
 def graph_seed(seed: int, number: int) -> int:
@@ -41,16 +43,18 @@ def graph_seed(seed: int, number: int) -> int:
 def onnx_strategy(specs: dict, max_nodes: int = MAX_NODES):
     """The graphs ``conform fuzz`` draws for an ONNX backend: over every op of ``specs`` bound
     to ONNX at the run's opset."""
-    bound = {op: spec for op, spec in specs.items() if "onnx" in spec.bindings}
-    return graphs(bound, max_nodes=max_nodes, allowed=onnx_allowed, accept=onnx_accepts)
+    return graph_format("onnxruntime").strategy(specs, max_nodes)
 
 
 def run_graph(graph, worker: GraphWorker) -> tuple[str, list]:
     """Run ``graph`` as generated and instrumented: ``(kind, replies)``, kind ``ok`` or the
     worker's death (``crash``, ``timeout``, with the message as the only reply)."""
     every = [name for node in graph.nodes for name in node.outputs]
-    models = [build_graph_model(graph, outputs).SerializeToString()
-              for outputs in (graph.leaves, every)]
+    try:
+        models = [worker.build(graph, outputs) for outputs in (graph.leaves, every)]
+    except Exception as exc:   # a graph the format cannot express: its error, not the run's
+        failed = ("error", f"building its model: {type(exc).__name__}: {str(exc)[:2000]}", "")
+        return "ok", [failed, failed]
     dtypes = [graph.dtypes[name] for name in (*graph.inputs, *every)]
     feeds = {name: np.asarray(x, dtype=np_dtype(graph.dtypes[name]))
              for name, x in graph.inputs.items()}
@@ -91,7 +95,7 @@ def graph_record(graph, number: int, seed: int, kind: str, replies: list, backen
 def _judge(record: dict, graph, number: int, as_run: dict, instrumented: dict,
            backend: str) -> None:
     """Add the verdicts of both runs to ``record``."""
-    nodes = judge_nodes(graph, instrumented)
+    nodes = judge_nodes(graph, instrumented, graph_format(backend).subnormals)
     for described, judged in zip(record["nodes"], nodes):
         described["verdict"] = judged.verdict
     leaves = judge_leaves(graph, reference(graph, seed=record["seed"]), as_run,
@@ -124,13 +128,15 @@ def _judge(record: dict, graph, number: int, as_run: dict, instrumented: dict,
 
 
 def fuzz(specs: dict, *, budget: int | None = None, seconds: float | None = None,
-         max_nodes: int = MAX_NODES, seed: int = 0, write=None, progress=None) -> dict:
-    """Draw, run and judge graphs until ``budget`` graphs or ``seconds`` have passed (at least
-    one of them is given); ``write(record)`` takes each result line, ``progress(done, counts,
-    elapsed)`` is told after each graph. Returns the run's figures (graphs, counts, rate, ops
-    reached, backend version)."""
-    strategy = onnx_strategy(specs, max_nodes)
-    worker = GraphWorker()
+         max_nodes: int = MAX_NODES, seed: int = 0, write=None, progress=None,
+         backend: str = "onnxruntime") -> dict:
+    """Draw, run and judge graphs on ``backend`` until ``budget`` graphs or ``seconds`` have
+    passed (at least one of them is given); ``write(record)`` takes each result line,
+    ``progress(done, counts, elapsed)`` is told after each graph. Returns the run's figures
+    (graphs, counts, rate, ops reached, backend version)."""
+    form = graph_format(backend)
+    strategy = form.strategy(specs, max_nodes)
+    worker = form.worker()
     counts: dict = {}
     reached: set = set()
     start = time.perf_counter()
@@ -141,7 +147,7 @@ def fuzz(specs: dict, *, budget: int | None = None, seconds: float | None = None
             drawn_from = graph_seed(seed, number)
             graph = draw_graph(strategy, seed=drawn_from)
             kind, replies = run_graph(graph, worker)
-            record = graph_record(graph, number, drawn_from, kind, replies, "onnxruntime")
+            record = graph_record(graph, number, drawn_from, kind, replies, backend)
             record["seconds"] = round(time.perf_counter() - start, 3)
             reached.update(graph.ops)
             counts[record["verdict"]] = counts.get(record["verdict"], 0) + 1

@@ -1,10 +1,13 @@
-"""An isolated onnxruntime process for generated graphs (``conform fuzz``).
+"""An isolated process running generated graphs' models (``conform fuzz``).
 
-Each graph's models are new (no two graphs share one), so the worker keeps no session: it is
-handed serialized models and the inputs, makes a session per model (CPU provider, one thread,
-``ORT_ENABLE_ALL``: the optimisations a user gets by default) and returns every model's outputs.
-A worker that dies (a SIGFPE, an abort in a kernel) costs the graph it was running: the caller
-records a ``crash`` and starts another.
+Each graph's models are new (no two graphs share one), so the worker keeps no model: it is
+handed the models (as the format's builder made them in the caller: serialized ONNX, an exported
+StableHLO module, an NNEF document) and the inputs, and returns every model's outputs. What runs
+them is the format's *runner* (a module-level function, called once in the worker: ``() ->
+(version, run(model, feeds, dtypes) -> arrays)``); onnxruntime's (:func:`ort_runner`) makes a
+session per model (CPU provider, one thread, ``ORT_ENABLE_ALL``: the optimisations a user gets
+by default). A worker that dies (a SIGFPE, an abort in a kernel) costs the graph it was running:
+the caller records a ``crash`` and starts another.
 """
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ import numpy as np
 OPTIMIZATION = "ORT_ENABLE_ALL"
 
 
-def _serve(conn) -> None:
+def ort_runner():
+    """onnxruntime's runner: its version, and a function running a serialized ONNX model."""
     import onnxruntime as ort
 
     from conform.harness.backends.ort_values import array_of, needs_ort_values, ort_value
@@ -26,7 +30,27 @@ def _serve(conn) -> None:
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, OPTIMIZATION)
     options.log_severity_level = 4
-    conn.send(("ready", ort.__version__))
+
+    def run(model: bytes, feeds: dict, dtypes) -> list:
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        if needs_ort_values(dtypes):
+            given = {name: ort_value(ort, x) for name, x in feeds.items()}
+            return [array_of(v) for v in session.run_with_ort_values(None, given)]
+        return [_array(v) for v in session.run(None, feeds)]
+
+    return f"onnxruntime {ort.__version__}", run
+
+
+def ort_model(graph, outputs) -> bytes:
+    """The serialized ONNX model of ``graph`` with ``outputs`` (what :func:`ort_runner` runs)."""
+    from conform.harness.backends.onnx_graphs import build_graph_model
+
+    return build_graph_model(graph, outputs).SerializeToString()
+
+
+def _serve(conn, runner=ort_runner) -> None:
+    version, run = runner()
+    conn.send(("ready", version))
     while True:
         try:
             request = conn.recv()
@@ -34,16 +58,10 @@ def _serve(conn) -> None:
             return
         models, feeds, dtypes = request
         replies = []
-        for k, model in enumerate(models):
+        for model in models:
             try:
-                session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-                if needs_ort_values(dtypes):
-                    given = {name: ort_value(ort, x) for name, x in feeds.items()}
-                    values = session.run_with_ort_values(None, given)
-                    replies.append(("ok", [array_of(v) for v in values]))
-                else:
-                    replies.append(("ok", [_array(v) for v in session.run(None, feeds)]))
-            except Exception as exc:   # onnxruntime raises its own exception types
+                replies.append(("ok", run(model, feeds, dtypes)))
+            except Exception as exc:   # runtimes raise their own exception types
                 replies.append(("error", f"{type(exc).__name__}: {str(exc)[:2000]}",
                                 traceback.format_exc(limit=3)))
         conn.send(replies)
@@ -57,11 +75,14 @@ def _array(value):
 
 
 class GraphWorker:
-    """A worker process running ONNX models on onnxruntime; :meth:`run` returns per model
-    ``("ok", outputs)`` or ``("error", message, traceback)``, or raises :class:`WorkerDied`."""
+    """A worker process running one format's models (by default ONNX models on onnxruntime);
+    :meth:`run` returns per model ``("ok", outputs)`` or ``("error", message, traceback)``, or
+    raises :class:`WorkerDied`. ``build(graph, outputs)`` makes a graph's model (in the
+    caller), ``runner`` runs it (in the worker: see the module's text)."""
 
-    def __init__(self, timeout: float = 60.0):
+    def __init__(self, timeout: float = 60.0, *, runner=ort_runner, build=ort_model):
         self.timeout = timeout
+        self.runner, self.build = runner, build
         self._process = self._conn = None
         self.version = None
         self.starts = 0   # workers started (each after the first replaces a dead one)
@@ -69,14 +90,14 @@ class GraphWorker:
     def _start(self) -> None:
         context = mp.get_context("spawn")
         self._conn, theirs = context.Pipe()
-        process = context.Process(target=_serve, args=(theirs,), daemon=True)
+        process = context.Process(target=_serve, args=(theirs, self.runner), daemon=True)
         process.start()
         self._process = process
         self.starts += 1
         theirs.close()
         if not self._conn.poll(120):
             self.close()
-            raise WorkerDied("onnxruntime worker did not start in 120 s")
+            raise WorkerDied("graph worker did not start in 120 s")
         _, self.version = self._conn.recv()
 
     def run(self, models: list[bytes], feeds: dict, dtypes) -> list:
