@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.harness.judge._elements import _element_figures, _exact, _strict_zero
+from conform.harness.judge._elements import _element_figures, _exact, _strict_zero, block_ranges, blockwise
 
 #: Upper edges of the ULP-error buckets of an accuracy map: an element falls in the first bucket
 #: whose edge is at least its error; a special-value mismatch (NaN, infinity, signed zero) in
@@ -59,11 +59,18 @@ def ulp_buckets(errors: np.ndarray) -> np.ndarray:
     >>> ulp_buckets(np.array([0.0, 0.3, 1.0, 3.0, np.inf])).tolist()
     [1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 1]
     """
-    errors = np.asarray(errors, np.float64)
-    special = np.isinf(errors)
-    where = np.searchsorted(np.array(ULP_EDGES), errors[~special], side="left")
-    counts = np.bincount(where, minlength=len(ULP_EDGES)).tolist()
-    return np.array(counts[:len(ULP_EDGES)] + [int(special.sum())])
+    errors = np.asarray(errors, np.float64).ravel()
+    # a bucket's count is that of the errors up to its edge less those up to the one before
+    # (an infinite error is special, a NaN is up to no edge: in no bucket), block by block
+    up_to = np.zeros(len(ULP_EDGES) + 1, np.int64)
+    for low, high in block_ranges(errors.size):
+        block = errors[low:high]
+        infinite = np.isinf(block)
+        if infinite.any():
+            block = block[~infinite]
+        up_to += [np.count_nonzero(block <= edge) for edge in ULP_EDGES] \
+            + [np.count_nonzero(infinite)]
+    return np.array(np.diff(np.r_[0, up_to[:-1]]).tolist() + [int(up_to[-1])])
 
 
-__all__ = ["ULP_EDGES", "ULP_LABELS", "correctly_rounded", "ulp_buckets", "ulp_errors"]
+__all__ = ["ULP_EDGES", "ULP_LABELS", "block_ranges", "blockwise", "correctly_rounded", "ulp_buckets", "ulp_errors"]

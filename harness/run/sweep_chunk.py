@@ -24,7 +24,8 @@ import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS
 from conform.generators import bit_range_case
-from conform.harness.judge.accuracy import correctly_rounded, ulp_buckets, ulp_errors
+from conform.harness.judge.accuracy import (block_ranges, blockwise, correctly_rounded, ulp_buckets,
+                                            ulp_errors)
 from conform.harness.judge.judging import flushed_expectation, judge_many
 from conform.oracles.expectations import expect
 from conform.spec.critical import resolve, ulp
@@ -104,15 +105,16 @@ def chunk_summary(spec, case, outputs: list, task: ChunkTask) -> dict:
     judged_mask = np.ones(x.shape, bool) if impl is None else ~np.asarray(impl, bool).ravel()
     errors, rounded = _accuracy(spec, case, actual, expected.ravel(), task.subnormals,
                                 judgement)
-    errors = np.where(judged_mask, errors, 0.0)
+    if impl is not None:
+        errors = np.where(judged_mask, errors, 0.0)
     failing = np.zeros(x.shape, bool)
     if judgement.failing is not None:
         failing[np.asarray(judgement.failing, np.int64)] = True
     result = {"inputs": int(x.size), "checked": judgement.checked, "failed": judgement.mismatched,
               "impl_defined": judgement.impl_defined, "model": judgement.model,
               "unit": judgement.unit, "worst": _worst(judgement, task.first, x, expected.ravel()),
-              "ulp_histogram": ulp_buckets(errors[judged_mask]).tolist(),
-              "correctly_rounded": int((rounded & judged_mask).sum()),
+              "ulp_histogram": ulp_buckets(errors if impl is None else errors[judged_mask]).tolist(),
+              "correctly_rounded": int(np.count_nonzero(rounded & judged_mask)),
               "max_ulp": _largest(errors, task.first, x),
               "regions": region_counts(spec, task.dtype, x, judged_mask, failing, errors),
               "failing": _first_failing(failing, task.first, x, expected.ravel(), actual, errors),
@@ -129,19 +131,22 @@ def _accuracy(spec, case, actual, expected, subnormals: str, judgement) -> tuple
     errors are the judge's own (``judgement.errors``)."""
     model = spec.model_for(case.out_dtype, 0, case)
     zero = model.get("signed_zero", "strict")   # as judged
-    errors = judgement.errors if "ulp" in model else None
-    if errors is None:
-        errors = ulp_errors(actual, expected, case.out_dtype, subnormals=subnormals,
-                            signed_zero=zero)
-    rounded = correctly_rounded(actual, expected, case.out_dtype, signed_zero=zero)
+    judged = judgement.errors if "ulp" in model else None
     flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
-    if flushed is not None:
-        other = np.asarray(flushed[0][0], np.float64).ravel()
-        if judgement.errors is None or "ulp" not in model:
-            errors = np.minimum(errors, ulp_errors(actual, other, case.out_dtype,
-                                                   subnormals=subnormals, signed_zero=zero))
-        rounded |= correctly_rounded(actual, other, case.out_dtype, signed_zero=zero)
-    return np.asarray(errors, np.float64).ravel(), rounded
+    other = None if flushed is None else np.asarray(flushed[0][0], np.float64).ravel()
+
+    def figures(actual, expected, other, judged):
+        errors = judged if judged is not None else ulp_errors(
+            actual, expected, case.out_dtype, subnormals=subnormals, signed_zero=zero)
+        rounded = correctly_rounded(actual, expected, case.out_dtype, signed_zero=zero)
+        if other is not None:
+            if judged is None:
+                errors = np.minimum(errors, ulp_errors(actual, other, case.out_dtype,
+                                                       subnormals=subnormals, signed_zero=zero))
+            rounded |= correctly_rounded(actual, other, case.out_dtype, signed_zero=zero)
+        return np.asarray(errors, np.float64), rounded
+
+    return blockwise(figures, (actual, expected, other, judged), actual.size)
 
 
 def _py(value) -> float:
@@ -185,10 +190,10 @@ def error_profile(errors: np.ndarray, first: int, dtype: str) -> list:
     (numbered from bit pattern 0) that holds an element of ``errors`` (those of the patterns
     from ``first`` on) with a non-zero error."""
     shift = PROFILE_BLOCK_BITS[dtype]
-    blocks = (np.arange(first, first + errors.size, dtype=np.int64) >> shift)
-    starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+    # where a block starts: at 0, then at each pattern that is a multiple of 2**shift
+    starts = np.r_[0, np.arange((((first >> shift) + 1) << shift) - first, errors.size, 1 << shift)]
     largest = np.maximum.reduceat(errors, starts) if errors.size else np.zeros(0)
-    return [[int(blocks[s]), float(v)] for s, v in zip(starts, largest) if v > 0]
+    return [[(first + int(s)) >> shift, float(v)] for s, v in zip(starts, largest) if v > 0]
 
 
 def region_bounds(spec, dtype: str) -> list:
@@ -216,12 +221,22 @@ def region_counts(spec, dtype: str, x: np.ndarray, judged: np.ndarray, failing: 
                   errors: np.ndarray) -> dict:
     """Per region (the spec's critical regions, its implementation-defined inputs, and the
     subnormal, zero and non-finite inputs): ``[inputs, failed, max ULP error]``."""
-    wide = x.astype(np.float64)
+    bounds = region_bounds(spec, dtype)
+    parts = [_block_regions(bounds, dtype, *(a[low:high] for a in (x, judged, failing, errors)))
+             for low, high in block_ranges(x.size)]
+    return {name: [sum(p[name][0] for p in parts), sum(p[name][1] for p in parts),
+                   float(np.max([p[name][2] for p in parts]))] for name in parts[0]}
+
+
+def _block_regions(bounds: list, dtype: str, x, judged, failing, errors) -> dict:
+    """:func:`region_counts` of a block of elements."""
+    with np.errstate(invalid="ignore"):
+        wide = x.astype(np.float64)
     magnitude = np.abs(wide)
     masks = {"implementation_defined": ~judged, "non_finite": ~np.isfinite(wide),
              "zero": wide == 0,
              "subnormal": (magnitude > 0) & (magnitude < FLOAT_FORMATS[dtype].min_normal)}
-    for name, low, high in region_bounds(spec, dtype):
+    for name, low, high in bounds:
         inside = (wide >= low) & (wide <= high)
         masks[f"critical:{name}"] = masks.get(f"critical:{name}", False) | inside
     counts = {}
