@@ -144,7 +144,10 @@ def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
         want = round_to_dtype(expected, out_dtype, saturate=saturate)
     if out_dtype not in FLOAT_FORMATS:
         return actual != want
-    a, w = actual.astype(np.float64), want.astype(np.float64)
+    if actual.dtype == want.dtype and actual.dtype.kind == "f":   # NumPy's own: compared as is
+        a, w = actual, want
+    else:   # (ml_dtypes' formats: compared in float64, each value exact there)
+        a, w = actual.astype(np.float64), want.astype(np.float64)
     bad = ~((a == w) | (np.isnan(a) & np.isnan(w)))
     sign_bad = (a == 0) & (w == 0) & (np.signbit(a) != np.signbit(w)) if strict_zero else False
     return bad | sign_bad

@@ -112,15 +112,26 @@ def ratio_bins(ratio: np.ndarray) -> np.ndarray:
     >>> ratio_bins(np.array([0.0, 0.75, 1.0, 3.0, np.inf])).tolist()
     [0, 4, 4, 6, 9]
     """
-    # (as np.searchsorted(RATIO_BINS, ratio, "left") - 1 clipped to the bins, a NaN in the last:
-    # one comparison per inner edge, cheaper than a binary search per element)
-    where = np.zeros(np.shape(ratio), np.uint8)
-    for edge in RATIO_BINS[1:-1]:
-        where += ratio > edge
+    # (as np.searchsorted(RATIO_BINS, ratio, "left") - 1 clipped to the bins, a NaN in the last,
+    # read from the float64 bits: the inner edges are powers of two, so a ratio's bin is that
+    # of k = ceil(log2 ratio), its exponent plus one where its fraction is not zero; a zero, a
+    # subnormal or a negative number falls in the first bin)
+    bits = np.asarray(ratio, np.float64).view(np.int64)
+    k = (bits >> 52) + ((bits & _FRACTION) != 0) - (1023 + _LOWEST_K)
+    where = _BIN_OF_K[np.clip(k, 0, len(_BIN_OF_K) - 1)]
     nan = np.isnan(ratio)
     if nan.any():
         where[nan] = len(RATIO_BINS) - 2
     return where
+
+
+_FRACTION = (1 << 52) - 1
+_LOWEST_K = int(np.log2(RATIO_BINS[1]))   # ratios up to 2**_LOWEST_K fall in the first bin
+#: The bin of a ratio in (2**(k - 1), 2**k], indexed by k - _LOWEST_K (clipped): how many inner
+#: edges lie below 2**k
+_BIN_OF_K = np.array([sum(edge < 2.0 ** k for edge in RATIO_BINS[1:-1])
+                      for k in range(_LOWEST_K, int(np.log2(RATIO_BINS[-2])) + 2)], np.uint8)
+assert all(float(np.log2(edge)).is_integer() for edge in RATIO_BINS[1:-1])
 
 
 def describe_model(model: dict) -> str:
@@ -244,7 +255,8 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit,
     judgements = _segment_judgements(group, figures, quick.tolist(), impl_any.tolist(), actual,
                                      expected, sizes, offsets, out_dtype, model, name, unit)
     if keep_errors:
-        errors = np.where(figures["special_bad"], np.inf, figures["error"])
+        errors = np.where(figures["special_bad"], np.inf, figures["error"]) \
+            if figures["special_bad"].any() else figures["error"]
         for judgement, start, size in zip(judgements, offsets.tolist(), sizes.tolist()):
             judgement.errors = errors[start:start + size]
     return judgements
