@@ -60,17 +60,33 @@ def ulp_buckets(errors: np.ndarray) -> np.ndarray:
     [1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 1]
     """
     errors = np.asarray(errors, np.float64).ravel()
-    # a bucket's count is that of the errors up to its edge less those up to the one before
-    # (an infinite error is special, a NaN is up to no edge: in no bucket), block by block
-    up_to = np.zeros(len(ULP_EDGES) + 1, np.int64)
+    counts = np.zeros(len(ULP_LABELS), np.int64)
     for low, high in block_ranges(errors.size):
-        block = errors[low:high]
-        infinite = np.isinf(block)
-        if infinite.any():
-            block = block[~infinite]
-        up_to += [np.count_nonzero(block <= edge) for edge in ULP_EDGES] \
-            + [np.count_nonzero(infinite)]
-    return np.array(np.diff(np.r_[0, up_to[:-1]]).tolist() + [int(up_to[-1])])
+        counts += np.bincount(_bucket(errors[low:high]), minlength=len(ULP_LABELS) + 1)[:-1]
+    return counts
+
+
+_FRACTION = (1 << 52) - 1
+_LOWEST_K = int(np.log2(ULP_EDGES[1]))   # errors in (0, 2**_LOWEST_K] fall in bucket 1
+#: The bucket of an error in (2**(k - 1), 2**k], indexed by k - _LOWEST_K (clipped): one more
+#: than the inner edges below 2**k
+_BUCKET_OF_K = np.array([1 + sum(edge < 2.0 ** k for edge in ULP_EDGES[1:-1])
+                         for k in range(_LOWEST_K, int(np.log2(ULP_EDGES[-2])) + 2)], np.uint8)
+
+
+def _bucket(errors: np.ndarray) -> np.ndarray:
+    """Each error's :data:`ULP_LABELS` bucket (as ``np.searchsorted(ULP_EDGES, e, "left")``:
+    the edges below it), an infinite one's ``special``, a NaN's one past the last (counted in
+    none), read from the float64 bits (the inner edges are powers of two)."""
+    bits = errors.view(np.int64)
+    k = (bits >> 52) + ((bits & _FRACTION) != 0) - (1023 + _LOWEST_K)
+    where = _BUCKET_OF_K[np.clip(k, 0, len(_BUCKET_OF_K) - 1)]
+    where[errors <= 0] = 0
+    odd = ~np.isfinite(errors)
+    if odd.any():
+        where[np.isinf(errors)] = len(ULP_LABELS) - 1
+        where[np.isnan(errors)] = len(ULP_LABELS)
+    return where
 
 
 __all__ = ["ULP_EDGES", "ULP_LABELS", "block_ranges", "blockwise", "correctly_rounded", "ulp_buckets", "ulp_errors"]

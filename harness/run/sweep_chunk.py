@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS
-from conform.generators import bit_range_case, lattice_case
+from conform.generators import EXHAUSTIVE_BITS, bit_range_case, lattice_case
 from conform.harness.judge.accuracy import (block_ranges, blockwise, correctly_rounded, ulp_buckets,
                                             ulp_errors)
 from conform.harness.judge.judging import flushed_expectation, judge_many
@@ -253,31 +253,38 @@ def region_counts(spec, dtype: str, xs: list, judged: np.ndarray, failing: np.nd
     inputs with a subnormal, zero or non-finite operand; a binary op's critical regions, which
     concern both operands, are left out): ``[inputs, failed, max ULP error]``."""
     bounds = region_bounds(spec, dtype) if len(xs) == 1 else []
+    any_failing = bool(failing.any())
     parts = [_block_regions(bounds, dtype, [x[low:high] for x in xs],
-                            *(a[low:high] for a in (judged, failing, errors)))
+                            *(a[low:high] for a in (judged, failing, errors)), any_failing)
              for low, high in block_ranges(judged.size)]
     return {name: [sum(p[name][0] for p in parts), sum(p[name][1] for p in parts),
                    float(np.max([p[name][2] for p in parts]))] for name in parts[0]}
 
 
-def _block_regions(bounds: list, dtype: str, xs: list, judged, failing, errors) -> dict:
-    """:func:`region_counts` of a block of elements."""
+def _block_regions(bounds: list, dtype: str, xs: list, judged, failing, errors,
+                   any_failing: bool = True) -> dict:
+    """:func:`region_counts` of a block of elements (``any_failing``: False where no element
+    of the chunk fails)."""
     masks = {"implementation_defined": ~judged}
+    bits = EXHAUSTIVE_BITS[dtype]
+    sign = np.uint32(1 << (bits - 1)) if bits == 32 else np.uint16(1 << (bits - 1))
+    # (read from the bit patterns: the exponent field all ones, all zeros, or the whole zero)
+    fraction = FLOAT_FORMATS[dtype].precision - 1
+    normal, infinity = 1 << fraction, ((1 << (bits - 1 - fraction)) - 1) << fraction
     for x in xs:
-        with np.errstate(invalid="ignore"):
-            wide = x.astype(np.float64)
-        magnitude = np.abs(wide)
-        for name, mask in (("non_finite", ~np.isfinite(wide)), ("zero", wide == 0),
-                           ("subnormal", (magnitude > 0)
-                            & (magnitude < FLOAT_FORMATS[dtype].min_normal))):
+        magnitude = x.view(sign.dtype) & (sign - 1)
+        for name, mask in (("non_finite", magnitude >= infinity), ("zero", magnitude == 0),
+                           ("subnormal", (magnitude > 0) & (magnitude < normal))):
             masks[name] = masks[name] | mask if name in masks else mask
+    if bounds:   # (compared in float64: the bounds are float64 values)
+        wide = xs[0] if xs[0].dtype.kind == "f" else xs[0].astype(np.float64)
     for name, low, high in bounds:
-        inside = (wide >= low) & (wide <= high)
+        inside = np.greater_equal(wide, np.float64(low)) & np.less_equal(wide, np.float64(high))
         masks[f"critical:{name}"] = masks.get(f"critical:{name}", False) | inside
     counts = {}
     for name, mask in masks.items():
         n = int(np.count_nonzero(mask))
-        counts[name] = [n, int(np.count_nonzero(failing & mask)),
+        counts[name] = [n, int(np.count_nonzero(failing & mask)) if any_failing else 0,
                         float(np.where(mask, errors, -np.inf).max()) if n else 0.0]
     return counts
 
