@@ -23,7 +23,7 @@ import itertools
 
 from conform.harness.judge.outcome import Outcome
 from conform.harness.run.stages import Judged
-from conform.harness.run.sweep_ray import RAY_RETRIES, ray_hello, remote, start_ray
+from conform.harness.run.sweep_ray import RAY_RETRIES, ray_hello, remote, resolved_backend, start_ray
 
 #: Cases per Ray task.
 SHARD = 256
@@ -67,7 +67,13 @@ class RayPool:
     def __enter__(self):
         import ray
 
-        self._path, self._staging = start_ray(self.backend, self.address)
+        # a process already connected to Ray (with conform in its runtime environment, as
+        # start_ray connects) keeps its connection, and its Ray workers keep their pools
+        self._owned = not ray.is_initialized()
+        if self._owned:
+            self._path, self._staging = start_ray(self.backend, self.address)
+        else:
+            self._path, self._staging = resolved_backend(self.backend), None
         try:
             self._run = remote(ray_cases)
             self.info = ray.get(remote(ray_hello).remote(self._path, self.settings))
@@ -79,8 +85,9 @@ class RayPool:
     def __exit__(self, *exc):
         import ray
 
-        ray.shutdown()
-        self._staging.cleanup()
+        if self._owned:
+            ray.shutdown()
+            self._staging.cleanup()
 
     def run_batches(self, cases):
         """Yield the replies of every case (as :meth:`WorkerPool.run_batches` does), a shard's
