@@ -7,11 +7,12 @@ from conform.generators._suite import answer_digest, case_digest, fill_corpus, g
 from conform.generators._edges import (EXHAUSTIVE_BITS, bit_range_case, edge_case_cases, edge_sweep_case, exhaustive_case,
                                        exhaustive_cases)
 from conform.generators._values import PLANS, edge_values, fill, value_range
+from conform.generators._lattice import lattice_case, lattice_description, lattice_size
 
 __all__ = ["EXHAUSTIVE_BITS", "PLANS", "Case", "bit_range_case", "answer_digest", "cache_dir", "corpus_key", "Signature", "case_digest", "critical_case",
            "draw_plans", "dtype_labels", "fixed_attrs", "value_range",
            "edge_case_cases", "edge_sweep_case", "edge_values", "exhaustive_case", "exhaustive_cases", "fill", "fill_corpus",
-           "generate_cases", "materialize", "prune_corpus"]
+           "generate_cases", "lattice_case", "lattice_description", "lattice_size", "materialize", "prune_corpus"]
 
 
 def __getattr__(name: str):

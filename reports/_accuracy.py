@@ -46,7 +46,9 @@ def error_plot(entry: dict) -> dict:
                       for (start, ulp), end in zip(profile, edges))   # a step per group
     worst = entry.get("worst") or {}
     bound = worst.get("bound") if entry.get("unit") == "ulp" else None
-    ticks = [(round(k * WIDTH / 4, 1), bit_value(min(first + k * span // 4, stop - 1), entry["dtype"]))
+    # (a binary op's axis is its lattice's indices, named as such: a pair is not one value)
+    value = (lambda index, _: index) if entry.get("lattice") else bit_value
+    ticks = [(round(k * WIDTH / 4, 1), value(min(first + k * span // 4, stop - 1), entry["dtype"]))
              for k in range(5)]
     levels = [(_height(u), u) for u in (0.5, 2, 16, 256, 65536)]
     return {"points": points, "bound": None if bound is None else _height(bound), "ticks": ticks,

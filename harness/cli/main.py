@@ -75,6 +75,12 @@ def _add_run_command(sub) -> argparse.ArgumentParser:
     run.add_argument("--no-cache", action="store_true",
                      help="draw the corpus afresh instead of reusing the cached one")
     run.add_argument("--quiet", action="store_true", help="no progress display")
+    run.add_argument("--executor", choices=["local", "ray"], default="local",
+                     help="where the cases run: local worker processes (default) or a Ray "
+                          "cluster (conform[ray]; --workers shards in flight)")
+    run.add_argument("--address", default=None,
+                     help="with --executor ray, the cluster's address (default: Ray's own: "
+                          "$RAY_ADDRESS, a running local cluster, or a new one)")
     run.add_argument("--resume", action="store_true",
                      help="continue the interrupted run in --out (same options), skipping the "
                           "cases it finished")
@@ -239,7 +245,8 @@ def _run_locked(args, specs, profile, manifest, baseline, out: Path) -> int:
                        exhaustive=args.exhaustive, programs=args.programs,
                        use_cache=not args.no_cache, manifest=manifest,
                        spec_dir=args.specs, memory_limit_mb=args.memory_limit_mb,
-                       recycle_after=args.recycle_after, resume=args.resume, interruptible=True)
+                       recycle_after=args.recycle_after, resume=args.resume, interruptible=True,
+                       executor=args.executor, address=args.address)
     with cyclic_gc_paused():   # the corpus stays alive to the end of the command
         meta, tally = run_suite(config, specs, progress=not args.quiet)
         _kept_to_exit(tally)

@@ -18,14 +18,17 @@ EXIT_OK, EXIT_FOUND = 0, 1
 
 def add_commands(sub) -> None:
     """The ``sweep`` sub-command."""
-    sweep = sub.add_parser("sweep", help="run every input of a bit range of unary ops in chunks "
+    sweep = sub.add_parser("sweep", help="run every input of a bit range of unary ops (a range "
+                                         "of a lattice of operand pairs of binary ops) in chunks "
                                          "(locally or on Ray) into an accuracy map")
-    add_backend_and_ops(sweep, "comma-separated op names or globs (unary element-wise ops)")
+    add_backend_and_ops(sweep, "comma-separated op names or globs (unary and binary element-wise "
+                               "ops)")
     sweep.add_argument("--dtypes", type=names, default=["float32"],
                        help="comma-separated float16, bfloat16, float32 (default float32)")
     sweep.add_argument("--range", type=bit_range, default=None, metavar="LO:HI",
                        help="the first input bit pattern and the one past the last, in hex "
-                            "(default: every pattern of the dtype)")
+                            "(a binary op's: lattice indices; default: every pattern of the "
+                            "dtype, the whole lattice)")
     sweep.add_argument("--chunk", type=at_least_one, default=None, metavar="N",
                        help="inputs per chunk (default 2**22 for float32, 2**16 for 16-bit types)")
     sweep.add_argument("--executor", choices=["local", "ray"], default="local",
@@ -69,8 +72,9 @@ def cmd_sweep(args, specs: dict) -> int:
             continue
         worst = entry["max_ulp"]
         share = entry["correctly_rounded_share"]
+        where = "lattice index" if "lattice" in entry else "bits"
         print(f"{entry['op']} {entry['dtype']}: {entry['tier']} — max {worst['ulp']:.4g} ULP at "
-              f"{worst['input']!r} (bits {worst['bits'] or 0:#x}), "
+              f"{worst['input']!r} ({where} {worst['bits'] or 0:#x}), "
               f"{'-' if share is None else f'{100 * share:.2f}%'} correctly rounded, "
               f"{entry['failed']} failing of {entry['checked']} judged, "
               f"{len(entry['lost'])} chunks lost")

@@ -10,6 +10,55 @@ import numpy as np
 from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex, np_dtype, round_to_format
 from conform.ops.error_bounds import sum_gamma
 
+#: Elements per block of :func:`blockwise`: a block's float64 temporaries (512 KiB) stay in
+#: the cache and their memory is reused, where a 2**22-element chunk's are each a fresh 32 MiB
+#: mapping, faulted in page by page and walked from main memory.
+BLOCK = 1 << 16
+
+
+def blockwise(function, arguments: tuple, size: int, block: int | None = None) -> tuple:
+    """``function(*arguments)`` for an element-wise ``function`` of flat arrays of ``size``
+    elements that returns a tuple of such arrays, computed ``block`` elements at a time
+    (default :data:`BLOCK`): each array of ``size`` elements among the arguments (in tuples and
+    lists too) is sliced, anything else (None, a scalar) passed whole, and the blocks' results
+    are written into arrays of the full size (a None result stays None). Each element's result depends on that element
+    alone, so it is the one call's result, bit for bit.
+
+    >>> blockwise(lambda a, b: (a + b,), (np.arange(5.0), 1.0), 5, block=2)[0].tolist()
+    [1.0, 2.0, 3.0, 4.0, 5.0]
+    """
+    block = block or BLOCK
+    if size <= block:
+        return function(*arguments)
+    out = None
+    for low in range(0, size, block):
+        high = min(low + block, size)
+        part = function(*_sliced(arguments, low, high, size))
+        if out is None:   # (a None result stays None)
+            out = tuple(None if p is None else np.empty(size, np.asarray(p).dtype) for p in part)
+        for whole, piece in zip(out, part):
+            if whole is not None:
+                whole[low:high] = piece
+    return out
+
+
+def block_ranges(size: int) -> list:
+    """``(low, high)`` of each block of :data:`BLOCK` elements of ``size`` (one, empty, for 0).
+
+    >>> block_ranges(0)
+    [(0, 0)]
+    """
+    return [(low, min(low + BLOCK, size)) for low in range(0, max(size, 1), BLOCK)]
+
+
+def _sliced(value, low: int, high: int, size: int):
+    if isinstance(value, (tuple, list)):
+        return type(value)(_sliced(v, low, high, size) for v in value)
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.size == size:
+        return value[low:high]
+    return value
+
+
 def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     """ULP of ``dtype`` in the binade of each float64 reference value, clamped at the smallest normal.
 
@@ -20,16 +69,19 @@ def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     """
     fmt = FLOAT_FORMATS[dtype]
     reference = np.asarray(reference, np.float64)
-    # the binade's exponent read from the float64 bits (|x| in [2**e, 2**(e+1))): a subnormal
-    # or zero float64 reads as -1023, far below any format's emin, an infinity or NaN as 1024
-    exponent = ((reference.view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int32) - 1023
-    exponent = np.where(exponent == 1024, fmt.emax, np.maximum(exponent, fmt.emin))
+    # the binade's biased exponent read from the float64 bits (|x| in [2**(b - 1023),
+    # 2**(b - 1022))): a subnormal or zero float64 reads as 0, far below any format's emin, an
+    # infinity or NaN as 2047 (the format's emax is taken)
+    biased = np.maximum((reference.view(np.int64) >> 52) & 0x7FF, fmt.emin + 1023)
+    top = biased == 2047
+    if top.any():
+        biased = np.where(top, fmt.emax + 1023, biased)
     # 2**(exponent - p + 1) as float64 bits (every format's ULP is a normal float64, or a power
     # of two below float64's normals only for float64 itself: ldexp then)
-    scale = exponent - fmt.precision + 1
-    if scale.size and int(scale.min()) < -1022:
-        return np.ldexp(1.0, scale)
-    return ((scale.astype(np.int64) + 1023) << 52).view(np.float64)
+    biased -= fmt.precision - 1
+    if biased.size and int(biased.min()) < 1:
+        return np.ldexp(1.0, biased - 1023)
+    return (biased << 52).view(np.float64)
 
 
 #: Formats NumPy itself rounds into, once and correctly (float64 -> float16/float32 casts)
@@ -92,7 +144,10 @@ def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
         want = round_to_dtype(expected, out_dtype, saturate=saturate)
     if out_dtype not in FLOAT_FORMATS:
         return actual != want
-    a, w = actual.astype(np.float64), want.astype(np.float64)
+    if actual.dtype == want.dtype and actual.dtype.kind == "f":   # NumPy's own: compared as is
+        a, w = actual, want
+    else:   # (ml_dtypes' formats: compared in float64, each value exact there)
+        a, w = actual.astype(np.float64), want.astype(np.float64)
     bad = ~((a == w) | (np.isnan(a) & np.isnan(w)))
     sign_bad = (a == 0) & (w == 0) & (np.signbit(a) != np.signbit(w)) if strict_zero else False
     return bad | sign_bad
@@ -127,21 +182,31 @@ def _difference(actual, expected, out_dtype, model, residual=None):
     ``saturate``)."""
     fmt = FLOAT_FORMATS[out_dtype]
     a = actual.astype(np.float64)
-    e = expected.astype(np.float64)
+    e = np.asarray(expected, np.float64)
     if model.get("saturate"):
         e = np.where(np.isnan(e), e, np.clip(e, -fmt.max_finite, fmt.max_finite))
     if fmt.has_inf or model.get("saturate"):
         with np.errstate(over="ignore"):
             overflow_value = np.ldexp(1.0, fmt.emax + 1)  # inf for float64: no finite stand-in
-        a_measured = np.where(np.isinf(a), np.copysign(overflow_value, a), a)
-        special_bad = (np.isnan(e) != np.isnan(a)) | (np.isinf(e) & (a != e))
-        beyond = np.isinf(a) & np.isfinite(e) & (np.abs(e) >= overflow_value) & (np.sign(a) == np.sign(e))
+        special_bad = np.isnan(e) != np.isnan(a)
+        infinite, infinite_e = np.isinf(a), np.isinf(e)
+        if infinite_e.any():   # (each step skipped where no element needs it: a sweep's chunk)
+            special_bad |= infinite_e & (a != e)
+        a_measured, beyond = a, None
+        if infinite.any():
+            a_measured = np.where(infinite, np.copysign(overflow_value, a), a)
+            beyond = infinite & np.isfinite(e) & (np.abs(e) >= overflow_value) \
+                & (np.sign(a) == np.sign(e))
     else:   # overflow gives NaN: a NaN actual stands for the value after max_finite
         a_measured, special_bad, beyond = _nan_overflow(a, e, fmt)
         a = a_measured
-    measured = np.isfinite(e) & ~np.isnan(a) & ~beyond
+    measured = np.isfinite(e) & ~np.isnan(a)
+    if beyond is not None:
+        measured &= ~beyond
     if residual is None:
-        diff = np.where(measured, np.abs(a_measured - e), 0.0)
+        diff = np.abs(a_measured - e)
+        if not measured.all():
+            diff = np.where(measured, diff, 0.0)
     else:   # a - e is exact near e (Sterbenz), so the rest of the reference can be taken off
         diff = np.where(measured, np.abs((a_measured - e) - np.where(measured, residual, 0.0)), 0.0)
     return diff, special_bad, a_measured, e
@@ -150,7 +215,8 @@ def _difference(actual, expected, out_dtype, model, residual=None):
 def _error_and_bound(diff, e, a_measured, out_dtype, model, accumulation):
     """Per element (error, bound) in the model's unit for the distance ``diff`` from the
     reference ``e`` (measured in the ULPs of ``e``'s binade)."""
-    ulp = ulp_of(np.where(np.isfinite(e), e, 0.0), out_dtype)
+    finite = np.isfinite(e)
+    ulp = ulp_of(e if finite.all() else np.where(finite, e, 0.0), out_dtype)
     if "ulp" in model:
         bound = model["ulp"]
         if isinstance(bound, dict):  # asymmetric: how far below / above the reference
@@ -227,8 +293,9 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
         error, bound, special_bad = _numeric_error(actual, expected, out_dtype, model, accumulation,
                                                    residual)
         a = actual.astype(np.float64)
-        if strict_zero:
-            special_bad = special_bad | ((a == 0) & (expected == 0)
+        zero = a == 0
+        if strict_zero and zero.any():
+            special_bad = special_bad | (zero & (expected == 0)
                                          & (np.signbit(a) != np.signbit(expected)))
     flush_excused = np.zeros(error.shape, bool)
     if flush_out:  # a subnormal result may come out as a zero of either sign
@@ -238,8 +305,16 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
         flush_excused = flushed_out & (special_bad | (error > bound))
         error = np.where(flushed_out, 0.0, error)
         special_bad = special_bad & ~flushed_out
-    ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
-    return error, bound, special_bad, np.where(special_bad, np.inf, ratio), flush_excused
+    return error, bound, special_bad, _ratio(error, bound, special_bad), flush_excused
+
+
+def _ratio(error, bound, special_bad):
+    """Per element error / bound (where the bound is 0: inf for an error, else 0), inf for a
+    special-value failure."""
+    positive = bound > 0
+    ratio = error / bound if positive.all() else \
+        np.where(positive, error / bound, np.where(error > 0, np.inf, 0.0))
+    return np.where(special_bad, np.inf, ratio) if special_bad.any() else ratio
 
 
 def _complex_figures(actual, expected, out_dtype, model, accumulation, flush_out,
@@ -285,5 +360,4 @@ def _complex_figures(actual, expected, out_dtype, model, accumulation, flush_out
         flush_excused = any_flushed & (special | (error > bound)) \
             & ~(flushed_special | (flushed_error > bound))
         error, special = np.where(any_flushed, flushed_error, error), flushed_special
-    ratio = np.where(bound > 0, error / bound, np.where(error > 0, np.inf, 0.0))
-    return error, bound, special, np.where(special, np.inf, ratio), flush_excused
+    return error, bound, special, _ratio(error, bound, special), flush_excused

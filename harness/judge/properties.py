@@ -66,7 +66,7 @@ def broken_property(spec, case, outputs, answer, subnormals: str = "ieee") -> Br
 
 
 def _wide(array: np.ndarray) -> np.ndarray:
-    return array.astype(np.float64) if array.dtype.kind != "b" else array.astype(np.int64)
+    return array.astype(np.float64, copy=False) if array.dtype.kind != "b" else array.astype(np.int64)
 
 
 def _defined(part) -> np.ndarray:

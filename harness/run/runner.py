@@ -55,6 +55,8 @@ class RunConfig:
     resume: bool = False            # continue the interrupted run in ``out``, skipping its cases
     interruptible: bool = False     # Ctrl-C ends the run early, with what it has (and kills
                                     # this process's multiprocessing children: the workers)
+    executor: str = "local"         # where the cases run: "local" (WorkerPool) or "ray"
+    address: str | None = None      # the Ray cluster's (None: Ray's default)
 
     def pool_settings(self) -> PoolSettings:
         """How the run's worker pool runs: its workers judge and tally the cases themselves."""
@@ -350,11 +352,23 @@ def _resumed_tally(previous, meta: dict, out: Path) -> Tally:
     return tally
 
 
+def make_pool(config: RunConfig, specs: dict):
+    """Where ``config``'s cases run: a :class:`WorkerPool` of ``config.workers`` workers, or
+    (``executor`` ``ray``) a :class:`~conform.harness.run.ray_pool.RayPool` with as many
+    shards in flight."""
+    if config.executor == "ray":
+        from conform.harness.run.ray_pool import RayPool
+
+        return RayPool(config.backend, config.pool_settings(), address=config.address,
+                       tasks=config.workers)
+    return WorkerPool(config.backend, config.pool_settings(), specs=specs)
+
+
 def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Tally]:
     import conform
 
     started = time.time()
-    with WorkerPool(config.backend, config.pool_settings(), specs=specs) as pool:
+    with make_pool(config, specs) as pool:
         generating = time.time()
         pairs, cases, skipped = _generate(config, specs, pool.info.get("binding"))
         generation_seconds = time.time() - generating

@@ -1,5 +1,6 @@
-"""``conform sweep``: every input of a bit range of unary element-wise ops, in content-keyed
-chunks, merged into an accuracy map per op x dtype x backend.
+"""``conform sweep``: every input of a bit range of unary element-wise ops (of a range of the
+lattice of operand pairs of binary ones, :mod:`conform.generators`' ``lattice_case``), in
+content-keyed chunks, merged into an accuracy map per op x dtype x backend.
 
 The chunks (:class:`~conform.harness.run.sweep_chunk.ChunkTask`) run on an executor (the local
 slot pool, :mod:`conform.harness.run.sweep_executors`, or Ray,
@@ -18,15 +19,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conform.generators import EXHAUSTIVE_BITS
+from conform.generators import EXHAUSTIVE_BITS, lattice_size
 from conform.harness.run.isolation import PoolSettings
 from conform.harness.run.sweep_chunk import ChunkTask
 from conform.harness.run.sweep_merge import accuracy_entry, merged
 
 MANIFEST = "chunks.jsonl"
 #: Inputs per chunk by default: 2**22 float32 patterns (as ``conform run --exhaustive``), or a
-#: whole 16-bit type.
+#: whole 16-bit type; a binary op's: 2**22 lattice pairs (a float16 lattice in one chunk).
 DEFAULT_CHUNK = {"float16": 1 << 16, "bfloat16": 1 << 16, "float32": 1 << 22}
+LATTICE_CHUNK = 1 << 22
 
 
 class SweepError(Exception):
@@ -56,19 +58,26 @@ class SweepConfig:
 
 
 def sweep_pairs(specs: dict, config: SweepConfig) -> list:
-    """The (spec, dtype) pairs a sweep covers: unary element-wise ops with a float result under
-    the float dtypes a sweep can enumerate (:func:`expressed` keeps those the backend's format expresses)."""
+    """The (spec, dtype) pairs a sweep covers: unary and binary element-wise ops with a float
+    result under the float dtypes a sweep can enumerate (:func:`expressed` keeps those the
+    backend's format expresses)."""
     from conform.harness.run.runner import select
 
     pairs = [(spec, dtype) for spec, dtype in select(specs, list(config.ops), list(config.dtypes))
-             if spec.elementwise and len(spec.inputs) == 1 and dtype in EXHAUSTIVE_BITS
+             if spec.elementwise and len(spec.inputs) in (1, 2) and dtype in EXHAUSTIVE_BITS
              and spec.output_dtype != "bool"]   # (a predicate's map would say nothing of ULPs)
     if not pairs:
         raise SweepError(f"--ops {','.join(config.ops)} --dtypes {','.join(config.dtypes)} selects "
-                         f"no unary element-wise op under {', '.join(EXHAUSTIVE_BITS)}")
-    for _, dtype in pairs:
-        chunk_ranges(config, dtype)   # (a range outside a dtype fails before anything starts)
+                         f"no unary or binary element-wise op under {', '.join(EXHAUSTIVE_BITS)}")
+    for spec, dtype in pairs:
+        chunk_ranges(config, dtype, space_of(spec))   # (a range outside fails before anything starts)
     return pairs
+
+
+def space_of(spec) -> str:
+    """What a sweep of ``spec`` enumerates: ``bits`` (every bit pattern of a unary op's input)
+    or ``lattice`` (a binary op's operand pairs, :func:`~conform.generators.lattice_case`)."""
+    return "lattice" if len(spec.inputs) == 2 else "bits"
 
 
 def expressed(pairs: list, config: SweepConfig, info: dict) -> list:
@@ -82,19 +91,21 @@ def expressed(pairs: list, config: SweepConfig, info: dict) -> list:
         raise SweepError(str(exc)) from None
 
 
-def chunk_ranges(config: SweepConfig, dtype: str) -> list:
-    """``(first, stop)`` of each chunk of ``dtype``'s range under ``config``.
+def chunk_ranges(config: SweepConfig, dtype: str, space: str = "bits") -> list:
+    """``(first, stop)`` of each chunk of ``dtype``'s range under ``config``, in bit patterns
+    or (``space`` ``lattice``) lattice indices.
 
     >>> chunk_ranges(SweepConfig("numpy", ("tanh",), first=0, stop=10, chunk=4), "float32")
     [(0, 4), (4, 8), (8, 10)]
     """
-    size = 1 << EXHAUSTIVE_BITS[dtype]
+    size = lattice_size(dtype) if space == "lattice" else 1 << EXHAUSTIVE_BITS[dtype]
     first = 0 if config.first is None else config.first
     stop = size if config.stop is None else config.stop
     if not 0 <= first < stop <= size:
-        raise SweepError(f"--range {first:#x}:{stop:#x} is outside {dtype}'s bit patterns "
+        what = "lattice of operand pairs" if space == "lattice" else "bit patterns"
+        raise SweepError(f"--range {first:#x}:{stop:#x} is outside {dtype}'s {what} "
                          f"0x0:{size:#x}")
-    step = config.chunk or DEFAULT_CHUNK[dtype]
+    step = config.chunk or (LATTICE_CHUNK if space == "lattice" else DEFAULT_CHUNK[dtype])
     return [(lo, min(lo + step, stop)) for lo in range(first, stop, step)]
 
 
@@ -142,8 +153,8 @@ def run_sweep(config: SweepConfig, specs: dict, *, on_done=None) -> dict:
         pairs = expressed(pairs, config, info)
         policy = config.subnormals or info.get("subnormals") or "ieee"
         plan = {(spec.op, dtype): [ChunkTask(spec.op, dtype, config.backend, info.get("version", "unknown"),
-                                             lo, hi, conform.__version__, policy)
-                                   for lo, hi in chunk_ranges(config, dtype)]
+                                             lo, hi, conform.__version__, policy, space_of(spec))
+                                   for lo, hi in chunk_ranges(config, dtype, space_of(spec))]
                 for spec, dtype in pairs}
         todo = [task for tasks in plan.values() for task in tasks if task.key not in done]
         planned = sum(map(len, plan.values()))
@@ -172,7 +183,7 @@ def write_sweep_reports(out: Path, config: SweepConfig, info: dict, plan: dict, 
         entries.append(accuracy_entry(merged(summaries), op=op, dtype=dtype, backend=config.backend,
                                       backend_version=info.get("version", "unknown"),
                                       first=tasks[0].first, stop=tasks[-1].stop,
-                                      chunk_seconds=seconds))
+                                      chunk_seconds=seconds, space=tasks[0].space))
     meta = {"backend": config.backend, "backend_name": info.get("name") or config.backend,
             "backend_version": info.get("version", "unknown"), "device": info.get("device", "cpu"),
             "model_format": info.get("model_format"), "subnormals_declared": info.get("subnormals"),
@@ -188,4 +199,5 @@ def write_sweep_reports(out: Path, config: SweepConfig, info: dict, plan: dict, 
 
 
 __all__ = ["DEFAULT_CHUNK", "MANIFEST", "SweepConfig", "SweepError", "chunk_ranges",
-           "expressed", "make_executor", "read_manifest", "run_sweep", "sweep_pairs", "write_sweep_reports"]
+           "expressed", "make_executor", "read_manifest", "run_sweep", "space_of", "sweep_pairs",
+           "write_sweep_reports"]

@@ -3,7 +3,9 @@ the judge, summed up in a small dict.
 
 A chunk is named by its content (:class:`ChunkTask`: op, dtype, backend and its version, the bit
 range and conform's version), so a finished chunk is never run again for the same question
-(:mod:`conform.harness.run.sweep`). Its case is the generators' :func:`bit_range_case`; the
+(:mod:`conform.harness.run.sweep`). Its case is the generators' :func:`bit_range_case` (a
+binary op's: :func:`~conform.generators.lattice_case`, ``first`` and ``stop`` indices into the
+lattice of operand pairs, where a unary op's are bit patterns); the
 backend runs it in a worker of a :class:`~conform.harness.run.isolation.WorkerPool` (a crash or
 hang costs that worker, which is replaced, and the chunk runs once more before it is recorded
 as ``crash`` or ``timeout``); the oracle is the run's (:func:`~conform.oracles.expectations.expect`)
@@ -23,8 +25,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS
-from conform.generators import bit_range_case
-from conform.harness.judge.accuracy import correctly_rounded, ulp_buckets, ulp_errors
+from conform.generators import EXHAUSTIVE_BITS, bit_range_case, lattice_case
+from conform.harness.judge.accuracy import (block_ranges, blockwise, correctly_rounded, ulp_buckets,
+                                            ulp_errors)
 from conform.harness.judge.judging import flushed_expectation, judge_many
 from conform.oracles.expectations import expect
 from conform.spec.critical import resolve, ulp
@@ -49,12 +52,22 @@ class ChunkTask:
     stop: int
     conform_version: str
     subnormals: str = "ieee"
+    space: str = "bits"   # what first and stop number: "bits" (patterns) or "lattice" (pairs)
 
     @property
     def key(self) -> str:
-        """The chunk's content key: a digest of every field."""
-        text = json.dumps(asdict(self), sort_keys=True)
+        """The chunk's content key: a digest of every field (``space`` left out where it is
+        ``bits``: the keys of unary chunks are those they had before binary ops were swept)."""
+        fields = asdict(self)
+        if fields["space"] == "bits":
+            del fields["space"]
+        text = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+    def case(self, spec):
+        """The chunk's case: its bit patterns, or its lattice pairs."""
+        made = lattice_case if self.space == "lattice" else bit_range_case
+        return made(spec, self.dtype, self.first, self.stop)
 
 
 def backend_outcome(pool, case):
@@ -73,7 +86,7 @@ def run_chunk(pool, spec, task: ChunkTask) -> dict:
     >>> run_chunk(pool, specs["tanh"], task)["result"]["checked"]   # doctest: +SKIP
     4194304
     """
-    case = bit_range_case(spec, task.dtype, task.first, task.stop)
+    case = task.case(spec)
     start = time.perf_counter()
     outcome, attempts = backend_outcome(pool, case)
     computed = time.perf_counter()
@@ -88,7 +101,7 @@ def run_chunk(pool, spec, task: ChunkTask) -> dict:
 
 
 def chunk_summary(spec, case, outputs: list, task: ChunkTask) -> dict:
-    """The summary of ``case`` (a :func:`bit_range_case` of ``task``'s range) given the backend's
+    """The summary of ``case`` (``task``'s, :meth:`ChunkTask.case`) given the backend's
     ``outputs``: ``result`` holds the judge's counts and worst element (its ratio to the bound),
     the ULP histogram, the count correctly rounded, the largest ULP error and its input, counts
     per region and the first :data:`FIRST_FAILING` failing inputs; ``seconds`` the time the
@@ -99,24 +112,26 @@ def chunk_summary(spec, case, outputs: list, task: ChunkTask) -> dict:
     oracle = time.perf_counter()
     judgement = judge_many([(spec, case, outputs)], task.subnormals, keep_errors=True)[0]
     judged = time.perf_counter()
-    actual, x = np.asarray(outputs[0]).ravel(), case.inputs[0].ravel()
+    actual, xs = np.asarray(outputs[0]).ravel(), [x.ravel() for x in case.inputs]
     impl = case.expectation[0].impl_mask
-    judged_mask = np.ones(x.shape, bool) if impl is None else ~np.asarray(impl, bool).ravel()
+    judged_mask = np.ones(actual.shape, bool) if impl is None else ~np.asarray(impl, bool).ravel()
     errors, rounded = _accuracy(spec, case, actual, expected.ravel(), task.subnormals,
                                 judgement)
-    errors = np.where(judged_mask, errors, 0.0)
-    failing = np.zeros(x.shape, bool)
+    if impl is not None:
+        errors = np.where(judged_mask, errors, 0.0)
+    failing = np.zeros(actual.shape, bool)
     if judgement.failing is not None:
         failing[np.asarray(judgement.failing, np.int64)] = True
-    result = {"inputs": int(x.size), "checked": judgement.checked, "failed": judgement.mismatched,
-              "impl_defined": judgement.impl_defined, "model": judgement.model,
-              "unit": judgement.unit, "worst": _worst(judgement, task.first, x, expected.ravel()),
-              "ulp_histogram": ulp_buckets(errors[judged_mask]).tolist(),
-              "correctly_rounded": int((rounded & judged_mask).sum()),
-              "max_ulp": _largest(errors, task.first, x),
-              "regions": region_counts(spec, task.dtype, x, judged_mask, failing, errors),
-              "failing": _first_failing(failing, task.first, x, expected.ravel(), actual, errors),
-              "profile": error_profile(errors, task.first, task.dtype)}
+    result = {"inputs": int(actual.size), "checked": judgement.checked,
+              "failed": judgement.mismatched, "impl_defined": judgement.impl_defined,
+              "model": judgement.model, "unit": judgement.unit,
+              "worst": _worst(judgement, task.first, xs, expected.ravel()),
+              "ulp_histogram": ulp_buckets(errors if impl is None else errors[judged_mask]).tolist(),
+              "correctly_rounded": int(np.count_nonzero(rounded & judged_mask)),
+              "max_ulp": _largest(errors, task.first, xs),
+              "regions": region_counts(spec, task.dtype, xs, judged_mask, failing, errors),
+              "failing": _first_failing(failing, task.first, xs, expected.ravel(), actual, errors),
+              "profile": error_profile(errors, task.first, profile_shift(task.dtype, task.space))}
     return {"key": task.key, "first": task.first, "stop": task.stop, "status": "ok",
             "result": result, "seconds": {"oracle": oracle - start, "judge": judged - oracle,
                                           "accuracy": time.perf_counter() - judged}}
@@ -129,26 +144,38 @@ def _accuracy(spec, case, actual, expected, subnormals: str, judgement) -> tuple
     errors are the judge's own (``judgement.errors``)."""
     model = spec.model_for(case.out_dtype, 0, case)
     zero = model.get("signed_zero", "strict")   # as judged
-    errors = judgement.errors if "ulp" in model else None
-    if errors is None:
-        errors = ulp_errors(actual, expected, case.out_dtype, subnormals=subnormals,
-                            signed_zero=zero)
-    rounded = correctly_rounded(actual, expected, case.out_dtype, signed_zero=zero)
+    judged = judgement.errors if "ulp" in model else None
     flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
-    if flushed is not None:
-        other = np.asarray(flushed[0][0], np.float64).ravel()
-        if judgement.errors is None or "ulp" not in model:
-            errors = np.minimum(errors, ulp_errors(actual, other, case.out_dtype,
-                                                   subnormals=subnormals, signed_zero=zero))
-        rounded |= correctly_rounded(actual, other, case.out_dtype, signed_zero=zero)
-    return np.asarray(errors, np.float64).ravel(), rounded
+    other = None if flushed is None else np.asarray(flushed[0][0], np.float64).ravel()
+
+    def figures(actual, expected, other, judged):
+        errors = judged if judged is not None else ulp_errors(
+            actual, expected, case.out_dtype, subnormals=subnormals, signed_zero=zero)
+        rounded = correctly_rounded(actual, expected, case.out_dtype, signed_zero=zero)
+        if other is not None:
+            if judged is None:
+                errors = np.minimum(errors, ulp_errors(actual, other, case.out_dtype,
+                                                       subnormals=subnormals, signed_zero=zero))
+            rounded |= correctly_rounded(actual, other, case.out_dtype, signed_zero=zero)
+        return np.asarray(errors, np.float64), rounded
+
+    if judged is not None and other is None:   # the judge's errors as they are: no copy
+        return np.asarray(judged, np.float64), blockwise(
+            lambda a, e: (correctly_rounded(a, e, case.out_dtype, signed_zero=zero),),
+            (actual, expected), actual.size)[0]
+    return blockwise(figures, (actual, expected, other, judged), actual.size)
 
 
 def _py(value) -> float:
     return float(value)
 
 
-def _worst(judgement, first: int, x: np.ndarray, expected: np.ndarray) -> dict | None:
+def _input_at(xs: list, index: int):
+    """The input at ``index``: a unary op's value, or a binary op's ``[a, b]``."""
+    return _py(xs[0][index]) if len(xs) == 1 else [_py(x[index]) for x in xs]
+
+
+def _worst(judgement, first: int, xs: list, expected: np.ndarray) -> dict | None:
     """The judge's worst element (the largest error / bound, the first in bit order of equals)."""
     worst = judgement.worst
     if worst is None:
@@ -157,38 +184,46 @@ def _worst(judgement, first: int, x: np.ndarray, expected: np.ndarray) -> dict |
     error, bound = float(worst["error"]), float(worst["bound"])
     special = bool(judgement.reason) and judgement.verdict == "fail"
     ratio = float("inf") if special or (bound == 0 and error > 0) else (error / bound if bound else 0.0)
-    return {"bits": first + index, "input": _py(x[index]), "expected": _py(worst["expected"]),
+    return {"bits": first + index, "input": _input_at(xs, index), "expected": _py(worst["expected"]),
             "actual": _py(worst["actual"]), "error": error, "bound": bound, "ratio": ratio}
 
 
-def _largest(errors: np.ndarray, first: int, x: np.ndarray) -> dict:
+def _largest(errors: np.ndarray, first: int, xs: list) -> dict:
     """The largest ULP error and its input (the first in bit order of equals)."""
     index = int(np.argmax(errors)) if errors.size else 0
     return {"ulp": float(errors[index]) if errors.size else 0.0, "bits": first + index,
-            "input": _py(x[index]) if errors.size else None}
+            "input": _input_at(xs, index) if errors.size else None}
 
 
-def _first_failing(failing, first, x, expected, actual, errors) -> list:
+def _first_failing(failing, first, xs, expected, actual, errors) -> list:
     """The first :data:`FIRST_FAILING` failing inputs: ``[bits, input, expected, actual, ulp]``."""
     at = np.flatnonzero(failing)[:FIRST_FAILING]
-    return [[first + int(i), _py(x[i]), _py(expected[i]), _py(actual[i]), float(errors[i])]
+    return [[first + int(i), _input_at(xs, i), _py(expected[i]), _py(actual[i]), float(errors[i])]
             for i in at]
 
 
 #: Bit patterns per block of the error profile (the largest ULP error per block, for the map's
 #: plot), per dtype: 512 blocks over a 16-bit type, 65,536 over float32.
 PROFILE_BLOCK_BITS = {"float16": 7, "bfloat16": 7, "float32": 16}
+#: Lattice indices per block of a binary op's profile: 4,096 blocks over a float16 lattice
+#: (an exponent pair each), 65,536 over a float32 or bfloat16 one (four pairs each).
+LATTICE_BLOCK_BITS = {"float16": 6, "bfloat16": 8, "float32": 8}
 
 
-def error_profile(errors: np.ndarray, first: int, dtype: str) -> list:
-    """``[block, largest ULP error]`` per block of :data:`PROFILE_BLOCK_BITS` bit patterns
-    (numbered from bit pattern 0) that holds an element of ``errors`` (those of the patterns
-    from ``first`` on) with a non-zero error."""
-    shift = PROFILE_BLOCK_BITS[dtype]
-    blocks = (np.arange(first, first + errors.size, dtype=np.int64) >> shift)
-    starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+def profile_shift(dtype: str, space: str = "bits") -> int:
+    """log2 of the inputs per block of the error profile of a sweep of ``dtype`` over
+    ``space`` (:data:`PROFILE_BLOCK_BITS`, :data:`LATTICE_BLOCK_BITS`)."""
+    return (LATTICE_BLOCK_BITS if space == "lattice" else PROFILE_BLOCK_BITS)[dtype]
+
+
+def error_profile(errors: np.ndarray, first: int, shift: int) -> list:
+    """``[block, largest ULP error]`` per block of ``2 ** shift`` inputs (numbered from input
+    0: a bit pattern, or a lattice index) that holds an element of ``errors`` (those of the
+    inputs from ``first`` on) with a non-zero error."""
+    # where a block starts: at 0, then at each pattern that is a multiple of 2**shift
+    starts = np.r_[0, np.arange((((first >> shift) + 1) << shift) - first, errors.size, 1 << shift)]
     largest = np.maximum.reduceat(errors, starts) if errors.size else np.zeros(0)
-    return [[int(blocks[s]), float(v)] for s, v in zip(starts, largest) if v > 0]
+    return [[(first + int(s)) >> shift, float(v)] for s, v in zip(starts, largest) if v > 0]
 
 
 def region_bounds(spec, dtype: str) -> list:
@@ -212,25 +247,47 @@ def region_bounds(spec, dtype: str) -> list:
     return found
 
 
-def region_counts(spec, dtype: str, x: np.ndarray, judged: np.ndarray, failing: np.ndarray,
+def region_counts(spec, dtype: str, xs: list, judged: np.ndarray, failing: np.ndarray,
                   errors: np.ndarray) -> dict:
     """Per region (the spec's critical regions, its implementation-defined inputs, and the
-    subnormal, zero and non-finite inputs): ``[inputs, failed, max ULP error]``."""
-    wide = x.astype(np.float64)
-    magnitude = np.abs(wide)
-    masks = {"implementation_defined": ~judged, "non_finite": ~np.isfinite(wide),
-             "zero": wide == 0,
-             "subnormal": (magnitude > 0) & (magnitude < FLOAT_FORMATS[dtype].min_normal)}
-    for name, low, high in region_bounds(spec, dtype):
-        inside = (wide >= low) & (wide <= high)
+    inputs with a subnormal, zero or non-finite operand; a binary op's critical regions, which
+    concern both operands, are left out): ``[inputs, failed, max ULP error]``."""
+    bounds = region_bounds(spec, dtype) if len(xs) == 1 else []
+    any_failing = bool(failing.any())
+    parts = [_block_regions(bounds, dtype, [x[low:high] for x in xs],
+                            *(a[low:high] for a in (judged, failing, errors)), any_failing)
+             for low, high in block_ranges(judged.size)]
+    return {name: [sum(p[name][0] for p in parts), sum(p[name][1] for p in parts),
+                   float(np.max([p[name][2] for p in parts]))] for name in parts[0]}
+
+
+def _block_regions(bounds: list, dtype: str, xs: list, judged, failing, errors,
+                   any_failing: bool = True) -> dict:
+    """:func:`region_counts` of a block of elements (``any_failing``: False where no element
+    of the chunk fails)."""
+    masks = {"implementation_defined": ~judged}
+    bits = EXHAUSTIVE_BITS[dtype]
+    sign = np.uint32(1 << (bits - 1)) if bits == 32 else np.uint16(1 << (bits - 1))
+    # (read from the bit patterns: the exponent field all ones, all zeros, or the whole zero)
+    fraction = FLOAT_FORMATS[dtype].precision - 1
+    normal, infinity = 1 << fraction, ((1 << (bits - 1 - fraction)) - 1) << fraction
+    for x in xs:
+        magnitude = x.view(sign.dtype) & (sign - 1)
+        for name, mask in (("non_finite", magnitude >= infinity), ("zero", magnitude == 0),
+                           ("subnormal", (magnitude > 0) & (magnitude < normal))):
+            masks[name] = masks[name] | mask if name in masks else mask
+    if bounds:   # (compared in float64: the bounds are float64 values)
+        wide = xs[0] if xs[0].dtype.kind == "f" else xs[0].astype(np.float64)
+    for name, low, high in bounds:
+        inside = np.greater_equal(wide, np.float64(low)) & np.less_equal(wide, np.float64(high))
         masks[f"critical:{name}"] = masks.get(f"critical:{name}", False) | inside
     counts = {}
     for name, mask in masks.items():
         n = int(np.count_nonzero(mask))
-        counts[name] = [n, int(np.count_nonzero(failing & mask)),
-                        float(errors[mask].max()) if n else 0.0]
+        counts[name] = [n, int(np.count_nonzero(failing & mask)) if any_failing else 0,
+                        float(np.where(mask, errors, -np.inf).max()) if n else 0.0]
     return counts
 
 
-__all__ = ["FIRST_FAILING", "PROFILE_BLOCK_BITS", "ChunkTask", "backend_outcome", "chunk_summary", "error_profile", "region_bounds",
+__all__ = ["FIRST_FAILING", "LATTICE_BLOCK_BITS", "PROFILE_BLOCK_BITS", "ChunkTask", "backend_outcome", "chunk_summary", "error_profile", "profile_shift", "region_bounds",
            "region_counts", "run_chunk"]

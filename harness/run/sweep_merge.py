@@ -8,7 +8,8 @@ merge of any chunking of a range, in any order, is the same dict.
 from __future__ import annotations
 
 from conform.harness.judge.accuracy import ULP_LABELS
-from conform.harness.run.sweep_chunk import FIRST_FAILING, PROFILE_BLOCK_BITS
+from conform.generators import lattice_description
+from conform.harness.run.sweep_chunk import FIRST_FAILING, profile_shift
 
 #: Tiers of an accuracy map, best first: each names the published bounds it meets. ``exact``:
 #: every result equals the float64 reference; ``correctly_rounded``: every result is the
@@ -107,28 +108,33 @@ def tier(total: dict) -> str | None:
 
 
 def accuracy_entry(total: dict, *, op: str, dtype: str, backend: str, backend_version: str,
-                   first: int, stop: int, chunk_seconds: float) -> dict:
+                   first: int, stop: int, chunk_seconds: float, space: str = "bits") -> dict:
     """One row of the accuracy map: the merged figures with the share correctly rounded, the
     tier and the anchors it names, the error profile as :func:`plot_points` over the range, and
-    ``chunk_seconds`` (the chunks' stages' seconds, summed)."""
+    ``chunk_seconds`` (the chunks' stages' seconds, summed); a binary op's (``space``
+    ``lattice``: its range and ``bits`` are lattice indices, its inputs ``[a, b]``) also says
+    what its ``lattice`` is."""
     name = tier(total)
     share = total["correctly_rounded"] / total["checked"] if total["checked"] else None
+    lattice = {"lattice": lattice_description(dtype)} if space == "lattice" else {}
     return {"op": op, "dtype": dtype, "backend": backend, "backend_version": backend_version,
-            "range": [first, stop], "tier": name, "anchor": ANCHORS.get(name),
+            "range": [first, stop], **lattice, "tier": name, "anchor": ANCHORS.get(name),
             "correctly_rounded_share": share, "ulp_labels": list(ULP_LABELS),
             "chunk_seconds": round(chunk_seconds, 3), **total,
-            "profile": plot_points(total["profile"], dtype, first, stop)}
+            "profile": plot_points(total["profile"], dtype, first, stop, space=space)}
 
 
-def plot_points(profile: dict, dtype: str, first: int, stop: int, points: int = 256) -> list:
-    """The error profile (largest ULP error per block of bit patterns) over the range ``first``
-    to ``stop`` in at most ``points`` groups of whole blocks: ``[first bit pattern of the group,
-    largest ULP error in it]`` per group (0 where no element erred).
+def plot_points(profile: dict, dtype: str, first: int, stop: int, points: int = 256,
+                space: str = "bits") -> list:
+    """The error profile (largest ULP error per block of bit patterns, or with ``space``
+    ``lattice`` of lattice indices) over the range ``first`` to ``stop`` in at most ``points``
+    groups of whole blocks: ``[first bit pattern of the group, largest ULP error in it]`` per
+    group (0 where no element erred).
 
     >>> plot_points({1: 2.0}, "float16", 0, 512, points=2)
     [[0, 2.0], [256, 0.0]]
     """
-    shift = PROFILE_BLOCK_BITS[dtype]
+    shift = profile_shift(dtype, space)
     low, high = first >> shift, ((stop - 1) >> shift) + 1
     per = max(1, -(-(high - low) // points))
     groups = {}

@@ -74,6 +74,26 @@ def staged_modules(backend: str, into: Path) -> list[str]:
     return paths
 
 
+def start_ray(backend: str, address: str | None):
+    """Connect to (or start) the Ray cluster at ``address`` with this process's conform and
+    ``backend``'s adapter in the job's runtime environment (:func:`staged_modules`); returns
+    ``(the backend as module:Class, the staging folder: clean it up after ray.shutdown())``."""
+    import ray
+
+    staging = tempfile.TemporaryDirectory(prefix="conform-ray-")
+    path = resolved_backend(backend)
+    ray.init(address=address, include_dashboard=False, log_to_driver=False,
+             runtime_env={"py_modules": staged_modules(path, Path(staging.name))})
+    return path, staging
+
+
+def remote(function):
+    """``function`` as a Ray task of one CPU, run once more after its worker or node died."""
+    import ray
+
+    return ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(function)
+
+
 def _ignored(folder, names):
     return [n for n in names if n in ("__pycache__", ".venv", ".git") or n.endswith(".egg-info")]
 
@@ -94,14 +114,9 @@ class RayExecutor:
     def __enter__(self):
         import ray
 
-        self._staging = tempfile.TemporaryDirectory(prefix="conform-ray-")
-        path = resolved_backend(self.backend)
-        ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"py_modules": staged_modules(path, Path(self._staging.name))})
-        self._run = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(ray_chunk)
-        self._path = path
-        self.info = ray.get(ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(ray_hello)
-                            .remote(path, self.settings))
+        self._path, self._staging = start_ray(self.backend, self.address)
+        self._run = remote(ray_chunk)
+        self.info = ray.get(remote(ray_hello).remote(self._path, self.settings))
         return self
 
     def __exit__(self, *exc):
@@ -129,5 +144,5 @@ class RayExecutor:
                        "message": f"Ray lost the task: {type(exc).__name__}: {str(exc)[:300]}"}
 
 
-__all__ = ["RAY_RETRIES", "RayExecutor", "ray_chunk", "ray_hello", "resolved_backend",
-           "staged_modules"]
+__all__ = ["RAY_RETRIES", "RayExecutor", "ray_chunk", "ray_hello", "remote", "resolved_backend",
+           "staged_modules", "start_ray"]

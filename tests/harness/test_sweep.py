@@ -125,3 +125,29 @@ def test_tiers_name_their_anchor():
     assert tier({**passing, "max_ulp": {"ulp": 4.5}}) == "within_bound"
     assert "glibc" in ANCHORS["<=1"] and "CUDA" in ANCHORS["<=2"] and "OpenCL" in ANCHORS["<=4"]
     assert "CORE-MATH" in ANCHORS["correctly_rounded"]
+
+
+def test_a_binary_op_sweeps_its_lattice_whatever_the_chunking(specs, tmp_path):
+    from conform.generators import lattice_case, lattice_description
+    from conform.generators._lattice import lattice_mantissas
+
+    mantissas = lattice_mantissas("float32").tolist()
+    assert mantissas[:2] == [0, 1] and mantissas[-1] == (1 << 23) - 1 and len(mantissas) == 8
+    # index ((code_a * 512 + code_b) * 8 + m_a) * 8 + m_b: code 0x7f is 2**0, 0xff inf and NaN
+    index = ((0x7F * 512 + 0xFF) * 8 + 1) * 8 + 7
+    a, b = (x.view(np.uint32).tolist() for x in lattice_case(specs["divide"], "float32", index,
+                                                                index + 1).inputs)
+    assert a == [(0x7F << 23) | 1] and b == [(0xFF << 23) | ((1 << 23) - 1)]   # 1 + 2**-23, NaN
+    first, stop = index - 3000, index + 3000   # 1, 1 + 2**-23, ... over large, inf, NaN, -0, ...
+    whole = run_sweep(SweepConfig("numpy", ("divide",), first=first, stop=stop, chunk=stop - first,
+                                  workers=1, out=tmp_path / "whole"), specs)
+    chunked = run_sweep(SweepConfig("numpy", ("divide",), first=first, stop=stop, chunk=1024,
+                                    workers=1, out=tmp_path / "chunked"), specs)
+    assert found(chunked) == found(whole)
+    entry = found(whole)
+    assert entry["lattice"] == lattice_description("float32") and entry["range"] == [first, stop]
+    assert entry["inputs"] == stop - first and chunked["accuracy_map"][0]["chunks"] == {"ok": 6}
+    assert entry["tier"] == "correctly_rounded" and entry["failed"] == 0   # IEEE division
+    assert len(entry["max_ulp"]["input"]) == 2 and entry["regions"]["non_finite"][0] > 0
+    written = json.loads((tmp_path / "chunked" / "summary.json").read_text())
+    assert written["accuracy_map"][0]["lattice"]["size"] == 512 ** 2 * 8 ** 2

@@ -1,8 +1,12 @@
 """``conform sweep --executor ray`` on a real local Ray cluster (a head and a second node, see
 tests/harness/ray_cluster.py): a node killed mid-sweep loses no chunk and counts none twice,
 the merged figures equal the local executor's bit for bit, and a hostile adapter costs its
-chunks alone."""
+chunks alone; ``conform run`` on Ray gives a local run's verdicts, a crash costs its case alone,
+and a cut-short run resumes on Ray."""
 from __future__ import annotations
+
+import dataclasses
+import json
 
 import pytest
 
@@ -52,3 +56,46 @@ def test_a_hostile_adapter_on_ray_costs_its_chunks_alone(cluster, specs, tmp_pat
     assert [(lost["first"], lost["status"]) for lost in entry["lost"]] == [
         (SEGFAULT & ~4095, "crash"), (HANG & ~4095, "timeout")]
     assert entry["checked"] == 2 * 4096 and entry["failed"] == 0
+
+
+
+def verdicts(out) -> dict:
+    """Each case's verdict in ``out``'s results.jsonl, by id."""
+    return {record["id"]: record["verdict"] for record in
+            map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+
+
+def test_a_run_on_ray_gives_the_local_verdicts_crashes_alone_and_resumes(cluster, specs,
+                                                                         tmp_path, monkeypatch):
+    import ray
+
+    from conform.harness.run import ray_pool
+    from conform.harness.run.runner import RunConfig, run_suite
+    from conform.harness.run.sweep_ray import start_ray
+    from tests.harness.hostile_adapters import add_cases
+
+    monkeypatch.setattr(ray_pool, "SHARD", 2)   # several shards, two in flight
+    # segfaults on add case 1, exits on 2 (tests/harness/hostile_adapters.py), adds on the rest
+    config = RunConfig("tests.harness.hostile_adapters:Crashes", ops=["add"], dtypes=["float32"],
+                       cases=add_cases([0, 1, 2, 7, 9, 10]), workers=2, timeout=10,
+                       out=tmp_path / "local")
+    run_suite(config, specs, progress=False)
+    on_ray = dataclasses.replace(config, executor="ray", address=cluster[0], out=tmp_path / "ray")
+    # (connected once, as a notebook would: both runs use the connection, and the Ray workers
+    # their pools; run_suite alone connects and disconnects)
+    _, staging = start_ray(config.backend, cluster[0])
+    try:
+        run_suite(on_ray, specs, progress=False)
+        local = verdicts(tmp_path / "local")
+        assert verdicts(tmp_path / "ray") == local
+        assert sorted(k for k, v in local.items() if v != "pass") == ["add.float32.1",
+                                                                      "add.float32.2"]
+        assert {local[k] for k in ("add.float32.1", "add.float32.2")} == {"crash"}
+        results = tmp_path / "ray" / "results.jsonl"   # as a killed run leaves it: resumed on Ray
+        results.write_text("".join(results.read_text().splitlines(keepends=True)[:3]))
+        meta, _ = run_suite(dataclasses.replace(on_ray, resume=True), specs, progress=False)
+        assert verdicts(tmp_path / "ray") == local and meta["resumed_cases"] == 3
+    finally:
+        ray.shutdown()
+        staging.cleanup()
+
