@@ -14,6 +14,7 @@ from hypothesis.errors import StopTest
 from hypothesis.internal.conjecture.data import ConjectureData
 
 from conform.generators import kit
+from conform.generators._covering import design
 from conform.generators._generic import draw_signature
 from conform.generators._values import PLANS, plan_kind
 from conform.spec import OpSpec
@@ -96,20 +97,36 @@ def _draw(strategy, rng: random.Random, attempts: int = 100):
 
 
 def draw_plans(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list:
-    """``count`` plans ``(signature, value_plan, fill_seed)`` for ``spec`` under ``dtype``.
+    """``count`` plans ``(signature, value_plan, fill_seed)`` for ``spec`` under ``dtype``
+    (more where the op's covering design has more rows than the budget draws signatures).
 
     Hypothesis draws one signature (shapes, attributes) per CASES_PER_SIGNATURE cases, up to
     MAX_SIGNATURES signatures (then each takes more cases); the cases sharing a signature cycle
-    through the value plans, each with its own fill seed.
+    through the value plans, each with its own fill seed. The first signatures are drawn each
+    with one row of the op's covering design fixed (:mod:`._covering`); where the design has
+    more rows than that, each row gets a signature of its own and the cases are spread over
+    them (at least one each).
     """
     strategy = _signature_strategy(spec, dtype)
     rng = random.Random(seed ^ zlib.crc32(f"{spec.op}/{dtype}".encode()))
     per_signature = max(CASES_PER_SIGNATURE, -(-count // MAX_SIGNATURES))
+    rows = design(spec, dtype, seed=seed, slots=-(-count // per_signature))
     plans = []
     with _without_local_constants():
-        while len(plans) < count:
-            signature, value_plans, first, base_seed = _draw(strategy, rng)
-            for k in range(min(per_signature, count - len(plans))):
-                fill_seed = (base_seed + 0x9E3779B1 * k) & 0xFFFFFFFF
-                plans.append((signature, value_plans[(first + k) % len(value_plans)], fill_seed))
+        for k, size in enumerate(_signature_sizes(count, per_signature, len(rows))):
+            with kit.designing(rows[k] if k < len(rows) else {}):
+                signature, value_plans, first, base_seed = _draw(strategy, rng)
+            for j in range(size):
+                fill_seed = (base_seed + 0x9E3779B1 * j) & 0xFFFFFFFF
+                plans.append((signature, value_plans[(first + j) % len(value_plans)], fill_seed))
     return plans
+
+
+def _signature_sizes(count: int, per_signature: int, rows: int) -> list[int]:
+    """The cases of each signature: ``per_signature`` each (the last the rest) for ``count``
+    cases, or, where the design has more ``rows`` than that makes signatures, ``max(count,
+    rows)`` cases spread over ``rows`` signatures."""
+    if rows <= -(-count // per_signature):
+        return [min(per_signature, count - k) for k in range(0, count, per_signature)]
+    total = max(count, rows)
+    return [total // rows + (k < total % rows) for k in range(rows)]

@@ -335,26 +335,35 @@ OTHER_SCALES = tuple(float(np.float32(s)) for s in (0.6, 0.8, 1.7, 1 / 3, 2 / 3,
 ROI_STARTS, ROI_ENDS = (0.0, 0.125, 0.25, -0.25), (1.0, 0.75, 0.875, 1.25)
 
 
-def _maybe(draw, st, values):
-    """One of ``values`` or None (the attribute left out, for its default)."""
-    return draw(st.sampled_from((None,) + tuple(values)))
+def _maybe(draw, kit, name, values):
+    """One of ``values`` or None (the attribute left out, for its default); the covering
+    design's class where it fixes one (``kit.choose``)."""
+    return kit.choose(draw, name, (None,) + tuple(values))
 
 
-def _draw_attrs(draw, st, dom: dict, dtype: str) -> dict:
+def _draw_attrs(draw, kit, dom: dict, dtype: str) -> dict:
+    """The attributes: each drawn where the mode reads it, and set where the covering design
+    fixes it even where the mode does not read it (the text then ignores it: nearest_mode under
+    linear, extrapolation_value without tf_crop_and_resize), apart from exclude_outside under
+    nearest: whether a nearest pick beyond the input is a 'sampling location outside the
+    tensor' the text does not say (onnx.reference renormalises it to 0/0)."""
     modes = dom["mode"] if dtype in FLOAT_FORMATS else ["nearest"]
-    attrs = {"mode": draw(st.sampled_from(modes))}
-    if attrs["mode"] == "nearest" and draw(st.booleans()):
+    attrs = {"mode": kit.choose(draw, "mode", modes)}
+    if attrs["mode"] == "nearest" and kit.designed("mode") is None and draw(kit.st.booleans()):
         attrs["mode"] = None
     mode = _attr(attrs, "mode")
     if "coordinate_transformation_mode" in dom:
-        attrs["coordinate_transformation_mode"] = _maybe(draw, st, dom["coordinate_transformation_mode"])
+        attrs["coordinate_transformation_mode"] = _maybe(draw, kit, "coordinate_transformation_mode",
+                                                         dom["coordinate_transformation_mode"])
+    crop = attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize"
     for name, wanted in (("nearest_mode", mode == "nearest"), ("cubic_coeff_a", mode == "cubic"),
-                         ("exclude_outside", mode != "nearest"), ("antialias", mode != "nearest")):
-        if wanted and name in dom:
-            attrs[name] = _maybe(draw, st, dom[name])
-    if attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize":
-        values = dom["extrapolation_value"] if dtype in FLOAT_FORMATS else [0.0, 3.0]
-        attrs["extrapolation_value"] = _maybe(draw, st, values)
+                         ("exclude_outside", mode != "nearest"), ("antialias", mode != "nearest"),
+                         ("extrapolation_value", crop)):
+        values = dom.get(name) if dtype in FLOAT_FORMATS or name != "extrapolation_value" \
+            else [0.0, 3.0]
+        ignored = name != "exclude_outside" and kit.designed(name) is not None
+        if values and (wanted or ignored):
+            attrs[name] = _maybe(draw, kit, name, values)
     return attrs
 
 
@@ -364,6 +373,16 @@ def _draw_scale(draw, st, side: int, extent: float) -> float:
               if side * extent * s >= 1 and (s in EXACT_SCALES or abs(
                   side * extent * s - round(side * extent * s)) > 1e-3)]
     return draw(st.sampled_from(usable))
+
+
+def _draw_roi(draw, st, side: int, resized: bool) -> tuple:
+    """An axis's crop region (start, end): on a resized axis always, and now and then on an
+    axis whose scale is 1 or whose size is its own (its region still moves the samples), where
+    the scale-1 output length ``floor(side * (end - start))`` is at least 1."""
+    if not resized and not draw(st.booleans()):
+        return 0.0, 1.0
+    start, end = draw(st.sampled_from(ROI_STARTS)), draw(st.sampled_from(ROI_ENDS))
+    return (start, end) if resized or side * (end - start) >= 1 else (0.0, 1.0)
 
 
 def _aspect_ok(shape, axes, sizes, policy) -> bool:
@@ -387,7 +406,7 @@ def draw_resize(draw, kit, spec, dtype, *, family: int):
     rank = draw(st.sampled_from((1, 2, 2, 3, 4, 4)))
     shape = draw(kit.shape(min_rank=rank, max_rank=rank, min_side=1, max_side=5).filter(
         lambda s: int(np.prod(s)) <= 32))
-    attrs = _draw_attrs(draw, st, dom, dtype)
+    attrs = _draw_attrs(draw, kit, dom, dtype)
     axes = list(range(rank))
     if family >= 18 and draw(st.booleans()):
         axes = list(draw(st.permutations(range(rank))))[:draw(st.integers(1, rank))]
@@ -397,18 +416,21 @@ def draw_resize(draw, kit, spec, dtype, *, family: int):
     resized = (trailing if draw(st.integers(0, 2)) else {a for a in axes if draw(st.booleans())}) \
         or {axes[-1]}
     crop = attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize"
-    roi = [(draw(st.sampled_from(ROI_STARTS)), draw(st.sampled_from(ROI_ENDS))) if crop and a in resized
-           else (0.0, 1.0) for a in axes]
+    roi = [_draw_roi(draw, st, shape[a], a in resized) if crop else (0.0, 1.0) for a in axes]
     if crop:
         attrs["roi"] = [r[0] for r in roi] + [r[1] for r in roi]
-    if family == 10 or not draw(st.booleans()):
+    # a policy other than stretch "is not applicable when the scales input is used"
+    sized = kit.designed("keep_aspect_ratio_policy", "stretch") != "stretch"
+    if family == 10 or not (sized or draw(st.booleans())):
         attrs["scales"] = [_draw_scale(draw, st, shape[a], r[1] - r[0]) if a in resized else 1.0
                            for a, r in zip(axes, roi)]
+        if kit.designed("keep_aspect_ratio_policy") == "stretch":   # the others need sizes
+            attrs["keep_aspect_ratio_policy"] = "stretch"
     else:
         attrs["sizes"] = [draw(st.integers(1, 3 * shape[a])) if a in resized else shape[a]
                           for a in axes]
         if "keep_aspect_ratio_policy" in dom:
-            policy = _maybe(draw, st, dom["keep_aspect_ratio_policy"])
+            policy = _maybe(draw, kit, "keep_aspect_ratio_policy", dom["keep_aspect_ratio_policy"])
             if _aspect_ok(shape, axes, attrs["sizes"], policy):
                 attrs["keep_aspect_ratio_policy"] = policy
     return kit.Signature((dtype,), (tuple(shape),), attrs, dtype)

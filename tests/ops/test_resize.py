@@ -290,6 +290,8 @@ def _reference_known_wrong(case, error) -> str | None:
     if crop and attrs.get("scales") and attrs["roi"] != [0.0] * (len(attrs["roi"]) // 2) + \
             [1.0] * (len(attrs["roi"]) // 2):
         return "length without the roi"      # floor(length * scale), the roi's extent left out
+    if crop and attrs.get("antialias") and attrs.get("mode") not in (None, "nearest"):
+        return "extrapolation under antialias"   # the stretched weights, summed in float32
     plans = axis_plans(shape, attrs)
     if (crop or mode == "tf_half_pixel_for_nn") and any(p[0] == shape[a] for a, p in plans.items()):
         return "copies an axis of unchanged length"   # the roi or the half-pixel shift ignored
