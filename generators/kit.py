@@ -23,12 +23,11 @@ import os
 
 from hypothesis import strategies as _strategies
 
-from conform.generators._covering import ABSENT as _ABSENT_CLASS, INPUT_PREFIX, same_class
 from conform.generators._signature import Boundary, MustReject, Signature, fixed_attrs
 
 from conform.dtypes import STRING_ALPHABET, STRING_EDGES
 from conform.ops.optional_inputs import ABSENT
-from conform.spec import DEFAULT_RANKS
+from conform.spec import ABSENT as _ABSENT_CLASS, DEFAULT_RANKS, INPUT_PREFIX, same_class
 
 __all__ = ["MAX_ARRAY_SIZE", "Boundary", "MustReject", "Signature", "absent_inputs", "attributes",
            "catalog", "choose", "choose_int", "designed", "designing", "fixed_attrs", "out_dtype", "preferring", "ranks", "scalar_inputs", "shape",
@@ -152,7 +151,7 @@ def designing(row: dict):
 def designed(name: str, default=None):
     """The class the covering design's row fixes for factor ``name`` (an attribute, or
     ``input:<name>``), else ``default``: for a hook that draws an attribute only where another
-    needs it (Resize's nearest_mode under nearest) and also sets it where the design asks."""
+    attribute's value reads it, and also sets it where the design asks."""
     return _DESIGN[-1].get(name, default) if _DESIGN else default
 
 

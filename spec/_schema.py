@@ -229,6 +229,17 @@ SCHEMA = {
                                "source": {"type": "string", "minLength": 10}},
             },
         },
+        # pairs of attribute classes (or optional inputs' presence) the covering design
+        # leaves out (spec/_design.py): the text rules them out or leaves them open
+        "excluded_pairs": {
+            "type": "array", "maxItems": MAX_REGIONS,
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["when", "why"],
+                "properties": {"when": {"type": "object", "minProperties": 2,
+                                        "maxProperties": 2},
+                               "why": {"type": "string", "minLength": 10}},
+            },
+        },
         "bindings": {
             "type": "object",
             "additionalProperties": False,
