@@ -38,23 +38,23 @@ def _family(draw, spec: OpSpec, dtype: str):
     return draw_signature(draw, spec, dtype) if hook is None else hook(draw, kit, spec, dtype)
 
 
-_FIRST_PLAN = {kind: st.integers(0, len(plans) - 1) for kind, plans in PLANS.items()}
 _BASE_SEED = st.integers(0, 2**32 - 1)
 
 
 @st.composite
-def _signatures(draw, family):
+def _signatures(draw, family, extra: tuple = ()):
     signature = draw(family)
     kind = plan_kind(signature.input_dtypes)
-    first_plan = draw(_FIRST_PLAN[kind])
+    plans = PLANS[kind] + (extra if kind in ("float", "complex") else ())
+    first_plan = draw(kit.st.integers(0, len(plans) - 1))
     base_seed = draw(_BASE_SEED)
-    return signature, PLANS[kind], first_plan, base_seed
+    return signature, plans, first_plan, base_seed
 
 
 def _signature_strategy(spec: OpSpec, dtype: str):
     # the family's strategy made once per op x dtype, not once per draw: each new one is
-    # validated again (the draws are the same)
-    return _signatures(_family(spec, dtype))
+    # validated again (the draws are the same); a spec's conditioning adds its value plans
+    return _signatures(_family(spec, dtype), tuple(spec.conditioning.get("plans", ())))
 
 
 @contextlib.contextmanager

@@ -49,6 +49,7 @@ class OpSpec:
     critical_regions: tuple = ()   # entries of spec/critical.py's form
     properties: tuple = ()   # what the standard promises beyond one element (spec/_properties.py)
     excluded_pairs: tuple = ()   # attribute classes the covering design pairs not (spec/_design.py)
+    conditioning: dict = field(default_factory=dict)   # ill-conditioned value plans (schema)
     path: str = ""
 
     def program_nodes(self, case) -> tuple[ProgramNode, ...]:
@@ -439,6 +440,7 @@ def load_spec(path: Path | str) -> OpSpec:
         critical_regions=tuple(data.get("critical_regions", [])),
         properties=tuple(data.get("properties", [])),
         excluded_pairs=tuple(data.get("excluded_pairs", [])),
+        conditioning=data.get("conditioning", {}),
     )
 
 

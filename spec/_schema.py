@@ -229,6 +229,16 @@ SCHEMA = {
                                "source": {"type": "string", "minLength": 10}},
             },
         },
+        # value plans for ill-conditioned but legal inputs (generators/_values.py): "offset", a
+        # large common offset with a small spread; one_pass: whether the text lets the
+        # variance be evaluated in one pass (mean of squares minus square of the mean)
+        "conditioning": {
+            "type": "object", "additionalProperties": False, "required": ["plans", "why"],
+            "properties": {"plans": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                     "items": {"enum": ["offset"]}},
+                           "one_pass": {"enum": ["allowed", "forbidden"]},
+                           "why": {"type": "string", "minLength": 10}},
+        },
         # pairs of attribute classes (or optional inputs' presence) the covering design
         # leaves out (spec/_design.py): the text rules them out or leaves them open
         "excluded_pairs": {

@@ -43,7 +43,7 @@ def test_the_mutants_are_declared():
     assert len(set(names)) == len(names)
     for cls in mutants.ALL:
         assert cls.targets and cls.bug and cls.resembles.startswith("https://github.com/"), cls
-        assert cls.wraps in ("onnxruntime", "jax") and cls.__doc__, cls
+        assert cls.wraps in ("onnxruntime", "jax", "numpy") and cls.__doc__, cls
 
 
 def test_detection_counts_only_new_failures_not_the_mutants_own_errors():
