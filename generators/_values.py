@@ -4,7 +4,8 @@ Plans: ``normal`` (the spec's value range, within the dtype's), ``wide`` (log-un
 whole dtype, subnormals included; for 8- and 4-bit floats, uniform over all their encodings, so
 every value is reachable), ``edge`` (normal values with edge values at random positions),
 ``special`` (edge values only), and for a spec whose ``conditioning`` names it, ``offset`` (a
-large common offset with a small spread, :func:`offset_values`).
+large common offset with a small spread, :func:`offset_values`) or ``cancel`` (pairs of
+near-negatives, :func:`cancelling_values`).
 
 A complex dtype's real and imaginary parts are each drawn by the plan as its component float
 type is (:func:`fill`), independently; its edge values are every pair of the component's.
@@ -132,6 +133,21 @@ def offset_values(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
     return offset + rng.uniform(-1.0, 1.0, size=shape)
 
 
+def cancelling_values(rng: np.random.Generator, shape, dtype: str, low, high) -> np.ndarray:
+    """The ``cancel`` plan (near-cancellation): values of the ``normal`` range, half of them
+    paired each with the negative of another, off by a few units in its last place, so that
+    sums (and the sums of a reduction's slices holding both) nearly cancel: a sum whose
+    condition number ``sum |x| / |sum x|`` is large, where only the bound's condition term
+    keeps a correct evaluation within it."""
+    values = rng.uniform(low, high, size=shape)
+    flat = values.reshape(-1)
+    half = flat.size // 2
+    order = rng.permutation(flat.size)
+    near = 2.0 ** (2 - FLOAT_FORMATS[dtype].precision) * rng.uniform(-1.0, 1.0, half)
+    flat[order[half:2 * half]] = -flat[order[:half]] * (1 + near)
+    return values
+
+
 def fill(rng: np.random.Generator, *, shape, dtype: str, plan: str, low, high, edges) -> np.ndarray:
     """One input array in ``dtype`` for the value plan ``plan``.
 
@@ -153,6 +169,8 @@ def fill(rng: np.random.Generator, *, shape, dtype: str, plan: str, low, high, e
         values = _wide(rng, shape, dtype)
     elif plan == "offset" and dtype_class(dtype) == "float":
         values = offset_values(rng, shape, dtype)
+    elif plan == "cancel" and dtype_class(dtype) == "float":
+        values = cancelling_values(rng, shape, dtype, low, high)
     else:
         values = _normal(rng, shape, dtype, low, high)
     values = np.asarray(values)

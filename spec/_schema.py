@@ -230,12 +230,12 @@ SCHEMA = {
             },
         },
         # value plans for ill-conditioned but legal inputs (generators/_values.py): "offset", a
-        # large common offset with a small spread; one_pass: whether the text lets the
-        # variance be evaluated in one pass (mean of squares minus square of the mean)
+        # large common offset with a small spread; "cancel", sums that nearly cancel. one_pass:
+        # whether the text lets the variance be evaluated in one pass (mean(x*x) - mean(x)**2)
         "conditioning": {
             "type": "object", "additionalProperties": False, "required": ["plans", "why"],
             "properties": {"plans": {"type": "array", "minItems": 1, "uniqueItems": True,
-                                     "items": {"enum": ["offset"]}},
+                                     "items": {"enum": ["offset", "cancel"]}},
                            "one_pass": {"enum": ["allowed", "forbidden"]},
                            "why": {"type": "string", "minLength": 10}},
         },

@@ -43,3 +43,12 @@ def test_only_specs_naming_the_plan_draw_it(specs):
     assert not any(p[1] == "offset" for p in draw_plans(specs["exp"], "float32", count=20, seed=0))
     named = {name for name, spec in specs.items() if "offset" in spec.conditioning.get("plans", ())}
     assert {"nnef_moments", "onnx_layer_normalization", "onnx_softmax"} <= named
+
+
+def test_the_cancel_plan_makes_sums_that_nearly_cancel(specs):
+    from conform.generators._values import cancelling_values
+
+    x = cancelling_values(np.random.default_rng(2), (64,), "float32", -10, 10).astype(np.float32)
+    wide = x.astype(np.float64)
+    assert np.abs(wide).sum() / abs(wide.sum()) >= 2.0 ** 16   # the sum's condition number
+    assert "cancel" in specs["onnx_reduce_sum"].conditioning["plans"]
