@@ -68,6 +68,10 @@ class JaxMutant(Mutant):
     wraps = "jax"
 
 
+class NumpyMutant(Mutant):
+    wraps = "numpy"   # for ops only the numpy (and nnef) backends run: NNEF's fragments
+
+
 def _named(program, inputs) -> dict:
     return dict(zip(program.input_names, inputs))
 
@@ -960,5 +964,22 @@ class IntDivTrapsOnOverflow(OrtMutant):
         return inputs
 
 
+class MomentsInOnePass(NumpyMutant):
+    """NNEF moments with the variance in one pass, mean(x**2) - mean(x)**2, where the fragment
+    fixes two (variance = mean_reduce(sqr(input - mean))): it cancels on a group with a large
+    common offset and a small spread."""
+
+    targets = ("nnef_moments",)
+    bug = "a one-pass variance where the text requires two passes"
+    resembles = _search("pytorch/pytorch", "var numerical instability large mean one pass")
+
+    def mutate(self, program, inputs, outputs):
+        x, (mean, variance) = inputs[0], outputs
+        axes = tuple(sorted(program.attrs["axes"]))
+        one_pass = np.mean(np.square(x), axis=axes, keepdims=True, dtype=x.dtype) \
+            - np.square(np.mean(x, axis=axes, keepdims=True, dtype=x.dtype))
+        return [mean, one_pass.astype(variance.dtype)]
+
+
 ALL = [cls for cls in list(globals().values()) if isinstance(cls, type)
-       and issubclass(cls, Mutant) and cls not in (Mutant, OrtMutant, JaxMutant)]
+       and issubclass(cls, Mutant) and cls not in (Mutant, OrtMutant, JaxMutant, NumpyMutant)]

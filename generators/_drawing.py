@@ -14,6 +14,9 @@ from hypothesis.errors import StopTest
 from hypothesis.internal.conjecture.data import ConjectureData
 
 from conform.generators import kit
+from conform.caches import file_digest
+from conform.generators._covering import design, factors, pair_coverage
+from conform.generators._signature import dtype_labels
 from conform.generators._generic import draw_signature
 from conform.generators._values import PLANS, plan_kind
 from conform.spec import OpSpec
@@ -35,23 +38,23 @@ def _family(draw, spec: OpSpec, dtype: str):
     return draw_signature(draw, spec, dtype) if hook is None else hook(draw, kit, spec, dtype)
 
 
-_FIRST_PLAN = {kind: st.integers(0, len(plans) - 1) for kind, plans in PLANS.items()}
 _BASE_SEED = st.integers(0, 2**32 - 1)
 
 
 @st.composite
-def _signatures(draw, family):
+def _signatures(draw, family, extra: tuple = ()):
     signature = draw(family)
     kind = plan_kind(signature.input_dtypes)
-    first_plan = draw(_FIRST_PLAN[kind])
+    plans = PLANS[kind] + (extra if kind in ("float", "complex") else ())
+    first_plan = draw(kit.st.integers(0, len(plans) - 1))
     base_seed = draw(_BASE_SEED)
-    return signature, PLANS[kind], first_plan, base_seed
+    return signature, plans, first_plan, base_seed
 
 
 def _signature_strategy(spec: OpSpec, dtype: str):
     # the family's strategy made once per op x dtype, not once per draw: each new one is
-    # validated again (the draws are the same)
-    return _signatures(_family(spec, dtype))
+    # validated again (the draws are the same); a spec's conditioning adds its value plans
+    return _signatures(_family(spec, dtype), tuple(spec.conditioning.get("plans", ())))
 
 
 @contextlib.contextmanager
@@ -96,20 +99,78 @@ def _draw(strategy, rng: random.Random, attempts: int = 100):
 
 
 def draw_plans(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list:
-    """``count`` plans ``(signature, value_plan, fill_seed)`` for ``spec`` under ``dtype``.
+    """``count`` plans ``(signature, value_plan, fill_seed)`` for ``spec`` under ``dtype``
+    (more where the op's covering design has more rows than the budget draws signatures).
 
     Hypothesis draws one signature (shapes, attributes) per CASES_PER_SIGNATURE cases, up to
     MAX_SIGNATURES signatures (then each takes more cases); the cases sharing a signature cycle
-    through the value plans, each with its own fill seed.
+    through the value plans, each with its own fill seed. The first signatures are drawn each
+    with one row of the op's covering design fixed (:mod:`._covering`); where the design has
+    more rows than that, each row gets a signature of its own and the cases are spread over
+    them (at least one each).
     """
+    plans = []
+    for (signature, value_plans, first, base_seed), size, _ in drawn_signatures(
+            spec, dtype, count=count, seed=seed):
+        for j in range(size):
+            fill_seed = (base_seed + 0x9E3779B1 * j) & 0xFFFFFFFF
+            plans.append((signature, value_plans[(first + j) % len(value_plans)], fill_seed))
+    return plans
+
+
+def drawn_signatures(spec: OpSpec, dtype: str, *, count: int, seed: int):
+    """The signatures :func:`draw_plans` draws, in order, each as ``((signature, value_plans,
+    first_plan, base_seed), cases, designed)``, drawn as they are consumed; ``designed``: drawn
+    with a row of the op's covering design fixed (the first ones)."""
     strategy = _signature_strategy(spec, dtype)
     rng = random.Random(seed ^ zlib.crc32(f"{spec.op}/{dtype}".encode()))
     per_signature = max(CASES_PER_SIGNATURE, -(-count // MAX_SIGNATURES))
-    plans = []
-    with _without_local_constants():
-        while len(plans) < count:
-            signature, value_plans, first, base_seed = _draw(strategy, rng)
-            for k in range(min(per_signature, count - len(plans))):
-                fill_seed = (base_seed + 0x9E3779B1 * k) & 0xFFFFFFFF
-                plans.append((signature, value_plans[(first + k) % len(value_plans)], fill_seed))
-    return plans
+    rows = design(spec, dtype, seed=seed, slots=-(-count // per_signature))
+    for k, size in enumerate(_signature_sizes(count, per_signature, len(rows))):
+        with _without_local_constants(), kit.designing(rows[k] if k < len(rows) else {}):
+            drawn = _draw(strategy, rng)
+        yield drawn, size, k < len(rows)
+
+
+def _signature_sizes(count: int, per_signature: int, rows: int) -> list[int]:
+    """The cases of each signature: ``per_signature`` each (the last the rest) for ``count``
+    cases, or, where the design has more ``rows`` than that makes signatures, ``max(count,
+    rows)`` cases spread over ``rows`` signatures."""
+    if rows <= -(-count // per_signature):
+        return [min(per_signature, count - k) for k in range(0, count, per_signature)]
+    total = max(count, rows)
+    return [total // rows + (k < total % rows) for k in range(rows)]
+
+
+def attribute_pair_coverage(spec, *, count: int, seed: int) -> dict | None:
+    """:func:`pair_coverage` of the signatures the suite draws for ``spec`` (every dtype label,
+    ``count`` cases each, ``seed``), or None for fewer than two factors. The design's rows are
+    drawn first, label after label, and the drawing stops once every pair is covered (the
+    rest can add none); else every signature of the corpus counts. Computed once per process
+    for a spec file's content, budget and seed."""
+    if len(factors(spec)) < 2:
+        return None
+    key = (spec.op, spec.path, file_digest(spec.path) if spec.path else b"", count, seed)
+    if key not in _COVERAGE:
+        _COVERAGE[key] = _drawn_coverage(spec, count=count, seed=seed)
+    return _COVERAGE[key]
+
+
+#: The coverage of each (op, spec file and its digest, budget, seed) computed in this process.
+_COVERAGE: dict = {}
+
+
+def _drawn_coverage(spec, *, count: int, seed: int) -> dict:
+    seen, rest = [], []
+    for label in dtype_labels(spec):
+        stream = drawn_signatures(spec, label, count=count, seed=seed)
+        for (signature, *_), _, designed in stream:
+            seen.append(signature.attrs)
+            if not designed:
+                rest.append(stream)
+                break
+        found = pair_coverage(spec, seen)
+        if found["covered"] == found["pairs"]:
+            return found
+    seen += [signature.attrs for stream in rest for (signature, *_), _, _ in stream]
+    return pair_coverage(spec, seen)

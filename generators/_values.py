@@ -3,7 +3,9 @@
 Plans: ``normal`` (the spec's value range, within the dtype's), ``wide`` (log-uniform over the
 whole dtype, subnormals included; for 8- and 4-bit floats, uniform over all their encodings, so
 every value is reachable), ``edge`` (normal values with edge values at random positions),
-``special`` (edge values only).
+``special`` (edge values only), and for a spec whose ``conditioning`` names it, ``offset`` (a
+large common offset with a small spread, :func:`offset_values`) or ``cancel`` (pairs of
+near-negatives, :func:`cancelling_values`).
 
 A complex dtype's real and imaginary parts are each drawn by the plan as its component float
 type is (:func:`fill`), independently; its edge values are every pair of the component's.
@@ -113,6 +115,39 @@ def _wide(rng, shape, dtype):
     return np.exp2(exponent) * rng.choice([-1.0, 1.0], size=shape)
 
 
+#: The offset plan's |offset| / spread, as a power of two: at least 2**12, at most 2**(p - 4)
+#: for a dtype of p significand bits, so that the spread keeps 4 bits beside the offset.
+OFFSET_RATIO = 12
+
+
+def offset_values(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
+    """The ``offset`` plan (ill-conditioned but legal values): one large common offset ``c``
+    with a small spread, ``c + u`` for u uniform in [-1, 1] and ``|c| = 2**k``, k from
+    OFFSET_RATIO to 3 more (capped for narrow types: see OFFSET_RATIO), either sign: where a
+    one-pass variance (mean of squares minus square of the mean) cancels, and a softmax
+    without its maximum subtracted overflows."""
+    precision = FLOAT_FORMATS[dtype].precision
+    low = min(OFFSET_RATIO, precision - 4)
+    k = int(rng.integers(low, low + 4)) if precision > 16 else low
+    offset = float(rng.choice([-1.0, 1.0])) * 2.0 ** k
+    return offset + rng.uniform(-1.0, 1.0, size=shape)
+
+
+def cancelling_values(rng: np.random.Generator, shape, dtype: str, low, high) -> np.ndarray:
+    """The ``cancel`` plan (near-cancellation): values of the ``normal`` range, half of them
+    paired each with the negative of another, off by a few units in its last place, so that
+    sums (and the sums of a reduction's slices holding both) nearly cancel: a sum whose
+    condition number ``sum |x| / |sum x|`` is large, where only the bound's condition term
+    keeps a correct evaluation within it."""
+    values = rng.uniform(low, high, size=shape)
+    flat = values.reshape(-1)
+    half = flat.size // 2
+    order = rng.permutation(flat.size)
+    near = 2.0 ** (2 - FLOAT_FORMATS[dtype].precision) * rng.uniform(-1.0, 1.0, half)
+    flat[order[half:2 * half]] = -flat[order[:half]] * (1 + near)
+    return values
+
+
 def fill(rng: np.random.Generator, *, shape, dtype: str, plan: str, low, high, edges) -> np.ndarray:
     """One input array in ``dtype`` for the value plan ``plan``.
 
@@ -132,6 +167,10 @@ def fill(rng: np.random.Generator, *, shape, dtype: str, plan: str, low, high, e
         return complex_array(real, imag, dtype)
     if plan == "wide":
         values = _wide(rng, shape, dtype)
+    elif plan == "offset" and dtype_class(dtype) == "float":
+        values = offset_values(rng, shape, dtype)
+    elif plan == "cancel" and dtype_class(dtype) == "float":
+        values = cancelling_values(rng, shape, dtype, low, high)
     else:
         values = _normal(rng, shape, dtype, low, high)
     values = np.asarray(values)

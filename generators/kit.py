@@ -7,6 +7,10 @@ A hook draws with Hypothesis's ``draw`` and these helpers: :data:`st` (Hypothesi
 :func:`fixed_attrs`, :func:`attributes`, :func:`out_dtype`, :data:`MAX_ARRAY_SIZE`, :func:`text`
 (strings of conform's string alphabet, for string attributes), and for
 optional and 0-d inputs :func:`absent_inputs`, :func:`with_absent` and :func:`scalar_inputs`.
+Inside :func:`designing` (a covering design's row, :mod:`._covering`), :func:`attributes`,
+:func:`absent_inputs`, :func:`choose` and :func:`choose_int` give the row's classes instead of
+drawing them: a hook that draws an attribute itself calls :func:`choose` (or
+:func:`choose_int`) with its name, so that the design can fix it.
 Imported only when a corpus is
 drawn: a run from the corpus cache does not load Hypothesis.
 """
@@ -23,10 +27,10 @@ from conform.generators._signature import Boundary, MustReject, Signature, fixed
 
 from conform.dtypes import STRING_ALPHABET, STRING_EDGES
 from conform.ops.optional_inputs import ABSENT
-from conform.spec import DEFAULT_RANKS
+from conform.spec import ABSENT as _ABSENT_CLASS, DEFAULT_RANKS, INPUT_PREFIX, same_class
 
 __all__ = ["MAX_ARRAY_SIZE", "Boundary", "MustReject", "Signature", "absent_inputs", "attributes",
-           "catalog", "fixed_attrs", "out_dtype", "preferring", "ranks", "scalar_inputs", "shape",
+           "catalog", "choose", "choose_int", "designed", "designing", "fixed_attrs", "out_dtype", "preferring", "ranks", "scalar_inputs", "shape",
            "st", "text", "with_absent"]
 
 MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))
@@ -128,21 +132,65 @@ def out_dtype(spec, dtype):
     return "bool" if spec.output_dtype == "bool" else dtype
 
 
+#: The covering design's rows the signatures drawn inside :func:`designing` honour (a stack).
+_DESIGN: list = []
+
+
+@contextlib.contextmanager
+def designing(row: dict):
+    """Within it, :func:`attributes`, :func:`absent_inputs`, :func:`choose` and
+    :func:`choose_int` give ``row``'s class for each factor it names (an attribute's value, or
+    ``absent``/``present`` for ``input:<name>``) instead of drawing it."""
+    _DESIGN.append(dict(row))
+    try:
+        yield
+    finally:
+        _DESIGN.pop()
+
+
+def designed(name: str, default=None):
+    """The class the covering design's row fixes for factor ``name`` (an attribute, or
+    ``input:<name>``), else ``default``: for a hook that draws an attribute only where another
+    attribute's value reads it, and also sets it where the design asks."""
+    return _DESIGN[-1].get(name, default) if _DESIGN else default
+
+
+def choose(draw, name: str, values):
+    """One of ``values`` for attribute ``name``: the design row's class where the row fixes one
+    of them, else drawn (as ``draw(st.sampled_from(values))``)."""
+    if _DESIGN and name in _DESIGN[-1]:
+        fixed = [v for v in values if same_class(v, _DESIGN[-1][name])]
+        if fixed:
+            return fixed[0]
+    return draw(st.sampled_from(values))
+
+
+def choose_int(draw, name: str, low: int, high: int) -> int:
+    """An integer in ``[low, high]`` for attribute ``name``: the design row's class where the
+    row fixes one in range, else drawn (as ``draw(st.integers(low, high))``)."""
+    if _DESIGN and name in _DESIGN[-1]:
+        fixed = _DESIGN[-1][name]
+        if not isinstance(fixed, bool) and isinstance(fixed, int) and low <= fixed <= high:
+            return fixed
+    return draw(st.integers(low, high))
+
+
 def attributes(draw, spec, ranks: dict) -> dict:
     """The spec's attributes (``signature.attrs``) drawn from their domains (see
-    :mod:`conform.generators._generic`); ``ranks`` gives each input's rank, for domains tied to
-    an input's shape."""
-    return {name: _attribute(draw, domain, ranks)
+    :mod:`conform.generators._generic`; a covering design's row fixes some, see
+    :func:`designing`); ``ranks`` gives each input's rank, for domains tied to an input's
+    shape."""
+    return {name: _attribute(draw, name, domain, ranks)
             for name, domain in spec.signature.get("attrs", {}).items()}
 
 
-def _attribute(draw, domain, ranks: dict):
+def _attribute(draw, name: str, domain, ranks: dict):
     if not isinstance(domain, dict):
         return domain
     if "choice" in domain:
-        return draw(st.sampled_from(domain["choice"]))
+        return choose(draw, name, domain["choice"])
     if "range" in domain:
-        return draw(st.integers(*domain["range"]))
+        return choose_int(draw, name, *domain["range"])
     if "permutation_of" in domain:
         return list(draw(st.permutations(range(ranks[domain["permutation_of"]]))))
     negative = domain.get("negative", False)
@@ -158,9 +206,12 @@ def _attribute(draw, domain, ranks: dict):
 
 
 def absent_inputs(draw, spec) -> list[str]:
-    """The optional inputs a signature leaves out, each absent with probability 1/2 (draws
-    nothing for a spec without optional inputs)."""
-    return [name for name in spec.optional_inputs if not draw(st.booleans())]
+    """The optional inputs a signature leaves out, each absent with probability 1/2 or as the
+    covering design's row says (draws nothing for a spec without optional inputs)."""
+    row = _DESIGN[-1] if _DESIGN else {}
+    return [name for name in spec.optional_inputs
+            if (row[INPUT_PREFIX + name] == _ABSENT_CLASS if INPUT_PREFIX + name in row
+                else not draw(st.booleans()))]
 
 
 def with_absent(attrs: dict, absent) -> dict:

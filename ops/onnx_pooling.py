@@ -168,11 +168,11 @@ def draw_pooling(draw, kit, spec, dtype):
 
     def per_axis(name, default):
         low, high = domains[name]["range"] if name in domains else (default, default)
-        return [draw(st.integers(low, high)) for _ in range(n)]
+        return [kit.choose_int(draw, name, low, high) for _ in range(n)]
 
     kernel, dilations = per_axis("kernel_shape", 1), per_axis("dilations", 1)
     reach = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
-    auto_pad = draw(st.sampled_from(domains["auto_pad"]["choice"]))
+    auto_pad = kit.choose(draw, "auto_pad", domains["auto_pad"]["choice"])
     strides = per_axis("strides", 1)
     if auto_pad.startswith("SAME"):
         strides = [min(s, r) for s, r in zip(strides, reach)]

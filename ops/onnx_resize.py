@@ -20,6 +20,7 @@ import functools
 
 import numpy as np
 
+from conform.ops._resize_draws import draw_resize
 from conform.ops._resize_shapes import resize_boundaries
 from conform.op_registry import op
 from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
@@ -324,95 +325,7 @@ def resize_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, fam
         bound, unbounded=reaches_max_finite(reach, out_dtype, gamma_n=g))),)
 
 
-# --- drawing ------------------------------------------------------------------------------------
-
-#: Scales exact in float32 whose products with a side are exact: no reading of floor() differs.
-EXACT_SCALES = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0)
-#: Scales whose float32 value is not the decimal one (drawn where floor(side * scale) is at
-#: least 1e-3 from an integer, so that the output's length does not rest on the precision of
-#: the product, which the text leaves open and a shape cannot be a per-element region).
-OTHER_SCALES = tuple(float(np.float32(s)) for s in (0.6, 0.8, 1.7, 1 / 3, 2 / 3, 2.2))
-ROI_STARTS, ROI_ENDS = (0.0, 0.125, 0.25, -0.25), (1.0, 0.75, 0.875, 1.25)
-
-
-def _maybe(draw, st, values):
-    """One of ``values`` or None (the attribute left out, for its default)."""
-    return draw(st.sampled_from((None,) + tuple(values)))
-
-
-def _draw_attrs(draw, st, dom: dict, dtype: str) -> dict:
-    modes = dom["mode"] if dtype in FLOAT_FORMATS else ["nearest"]
-    attrs = {"mode": draw(st.sampled_from(modes))}
-    if attrs["mode"] == "nearest" and draw(st.booleans()):
-        attrs["mode"] = None
-    mode = _attr(attrs, "mode")
-    if "coordinate_transformation_mode" in dom:
-        attrs["coordinate_transformation_mode"] = _maybe(draw, st, dom["coordinate_transformation_mode"])
-    for name, wanted in (("nearest_mode", mode == "nearest"), ("cubic_coeff_a", mode == "cubic"),
-                         ("exclude_outside", mode != "nearest"), ("antialias", mode != "nearest")):
-        if wanted and name in dom:
-            attrs[name] = _maybe(draw, st, dom[name])
-    if attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize":
-        values = dom["extrapolation_value"] if dtype in FLOAT_FORMATS else [0.0, 3.0]
-        attrs["extrapolation_value"] = _maybe(draw, st, values)
-    return attrs
-
-
-def _draw_scale(draw, st, side: int, extent: float) -> float:
-    """A scale giving at least one output element, its product with the side clear of ties."""
-    usable = [s for s in EXACT_SCALES + OTHER_SCALES
-              if side * extent * s >= 1 and (s in EXACT_SCALES or abs(
-                  side * extent * s - round(side * extent * s)) > 1e-3)]
-    return draw(st.sampled_from(usable))
-
-
-def _aspect_ok(shape, axes, sizes, policy) -> bool:
-    """Whether ``keep_aspect_ratio_policy`` gives every axis at least one element, far from a
-    rounding tie (the text's round_int rounds ties up; the precision of the ratio it rounds is
-    open, so cases near a tie are not drawn)."""
-    if policy in (None, "stretch"):
-        return True
-    ratios = [n / shape[a] for n, a in zip(sizes, axes)]
-    scale = min(ratios) if policy == "not_larger" else max(ratios)
-    widths = [scale * shape[a] for a in axes]
-    return all(w >= 0.5 and abs(w - np.floor(w) - 0.5) > 1e-6 for w in widths)
-
-
-def draw_resize(draw, kit, spec, dtype, *, family: int):
-    """An input of rank 1 to 4 (sides 1 to 5), the spec's attributes (each now and then left
-    out), ``axes`` (from Resize-18), and per resized axis a scale or an output size (scales or
-    sizes, never both), with a roi for tf_crop_and_resize."""
-    st = kit.st
-    dom = {name: domain["choice"] for name, domain in spec.signature.get("attrs", {}).items()}
-    rank = draw(st.sampled_from((1, 2, 2, 3, 4, 4)))
-    shape = draw(kit.shape(min_rank=rank, max_rank=rank, min_side=1, max_side=5).filter(
-        lambda s: int(np.prod(s)) <= 32))
-    attrs = _draw_attrs(draw, st, dom, dtype)
-    axes = list(range(rank))
-    if family >= 18 and draw(st.booleans()):
-        axes = list(draw(st.permutations(range(rank))))[:draw(st.integers(1, rank))]
-        attrs["axes"] = [a - rank if draw(st.booleans()) else a for a in axes]
-    # mostly the trailing two axes of a higher rank (an image's), now and then any of them
-    trailing = {a for a in axes if a >= rank - 2}
-    resized = (trailing if draw(st.integers(0, 2)) else {a for a in axes if draw(st.booleans())}) \
-        or {axes[-1]}
-    crop = attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize"
-    roi = [(draw(st.sampled_from(ROI_STARTS)), draw(st.sampled_from(ROI_ENDS))) if crop and a in resized
-           else (0.0, 1.0) for a in axes]
-    if crop:
-        attrs["roi"] = [r[0] for r in roi] + [r[1] for r in roi]
-    if family == 10 or not draw(st.booleans()):
-        attrs["scales"] = [_draw_scale(draw, st, shape[a], r[1] - r[0]) if a in resized else 1.0
-                           for a, r in zip(axes, roi)]
-    else:
-        attrs["sizes"] = [draw(st.integers(1, 3 * shape[a])) if a in resized else shape[a]
-                          for a in axes]
-        if "keep_aspect_ratio_policy" in dom:
-            policy = _maybe(draw, st, dom["keep_aspect_ratio_policy"])
-            if _aspect_ok(shape, axes, attrs["sizes"], policy):
-                attrs["keep_aspect_ratio_policy"] = policy
-    return kit.Signature((dtype,), (tuple(shape),), attrs, dtype)
-
+# --- drawing (ops/_resize_draws.py) and values ------------------------------------------------
 
 def values_resize(rng, inputs, attrs):
     """Finite samples for linear and cubic (a zero weight times an infinity or NaN is NaN in an

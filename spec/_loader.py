@@ -13,6 +13,7 @@ from conform.numpy_functions import numpy_function_problem
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
 from conform.spec._errors import SpecError, line_of, validate_document
+from conform.spec._design import check_excluded_pairs
 from conform.spec._properties import check_properties
 from conform.spec.program_nodes import ProgramNode, array_names
 from conform.spec._runnable import check_model_hooks, check_runnable, dtype_class
@@ -47,6 +48,8 @@ class OpSpec:
     implementation_defined: tuple = ()
     critical_regions: tuple = ()   # entries of spec/critical.py's form
     properties: tuple = ()   # what the standard promises beyond one element (spec/_properties.py)
+    excluded_pairs: tuple = ()   # attribute classes the covering design pairs not (spec/_design.py)
+    conditioning: dict = field(default_factory=dict)   # ill-conditioned value plans (schema)
     path: str = ""
 
     def program_nodes(self, case) -> tuple[ProgramNode, ...]:
@@ -257,6 +260,8 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                      outputs=list(names))
     _check_xla_binding(data, root, path, found)
     _check_special_values(data, root, path, found)
+    check_excluded_pairs(data, root, path, [_input_name(e) for e in data["signature"]["inputs"]
+                                            if _flag(e, "optional")])
     for i, entry in enumerate(data.get("edge_cases", [])):
         unknown = set(entry) - {_input_name(e) for e in data["signature"]["inputs"]}
         if unknown or not _elementwise(found, data["signature"]):
@@ -434,6 +439,8 @@ def load_spec(path: Path | str) -> OpSpec:
         implementation_defined=tuple(data.get("implementation_defined", [])), path=str(path),
         critical_regions=tuple(data.get("critical_regions", [])),
         properties=tuple(data.get("properties", [])),
+        excluded_pairs=tuple(data.get("excluded_pairs", [])),
+        conditioning=data.get("conditioning", {}),
     )
 
 

@@ -229,6 +229,27 @@ SCHEMA = {
                                "source": {"type": "string", "minLength": 10}},
             },
         },
+        # value plans for ill-conditioned but legal inputs (generators/_values.py): "offset", a
+        # large common offset with a small spread; "cancel", sums that nearly cancel. one_pass:
+        # whether the text lets the variance be evaluated in one pass (mean(x*x) - mean(x)**2)
+        "conditioning": {
+            "type": "object", "additionalProperties": False, "required": ["plans", "why"],
+            "properties": {"plans": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                     "items": {"enum": ["offset", "cancel"]}},
+                           "one_pass": {"enum": ["allowed", "forbidden"]},
+                           "why": {"type": "string", "minLength": 10}},
+        },
+        # pairs of attribute classes (or optional inputs' presence) the covering design
+        # leaves out (spec/_design.py): the text rules them out or leaves them open
+        "excluded_pairs": {
+            "type": "array", "maxItems": MAX_REGIONS,
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["when", "why"],
+                "properties": {"when": {"type": "object", "minProperties": 2,
+                                        "maxProperties": 2},
+                               "why": {"type": "string", "minLength": 10}},
+            },
+        },
         "bindings": {
             "type": "object",
             "additionalProperties": False,

@@ -20,6 +20,7 @@ from conform.harness.cli.values import (Parser, at_least_one, check_cache_direct
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 ONNX_OPSET_MAX = 28   # the newest opset the pinned onnx package defines
+DEFAULT_BUDGET, DEFAULT_SEED = 20, 0   # conform run's default cases per op and dtype, and seed
 EXIT_NOTHING_JUDGED = 3    # a run whose every case was skipped, unsupported, error, crash or timeout
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 EXIT_TERMINATED = 143      # 128 + SIGTERM: a run stopped by SIGTERM (its reports written)
@@ -42,8 +43,9 @@ def _add_run_command(sub) -> argparse.ArgumentParser:
                           "ones) or module.path:ClassName")
     run.add_argument("--ops", type=_csv, default=None, help="comma-separated op names or globs")
     run.add_argument("--dtypes", type=_csv, default=None, help="comma-separated dtype names")
-    run.add_argument("--max-examples", type=at_least_one, default=20, help="cases per op and dtype")
-    run.add_argument("--seed", type=int, default=0,
+    run.add_argument("--max-examples", type=at_least_one, default=DEFAULT_BUDGET,
+                     help="cases per op and dtype")
+    run.add_argument("--seed", type=int, default=DEFAULT_SEED,
                      help="the seed the cases are drawn from (default 0): same seed, same cases")
     run.add_argument("--out", type=Path, default=None, help="output directory (default conform-out/<backend>)")
     run.add_argument("--force", action="store_true", help="write into an --out folder that holds files conform did not write (no .conform-out marker)")
@@ -101,6 +103,10 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--format", choices=["table", "json"], default="table",
                          help="a table (default), or JSON with each op's signature for adapter "
                               "authors")
+    listing.add_argument("--attribute-coverage", action="store_true",
+                         help="with --format json: each op's attribute_pair_coverage, the share "
+                              "of pairs of attribute classes (and optional inputs' presence) "
+                              "its default corpus draws (drawing it takes a few seconds)")
     listing.add_argument("--programs", action="store_true",
                          help="add the program suite `conform run --programs` adds (chains of "
                               "ops in the backend's format; the XLA ops' without --backend)")
@@ -173,6 +179,12 @@ def cmd_list(args) -> int:
              "xla": s.defined_by.get("xla", {}).get("name"), "onnx": s.defined_by.get("onnx", {}).get("name"),
              "summary": s.summary} for s in specs.values()]
     rows = [r for r in rows if r["dtypes"]]
+    if args.format == "json" and args.attribute_coverage:
+        from conform.generators import attribute_pair_coverage
+
+        for row in rows:
+            row["attribute_pair_coverage"] = attribute_pair_coverage(
+                specs[row["op"]], count=DEFAULT_BUDGET, seed=DEFAULT_SEED)
     if args.format == "json":
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return EXIT_OK
