@@ -129,7 +129,7 @@ def build_document(spec, case, types: dict = NNEF_TYPES) -> Document:
     return Document(text, operations[0], fed, shape, operations=operations)
 
 
-def _invocation(spec, case, operands: list[str], outputs: list[str], types: dict):
+def _invocation(spec, case, operands: list[str], outputs: list[str], types: dict = NNEF_TYPES):
     """``(line, operation, inputs fed, output shape)``: the line of NNEF invoking ``spec``'s
     operation on ``operands`` (the values of the case's inputs) into ``outputs``."""
     bound = binding(spec, "nnef")
