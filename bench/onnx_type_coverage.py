@@ -96,7 +96,8 @@ def coverage(names=None) -> dict:
             specs[op_type].add(spec.op)
             constraints = {c.type_param_str: c for c in schema.type_constraints}
             for label in labels:
-                if not schema_allows(spec, label, opset):
+                if not schema_allows(spec, label, opset) or label.split("->")[0] not in \
+                        bound.get("dtypes", (label.split("->")[0],)):   # the binding's own list
                     continue
                 for param, types in _drawn_types(spec, label, bound, opset, schema).items():
                     if param in constraints:
