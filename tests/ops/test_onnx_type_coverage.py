@@ -56,8 +56,6 @@ EXCEPTIONS = [
      ("int32", "int64", "uint32", "uint64", "bfloat16"),
      "an integer mean, norm or log has a rounding the texts do not give (an "
      "implementation_defined region to write), and bfloat16 needs its bound: " + _NOT_YET),
-    (("Einsum", "MatMul"), ("int8", "int16", "uint8", "uint16", "uint32", "uint64"),
-     "integer contractions of these types: " + _NOT_YET),
     (("If", "Loop", "Scan", "SequenceMap", "Optional", "OptionalGetElement",
       "OptionalHasElement"),
      ("bool", "int8", "int16", "uint8", "uint16", "uint32", "uint64", "bfloat16", "string",
