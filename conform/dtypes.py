@@ -409,6 +409,9 @@ def resolve_edge_value(value, dtype: str):
                                   f"known: {sorted(named)}")
             raise KeyError(f"edge value {value!r} is not defined for {dtype}; known: {sorted(named)}")
         return math.copysign(named[name], sign)   # -nan too: sign * nan keeps NaN's sign
+    if dtype == STRING:   # text: its edge values are STRING_EDGES, not numbers
+        raise AbsentValue(f"edge value {value!r} does not exist in string (text has no "
+                          "numeric edge values)")
     if value == "-zero":
         raise AbsentValue(f"edge value {value!r} exists only for floating-point dtypes")
     if dtype == "bool":   # PRED: the truth values only

@@ -38,7 +38,10 @@ def numpy_leaky_relu(operand, *, alpha):
 
 @op("relu", version=1, numpy=numpy_relu)
 def oracle_relu(operand):
-    """max(x, 0): x for x > 0, else +0. NaN in, NaN out (unjudged: see spec/ops/relu.yaml)."""
+    """max(x, 0): x for x > 0, else +0. NaN in, NaN out (unjudged: see spec/ops/relu.yaml).
+    Integers (Relu-14's int8 to int64) exactly, in their own type."""
+    if operand.dtype.kind in "iu":
+        return (np.maximum(operand, 0),)
     return (np.where(operand > 0, operand, np.where(np.isnan(operand), operand, 0.0)),)
 
 

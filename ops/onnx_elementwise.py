@@ -27,32 +27,45 @@ from conform.ops.selection import oracle_select
 from conform.ops.unary_math import oracle_sign
 
 
+def unsigned64(arrays, dtypes) -> list:
+    """The operands as stored: where the case's dtype is uint64, the int64 the oracle contract
+    widened each to (wrapping values of 2**63 and above) read back as uint64, so that sums wrap
+    modulo 2**64, quotients divide and comparisons order as the unsigned type's do; any other
+    operand (a float64 one evaluated for a region among them) as it is."""
+    if not dtypes or dtypes[0] != "uint64":
+        return list(arrays)
+    return [x.view(np.uint64) if x.dtype == np.int64 else x for x in arrays]
+
+
 @op("onnx_add", version=1, rounded64=rounded_add,
     midpoints=SUM_MIDPOINTS)
-def oracle_onnx_add(a, b):
-    """a + b."""
-    return oracle_add(a, b)
+def oracle_onnx_add(a, b, *, dtypes=None):
+    """a + b (uint64: modulo 2**64, where a sum past the type is the spec's int_overflow)."""
+    return oracle_add(*unsigned64((a, b), dtypes))
 
 
 @op("onnx_sub", version=1, rounded64=rounded_subtract,
     midpoints=DIFFERENCE_MIDPOINTS)
-def oracle_onnx_sub(a, b):
-    """a - b."""
-    return oracle_subtract(a, b)
+def oracle_onnx_sub(a, b, *, dtypes=None):
+    """a - b (uint64: modulo 2**64, where a difference past the type is the spec's
+    int_overflow)."""
+    return oracle_subtract(*unsigned64((a, b), dtypes))
 
 
 @op("onnx_mul", version=1, rounded64=rounded_multiply,
     midpoints=PRODUCT_MIDPOINTS)
-def oracle_onnx_mul(a, b):
-    """a * b."""
-    return oracle_multiply(a, b)
+def oracle_onnx_mul(a, b, *, dtypes=None):
+    """a * b (uint64: modulo 2**64, where a product past the type is the spec's
+    int_overflow)."""
+    return oracle_multiply(*unsigned64((a, b), dtypes))
 
 
 @op("onnx_div", version=1, rounded64=rounded_divide,
     midpoints=QUOTIENT_MIDPOINTS)
-def oracle_onnx_div(a, b):
-    """a / b; integers: 'truncating division (rounding toward zero)' (ONNX Div)."""
-    return oracle_divide(a, b)
+def oracle_onnx_div(a, b, *, dtypes=None):
+    """a / b; integers: 'truncating division (rounding toward zero)' (ONNX Div); uint64 as
+    the unsigned type's quotient."""
+    return oracle_divide(*unsigned64((a, b), dtypes))
 
 
 @op("onnx_pow", version=1)
@@ -68,45 +81,45 @@ def oracle_onnx_mod_fmod(a, b):
 
 
 @op("onnx_max", version=1)
-def oracle_onnx_max(data_0, data_1):
+def oracle_onnx_max(data_0, data_1, *, dtypes=None):
     """The larger of the two (NaN operands: an implementation-defined region of the spec)."""
-    return oracle_maximum(data_0, data_1)
+    return oracle_maximum(*unsigned64((data_0, data_1), dtypes))
 
 
 @op("onnx_min", version=1)
-def oracle_onnx_min(data_0, data_1):
+def oracle_onnx_min(data_0, data_1, *, dtypes=None):
     """The smaller of the two (NaN operands: an implementation-defined region of the spec)."""
-    return oracle_minimum(data_0, data_1)
+    return oracle_minimum(*unsigned64((data_0, data_1), dtypes))
 
 
 @op("onnx_equal", version=1)
-def oracle_onnx_equal(a, b):
+def oracle_onnx_equal(a, b, *, dtypes=None):
     """a == b under IEEE 754 comparison."""
-    return oracle_eq(a, b)
+    return oracle_eq(*unsigned64((a, b), dtypes))
 
 
 @op("onnx_greater", version=1)
-def oracle_onnx_greater(a, b):
+def oracle_onnx_greater(a, b, *, dtypes=None):
     """a > b under IEEE 754 comparison."""
-    return oracle_gt(a, b)
+    return oracle_gt(*unsigned64((a, b), dtypes))
 
 
 @op("onnx_greater_or_equal", version=1)
-def oracle_onnx_greater_or_equal(a, b):
+def oracle_onnx_greater_or_equal(a, b, *, dtypes=None):
     """a >= b under IEEE 754 comparison."""
-    return oracle_ge(a, b)
+    return oracle_ge(*unsigned64((a, b), dtypes))
 
 
 @op("onnx_less", version=1)
-def oracle_onnx_less(a, b):
+def oracle_onnx_less(a, b, *, dtypes=None):
     """a < b under IEEE 754 comparison."""
-    return oracle_lt(a, b)
+    return oracle_lt(*unsigned64((a, b), dtypes))
 
 
 @op("onnx_less_or_equal", version=1)
-def oracle_onnx_less_or_equal(a, b):
+def oracle_onnx_less_or_equal(a, b, *, dtypes=None):
     """a <= b under IEEE 754 comparison."""
-    return oracle_le(a, b)
+    return oracle_le(*unsigned64((a, b), dtypes))
 
 
 @op("onnx_bitwise_and", version=1)
@@ -146,9 +159,9 @@ def oracle_onnx_where(condition, x, y):
 
 
 @op("onnx_sign", version=1)
-def oracle_onnx_sign(input):  # noqa: A002 - ONNX's input name
+def oracle_onnx_sign(input, *, dtypes=None):  # noqa: A002 - ONNX's input name
     """1 for input > 0, -1 for input < 0, 0 for a zero (its sign left open by the spec)."""
-    return oracle_sign(input)
+    return oracle_sign(*unsigned64((input,), dtypes))
 
 
 def _limits(dtype: str) -> tuple:
@@ -170,6 +183,7 @@ def oracle_onnx_clip(input, *bounds, absent_inputs=(), dtypes):  # noqa: A002 - 
     """ONNX Clip-13: Min(max, Max(input, min)); an absent min is numeric_limits<T>::lowest() and
     an absent max numeric_limits<T>::max() (so an infinite input becomes finite), and where
     min > max every element is max."""
+    input, *bounds = unsigned64((input, *bounds), dtypes)  # noqa: A001 - ONNX's input name
     given = by_name(("min", "max"), bounds, absent_inputs)
     lowest, highest = _limits(dtypes[0])
     return (np.minimum(given.get("max", highest), np.maximum(input, given.get("min", lowest))),)

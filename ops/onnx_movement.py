@@ -279,15 +279,17 @@ def invalid_onnx_pad(kit, spec, dtype):
        onnx=onnx_pad, boundaries=boundaries_onnx_pad, invalid=invalid_onnx_pad)
 def oracle_onnx_pad(data, *value, mode, pads, axes=None, absent_inputs=(), crop="before"):
     """ONNX Pad-19: ``pads`` = [begins..., ends...] of ``axes`` (negative: counted from the end;
-    default every axis), negative pads removing elements; ``constant_value`` (default 0 or
-    False) fills constant padding, reflect, edge and wrap copy data elements."""
+    default every axis), negative pads removing elements; ``constant_value`` ('by default it
+    is 0, empty string or False') fills constant padding, reflect, edge and wrap copy data
+    elements."""
     rank = data.ndim
     axes = list(range(rank)) if axes is None else [axis % rank for axis in axes]
     count = len(axes)
     sources = [np.arange(size) for size in data.shape]
     for k, axis in enumerate(axes):
         sources[axis] = _pad_sources(data.shape[axis], pads[k], pads[count + k], mode, crop)
-    fill = value[0] if value else np.zeros((), data.dtype)
+    fill = value[0] if value else np.array("", object) if data.dtype == object \
+        else np.zeros((), data.dtype)
     flat = np.append(data.ravel(), fill)   # the constant sits past the data's last element
     index = np.zeros([len(s) for s in sources], dtype=np.int64)
     outside = np.zeros(index.shape, dtype=bool)

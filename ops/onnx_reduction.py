@@ -46,9 +46,24 @@ def _unsigned64(data: np.ndarray, dtypes) -> np.ndarray:
     return data.view(np.uint64) if dtypes and dtypes[0] == "uint64" else data
 
 
+def _ordered(data: np.ndarray, dtypes) -> np.ndarray:
+    """``data`` in a dtype whose order is the type's: uint64 read back as uint64, bool as
+    uint8 (False < True)."""
+    return data.astype(np.uint8) if data.dtype == np.bool_ else _unsigned64(data, dtypes)
+
+
+def _as_data(outputs: tuple, dtypes) -> tuple:
+    """A max or min reduction of bool data (computed on 0 and 1) back as bool."""
+    return tuple(o.astype(np.bool_) for o in outputs) if dtypes and dtypes[0] == "bool" \
+        else outputs
+
+
 def _type_bound(dtype: str, *, lowest: bool):
     """For an integer type, its minimum (or maximum): what an empty max (or min) reduction
-    yields for a type without infinities; None for a float type (the oracle's -inf or +inf)."""
+    yields for a type without infinities (bool: False, or True); None for a float type (the
+    oracle's -inf or +inf)."""
+    if dtype == "bool":
+        return 0 if lowest else 1
     if not dtype.startswith(("int", "uint")):
         return None
     info = np.iinfo(np.dtype(dtype))
@@ -136,24 +151,29 @@ def numpy_onnx_reduce_log_sum_exp(data, *, axes, keepdims, noop_with_empty_axes)
 
 
 @op("onnx_reduce_sum", version=1, numpy=numpy_onnx_reduce_sum, **_HOOKS)
-def oracle_onnx_reduce_sum(data, *, axes, keepdims):
-    """The sum over ``axes`` (0 over an empty set)."""
-    return _reduced(oracle_reduce_sum, data, axes, keepdims)
+def oracle_onnx_reduce_sum(data, *, axes, keepdims, dtypes=None):
+    """The sum over ``axes`` (0 over an empty set); uint64 modulo 2**64 (a sum past the type is
+    the spec's int_overflow)."""
+    return _reduced(oracle_reduce_sum, _unsigned64(data, dtypes), axes, keepdims)
 
 
 @op("onnx_reduce_max", version=1, numpy=numpy_onnx_reduce_max, **_HOOKS)
 def oracle_onnx_reduce_max(data, *, axes, keepdims, dtypes):
     """The maximum over ``axes``; over an empty set 'minus infinity (if supported by the
-    datatype) or the minimum value of the data type otherwise'."""
+    datatype) or the minimum value of the data type otherwise'; bool data: 'the comparison
+    should consider False < True' (ReduceMax-20)."""
     empty = _type_bound(dtypes[0], lowest=True)
-    return _reduced(oracle_reduce_max, data, axes, keepdims, empty=empty)
+    return _as_data(_reduced(oracle_reduce_max, _ordered(data, dtypes), axes, keepdims,
+                             empty=empty), dtypes)
 
 
 @op("onnx_reduce_min", version=1, numpy=numpy_onnx_reduce_min, **_HOOKS)
 def oracle_onnx_reduce_min(data, *, axes, keepdims, dtypes):
-    """The minimum over ``axes``; over an empty set plus infinity or the type's maximum."""
+    """The minimum over ``axes``; over an empty set plus infinity or the type's maximum; bool
+    data with False < True (ReduceMin-20)."""
     empty = _type_bound(dtypes[0], lowest=False)
-    return _reduced(oracle_reduce_min, data, axes, keepdims, empty=empty)
+    return _as_data(_reduced(oracle_reduce_min, _ordered(data, dtypes), axes, keepdims,
+                             empty=empty), dtypes)
 
 
 @op("onnx_reduce_mean", version=1, numpy=numpy_onnx_reduce_mean, **_HOOKS)

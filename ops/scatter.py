@@ -17,6 +17,7 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.op_registry import op
+from conform.ops.onnx_elementwise import unsigned64
 from conform.ops.indexing import (DRAWN_HERE, in_range, index_type, normalised,
                                   out_of_range_invalid, signed_axis)
 
@@ -31,8 +32,9 @@ def _repeats_allowed(dtype: str, reduction: str) -> bool:
 
 
 def _draw_reduction(draw, kit, dtype: str) -> str:
-    """A reduction; bool data takes none only (the texts' +, *, max and min are arithmetic)."""
-    return "none" if dtype == "bool" else draw(kit.st.sampled_from(REDUCTIONS))
+    """A reduction; bool and string data take none only (the texts' +, *, max and min are
+    arithmetic)."""
+    return "none" if dtype in ("bool", "string") else draw(kit.st.sampled_from(REDUCTIONS))
 
 
 def _ieee_max(a, b):
@@ -175,10 +177,12 @@ def invalid_onnx_scatter_elements(kit, spec, dtype):
     invalid=invalid_onnx_scatter_elements,
     draw_honours=DRAWN_HERE, values=values_onnx_scatter_elements,
     feeding=_scatter_feeding(_element_targets), onnx=onnx_scatter)
-def oracle_onnx_scatter_elements(data, indices, updates, *, axis, reduction, selection="ieee"):
+def oracle_onnx_scatter_elements(data, indices, updates, *, axis, reduction, selection="ieee",
+                                 dtypes=None):
     """ONNX ScatterElements-18: for each entry of updates, the target takes the entry's own
     index in every dimension but ``axis``, where it takes the indices entry's value; there
-    output = updates[...] (none) or f(output, updates[...])."""
+    output = updates[...] (none) or f(output, updates[...]). uint64 combines as stored."""
+    data, updates = unsigned64((data, updates), dtypes)
     targets, _ = _element_targets(data, indices, {"axis": axis})
     return (scattered(data, targets, updates.ravel(), reduction, selection),)
 
@@ -235,10 +239,11 @@ def numpy_scatter_nd(data, indices, updates, *, reduction, selection="ieee"):
 
 @op("onnx_scatter_nd", numpy=numpy_scatter_nd, version=1, draw=draw_onnx_scatter_nd, draw_honours=DRAWN_HERE,
     values=values_onnx_scatter_nd, feeding=_scatter_feeding(_tuple_targets), onnx=onnx_scatter)
-def oracle_onnx_scatter_nd(data, indices, updates, *, reduction, selection="ieee"):
+def oracle_onnx_scatter_nd(data, indices, updates, *, reduction, selection="ieee", dtypes=None):
     """ONNX ScatterND-18: output = copy(data); for each idx of indices.shape[:-1],
     output[indices[idx]] = updates[idx] (none) or f(output[indices[idx]], updates[idx]);
-    a tuple shorter than data's rank names a slice."""
+    a tuple shorter than data's rank names a slice. uint64 combines as stored."""
+    data, updates = unsigned64((data, updates), dtypes)
     rows, length = _tuple_targets(data, indices, {})
     return (scattered(data, rows, updates.reshape(rows.size, *data.shape[indices.shape[-1]:]),
                       reduction, selection),)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.op_registry import op
+from conform.ops.onnx_elementwise import unsigned64
 
 
 def _descending_key(values: np.ndarray) -> np.ndarray:
@@ -114,8 +115,9 @@ def numpy_onnx_top_k(x, *, k, axis, largest, sorted):  # noqa: A002 - ONNX's nam
 
 @op("onnx_top_k", numpy=numpy_onnx_top_k, version=1, draw=draw_top_k, draw_honours=_HONOURS,
     feeding=feed_top_k, canonical=canonical_top_k, onnx=onnx_top_k)
-def oracle_onnx_top_k(x, *, k, axis, largest, sorted):
+def oracle_onnx_top_k(x, *, k, axis, largest, sorted, dtypes=None):
     """ONNX TopK: 'given two equivalent values, this operator uses the indices along the axis as
     a tiebreaker. That is, the element with the lower index will appear first'; with sorted 0
-    the order of the k results is undefined (see canonical_top_k)."""
+    the order of the k results is undefined (see canonical_top_k). uint64 is ordered as stored."""
+    (x,) = unsigned64((x,), dtypes)
     return top_k(x, k, axis, bool(largest))

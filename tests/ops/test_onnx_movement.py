@@ -75,3 +75,11 @@ def test_pad_boundaries_crop_an_axis_to_zero_and_one_and_through_the_padding(spe
     data = cases[2].inputs[0].astype(np.float64)
     assert (outs[2] == data[3]).all()   # one kept row, copied by edge padding twice
     assert (outs[3] == 0).all()         # pads [2, -5]: the crop reaches into the begin padding
+
+
+def test_pad_fills_text_with_the_empty_string_by_default():
+    """Pad's constant_value: '(by default it is 0, empty string or False)'."""
+    data = np.array(["a", "b"], object)
+    attrs = dict(mode="constant", pads=[1, 1], absent_inputs=("constant_value", "axes"))
+    (out,) = evaluate("onnx_pad", [data], attrs)
+    assert out.tolist() == ["", "a", "b", ""] and all(type(s) is str for s in out)

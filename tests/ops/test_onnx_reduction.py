@@ -207,3 +207,20 @@ def test_reducing_every_axis_instead_of_none_fails(tmp_path, conform_cli):
                        "float32")
     assert failing and all(not r["attrs"]["axes"] and r["attrs"]["noop_with_empty_axes"]
                            for r in failing)
+
+
+def test_max_and_min_order_bool_and_uint64_as_their_types():
+    """ReduceMax-20: 'for Boolean, the comparison should consider False < True'; an empty set
+    gives the type's minimum (False); uint64 past 2**63 (widened to a negative int64) is the
+    largest, not the smallest."""
+    flags = np.array([[False, True], [False, False]])
+    assert evaluate("onnx_reduce_max", [flags], dict(axes=[1], keepdims=0))[0].tolist() \
+        == [True, False]
+    assert evaluate("onnx_reduce_min", [flags], dict(axes=[0], keepdims=0))[0].tolist() \
+        == [False, False]
+    assert evaluate("onnx_reduce_max", [np.zeros((0, 2), bool)],
+                    dict(axes=[0], keepdims=0))[0].tolist() == [False, False]
+    big = np.array([2**64 - 1, 3], np.uint64)
+    assert evaluate("onnx_reduce_max", [big], dict(axes=[0], keepdims=0))[0] == 2**64 - 1
+    assert evaluate("onnx_reduce_min", [big], dict(axes=[0], keepdims=0))[0] == 3
+    assert evaluate("onnx_reduce_sum", [big], dict(axes=[0], keepdims=0))[0] == 2
