@@ -139,3 +139,26 @@ def unbounded_evaluation(ctx: RegionContext) -> np.ndarray:
     if ctx.error_bound is None:
         return ctx.none()
     return np.broadcast_to(np.isnan(ctx.error_bound), ctx.expected.shape)
+
+
+def _signaling(operand: np.ndarray) -> np.ndarray:
+    """Where ``operand`` (in its own IEEE binary format) holds a signalling NaN: a NaN whose
+    leading significand bit, the quiet bit (IEEE 754-2019 §6.2.1), is clear."""
+    if operand.dtype.kind != "f" or operand.dtype.itemsize not in (2, 4, 8):
+        return np.zeros(operand.shape, bool)
+    bits = operand.view(f"u{operand.dtype.itemsize}")
+    quiet = 1 << (int(np.finfo(operand.dtype).nmant) - 1)
+    return np.isnan(operand) & ((bits & quiet) == 0)
+
+
+@region
+def signaling_nan_operand(ctx: RegionContext) -> np.ndarray:
+    """Element-wise results with a signalling NaN operand: C11 Annex F 'does not specify the
+    behavior of signaling NaNs' (F.2.1), so a special case such as pow(+1, y) = 1 'even for a
+    NaN' holds for quiet NaNs only, and IEEE 754-2019 §6.2 makes an operation on a signalling
+    NaN deliver a quiet NaN where it delivers a floating-point result."""
+    mask = ctx.none()
+    for operand in ctx.inputs:
+        if floating(operand):
+            mask = mask | ctx.aligned(_signaling(np.asarray(operand)))
+    return mask

@@ -309,3 +309,21 @@ def test_nan_operand_sees_bfloat16_nans():
     ctx = RegionContext(inputs=[x], expected=np.array([1.0, np.nan, -0.0]), out_dtype="bfloat16",
                         float_oracle=lambda xs: xs[0])
     assert regions()["nan_operand"](ctx).tolist() == [False, True, False]
+
+
+def test_a_signalling_nan_operand_is_open_where_annex_f_decides_only_quiet_ones(specs):
+    """pow(+1, y) = 1 'even for a NaN' (C11 F.10.4.4) holds for a quiet NaN; Annex F leaves
+    signalling NaNs unspecified (F.2.1), so with one both 1 and a quiet NaN are readings."""
+    from conform.harness.judge.judging import judge_outputs
+    from tests.ops.onnx_schema_checks import case_of
+
+    one = np.ones(1, np.float32)
+    signalling = np.array([0x7F800001], np.uint32).view(np.float32)
+    quiet = np.array([np.nan], np.float32)
+
+    def verdict(y, answer):
+        return judge_outputs(specs["onnx_pow"], case_of("onnx_pow", [one, y]),
+                             [np.asarray(answer, np.float32)]).verdict
+
+    assert verdict(signalling, [np.nan]) == verdict(signalling, [1.0]) == "impl_defined"
+    assert verdict(quiet, [np.nan]) == "fail" and verdict(quiet, [1.0]) == "pass"
