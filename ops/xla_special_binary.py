@@ -12,8 +12,6 @@ type, never by a library's nextafter.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from conform.dtypes import np_dtype
@@ -84,22 +82,31 @@ def _arb_polygamma(s, x):
     psi^(m)(x) = (-1)**m psi^(m)(1 - x) - pi d**m/dx**m cot(pi x))."""
     from flint import arb
 
-    m = int(float(s)) - 1
+    m = float(s) - 1
+    if not (m >= 0 and m == int(m)) or (x < 0 and m > MAX_REFLECTED):
+        return arb("nan")   # open (see _polygamma_open): no reference
+    m = int(m)
     if x < 0:
         reflected = _arb_polygamma(s, 1 - x)
         return (-1) ** m * reflected - arb.pi() ** (m + 1) * _cot_derivative(x.cot_pi(), m)
     if m == 0:
         return x.digamma()
-    return (-1) ** (m + 1) * arb(math.factorial(m)) * arb.zeta(arb(m + 1), x)
+    return (-1) ** (m + 1) * arb(m + 1).gamma() * arb.zeta(arb(m + 1), x)
+
+
+#: The largest order whose reference is computed for x < 0 (the reflection's m-th derivative of
+#: cot has O(m**2) terms); larger orders there are open: a gap of conform's reference.
+MAX_REFLECTED = 64
 
 
 def _polygamma_open(m, x):
     """m not a non-negative integer; an even m at a pole (non-positive integer x: two-sided,
-    +-inf) or x = -inf (no limit)."""
+    +-inf) or x = -inf (no limit); m > MAX_REFLECTED with x < 0 (no reference)."""
     with np.errstate(invalid="ignore"):
         integer_m = np.isfinite(m) & (m >= 0) & (np.trunc(m) == m)
         pole = np.isfinite(x) & (x <= 0) & (np.trunc(x) == x)
-        return ~integer_m | (pole & (np.fmod(m, 2) == 0)) | (x == -np.inf)
+        unreached = (m > MAX_REFLECTED) & (x < 0)
+        return ~integer_m | (pole & (np.fmod(m, 2) == 0)) | (x == -np.inf) | unreached
 
 
 def _polygamma_fast(s, x):
