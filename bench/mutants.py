@@ -244,6 +244,22 @@ class AsinhNaive(OrtMutant):
         return [np.where(np.isfinite(x), naive, outputs[0])]
 
 
+class TanhOvershootsInSaturation(OrtMutant):
+    """Tanh returning +-(1 + eps) where it saturates (a polynomial or rational approximation whose
+    result is not clamped to [-1, 1]): 2 ULP of 1 in float32, inside the 5-ULP bound, outside the
+    function's range."""
+
+    targets = ("tanh",)
+    affects = ("float32",)   # (float64 alike; one dtype keeps the mutation score's run short)
+    bug = "tanh leaving [-1, 1] in saturation"
+    resembles = _search(ORT, "Tanh greater than 1")
+
+    def mutate(self, program, inputs, outputs):
+        out = outputs[0]
+        over = np.nextafter(np.ones((), out.dtype), np.full((), 2, out.dtype))
+        return [np.where(np.abs(out) == 1, np.copysign(over, out), out).astype(out.dtype)]
+
+
 class CoshOverflowsEarly(OrtMutant):
     """float32 cosh as (exp(x) + exp(-x)) / 2: inf for 88.72 < |x| <= 89.41, where cosh is
     finite."""
@@ -592,6 +608,37 @@ class ArgMaxLastOnTies(OrtMutant):
         return [idx.astype(np.int64)]
 
 
+class ArgMaxNaNByPosition(OrtMutant):
+    """ArgMax whose answer for a slice holding a NaN depends on where the NaN sits: the NaN's index
+    where it is at an odd position, the largest number's elsewhere (a kernel that takes pairs of
+    elements and compares them with a NaN-blind max). Either answer alone is the text's open
+    region; one or the other by position is not."""
+
+    targets = ("onnx_arg_max",)
+    affects = ("float32",)
+    bug = "ArgMax NaN answer depending on position"
+    resembles = _search(ORT, "ArgMax NaN")
+
+    def mutate(self, program, inputs, outputs):
+        data, out = inputs[0].astype(np.float64), outputs[0]
+        if data.ndim == 0 or data.size == 0:
+            return outputs
+        axis = program.attrs.get("axis", 0) % data.ndim
+        moved = np.moveaxis(data, axis, -1)
+        nan = np.isnan(moved)
+        odd = nan & (np.arange(moved.shape[-1]) % 2 == 1)
+        numbers = np.where(nan, -np.inf, moved)
+        last = program.attrs.get("select_last_index", 0)
+        best = moved.shape[-1] - 1 - np.argmax(numbers[..., ::-1], -1) if last else np.argmax(numbers, -1)
+        first_odd = np.argmax(odd, -1)
+        idx = np.where(odd.any(-1), first_odd, np.where(nan.all(-1), 0, best))
+        idx = np.where(nan.any(-1), idx, np.moveaxis(np.asarray(out), axis, -1)[..., 0]
+                       if program.attrs.get("keepdims", 1) else out)
+        if program.attrs.get("keepdims", 1):
+            idx = np.expand_dims(idx, axis)
+        return [idx.astype(out.dtype).reshape(out.shape)]
+
+
 class GatherNegativeIndexOffByOne(OrtMutant):
     """Gather normalising a negative index i as i + s - 1 instead of i + s."""
 
@@ -870,6 +917,47 @@ class ReduceMaxIgnoresNaN(JaxMutant):
         if skipped is None:
             return outputs
         return [np.where(np.isnan(out), np.asarray(skipped).astype(out.dtype), out)]
+
+
+# ---- shape boundaries and overflowing integer division ----------------------------------------
+
+class PoolWrongWithoutFullWindow(OrtMutant):
+    """MaxPool off by one on every output of a case where some spatial axis's
+    padded input is shorter than the dilated kernel (no full window fits: with ceil_mode the
+    text still gives one window, reaching past the padding)."""
+
+    targets, affects = ("onnx_max_pool",), ("float32",)
+    bug = "a pooling kernel wrong only when no full window fits the padded input"
+    resembles = _search(ORT, "MaxPool ceil_mode kernel larger than input")
+
+    def mutate(self, program, inputs, outputs):
+        attrs, spatial = program.attrs, inputs[0].shape[2:]
+        n = len(spatial)
+        pads = attrs.get("pads") or [0] * (2 * n)
+        dilations = attrs.get("dilations") or [1] * n
+        short = attrs.get("auto_pad", "NOTSET") == "NOTSET" and any(
+            size + pads[i] + pads[n + i] < (k - 1) * d + 1
+            for i, (size, k, d) in enumerate(zip(spatial, attrs["kernel_shape"], dilations)))
+        return [outputs[0] + np.float32(1), *outputs[1:]] if short else outputs
+
+
+class IntDivTrapsOnOverflow(OrtMutant):
+    """int32 Div that traps (SIGFPE, as x86's idiv does) when a quotient overflows, INT_MIN /
+    -1, and only then: zero divisors are handled as before. The ONNX Div text leaves the
+    overflow's value open, but a dead process is no value."""
+
+    targets, affects = ("onnx_div",), ("int32",)
+    bug = "an integer division that traps only on INT_MIN / -1"
+    resembles = _search(ORT, "Div int32 INT_MIN -1 SIGFPE crash")
+
+    def forward(self, program, inputs):
+        import os
+        import signal
+
+        lhs, rhs = np.broadcast_arrays(*inputs[:2])
+        if np.any((lhs == np.iinfo(np.int32).min) & (rhs == -1)):
+            os.kill(os.getpid(), signal.SIGFPE)
+        return inputs
 
 
 ALL = [cls for cls in list(globals().values()) if isinstance(cls, type)

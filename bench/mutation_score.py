@@ -34,8 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
+from conform.verdicts import PROBLEMS
+
 ROOT = Path(__file__).resolve().parents[1]
-BAD = {"fail", "error", "crash", "timeout"}
+BAD = set(PROBLEMS)   # what fails a case: fail, inconsistent, error, crash, timeout
 MODULE = "bench.mutants"
 
 

@@ -217,8 +217,8 @@ def _child_hooks(role: str) -> None:
     inbox = worker._inbox
     waiting = "wait for a batch (IPC)" if role == "worker" else "wait for a reply (IPC)"
 
-    def timed_inbox(conn):
-        queue = inbox(conn)
+    def timed_inbox(conn, *rest):
+        queue = inbox(conn, *rest)
         queue.get = _timed(queue.get, waiting)
         return queue
 

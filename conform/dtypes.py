@@ -17,6 +17,12 @@ the OCP *Microscaling Formats (MX) Specification* v1.0: the element format FP4 E
 The complex types ``complex64`` and ``complex128`` (XLA's C64 and C128) are pairs of float32
 and float64 components, real and imaginary (:data:`COMPLEX_COMPONENTS`): each component has its
 float type's values, edge values and traits.
+
+``string`` is ONNX's STRING element type (TensorProto.STRING: UTF-8 text). Its NumPy form is an
+object array whose elements are Python ``str``: what onnxruntime takes and gives, and what the
+onnx package's ``numpy_helper`` makes (onnxruntime 1.32 refuses NumPy 2's ``StringDType``). Such
+arrays cross processes and files as data, never pickled: :func:`string_bytes` and
+:func:`strings_from`.
 """
 from __future__ import annotations
 
@@ -34,6 +40,8 @@ ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "flo
 _ML_INTEGERS = ("int2", "int4", "uint2", "uint4")
 #: the complex dtypes and the float type of their real and imaginary components
 COMPLEX_COMPONENTS = {"complex64": "float32", "complex128": "float64"}
+#: ONNX's string element type (arrays of it: NumPy object arrays of Python str)
+STRING = "string"
 
 
 @functools.cache   # called for every input of every case
@@ -42,6 +50,8 @@ def np_dtype(name: str) -> np.dtype:
     4-bit integers come from ml_dtypes: :data:`ML_DTYPES`)."""
     if name in ML_DTYPES:
         return np.dtype(getattr(ml_dtypes, name))
+    if name == STRING:
+        return np.dtype(object)
     return np.dtype(name)
 
 
@@ -87,6 +97,78 @@ def complex_array(real, imag, dtype: str = "complex128") -> np.ndarray:
     out = np.empty(real.shape, np_dtype(dtype))
     out.real, out.imag = real, imag
     return out
+
+
+def is_string(name: str) -> bool:
+    """Whether ``name`` is the string dtype (:data:`STRING`).
+
+    >>> is_string("string"), is_string("int8")
+    (True, False)
+    """
+    return name == STRING
+
+
+#: The characters string values are drawn from: ASCII letters of both cases, digits,
+#: punctuation and whitespace (space, tab, newline); Latin letters whose case mapping changes
+#: the length or depends on the locale ('ß' -> 'SS', 'İ' -> 'i̇', dotless 'ı', the ligature
+#: 'ﬁ', titlecase 'ǅ', capital sharp s 'ẞ'); Greek capital and both small sigmas; a precomposed
+#: 'é' and a combining acute accent (U+0301) to follow a base letter; Cyrillic; CJK; and a
+#: character beyond the BMP (U+1F600: four UTF-8 bytes, two UTF-16 units).
+STRING_ALPHABET = ("abcxyzABCXYZ019-_.,!?*+()[]|\\ \t\n"
+                   "ßẞİıﬁǅÉéΣσςЖж中文\u0301\U0001F600")
+#: Strings an edge plan mixes into a string array: the empty string, whitespace only, case
+#: pairs (both forms), a base letter with a combining mark and its precomposed form, and
+#: leading, trailing and repeated spaces.
+STRING_EDGES = ("", " ", "\t\n", "a", "A", "ß", "SS", "ss", "İ", "i\u0307", "ı", "I",
+                "e\u0301", "é", "ΣΑΣ", "σας", "  a  b  ", "ﬁ", "中文")
+
+
+def string_bytes(array: np.ndarray) -> bytes:
+    """The elements of a string array (an object array of ``str``) as data: their UTF-8 byte
+    lengths (int64, little-endian) then their UTF-8 bytes (lone surrogates kept:
+    ``surrogatepass``), padded to a multiple of 16 bytes; :func:`strings_from` reads it back.
+    Raises TypeError for an element that is not a ``str``.
+
+    >>> data = string_bytes(np.array(["ß", ""], object))
+    >>> data[:8], data[16:18], len(data)   # lengths 2 and 0, then the bytes of 'ß'
+    (b'\\x02\\x00\\x00\\x00\\x00\\x00\\x00\\x00', b'\\xc3\\x9f', 32)
+    """
+    items = array.ravel().tolist()
+    if not all(type(s) is str for s in items):
+        raise TypeError("a string array holds an element that is not a str")
+    encoded = [s.encode("utf-8", "surrogatepass") for s in items]
+    data = np.array([len(b) for b in encoded], "<i8").tobytes() + b"".join(encoded)
+    return data + bytes(-len(data) % 16)
+
+
+def strings_from(buffer, offset: int, shape) -> tuple[np.ndarray, int]:
+    """The string array of ``shape`` that :func:`string_bytes` wrote at ``offset`` of
+    ``buffer``, and the offset just past it. Raises ValueError for bytes that are not such
+    data (too short, a negative length, text that is not UTF-8).
+
+    >>> strings_from(string_bytes(np.array(["ß", "a"], object)), 0, (2,))[0].tolist()
+    ['ß', 'a']
+    """
+    count = math.prod(shape)
+    lengths = np.frombuffer(buffer, "<i8", count, offset).astype(np.int64)
+    start = offset + 8 * count
+    if ((lengths < 0) | (lengths > len(buffer))).any() or start + int(lengths.sum()) > len(buffer):
+        raise ValueError("string data shorter than the lengths it gives")
+    ends = start + np.cumsum(lengths)
+    data = bytes(memoryview(buffer)[start:int(ends[-1]) if count else start])
+    cuts = (ends - start).tolist()
+    out = np.empty(count, object)
+    out[:] = [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip([0] + cuts, cuts)]
+    end = int(ends[-1]) if count else start
+    return out.reshape(shape), end + (-(end - offset) % 16)
+
+
+def content_bytes(array: np.ndarray) -> bytes:
+    """An array's elements as bytes, for a content hash: its raw bytes, or for a string array
+    :func:`string_bytes` (an object array's raw bytes are pointers)."""
+    if array.dtype.hasobject:
+        return string_bytes(array)
+    return np.ascontiguousarray(array).tobytes()
 
 
 def is_integer(name: str) -> bool:

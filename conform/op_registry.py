@@ -89,6 +89,11 @@ class OpDefinition:
       the inputs' dtype names. A hook with a ``subnormals`` keyword gets the subnormal policy of
       the reference it bounds (``ieee``, or ``ftz`` for the judge's flushed reference, which it
       then computes for every case). Its terms: :mod:`conform.ops.error_bounds`.
+    * ``distribution(inputs, attrs, outputs, *, out_dtypes, dtypes) -> tuple``: for the ``statistical``
+      error model (a random op), per output the law its text states
+      (:mod:`conform.ops.distributions`), on the widened inputs; ``outputs`` are the backend's
+      (an output the text defines given another, as Dropout's output given its mask). The
+      judge tests the backend's outputs against it (:mod:`conform.harness.judge.statistical`).
     * ``devices(attrs) -> int``: the devices a case runs on, where the op needs more than one
       (a collective's case holds every replica, one device each; default 1); a backend with
       fewer (``Backend.device_count``) finds the case unsupported.
@@ -111,6 +116,16 @@ class OpDefinition:
       with results one ULP beside them, for the ``correctly_rounded`` model (a wrong tie rule
       fails there); ``attrs`` add to the spec's fixed ones. Drawn in every suite (the case
       ``<op>.<dtype>.midpoint``); helpers in :mod:`conform.ops._midpoints`.
+    * ``boundaries(kit, spec, dtype) -> list``: signatures (``kit.Signature``, or
+      ``kit.Boundary`` where input values set the shape: a signature and its values) at the boundaries
+      of the shape arithmetic the op's text gives (an output length of 0 or 1, exactly one
+      window fitting, one element too few), each a case the text defines: drawn in every suite
+      (the cases ``<op>.<dtype>.boundary<k>``) and judged as any other.
+    * ``invalid(kit, spec, dtype) -> list``: inputs the op's text forbids (``kit.MustReject``:
+      a signature, the sentence of the text that forbids it, the output shapes a model
+      declares, and a function breaking the filled inputs): drawn in every suite (the cases
+      ``<op>.<dtype>.invalid<k>``); the expected answer is a refusal, and a backend returning
+      a value is ``accepts_invalid``.
     * ``canonical(outputs, case) -> outputs``: for ops whose answer is a set of equally valid
       answers (the order of tied elements, of unordered unique values), maps a backend's outputs
       to the one member of the set the oracle returns; the judge applies it before comparing.
@@ -138,11 +153,14 @@ class OpDefinition:
     values: Callable | None = None
     canonical: Callable | None = None
     error_bound: Callable | None = None
+    distribution: Callable | None = None
     uses_catalog: bool = False
     case_model: Callable | None = None
     devices: Callable | None = None
     rounded64: Callable | None = None
     midpoints: Callable | None = None
+    boundaries: Callable | None = None
+    invalid: Callable | None = None
     module: str = field(default="", compare=False)
 
     @functools.cached_property

@@ -17,7 +17,10 @@ allocations do: onnxruntime's float reductions give results that differ in the l
 the input's alignment (61 of 300 reduce_sum float32 cases, inputs shifted by 4, 8 or 12
 bytes), and a cached case must run exactly as the freshly generated one did. Arrays are
 numbered in block order; ``scalars`` lists those that were NumPy scalars (kept as 0-d rows).
-No dtype holding Python objects is written or read.
+No dtype holding Python objects is written or read, but for string arrays (object arrays of
+``str``), written as data: a block of dtype ``string`` holds, row after row, each array's UTF-8
+lengths and bytes (:func:`conform.dtypes.string_bytes`, 16-byte aligned rows of their own
+sizes), read back as text.
 
 ``values`` holds each distinct value of a case's op, dtype, input dtypes, out dtype, attrs,
 plan and extra once, as tagged JSON data (:func:`conform.caches.to_data`: tuples stay
@@ -39,7 +42,7 @@ from conform.generators._case import Case
 from conform.oracles.expectations import Expectation
 from conform.caches import (CONTENT_START, DamagedEntry, from_data, read_entry, to_data,
                                  write_entry)
-from conform.dtypes import np_dtype
+from conform.dtypes import STRING, np_dtype, string_bytes, strings_from
 
 TAG = b"conform-corpus/2"
 _ALIGN = 16
@@ -112,8 +115,10 @@ class _Layout:
         if isinstance(value, np.generic):
             self.scalars.append(len(self.arrays))
             value = np.asarray(value)
-        if type(value) is not np.ndarray or value.dtype.hasobject:
+        if type(value) is not np.ndarray:
             raise TypeError(f"cannot store a {type(value).__name__} as array data")
+        if value.dtype.hasobject:   # a string array (TypeError if an element is no str)
+            string_bytes(value)
         self.blocks.setdefault((value.dtype, value.shape), []).append(len(self.arrays))
         self.arrays.append(value)
         return len(self.arrays) - 1
@@ -146,10 +151,11 @@ def encode(cases: list[Case]) -> list:
         named = {} if case.expectation is None else answer_arrays(case.expectation)
         for name, array in named.items():   # in order: the file is the same in every process
             answers.setdefault(name, [None] * len(cases))[k] = layout.array(array)
-    order, blocks, offset = [], [], 0
+    order, blocks, offset, data = [], [], 0, []
     for (dtype, shape), members in layout.blocks.items():
-        blocks.append([dtype.name, list(shape), offset, len(members)])
-        offset += _row_bytes(dtype, shape) * len(members)
+        data.append(_block_bytes(dtype, shape, [layout.arrays[i] for i in members]))
+        blocks.append([STRING if dtype.hasobject else dtype.name, list(shape), offset, len(members)])
+        offset += len(data[-1])
         order.extend(members)
     renumber = {old: new for new, old in enumerate(order)}
     columns["inputs"] = [[renumber[i] for i in row] for row in columns["inputs"]]
@@ -160,12 +166,16 @@ def encode(cases: list[Case]) -> list:
     kept = [repr(from_data(v, {})) for v in orjson.loads(header)["values"]]
     if kept != [repr(v) for v in layout.originals]:
         raise TypeError("attrs, extra or input dtypes that JSON does not keep exactly")
-    chunks = [len(header).to_bytes(8, "little"), header, bytes(-(8 + len(header)) % _ALIGN)]
-    for (dtype, shape), members in layout.blocks.items():
-        padding = bytes(_row_bytes(dtype, shape) - dtype.itemsize * math.prod(shape))
-        chunks.append(b"".join(np.ascontiguousarray(layout.arrays[i]).tobytes() + padding
-                               for i in members))
-    return chunks
+    return [len(header).to_bytes(8, "little"), header, bytes(-(8 + len(header)) % _ALIGN), *data]
+
+
+def _block_bytes(dtype: np.dtype, shape, arrays: list) -> bytes:
+    """The rows of one block: each array's bytes padded to ``_ALIGN`` (a string array's
+    :func:`~conform.dtypes.string_bytes`, aligned already)."""
+    if dtype.hasobject:
+        return b"".join(map(string_bytes, arrays))
+    padding = bytes(_row_bytes(dtype, shape) - dtype.itemsize * math.prod(shape))
+    return b"".join(np.ascontiguousarray(a).tobytes() + padding for a in arrays)
 
 
 def write(path: Path, cases: list[Case]) -> None:
@@ -185,7 +195,7 @@ def _c_strides(dtype: np.dtype, shape) -> tuple:
 
 def _dtype(name) -> np.dtype:
     dtype = np_dtype(name)
-    if dtype.hasobject:
+    if dtype.hasobject and name != STRING:
         raise DamagedEntry(f"dtype {name!r} holds objects")
     return dtype
 
@@ -209,7 +219,12 @@ def _decode(buffer: bytearray) -> list[Case]:
     for name, shape, offset, count in header["blocks"]:
         dtype, shape = _dtype(name), tuple(shape)
         row = _row_bytes(dtype, shape)
-        if shape:
+        if dtype.hasobject:   # string rows, one after the other
+            at = start + offset
+            for _ in range(count):
+                array, at = strings_from(buffer, at, shape)
+                arrays.append(array)
+        elif shape:
             arrays.extend(np.ndarray((count, *shape), dtype, buffer, start + offset,
                                      (row, *_c_strides(dtype, shape))))
         else:   # rows of a 1-d block would be NumPy scalars, not 0-d arrays

@@ -15,8 +15,8 @@ from hypothesis.internal.conjecture.data import ConjectureData
 
 from conform.generators import kit
 from conform.generators._generic import draw_signature
-from conform.generators._values import PLANS
-from conform.spec import OpSpec, dtype_class
+from conform.generators._values import PLANS, plan_kind
+from conform.spec import OpSpec
 
 
 CASES_PER_SIGNATURE = 4  # cases sharing one drawn signature: fewer compilations and sessions
@@ -42,8 +42,7 @@ _BASE_SEED = st.integers(0, 2**32 - 1)
 @st.composite
 def _signatures(draw, family):
     signature = draw(family)
-    classes = {dtype_class(d) for d in signature.input_dtypes}
-    kind = "float" if classes & {"float", "complex"} else "int" if "int" in classes else "bool"
+    kind = plan_kind(signature.input_dtypes)
     first_plan = draw(_FIRST_PLAN[kind])
     base_seed = draw(_BASE_SEED)
     return signature, PLANS[kind], first_plan, base_seed

@@ -161,9 +161,25 @@ class _Chunks:
         if not 0 <= chunk < self.count:
             raise IndexError(f"a float32 sweep has chunks 0 to {self.count - 1}, not {chunk}")
         size = 1 << CHUNK_BITS
-        patterns = np.arange(chunk * size, (chunk + 1) * size, dtype=np.uint64).astype(np.uint32)
-        return _case(self.spec, self.dtype, f"exhaustive{chunk:04d}", [patterns.view(np.float32)],
-                     "exhaustive", chunk)
+        return bit_range_case(self.spec, self.dtype, chunk * size, (chunk + 1) * size,
+                              suffix=f"exhaustive{chunk:04d}", seed=chunk)
+
+
+def bit_range_case(spec: OpSpec, dtype: str, first: int, stop: int, *, suffix: str | None = None,
+                   seed: int = 0) -> Case:
+    """The case of a unary element-wise op whose input is every bit pattern of ``dtype`` from
+    ``first`` up to (not including) ``stop``, in order (plan ``exhaustive``); ``suffix`` ends
+    its id (default ``bits<first>-<stop>``, in hex).
+
+    >>> bit_range_case(spec, "float32", 0x3f800000, 0x3f800004).inputs[0].tolist()  # doctest: +SKIP
+    [1.0, 1.0000001192092896, 1.0000002384185791, 1.0000003576278687]
+    """
+    bits = EXHAUSTIVE_BITS[dtype]
+    if not 0 <= first <= stop <= 1 << bits:
+        raise ValueError(f"bit range {first:#x}:{stop:#x} is outside {dtype}'s 0:{1 << bits:#x}")
+    patterns = np.arange(first, stop, dtype=np.uint32 if bits == 32 else np.uint16)
+    suffix = suffix or f"bits{first:0{bits // 4}x}-{stop:0{bits // 4}x}"
+    return _case(spec, dtype, suffix, [patterns.view(np_dtype(dtype))], "exhaustive", seed)
 
 
 def exhaustive_case(spec: OpSpec, dtype: str, chunk: int | None = None) -> Case | None:

@@ -12,46 +12,13 @@ import numpy as np
 from conform.generators._case import Case
 from conform.generators._corpus import corpus_path, load_or_generate, note_written
 from conform.generators._corpus_format import answer_arrays
+from conform.generators._consistency import consistency_cases
 from conform.generators._critical import critical_cases
 from conform.generators._edges import (broadcast_case, edge_case_cases, edge_sweep_case,
                                        midpoint_case)
-from conform.generators._values import edge_values, fill, value_range
-from conform.spec import OpSpec, dtype_class
-from conform.dtypes import np_dtype
-
-
-def materialize(spec: OpSpec, dtype: str, index: int, plan, edges: dict | None = None) -> Case:
-    """Turn a drawn plan into a Case with concrete input arrays (filled by the value plan, or
-    by the op's own ``fill`` hook where it has one).
-
-    ``edges`` caches the spec's edge values per input dtype across calls.
-    """
-    signature, value_plan, fill_seed = plan
-    rng = np.random.default_rng(fill_seed)
-    if spec.definition.fill is not None:
-        inputs = [np.asarray(x).astype(np_dtype(d)) for x, d in
-                  zip(spec.definition.fill(rng, signature, value_plan), signature.input_dtypes)]
-    else:
-        inputs = _filled(spec, signature, value_plan, rng, {} if edges is None else edges)
-    if spec.definition.values is not None:   # values the drawn shapes constrain (indices)
-        inputs = list(spec.definition.values(rng, inputs, signature.attrs))
-    return Case(id=f"{spec.op}.{dtype}.{index}", op=spec.op, dtype=dtype,
-                input_dtypes=signature.input_dtypes, out_dtype=signature.out_dtype, inputs=inputs,
-                attrs=signature.attrs, plan=value_plan, seed=fill_seed)
-
-
-def _filled(spec: OpSpec, signature, value_plan: str, rng, edges: dict) -> list:
-    """Each input of ``signature`` filled by ``value_plan`` from the spec's ranges and edges."""
-    inputs = []
-    names = spec.present_inputs(signature.attrs)   # absent optional inputs are not in the case
-    for i, (in_dtype, shape) in enumerate(zip(signature.input_dtypes, signature.shapes)):
-        name = names[min(i, len(names) - 1)]
-        low, high = value_range(spec, name, in_dtype) if dtype_class(in_dtype) != "bool" else (0, 1)
-        if in_dtype not in edges:
-            edges[in_dtype] = edge_values(spec, in_dtype)
-        inputs.append(fill(rng, shape=shape, dtype=in_dtype, plan=value_plan, low=low, high=high,
-                           edges=edges[in_dtype]))
-    return inputs
+from conform.generators._materialize import materialize
+from conform.spec import OpSpec
+from conform.dtypes import content_bytes
 
 
 def generate_cases(spec: OpSpec, dtype: str, *, count: int, seed: int,
@@ -76,7 +43,8 @@ def _answered(spec: OpSpec, cases: list[Case], answer) -> list[Case]:
     """``cases``, each with ``answer(spec, case)`` attached (none without ``answer``)."""
     if answer is not None:
         for case in cases:   # the oracle runs once per case, here, not once per run and backend
-            case.expectation = answer(spec, case)
+            if not case.extra.get("must_reject"):   # its answer is a refusal: no oracle's
+                case.expectation = answer(spec, case)
     return cases
 
 
@@ -129,6 +97,7 @@ def _fill_one(index: int) -> bool:
 
 def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     from conform.generators._drawing import draw_plans
+    from conform.generators._shape_edges import boundary_cases, must_reject_cases
 
     plans = draw_plans(spec, dtype, count=count, seed=seed)
     edges: dict = {}
@@ -140,7 +109,8 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     cases += critical_cases(spec, dtype, seed=seed)
     midpoint = midpoint_case(spec, dtype, seed=seed)
     cases += [midpoint] if midpoint else []
-    return cases
+    return (cases + consistency_cases(spec, dtype, cases, seed=seed)
+            + boundary_cases(spec, dtype, seed=seed) + must_reject_cases(spec, dtype, seed=seed))
 
 
 def case_digest(case: Case) -> str:
@@ -148,7 +118,7 @@ def case_digest(case: Case) -> str:
     h = hashlib.sha256(repr((case.id, case.input_dtypes, case.out_dtype, sorted(case.attrs.items()))).encode())
     for x in case.inputs:
         h.update(str(x.shape).encode())
-        h.update(np.ascontiguousarray(x).tobytes())
+        h.update(content_bytes(np.asarray(x)))
     return h.hexdigest()
 
 
@@ -161,5 +131,5 @@ def answer_digest(case: Case) -> str:
     for name, array in answer_arrays(case.expectation).items():
         array = np.asarray(array)
         h.update(f"\0{name}\0{array.dtype.name}\0{array.shape}\0".encode())
-        h.update(np.ascontiguousarray(array).tobytes())
+        h.update(content_bytes(array))
     return h.hexdigest()

@@ -8,6 +8,10 @@ every value is reachable), ``edge`` (normal values with edge values at random po
 A complex dtype's real and imaginary parts are each drawn by the plan as its component float
 type is (:func:`fill`), independently; its edge values are every pair of the component's.
 
+A string array's elements are each 0 to 7 characters of :data:`conform.dtypes.STRING_ALPHABET`
+(ASCII, whitespace, case pairs, combining marks, CJK, a non-BMP character); its ``edge`` plan
+mixes in :data:`conform.dtypes.STRING_EDGES` (the empty string among them).
+
 Edge values a dtype does not have (``inf`` in float8_e4m3fn, ``-zero`` in a fnuz format, zero
 and every negative value in float8_e8m0fnu) are left out of its draws.
 """
@@ -16,12 +20,26 @@ from __future__ import annotations
 import numpy as np
 
 from conform.spec import dtype_class, dtype_range
-from conform.dtypes import (FLOAT_FORMATS, AbsentValue, complex_array, component_dtype,
-                            int_info, is_complex, np_dtype, resolve_edge_value)
+from conform.dtypes import (FLOAT_FORMATS, STRING_ALPHABET, STRING_EDGES, AbsentValue,
+                            complex_array, component_dtype, int_info, is_complex, is_string,
+                            np_dtype, resolve_edge_value)
 
 PLANS = {"float": ("normal", "wide", "edge", "special"), "int": ("normal", "wide", "edge"),
          "bool": ("normal",)}
 PLANS["complex"] = PLANS["float"]
+PLANS["string"] = ("normal", "edge")
+def plan_kind(input_dtypes) -> str:
+    """The key of :data:`PLANS` for a case of ``input_dtypes``: float where any input is float
+    or complex, else int where any is an integer, else bool.
+
+    >>> plan_kind(("int32", "float32"))
+    'float'
+    """
+    classes = {dtype_class(d) for d in input_dtypes}
+    return "float" if classes & {"float", "complex"} else "int" if "int" in classes \
+        else "string" if "string" in classes else "bool"
+
+
 DEFAULT_RANGES = {"float": (-10.0, 10.0), "int": (-100, 100), "bool": (0, 1)}
 DEFAULT_EDGES = {
     "float": [0.0, "-zero", "inf", "-inf", "nan", "min_subnormal", "-max_subnormal", "min_normal",
@@ -36,6 +54,8 @@ def value_range(spec, input_name: str, dtype: str) -> tuple[float, float]:
     each component, the spec's ``float`` range)."""
     dtype = component_dtype(dtype)
     cls = dtype_class(dtype)
+    if cls == "string":   # text has no value range
+        return 0, 0
     override = spec.input_values.get(input_name, {}).get(cls)
     low, high = override or spec.values.get(cls) or DEFAULT_RANGES[cls]
     return dtype_range(low, high, dtype) if cls != "bool" else (low, high)
@@ -48,6 +68,8 @@ def edge_values(spec, dtype: str) -> np.ndarray:
         parts = edge_values(spec, component_dtype(dtype))
         real, imag = (grid.ravel() for grid in np.meshgrid(parts, parts, indexing="ij"))
         return complex_array(real, imag, dtype)
+    if is_string(dtype):
+        return np.array(STRING_EDGES, object)
     cls = dtype_class(dtype)
     names = spec.edge_values.get(cls, DEFAULT_EDGES.get(cls, []))
     values = []
@@ -100,6 +122,8 @@ def fill(rng: np.random.Generator, *, shape, dtype: str, plan: str, low, high, e
     """
     if dtype_class(dtype) == "bool":
         return rng.random(shape) < 0.5
+    if is_string(dtype):
+        return _strings(rng, shape, plan, edges)
     if is_complex(dtype):   # each part drawn as the component type, its edges pairs' parts
         part = component_dtype(dtype)
         real, imag = (fill(rng, shape=shape, dtype=part, plan=plan, low=low, high=high,
@@ -119,3 +143,24 @@ def fill(rng: np.random.Generator, *, shape, dtype: str, plan: str, low, high, e
     with np.errstate(over="ignore", invalid="ignore"):
         return values.astype(np_dtype(dtype))
 
+
+
+def strings(rng: np.random.Generator, shape, alphabet: str = STRING_ALPHABET,
+            max_length: int = 7) -> np.ndarray:
+    """A string array of ``shape`` (an object array of ``str``), each element 0 to
+    ``max_length`` characters of ``alphabet``, drawn from ``rng``."""
+    size = int(np.prod(shape, dtype=np.int64))
+    lengths = rng.integers(0, max_length, size=size, endpoint=True)
+    picks = rng.integers(0, len(alphabet), size=int(lengths.sum())).tolist()
+    ends = np.cumsum(lengths).tolist()
+    out = np.empty(size, object)
+    out[:] = ["".join(alphabet[i] for i in picks[a:b]) for a, b in zip([0] + ends, ends)]
+    return out.reshape(shape)
+
+
+def _strings(rng, shape, plan: str, edges) -> np.ndarray:
+    values = strings(rng, shape)
+    if plan in ("edge", "special") and len(edges) and values.size:
+        where = rng.random(values.shape) < rng.uniform(0.1, 0.5)
+        values[where] = edges[rng.integers(0, len(edges), size=int(where.sum()))]
+    return values

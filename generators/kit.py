@@ -3,26 +3,31 @@ generic drawer (:mod:`._generic`) uses it too.
 
 A hook draws with Hypothesis's ``draw`` and these helpers: :data:`st` (Hypothesis strategies),
 :func:`shape` (bounded by ``CONFORM_MAX_ARRAY_SIZE`` elements), :class:`Signature`,
-:func:`fixed_attrs`, :func:`attributes`, :func:`out_dtype`, :data:`MAX_ARRAY_SIZE`, and for
+:class:`Boundary` and :class:`MustReject` (a ``boundaries`` and an ``invalid`` hook's cases),
+:func:`fixed_attrs`, :func:`attributes`, :func:`out_dtype`, :data:`MAX_ARRAY_SIZE`, :func:`text`
+(strings of conform's string alphabet, for string attributes), and for
 optional and 0-d inputs :func:`absent_inputs`, :func:`with_absent` and :func:`scalar_inputs`.
 Imported only when a corpus is
 drawn: a run from the corpus cache does not load Hypothesis.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 
 from hypothesis import strategies as _strategies
 
-from conform.generators._signature import Signature, fixed_attrs
+from conform.generators._signature import Boundary, MustReject, Signature, fixed_attrs
 
+from conform.dtypes import STRING_ALPHABET, STRING_EDGES
 from conform.ops.optional_inputs import ABSENT
 from conform.spec import DEFAULT_RANKS
 
-__all__ = ["MAX_ARRAY_SIZE", "Signature", "absent_inputs", "attributes", "catalog", "fixed_attrs",
-           "out_dtype", "ranks", "scalar_inputs", "shape", "st", "with_absent"]
+__all__ = ["MAX_ARRAY_SIZE", "Boundary", "MustReject", "Signature", "absent_inputs", "attributes",
+           "catalog", "fixed_attrs", "out_dtype", "preferring", "ranks", "scalar_inputs", "shape",
+           "st", "text", "with_absent"]
 
 MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))
 
@@ -65,12 +70,51 @@ class _Strategies:
 st = _Strategies(_strategies)
 
 
-@functools.lru_cache(maxsize=None)
 def shape(*, min_rank=0, max_rank=4, min_side=1, max_side=6):
     """Shapes of ``min_rank`` to ``max_rank`` sides in ``[min_side, max_side]``, at most
-    MAX_ARRAY_SIZE elements."""
+    MAX_ARRAY_SIZE elements; inside :func:`preferring`, one of the preferred shapes that fits
+    these bounds (where one does) or, as Hypothesis chooses, any other."""
+    drawn = _shapes(min_rank=min_rank, max_rank=max_rank, min_side=min_side, max_side=max_side)
+    if not _PREFERRED:
+        return drawn
+    fits = [s for s in _PREFERRED[-1] if min_rank <= len(s) <= max_rank
+            and all(min_side <= side <= max_side for side in s) and math.prod(s) <= MAX_ARRAY_SIZE]
+    return st.one_of(st.sampled_from(fits), drawn) if fits else drawn
+
+
+#: The shapes :func:`shape` prefers (a stack: :func:`preferring`'s innermost holds).
+_PREFERRED: list = []
+
+
+@contextlib.contextmanager
+def preferring(shapes):
+    """Within it, :func:`shape` draws one of ``shapes`` (a sequence of tuples) where one fits,
+    as often as any other: what a graph generator draws a node with, so that the node takes
+    values the graph already holds. Outside it (a suite's draws), :func:`shape` is unchanged."""
+    _PREFERRED.append(tuple(sorted(set(map(tuple, shapes)))))
+    try:
+        yield
+    finally:
+        _PREFERRED.pop()
+
+
+@functools.lru_cache(maxsize=None)
+def _shapes(*, min_rank, max_rank, min_side, max_side):
     return st.lists(st.integers(min_side, max_side), min_size=min_rank, max_size=max_rank).map(
         tuple).filter(lambda s: math.prod(s) <= MAX_ARRAY_SIZE)
+
+
+@functools.lru_cache(maxsize=None)
+def text(*, min_size=0, max_size=6, alphabet=STRING_ALPHABET):
+    """Hypothesis text of ``min_size`` to ``max_size`` characters of ``alphabet`` (conform's
+    string alphabet: ASCII, whitespace, case pairs such as 'ß'/'SS' and 'İ'/'ı', a combining
+    mark, CJK, a non-BMP character), or one of the edge strings of that length
+    (:data:`conform.dtypes.STRING_EDGES`): for string attributes (a separator, stopwords, a
+    pool of n-grams)."""
+    edges = [s for s in STRING_EDGES if min_size <= len(s) <= max_size
+             and (alphabet == STRING_ALPHABET or set(s) <= set(alphabet))]
+    drawn = st.text(st.sampled_from(alphabet), min_size=min_size, max_size=max_size)
+    return st.one_of(st.sampled_from(edges), drawn) if edges else drawn
 
 
 def ranks(spec, default_min=DEFAULT_RANKS[0], default_max=DEFAULT_RANKS[1]):

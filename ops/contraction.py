@@ -10,6 +10,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from conform.op_registry import op
 from conform.ops._double_double import accurate_matmul, sum_of_products
+from conform.ops._lowering import unsupported
+from conform.ops.movement import mismatched_shapes
 
 
 # --- DotGeneral as batched matrix multiply -----------------------------------------------------
@@ -99,7 +101,17 @@ def feed_conv(inputs, attrs, index):
 
 
 def onnx_conv(case, graph):
+    """One Conv node; ONNX's pads 'can take any value greater than or equal to 0': XLA's
+    negative (cropping) padding has no ONNX spelling."""
     (pad_h, pad_w) = case.attrs["padding"]   # kernel_shape: inferred from W
+    if min(pad_h + pad_w) < 0:
+        raise unsupported("ONNX Conv's pads 'can take any value greater than or equal to 0': "
+                          f"the negative padding {case.attrs['padding']} has no ONNX spelling")
+    kernel, dilation = case.inputs[1].shape[2:], case.attrs["rhs_dilation"]
+    if any(size + sum(pad) < (k - 1) * d + 1 for size, pad, k, d in
+           zip(case.inputs[0].shape[2:], (pad_h, pad_w), kernel, dilation)):
+        raise unsupported("no valid placement of the window: XLA's text defines an empty "
+                          "result, but the ONNX Conv text gives no output size to say so")
     graph.node(graph.op_type, graph.inputs, strides=case.attrs["window_strides"],
                dilations=case.attrs["rhs_dilation"], pads=[pad_h[0], pad_w[0], pad_h[1], pad_w[1]])
 
@@ -125,15 +137,45 @@ def _pad_or_crop(x, padding):
     return padded[(slice(None), slice(None), *crop)]
 
 
+def conv_windows(padded, kernel, window_strides, rhs_dilation):
+    """The (n, c, y, x, i, j) taps of each valid placement of the dilated window over the
+    padded (NCHW) input: 'one value for each valid placement', none on an axis the window
+    does not fit."""
+    reach = [(k - 1) * d + 1 for k, d in zip(kernel, rhs_dilation)]
+    short = [max(r - size, 0) for r, size in zip(reach, padded.shape[2:])]
+    grown = np.pad(padded, [(0, 0), (0, 0)] + [(0, gap) for gap in short])
+    windows = sliding_window_view(grown, reach, axis=(2, 3))
+    (sy, sx), (dh, dw) = window_strides, rhs_dilation
+    windows = windows[:, :, ::sy, ::sx, ::dh, ::dw]
+    return windows[:, :, :0 if short[0] else None, :0 if short[1] else None]
+
+
 def numpy_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
-    padded = np.pad(lhs, [(0, 0), (0, 0)] + [tuple(p) for p in padding])
-    (kh, kw), (dh, dw) = rhs.shape[2:], rhs_dilation
-    windows = sliding_window_view(padded, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
-    windows = windows[:, :, ::window_strides[0], ::window_strides[1], ::dh, ::dw]
+    """The numpy backend: ``np.einsum`` over the windows in lhs's type (a negative padding
+    crops, as the text says)."""
+    padded = _pad_or_crop(lhs, padding)
+    windows = conv_windows(padded, rhs.shape[2:], window_strides, rhs_dilation)
     return (np.einsum("ncyxij,ocij->noyx", windows, rhs, dtype=lhs.dtype),)
 
 
-@op("conv", version=1, draw=draw_conv, feeding=feed_conv, onnx=onnx_conv, nnef=nnef_conv,
+#: (input height, padding, stride) with a 3-tap kernel of dilation 2 (5 rows) at the edges of
+#: the count of valid placements: exactly one, one row too few (none: an empty output), the
+#: same after negative padding removed rows, and a stride past the last row.
+CONV_BOUNDARIES = ((3, [1, 1], 1), (3, [1, 0], 1), (7, [-1, -1], 2), (6, [-1, -1], 1),
+                   (6, [0, 0], 2))
+
+
+def boundaries_conv(kit, spec, dtype):
+    """A 1 x 2 x H x 4 input, a 2 x 2 x 3 x 2 kernel: each row of :data:`CONV_BOUNDARIES` on
+    the height, the width ordinary (3 placements)."""
+    return [kit.Signature((dtype, dtype), ((1, 2, height, 4), (2, 2, 3, 2)),
+                          {"window_strides": [stride, 1], "padding": [list(pad), [0, 0]],
+                           "rhs_dilation": [2, 1]}, dtype)
+            for height, pad, stride in CONV_BOUNDARIES]
+
+
+@op("conv", version=1, draw=draw_conv, feeding=feed_conv, onnx=onnx_conv, nnef=nnef_conv, boundaries=boundaries_conv,
+    onnx_shape_dependent=True,
     lax=lax_conv, numpy=numpy_conv,
     accumulation_length=lambda shapes, attrs: math.prod(shapes[1][1:]))
 def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
@@ -143,10 +185,7 @@ def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
     """
     floating = lhs.dtype.kind == "f"
     padded = _pad_or_crop(lhs if floating else lhs.astype(np.int64), padding)
-    kh, kw = rhs.shape[2:]
-    dh, dw = rhs_dilation
-    windows = sliding_window_view(padded, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
-    windows = windows[:, :, ::window_strides[0], ::window_strides[1], ::dh, ::dw]
+    windows = conv_windows(padded, rhs.shape[2:], window_strides, rhs_dilation)
     if not floating:
         return (np.einsum("ncyxij,ocij->noyx", windows, rhs.astype(np.int64)),)
     # the grid (n, o, y, x, c, i, j), summed over c, i, j
@@ -200,7 +239,15 @@ def feed_onnx_matmul(inputs, attrs, index):
     return [a[(*at(a), m)].ravel(), b[(*at(b), slice(None), n)].ravel()]
 
 
-@op("onnx_matmul", version=1, draw=draw_onnx_matmul, feeding=feed_onnx_matmul,
+def invalid_onnx_matmul(kit, spec, dtype):
+    """A 2 x 3 times B 4 x 5: the inner dimensions differ."""
+    forbids = ("ONNX MatMul: 'Matrix product that behaves like numpy.matmul', whose text says "
+               "'ValueError: If the last dimension of x1 is not the same size as the "
+               "second-to-last dimension of x2.'")
+    return mismatched_shapes(kit, dtype, forbids, [([(2, 3), (4, 5)], {}, (2, 5))])
+
+
+@op("onnx_matmul", version=1, draw=draw_onnx_matmul, feeding=feed_onnx_matmul, invalid=invalid_onnx_matmul,
     accumulation_length=lambda shapes, attrs: shapes[0][-1])
 def oracle_onnx_matmul(a, b):
     """ONNX MatMul, which 'behaves like numpy.matmul': sum_k A[..., m, k] * B[..., k, n] over

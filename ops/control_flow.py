@@ -134,7 +134,7 @@ def _node_open(entry: dict, operands, exact, result, dtype: str) -> np.ndarray:
         typed = [np.asarray(x).astype(np_dtype(dtype)) for x in operands]
         ctx = RegionContext(inputs=typed, expected=exact, out_dtype=dtype,
                             float_oracle=lambda xs: oracle(*xs)[0],
-                            oracle_with=lambda xs, **more: oracle(*xs, **more), attrs={})
+                            oracle_with=lambda xs, **more: oracle(*xs, **more)[0], attrs={})
         mask |= region_mask(entry["regions"], ctx)
     return mask
 

@@ -50,8 +50,10 @@ def normalised(indices: np.ndarray, sizes) -> np.ndarray:
 def moved_from(name: str, inputs, attrs: dict, index, data_inputs, output: int = 0) -> list:
     """Per input, the one element of the inputs at ``data_inputs`` that op ``name`` copies to
     ``out[index]`` (None for the others): those inputs' elements are numbered (exact in
-    float64 below 2**53) and sent through the op's oracle with the other inputs as they are."""
-    numbered, offset, starts = list(inputs), 0, {}
+    float64 below 2**53) and sent through the op's oracle with the other inputs as they are;
+    the numbers start at 1, so a value the op writes itself (a pad's constant 0) is no input
+    element's, and none feeds it."""
+    numbered, offset, starts = list(inputs), 1, {}
     for k in data_inputs:
         starts[k] = offset
         numbered[k] = np.arange(offset, offset + inputs[k].size, dtype=np.float64) \
@@ -62,7 +64,8 @@ def moved_from(name: str, inputs, attrs: dict, index, data_inputs, output: int =
     with np.errstate(all="ignore"):
         moved = found(*(widen(x) for x in numbered), **attrs, **extra)[output]
     label = int(np.asarray(moved)[tuple(index)])
-    source = next(k for k in data_inputs if starts[k] <= label < starts[k] + inputs[k].size)
+    source = next((k for k in data_inputs if starts[k] <= label < starts[k] + inputs[k].size),
+                  None)
     return [x.ravel()[label - starts[k]:label - starts[k] + 1] if k == source else None
             for k, x in enumerate(inputs)]
 
@@ -74,6 +77,32 @@ def traced_feeding(name: str, data_inputs: tuple[int, ...]):
     def feed(inputs, attrs, index):
         return moved_from(name, inputs, attrs, index, data_inputs)
     return feed
+
+
+#: The ONNX texts' words on the indices of Gather, GatherElements and ScatterElements.
+OUT_OF_BOUNDS = ("ONNX {op}, input indices: 'All index values are expected to be within bounds "
+                 "[-s, s-1] along axis of size s. It is an error if any of the index values are "
+                 "out of bounds.'")
+
+
+def out_of_range_invalid(kit, spec, dtype, shapes, attrs, output_shape, *, indices: int = 1):
+    """Two must-reject cases of an index op on ``shapes`` (data first; the index input at
+    ``indices``, int64) indexing axis 0 of size s: one index entry s, one -s - 1 (the first
+    values just out of ``[-s, s-1]``); the rest valid (the op's ``values`` hook)."""
+    size = shapes[0][attrs.get("axis", 0)]
+    dtypes = tuple("int64" if k == indices else dtype for k in range(len(shapes)))
+    signature = kit.Signature(dtypes, tuple(shapes), dict(attrs), dtype)
+    op_type = spec.bindings["onnx"]["op_type"]
+
+    def breaking(value):
+        def breaks(rng, inputs):
+            broken = np.array(inputs[indices], copy=True)
+            broken.flat[int(rng.integers(broken.size))] = value
+            return [broken if k == indices else x for k, x in enumerate(inputs)]
+        return breaks
+
+    return [kit.MustReject(signature, OUT_OF_BOUNDS.format(op=op_type), (output_shape,),
+                           breaking(value)) for value in (size, -size - 1)]
 
 
 def _lower_with(*names: str):
@@ -110,7 +139,12 @@ def values_onnx_gather(rng, inputs, attrs):
     return [data, in_range(rng, data.shape[attrs["axis"]], indices.shape, indices.dtype)]
 
 
-@op("onnx_gather", version=1, draw=draw_onnx_gather, draw_honours=DRAWN_HERE,
+def invalid_onnx_gather(kit, spec, dtype):
+    """Data 3 x 4, indices of 2 entries, one out of bounds."""
+    return out_of_range_invalid(kit, spec, dtype, [(3, 4), (2,)], {"axis": 0}, (2, 4))
+
+
+@op("onnx_gather", version=1, draw=draw_onnx_gather, draw_honours=DRAWN_HERE, invalid=invalid_onnx_gather,
     values=values_onnx_gather, feeding=traced_feeding("onnx_gather", (0,)),
     onnx=_lower_with("axis"))
 def oracle_onnx_gather(data, indices, *, axis):
@@ -145,7 +179,13 @@ def numpy_gather_elements(data, indices, *, axis):
     return np.take_along_axis(data[cut], indices, axis=axis)
 
 
+def invalid_onnx_gather_elements(kit, spec, dtype):
+    """Data 3 x 4, indices 2 x 4, one entry out of bounds."""
+    return out_of_range_invalid(kit, spec, dtype, [(3, 4), (2, 4)], {"axis": 0}, (2, 4))
+
+
 @op("onnx_gather_elements", numpy=numpy_gather_elements, version=1, draw=draw_onnx_gather_elements,
+    invalid=invalid_onnx_gather_elements,
     draw_honours=DRAWN_HERE, values=values_onnx_gather,
     feeding=traced_feeding("onnx_gather_elements", (0,)), onnx=_lower_with("axis"))
 def oracle_onnx_gather_elements(data, indices, *, axis):

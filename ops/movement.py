@@ -17,6 +17,14 @@ def moved(name: str, **hooks):
     return op(name, version=1, feeding="moved", **hooks)
 
 
+def mismatched_shapes(kit, dtype, forbids: str, cases) -> list:
+    """Must-reject cases whose input shapes alone the text forbids (all inputs ``dtype``): one
+    per ``(shapes, attrs, output_shape)`` of ``cases``, ``output_shape`` the rank its model
+    declares."""
+    return [kit.MustReject(kit.Signature((dtype,) * len(shapes), tuple(shapes), attrs, dtype),
+                           forbids, (output_shape,)) for shapes, attrs, output_shape in cases]
+
+
 def draw_transpose(draw, kit, spec, dtype):
     """A permutation of the operand's dimensions."""
     shape = draw(kit.shape(max_rank=5))
@@ -74,7 +82,19 @@ def nnef_reshape(case, call):
     return call(["in0"], {"shape": sizes})
 
 
-@moved("reshape", draw=draw_reshape, onnx=onnx_reshape, nnef=nnef_reshape)
+RESHAPE_FORBIDS = (
+    "XLA Reshape: 'dimensions 维度的乘积必须等于运算元的维度大小的乘积' (the product of the "
+    "dimensions must equal the product of the operand's dimension sizes); ONNX Reshape: 'The "
+    "input tensor's shape and the output tensor's shape are required to have the same number "
+    "of elements.'")
+
+
+def invalid_reshape(kit, spec, dtype):
+    """An operand of 6 elements reshaped to 4 x 2 (8 elements)."""
+    return mismatched_shapes(kit, dtype, RESHAPE_FORBIDS, [([(2, 3)], {"new_sizes": [4, 2]}, (4, 2))])
+
+
+@moved("reshape", draw=draw_reshape, onnx=onnx_reshape, nnef=nnef_reshape, invalid=invalid_reshape)
 def oracle_reshape(operand, *, new_sizes):
     """Row-major (last dimension fastest) reshape to ``new_sizes``."""
     return (np.reshape(operand, new_sizes),)
@@ -253,7 +273,18 @@ def numpy_concatenate(*operands, dimension=None, axis=None):
     return np.concatenate(operands, axis=axis if dimension is None else dimension)
 
 
-@moved("concatenate", numpy=numpy_concatenate, draw=draw_concatenate, nnef=nnef_concat, lax=lax_concatenate,
+CONCATENATE_FORBIDS = ("XLA Concatenate: '除了 dimension 之外,所有维度都必须相同' (all "
+                       "dimensions but dimension must be the same)")
+
+
+def invalid_concatenate(kit, spec, dtype):
+    """Operands 2 x 3 and 3 x 4 joined on dimension 0; and 2 x 3 with 2 x 3 x 1 (ranks differ)."""
+    return mismatched_shapes(kit, dtype, CONCATENATE_FORBIDS, [
+        ([(2, 3), (3, 4)], {"dimension": 0}, (5, 3)),
+        ([(2, 3), (2, 3, 1)], {"dimension": 0}, (4, 3))])
+
+
+@moved("concatenate", numpy=numpy_concatenate, draw=draw_concatenate, invalid=invalid_concatenate, nnef=nnef_concat, lax=lax_concatenate,
          onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, axis=case.attrs["dimension"]))
 def oracle_concatenate(*operands, dimension):
     """Operands joined along ``dimension`` in order."""

@@ -141,7 +141,8 @@ def in_target_dtypes(op: str, outputs: tuple, dtypes) -> list:
     a result NumPy computed in another type is ``unsupported``, never cast."""
     arrays = []
     for k, (out, dtype) in enumerate(zip(outputs, dtypes)):
-        array = np.asarray(out)
+        # (a 0-d result of a string array comes out of NumPy as a bare str)
+        array = np.asarray(out, object if isinstance(out, str) else None)
         if array.dtype != dtype:
             raise unsupported(f"{op}: NumPy computes output {k} in {array.dtype}, "
                               f"not {np.dtype(dtype).name}")

@@ -12,6 +12,7 @@ from conform.op_registry import op
 from conform.ops._double_double import sum_of_products
 from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
 from conform.dtypes import FLOAT_FORMATS
+from conform.ops.movement import mismatched_shapes
 
 # Scalings drawn for alpha and beta: exact in every float type Gemm takes (the attributes are
 # float32; how a float16 or bfloat16 Gemm rounds a finer one the text does not say). Integer
@@ -146,7 +147,16 @@ def numpy_gemm(a, b, *c, **attrs):
     return (out,)
 
 
-@op("onnx_gemm", version=1, draw=draw_onnx_gemm, draw_honours=frozenset({"optional"}),
+def invalid_onnx_gemm(kit, spec, dtype):
+    """A 2 x 3 times B 4 x 5 (no C, no transposition): the inner dimensions differ."""
+    forbids = ("ONNX Gemm: 'input tensor A has shape (M, K) or (K, M), input tensor B has "
+               "shape (K, N) or (N, K)'")
+    attrs = kit.with_absent({"transA": 0, "transB": 0, "alpha": None, "beta": None},
+                            spec.optional_inputs)
+    return mismatched_shapes(kit, dtype, forbids, [([(2, 3), (4, 5)], attrs, (2, 5))])
+
+
+@op("onnx_gemm", version=1, draw=draw_onnx_gemm, draw_honours=frozenset({"optional"}), invalid=invalid_onnx_gemm,
     feeding=feed_onnx_gemm, onnx=onnx_gemm, numpy=numpy_gemm, error_bound=gemm_bound)
 def oracle_onnx_gemm(a, b, *c, transA=None, transB=None, alpha=None, beta=None,  # noqa: N803
                      absent_inputs=(), reading=0):

@@ -3,7 +3,7 @@ written from the operator text (``onnx.defs.get_schema("Dropout")``): 'If [train
 false, ratio is ignored and the operation mimics inference mode where nothing will be dropped
 from the input data and if mask is requested as output it will contain all ones';
 training_mode 'is an optional value hence unless specified explicitly, it is false'. Training
-mode draws random masks (a statistical judgement, not here)."""
+mode draws random masks: onnx_dropout_training (ops/onnx_random_discrete.py), judged statistically."""
 from __future__ import annotations
 
 import numpy as np

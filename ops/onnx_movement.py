@@ -12,7 +12,8 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.ops.optional_inputs import onnx_operands, present
 from conform.op_registry import op
-from conform.ops.movement import moved, numpy_concatenate, onnx_transpose_by, onnx_with_constant
+from conform.ops.movement import (mismatched_shapes, moved, numpy_concatenate, onnx_transpose_by,
+                                  onnx_with_constant)
 
 
 def _signed(draw, kit, axis: int, rank: int) -> int:
@@ -34,7 +35,15 @@ def draw_onnx_concat(draw, kit, spec, dtype):
     return kit.Signature((dtype,) * len(shapes), tuple(shapes), attrs, dtype)
 
 
-@moved("onnx_concat", numpy=numpy_concatenate, draw=draw_onnx_concat,
+def invalid_onnx_concat(kit, spec, dtype):
+    """Inputs 2 x 3 and 3 x 4 joined on axis 0; and 2 x 3 with 2 x 3 x 1 (ranks differ)."""
+    forbids = ("ONNX Concat: 'All input tensors must have the same shape, except for the "
+               "dimension size of the axis to concatenate on.'")
+    return mismatched_shapes(kit, dtype, forbids, [([(2, 3), (3, 4)], {"axis": 0}, (5, 3)),
+                                                   ([(2, 3), (2, 3, 1)], {"axis": 0}, (4, 3))])
+
+
+@moved("onnx_concat", numpy=numpy_concatenate, draw=draw_onnx_concat, invalid=invalid_onnx_concat,
         onnx=lambda case, graph: graph.node(graph.op_type, graph.inputs, axis=case.attrs["axis"]))
 def oracle_onnx_concat(*inputs, axis):
     """The inputs joined along ``axis`` (negative: counted from the end), in order."""
@@ -241,8 +250,33 @@ def numpy_onnx_pad(data, *value, mode, pads, axes=None, absent_inputs=(), crop="
     return np.pad(data, widths, mode=mode)
 
 
+#: (mode, begin, end) on the first axis of a 4 x 3 input at the edges of the output length
+#: ``size + begin + end``: cropped to 0 and to 1, one element kept then edge-padded, a crop
+#: reaching through the data into the other side's constant padding.
+PAD_BOUNDARIES = (("constant", -2, -2), ("constant", -3, 0), ("edge", -3, 2), ("constant", 2, -5))
+PAD_FORBIDS = ("ONNX Pad: pads is 'the number of padding elements to add or remove (if "
+               "negative) at the beginning and end of each axis': pads [-3, -2] remove 5 "
+               "elements of an axis of 4, an output length of -1, and no tensor has a negative "
+               "dimension")
+
+
+def _pad_signature(kit, dtype, mode, begin, end):
+    attrs = kit.with_absent({"mode": mode, "pads": [begin, 0, end, 0]}, ["constant_value"])
+    return kit.Signature((dtype,), ((4, 3),), attrs, dtype)
+
+
+def boundaries_onnx_pad(kit, spec, dtype):
+    """The rows of :data:`PAD_BOUNDARIES`, constant_value absent."""
+    return [_pad_signature(kit, dtype, *row) for row in PAD_BOUNDARIES]
+
+
+def invalid_onnx_pad(kit, spec, dtype):
+    """An axis of 4 cropped by 5 (:data:`PAD_FORBIDS`)."""
+    return [kit.MustReject(_pad_signature(kit, dtype, "constant", -3, -2), PAD_FORBIDS, ((0, 3),))]
+
+
 @moved("onnx_pad", numpy=numpy_onnx_pad, draw=draw_onnx_pad, draw_honours=frozenset({"optional", "scalar"}),
-       onnx=onnx_pad)
+       onnx=onnx_pad, boundaries=boundaries_onnx_pad, invalid=invalid_onnx_pad)
 def oracle_onnx_pad(data, *value, mode, pads, axes=None, absent_inputs=(), crop="before"):
     """ONNX Pad-19: ``pads`` = [begins..., ends...] of ``axes`` (negative: counted from the end;
     default every axis), negative pads removing elements; ``constant_value`` (default 0 or

@@ -22,6 +22,7 @@ import numpy as np
 
 from conform.op_registry import op
 from conform.ops._double_double import accurate_sum, sum_of_products
+from conform.ops._pooling_shapes import lp_pooling_boundaries, pooling_boundaries, pooling_invalid
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -68,6 +69,9 @@ def window_taps(spatial, attrs, ignore_right_starts=True):
         if out is None:
             out = _output_size(size, (k - 1) * d + 1, s, begin, end, attrs.get("ceil_mode", 0),
                                ignore_right_starts)
+        if out < 0:   # the kernel is larger than the padded input: no output (see _pooling_shapes)
+            raise ValueError(f"pooling axis {i}: the text's output size is {out} (size {size}, "
+                             f"kernel {k}, dilation {d}, stride {s}, pads {begin} and {end})")
         positions = np.arange(out)[:, None] * s - begin + np.arange(k)[None, :] * d
         taps.append((positions, (positions >= 0) & (positions < size), positions < size + end))
     return taps
@@ -94,11 +98,11 @@ def gather_windows(x, attrs, ignore_right_starts=True):
     inside = math.prod(spread([t[1] for t in taps], n))
     extent = math.prod(spread([t[2] for t in taps], n))
     values = x[(slice(None), slice(None), *positions)]
-    outs = values.shape[2:2 + n]
-    flat_k = values.shape[:2 + n] + (-1,)
-    spatial = np.stack(np.broadcast_arrays(*positions), axis=-1).reshape(outs + (-1, n))
-    return (values.reshape(flat_k), np.broadcast_to(inside, values.shape[2:]).reshape(outs + (-1,)),
-            np.broadcast_to(extent, values.shape[2:]).reshape(outs + (-1,)), spatial)
+    outs, k = values.shape[2:2 + n], math.prod(values.shape[2 + n:])   # (k: outs may be empty)
+    flat_k = values.shape[:2 + n] + (k,)
+    spatial = np.stack(np.broadcast_arrays(*positions), axis=-1).reshape(outs + (k, n))
+    return (values.reshape(flat_k), np.broadcast_to(inside, values.shape[2:]).reshape(outs + (k,)),
+            np.broadcast_to(extent, values.shape[2:]).reshape(outs + (k,)), spatial)
 
 
 def flat_indices(shape, spatial, storage_order, reading=0):
@@ -246,7 +250,8 @@ def onnx_pooling(case, graph):
 
 
 _HONOURS = frozenset({"attrs"})
-_WINDOWED = dict(draw=draw_pooling, draw_honours=_HONOURS, feeding=feed_pooling, onnx=onnx_pooling)
+_WINDOWED = dict(draw=draw_pooling, draw_honours=_HONOURS, feeding=feed_pooling, onnx=onnx_pooling,
+                 boundaries=pooling_boundaries, invalid=pooling_invalid)
 
 
 def numpy_max_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, storage_order,
@@ -333,7 +338,8 @@ def numpy_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, p, dil
 
 
 @op("onnx_lp_pool", numpy=numpy_lp_pool, version=1, accumulation_length=kernel_size, onnx=onnx_pooling,
-    draw=draw_lp_pool, draw_honours=_HONOURS, feeding=feed_lp_pool)
+    draw=draw_lp_pool, draw_honours=_HONOURS, feeding=feed_lp_pool,
+    boundaries=lp_pooling_boundaries, invalid=pooling_invalid)
 def oracle_onnx_lp_pool(x, *, kernel_shape, strides, pads, auto_pad, ceil_mode, p,
                         dilations=None):
     """ONNX LpPool: 'the Lp norm on all values of a subset of the input', ``(sum |x_i|**p)**(1/p)``

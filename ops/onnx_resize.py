@@ -20,6 +20,7 @@ import functools
 
 import numpy as np
 
+from conform.ops._resize_shapes import resize_boundaries
 from conform.op_registry import op
 from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
 from conform.dtypes import FLOAT_FORMATS
@@ -472,8 +473,8 @@ def feed_resize(inputs, attrs, index, *, family: int):
     return [x[np.ix_(*picks)].ravel()]
 
 
-def _register(name: str, family: int):
-    """Declare ``name``: Resize as the opset ``family`` text defines it."""
+def _register(name: str, family: int, **hooks):
+    """Declare ``name``: Resize as the opset ``family`` text defines it (with ``hooks``)."""
     def oracle(x, *, reading=0, open_elements=False, absent_inputs=(), **attrs):
         return (resize(x, attrs, family, reading, open_elements),)
 
@@ -481,7 +482,7 @@ def _register(name: str, family: int):
     oracle.__name__ = oracle.__qualname__ = f"oracle_{name}"
     return op(name, version=1, draw=_of(draw_resize, family), draw_honours=frozenset({"attrs"}),
               values=values_resize, feeding=_of(feed_resize, family),
-              onnx=_of(onnx_resize, family), error_bound=_of(resize_bound, family))(oracle)
+              onnx=_of(onnx_resize, family), error_bound=_of(resize_bound, family), **hooks)(oracle)
 
 
 def _of(hook, family: int):
@@ -493,4 +494,4 @@ oracle_onnx_resize_opset10 = _register("onnx_resize_opset10", 10)
 oracle_onnx_resize_opset11 = _register("onnx_resize_opset11", 11)
 oracle_onnx_resize_opset13 = _register("onnx_resize_opset13", 13)
 oracle_onnx_resize_opset18 = _register("onnx_resize_opset18", 18)
-oracle_onnx_resize = _register("onnx_resize", 19)
+oracle_onnx_resize = _register("onnx_resize", 19, boundaries=resize_boundaries)

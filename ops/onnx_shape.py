@@ -12,6 +12,7 @@ from conform.ops.movement import moved
 
 from conform.dtypes import (
     FLOAT_FORMATS,
+    STRING,
     AbsentValue,
     int_info,
     is_integer,
@@ -133,6 +134,8 @@ def _widened(dtype: str) -> np.dtype:
     values int64 does not hold), int64 for the other integers, else float64."""
     if dtype in ("bool", "uint64"):
         return np.dtype(dtype)
+    if dtype == STRING:   # text: object arrays of str
+        return np.dtype(object)
     return np.dtype(np.int64 if is_integer(dtype) else np.float64)
 
 
@@ -253,9 +256,9 @@ def oracle_onnx_constant_of_shape(shape, *, dtype, value=None):
 
 # -- Constant -----------------------------------------------------------------------------------
 
-#: Constant's attribute forms that fix the output type (value_string(s) are left out: conform's
-#: dtype vocabulary has no string type).
-_TYPED_FORMS = {"float32": ("value_float", "value_floats"), "int64": ("value_int", "value_ints")}
+#: Constant's attribute forms that fix the output type
+_TYPED_FORMS = {"float32": ("value_float", "value_floats"), "int64": ("value_int", "value_ints"),
+                STRING: ("value_string", "value_strings")}
 
 
 def bit_width(dtype: str) -> int:
@@ -284,15 +287,20 @@ def draw_onnx_constant(draw, kit, spec, dtype):
     drawn over every pattern of the type (NaNs, -0 and subnormals included)."""
     st = kit.st
     forms = ("value", "value", "sparse_value") + _TYPED_FORMS.get(dtype, ())
-    if dtype == "float8_e8m0fnu":   # no zero: a sparse tensor's other elements have no value
-        forms = ("value",)
+    if dtype in ("float8_e8m0fnu", STRING):   # no zero: a sparse tensor's other elements
+        forms = ("value",) + _TYPED_FORMS.get(dtype, ())   # would have no value
     form = draw(st.sampled_from(forms))
     if form in ("value", "sparse_value"):   # (a sparse tensor: rank >= 1, a value or more)
         shape = draw(kit.shape(min_rank=int(form != "value"), max_rank=3, max_side=5, min_side=draw(
             st.sampled_from([1, 1, 1, 0 if form == "value" else 1]))))
     else:
-        shape = () if form in ("value_float", "value_int") else (draw(st.integers(1, 8)),)
+        shape = () if form in ("value_float", "value_int", "value_string") \
+            else (draw(st.integers(1, 8)),)
     size = math.prod(shape)
+    if dtype == STRING:   # the elements' text (kit.text: conform's string alphabet)
+        text = draw(st.lists(kit.text(), min_size=size, max_size=size))
+        return kit.Signature((), (), {"form": form, "dtype": dtype, "shape": list(shape),
+                                      "bits": [], "text": text}, dtype)
     bits = draw(st.lists(st.integers(0, 2 ** bit_width(dtype) - 1), min_size=size, max_size=size))
     attrs = {"form": form, "dtype": dtype, "shape": list(shape), "bits": bits}
     if form == "sparse_value":
@@ -325,20 +333,27 @@ def onnx_constant(case, graph):
                                                                   case.attrs["indices"]))
     elif form == "value":
         attribute = helper.make_attribute(form, numpy_helper.from_array(
-            from_bits(bits, dtype, shape), "value"))
+            _dense(form, dtype, shape, bits, (), case.attrs.get("text", ())), "value"))
     else:
-        array = from_bits(bits, dtype, shape)
+        array = _dense(form, dtype, shape, bits, (), case.attrs.get("text", ()))
         kind = {"value_float": AttributeProto.FLOAT, "value_floats": AttributeProto.FLOATS,
-                "value_int": AttributeProto.INT, "value_ints": AttributeProto.INTS}[form]
-        numbers = [float(v) if dtype == "float32" else int(v) for v in array.ravel()]
+                "value_int": AttributeProto.INT, "value_ints": AttributeProto.INTS,
+                "value_string": AttributeProto.STRING,
+                "value_strings": AttributeProto.STRINGS}[form]
+        numbers = [float(v) if dtype == "float32" else v if dtype == STRING else int(v)
+                   for v in array.ravel()]
         attribute = helper.make_attribute(form, numbers if form.endswith("s") else numbers[0],
                                           attr_type=kind)
     graph.node(graph.op_type, [])
     graph.nodes[-1].attribute.append(attribute)
 
 
-def _dense(form, dtype, shape, bits, indices):
-    """The output's elements in ``dtype``."""
+def _dense(form, dtype, shape, bits, indices, text=()):
+    """The output's elements in ``dtype`` (a string array from ``text``)."""
+    if dtype == STRING:
+        out = np.empty(len(text), object)
+        out[:] = list(text)
+        return out.reshape(shape)
     if form != "sparse_value":
         return from_bits(bits, dtype, shape)
     out = np.zeros(math.prod(shape), np_dtype(dtype))
@@ -346,15 +361,16 @@ def _dense(form, dtype, shape, bits, indices):
     return out.reshape(shape)
 
 
-def numpy_onnx_constant(*, form, dtype, shape, bits, indices=()):
+def numpy_onnx_constant(*, form, dtype, shape, bits, indices=(), text=()):
     """The numpy backend: the attribute's array (``np.zeros`` with the sparse elements set)."""
-    return _dense(form, dtype, shape, bits, indices)
+    return _dense(form, dtype, shape, bits, indices, text)
 
 
 @op("onnx_constant", version=1, draw=draw_onnx_constant, onnx=onnx_constant,
     numpy=numpy_onnx_constant, feeding=lambda inputs, attrs, index: [])
-def oracle_onnx_constant(*, form, dtype, shape, bits, indices=()):
+def oracle_onnx_constant(*, form, dtype, shape, bits, indices=(), text=()):
     """Constant: 'a constant tensor', the value of the one attribute given: ``value`` (the
     tensor), ``sparse_value`` (its elements at ``indices``, the others 0), ``value_float(s)``
-    (a float32 scalar or 1-D tensor), ``value_int(s)`` (int64)."""
-    return (_dense(form, dtype, shape, bits, indices).astype(_widened(dtype)),)
+    (a float32 scalar or 1-D tensor), ``value_int(s)`` (int64), ``value_string(s)`` (a string
+    scalar or 1-D tensor: ``text``)."""
+    return (_dense(form, dtype, shape, bits, indices, text).astype(_widened(dtype)),)

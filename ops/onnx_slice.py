@@ -130,9 +130,28 @@ def numpy_slice(data, *indices, absent_inputs=()):
     return data[tuple(window)].copy()
 
 
-def _register(name: str, values):
+_BIG, _SMALL = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+#: (start, end, step) on an axis of 5 at the edges of the opset-13 clamping: a start at dims
+#: (clamped to dims: empty; backward to dims - 1), at -dims - 1 (clamped to 0), an end at
+#: -dims - 1 backward (-1: through element 0), the INT_MIN and INT_MAX sentinels, one element
+#: exactly, and an empty range from equal effective values.
+SLICE_BOUNDARIES = ((5, _BIG, 1), (-6, 1, 1), (5, -6, -1), (-1, -1, -1), (0, 1, 2),
+                    (_SMALL, -6, -2), (0, -5, 1), (4, _SMALL, -1))
+
+
+def boundaries_slice(kit, spec, dtype):
+    """Data of 5 elements sliced along axis 0 by each row of :data:`SLICE_BOUNDARIES`."""
+    signature = kit.Signature((dtype,) + ("int64",) * 4, ((5,),) + ((1,),) * 4, {}, dtype)
+
+    def at(start, end, step):
+        return lambda inputs: [inputs[0]] + [np.array([v], np.int64) for v in (start, end, 0, step)]
+
+    return [kit.Boundary(signature, at(*row)) for row in SLICE_BOUNDARIES]
+
+
+def _register(name: str, values, **hooks):
     """Declare the Slice op ``name`` (one oracle; the drawn axes differ per opset)."""
-    @op(name, version=1, draw=draw_slice, draw_honours=frozenset({"optional"}), values=values,
+    @op(name, version=1, draw=draw_slice, draw_honours=frozenset({"optional"}), values=values, **hooks,
         numpy=numpy_slice, feeding=traced_feeding(name, (0,)), value_dependent_shape=True)
     def oracle(data, starts, ends, *rest, absent_inputs=()):
         """ONNX Slice-13: data[effective start : effective end : step] along each named axis."""
@@ -142,5 +161,5 @@ def _register(name: str, values):
     return oracle
 
 
-oracle_onnx_slice = _register("onnx_slice", values_slice)
+oracle_onnx_slice = _register("onnx_slice", values_slice, boundaries=boundaries_slice)
 oracle_onnx_slice_opset10 = _register("onnx_slice_opset10", values_slice_opset10)

@@ -204,9 +204,13 @@ def reduce_windows(operand, init, window_dimensions, window_strides, padding, ba
     padded = np.full([d + lo + hi for d, (lo, hi) in zip(dilated, padding)], init, operand.dtype)
     padded[tuple(slice(lo, lo + d, b) for d, (lo, _), b in zip(dilated, padding, base))] = operand
     reach = tuple((w - 1) * d + 1 for w, d in zip(window_dimensions, spacing))
+    short = [max(r - n, 0) for r, n in zip(reach, padded.shape)]   # no valid position there
+    if any(short):
+        padded = np.pad(padded, [(0, gap) for gap in short], constant_values=init)
     windows = sliding_window_view(padded, reach, axis=tuple(range(operand.ndim)))
-    return windows[tuple(slice(None, None, s) for s in window_strides)
-                   + tuple(slice(None, None, d) for d in spacing)]
+    windows = windows[tuple(slice(None, None, s) for s in window_strides)
+                      + tuple(slice(None, None, d) for d in spacing)]
+    return windows[tuple(slice(0, 0) if gap else slice(None) for gap in short)]
 
 
 def onnx_max_pool(case, graph):
@@ -250,7 +254,23 @@ def lax_reduce_window_sum(lax, attrs):
     return reduce_window_sum
 
 
-_WINDOW = dict(draw=draw_reduce_window, feeding=feed_reduce_window)
+#: (size, padding, stride) of the last dimension of a 1 x 2 x size operand under a 3-tap window
+#: of dilation 2 (5 elements) at the edges of 'as many elements as there are valid positions of
+#: the window': exactly one, one element too few (none), and a stride past the last element.
+REDUCE_WINDOW_BOUNDARIES = ((3, [1, 1], 2), (3, [1, 0], 2), (4, [0, 0], 1), (6, [0, 0], 2),
+                            (5, [0, 0], 3))
+
+
+def boundaries_reduce_window(kit, spec, dtype):
+    """The rows of :data:`REDUCE_WINDOW_BOUNDARIES`, pooling-shaped (ONNX MaxPool's windows)."""
+    return [kit.Signature((dtype,), ((1, 2, size),), {
+        "window_dimensions": [1, 1, 3], "window_strides": [1, 1, stride],
+        "padding": [[0, 0], [0, 0], list(pad)], "base_dilation": [1, 1, 1],
+        "window_dilation": [1, 1, 2]}, dtype) for size, pad, stride in REDUCE_WINDOW_BOUNDARIES]
+
+
+_WINDOW = dict(draw=draw_reduce_window, feeding=feed_reduce_window,
+               boundaries=boundaries_reduce_window)
 
 
 def numpy_reduce_window_max(operand, *, window_dimensions, window_strides, padding,

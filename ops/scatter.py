@@ -17,7 +17,8 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.op_registry import op
-from conform.ops.indexing import DRAWN_HERE, in_range, index_type, normalised, signed_axis
+from conform.ops.indexing import (DRAWN_HERE, in_range, index_type, normalised,
+                                  out_of_range_invalid, signed_axis)
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 #: The first opset at which ScatterElements and ScatterND take each reduction.
@@ -164,7 +165,14 @@ def numpy_scatter_elements(data, indices, updates, *, axis, reduction, selection
     return _numpy_scattered(data, tuple(grid), updates, reduction)
 
 
+def invalid_onnx_scatter_elements(kit, spec, dtype):
+    """Data 3 x 4, indices and updates 2 x 4 (reduction none), one index out of bounds."""
+    return out_of_range_invalid(kit, spec, dtype, [(3, 4), (2, 4), (2, 4)],
+                                {"axis": 0, "reduction": "none"}, (3, 4))
+
+
 @op("onnx_scatter_elements", numpy=numpy_scatter_elements, version=1, draw=draw_onnx_scatter_elements,
+    invalid=invalid_onnx_scatter_elements,
     draw_honours=DRAWN_HERE, values=values_onnx_scatter_elements,
     feeding=_scatter_feeding(_element_targets), onnx=onnx_scatter)
 def oracle_onnx_scatter_elements(data, indices, updates, *, axis, reduction, selection="ieee"):

@@ -126,8 +126,9 @@ def polygamma_values(rng, inputs, attrs):
     integer by definition; other values are the open region)."""
     m, x = inputs
     m = np.asarray(m)
-    valid = np.isfinite(m) & (m >= 0) & (m <= 3) & (np.trunc(m) == m)
-    return [np.where(valid, m, rng.integers(0, 4, m.shape)).astype(m.dtype), x]
+    with np.errstate(invalid="ignore"):
+        valid = np.isfinite(m) & (m >= 0) & (m <= 3) & (np.trunc(m) == m)
+    return [np.where(valid, m, rng.integers(0, 4, m.shape).astype(m.dtype)), x]
 
 
 @op("polygamma", version=1, values=polygamma_values)

@@ -46,6 +46,8 @@ def evaluate_refined(name, inputs: Sequence[np.ndarray], attrs: dict, *, rounded
     widened = [widen(x) for x in inputs]
     with np.errstate(all="ignore"):
         outputs = function(*widened, **attrs)
+    if isinstance(outputs, tuple):   # NumPy gives a 0-d result of a string array as a bare str
+        outputs = tuple(_text_array(o) if isinstance(o, str) else o for o in outputs)
     if not isinstance(outputs, tuple) or not all(isinstance(o, np.ndarray | np.generic) for o in outputs):
         raise TypeError(f"oracle {name!r} must return a tuple of arrays, got {type(outputs).__name__}")
     if special_values:
@@ -53,6 +55,13 @@ def evaluate_refined(name, inputs: Sequence[np.ndarray], attrs: dict, *, rounded
                         for o in outputs)
     residuals = tuple(residual_of(o) for o in outputs)
     return tuple(np.asarray(o) for o in outputs), residuals
+
+
+def _text_array(text: str) -> np.ndarray:
+    """``text`` as a 0-d string array (an object array holding the str)."""
+    out = np.empty((), object)
+    out[()] = text
+    return out
 
 
 def _takes_dtypes(function) -> bool:

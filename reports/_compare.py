@@ -16,6 +16,7 @@ from pathlib import Path
 
 from conform.reports._html import ENV, anchor, cell_class, fmt, label_key, percent
 from conform.reports._jsonl import check_schema_version, read_results
+from conform.reports._portability import open_differences
 from conform.reports._coverage import coverage_text
 from conform.reports._summary import case_ratio, pass_rate, severity
 from conform.reports._text import backend_label
@@ -145,7 +146,7 @@ def render_comparison(directories) -> str:
     _unique_labels(runs)
     figures = compare_runs(runs)
     return ENV.get_template("compare.html.j2").render(
-        runs=runs, f=figures, rows=DIFF_ROWS, percent=percent, fmt=fmt, anchor=anchor,
+        runs=runs, f=figures, rows=DIFF_ROWS, portability=open_differences(runs, DIFF_ROWS), percent=percent, fmt=fmt, anchor=anchor,
         cell_class=cell_class, closeness=closeness, coverage_text=coverage_text)
 
 

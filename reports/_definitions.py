@@ -29,8 +29,9 @@ def _why(spec, label: str) -> str | None:
 
 
 def op_definitions(specs: dict, cells) -> dict:
-    """``{op: {"summary", "defined_by": [text, ...], "why": {dtype label: why}}}`` for the
-    (op, dtype label) pairs in ``cells`` whose op is in ``specs``."""
+    """``{op: {"summary", "defined_by": [text, ...], "why": {dtype label: why}, "regions":
+    [{"region", "why"}, ...]}}`` for the (op, dtype label) pairs in ``cells`` whose op is in
+    ``specs`` (``regions`` where the op has implementation-defined regions)."""
     out: dict = {}
     for op, label in cells:
         spec = specs.get(op)
@@ -43,6 +44,10 @@ def op_definitions(specs: dict, cells) -> dict:
                 "summary": neutral(str(getattr(spec, "summary", "") or "")),
                 "defined_by": [neutral(standard_text(k, v)) for k, v in defined_by.items()],
                 "why": {}}
+            regions = [{"region": neutral(str(r["region"])), "why": neutral(str(r.get("why", "")))}
+                       for r in getattr(spec, "implementation_defined", None) or ()]
+            if regions:   # what the portability section names
+                entry["regions"] = regions
         why = _why(spec, label)
         if why:
             entry["why"][label] = neutral(str(why))

@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 
 from conform.reports._summary import severity
 from conform.reports._text import neutral
-from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS
+from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS, STRING
 
 COLUMNS = ("case", "verdict", "plan", "region", "shapes", "error/bound", "index", "inputs", "expected",
            "actual", "message")
@@ -35,6 +35,8 @@ def _kind(value, dtype: str) -> str:
     if isinstance(value, list):   # the elements feeding one output (a slice, window)
         kinds = {_kind(v, dtype) for v in value}
         return next((k for k in _PRIORITY if k in kinds), "normal")
+    if dtype == STRING:   # text: no special values
+        return "normal"
     if isinstance(value, str) and value.endswith(("j", "j)")):   # complex: "(1-2j)", "1j"
         number = complex(value)
         return _kind([number.real, number.imag], COMPLEX_COMPONENTS.get(dtype, dtype))

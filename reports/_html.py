@@ -16,8 +16,11 @@ from fractions import Fraction
 
 import jinja2
 
+from conform.reports._accuracy import error_plot
+
 from conform.reports._coverage import REASONS, SHORT_REASONS, coverage_text, rate_text, reasons_text
 from conform.reports._failing import COLUMNS, embedded_json, failing_rows, plan_groups
+from conform.reports._portability import portability_rows
 from conform.reports._summary import PROBLEMS as BAD
 from conform.reports._summary import Tally, pass_rate, severity, special_value_failure
 from conform.reports._text import neutral
@@ -237,11 +240,13 @@ def render_html(summary: dict, records: list[dict], run_dir=None, tally: Tally |
         worsts=worst_elements(tally), groups=groups,
         failing=embedded_json(failing_data(tally, repro_dir)),
         definitions=summary.get("definitions") or {}, baseline=summary.get("baseline"),
+        portability=portability_rows(summary),
         coverage_text=coverage_text, reasons_text=reasons_text, na_reason=na_reason,
         reason_names=REASONS,
         core=CORE_VERDICTS, env_fields=ENV_FIELDS, bins=summary.get("histogram_bins", []),
         repro_dir=repro_dir,
         cell_class=cell_class, percent=percent, fmt=fmt, value_text=value_text,
         shapes_text=shapes_text, clip=clip, histogram=histogram, anchor=anchor, quote=shlex.quote,
+        error_plot=error_plot, zip=zip,
         special=special_value_failure, limits={"message": MESSAGE_CHARS, "traceback": TRACEBACK_CHARS,
                                                  "card": CARD_INPUT_CHARS})

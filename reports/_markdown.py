@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from conform.reports._coverage import REASONS, coverage_text, rate_text
+from conform.reports._portability import portability_markdown
 from conform.reports._text import backend_label, markdown_text as md
 
 
@@ -58,4 +59,5 @@ def render_markdown(summary: dict, limit: int = 15) -> str:
                          f"| {c['crash']} | {c['timeout']} |")
         if len(bad) > limit:
             lines.append(f"\n… and {len(bad) - limit} more op x dtype cells below 100%.")
+    lines += portability_markdown(summary, limit)
     return "\n".join(lines) + "\n"

@@ -7,8 +7,9 @@ from operator import add
 from conform.harness.judge.compare import RATIO_BINS
 from conform.reports._coverage import coverage, judged, unsupported_reason
 from conform.records import SCHEMA_VERSION
+from conform.reports._portability import kept_samples, open_sample
 from conform.reports._text import neutral
-from conform.verdicts import EXCUSED, PASSED, PROBLEMS, VERDICTS  # noqa: F401 - re-exported
+from conform.verdicts import EXCUSED, FROM_GRAPHS, PASSED, PROBLEMS, VERDICTS  # noqa: F401 - re-exported
 
 REASON_EXAMPLE_CHARS = 300   # an unsupported reason's example message, cut
 
@@ -102,7 +103,7 @@ class Tally:
                 "histogram": [0] * (len(RATIO_BINS) - 1),
                 "worst_ratio": -1.0, "worst_order": (), "problems": [], "seconds": 0.0,
                 "first": ref, "tagged": [], "worst_record": None, "unsupported_reasons": {},
-                "subnormal_excused": 0}
+                "subnormal_excused": 0, "open_samples": []}
         elif "manifest" in r:
             cell["tagged"].append(ref)
         cell["cases"] += 1
@@ -113,6 +114,9 @@ class Tally:
             cell["problems"].append(ref)
         elif verdict == "unsupported":
             _add_reason(cell["unsupported_reasons"], r.get("message"))
+        sample = open_sample(r)
+        if sample is not None:
+            cell["open_samples"] = kept_samples([*cell["open_samples"], sample], _case_order)
         if "checked" not in r or verdict in EXCUSED:
             return
         if verdict not in PROBLEMS and r.get("subnormal_excused"):
@@ -159,6 +163,8 @@ class Tally:
                 else:
                     reasons[key] = entry
             cell["tagged"] += [first, *part["tagged"]] if "manifest" in first else part["tagged"]
+            cell["open_samples"] = kept_samples([*cell.get("open_samples", []),
+                                                 *part.get("open_samples", [])], _case_order)
             if part["unit"] is not None:
                 cell["unit"], cell["model"] = part["unit"], part["model"]
             ratio, worst = part["worst_ratio"], cell["worst_ratio"]
@@ -177,14 +183,16 @@ class Tally:
         """The summary.json document (see DESIGN.md's CLI contract)."""
         by_op: dict = defaultdict(dict)
         total: Counter = Counter()
+        seen = {v for cell in self.cells.values() for v in cell["counts"]}
+        shown = VERDICTS + tuple(v for v in FROM_GRAPHS if v in seen)
         for (op, dtype), cell in sorted(self.cells.items()):
-            counts = {v: cell["counts"].get(v, 0) for v in VERDICTS}
+            counts = {v: cell["counts"].get(v, 0) for v in shown}
             total.update(cell["counts"])
             by_op[op][dtype] = {**{k: v for k, v in cell.items() if k not in _UNREPORTED},
                                 "counts": counts, "histogram": list(cell["histogram"]),
                                 "pass_rate": pass_rate(counts), "judged": judged(counts),
                                 "coverage": coverage(counts)}
-        total = {v: total.get(v, 0) for v in VERDICTS}
+        total = {v: total.get(v, 0) for v in shown}
         return {
             "schema_version": SCHEMA_VERSION,
             **meta,

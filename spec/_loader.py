@@ -13,8 +13,9 @@ from conform.numpy_functions import numpy_function_problem
 from conform.spec._schema import SCHEMA
 from conform.spec._yaml import read_mapping
 from conform.spec._errors import SpecError, line_of, validate_document
+from conform.spec._properties import check_properties
 from conform.spec.program_nodes import ProgramNode, array_names
-from conform.spec._runnable import check_runnable, dtype_class
+from conform.spec._runnable import check_model_hooks, check_runnable, dtype_class
 from conform.dtypes import FLOAT_FORMATS
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class OpSpec:
     special_values: tuple = ()
     implementation_defined: tuple = ()
     critical_regions: tuple = ()   # entries of spec/critical.py's form
+    properties: tuple = ()   # what the standard promises beyond one element (spec/_properties.py)
     path: str = ""
 
     def program_nodes(self, case) -> tuple[ProgramNode, ...]:
@@ -239,17 +241,7 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
     models = [data["error_model"]] + [entry["error_model"] for entry in
                                       data["signature"].get("outputs", ())
                                       if isinstance(entry, dict) and "error_model" in entry]
-    if found.error_bound is None and any("derived" in model for by_dtype in models
-                                         for model in by_dtype.values()):
-        raise SpecError(path, line_of(root, ["error_model"]), "error_model",
-                        f"the derived model needs an error_bound hook, and op {data['op']} "
-                        f"({found.module}) has none")
-    if found.rounded64 is None and "float64" in data["dtypes"] and any(
-            "correctly_rounded" in model for by_dtype in models for model in by_dtype.values()):
-        raise SpecError(path, line_of(root, ["error_model"]), "error_model",
-                        f"the correctly_rounded model of a float64 result needs a rounded64 hook "
-                        f"(the float64 oracle's value is itself a rounding), and op "
-                        f"{data['op']} ({found.module}) has none")
+    check_model_hooks(data, root, path, found, models)
     for i, entry in enumerate(data.get("implementation_defined", [])):
         if entry["region"] not in regions():
             raise SpecError(path, line_of(root, ["implementation_defined", i, "region"]),
@@ -261,6 +253,8 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
                                 f"implementation_defined.{i}.outputs.{k}",
                                 f"{name!r} names no output (outputs: {list(names)})")
     _check_critical(data, root, path, found)
+    check_properties(data, root, path, elementwise=_elementwise(found, data["signature"]),
+                     outputs=list(names))
     _check_xla_binding(data, root, path, found)
     _check_special_values(data, root, path, found)
     for i, entry in enumerate(data.get("edge_cases", [])):
@@ -441,6 +435,7 @@ def load_spec(path: Path | str) -> OpSpec:
         special_values=tuple(data.get("special_values", [])),
         implementation_defined=tuple(data.get("implementation_defined", [])), path=str(path),
         critical_regions=tuple(data.get("critical_regions", [])),
+        properties=tuple(data.get("properties", [])),
     )
 
 

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS, int_info, resolve_edge_value
+from conform.dtypes import COMPLEX_COMPONENTS, FLOAT_FORMATS, STRING, int_info, resolve_edge_value
 from conform.spec._errors import SpecError, line_of
 
 if TYPE_CHECKING:
@@ -29,11 +29,13 @@ _INT64_MAX = (1 << 63) - 1
 
 
 def dtype_class(dtype: str) -> str:
-    """'float', 'complex', 'int' or 'bool' for a dtype name."""
+    """'float', 'complex', 'int', 'bool' or 'string' for a dtype name."""
     if dtype in FLOAT_FORMATS:
         return "float"
     if dtype in COMPLEX_COMPONENTS:
         return "complex"
+    if dtype == STRING:
+        return "string"
     return "bool" if dtype == "bool" else "int"
 
 
@@ -164,3 +166,19 @@ def _check_attributes(data: dict, root: yaml.Node, path: Path, found: OpDefiniti
                             f"attribute {name!r} is reserved for the harness" if name in
                             RESERVED_ATTRS else f"the oracle of op {data['op']} "
                             f"({found.module}) takes no attribute {name!r}")
+
+
+def check_model_hooks(data: dict, root: "yaml.Node", path: Path, found: "OpDefinition",
+                      models: list) -> None:
+    """A model that needs an op hook names an op that has it (the correctly_rounded model
+    only where float64 is listed)."""
+    needs = (("derived", "error_bound", "the derived model needs an error_bound hook"),
+             ("statistical", "distribution", "the statistical model needs a distribution hook"),
+             ("correctly_rounded", "rounded64", "the correctly_rounded model of a float64 result "
+              "needs a rounded64 hook (the float64 oracle's value is itself a rounding)"))
+    for model_name, hook, text in needs:
+        if getattr(found, hook) is None and any(model_name in model for by_dtype in models
+                                                for model in by_dtype.values()) \
+                and (hook != "rounded64" or "float64" in data["dtypes"]):
+            raise SpecError(path, line_of(root, ["error_model"]), "error_model",
+                            f"{text}, and op {data['op']} ({found.module}) has none")

@@ -7,7 +7,7 @@ editors can autocomplete spec files.
 DTYPES = ["bool", "int2", "int4", "int8", "int16", "int32", "int64", "uint2", "uint4", "uint8",
           "uint16", "uint32", "uint64", "float4_e2m1fn", "float8_e4m3fn", "float8_e4m3fnuz",
           "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float16", "bfloat16", "float32",
-          "float64", "complex64", "complex128"]
+          "float64", "complex64", "complex128", "string"]
 
 # List sizes a run can afford (the built-in specs use a fraction): the edge sweep of a binary op
 # holds every pair of edge values, each edge case and critical region is a case per dtype.
@@ -16,6 +16,8 @@ MAX_ROWS = 256
 MAX_REGIONS = 64
 MAX_CHOICES = 256
 MAX_OPERANDS = 64
+#: The kinds of ``properties`` entries (harness/judge/properties.py checks each).
+PROPERTY_KINDS = ("range", "monotone", "symmetry", "row_sum", "fixed_points")
 
 _range = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 _value_ranges = {
@@ -61,6 +63,13 @@ _error_model = {
                                          "additionalProperties": {"type": "number",
                                                                   "minimum": 0}}},
         },
+        # a random op's outputs tested against the law its text states, each case's tests
+        # together at false-alarm probability at most alpha (docs/error-models.md)
+        "statistical": {
+            "type": "object", "additionalProperties": False, "required": ["alpha"],
+            "properties": {"alpha": {"type": "number", "exclusiveMinimum": 0,
+                                     "maximum": 1e-6}},
+        },
         "signed_zero": {"enum": ["strict", "any"]},
         "saturate": {"const": True},   # overflow gives ±max_finite (docs/error-models.md)
     },
@@ -69,7 +78,7 @@ _error_model = {
 _error_models = {   # per dtype (or dtype class) the model judging it
     "type": "object",
     "minProperties": 1,
-    "propertyNames": {"enum": ["float", "complex", "int", "bool"] + DTYPES},
+    "propertyNames": {"enum": ["float", "complex", "int", "bool", "string"] + DTYPES},
     "additionalProperties": _error_model,
 }
 _input_name = {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}
@@ -199,7 +208,25 @@ SCHEMA = {
             "items": {
                 "type": "object", "additionalProperties": False, "required": ["region", "why"],
                 "properties": {"region": {"type": "string"}, "why": {"type": "string"},
-                               "outputs": {"type": "array", "items": _input_name, "minItems": 1}},
+                               "outputs": {"type": "array", "items": _input_name, "minItems": 1},
+                               # how the region's answers must agree across positions
+                               # (harness/judge/consistency.py): element-wise ops always
+                               "consistency": {"enum": ["value", "selected"]}},
+            },
+        },
+        # what the standard promises beyond one element's error, judged on every case
+        # (harness/judge/properties.py): each entry one kind and the source that promises it
+        "properties": {
+            "type": "array", "maxItems": MAX_REGIONS,
+            "items": {
+                "type": "object", "additionalProperties": False, "required": ["source"],
+                "oneOf": [{"required": [kind]} for kind in PROPERTY_KINDS],
+                "properties": {"range": _range, "fixed_points": _range,
+                               "monotone": {"enum": ["increasing", "decreasing"]},
+                               "symmetry": {"enum": ["odd", "even"]},
+                               "row_sum": {"type": "number"},
+                               "output": _input_name,
+                               "source": {"type": "string", "minLength": 10}},
             },
         },
         "bindings": {

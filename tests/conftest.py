@@ -1,6 +1,7 @@
 """Shared fixtures: the built-in specs, loaded once."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -17,6 +18,19 @@ def specs():
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes minutes or downloads packages; still runs by "
                                        "default (deselect with -m 'not slow')")
+    _give_jax_its_host_devices()
+
+
+def _give_jax_its_host_devices():
+    """jax fixes its CPU device count when its backend first starts, in whichever test starts it:
+    a test calling jax directly must not leave the jax backend's collectives one device for the
+    rest of the session, so every start gets the backend's count (XLA's host-platform flag)."""
+    from conform.harness.backends.jax_backend import JaxBackend
+
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = (
+            f"{flags} --xla_force_host_platform_device_count={JaxBackend.host_devices}".strip())
 
 
 @pytest.fixture(scope="session")

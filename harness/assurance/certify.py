@@ -43,6 +43,7 @@ FORMAT = "conform-certificate/1"
 CERTIFICATE_FILE, RESULTS_FILE = "certificate.json", "results.jsonl"
 POLICIES = ("ieee", "ftz", "declared")
 UNCOUNTED = verdicts.UNCOUNTED       # outside the coverage: not run or excused
+ACCEPTS_INVALID = verdicts.ACCEPTS_INVALID
 EXCUSED = verdicts.FROM_MANIFEST     # verdicts only a manifest gives
 SHOWN = 20  # mismatches listed per kind before the rest are counted
 
@@ -74,6 +75,7 @@ PROFILE_SCHEMA = {
                 "seed": {"type": "integer", "minimum": 0},
                 "min_pass_rate": _RATE,
                 "min_coverage": _RATE,
+                "max_accepts_invalid": {"type": "integer", "minimum": 0},
             },
         },
     }},
@@ -109,6 +111,9 @@ class Profile:
     seed: int
     min_pass_rate: float
     min_coverage: float = 0.0
+    #: None: an ``accepts_invalid`` result (a value for an input the text forbids) is counted
+    #: apart; a number: the most a certified run may have
+    max_accepts_invalid: int | None = None
     source: str = "builtin"  # "builtin", or the profiles file it was read from
     source_sha256: str | None = None
 
@@ -119,12 +124,15 @@ class Profile:
 
     def settings(self) -> dict:
         """Everything the profile fixes, as recorded in a certificate."""
-        return {"summary": self.summary, "ops": list(self.ops),
-                "dtypes": list(self.dtypes) if self.dtypes else None,
-                "subnormals": self.subnormals, "manifests": self.manifests,
-                "max_examples": self.max_examples, "seed": self.seed,
-                "min_pass_rate": float(self.min_pass_rate),
-                "min_coverage": float(self.min_coverage)}
+        settings = {"summary": self.summary, "ops": list(self.ops),
+                    "dtypes": list(self.dtypes) if self.dtypes else None,
+                    "subnormals": self.subnormals, "manifests": self.manifests,
+                    "max_examples": self.max_examples, "seed": self.seed,
+                    "min_pass_rate": float(self.min_pass_rate),
+                    "min_coverage": float(self.min_coverage)}
+        if self.max_accepts_invalid is not None:
+            settings["max_accepts_invalid"] = int(self.max_accepts_invalid)
+        return settings
 
     @classmethod
     def from_settings(cls, name: str, settings: dict, source: str = "builtin",
@@ -136,6 +144,7 @@ class Profile:
                    max_examples=int(settings["max_examples"]), seed=int(settings["seed"]),
                    min_pass_rate=float(settings["min_pass_rate"]),
                    min_coverage=float(settings.get("min_coverage") or 0.0),
+                   max_accepts_invalid=settings.get("max_accepts_invalid"),
                    source=source, source_sha256=source_sha256)
 
 
@@ -304,6 +313,11 @@ def tally(records: list[dict], settings: dict) -> dict:
         key = "min_pass_rate" if what == "pass rate" else "min_coverage"
         reasons.append(f"{what} {rate_text(value)} {'>=' if held else '<'} {rate_text(floor)} "
                        f"({key})")
+    if settings.get("max_accepts_invalid") is not None:   # the profile counts them
+        accepted, most = counts.get(ACCEPTS_INVALID, 0), settings["max_accepts_invalid"]
+        certified = certified and accepted <= most
+        reasons.append(f"{ACCEPTS_INVALID} {accepted} {'<=' if accepted <= most else '>'} "
+                       f"{most} (max_accepts_invalid)")
     by_op = {op: {label: {"cases": cell["cases"], "counts": cell["counts"],
                           "pass_rate": cell["pass_rate"], "worst_error": cell["worst_error"],
                           "bound": cell["bound"], "unit": cell["unit"],

@@ -88,7 +88,11 @@ def _hunted(record: dict, run_dir: Path | None):
 
 def _stored(array: np.ndarray) -> np.ndarray:
     """An array as inputs.npz holds it: ml_dtypes' types (bfloat16, float8, float4, int4, int2)
-    as their bits (uint16, uint8: plain NumPy can load them)."""
+    as their bits (uint16, uint8: plain NumPy can load them), strings (object arrays of str) as
+    NumPy's fixed-width text (an object array would need a pickle to load; drawn strings hold
+    no NUL, which fixed-width text drops at an element's end)."""
+    if array.dtype.hasobject:
+        return array.astype(str)
     if array.dtype.name in ML_DTYPES:
         return array.view(np.uint16 if array.dtype.itemsize == 2 else np.uint8)
     return array
@@ -147,13 +151,15 @@ def dtype(name):
     if name in $ml_dtypes:
         import ml_dtypes
         return np.dtype(getattr(ml_dtypes, name))
-    return np.dtype(name)
+    return np.dtype(object if name == "string" else name)   # text: object arrays of str
 
 
 def load():
     data = np.load(HERE / "inputs.npz")
-    inputs = [data[f"in{i}"].view(dtype(d)) for i, d in enumerate(INPUT_DTYPES)]
-    return inputs, data["expected"]
+    inputs = [data[f"in{i}"].astype(object) if d == "string" else data[f"in{i}"].view(dtype(d))
+              for i, d in enumerate(INPUT_DTYPES)]
+    expected = data["expected"]
+    return inputs, expected.astype(object) if expected.dtype.kind == "U" else expected
 
 
 $backend_source
@@ -161,8 +167,8 @@ $backend_source
 def same(a, b):
     """Equal as values of OUT_DTYPE, element by element: NaN equals NaN, and zeros must agree
     in sign."""
-    if dtype(OUT_DTYPE).kind in "biu":
-        return np.asarray(a) == np.asarray(b)
+    if dtype(OUT_DTYPE).kind in "biuO":   # (O: strings, compared as text)
+        return np.asarray(a, dtype(OUT_DTYPE)) == np.asarray(b, dtype(OUT_DTYPE))
     if dtype(OUT_DTYPE).kind == "c":   # part by part; a recorded complex value is its text
         a, b = (np.asarray(complex(v) if isinstance(v, str) else v, np.complex128) for v in (a, b))
         return same_float(a.real, b.real) & same_float(a.imag, b.imag)
@@ -187,7 +193,8 @@ def show(actual, expected, limit=8):
     print(f"{len(differ)} of {expected.size} elements differ from the reference rounded to {OUT_DTYPE}")
     print(f"subnormal policy {SUBNORMALS}: {POLICY.get(SUBNORMALS, SUBNORMALS)}")
     for index in map(tuple, differ[:limit].tolist()):
-        print(f"  out{list(index)}: actual={actual[index].item()!r} expected={expected[index].item()!r}")
+        print(f"  out{list(index)}: actual={np.asarray(actual[index]).item()!r} "
+              f"expected={np.asarray(expected[index]).item()!r}")
     if len(differ) > limit:
         print(f"  ... and {len(differ) - limit} more")
 
@@ -205,7 +212,7 @@ def reproduces(actual, expected):
     print(f"  expected (the reference)     = {worst['expected']!r}")
     print(f"  actual recorded by conform   = {worst['actual']!r}  "
           f"(error {worst['error']} {RECORDED['unit']}, bound {worst['bound']}, {RECORDED['model']})")
-    print(f"  actual now                   = {got.item()!r}")
+    print(f"  actual now                   = {np.asarray(got).item()!r}")
     return bool(same(got, worst["actual"]))
 
 
@@ -326,7 +333,7 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
     out.mkdir(parents=True, exist_ok=True)
     arrays = {f"in{i}": _stored(np.asarray(x)) for i, x in enumerate(case.inputs)}
     with atomic_path(out / "inputs.npz") as temporary, open(temporary, "wb") as stream:
-        np.savez(stream, expected=expected, **arrays)
+        np.savez(stream, expected=_stored(np.asarray(expected)), **arrays)
     for model in models.values():
         model.write(out)
     data = case_data(record, run.summary, spec, case, requirement)

@@ -67,13 +67,33 @@ def _run_together(backend, ready: list) -> None:
         try:
             _compute_together(backend, ready)
             return
-        except Exception:   # one case's tracing or a runtime's refusal: each alone, below
+        except Exception:   # one case's tracing or a runtime's refusal: see below
             pass
+        # A case that cannot be lowered (an input its op's text forbids) must not cost the
+        # others their pack: those that lower alone are packed again, the rest run alone.
+        traced = [(slot, fn) for slot, fn in ready if _traces(backend, slot, fn)]
+        if 1 < len(traced) < len(ready):
+            try:
+                _compute_together(backend, traced)
+            except Exception:
+                pass
     for slot, _ in ready:
+        if slot.outputs is not None:
+            continue
         try:
             slot.outputs = backend.run(program=slot.program, inputs=slot.inputs)
         except Exception as exc:
             slot.error = exc
+
+
+def _traces(backend, slot, fn) -> bool:
+    """Whether ``fn`` traces and lowers to a module that verifies on ``slot``'s inputs
+    (nothing is compiled)."""
+    try:
+        backend._jax.jit(fn).lower(*slot.inputs)
+        return True
+    except Exception:
+        return False
 
 
 def _compute_together(backend, ready: list) -> None:

@@ -30,7 +30,7 @@ ONNX_TYPES = {
     "float8_e5m2": TensorProto.FLOAT8E5M2, "float8_e5m2fnuz": TensorProto.FLOAT8E5M2FNUZ,
     "int4": TensorProto.INT4, "uint4": TensorProto.UINT4,
     "float4_e2m1fn": TensorProto.FLOAT4E2M1, "float8_e8m0fnu": TensorProto.FLOAT8E8M0,
-    "int2": TensorProto.INT2, "uint2": TensorProto.UINT2,
+    "int2": TensorProto.INT2, "uint2": TensorProto.UINT2, "string": TensorProto.STRING,
 }
 #: A schema's type names (``tensor(float8e4m3fn)``'s ``float8e4m3fn``) -> conform's dtype names.
 BY_SCHEMA_NAME = {TensorProto.DataType.Name(code).lower(): name for name, code in ONNX_TYPES.items()}
@@ -76,9 +76,10 @@ class OnnxGraph:
             attrs = {**self.attributes, **attrs}
         if output is None:
             output = self.outputs[0] if len(self.outputs) == 1 else self.outputs
-        elif self.prefix:   # an intermediate value of one op of a program
-            output = [self.prefix + o for o in output] if isinstance(output, list) \
-                else self.prefix + output
+        elif self.prefix:   # an intermediate value of one op of a program (not its outputs)
+            output = [o if o in self.outputs else self.prefix + o for o in output] \
+                if isinstance(output, list) else \
+                output if output in self.outputs else self.prefix + output
         names = output if isinstance(output, list) else [output]
         self.nodes.append(helper.make_node(op_type, inputs, names, **attrs))
         return output

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from conform.harness.cli.values import at_least_one, seconds, seed, writable_directory
+from conform.harness.cli.values import (add_backend_and_ops, at_least_one, names, seconds, seed,
+                                        writable_directory)
 
 EXIT_OK, EXIT_FOUND = 0, 1
 
@@ -24,22 +25,11 @@ def budget(text: str) -> int:
     return value
 
 
-def names(text: str) -> list[str]:
-    """A comma-separated list of at least one name."""
-    found = [part.strip() for part in text.split(",") if part.strip()]
-    if not found:
-        raise argparse.ArgumentTypeError(f"{text!r} names nothing")
-    return found
-
-
 def add_commands(sub) -> None:
     """The ``hunt`` sub-command."""
     hunt = sub.add_parser("hunt", help="climb toward an op's largest error/bound ratio on a "
                                        "backend, with a bounded budget")
-    hunt.add_argument("--backend", required=True,
-                      help="the backend: an entry-point name or module.path:ClassName")
-    hunt.add_argument("--ops", required=True, type=names,
-                      help="comma-separated op names or globs (element-wise float ops)")
+    add_backend_and_ops(hunt, "comma-separated op names or globs (element-wise float ops)")
     hunt.add_argument("--dtypes", default=None, type=names,
                       help="comma-separated float dtypes (default: all the op has)")
     hunt.add_argument("--budget", type=budget, default=512,

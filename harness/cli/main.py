@@ -13,8 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from conform.harness.cli import (adapter as cli_adapter, certify as cli_certify, gate as cli_gate,
-                                 hunt as cli_hunt)
+from conform.harness.cli import (adapter as cli_adapter, certify as cli_certify, fuzz as cli_fuzz,
+                                 gate as cli_gate, hunt as cli_hunt, sweep as cli_sweep)
 from conform.harness.cli.values import (Parser, at_least_one, check_cache_directory, memory_mb,
                                         seconds, writable_directory)
 
@@ -112,6 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     cli_certify.add_commands(sub)
     cli_adapter.add_commands(sub)
     cli_hunt.add_commands(sub)
+    cli_fuzz.add_commands(sub)
+    cli_sweep.add_commands(sub)
     for name in _READ_SPECS:   # --specs after the subcommand too (``conform run --specs DIR``)
         sub.choices[name].add_argument("--specs", type=Path, default=argparse.SUPPRESS,
                                        help=_SPECS_HELP)
@@ -121,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
 _SPECS_HELP = ("a folder of op spec YAML files added to the built-in suite (one there replaces "
                "the built-in spec of its op)")
 #: The subcommands that read the specs.
-_READ_SPECS = ("list", "run", "repro", "certify", "verify", "hunt")
+_READ_SPECS = ("list", "run", "repro", "certify", "verify", "hunt", "fuzz", "sweep")
 
 
 def _load_specs(directory):
@@ -387,6 +389,8 @@ def _main(argv: list[str] | None) -> int:
     from conform.harness.assurance.repro import ReproError
     from conform.harness.backends.registry import UnknownBackend
     from conform.harness.run.runner import SelectionError
+    from conform.harness.run.sweep import SweepError
+    from conform.harness.run.sweep_executors import SlotFailed
     from conform.spec import SpecError
 
     args = _parser().parse_args(argv)
@@ -396,10 +400,13 @@ def _main(argv: list[str] | None) -> int:
                 "verify": lambda a: cli_certify.cmd_verify(a, _load_specs(a.specs)),
                 "key": cli_certify.cmd_key,
                 "hunt": lambda a: cli_hunt.cmd_hunt(a, _load_specs(a.specs)),
+                "fuzz": lambda a: cli_fuzz.cmd_fuzz(a, _load_specs(a.specs)),
+                "sweep": lambda a: cli_sweep.cmd_sweep(a, _load_specs(a.specs)),
                 "adapter": cli_adapter.cmd_adapter}
     try:
         return handlers[args.command](args)
     except (SpecError, UnknownBackend, SelectionError, BackendLoadError, _UsageError, GateError,
+            SweepError, SlotFailed,
             ReproError, AdapterError, OutputBusy, NotResumable, UnusableDirectory) as exc:
         print(f"conform: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

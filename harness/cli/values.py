@@ -81,6 +81,41 @@ def seed(text: str) -> int:
     return value
 
 
+def names(text: str) -> list[str]:
+    """A comma-separated list of at least one name."""
+    found = [part.strip() for part in text.split(",") if part.strip()]
+    if not found:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing")
+    return found
+
+
+def add_backend_and_ops(parser, ops_help: str) -> None:
+    """The ``--backend`` and ``--ops`` options of a command that searches ops on a backend."""
+    parser.add_argument("--backend", required=True,
+                        help="the backend: an entry-point name or module.path:ClassName")
+    parser.add_argument("--ops", required=True, type=names, help=ops_help)
+
+
+def bit_range(text: str) -> tuple[int, int]:
+    """``LO:HI``, two hexadecimal bit patterns (``0x`` optional): the first input and the one
+    past the last, ``LO < HI``.
+
+    >>> bit_range("3f800000:0x3f800010")
+    (1065353216, 1065353232)
+    """
+    low, sep, high = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        first, stop = int(low, 16), int(high, 16)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not LO:HI in hexadecimal "
+                                         "(e.g. 3f800000:3f900000)") from None
+    if not 0 <= first < stop:
+        raise argparse.ArgumentTypeError(f"{text!r} is empty: LO must be below HI (and >= 0)")
+    return first, stop
+
+
 class UnusableDirectory(Exception):
     """A directory conform must write into cannot be created or written (exit status 2)."""
 

@@ -20,10 +20,16 @@ def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     """
     fmt = FLOAT_FORMATS[dtype]
     reference = np.asarray(reference, np.float64)
-    _, exponent = np.frexp(np.where(np.isfinite(reference), reference, 0.0))  # |x| in [2**(e-1), 2**e)
-    exponent = np.where(reference == 0, fmt.emin, exponent - 1)
-    exponent = np.where(np.isfinite(reference), exponent, fmt.emax)
-    return np.ldexp(1.0, np.maximum(exponent, fmt.emin) - fmt.precision + 1)
+    # the binade's exponent read from the float64 bits (|x| in [2**e, 2**(e+1))): a subnormal
+    # or zero float64 reads as -1023, far below any format's emin, an infinity or NaN as 1024
+    exponent = ((reference.view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int32) - 1023
+    exponent = np.where(exponent == 1024, fmt.emax, np.maximum(exponent, fmt.emin))
+    # 2**(exponent - p + 1) as float64 bits (every format's ULP is a normal float64, or a power
+    # of two below float64's normals only for float64 itself: ldexp then)
+    scale = exponent - fmt.precision + 1
+    if scale.size and int(scale.min()) < -1022:
+        return np.ldexp(1.0, scale)
+    return ((scale.astype(np.int64) + 1023) << 52).view(np.float64)
 
 
 #: Formats NumPy itself rounds into, once and correctly (float64 -> float16/float32 casts)

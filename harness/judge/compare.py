@@ -88,11 +88,16 @@ class Judgement:
     # flat indices of the elements that failed (an array; failing judgements only): what a
     # manifest condition is checked against (harness/judge/profile.py)
     failing: object = field(default=None, repr=False, compare=False)
+    # per-element errors in ``unit`` (inf: a special-value failure), flat; only when asked
+    # (compare_many's keep_errors)
+    errors: object = field(default=None, repr=False, compare=False)
     # elements that pass only because the ftz subnormal policy was applied (a flushed input or
     # result accepted): under ieee they would fail
     subnormal_excused: int = 0
     # what the failing elements have in common (harness/judge/profile.py), for a failing case
     profile: dict | None = field(default=None, repr=False, compare=False)
+    # the property (harness/judge/properties.py) the outputs break, if that failed the case
+    broken: str = ""
 
 
 # Edges of the per-element histogram of error / bound. Bins are [0, 1/16], (1/16, 1/8], ...,
@@ -132,6 +137,8 @@ def describe_model(model: dict) -> str:
         return f"accumulation(final_ulp={model['accumulation'].get('final_ulp', 0.5):g})"
     if "derived" in model:
         return f"derived(final_ulp={model['derived'].get('final_ulp', 0.5):g})"
+    if "statistical" in model:
+        return f"statistical(alpha={model['statistical']['alpha']:.3g})"
     raise ValueError(f"unknown error model {model!r}")
 
 
@@ -159,13 +166,16 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: 
                         out_dtype=out_dtype, model=model, subnormals=subnormals)[0]
 
 
-def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee") -> list[Judgement]:
+def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee",
+                 keep_errors: bool = False) -> list[Judgement]:
     """:func:`compare` for several outputs judged under one model: ``items`` holds
     ``(actual, expected, impl_mask, accumulation, flushed[, residual])`` per output. The
     judgements are those
     :func:`compare` gives one by one (every figure is an element-wise IEEE operation, so it does
     not depend on its neighbours), computed over the outputs' concatenation: one pass of NumPy
-    calls for all of them instead of one per output."""
+    calls for all of them instead of one per output. With ``keep_errors`` each judgement's
+    ``errors`` holds its elements' errors in the model's unit (inf for a special-value failure),
+    where it computed them (not where every element matched exactly)."""
     name = describe_model(model)
     unit = "mismatch" if model.get("exact") else "abs" if "abs_rel" in model else "ulp"
     judgements: list = [None] * len(items)
@@ -189,7 +199,8 @@ def compare_many(items, *, out_dtype: str, model: dict, subnormals: str = "ieee"
                                              residual))
     for group in together.values():
         for i, judgement in zip([g[0] for g in group],
-                                _compare_segments(group, out_dtype, model, subnormals, name, unit)):
+                                _compare_segments(group, out_dtype, model, subnormals, name, unit,
+                                                  keep_errors)):
             judgements[i] = judgement
     return judgements
 
@@ -200,7 +211,8 @@ def _empty(model, name, unit, impl_mask) -> Judgement:
     return Judgement("pass", name, unit, impl_defined=0 if impl_mask is None else int(impl_mask.sum()))
 
 
-def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[Judgement]:
+def _compare_segments(group, out_dtype, model, subnormals, name, unit,
+                      keep_errors: bool = False) -> list[Judgement]:
     """Judge non-empty outputs of equal dtypes concatenated, each output a segment."""
     sizes = np.array([g[2].size for g in group])
     offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
@@ -222,8 +234,13 @@ def _compare_segments(group, out_dtype, model, subnormals, name, unit) -> list[J
                 return [_all_matched(name, unit, n) for n in sizes.tolist()]
         figures = _segment_figures(group, actual, expected, impl, sizes, offsets, out_dtype,
                                    model, subnormals)
-    return _segment_judgements(group, figures, quick.tolist(), impl_any.tolist(), actual,
-                               expected, sizes, offsets, out_dtype, model, name, unit)
+    judgements = _segment_judgements(group, figures, quick.tolist(), impl_any.tolist(), actual,
+                                     expected, sizes, offsets, out_dtype, model, name, unit)
+    if keep_errors:
+        errors = np.where(figures["special_bad"], np.inf, figures["error"])
+        for judgement, start, size in zip(judgements, offsets.tolist(), sizes.tolist()):
+            judgement.errors = errors[start:start + size]
+    return judgements
 
 
 def _segment_figures(group, actual, expected, impl, sizes, offsets, out_dtype, model,
@@ -336,7 +353,7 @@ def _py_list(values: np.ndarray) -> list:
     JSON has no complex numbers)."""
     if values.dtype.kind == "c":
         return [str(complex(v)) for v in values.tolist()]
-    if values.dtype.kind not in "biu":
+    if values.dtype.kind not in "biuO":   # (O: strings, kept as they are)
         values = values.astype(np.float64)
     return values.tolist()
 
@@ -368,6 +385,8 @@ def _first_maximum(values, offsets, sizes, segment) -> np.ndarray:
 
 def _py(value):
     """A JSON-friendly Python scalar (floats keep inf/nan as strings in JSON writers)."""
+    if isinstance(value, str):   # an element of a string array
+        return value
     value = np.asarray(value)
     if value.dtype.kind == "b":
         return bool(value)

@@ -8,12 +8,15 @@ import numpy as np
 
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
+from conform.harness.judge.consistency import inconsistency
+from conform.harness.judge.properties import broken_property
 from conform.harness.judge.profile import broadcast_index, failure_profile, merged_profiles
+from conform.harness.judge.statistical import judge_random
 from conform.records import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
 from conform.spec.program_nodes import node_cases, program_nodes
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS, STRING
 
 FEEDING_KEPT = 256    # elements of a slice, window or patch kept in a failing record
 FEEDING_SHOWN = 8     # ... and shown in its message
@@ -90,8 +93,9 @@ def judge_outputs(spec, case, outputs, subnormals: str = "ieee") -> Judgement:
     return judge_many([(spec, case, outputs)], subnormals)[0]
 
 
-def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
-    """:func:`judge_outputs` for ``(spec, case, outputs)`` triples.
+def judge_many(triples, subnormals: str = "ieee", *, keep_errors: bool = False) -> list[Judgement]:
+    """:func:`judge_outputs` for ``(spec, case, outputs)`` triples (``keep_errors``: each
+    judgement keeps its per-element errors, see :func:`~conform.harness.judge.compare.compare_many`).
 
     Every case is a program (:mod:`conform.spec.program_nodes`), judged node by node: each
     node's outputs under its op's error model, against its op's oracle evaluated on the values
@@ -110,7 +114,8 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
         for node, node_at in zip(program_nodes(spec, case), node_cases(spec, case, values)):
             nodes.append((i, node, (node.spec, node_at, [values[n] for n in node.outputs])))
     owned: dict = {}
-    for (i, node, _), judged in zip(nodes, _judge_nodes([n[2] for n in nodes], subnormals)):
+    for (i, node, _), judged in zip(nodes, _judge_nodes([n[2] for n in nodes], subnormals,
+                                                        keep_errors)):
         owned.setdefault(i, []).append((node, judged))
     for i, parts in owned.items():
         if len(parts) == 1:
@@ -124,7 +129,7 @@ def judge_many(triples, subnormals: str = "ieee") -> list[Judgement]:
     return judgements
 
 
-def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
+def _judge_nodes(triples, subnormals: str, keep_errors: bool = False) -> list[Judgement]:
     """The judgement of each op's ``(spec, case, outputs)``, its outputs grouped by op, dtype
     and model across the triples (:func:`~conform.harness.judge.compare.compare_many`); an op
     with several outputs gets one judgement that holds each output's (:func:`combined`), and a
@@ -133,13 +138,19 @@ def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
     parts: dict = {}     # case number -> its outputs' judgements (ops with several outputs)
     groups: dict = {}
     answers = []         # (each case's answer: asked of the oracle once where not stored)
+    shown = []           # each case's outputs as judged (canonical where the op has a form)
     for i, (spec, case, outputs) in enumerate(triples):
         answer = expectation(spec, case)
         answers.append(answer)
+        if spec.definition.distribution is not None:   # a random op: its outputs' laws
+            judged = judge_random(spec, case, outputs, answer, subnormals)
+            judgements[i] = judged[0] if len(judged) == 1 else combined(spec.outputs, judged)
+            continue
         canonical = spec.definition.canonical
         if canonical is not None:
             policy = {"subnormals": subnormals} if spec.definition.canonical_takes_subnormals else {}
             outputs = canonical([np.asarray(o) for o in outputs], case, **policy)
+        shown.append(outputs)
         flushed = flushed_expectation(spec, case) if subnormals == "ftz" else None
         if len(answer) > 1:
             parts[i] = [None] * len(answer)
@@ -153,7 +164,7 @@ def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
                                     part.accumulation, flushed and flushed[k], part.residual)))
     for (_, out_dtype, _), (model, members) in groups.items():
         judged = compare_many([member[2] for member in members], out_dtype=out_dtype, model=model,
-                              subnormals=subnormals)
+                              subnormals=subnormals, keep_errors=keep_errors)
         for (i, k, item), judgement in zip(members, judged):
             if judgement.worst is not None:
                 spec, case, _ = triples[i]
@@ -164,10 +175,37 @@ def _judge_nodes(triples, subnormals: str) -> list[Judgement]:
                 judgements[i] = judgement
     for i, judged in parts.items():
         judgements[i] = combined(triples[i][0].outputs, judged)
+    for i, ((spec, case, _), outputs, answer) in enumerate(zip(triples, shown, answers)):
+        if getattr(spec, "properties", ()) and judgements[i].verdict != "fail":
+            judgements[i] = with_properties(judgements[i], spec, case, outputs, answer, subnormals)
+        if judgements[i].verdict != "fail" and any(p.impl_mask is not None for p in answer):
+            judgements[i] = with_consistency(judgements[i], spec, case, outputs, answer)
     for (spec, case, _), judged, answer in zip(triples, judgements, answers):
         if judged.verdict == "fail":
             judged.profile = _profile(spec, case, judged, answer)
     return judgements
+
+
+def with_properties(judgement: Judgement, spec, case, outputs, answer, subnormals: str) -> Judgement:
+    """``judgement``, failed where ``outputs`` break a property of ``spec`` (the first one, by
+    name: :mod:`~conform.harness.judge.properties`)."""
+    broken = broken_property(spec, case, outputs, answer, subnormals)
+    if broken is None:
+        return judgement
+    return dataclasses.replace(judgement, verdict="fail", reason=broken.message, worst=None,
+                               mismatched=len(broken.failing), failing=broken.failing,
+                               broken=broken.kind)
+
+
+def with_consistency(judgement: Judgement, spec, case, outputs, answer) -> Judgement:
+    """``judgement``, ``inconsistent`` where ``outputs`` answer the same values in an open
+    region differently at different positions (:mod:`~conform.harness.judge.consistency`)."""
+    broken = inconsistency(spec, case, outputs, answer)
+    if broken is None:
+        return judgement
+    return dataclasses.replace(judgement, verdict="inconsistent", reason=broken.message,
+                               worst=None, mismatched=len(broken.failing),
+                               failing=broken.failing, broken=broken.kind)
 
 
 def _profile(spec, case, judgement: Judgement, answer) -> dict | None:
@@ -191,7 +229,7 @@ def combined(names, parts: list[Judgement]) -> Judgement:
     verdict, its counts the sums over the outputs. ``outputs`` keeps each output's
     judgement by name; the worst element names its output."""
     verdicts = [p.verdict for p in parts]
-    verdict = next((v for v in ("fail", "impl_defined") if v in verdicts), verdicts[0])
+    verdict = next((v for v in ("fail", "inconsistent", "impl_defined") if v in verdicts), verdicts[0])
     deciding = parts[verdicts.index(verdict)]
     name = names[parts.index(deciding)]
     histograms = [p.histogram for p in parts if p.histogram]
@@ -251,6 +289,8 @@ def _feeding_at(spec, case, index, output: int = 0):
 
 
 def _scalar(x):
+    if isinstance(x, str):   # an element of a string array
+        return x
     x = np.asarray(x)
     if x.dtype.kind == "c":   # JSON has no complex numbers: its text, '(1-2j)'
         return str(complex(x))
@@ -272,25 +312,38 @@ def failure_message(case, judgement: Judgement, backend: str) -> str:
         return f"{head}: {judgement.reason}"
     w = judgement.worst
     share = 100.0 * judgement.mismatched / max(judgement.checked, 1)
-    inputs = ", ".join(_value_text(v) for v in w["inputs"])
+    text = [d == STRING for d in case.input_dtypes]   # string inputs: quoted, as the values
+    inputs = ", ".join(_value_text(v, k < len(text) and text[k]) for k, v in enumerate(w["inputs"]))
     why = judgement.reason or (f"error {w['error']:.4g} {judgement.unit} > bound {w['bound']:.4g} "
                                f"{judgement.unit}")
     return (f"{head}: Mismatched elements: {judgement.mismatched} / {judgement.checked} "
-            f"({share:.3g}%); worst {w.get('output', 'out')}{w['index']}: actual={w['actual']!r}, "
-            f"expected={w['expected']!r}, inputs=({inputs}): {why} [{judgement.model}]")
+            f"({share:.3g}%); worst {w.get('output', 'out')}{w['index']}: "
+            f"actual={_shown(w['actual'])}, expected={_shown(w['expected'])}, inputs=({inputs}): "
+            f"{why} [{judgement.model}]")
 
 
-def _value_text(value) -> str:
+def _shown(value) -> str:
+    """A worst element's value in a failure message: its repr, and for text outside ASCII also
+    its escaped form (a precomposed 'é' and 'e' with a combining accent print alike)."""
+    if isinstance(value, str) and not value.isascii():
+        return f"{value!r} ({ascii(value)})"
+    return repr(value)
+
+
+def _value_text(value, text: bool = False) -> str:
     """An input value in a failure message; of a longer list (the elements feeding the worst
-    one) only the first FEEDING_SHOWN values are shown, and how many there are."""
+    one) only the first FEEDING_SHOWN values are shown, and how many there are. ``text``: an
+    element of a string input, shown as the worst element is (:func:`_shown`)."""
     if value is None:
         return "?"
     if isinstance(value, list):
-        shown = ", ".join(map(_value_text, value[:FEEDING_SHOWN]))
+        shown = ", ".join(_value_text(v, text) for v in value[:FEEDING_SHOWN])
         if len(value) <= FEEDING_SHOWN:
             return f"[{shown}]"
         count = f"at least {len(value)}" if len(value) >= FEEDING_KEPT else str(len(value))
         return f"[{shown}, ... ({count} values)]"
+    if text:
+        return _shown(value)
     return value if isinstance(value, str) else repr(value)
 
 
@@ -299,6 +352,20 @@ def raising_allowed(spec, case) -> bool:
     producing them is then recorded as the implementation's choice, not judged."""
     return any(part.impl_mask is not None and bool(part.impl_mask.any())
                for part in expectation(spec, case))
+
+
+def must_reject_verdict(case, outcome: Outcome) -> dict:
+    """The verdict of a case the op's text forbids (its ``extra`` names the sentence): a refusal
+    (the backend raised, at load or at run time) passes; a value returned is
+    ``accepts_invalid``; unsupported, crash and timeout stay what they are."""
+    forbids = case.extra["must_reject"]
+    if outcome.kind == "ok":
+        return {"verdict": "accepts_invalid", "forbidden_by": forbids,
+                "message": f"{case.id}: returned a value for an input the text forbids: {forbids}"}
+    if outcome.kind == "error":
+        return {"verdict": "pass", "forbidden_by": forbids,
+                "message": f"refused, as the text requires ({forbids}): {outcome.message}"}
+    return {"verdict": outcome.kind, "forbidden_by": forbids, "message": outcome.message}
 
 
 def result_record(spec, case, outcome: Outcome, backend: str, subnormals: str = "ieee") -> dict:
@@ -314,8 +381,12 @@ def result_records(triples, backend: str, subnormals: str = "ieee") -> list[dict
     for spec, case, outcome in triples:
         record = case_record(case)
         record["seconds"] = round(outcome.seconds, 6)
+        if outcome.stderr:
+            record["stderr"] = outcome.stderr
         records.append(record)
-        if outcome.kind == "error" and outcome.on_input and raising_allowed(spec, case):
+        if case.extra and case.extra.get("must_reject"):
+            record.update(must_reject_verdict(case, outcome))
+        elif outcome.kind == "error" and outcome.on_input and raising_allowed(spec, case):
             record.update(verdict="impl_defined", message=f"raised on implementation-defined "
                                                           f"input: {outcome.message}")
         elif outcome.kind != "ok":
@@ -351,7 +422,9 @@ def _add_judgement(record: dict, spec, case, judgement: Judgement, backend: str)
         record["observed"] = [[json_number(v) for v in pair] for pair in judgement.observed]
     if judgement.outputs:
         record["outputs"] = [_add_figures({"name": name}, part) for name, part in judgement.outputs]
-    if judgement.verdict == "fail":
+    if judgement.broken:
+        record["property"] = judgement.broken
+    if judgement.verdict in ("fail", "inconsistent"):
         record["message"] = failure_message(case, judgement, backend)
         if judgement.profile is not None:   # what a manifest condition reads
             record["failing"] = {k: json_number(v) for k, v in judgement.profile.items()}

@@ -19,3 +19,4 @@ class Outcome:
     # an ``error`` the backend raised computing this case's inputs (an implementation-defined
     # input excuses it); False where it failed whatever the input: a wrong return, no backend
     on_input: bool = True
+    stderr: str = ""               # what the backend wrote to standard error computing the case

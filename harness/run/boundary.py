@@ -21,8 +21,16 @@ MAX_TEXT = 16_000
 
 # C0 and C1 control characters but tab and newline, and lone surrogates (not encodable as UTF-8)
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-# kinds of arrays no error model judges: objects, strings, bytes, dates and durations
+# kinds of arrays no error model judges: objects (but string arrays: objects all str), NumPy's
+# fixed-width strings, bytes, dates and durations
 _NOT_NUMERIC = frozenset("OUSMm")
+
+
+def _unjudged(array: np.ndarray) -> bool:
+    """Whether no error model judges ``array``: not numbers, booleans or a string array (an
+    object array whose elements are all ``str``: conform's string dtype)."""
+    kind = array.dtype.kind
+    return kind in _NOT_NUMERIC and not (kind == "O" and all(type(s) is str for s in array.flat))
 
 
 def safe_text(text) -> str:
@@ -119,7 +127,7 @@ def checked_outputs(outputs, expected: int) -> list:
         arrays = [*map(asarray, outputs)]
         if len(arrays) == expected:
             for array in arrays:
-                if array.dtype.kind in _NOT_NUMERIC:
+                if array.dtype.kind in _NOT_NUMERIC and _unjudged(array):
                     break
             else:
                 return arrays
@@ -139,7 +147,7 @@ def _explained(outputs, expected: int) -> list:
         raise WrongReturn(f"run() returned {len(arrays)} outputs; expected {_arrays(expected)} "
                           "(one per output)")
     for index, array in enumerate(arrays):
-        if array.dtype.kind in _NOT_NUMERIC:
+        if _unjudged(array):
             raise WrongReturn(f"output {index} is {described(outputs[index])}, not an array of "
                               "numbers or booleans")
     return arrays

@@ -28,8 +28,10 @@ import collections
 import dataclasses
 import multiprocessing as mp
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
@@ -42,19 +44,10 @@ from conform.harness.run.stages import JUDGE_PROCESSES_FROM, Judged, Judging, Ju
 from conform.harness.run.wire import WireError, read_first, read_reply, unpack
 from conform.harness.run.worker import (REPLY_BATCH, ComputeSettings, Outcome, kill_group,
                                     reuse_freed_memory, worker_main)
+from conform.harness.run.worker_io import StderrLog, death_message
 
 class BackendLoadError(Exception):
     """The backend could not be imported or instantiated in a worker."""
-
-
-def death_message(exitcode: int | None) -> str:
-    if exitcode is not None and exitcode < 0:
-        try:
-            return f"worker killed by signal {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"worker killed by signal {-exitcode}"
-    return f"worker exited with status {exitcode}"
-
 
 
 
@@ -65,6 +58,7 @@ class _Worker:
     finished: object                 # shared counter: cases the worker has finished
     since: object                    # shared: when the case being run began (see worker_main)
     together: object                 # shared: 1 while it runs a case packed with others (same)
+    stderr: StderrLog                # where its standard error goes
     started: float = 0.0             # when the worker was started (it loads within load_timeout)
     pending: collections.deque = field(default_factory=collections.deque)
     last_reply: float = 0.0          # when the worker last replied (or was sent work)
@@ -153,6 +147,8 @@ class WorkerPool:
         self._ctx = worker_context(self.method)
         self._forked_ends: list = []   # the parent's pipe ends a forked worker inherits
         self._pool: list[_Worker] = []
+        self._started = 0   # workers started so far (each has its own standard error file)
+        self._stderr_dir: str | None = None
         self.info: dict = {}
         self.restarts = 0
         self.load_failures: list[str] = []   # why each worker given up could not load
@@ -186,15 +182,19 @@ class WorkerPool:
                        self.settings.manifest)
 
     def __exit__(self, *exc):
-        if exc and exc[0] is not None:   # interrupted (Ctrl-C) or failed: no time for stats
+        try:
+            if exc and exc[0] is not None:   # interrupted (Ctrl-C) or failed: no time for stats
+                for worker in self._pool:
+                    self._stop(worker, kill=True)
+                return
+            for worker in self._pool:   # all are asked first, so that they shut down in parallel
+                if worker.ready:
+                    self._ask_to_stop(worker)
             for worker in self._pool:
-                self._stop(worker, kill=True)
-            return
-        for worker in self._pool:   # all are asked first, so that they shut down in parallel
-            if worker.ready:
-                self._ask_to_stop(worker)
-        for worker in self._pool:
-            self._stop(worker, kill=not worker.ready, asked=True)
+                self._stop(worker, kill=not worker.ready, asked=True)
+        finally:
+            if self._stderr_dir is not None:
+                shutil.rmtree(self._stderr_dir, ignore_errors=True)
 
     def _start(self) -> _Worker:
         """Start a worker; it says hello (or why it could not load) once its backend is loaded.
@@ -204,12 +204,15 @@ class WorkerPool:
         finished = self._ctx.Value("q", 0, lock=False)   # only the worker writes these two
         since = self._ctx.Value("d", 0.0, lock=False)
         together = self._ctx.Value("b", 0, lock=False)
+        self._started += 1
+        stderr = StderrLog(os.path.join(self._stderr_folder(), f"worker-{self._started}.txt"),
+                           self._ctx.Value("q", 0, lock=False))
         ends = ()
         if self.method == "fork":
             self._forked_ends = ends = [end for end in self._forked_ends if not end.closed] + [parent]
         process = self._ctx.Process(target=worker_main, daemon=True,
                                     args=(child, self.backend, self.compute, finished, since,
-                                          together, ends))
+                                          together, ends, stderr))
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             with started_without_main():
@@ -217,7 +220,14 @@ class WorkerPool:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child.close()
-        return _Worker(process, parent, finished, since, together, started=time.monotonic())
+        return _Worker(process, parent, finished, since, together, stderr, started=time.monotonic())
+
+    def _stderr_folder(self) -> str:
+        """The folder of the workers' standard error files (made on first use, removed with
+        the pool)."""
+        if self._stderr_dir is None:
+            self._stderr_dir = tempfile.mkdtemp(prefix="conform-workers-")
+        return self._stderr_dir
 
     def _wait(self) -> set:
         """Wait for a message or a death from a busy or loading worker, or until the first time
@@ -253,11 +263,13 @@ class WorkerPool:
             return
         if message is None:
             worker.process.join(5)
+            died = f"{death_message(worker.process.exitcode)} while loading"
+            written = worker.stderr.since_mark()   # a crash in an import says why here
             if fatal_raises:
-                raise BackendLoadError(f"backend {self.backend!r}: "
-                                       f"{death_message(worker.process.exitcode)} while loading")
-            raise _LoadFailed(f"backend {self.backend!r} failed to load: "
-                              f"{death_message(worker.process.exitcode)} while loading")
+                raise BackendLoadError(f"backend {self.backend!r}: {died}"
+                                       + (f"; its standard error:\n{written}" if written else ""))
+            last = f" ({written.splitlines()[-1]})" if written.strip() else ""
+            raise _LoadFailed(f"backend {self.backend!r} failed to load: {died}{last}")
         kind, payload = message
         if kind == "fatal":
             worker.process.join(5)
@@ -413,7 +425,8 @@ class WorkerPool:
                 case = None if culprit is None else worker.pending[culprit]
                 queue.extendleft(reversed(self._replace(worker, kill=True, culprit=culprit)))
                 if case is not None:
-                    yield [(case, Outcome("timeout", message=f"no result within {self.timeout:g} s"))]
+                    yield [(case, Outcome("timeout", message=f"no result within {self.timeout:g} s",
+                                          stderr=worker.stderr.since_mark()))]
 
     @staticmethod
     def _culprit(worker: _Worker) -> int | None:
@@ -462,7 +475,7 @@ class WorkerPool:
             case = None if culprit is None else worker.pending[culprit]
             queue.extendleft(reversed(self._replace(worker, kill=True, culprit=culprit)))
             if case is not None:
-                yield [(case, Outcome("crash", message=message))]
+                yield [(case, Outcome("crash", message=message, stderr=worker.stderr.since_mark()))]
 
 
 def _first_message(worker: _Worker):

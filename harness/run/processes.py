@@ -114,3 +114,19 @@ def backend_binding(backend: str) -> str | None:
         process.kill()
     parent.close()
     return body if kind == "binding" and type(body) is str else None
+
+
+def stop_children(children, grace: float = 5.0) -> None:
+    """Stop ``(process, connection)`` pairs: each is sent None (its sign to finish), then given
+    ``grace`` seconds to end before it is killed; the connections are closed."""
+    for process, conn in children:
+        try:
+            conn.send(None)
+        except OSError:
+            pass
+    for process, conn in children:
+        process.join(grace)
+        if process.is_alive():
+            process.kill()
+            process.join(5)
+        conn.close()

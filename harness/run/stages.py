@@ -175,17 +175,9 @@ class JudgeProcesses:
         return total
 
     def close(self) -> None:
-        for process, conn in self._judges:
-            try:
-                conn.send(None)
-            except OSError:
-                pass
-        for process, conn in self._judges:
-            process.join(5)
-            if process.is_alive():
-                process.kill()
-                process.join(5)
-            conn.close()
+        from conform.harness.run.processes import stop_children
+
+        stop_children(self._judges)
 
 
 def _judge_main(conn, judging: Judging, cases: list) -> None:

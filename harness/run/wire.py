@@ -5,9 +5,11 @@ the parent run anything (``__reduce__``), and with it patch the judge. So the wo
 are frames the parent takes apart itself: a JSON header (decoded by orjson: strings, numbers,
 lists and dicts only) and the raw bytes of the arrays it names, each read back with
 ``numpy.frombuffer`` under a dtype from :data:`ARRAY_DTYPES` (numeric types only: nothing that
-holds objects). A frame that does not parse is a :class:`WireError`: the parent treats the worker
-as broken, as if it had died. The parent's messages to the worker are still pickled: the worker
-trusts the parent, not the other way round.
+holds objects), or a string array (``["string", shape]``: its elements' UTF-8 lengths and
+bytes, :func:`conform.dtypes.string_bytes`, decoded by the parent as text). A frame that does
+not parse is a :class:`WireError`: the parent treats the worker as broken, as if it had died.
+The parent's messages to the worker are still pickled: the worker trusts the parent, not the
+other way round.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import math
 import numpy as np
 import orjson
 
-from conform.dtypes import ML_DTYPES, np_dtype
+from conform.dtypes import ML_DTYPES, STRING, np_dtype, string_bytes, strings_from
 from conform.harness.judge.outcome import Outcome
 
 #: The dtypes an array may have on the wire, by name (``dtype.name``): NumPy's numeric types and
@@ -34,7 +36,14 @@ class WireError(ValueError):
 
 def wire_array(array: np.ndarray) -> np.ndarray:
     """``array`` as it travels: C-contiguous, native byte order. Raises :class:`WireError` if
-    its dtype cannot travel (see :data:`ARRAY_DTYPES`)."""
+    its dtype cannot travel (see :data:`ARRAY_DTYPES`; an object array travels if its elements
+    are all ``str``: a string array)."""
+    if array.dtype.hasobject:
+        try:
+            string_bytes(array)
+        except TypeError:
+            raise WireError("an object array whose elements are not all str") from None
+        return array
     if array.dtype.name not in ARRAY_DTYPES:
         raise WireError(f"arrays of dtype {array.dtype} cannot be sent")
     if not array.dtype.isnative:
@@ -46,10 +55,12 @@ def pack(kind: str, body=None, arrays=()) -> bytes:
     """A frame: ``kind`` and ``body`` (JSON-encodable) and ``arrays`` (from :func:`wire_array`),
     read back by :func:`unpack`."""
     header = orjson.dumps({"kind": kind, "body": body,
-                           "arrays": [[a.dtype.name, list(a.shape)] for a in arrays]},
+                           "arrays": [[STRING if a.dtype.hasobject else a.dtype.name, list(a.shape)]
+                                      for a in arrays]},
                           option=orjson.OPT_SERIALIZE_NUMPY)
     return b"".join([len(header).to_bytes(_LENGTH, "little"), header,
-                     *(a.reshape(-1).view(np.uint8).data for a in arrays)])
+                     *(string_bytes(a) if a.dtype.hasobject else a.reshape(-1).view(np.uint8).data
+                       for a in arrays)])
 
 
 def unpack(frame: bytes) -> tuple:
@@ -67,6 +78,13 @@ def unpack(frame: bytes) -> tuple:
     arrays, offset = [], 0
     for item in described:
         dtype, shape = _described(item)
+        if dtype.hasobject:   # a string array: lengths, then UTF-8 text
+            try:
+                array, offset = strings_from(data, offset, shape)
+            except ValueError as exc:
+                raise WireError(f"string data that does not parse: {exc}") from None
+            arrays.append(array)
+            continue
         count = math.prod(shape)
         if offset + count * dtype.itemsize > len(data):
             raise WireError("a frame shorter than the arrays it names")
@@ -80,7 +98,7 @@ def unpack(frame: bytes) -> tuple:
 def _described(item) -> tuple:
     """The dtype and shape an array's ``[dtype name, shape]`` names."""
     if type(item) is not list or len(item) != 2 or type(item[0]) is not str \
-            or item[0] not in ARRAY_DTYPES \
+            or item[0] not in ARRAY_DTYPES | {STRING} \
             or type(item[1]) is not list \
             or not all(type(n) is int and 0 <= n < 2 ** 62 for n in item[1]):
         raise WireError(f"an array described as {str(item)[:80]}")
@@ -94,7 +112,7 @@ def computed_frame(outcomes: list, counters: dict) -> bytes:
     rows, arrays = [], []
     for o in outcomes:
         outputs = o.outputs or ()
-        rows.append([o.kind, o.message, o.traceback, o.seconds, o.on_input, len(outputs)])
+        rows.append([o.kind, o.message, o.traceback, o.seconds, o.on_input, len(outputs), o.stderr])
         arrays.extend(outputs)
     return pack("computed", {"rows": rows, "counters": counters}, arrays)
 
@@ -115,16 +133,18 @@ def computed_outcomes(body, arrays: list) -> tuple:
         raise WireError("a reply whose rows or counters have the wrong type")
     outcomes, start = [], 0
     for row in rows:
-        if type(row) is not list or len(row) != 6:
-            raise WireError("a reply row that is not six fields")
-        kind, message, trace, seconds, on_input, count = row
+        if type(row) is not list or len(row) != 7:
+            raise WireError("a reply row that is not seven fields")
+        kind, message, trace, seconds, on_input, count, stderr = row
         if type(kind) is not str or kind not in _KINDS or type(message) is not str or type(trace) is not str \
+                or type(stderr) is not str \
                 or type(seconds) not in (int, float) or type(on_input) is not bool \
                 or type(count) is not int or not 0 <= count <= len(arrays) - start:
             raise WireError(f"a reply row with a field of the wrong type: {str(row)[:200]}")
         outputs = arrays[start:start + count] if kind == "ok" else None
         start += count
-        outcomes.append(Outcome(kind, outputs, message, trace, float(seconds), on_input=on_input))
+        outcomes.append(Outcome(kind, outputs, message, trace, float(seconds), on_input=on_input,
+                                stderr=stderr))
     if start != len(arrays):
         raise WireError("a reply with arrays no row claims")
     return outcomes, counters

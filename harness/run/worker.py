@@ -8,6 +8,7 @@ group; the parent decides what it means) and dies with its parent: on Linux thro
 """
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import signal
@@ -21,6 +22,7 @@ from conform.harness.judge.outcome import Outcome
 from conform.harness.run.boundary import (WrongReturn, checked_outputs, described, exception_message,
                                       exception_traceback, output_count, safe_text)
 from conform.harness.run.wire import computed_frame, pack, wire_array
+from conform.harness.run.worker_io import NoStderrLog, PipeGuard, StderrLog
 
 
 #: A worker replies after this many cases, or after REPLY_INTERVAL seconds, whichever comes first.
@@ -107,14 +109,16 @@ class ComputeSettings:
 
 
 def worker_main(conn, backend_name: str, settings: ComputeSettings, finished, since, together,
-                parent_ends=()) -> None:
+                parent_ends=(), stderr_log: StderrLog | None = None) -> None:
     """Load the backend, then compute batches of cases. ``finished`` counts the cases done (while
     one is being run: those before it); ``since`` is when (``time.monotonic()``) the case being
     run began to be prepared or computed, less the seconds it spent being prepared, so that the
     parent times each case on its own; ``together`` is 1 while the backend computes a case that
     may compute others of its batch with it (a backend that ``packs``): a crash or hang then
     says nothing of which case caused it. ``parent_ends``: the parent's ends of the pipes a
-    forked worker inherited (closed here, so that it sees the parent go away).
+    forked worker inherited (closed here, so that it sees the parent go away); ``stderr_log``:
+    where its standard error goes (:mod:`~conform.harness.run.worker_io`; None: where the
+    parent's goes).
 
     This is the compute stage, and all of the run that lives in the adapter's process: cases
     arrive without their oracle answers (:meth:`~conform.generators.Case.for_backend`), and
@@ -135,9 +139,11 @@ def worker_main(conn, backend_name: str, settings: ComputeSettings, finished, si
 
         cap = settings.memory_limit_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    if stderr_log is not None:
+        stderr_log.capture()
     loaded = _load(conn, backend_name, settings)
     if loaded is not None:
-        _serve(conn, finished, since, together, *loaded)
+        _serve(conn, finished, since, together, *loaded, stderr_log or NoStderrLog())
 
 
 def _take_the_parents_context(settings: ComputeSettings) -> None:
@@ -202,19 +208,14 @@ def _binding(claims, backend_class, backend_name: str) -> str | None:
         return None
 
 
-def _serve(conn, finished, since, together, specs, backend, with_model: bool, old: bool) -> None:
-    """Compute the batches that arrive until the parent asks to stop (sends None); ``with_model``:
-    whether the backend is handed each case's model; ``old``: whether it implements contract 1
-    or 2 (:func:`~conform.harness.backends.models.legacy`)."""
-    counts = {op: output_count(spec) for op, spec in specs.items()}   # outputs per op
-
-    def outputs_of(op: str) -> int:
-        found = counts.get(op)
-        if found is None:
-            found = counts[op] = output_count(specs[op])
-        return found
-
-    inbox = _inbox(conn)
+def _serve(conn, finished, since, together, specs, backend, with_model: bool, old: bool,
+           log: "StderrLog | NoStderrLog") -> None:
+    """Compute the batches that arrive until the parent sends None; ``with_model``: whether the
+    backend gets each case's model; ``old``: whether it implements contract 1 or 2 (``legacy``);
+    ``log``: the worker's standard error (what a case writes there joins its outcome)."""
+    outputs_of = functools.lru_cache(maxsize=None)(lambda op: output_count(specs[op]))
+    guard = PipeGuard(conn)   # checked after each step the adapter takes, before the next
+    inbox = _inbox(conn, guard)
     monotonic = time.monotonic
     started = 0   # cases taken from batches so far
     while True:
@@ -222,18 +223,21 @@ def _serve(conn, finished, since, together, specs, backend, with_model: bool, ol
         if batch is None:  # shutdown: report the backend's counters (compilations, sessions)
             conn.send_bytes(pack("stats", _counters(backend)))
             return
-        done, last_reply = [], monotonic()
-        cases = list(batch)
+        done, last_reply, cases = [], monotonic(), list(batch)
 
         def prepared(offset: int, case) -> tuple:
-            """The function computing ``case`` (or its outcome) and the seconds so far."""
+            """The function computing ``case`` (or its outcome), the seconds so far, and what
+            preparing it wrote to standard error."""
             finished.value = started + offset
+            log.begin()
             since.value = start = monotonic()   # the backend's time: preparing and computing alone
             try:
                 step = prepare_case(backend, specs[case.op], case, with_model=with_model, old=old)
             except Exception as exc:
                 step = failed(exc)
-            return step, monotonic() - start
+            seconds = monotonic() - start
+            guard.hold()
+            return step, seconds, log.taken()
 
         # The batch's cases are prepared, then computed: the runtime's calls follow each other
         # (Backend.prepare). ``finished`` says which case is being prepared or computed.
@@ -241,20 +245,23 @@ def _serve(conn, finished, since, together, specs, backend, with_model: bool, ol
         packs = not alone and bool(getattr(backend, "packs", False))
         steps = None if alone else [prepared(offset, case) for offset, case in enumerate(cases)]
         for offset, case in enumerate(cases):
-            step, seconds = prepared(offset, case) if alone else steps[offset]
+            step, seconds, written = prepared(offset, case) if alone else steps[offset]
             if type(step) is Outcome:
                 outcome = step
             else:
                 finished.value = started + offset
+                log.begin()
                 start = monotonic()
                 since.value = start - seconds   # the case's time limit covers its preparing
                 if packs:   # (written only then: this loop is the run's hot path)
                     together.value = 1
                 outcome, spent = _computed(step, outputs_of(case.op))
                 seconds += spent
+                guard.hold()
+                written += log.taken()
             if packs:
                 together.value = 0
-            outcome.seconds = seconds
+            outcome.seconds, outcome.stderr = seconds, written
             done.append(outcome)
             if len(done) >= REPLY_BATCH or monotonic() - last_reply >= REPLY_INTERVAL:
                 conn.send_bytes(computed_frame(done, _counters(backend)))
@@ -314,7 +321,7 @@ def failed(exc: Exception) -> Outcome:
     return Outcome("error", message=exception_message(exc), traceback=exception_traceback(exc))
 
 
-def _inbox(conn):
+def _inbox(conn, guard: PipeGuard | None = None):
     """Batches as they arrive, read by a thread: the parent sends the next batch while this
     worker still runs the last, and neither side can block the other with a full pipe. The
     parent closes its end only after this worker has stopped: if the pipe closes first, the
@@ -328,7 +335,9 @@ def _inbox(conn):
         while True:
             try:
                 message = conn.recv()
-            except (EOFError, OSError):
+            except (EOFError, OSError):   # the parent is gone, or the backend took the pipe
+                if guard is not None:
+                    guard.hold()
                 os._exit(0)
             inbox.put(message)
             if message is None:

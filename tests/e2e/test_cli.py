@@ -60,7 +60,9 @@ def test_every_failure_message_names_op_dtype_shapes_seed_and_worst_element(full
                 continue
             message = record["message"]
             worst = record["worst"]
-            if worst is None:   # an output of the wrong shape has no worst element: both shapes
+            if record.get("property"):   # a property broken: it, its source, the elements
+                parts = (f"property {record['property']} ", " broken at ", "[source: ")
+            elif worst is None:   # an output of the wrong shape has no worst element: both shapes
                 parts = ("output is", ", expected ")
             else:               # an op with several outputs names the output holding it
                 parts = (f"worst {worst.get('output', 'out')}[", "actual=", "expected=", "inputs=",

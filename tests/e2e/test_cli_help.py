@@ -32,5 +32,7 @@ def test_specs_is_taken_before_or_after_the_subcommand():
     for command in _READ_SPECS:
         needed = {"run": ["--backend", "numpy"], "repro": ["x", "--from", "r"],
                   "certify": ["--backend", "numpy", "--profile", "p"], "verify": ["c.json"],
-                  "hunt": ["--backend", "numpy", "--ops", "add"]}.get(command, [])
+                  "hunt": ["--backend", "numpy", "--ops", "add"],
+                  "fuzz": ["--backend", "onnxruntime"],
+                  "sweep": ["--backend", "numpy", "--ops", "tanh"]}.get(command, [])
         assert parser.parse_args([command, *needed, "--specs", "d"]).specs == Path("d"), command

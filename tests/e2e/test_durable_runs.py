@@ -115,20 +115,34 @@ def test_ctrl_c_writes_a_partial_report_exits_130_and_resume_finishes(tmp_path, 
 
 
 def test_a_second_run_into_a_locked_folder_exits_2_naming_the_holder(tmp_path, conform_cli):
-    proc = _start(*RUN, "--max-examples", "200", "--out", tmp_path)   # long enough for the
-    try:                                                            # second to start on a busy machine
-        _wait_for_lines(proc, tmp_path / "results.jsonl", 1)
-        second = conform_cli(*RUN, "--out", tmp_path)
+    """The first run holds the folder for as long as the test needs: its case 3 says so through
+    a FIFO, then hangs until the first run is stopped (no race with how fast it runs)."""
+    from tests.harness.hostile_adapters import MARKER
+
+    fifo, out = tmp_path / "running", tmp_path / "out"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "conform.harness.cli", "run", "--backend",
+         "tests.harness.hostile_adapters:SaysThenHangs", "--ops", "add", "--dtypes", "float32",
+         "--max-examples", "8", "--workers", "1", "--quiet", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, MARKER: str(fifo)}, start_new_session=True)
+    try:
+        with fifo.open(encoding="utf-8") as said:   # blocks until case 3 is running
+            assert said.readline() == "running\n"
+        second = conform_cli(*QUICK, "--out", out)
         assert second.returncode == 2
-        assert second.stderr.startswith(f"conform: error: {tmp_path} is in use by another conform "
-                                         f"command (pid {proc.pid} on ")
+        assert second.stderr.startswith(f"conform: error: {out} is in use by another conform "
+                                        f"command (pid {proc.pid} on ")
         assert len(second.stderr.splitlines()) == 1
-        report = conform_cli("report", tmp_path)
+        report = conform_cli("report", out)
         assert report.returncode == 2 and "is in use" in report.stderr
     finally:
-        proc.wait(timeout=120)
-    assert proc.returncode == 0
-    assert len(_results(tmp_path)) == _summary(tmp_path)["cases"]
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=120)
+    assert proc.returncode == 143   # stopped, with its partial reports: the lock is released
+    assert len(_results(out)) == _summary(out)["cases"]
+    assert conform_cli("report", out).returncode == 0
 
 
 def test_resume_refuses_a_run_made_with_other_options(tmp_path, conform_cli):

@@ -58,6 +58,8 @@ def test_onnx_pad_draws_valid_pads_for_every_mode():
     spec = SPECS["onnx_pad"]
     modes = set()
     for case in generate_cases(spec, "float32", count=64, seed=2, answer=expect):
+        if case.plan == "must_reject":   # pads the text forbids: drawn to be refused
+            continue
         data = case.inputs[0]
         axes = case.attrs.get("axes", list(range(data.ndim)))
         pads = case.attrs["pads"]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from conform.generators import case_digest, dtype_labels, edge_values, fill, generate_cases
+from conform.dtypes import np_dtype
 from conform.oracles import evaluate
 
 
@@ -28,7 +29,11 @@ def test_every_family_yields_cases_its_oracle_accepts(specs):
     for spec in specs.values():
         for label in dtype_labels(spec)[:2]:
             for case in generate_cases(spec, label, count=8, seed=3):
-                assert [str(x.dtype) for x in case.inputs] == list(case.input_dtypes), case.id
+                # (np_dtype: a string input is an object array of str)
+                assert [x.dtype for x in case.inputs] == [np_dtype(d) for d in case.input_dtypes], \
+                    case.id
+                if case.plan == "must_reject":   # an input the op's text forbids
+                    continue
                 outputs = evaluate(spec.oracle, case.inputs, case.attrs)
                 assert len(outputs) == len(spec.outputs), case.id
 
@@ -122,7 +127,7 @@ def test_every_elementwise_suite_contains_every_edge_value_against_every_other(s
             assert sweep.inputs[0].size == len(edges) ** len(spec.inputs), (spec.op, dtype)
             pairs = {tuple(np.asarray(x[i]).tobytes() for x in sweep.inputs)
                      for i in range(sweep.inputs[0].size)}
-            assert len(pairs) == len({e.tobytes() for e in edges}) ** len(spec.inputs)
+            assert len(pairs) == len({np.asarray(e).tobytes() for e in edges}) ** len(spec.inputs)
             assert edge_sweep_case(spec, dtype, seed=0).id == sweep.id
 
 
@@ -354,7 +359,7 @@ def test_strategies_made_once_draw_the_cases_new_ones_would(specs, op, monkeypat
     label = dtype_labels(specs[op])[0]
     kept = [case_digest(c) for c in generate_cases(specs[op], label, count=12, seed=4, use_cache=False)]
     monkeypatch.setattr(kit.st, "_made", _Forgetful())
-    monkeypatch.setattr(kit, "shape", kit.shape.__wrapped__)
+    monkeypatch.setattr(kit, "_shapes", kit._shapes.__wrapped__)
     for name in [n for n in vars(kit.st) if not n.startswith("_")]:
         monkeypatch.delattr(kit.st, name)   # the wrappers close over the old store
     new = [case_digest(c) for c in generate_cases(specs[op], label, count=12, seed=4, use_cache=False)]

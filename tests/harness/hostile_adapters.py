@@ -192,6 +192,56 @@ class SaysThenHangs(LeavesAChild):
             time.sleep(3600)
 
 
+class TakesThePipe(_Adds):
+    """On case 3 it takes every socket the worker holds, conform's pipe among them: it closes
+    them (as a daemonising library closes what it did not open) or, with MARKER set to
+    ``redirect``, points them at /dev/null, and then returns a correct answer."""
+
+    def misbehave(self, at: int) -> None:
+        if at != 3:
+            return
+        null = os.open(os.devnull, os.O_RDWR)
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                    if os.environ.get(MARKER) == "redirect":
+                        os.dup2(null, fd)
+                    else:
+                        os.close(fd)
+            except OSError:   # the listing's own descriptor, gone by now
+                pass
+
+
+class WritesToStderr(_Adds):
+    """Writes to standard error: a Python warning line on case 2, C-level bytes (``write(2)``,
+    invalid UTF-8 included) on case 4, then 10,000 lines on case 5; on case 6 it writes a last
+    word, then dies of SIGSEGV. Loading writes a banner every case could be blamed for."""
+
+    def __init__(self):
+        print("hostile banner while loading", file=sys.stderr, flush=True)
+
+    def misbehave(self, at: int) -> None:
+        if at == 2:
+            print("UserWarning: case two is odd", file=sys.stderr, flush=True)
+        if at == 4:
+            os.write(2, b"[E:runtime] kernel fallback \xff\n")
+        if at == 5:
+            sys.stderr.write("".join(f"line {i}\n" for i in range(10_000)))
+            sys.stderr.flush()
+        if at == 6:
+            os.write(2, b"terminate called: about to crash\n")
+            ctypes.string_at(0)
+
+
+class DiesLoudlyWhileLoading(_Adds):
+    """Writes why to standard error, then exits while loading (as a C++ runtime aborts)."""
+
+    def __init__(self):
+        os.write(2, b"fatal: libfoo.so.3: version GLIBC_9.99 not found\n")
+        os._exit(3)
+
+
 def add_cases(indices, dtype: str = "float32") -> list:
     """``add`` cases of small values with the given indices (ids ``add.<dtype>.<index>``)."""
     from conform.generators import Case

@@ -30,7 +30,7 @@ class MisbehavingBackend(Backend):
         if marker == ALLOCATE:
             hoard = []
             while True:
-                hoard.append(np.ones(1 << 27, np.uint8))
+                hoard.append(np.empty(1 << 28, np.uint8))   # address space: the cap stops it, not the machine
         if marker == RAISE:
             raise RuntimeError("adapter failed on purpose")
         return [np.add(*case.inputs)]

@@ -164,3 +164,12 @@ def test_regression_lines_print_no_terminal_escape_of_the_backend():
     new = [{**_record("mul.float32.0", "error"), "message": "\x1b[2J\u202eboom\x00"}]
     report = evaluate(_summary(new), new, Criteria(), RunData(_summary(old), old, "base"))
     assert report.failures == ["regression mul.float32.0: pass -> error: \\x1b[2J\\u202eboom\\x00"]
+
+
+def test_inconsistent_counts_as_a_failure_and_a_regression_from_impl_defined():
+    old = [_record("relu.float32.0", "impl_defined"), _record("relu.float32.1", "pass")]
+    new = [_record("relu.float32.0", "inconsistent"), _record("relu.float32.1", "pass")]
+    found, _ = regressions(old, new)
+    assert [(o["verdict"], n["verdict"]) for o, n in found] == [("impl_defined", "inconsistent")]
+    summary = _summary(new)
+    assert summary["pass_rate"] == 0.5 and summary["counts"]["inconsistent"] == 1

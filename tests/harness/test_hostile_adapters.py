@@ -69,7 +69,8 @@ def test_a_backend_that_hangs_while_loading_gives_each_case_an_error_and_the_run
     # is that generous because a loaded machine takes many seconds to start the workers)
     assert time.monotonic() - start < LOAD_TIMEOUT
     reason = f"backend '{HOSTILE}HangsInLoad' failed to load in 1.5 s"
-    assert len(records) == 6 and summary["counts"]["error"] == 6   # 3 drawn, sweep, critical, midpoint
+    # 3 drawn, sweep, critical, midpoint, consistency (the sweep's open values in other places)
+    assert len(records) == 7 and summary["counts"]["error"] == 7
     assert {r["message"] for r in records} == {reason}
     assert summary["workers_given_up"] == [reason, reason]
 
@@ -248,3 +249,46 @@ def test_a_run_whose_every_case_is_unsupported_or_crashes_is_never_green(conform
     summary, _ = _cli_run(conform_cli, tmp_path / "crashes", "CrashesAlways", "--max-examples",
                           "2", "--min-pass-rate", "0", status=3)
     assert summary["counts"]["crash"] == summary["cases"] > 0
+
+
+@pytest.mark.parametrize("how", ["close", "redirect"])
+def test_an_adapter_that_takes_conforms_pipe_costs_the_case_that_took_it(specs, how, monkeypatch):
+    """Case 3 closes (or points at /dev/null) every socket of its worker, conform's pipe among
+    them, in the middle of a batch: case 3 alone is a crash that says so; the cases after it in
+    the batch are computed again by a new worker."""
+    monkeypatch.setenv(MARKER, how)
+    indices = list(range(8))
+    records = _verdicts(specs, "TakesThePipe", add_cases(indices), workers=1, batch_size=8,
+                        timeout=300)
+    assert dict(zip(indices, _kinds(records, indices))) == {
+        i: "crash" if i == 3 else "pass" for i in indices}
+    assert "closed or replaced the worker's pipe" in records["add.float32.3"]["message"]
+
+
+def test_what_a_case_writes_to_standard_error_is_in_its_record_alone(specs):
+    indices = list(range(8))
+    records = _verdicts(specs, "WritesToStderr", add_cases(indices), workers=1, batch_size=8,
+                        timeout=300)
+    written = {i: records[f"add.float32.{i}"].get("stderr") for i in indices}
+    assert written[2] == "UserWarning: case two is odd"
+    assert written[4] == "[E:runtime] kernel fallback \ufffd"
+    assert written[5].startswith("[") and "earlier bytes left out]" in written[5]
+    assert written[5].endswith("line 9998\nline 9999") and len(written[5]) < 4200
+    assert records["add.float32.6"]["verdict"] == "crash"
+    assert written[6] == "terminate called: about to crash"
+    assert all(written[i] is None for i in (0, 1, 3, 7)), written   # the banner is no case's
+
+
+def test_a_run_keeps_the_backends_standard_error_off_the_terminal(conform_cli, tmp_path):
+    proc = conform_cli("run", "--backend", HOSTILE + "WritesToStderr", "--ops", "add", "--dtypes",
+                       "float32", "--max-examples", "3", "--quiet", "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "hostile banner" not in proc.stderr and "case two" not in proc.stderr
+
+
+def test_a_backend_that_dies_while_loading_says_what_it_wrote():
+    from conform.harness.run.isolation import BackendLoadError
+
+    with pytest.raises(BackendLoadError, match="exited with status 3 while loading.*\n.*GLIBC_9.99"):
+        with WorkerPool(HOSTILE + "DiesLoudlyWhileLoading", workers=1):
+            pass

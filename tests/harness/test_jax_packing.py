@@ -56,18 +56,25 @@ def test_every_output_of_a_pack_is_bit_identical_to_the_case_run_alone(backend, 
     after = backend.stats()
     refused = [slot for slot in slots if isinstance(slot.error, Unsupported)]   # by the lowering
     assert len(refused) < len(slots) // 50
-    assert after["packed_cases"] - before["packed_cases"] == len(slots) - len(refused)   # no case fell back
+    # an input the text forbids does not trace: refused alone, never costing the pack
+    rejected = [slot for slot in slots if slot.program.case.plan == "must_reject"
+                and slot not in refused]
+    assert rejected and all(slot.error is not None for slot in rejected)
+    packed = after["packed_cases"] - before["packed_cases"]
+    assert packed == len(slots) - len(refused) - len(rejected)   # no other case fell back
     devices = {slot.program.devices for slot in slots}   # one program per device count
+    # one program per device count, and one attempt for each rejected case alone
     assert (after["compilations"] + after["loads"]) - (before["compilations"] + before["loads"]) \
-        == len(devices) > 1
+        == len(devices) + len(rejected) and len(devices) > 1
     differ = []
     for (spec, case), slot in zip(sample, slots):
-        if slot in refused:
+        if slot in refused or slot in rejected:
             continue
         assert slot.error is None, (case.id, slot.error)
         alone = backend.run(program=Program(spec, case), inputs=declared_inputs(case))
+        drawn = spec.definition.distribution is not None   # random: only the form is the same
         if len(alone) != len(slot.outputs) or any(
-                a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes()
+                a.dtype != b.dtype or a.shape != b.shape or (a.tobytes() != b.tobytes() and not drawn)
                 for a, b in zip(alone, slot.outputs)):
             differ.append(case.id)
     assert not differ

@@ -38,7 +38,8 @@ def sample(specs, tmp_path_factory) -> list:
     cases = []
     for spec in specs.values():
         for label in _labels(spec):
-            cases += [(spec, case) for case in generate_cases(spec, label, count=2, seed=11)]
+            cases += [(spec, case) for case in generate_cases(spec, label, count=2, seed=11)
+                      if case.plan != "must_reject"]   # (tested in test_shape_edges.py)
     for fmt in ("xla", "onnx"):
         for name in chain_names(specs, fmt, count=2, seed=3):
             spec = specs[name]

@@ -86,6 +86,29 @@ def _plain_ceil_shape(case) -> list[int]:
                                                 attrs["strides"], dilations))]
 
 
+def _truncates_a_negative_window_count(spec, case, inferred, expected) -> bool:
+    """ONNX's pooling inference (1.23) divides size + pads - dilated kernel by the stride
+    rounding toward zero: where that is negative, above -stride, the texts' floor gives no
+    window and it gives one (the boundary plan draws it; onnxruntime does the same, and
+    onnx.reference follows the text)."""
+    pooling = spec.bindings.get("onnx", {}).get("op_type") in ("MaxPool", "AveragePool", "LpPool")
+    return pooling and case.plan == "boundary" and all(
+        len(got) == len(want) and all(g == w or (w, g) == (0, 1) for g, w in zip(got, want))
+        for got, want in zip(inferred, expected))
+
+
+def _ignores_the_roi_of_an_unscaled_axis(case, inferred, expected) -> bool:
+    """ONNX's Resize inference (1.23) keeps an axis whose scale is 1 at its input length under
+    tf_crop_and_resize, where the text's 'output_dimension = floor(input_dimension * (roi_end
+    - roi_start) * scale)' shortens it by the crop (onnx.reference and onnxruntime likewise)."""
+    attrs = case.attrs
+    if attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize" or \
+            not attrs.get("scales") or attrs.get("axes"):
+        return False
+    shape, scales = case.inputs[0].shape, attrs["scales"]
+    return inferred == [[n if s == 1 else w for n, s, w in zip(shape, scales, expected[0])]]
+
+
 def _shape_inference_is_known_wrong(case, inferred) -> bool:
     attrs = case.attrs
     if case.op == "onnx_conv_transpose" and attrs.get("auto_pad", "").startswith("SAME"):
@@ -112,6 +135,8 @@ def test_every_emitted_model_is_valid_and_infers_the_oracles_shape(specs, op, mo
         monkeypatch.setenv("CONFORM_ONNX_OPSET", str(low))
     for label in dtype_labels(spec):
         for case in generate_cases(spec, label, count=8, seed=1, answer=expect):
+            if case.plan == "must_reject":   # forbidden by the text: no shape to infer
+                continue
             try:
                 model = build_model(spec, case)
             except Unsupported:
@@ -134,7 +159,11 @@ def test_every_emitted_model_is_valid_and_infers_the_oracles_shape(specs, op, mo
                 expected = [None if shape is None else [size if known is not None else None
                                                         for size, known in zip(shape, got)]
                             for shape, got in zip(expected, inferred)]
-            if inferred != expected and _shape_inference_is_known_wrong(case, inferred):
+            if inferred != expected and (_shape_inference_is_known_wrong(case, inferred)
+                                         or _truncates_a_negative_window_count(spec, case,
+                                                                               inferred, expected)
+                                         or _ignores_the_roi_of_an_unscaled_axis(case, inferred,
+                                                                                 expected)):
                 continue
             assert inferred == expected, case.id
             checked += 1

@@ -15,6 +15,8 @@ def judged(specs, backend, name: str, dtype: str, *, count: int = 20, seed: int 
 
     spec = specs[name]
     for case in generate_cases(spec, dtype, count=count, seed=seed):
+        if case.plan == "must_reject":   # no answer to judge: a refusal is expected
+            continue
         try:
             outputs = run_case(backend, spec, case)
         except Unsupported:
@@ -44,3 +46,19 @@ def numpy_backend():
     from conform.harness.backends.numpy_backend import NumpyBackend
 
     return NumpyBackend()
+
+
+def boundary_verdicts(specs, backend, name: str, dtype: str) -> dict:
+    """The verdict of each ``boundary`` case of op ``name`` at ``dtype`` run on ``backend``, by
+    case id (``unsupported`` where the backend cannot express it)."""
+    from conform.generators._shape_edges import boundary_cases
+    from conform.harness.backends.models import run_case
+    from conform.model_formats import Unsupported
+
+    spec, verdicts = specs[name], {}
+    for case in boundary_cases(spec, dtype, seed=0):
+        try:
+            verdicts[case.id] = judge_outputs(spec, case, run_case(backend, spec, case)).verdict
+        except Unsupported:
+            verdicts[case.id] = "unsupported"
+    return verdicts

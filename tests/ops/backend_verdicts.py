@@ -13,4 +13,4 @@ def verdicts(spec, backend, dtype: str, *, count: int, seed: int, keep=None) -> 
 
     return {judge_outputs(spec, case, run_case(backend, spec, case)).verdict
             for case in generate_cases(spec, dtype, count=count, seed=seed)
-            if keep is None or keep(case)}
+            if (keep is None or keep(case)) and case.plan != "must_reject"}

@@ -333,3 +333,15 @@ def test_nnef_linear_without_the_filter_transposed_fails(specs, tmp_path):
     assert judge_outputs(specs["nnef_linear"], case, good).verdict == "pass"
     bad = run_nnef_document(_linear_document(4, 4, transpose_b=False), [x, w, bias], tmp_path)
     assert judge_outputs(specs["nnef_linear"], case, bad).verdict == "fail"
+
+
+def test_conv_boundaries_count_the_valid_window_placements(specs):
+    from conform.generators._shape_edges import boundary_cases
+    from conform.ops.contraction import CONV_BOUNDARIES, numpy_conv
+
+    for case, (height, pad, stride) in zip(boundary_cases(specs["conv"], "float64", seed=0),
+                                           CONV_BOUNDARIES):
+        (out,) = evaluate("conv", case.inputs, case.attrs)
+        placements = max((height + sum(pad) - 5) // stride + 1, 0)   # the dilated kernel: 5 rows
+        assert out.shape == (1, 2, placements, 3), case.id
+        assert np.allclose(numpy_conv(*case.inputs, **case.attrs)[0], out)

@@ -64,3 +64,14 @@ def test_a_window_shifted_by_other_axes_fails_through_onnxruntime(specs):
     swapped = run_mutated(spec, case, axes=[-1, -2])[0]   # shape (3, 2): the wrong axes
     assert swapped.shape == (3, 2)
     assert judge_outputs(spec, case, [swapped]).verdict == "fail"
+
+
+def test_pad_boundaries_crop_an_axis_to_zero_and_one_and_through_the_padding(specs):
+    from conform.generators._shape_edges import boundary_cases
+
+    cases = boundary_cases(specs["onnx_pad"], "float32", seed=0)
+    outs = [evaluate("onnx_pad", c.inputs, c.attrs)[0] for c in cases]
+    assert [o.shape for o in outs] == [(0, 3), (1, 3), (3, 3), (1, 3)]
+    data = cases[2].inputs[0].astype(np.float64)
+    assert (outs[2] == data[3]).all()   # one kept row, copied by edge padding twice
+    assert (outs[3] == 0).all()         # pads [2, -5]: the crop reaches into the begin padding

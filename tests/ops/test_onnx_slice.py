@@ -222,3 +222,15 @@ def test_onnx_reference_agrees_but_where_it_reads_numpy(specs):
         assert np.array_equal(got, want.astype(got.dtype), equal_nan=True), case.id
         compared += 1
     assert compared > 30
+
+
+def test_the_boundary_plan_draws_each_clamp_edge_and_real_backends_pass_it(specs):
+    from conform.generators._shape_edges import boundary_cases
+    from tests.ops.backend_runs import boundary_verdicts, numpy_backend
+    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+
+    cases = boundary_cases(specs["onnx_slice"], "float32", seed=0)
+    lengths = [len(evaluate("onnx_slice", c.inputs, c.attrs)[0]) for c in cases]
+    assert lengths == [0, 1, 5, 0, 1, 1, 0, 5]   # empty, one element, the whole axis backward
+    for backend in (numpy_backend(), OnnxRuntimeBackend()):
+        assert set(boundary_verdicts(specs, backend, "onnx_slice", "float32").values()) == {"pass"}

@@ -53,12 +53,17 @@ def _conform_name(onnx_type: str) -> str:
         name, name.replace("float8e", "float8_e"))
 
 
+#: ops whose schema allows tensor(string) but whose text gives strings no meaning
+NOT_STRING = {"onnx_trilu": "the text sets the other elements 'to zero', which text has not"}
+
+
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_every_type_the_newest_schema_allows_is_drawn(specs, name):
     """Each spec lists every type of conform's vocabulary that the operator's newest schema
-    allows for the label's type parameter (string is not a conform dtype; the names given here
-    leave float4e2m1 and float8e8m0 out, and complex64 and complex128 are left out: not drawn
-    for ONNX ops yet); a type onnxruntime lacks is still listed (reported unsupported)."""
+    allows for the label's type parameter (the names given here leave float4e2m1 and float8e8m0
+    out, and complex64 and complex128 are left out: not drawn for ONNX ops yet; string is left
+    out where :data:`NOT_STRING` says why); a type onnxruntime lacks is still listed (reported
+    unsupported)."""
     import onnx.defs
     from conform.spec import SCHEMA
 
@@ -68,4 +73,5 @@ def test_every_type_the_newest_schema_allows_is_drawn(specs, name):
     param = _LABEL_PARAM.get(name) or schema.inputs[0].type_str
     allowed = next(tc.allowed_type_strs for tc in schema.type_constraints
                    if tc.type_param_str == param)
-    assert set(spec.dtypes) == {_conform_name(t) for t in allowed} & vocabulary
+    assert set(spec.dtypes) == {_conform_name(t) for t in allowed} & vocabulary \
+        - ({"string"} if name in NOT_STRING else set())

@@ -327,3 +327,15 @@ def test_reduce_window_max_matches_loops(shape, window, strides, padding):
     out = run("reduce_window_max", ints, window_dimensions=window, window_strides=strides,
               padding=padding)
     np.testing.assert_array_equal(out, _reduce_window_loops(ints, window, strides, padding))
+
+
+def test_reduce_window_boundaries_count_the_valid_window_positions(specs):
+    from conform.generators._shape_edges import boundary_cases
+    from conform.ops.reduction import REDUCE_WINDOW_BOUNDARIES, numpy_reduce_window_sum
+
+    cases = boundary_cases(specs["reduce_window_sum"], "float64", seed=0)
+    for case, (size, pad, stride) in zip(cases, REDUCE_WINDOW_BOUNDARIES):
+        (out,) = evaluate("reduce_window_sum", case.inputs, case.attrs)
+        positions = max((size + sum(pad) - 5) // stride + 1, 0)   # the dilated window: 5
+        assert out.shape == (1, 2, positions), case.id
+        assert np.allclose(numpy_reduce_window_sum(*case.inputs, **case.attrs), out)

@@ -373,3 +373,13 @@ def test_numpy_has_no_resize(specs, op):
     case = generate_cases(specs[op], "float32", count=1, seed=1)[0]
     with pytest.raises(Unsupported, match=f"{op}: NumPy has no resampling function"):
         run_case(NumpyBackend(), specs[op], case)
+
+
+def test_a_crop_region_on_an_unscaled_axis_sets_its_length_and_sampling():
+    # output_dimension = floor(4 * (0.75 - 0.25) * 1) = 2; tf_crop_and_resize's x_original
+    # = 0.25 * 3 + i * 0.5 * 3 / (2 - 1): 0.75 and 2.25, linear between the neighbours
+    x = np.arange(8.0).reshape(2, 4)
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+             "scales": [1.0, 1.0], "roi": [0.0, 0.25, 1.0, 0.75]}
+    (out,) = evaluate("onnx_resize", [x], attrs)
+    assert out.tolist() == [[0.75, 2.25], [4.75, 6.25]]

@@ -157,7 +157,8 @@ PORTABLE_SAMPLE = ["exp", "sin", "power", "atan2", "softplus", "cbrt", "reduce_s
 def test_expectations_are_the_same_with_long_double_as_plain_double(monkeypatch, dtype):
     specs = load_specs()
     cases = [(specs[op], case) for op in PORTABLE_SAMPLE
-             for case in generate_cases(specs[op], dtype, count=6, seed=3)]
+             for case in generate_cases(specs[op], dtype, count=6, seed=3)
+             if case.plan != "must_reject"]   # (no answer: an input the text forbids)
     before = [answer_digest(dataclasses.replace(c, expectation=expect(s, c))) for s, c in cases]
     monkeypatch.setattr(np, "longdouble", np.float64)   # what aarch64 macOS and MSVC have
     after = [answer_digest(dataclasses.replace(c, expectation=expect(s, c))) for s, c in cases]

@@ -70,7 +70,7 @@ def test_summary_md_inserts_no_backend_string_raw(hostile):
     assert parsed.tags.count("strong") == 1   # conform's own "**Pass rate**"
     assert "judged 5 of 6 cases (coverage 83.33%)" in text
     header_cells = re.search(r"<thead>\s*<tr>(.*?)</tr>", html, re.S).group(1).count("<th>")
-    assert header_cells == 11
+    assert header_cells == 13   # one per verdict (conform.verdicts.VERDICTS)
     assert "| mul | float32 |" in text
 
 

@@ -1,0 +1,85 @@
+"""ONNX models of generated graphs (:mod:`conform.generators.graphs`).
+
+Each node is lowered by its op's own ONNX lowering (as a single op's model is, with
+:class:`~conform.harness.backends.onnx_models.OnnxGraph`), over the graph's value names. The
+model's inputs and outputs carry their full static shapes. ``outputs`` picks which values are
+the model's outputs: the leaves (the model as a user runs it) or every node's outputs (the
+instrumented model, whose intermediates the judge judges node by node).
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from conform.harness.backends.base import Unsupported, binding, onnx_opset
+from conform.harness.backends.onnx_models import (IR_VERSION, ONNX_TYPES, OnnxGraph, _add_op,
+                                                  schema_allows)
+from conform.spec.program_nodes import ProgramNode
+
+
+def build_graph_model(graph, outputs) -> onnx.ModelProto:
+    """A ModelProto computing ``graph``, whose outputs are the values named ``outputs``;
+    raises :class:`Unsupported` where a node's lowering cannot express its case.
+
+    >>> build_graph_model(graph, graph.leaves).graph.output[0].name   # doctest: +SKIP
+    'v2'
+    """
+    version = onnx_opset()
+    onnx_graph = OnnxGraph({"op_type": ""}, 0, 0)
+    for k, (node, case) in enumerate(zip(graph.nodes, graph.cases)):
+        view = onnx_graph.view(binding(node.spec, "onnx"), list(node.inputs),
+                               list(node.outputs), prefix=f"n{k}_")
+        _add_op(node.spec, case, view, version)
+    made = helper.make_graph(
+        onnx_graph.nodes, "conform_graph",
+        [_info(name, graph.dtypes[name], graph.values[name]) for name in graph.inputs],
+        [_info(name, graph.dtypes[name], graph.values[name]) for name in outputs],
+        initializer=onnx_graph.initializers)
+    return helper.make_model(made, ir_version=IR_VERSION,
+                             opset_imports=[helper.make_opsetid("", version)],
+                             producer_name="conform")
+
+
+def _info(name: str, dtype: str, value):
+    return helper.make_tensor_value_info(name, ONNX_TYPES[dtype], list(np.shape(value)))
+
+
+def onnx_allowed(spec, label: str) -> bool:
+    """Whether a graph may draw ``spec``'s op under dtype ``label`` for an ONNX model: it is
+    bound to ONNX at the run's opset, and the opset's schema takes the label's types."""
+    bound = spec.bindings.get("onnx")
+    if bound is None or getattr(spec, "sequence_outputs", ()):
+        return False
+    low, high = bound.get("opsets", (1, onnx_opset()))
+    return low <= onnx_opset() <= high and schema_allows(spec, label, onnx_opset())
+
+
+def onnx_accepts(spec, case) -> bool:
+    """Whether ``case``'s node (its answer attached) can be an ONNX graph's: its lowering
+    raises no :class:`Unsupported`, and its one-node model, whose outputs have the oracle's
+    shapes, passes ``onnx.checker`` (full check) and strict shape inference: the shapes and
+    types ONNX infers are those the graph gives the node's values."""
+    names = [f"in{i}" for i in range(len(case.inputs))]
+    outputs = [f"out{k}" for k in range(len(case.expectation))]
+    values = dict(zip(names, case.inputs))
+    values.update((name, part.expected) for name, part in zip(outputs, case.expectation))
+    one = SimpleNamespace(nodes=[ProgramNode(spec, tuple(names), tuple(outputs), case.attrs)],
+                          cases=[case], inputs=names, values=values,
+                          dtypes={**dict(zip(names, case.input_dtypes)),
+                                  **dict(zip(outputs, spec.out_dtypes(case)))})
+    try:
+        valid(build_graph_model(one, outputs))
+    except (Unsupported, onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+        return False
+    return True
+
+
+def valid(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` after ``onnx.checker.check_model(full_check=True)`` and strict shape
+    inference (types checked, data propagated) both pass; raises their error otherwise."""
+    onnx.checker.check_model(model, full_check=True)
+    return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True,
+                                             data_prop=True)

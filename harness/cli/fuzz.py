@@ -1,0 +1,101 @@
+"""``conform fuzz``: generated graphs run on a backend as users run them
+(:mod:`conform.harness.run.fuzz`), wired in by :mod:`conform.harness.cli.main`.
+
+Writes results.jsonl (one line per graph, with its ``nodes``), summary.json and report.html.
+Exit status: 0 = no graph failed; 1 = some graph failed, errored or crashed; 2 = usage error.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from conform.harness.cli.values import at_least_one, seconds, seed, writable_directory
+
+EXIT_OK, EXIT_FOUND = 0, 1
+#: The backends ``conform fuzz`` runs graphs on (others: not yet).
+FUZZ_BACKENDS = ("onnxruntime",)
+MAX_NODES_LIMIT = 50
+
+
+def max_nodes(text: str) -> int:
+    """A graph's largest number of nodes: 1 to MAX_NODES_LIMIT."""
+    value = at_least_one(text)
+    if value > MAX_NODES_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text} is above {MAX_NODES_LIMIT}")
+    return value
+
+
+def add_commands(sub) -> None:
+    """The ``fuzz`` sub-command."""
+    fuzz = sub.add_parser("fuzz", help="run generated multi-op graphs on a backend, as generated "
+                                       "and instrumented, and judge both")
+    fuzz.add_argument("--backend", required=True, choices=FUZZ_BACKENDS,
+                      help="the backend to run graphs on")
+    limit = fuzz.add_mutually_exclusive_group()
+    limit.add_argument("--budget", type=at_least_one, default=None,
+                       help="graphs to run (default 100, unless --time)")
+    limit.add_argument("--time", type=seconds, default=None,
+                       help="seconds to run graphs for")
+    fuzz.add_argument("--max-nodes", type=max_nodes, default=10,
+                      help=f"nodes of a graph at most (1 to {MAX_NODES_LIMIT}; default 10)")
+    fuzz.add_argument("--seed", type=seed, default=0, help="the graphs' seed (default 0)")
+    fuzz.add_argument("--out", type=Path, default=None,
+                      help="output directory (default conform-out/<backend>-fuzz)")
+    fuzz.add_argument("--force", action="store_true",
+                      help="write into an --out folder that holds files conform did not write")
+
+
+def cmd_fuzz(args, specs: dict) -> int:
+    """Run the campaign, write results.jsonl and the reports, print a summary line."""
+    import conform
+    from conform.harness.backends.base import onnx_opset
+    from conform.harness.run.fuzz import fuzz
+    from conform.reports import ResultWriter, Tally, write_reports
+
+    out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-fuzz", "--out",
+                             args.force)
+    budget = args.budget if args.budget or args.time else 100
+    tally = Tally()
+    records: list = []
+
+    def write(record: dict) -> None:
+        writer.write(record)
+        tally.add(record)
+        records.append(record)
+
+    with ResultWriter(out / "results.jsonl") as writer:
+        figures = fuzz(specs, budget=budget, seconds=args.time, max_nodes=args.max_nodes,
+                       seed=args.seed, write=write, progress=_progress)
+    print(file=sys.stderr)
+    bound = sorted(op for op, spec in specs.items() if "onnx" in spec.bindings)
+    reached = [op for op in figures["ops_reached"] if op in bound]
+    meta = {"backend": args.backend, "backend_name": args.backend,
+            "backend_version": f"onnxruntime {figures['backend_version']}", "device": "cpu",
+            "model_format": "onnx", "onnx_opset": onnx_opset(), "optimization": "ORT_ENABLE_ALL",
+            "subnormals_declared": "ieee", "subnormals_applied": "ieee", "seed": args.seed,
+            "max_examples": figures["graphs"], "complete": True, "cases_planned": figures["graphs"],
+            "selected_ops": reached, "wall_seconds": figures["seconds"],
+            "worker_restarts": figures["worker_restarts"], "workers_recycled": 0,
+            "fuzz": {"graphs": figures["graphs"], "max_nodes": args.max_nodes,
+                     "graphs_per_second": figures["graphs_per_second"],
+                     "ops_bound": len(bound), "ops_reached": len(reached)}}
+    write_reports(out, meta, conform.__version__, records=records, tally=tally)
+    counts = figures["counts"]
+    print(f"{figures['graphs']} graphs in {figures['seconds']:.1f} s "
+          f"({figures['graphs_per_second']} graphs/s): "
+          + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+          + f"; {len(reached)} of {len(bound)} ONNX-bound ops reached\nwrote {out}/"
+            "{results.jsonl,summary.json,report.html}")
+    found = any(counts.get(v) for v in ("fail", "error", "crash", "timeout"))
+    return EXIT_FOUND if found else EXIT_OK
+
+
+def _progress(done: int, counts: dict, elapsed: float) -> None:
+    if sys.stderr.isatty() or done % 50 == 0:
+        problems = sum(counts.get(v, 0) for v in ("fail", "error", "crash", "timeout"))
+        print(f"\r{done} graphs, {done / max(elapsed, 1e-9):.1f}/s, {problems} failing",
+              end="", file=sys.stderr, flush=True)
+
+
+__all__ = ["add_commands", "cmd_fuzz", "max_nodes"]

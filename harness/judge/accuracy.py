@@ -1,0 +1,69 @@
+"""Per-element accuracy figures for a sweep's accuracy map: each element's distance from the
+float64 reference in ULPs (the judge's ``ulp`` arithmetic, special values settled first), and
+whether it is the correctly rounded result, whatever error model the op is judged by.
+
+The verdict of a sweep's chunk is the judge's (:func:`~conform.harness.judge.judging.judge_many`,
+under the spec's model); these figures are what the map adds to it: a histogram of ULP errors,
+the share correctly rounded, the largest ULP error and where it is.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.harness.judge._elements import _element_figures, _exact, _strict_zero
+
+#: Upper edges of the ULP-error buckets of an accuracy map: an element falls in the first bucket
+#: whose edge is at least its error; a special-value mismatch (NaN, infinity, signed zero) in
+#: the last, ``special``.
+ULP_EDGES = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 256.0, 65536.0, float("inf"))
+ULP_LABELS = ("0", "<=0.5", "<=1", "<=2", "<=4", "<=8", "<=16", "<=256", "<=65536", ">65536",
+              "special")
+
+#: The ULP model the figures are measured under (its bound is not used: only the error).
+_MEASURE = {"ulp": 1.0, "why": "accuracy map: the distance is measured, not judged"}
+
+
+def ulp_errors(actual: np.ndarray, expected: np.ndarray, out_dtype: str, *,
+               subnormals: str = "ieee", signed_zero: str = "strict") -> np.ndarray:
+    """Per element, ``|a - e| / ulp(e)`` in ``out_dtype``'s ULPs of the float64 reference's
+    binade (:func:`~conform.harness.judge.compare.compare`'s ``ulp`` model), 0 where special
+    values match, inf where they do not (a zero of the other sign too, unless ``signed_zero``
+    is the op model's ``any``); under ``ftz`` a zero for a subnormal reference is 0.
+
+    >>> ulp_errors(np.float32([1.0]), np.array([1.0 + 2**-23]), "float32").tolist()
+    [1.0]
+    """
+    with np.errstate(all="ignore"):
+        error, _, special, _, _ = _element_figures(np.asarray(actual), np.asarray(expected, np.float64),
+                                                   out_dtype, {**_MEASURE, "signed_zero": signed_zero},
+                                                   None, subnormals == "ftz")
+    return np.where(special, np.inf, error)
+
+
+def correctly_rounded(actual: np.ndarray, expected: np.ndarray, out_dtype: str, *,
+                      signed_zero: str = "strict") -> np.ndarray:
+    """Per element, whether ``actual`` is the float64 reference rounded once to nearest even into
+    ``out_dtype`` (NaN for NaN; zeros of the same sign, unless ``signed_zero`` is ``any``).
+
+    >>> correctly_rounded(np.float32([1.0, 1.0]), np.array([1.0, 1.0 + 2**-23]), "float32").tolist()
+    [True, False]
+    """
+    with np.errstate(all="ignore"):
+        return ~_exact(np.asarray(actual), np.asarray(expected, np.float64), out_dtype,
+                       _strict_zero({"signed_zero": signed_zero}, out_dtype))
+
+
+def ulp_buckets(errors: np.ndarray) -> np.ndarray:
+    """The count of ``errors`` (from :func:`ulp_errors`) in each :data:`ULP_LABELS` bucket.
+
+    >>> ulp_buckets(np.array([0.0, 0.3, 1.0, 3.0, np.inf])).tolist()
+    [1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 1]
+    """
+    errors = np.asarray(errors, np.float64)
+    special = np.isinf(errors)
+    where = np.searchsorted(np.array(ULP_EDGES), errors[~special], side="left")
+    counts = np.bincount(where, minlength=len(ULP_EDGES)).tolist()
+    return np.array(counts[:len(ULP_EDGES)] + [int(special.sum())])
+
+
+__all__ = ["ULP_EDGES", "ULP_LABELS", "correctly_rounded", "ulp_buckets", "ulp_errors"]

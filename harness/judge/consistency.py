@@ -1,0 +1,155 @@
+"""Consistency in open regions: where a standard leaves an answer open, a backend may choose
+it, but not by where the values sit. The same values (the same input elements of an element-wise
+op; the same multiset of a slice) must get the same answer at every position of a case.
+
+* Element-wise ops (every op the generic drawer draws element by element): the open elements
+  whose inputs are equal, bit for bit, must have equal results (NaN matching NaN).
+* Ops whose region entry says ``consistency: value`` or ``consistency: selected``: the open
+  elements fed by the same multiset (:func:`conform.oracles.feeding.feeding_elements`, the
+  first input's slice, in any order) must have equal results (``value``) or select equal values
+  of their slices (``selected``: the result is a position in the slice, as ArgMax's is). Values
+  are compared as numbers (NaN matching NaN, -0 matching +0: which of two equal zeros a tie rule
+  picks depends on the order by design).
+
+A case that breaks it is ``inconsistent``: a failure (:mod:`conform.verdicts`). The suite draws
+cases that put the same values in permuted positions (generators/_consistency.py); every
+other case is checked too.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conform.harness.judge.properties import Broken
+from conform.ops.regions import broadcast_aligned
+from conform.oracles.feeding import feeding_elements
+
+MAX_SLICES = 512   # open elements of a slice op read (one feeding call each)
+SHOWN = 4
+
+
+def declared_mode(spec) -> str | None:
+    """How the open elements of ``spec``'s cases are compared: ``aligned`` for element-wise ops,
+    else the ``consistency`` a region entry declares, or None (not checked)."""
+    if getattr(spec, "elementwise", False):
+        return "aligned"
+    return next((e["consistency"] for e in getattr(spec, "implementation_defined", ())
+                 if "consistency" in e), None)
+
+
+def inconsistency(spec, case, outputs, answer) -> Broken | None:
+    """The first output of ``outputs`` (a backend's, for ``case``) whose open elements are
+    answered differently for the same values, or None."""
+    mode = declared_mode(spec)
+    if mode is None:
+        return None
+    for k, part in enumerate(answer):
+        actual = np.asarray(outputs[k])
+        if part.impl_mask is None or actual.shape != np.shape(part.expected):
+            continue
+        open_at = np.flatnonzero(np.broadcast_to(part.impl_mask, actual.shape))
+        if open_at.size < 2:
+            continue
+        if mode == "aligned":
+            keys, answers = _aligned(spec, case, actual, open_at)
+        else:
+            open_at = open_at[:MAX_SLICES]
+            keys, answers = _sliced(spec, case, actual, open_at, k, selected=mode == "selected")
+        clash = _clashing(keys, answers)
+        if clash.size:
+            return Broken("consistency", _message(spec, mode, actual, open_at[clash], case, k),
+                          open_at[clash])
+    return None
+
+
+def _aligned(spec, case, actual, open_at):
+    """Per open element: its inputs' bytes, and its result's canonical bytes."""
+    shapes, attrs = spec.signature.get("shapes", "equal"), case.attrs
+    columns = []
+    for x in case.inputs:
+        x = np.asarray(x)
+        full = broadcast_aligned(x, actual.shape, shapes, attrs) if x.shape != actual.shape else x
+        columns.append(_rows(np.ascontiguousarray(full).reshape(-1)[open_at]))
+    keys = np.concatenate(columns, axis=1) if columns else np.zeros((open_at.size, 0), np.uint8)
+    answers = _rows(_canonical(actual.reshape(-1)[open_at]))
+    return [k.tobytes() for k in keys], [a.tobytes() for a in answers]
+
+
+def _sliced(spec, case, actual, open_at, output: int, *, selected: bool):
+    """Per open element: the sorted multiset feeding it, and its answer (its value, or the value
+    it selects in its slice) as a number."""
+    keys, answers = [], []
+    for flat in open_at:
+        index = [int(i) for i in np.unravel_index(flat, actual.shape)]
+        values = np.asarray(feeding_elements(spec.op, case.inputs, case.attrs, index, output)[0])
+        values = values.reshape(-1)
+        result = actual.reshape(-1)[flat]
+        if selected:
+            at = int(result)
+            result = values[at] if 0 <= at < values.size else np.nan
+        keys.append(_sorted_multiset(values))
+        answers.append(_canonical(np.float64([_number(result)])).tobytes())
+    return keys, answers
+
+
+def _sorted_multiset(values: np.ndarray) -> bytes:
+    """The multiset of ``values`` as bytes: sorted numbers, NaNs last, zeros signless."""
+    wide = values.astype(np.float64) if values.dtype.kind != "b" else values.astype(np.int64)
+    if wide.dtype.kind == "f":
+        wide = np.where(wide == 0, 0.0, wide)
+    return np.sort(_canonical(wide)).tobytes()
+
+
+def _number(value) -> float:
+    value = float(np.asarray(value).astype(np.float64))
+    return 0.0 if value == 0 else value
+
+
+def _canonical(values: np.ndarray) -> np.ndarray:
+    """``values`` with every NaN the same NaN (a NaN's payload is not an answer)."""
+    if values.dtype.kind == "f" or str(values.dtype) == "bfloat16":
+        wide = values.astype(np.float64)
+        return np.where(np.isnan(wide), np.nan, wide)
+    return values
+
+
+def _rows(values: np.ndarray) -> np.ndarray:
+    """Each element of a 1-D array as a row of its bytes."""
+    values = np.ascontiguousarray(values)
+    return values.view(np.uint8).reshape(values.size, values.itemsize)
+
+
+def _clashing(keys: list, answers: list) -> np.ndarray:
+    """Positions of the elements whose key has more than one answer."""
+    seen: dict = {}
+    for key, answer in zip(keys, answers):
+        seen.setdefault(key, set()).add(answer)
+    clashing = {key for key, found in seen.items() if len(found) > 1}
+    return np.array([i for i, key in enumerate(keys) if key in clashing], dtype=np.intp)
+
+
+def _message(spec, mode, actual, clashing, case, output) -> str:
+    """``inconsistent in an implementation-defined region: the same values ... out[0]=3 (inputs
+    nan), out[5]=0 (inputs nan)``."""
+    name = spec.outputs[output] if output < len(spec.outputs) else "out"
+    shown = []
+    for flat in clashing[:SHOWN]:
+        index = [int(i) for i in np.unravel_index(flat, actual.shape)]
+        text = f"{name}{index}={str(actual.reshape(-1)[flat])}"
+        if mode == "aligned":
+            inputs = ", ".join(str(np.asarray(x).reshape(-1)[flat]) if np.size(x) == actual.size
+                               else "?" for x in case.inputs)
+            text += f" (inputs {inputs})"
+        elif mode == "selected":
+            text += f" (selects {_selected(spec, case, actual, index, output)})"
+        shown.append(text)
+    what = "the same inputs" if mode == "aligned" else "slices of the same values"
+    more = f", ... ({len(clashing)} elements)" if len(clashing) > SHOWN else ""
+    return (f"inconsistent in an implementation-defined region: {what} get different answers "
+            f"at different positions ({mode}): {', '.join(shown)}{more}")
+
+
+def _selected(spec, case, actual, index, output) -> str:
+    """The value of its slice that the answer at ``index`` selects, as text."""
+    values = np.asarray(feeding_elements(spec.op, case.inputs, case.attrs, index, output)[0])
+    at = int(actual[tuple(index)])
+    return str(values.reshape(-1)[at]) if 0 <= at < values.size else "nothing (out of range)"

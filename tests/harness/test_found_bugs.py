@@ -1,0 +1,54 @@
+"""Replay the reduced failures of docs/found-bugs.md on onnxruntime, confirmed outside the judge.
+
+Each ledger entry is a reduced generated graph (docs/found-bugs/<name>.onnx, every node's
+outputs exposed, and <name>.npz, its inputs). The blamed node's output is recomputed here with
+NumPy in float64 from the values onnxruntime itself exposes as that node's inputs, rounded once
+to the node's dtype: onnxruntime's value differs from it, as recorded. (When onnxruntime fixes a
+bug, its test fails: move the entry to the ledger's fixed section.)
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+LEDGER = Path(__file__).resolve().parents[2] / "docs" / "found-bugs"
+
+#: The blamed ops' definitions, from their ONNX operator texts, in float64.
+FORMULAS = {
+    "sqrt": np.sqrt, "sin": np.sin, "tan": np.tan, "asin": np.arcsin, "sinh": np.sinh,
+    "cosh": np.cosh,
+    "reciprocal": lambda x: 1 / x, "onnx_div": np.divide, "onnx_mul": np.multiply,
+    "onnx_sub": np.subtract, "logistic": lambda x: 1 / (1 + np.exp(-x)),
+    "onnx_prelu": lambda x, slope: np.where(x < 0, slope * x, x),
+    "leaky_relu": lambda x, alpha: np.where(x < 0, alpha * x, x),
+}
+
+
+def _entries():
+    return [e for e in json.loads((LEDGER / "ledger.json").read_text()) if e["blamed"] in FORMULAS]
+
+
+@pytest.mark.parametrize("entry", _entries(), ids=lambda e: e["name"])
+def test_a_ledger_reduction_still_fails_as_recorded(entry):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(LEDGER / f"{entry['name']}.onnx"), options,
+                                   providers=["CPUExecutionProvider"])
+    feeds = dict(np.load(LEDGER / f"{entry['name']}.npz"))
+    values = {**feeds, **dict(zip([o.name for o in session.get_outputs()],
+                                  session.run(None, feeds)))}
+    args = [values[name].astype(np.float64) for name in entry["inputs"]]
+    if entry["blamed"] == "leaky_relu":
+        args.append(entry["attrs"]["alpha"])
+    with np.errstate(all="ignore"):
+        want = np.asarray(FORMULAS[entry["blamed"]](*args)).astype(np.float16)
+    got = values[entry["output"]]
+    wrong = np.flatnonzero(got.ravel() != np.broadcast_to(want, got.shape).ravel())
+    assert wrong.size == entry["mismatched_enable_all"]
+    assert float(got.ravel()[wrong[0]]) == entry["enable_all"]
+    assert float(np.broadcast_to(want, got.shape).ravel()[wrong[0]]) == entry["rounded"]

@@ -1,0 +1,136 @@
+"""Generated graphs (conform.generators.graphs) as ONNX models (harness/backends/onnx_graphs)."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from conform.generators import kit
+from conform.generators.graphs import draw_graph, graphs
+from conform.harness.backends.onnx_graphs import (build_graph_model, onnx_accepts, onnx_allowed,
+                                                  valid)
+
+
+@pytest.fixture(scope="module")
+def onnx_graphs(specs):
+    bound = {op: spec for op, spec in specs.items() if "onnx" in spec.bindings}
+    return graphs(bound, allowed=onnx_allowed, accept=onnx_accepts)
+
+
+@functools.cache
+def _drawn(strategy, seed):
+    return draw_graph(strategy, seed=seed)
+
+
+def test_every_sampled_graph_is_a_valid_onnx_model(onnx_graphs):
+    """Both models of each graph (leaves as outputs; every value an output) pass the checker's
+    full check and strict shape inference, and the shapes ONNX infers are the graph's."""
+    nodes = reused = 0
+    for seed in range(12):
+        graph = _drawn(onnx_graphs, seed)
+        assert 1 <= len(graph.nodes) <= 10 and graph.leaves
+        nodes += len(graph.nodes)
+        reused += sum(name.startswith("v") for node in graph.nodes for name in node.inputs)
+        valid(build_graph_model(graph, graph.leaves))
+        every = [name for node in graph.nodes for name in node.outputs]
+        inferred = valid(build_graph_model(graph, every)).graph.output
+        assert [[d.dim_value for d in out.type.tensor_type.shape.dim] for out in inferred] \
+            == [list(np.shape(graph.values[name])) for name in every]
+    assert nodes > 24 and reused > 3, (nodes, reused)   # graphs, not single ops
+
+
+def test_the_same_seed_draws_the_same_graph(onnx_graphs):
+    first, again = _drawn(onnx_graphs, 3), draw_graph(onnx_graphs, seed=3)
+    assert first.describe() == again.describe()
+    assert all(np.array_equal(first.inputs[name], again.inputs[name], equal_nan=True)
+               for name in first.inputs)
+    assert first.describe() != _drawn(onnx_graphs, 4).describe()
+
+
+def test_preferring_biases_shapes_only_inside_it():
+    import random
+
+    from conform.generators._drawing import _draw, _without_local_constants
+
+    plain = kit.shape(min_rank=1, max_rank=2)
+    assert plain is kit.shape(min_rank=1, max_rank=2)   # a suite's draws are unchanged
+    rng = random.Random(0)
+    with kit.preferring([(3, 5), (2, 2, 2)]), _without_local_constants():
+        drawn = [_draw(kit.shape(min_rank=1, max_rank=2), rng) for _ in range(40)]
+    assert drawn.count((3, 5)) >= 10 and (2, 2, 2) not in drawn
+    assert kit.shape(min_rank=1, max_rank=2) is plain
+
+
+def test_a_campaign_runs_graphs_twice_and_judges_them(specs):
+    """Graphs run on onnxruntime (as generated and instrumented): each result line holds its
+    nodes and a verdict, and the instrumented run judged each node."""
+    from conform.harness.run.fuzz import fuzz
+
+    lines = []
+    figures = fuzz(specs, budget=4, max_nodes=3, seed=5, write=lines.append)
+    assert figures["graphs"] == 4 and sum(figures["counts"].values()) == 4
+    assert figures["backend_version"] and all(1 <= len(r["nodes"]) <= 3 for r in lines)
+    judged = [r for r in lines if r["verdict"] in ("pass", "fail", "ill_conditioned")]
+    assert judged and all("verdict" in n for r in judged for n in r["nodes"])
+    assert all(r["checked"] + r["ill_conditioned_elements"] > 0 for r in judged)
+
+
+def test_the_propagated_bound_judges_a_wrong_leaf_and_excuses_an_ill_conditioned_one():
+    """A leaf far outside its bound fails only where it is also farther from the reference than
+    the instrumented run; an element whose bound exceeds 1% of its reference is not judged."""
+    from types import SimpleNamespace
+
+    from conform.harness.judge.graphs import Reference, judge_leaves
+
+    graph = SimpleNamespace(leaves=("v0",))
+    e = np.array([1.0, 2.0, 1e-9])
+    ref = Reference({"v0": e}, {"v0": np.array([1e-6, 1e-6, 1e-6])})
+    good = np.float32(e)
+    assert judge_leaves(graph, ref, {"v0": good}, {"v0": good}).verdict == "pass"
+    wrong = np.float32([1.0, 2.001, 5.0])
+    judged = judge_leaves(graph, ref, {"v0": wrong}, {"v0": good})
+    assert (judged.verdict, judged.mismatched, judged.ill_conditioned) == ("fail", 1, 1)
+    assert judged.worst["index"] == [1] and judged.worst["plain"] == 2.0
+    # the instrumented run is as far off: not a graph-level failure
+    assert judge_leaves(graph, ref, {"v0": wrong}, {"v0": wrong}).verdict == "pass"
+    ill = Reference({"v0": e[2:]}, {"v0": np.array([1e-6])})
+    assert judge_leaves(graph, ill, {"v0": wrong[2:]}, {"v0": good[2:]}).verdict \
+        == "ill_conditioned"
+
+
+def test_the_reference_propagates_bounds_through_sensitive_nodes(onnx_graphs):
+    """Every value's bound is finite and non-negative where its reference is finite and no
+    integer or boolean output flipped; a graph input's is zero."""
+    from conform.harness.judge.graphs import reference
+
+    for seed in range(6):
+        graph = _drawn(onnx_graphs, seed)
+        ref = reference(graph, seed=seed)
+        assert all(not ref.bounds[name].any() for name in graph.inputs)
+        for node in graph.nodes:
+            for name in node.outputs:
+                bound = np.asarray(ref.bounds[name])
+                assert bound.shape == np.shape(ref.values[name])
+                assert (np.nan_to_num(bound, posinf=1.0) >= 0).all()
+
+
+def test_the_reducer_keeps_the_failure_and_confirms_it(specs):
+    """A graph of 10 nodes over a fixed set of ops (so that a grown catalog draws the same one)
+    whose float16 Mul is off on onnxruntime (the intermediate before it is kept in float32)
+    reduces to the Mul and its producer, with the same signature on every re-run."""
+    from conform.harness.run.fuzz import onnx_strategy
+    from conform.harness.run.graph_worker import GraphWorker
+    from conform.harness.run.reduce import reduce_graph, signature
+
+    ops = ("onnx_reduce_sum_square", "onnx_div", "onnx_add", "onnx_mul", "onnx_reduce_mean",
+           "onnx_sub")
+    graph = draw_graph(onnx_strategy({op: specs[op] for op in ops}), seed=6)
+    assert len(graph.nodes) == 10 and graph.dtype == "float16"
+    worker = GraphWorker()
+    try:
+        small, record, deterministic = reduce_graph(graph, worker, seed=6)
+    finally:
+        worker.close()
+    assert signature(record) == ("fail", "node", "onnx_mul") and deterministic
+    assert small.ops == ["onnx_reduce_sum_square", "onnx_mul"]

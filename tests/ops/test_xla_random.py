@@ -1,0 +1,68 @@
+"""XLA RngUniform, RngNormal and RngBitGenerator (ops/xla_random.py) on jax: judged
+statistically, with injected errors caught (a wrong range, a stuck bit, a generator that is
+not a function of its state)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conform.generators import generate_cases
+from conform.harness.backends.models import run_case
+from conform.harness.judge.judging import judge_outputs
+
+
+def _first(specs, name, dtype, seed=3):
+    spec = specs[name]
+    return spec, next(iter(generate_cases(spec, dtype, count=1, seed=seed)))
+
+
+@pytest.mark.parametrize("name, dtype", [("rng_uniform", "float32"), ("rng_uniform", "int32"),
+                                         ("rng_normal", "float32"),
+                                         ("rng_bit_generator", "uint32")])
+def test_jax_passes(specs, jax_backend, name, dtype):
+    spec, case = _first(specs, name, dtype)
+    judged = judge_outputs(spec, case, run_case(jax_backend, spec, case))
+    assert judged.verdict == "pass", (case.id, judged.reason)
+
+
+def test_integer_uniform_never_gives_b(specs, jax_backend):
+    """[a, b) on integers: b is outside the support, judged exactly."""
+    spec, case = _first(specs, "rng_uniform", "int32")
+    out = np.asarray(run_case(jax_backend, spec, case)[0]).copy()
+    out.flat[7] = case.attrs["second"]
+    judged = judge_outputs(spec, case, [out])
+    assert judged.verdict == "fail" and "outside the support" in judged.reason
+
+
+def test_a_normal_of_the_wrong_sigma_by_a_fifth_is_caught(specs, jax_backend):
+    spec, case = _first(specs, "rng_normal", "float32")
+    out = np.asarray(run_case(jax_backend, spec, case)[0]).astype(np.float64)
+    mu = case.attrs["first"]
+    judged = judge_outputs(spec, case, [((out - mu) * 1.2 + mu).astype(np.float32)])
+    assert judged.verdict == "fail" and "Kolmogorov-Smirnov" in judged.reason
+
+
+def test_bit_generator_stuck_bit_and_nondeterminism_are_caught(specs, jax_backend):
+    spec, case = _first(specs, "rng_bit_generator", "uint32")
+    outputs = [np.asarray(o).copy() for o in run_case(jax_backend, spec, case)]
+    stuck = list(outputs)
+    stuck[1] = outputs[1] | np.uint32(1 << 31)
+    stuck[3] = stuck[1]
+    judged = judge_outputs(spec, case, stuck)
+    assert judged.verdict == "fail" and re.search(r"bit 31: (\d+) ones of n=\1,", judged.reason)
+    assert "binomial test per bit position (32 positions, Bonferroni)" in judged.reason
+    drifting = list(outputs)
+    drifting[3] = outputs[5]   # the second generator on an equal state gives other bits
+    judged = judge_outputs(spec, case, drifting)
+    assert judged.verdict == "fail" and judged.worst["output"] == "bits_again"
+
+
+def test_bit_generator_state_keeps_its_shape_and_type(specs, jax_backend):
+    spec, case = _first(specs, "rng_bit_generator", "uint8")
+    outputs = [np.asarray(o) for o in run_case(jax_backend, spec, case)]
+    assert outputs[0].shape == outputs[4].shape == (4,) and outputs[0].dtype == np.uint32
+    wrong = list(outputs)
+    wrong[0] = outputs[0][:2]
+    assert judge_outputs(spec, case, wrong).verdict == "fail"
