@@ -6,7 +6,8 @@ None of them is in the XLA operation semantics text (seeds/004 lists only Erf am
 functions); each is defined by its ``jax.lax`` function's documentation and the CHLO op it lowers
 to, and its values by the function's mathematical definition (DLMF, the NIST Digital Library of
 Mathematical Functions, cited per function). The references are evaluated in Arb ball
-arithmetic (:func:`conform.ops.multiprecision.refined`) for *every* dtype, not only float64:
+arithmetic (:func:`conform.ops.multiprecision.refined`, at the precision Ziv's strategy picks
+per element: ``ziv=True``) for *every* dtype, not only float64:
 these functions have zeros away from the origin (lgamma at 1, 2 and two on each negative unit
 interval, digamma at 1.4616... and one per negative unit interval), where a float64 library
 value is accurate in absolute, not relative, terms. The float64 fast path supplies only what
@@ -44,14 +45,14 @@ def _arb_exp2(x):
 @op("exp2", version=1)
 def oracle_exp2(operand):
     """2**x (jax.lax.exp2); exact at integers, Arb elsewhere."""
-    return (refined(np.exp2, _arb_exp2, operand),)
+    return (refined(np.exp2, _arb_exp2, operand, ziv=True),)
 
 
 @op("erf_inv", version=1)
 def oracle_erf_inv(operand):
     """erf_inv(x): the y with erf(y) = x for -1 < x < 1 (DLMF 7.17.1: inverse error function);
     ±inf at ±1, NaN for |x| > 1 (the spec's table)."""
-    return (refined(_scipy().erfinv, lambda x: x.erfinv(), operand),)
+    return (refined(_scipy().erfinv, lambda x: x.erfinv(), operand, ziv=True),)
 
 
 def _arb_lgamma(x):
@@ -70,7 +71,7 @@ def oracle_lgamma(operand):
     """lgamma(x) = ln|Gamma(x)| (jax.lax.lgamma; C11 7.12.8.3): +inf at the poles (non-positive
     integers, C11 F.10.5.3) and at ±inf."""
     fast = lambda x: np.where(_pole(x), np.inf, _scipy().gammaln(x))
-    return (refined(fast, _arb_lgamma, operand),)
+    return (refined(fast, _arb_lgamma, operand, ziv=True),)
 
 
 @op("digamma", version=1)
@@ -81,7 +82,7 @@ def oracle_digamma(operand, *, open_elements=False):
     if open_elements:
         return (_pole(operand) | (operand == -np.inf),)
     fast = lambda x: np.where(_pole(x), np.nan, _scipy().psi(x))
-    return (refined(fast, lambda x: x.digamma(), operand),)
+    return (refined(fast, lambda x: x.digamma(), operand, ziv=True),)
 
 
 def _arb_scaled_bessel(order):
@@ -95,10 +96,10 @@ def _arb_scaled_bessel(order):
 def oracle_bessel_i0e(operand):
     """bessel_i0e(x) = e**-|x| I_0(x) (jax.lax.bessel_i0e; I_0 the modified Bessel function of
     the first kind, DLMF 10.25.2), even."""
-    return (refined(_scipy().i0e, _arb_scaled_bessel(0), operand),)
+    return (refined(_scipy().i0e, _arb_scaled_bessel(0), operand, ziv=True),)
 
 
 @op("bessel_i1e", version=1)
 def oracle_bessel_i1e(operand):
     """bessel_i1e(x) = e**-|x| I_1(x) (jax.lax.bessel_i1e; DLMF 10.25.2), odd."""
-    return (refined(_scipy().i1e, _arb_scaled_bessel(1), operand),)
+    return (refined(_scipy().i1e, _arb_scaled_bessel(1), operand, ziv=True),)

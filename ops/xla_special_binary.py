@@ -19,6 +19,18 @@ from conform.op_registry import op
 from conform.ops.multiprecision import refined
 
 
+class _Open:
+    """The Arb function's answer at an element the oracle marks open: not finite, so the fast
+    path's NaN stands (the element is judged by no value), and nothing is computed for it."""
+
+    @staticmethod
+    def is_finite():
+        return False
+
+
+_OPEN = _Open()
+
+
 def _scipy():
     from scipy import special   # imported on first use: scipy.special costs ~0.7 s per process
 
@@ -31,20 +43,25 @@ def _igamma_open(a, x):
         return (a <= 0) | (x < 0) | (np.isinf(a) & np.isinf(x))
 
 
-def _arb_lower_series(a, x):
-    """P(a, x) = x**a e**-x M(1, a + 1, x) / Gamma(a + 1) (DLMF 8.5.1, 8.2.4), Kummer's M;
-    Arb's own incomplete gamma takes seconds near x = a for a in the thousands."""
-    return (a * x.log() - x - (a + 1).lgamma()).exp() * x.hypgeom_1f1(1, a + 1)
-
-
 def _arb_igamma(a, x):
-    return _arb_lower_series(a, x) if x < 2 * a + 10 else x.gamma_lower(a, regularized=1)
+    """P = 1 - Q where Q < 3/4 (the subtraction loses under 2 bits); below, where x < a, both
+    enclosures of P, 1 - Q (it loses log2(1/P) bits: hopeless for P ~ 1e-150000) and Arb's
+    regularized lower incomplete gamma (quick there, but no digit for some x near a in the
+    thousands, where 1 - Q has them), intersected: the narrower decides."""
+    if not (a > 0 and x > 0):
+        return _OPEN   # _igamma_open: no value to compute
+    upper = x.gamma_upper(a, regularized=1)
+    if upper < 0.75:
+        return 1 - upper
+    lower = x.gamma_lower(a, regularized=1)
+    return (1 - upper).intersection(lower) if lower.is_finite() else 1 - upper
 
 
 def _arb_igammac(a, x):
-    """Q = 1 - P up to x = 2a + 10 (Q >= ~1e-6 there: the precision loop recovers what the
-    subtraction cancels), Arb's upper incomplete gamma beyond (its asymptotic expansion)."""
-    return 1 - _arb_lower_series(a, x) if x < 2 * a + 10 else x.gamma_upper(a, regularized=1)
+    """Q, Arb's regularized upper incomplete gamma (quick over the whole domain)."""
+    if not (a > 0 and x > 0):
+        return _OPEN
+    return x.gamma_upper(a, regularized=1)
 
 
 @op("igamma", version=1)
@@ -53,7 +70,7 @@ def oracle_igamma(a, x, *, open_elements=False):
     function (jax.lax.igamma; DLMF 8.2.4), for a > 0 and x >= 0."""
     if open_elements:
         return (_igamma_open(a, x),)
-    return (refined(_scipy().gammainc, _arb_igamma, a, x),)
+    return (refined(_scipy().gammainc, _arb_igamma, a, x, ziv=True),)
 
 
 @op("igammac", version=1)
@@ -62,7 +79,7 @@ def oracle_igammac(a, x, *, open_elements=False):
     incomplete gamma function (jax.lax.igammac; DLMF 8.2.4), for a > 0 and x >= 0."""
     if open_elements:
         return (_igamma_open(a, x),)
-    return (refined(_scipy().gammaincc, _arb_igammac, a, x),)
+    return (refined(_scipy().gammaincc, _arb_igammac, a, x, ziv=True),)
 
 
 def _cot_derivative(c, m: int):
@@ -83,15 +100,16 @@ def _arb_polygamma(s, x):
     from flint import arb
 
     m = float(s) - 1
-    if not (m >= 0 and m == int(m)) or (x < 0 and m > MAX_REFLECTED):
-        return arb("nan")   # open (see _polygamma_open): no reference
+    if not (m >= 0 and m == int(m)) or (x < 0 and m > MAX_REFLECTED) or \
+            (x <= 0 and x.is_integer()):
+        return _OPEN   # open (see _polygamma_open): no reference; or a pole (_polygamma_fast)
     m = int(m)
     if x < 0:
         reflected = _arb_polygamma(s, 1 - x)
         return (-1) ** m * reflected - arb.pi() ** (m + 1) * _cot_derivative(x.cot_pi(), m)
     if m == 0:
         return x.digamma()
-    return (-1) ** (m + 1) * arb(m + 1).gamma() * arb.zeta(arb(m + 1), x)
+    return (-1) ** (m + 1) * arb(m + 1).gamma() * _arb_zeta(arb(m + 1), x)
 
 
 #: The largest order whose reference is computed for x < 0 (the reflection's m-th derivative of
@@ -117,7 +135,10 @@ def _polygamma_fast(s, x):
     pole = np.isfinite(x) & (x <= 0) & (np.trunc(x) == x)
     at_inf = np.where(m == 0, np.inf, np.where(np.fmod(m, 2) == 1, 0.0, -0.0))
     with np.errstate(all="ignore"):
-        value = np.where(pole, np.inf, np.where(x == np.inf, at_inf, np.nan))
+        # elsewhere NaN, signed (-1)**(m+1) for x > 0 and m >= 1 (the sign of every term): a
+        # result Arb rounds to zero (huge m) takes its zero's sign from here
+        signed = np.copysign(np.nan, np.where((x > 0) & (m >= 1) & (np.fmod(m, 2) == 0), -1, 1))
+        value = np.where(pole, np.inf, np.where(x == np.inf, at_inf, signed))
         return np.where(_polygamma_open(m, x), np.nan, value)
 
 
@@ -137,7 +158,7 @@ def oracle_polygamma(m, x, *, open_elements=False):
     DLMF 5.15.1), m a non-negative integer."""
     if open_elements:
         return (_polygamma_open(m, x),)
-    return (refined(_polygamma_fast, _arb_polygamma, m + 1, x),)
+    return (refined(_polygamma_fast, _arb_polygamma, m + 1, x, ziv=True),)
 
 
 def _zeta_open(x, q):
@@ -164,7 +185,7 @@ def oracle_zeta(x, q, *, open_elements=False):
     DLMF 25.11.1), for x > 1 and q > 0."""
     if open_elements:
         return (_zeta_open(x, q),)
-    return (refined(_zeta_fast, _arb_zeta, x, q),)
+    return (refined(_zeta_fast, _arb_zeta, x, q, ziv=True),)
 
 
 def _arb_zeta(s, a):
@@ -175,6 +196,8 @@ def _arb_zeta(s, a):
     zeta lies in [a**-s, a**-s (1 + a / (s - 1))], past the float64 range when that is."""
     from flint import arb
 
+    if not (s >= 1 and a > 0):
+        return _OPEN   # _zeta_open
     if s >= 4096:
         first = a ** -s
         rest = (a / (a + 1)) ** s * (1 + (a + 1) / (s - 1))

@@ -45,10 +45,28 @@ def test_unary_references_match_mpmath_where_the_values_are_small(name, x, exact
     ("polygamma", 1.0, 0.7, lambda m, x: mpmath.polygamma(int(m), x)),
     ("zeta", 3.0, 2.5, mpmath.zeta),
     ("zeta", 5000.0, 1.5, mpmath.zeta),   # the first-term shortcut
+    # huge a: Q by Arb's upper function, P = 1 - Q near x = a and Arb's lower one below it
+    ("igamma", 65504.0, 65504.0, lambda a, x: mpmath.gammainc(a, 0, x, regularized=True)),
+    ("igamma", 65504.0, 64000.0, lambda a, x: mpmath.gammainc(a, 0, x, regularized=True)),
+    ("igammac", 65504.0, 65504.0, lambda a, x: mpmath.gammainc(a, x, mpmath.inf, regularized=True)),
 ])
 def test_binary_references_match_mpmath(name, a, b, exact):
     _close(evaluate(name, [np.array([a]), np.array([b])], {})[0][0],
            exact(mpmath.mpf(a), mpmath.mpf(b)))
+
+
+@pytest.mark.parametrize("name, a, b, want", [
+    ("igamma", 65504.0, 100.0, 0.0),        # P ~ 1e-156076: a zero, decided at once
+    ("igammac", 65504.0, 100.0, 1.0),       # Q = 1 - 1e-156076
+    ("polygamma", 3.4028234663852886e+38, 3.0, -np.inf),   # m! zeta(m + 1, 3), m even
+    ("polygamma", 3.4028234663852886e+38, 3.4028234663852886e+38, -0.0),
+    ("zeta", 1.7976931348623157e+308, 0.5, np.inf),        # 0.5**-s
+])
+def test_results_past_the_float64_range_round_to_their_limits(name, a, b, want):
+    """Ziv's strategy decides results far outside float64 (in Arb's unbounded exponents) as the
+    float64 they round to, sign included, where a fixed relative accuracy never ended."""
+    got = float(evaluate(name, [np.array([a]), np.array([b])], {})[0][0])
+    assert got == want and np.signbit(got) == np.signbit(want)
 
 
 def test_nextafter_follows_c11_on_the_bit_patterns():
