@@ -119,8 +119,9 @@ def _evaluate_ziv(fn: Callable, args: Sequence[float], arb, ctx) -> tuple[float,
     """``fn`` on ``args`` from ZIV_START bits, the precision doubled (up to ZIV_MAX) until
     :func:`_decided` (a ball that is not finite at one precision, as a huge exponent's, may be
     at the next), as ``(hi, lo)``; None where no precision gives a finite ball within a few
-    float64 ULPs (a hard-to-round value is taken at ZIV_MAX as it is). A zero is
-    ``+0`` (its sign the caller's) unless the ball lies below 0."""
+    float64 ULPs (a hard-to-round value is taken at ZIV_MAX as it is). A zero is signed as
+    the ball lies, or, for a ball holding 0 (an exact zero too), ``(0.0, nan)``: the sign is
+    the caller's."""
     saved = ctx.prec
     try:
         ctx.prec = ZIV_START
@@ -132,8 +133,8 @@ def _evaluate_ziv(fn: Callable, args: Sequence[float], arb, ctx) -> tuple[float,
         if not value.is_finite() or not (_decided(value) or value.rel_accuracy_bits() >= 50):
             return None   # no float64 (a ball still wider than a few ULPs at ZIV_MAX too)
         hi = float(value)
-        if hi == 0:
-            return (-0.0 if value < 0 else 0.0), 0.0
+        if hi == 0:   # a sign Arb decides, or none (lo NaN: the caller's)
+            return (-0.0, 0.0) if value < 0 else (0.0, 0.0) if value > 0 else (0.0, math.nan)
         return hi, (float(value - arb(hi)) if math.isfinite(hi) else 0.0)
     finally:
         ctx.prec = saved
@@ -182,7 +183,8 @@ def refined(fast: Callable, exact: Callable, *operands, dtypes=None,
     whose operands are finite and nonzero (Arb has no signed zero) and whose exact value is a
     finite real number, and ``fast``'s value (with ``lo = 0``) elsewhere. With ``ziv`` the
     precision is Ziv's (:func:`_evaluate_ziv`: raised only until ``hi`` is the correctly
-    rounded float64 and ``lo`` is known to 2**-20 of its ULP), and a ``-0`` Arb decided stays.
+    rounded float64 and ``lo`` is known to 2**-20 of its ULP), and a zero whose sign Arb decides
+    keeps it.
 
     >>> r = refined(np.exp, lambda x: x.exp(), np.array([0.0, 1.0, np.inf]))
     >>> r.tolist(), r.residual.tolist()
@@ -207,9 +209,9 @@ def refined(fast: Callable, exact: Callable, *operands, dtypes=None,
         at = finite[take]
         found = values[inverse.ravel()[take]]
         # an exact zero has no sign in Arb: the fast path's (the special-value table decides)
-        signless = (found[:, 0] == 0) & ~(ziv & np.signbit(found[:, 0]))
+        signless = np.isnan(found[:, 1]) if ziv else found[:, 0] == 0
         hi.flat[at] = np.where(signless, np.copysign(0.0, hi.flat[at]), found[:, 0])
-        lo.flat[at] = found[:, 1]
+        lo.flat[at] = np.where(signless, 0.0, found[:, 1])
     return with_residual(hi, lo)
 
 

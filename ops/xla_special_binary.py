@@ -171,11 +171,13 @@ def _zeta_open(x, q):
 
 def _zeta_fast(x, q):
     """Where Arb gives no finite real: the pole x = 1 is +inf (the harmonic series diverges);
-    x = +inf gives 0 for q > 1, 1 for q = 1 and +inf for q < 1; q = +inf gives +0."""
+    x = +inf gives 0 for q > 1, 1 for q = 1 and +inf for q < 1; q = +inf gives +0. Every term
+    is positive: a zero Arb cannot sign (x in the hundreds of digits) is +0 (abs: SciPy's NaN
+    there may carry a sign bit)."""
     with np.errstate(all="ignore"):
         at_inf = np.where(q > 1, 0.0, np.where(q == 1, 1.0, np.inf))
         value = np.where(x == 1, np.inf, np.where(x == np.inf, at_inf,
-                         np.where(q == np.inf, 0.0, _scipy().zeta(x, q))))
+                         np.where(q == np.inf, 0.0, np.abs(_scipy().zeta(x, q)))))
         return np.where(_zeta_open(x, q), np.nan, value)
 
 
