@@ -211,7 +211,7 @@ def refined(fast: Callable, exact: Callable, *operands, dtypes=None,
         # an exact zero has no sign in Arb: the fast path's (the special-value table decides)
         signless = np.isnan(found[:, 1]) if ziv else found[:, 0] == 0
         hi.flat[at] = np.where(signless, np.copysign(0.0, hi.flat[at]), found[:, 0])
-        lo.flat[at] = np.where(signless, 0.0, found[:, 1])
+        lo.flat[at] = np.where(signless, 0.0, found[:, 1]) if ziv else found[:, 1]
     return with_residual(hi, lo)
 
 
