@@ -64,13 +64,19 @@ def _arb_igammac(a, x):
     return x.gamma_upper(a, regularized=1)
 
 
+def _nonnegative(fast):
+    """``fast`` with its NaNs' sign bits cleared: P and Q are nonnegative, so a zero Arb cannot
+    sign (a huge a) is +0 (SciPy's NaN there may carry a sign bit, which refined would copy)."""
+    return lambda *operands: np.abs(fast(*operands))
+
+
 @op("igamma", version=1)
 def oracle_igamma(a, x, *, open_elements=False):
     """igamma(a, x) = P(a, x) = gamma(a, x) / Gamma(a), the regularized lower incomplete gamma
     function (jax.lax.igamma; DLMF 8.2.4), for a > 0 and x >= 0."""
     if open_elements:
         return (_igamma_open(a, x),)
-    return (refined(_scipy().gammainc, _arb_igamma, a, x, ziv=True),)
+    return (refined(_nonnegative(_scipy().gammainc), _arb_igamma, a, x, ziv=True),)
 
 
 @op("igammac", version=1)
@@ -79,7 +85,7 @@ def oracle_igammac(a, x, *, open_elements=False):
     incomplete gamma function (jax.lax.igammac; DLMF 8.2.4), for a > 0 and x >= 0."""
     if open_elements:
         return (_igamma_open(a, x),)
-    return (refined(_scipy().gammaincc, _arb_igammac, a, x, ziv=True),)
+    return (refined(_nonnegative(_scipy().gammaincc), _arb_igammac, a, x, ziv=True),)
 
 
 def _cot_derivative(c, m: int):
