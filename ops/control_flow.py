@@ -134,7 +134,7 @@ def _node_open(entry: dict, operands, exact, result, dtype: str) -> np.ndarray:
         typed = [np.asarray(x).astype(np_dtype(dtype)) for x in operands]
         ctx = RegionContext(inputs=typed, expected=exact, out_dtype=dtype,
                             float_oracle=lambda xs: oracle(*xs)[0],
-                            oracle_with=lambda xs, **more: oracle(*xs, **more), attrs={})
+                            oracle_with=lambda xs, **more: oracle(*xs, **more)[0], attrs={})
         mask |= region_mask(entry["regions"], ctx)
     return mask
 
@@ -176,7 +176,8 @@ def _element_type(dtypes) -> str:
 def lax_control(lax, attrs):
     """While (``limit``: ``lax.while_loop``), Conditional with a predicate (``lax.cond``) or a
     branch index (``lax.switch``), or Call (the binding's ``call`` param: a jitted function,
-    which the enclosing jit calls), each body made of its ops' ``jax.lax`` functions."""
+    which the enclosing jit calls; with ``composite`` too, CompositeCall: ``lax.composite`` of
+    it), each body made of its ops' ``jax.lax`` functions."""
     def body_of(entries):
         def apply(a, b):
             v = a
@@ -189,7 +190,10 @@ def lax_control(lax, attrs):
 
     if attrs.get("call"):   # Call (ops/xla_call.py): the body a computation of its own
         import jax
-        return jax.jit(body_of(attrs["body"]))   # nested in the backend's jit: a func.call
+        called = jax.jit(body_of(attrs["body"]))   # nested in the backend's jit: a func.call
+        if attrs.get("composite"):   # CompositeCall: stablehlo.composite, the body its decomposition
+            return lax.composite(called, name="conform.body", version=1)
+        return called
     if "limit" in attrs:
         limit, step, rotate = attrs["limit"], body_of(attrs["body"]), attrs["rotate"]
 

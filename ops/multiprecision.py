@@ -36,6 +36,9 @@ import numpy as np
 START_PRECISION = 128      # bits of the first evaluation
 MAX_PRECISION = 1 << 14    # a ball still wider than wanted here is taken as it is
 WANTED_BITS = 110          # relative accuracy of the enclosure
+ZIV_START = 106            # Ziv's strategy: twice float64's 53 bits first,
+ZIV_MAX = 1 << 12          # doubled up to here,
+ZIV_GUARD_BITS = 20        # until the ball rounds to one float64, 2**-20 of its ULP wide
 
 
 class Refined(np.ndarray):
@@ -98,14 +101,55 @@ def _evaluate(fn: Callable, args: Sequence[float], arb, ctx) -> tuple[float, flo
         ctx.prec = saved
 
 
-def evaluate_pairs(fn: Callable, rows) -> list:
-    """:func:`evaluate_pair` for each row of arguments (one precision setting for them all)."""
+def _decided(value) -> bool:
+    """Ziv's test: every point of the ball rounds to one float64 (a zero's sign aside: a ball
+    holding 0 that rounds to zero leaves the sign to the caller, as an exact zero does), and
+    the ball is at most 2**-ZIV_GUARD_BITS of that float64's ULP wide, so that ``lo`` is known
+    too (the judge reads ``hi + lo`` for a float64 result)."""
+    if value.is_exact():
+        return True
+    low, high = float(value.lower()), float(value.upper())
+    if low != high:
+        return False
+    unit = math.ulp(low) if math.isfinite(low) and abs(low) >= 2.0 ** -1022 else 2.0 ** -1074
+    return not math.isfinite(low) or float(value.rad()) <= unit * 2.0 ** -ZIV_GUARD_BITS
+
+
+def _evaluate_ziv(fn: Callable, args: Sequence[float], arb, ctx) -> tuple[float, float] | None:
+    """``fn`` on ``args`` from ZIV_START bits, the precision doubled (up to ZIV_MAX) until
+    :func:`_decided` (a ball that is not finite at one precision, as a huge exponent's, may be
+    at the next), as ``(hi, lo)``; None where no precision gives a finite ball within a few
+    float64 ULPs (a hard-to-round value is taken at ZIV_MAX as it is). A zero is signed as
+    the ball lies, or, for a ball holding 0 (an exact zero too), ``(0.0, nan)``: the sign is
+    the caller's."""
+    saved = ctx.prec
+    try:
+        ctx.prec = ZIV_START
+        while True:
+            value = fn(*map(arb, args))
+            if (value.is_finite() and _decided(value)) or ctx.prec >= ZIV_MAX:
+                break
+            ctx.prec *= 2
+        if not value.is_finite() or not (_decided(value) or value.rel_accuracy_bits() >= 50):
+            return None   # no float64 (a ball still wider than a few ULPs at ZIV_MAX too)
+        hi = float(value)
+        if hi == 0:   # a sign Arb decides, or none (lo NaN: the caller's)
+            return (-0.0, 0.0) if value < 0 else (0.0, 0.0) if value > 0 else (0.0, math.nan)
+        return hi, (float(value - arb(hi)) if math.isfinite(hi) else 0.0)
+    finally:
+        ctx.prec = saved
+
+
+def evaluate_pairs(fn: Callable, rows, *, ziv: bool = False) -> list:
+    """:func:`evaluate_pair` for each row of arguments (one precision setting for them all);
+    with ``ziv``, each row by Ziv's strategy (:func:`_evaluate_ziv`)."""
     from flint import arb, ctx   # imported on first use: only float64 references need it
 
     saved = ctx.prec
     ctx.prec = START_PRECISION
+    evaluate = _evaluate_ziv if ziv else _evaluate
     try:
-        return [_evaluate(fn, row, arb, ctx) for row in rows]
+        return [evaluate(fn, row, arb, ctx) for row in rows]
     finally:
         ctx.prec = saved
 
@@ -131,12 +175,16 @@ def _distinct(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows[first], inverse.ravel()
 
 
-def refined(fast: Callable, exact: Callable, *operands, dtypes=None) -> np.ndarray:
+def refined(fast: Callable, exact: Callable, *operands, dtypes=None,
+            ziv: bool = False) -> np.ndarray:
     """The element-wise function on float64 ``operands`` (broadcast together): ``fast`` (NumPy,
     float64) where ``dtypes`` (the inputs' original dtype names) holds a narrower type, else a
     :class:`Refined` ``hi + lo`` from ``exact`` (the same function on Arb balls) at every element
     whose operands are finite and nonzero (Arb has no signed zero) and whose exact value is a
-    finite real number, and ``fast``'s value (with ``lo = 0``) elsewhere.
+    finite real number, and ``fast``'s value (with ``lo = 0``) elsewhere. With ``ziv`` the
+    precision is Ziv's (:func:`_evaluate_ziv`: raised only until ``hi`` is the correctly
+    rounded float64 and ``lo`` is known to 2**-20 of its ULP), and a zero whose sign Arb decides
+    keeps it.
 
     >>> r = refined(np.exp, lambda x: x.exp(), np.array([0.0, 1.0, np.inf]))
     >>> r.tolist(), r.residual.tolist()
@@ -153,7 +201,7 @@ def refined(fast: Callable, exact: Callable, *operands, dtypes=None) -> np.ndarr
         # Arb has no signed zero: elements with a zero operand keep the fast path's value
         finite = np.flatnonzero((np.isfinite(stacked) & (stacked != 0)).all(axis=1))
         unique, inverse = _distinct(stacked[finite])
-        pairs = evaluate_pairs(exact, unique.tolist())
+        pairs = evaluate_pairs(exact, unique.tolist(), ziv=ziv)
         known = np.array([p is not None for p in pairs], bool)
         values = np.array([p if p is not None else (0.0, 0.0) for p in pairs], np.float64)
         values = values.reshape(len(pairs), 2)
@@ -161,8 +209,9 @@ def refined(fast: Callable, exact: Callable, *operands, dtypes=None) -> np.ndarr
         at = finite[take]
         found = values[inverse.ravel()[take]]
         # an exact zero has no sign in Arb: the fast path's (the special-value table decides)
-        hi.flat[at] = np.where(found[:, 0] == 0, np.copysign(0.0, hi.flat[at]), found[:, 0])
-        lo.flat[at] = found[:, 1]
+        signless = np.isnan(found[:, 1]) if ziv else found[:, 0] == 0
+        hi.flat[at] = np.where(signless, np.copysign(0.0, hi.flat[at]), found[:, 0])
+        lo.flat[at] = np.where(signless, 0.0, found[:, 1]) if ziv else found[:, 1]
     return with_residual(hi, lo)
 
 

@@ -8,6 +8,11 @@ the body computes on the arguments, each op rounded once to the element type, an
 is the body's (``run_body``), with the elements an op's region leaves open marked. The jax
 binding calls the body as a function jitted of its own inside the backend's jit, which jax
 lowers to a ``func.call`` (XLA's kCall).
+
+CompositeCall ("CompositeCall": a composite "may be replaced by its decomposition without
+changing program semantics"; implemented as a kCall with ``is_composite=true``) is the same
+computation as the decomposition of ``jax.lax.composite``, which lowers to
+``stablehlo.composite`` named ``conform.body``, version 1.
 """
 from __future__ import annotations
 
@@ -41,3 +46,12 @@ def oracle_call(a, b, *, body, dtypes, ftz=False, open_elements=False):
         opened = opened | oracle_call(a, b, body=body, dtypes=dtypes, ftz=True,
                                       open_elements=True)[0]
     return (opened,)
+
+
+@op("composite_call", version=1, draw=draw_call, lax=lax_control, uses_catalog=True,
+    numpy=numpy_call)
+def oracle_composite_call(a, b, *, body, dtypes, ftz=False, open_elements=False):
+    """CompositeCall(a, b, name, decomposition, version): "the composite may be replaced by its
+    decomposition without changing program semantics", so its result is the decomposition's
+    (the body's) on the arguments: Call's oracle."""
+    return oracle_call(a, b, body=body, dtypes=dtypes, ftz=ftz, open_elements=open_elements)

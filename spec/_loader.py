@@ -271,9 +271,11 @@ def _check_semantics(data: dict, root: yaml.Node, path: Path) -> None:
 
 
 def _check_xla_binding(data: dict, root: yaml.Node, path: Path, found: OpDefinition) -> None:
-    """An XLA binding names its ``lax`` function unless the op module lowers the op itself."""
+    """An XLA binding names its ``lax`` function unless the op module lowers the op itself (or
+    the binding says why jax cannot express the op: ``unsupported``)."""
     xla = data["bindings"].get("xla")
-    if xla is not None and "lax" not in xla and (found.lax is None or found.lax_takes_bound):
+    if xla is not None and not {"lax", "unsupported"} & set(xla) and (
+            found.lax is None or found.lax_takes_bound):
         raise SpecError(path, line_of(root, ["bindings", "xla"]), "bindings.xla.lax",
                         f"required: the op module {found.module} has no `lax` hook lowering "
                         "the op without it")

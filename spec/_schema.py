@@ -254,12 +254,14 @@ SCHEMA = {
             "type": "object",
             "additionalProperties": False,
             "properties": {
-                "xla": {
-                    # ``lax`` may be left out where the op module's ``lax`` hook lowers the op
-                    # without it (the loader checks)
-                    "type": "object", "additionalProperties": False,
-                    "properties": {"lax": {"type": "string"}, "params": {"type": "object"}},
-                },
+                # ``lax`` may be left out where the op module's ``lax`` hook lowers the op
+                # without it (the loader checks); or why jax cannot express the op (every case
+                # of it is then unsupported with that reason: conform.harness.backends.base.binding)
+                "xla": {"oneOf": [
+                    {"type": "object", "additionalProperties": False,
+                     "properties": {"lax": {"type": "string"}, "params": {"type": "object"}}},
+                    {"type": "object", "additionalProperties": False, "required": ["unsupported"],
+                     "properties": {"unsupported": {"type": "string", "minLength": 10}}}]},
                 "onnx": {
                     "type": "object", "additionalProperties": False, "required": ["op_type"],
                     "properties": {"op_type": {"type": "string"}, "attributes": {"type": "object"},

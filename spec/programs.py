@@ -206,8 +206,9 @@ def program_spec(name: str, specs: dict) -> ProgramSpec:
 def chain_names(specs: dict, fmt: str, *, count: int = 12, seed: int = 0) -> list[str]:
     """``count`` chains of 2 to 4 chainable ops bound in format ``fmt`` (``xla``, ``onnx`` or
     ``nnef``), drawn with ``seed``, each with a float dtype common to all its ops."""
-    eligible = sorted(op for op, spec in specs.items()
-                      if fmt in spec.bindings and not is_program(op) and chainable(spec))
+    eligible = sorted(op for op, spec in specs.items()   # bound, and not declared unsupported
+                      if "unsupported" not in spec.bindings.get(fmt, {"unsupported": ""})
+                      and not is_program(op) and chainable(spec))
     rng = random.Random(f"{fmt}:{seed}")
     names: list[str] = []
     for _ in range(50 * count):

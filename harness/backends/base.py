@@ -138,10 +138,13 @@ class Backend:
 
 
 def binding(spec, fmt: str) -> dict:
-    """The spec's binding for format ``fmt``, or raise :class:`Unsupported`."""
+    """The spec's binding for format ``fmt``, or raise :class:`Unsupported`: where the spec has
+    none, or its binding says why the format cannot express the op (``unsupported``)."""
     found = spec.bindings.get(fmt)
     if found is None:
         raise Unsupported(f"op {spec.op} has no {fmt} binding in its spec")
+    if "unsupported" in found:
+        raise Unsupported(f"op {spec.op}: {found['unsupported']}")
     return found
 
 

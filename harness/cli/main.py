@@ -177,8 +177,11 @@ def cmd_list(args) -> int:
              "dtypes": claims.dtypes_of(s) if claims else list(s.dtypes),
              "bindings": _bindings(s), "signature": s.described_signature(),
              "xla": s.defined_by.get("xla", {}).get("name"), "onnx": s.defined_by.get("onnx", {}).get("name"),
-             "summary": s.summary} for s in specs.values()]
+             "summary": s.summary, "not_runnable": _not_runnable(s)} for s in specs.values()]
     rows = [r for r in rows if r["dtypes"]]
+    if claims and claims.binding:   # each op the backend claims: runnable, or why not
+        for r in rows:
+            r["runnable"] = claims.binding not in r["not_runnable"]
     if args.format == "json" and args.attribute_coverage:
         from conform.generators import attribute_pair_coverage
 
@@ -192,10 +195,27 @@ def cmd_list(args) -> int:
         print(claims.describe())
     print(f"{'op':24} {'definition':26} {'bindings':20} dtypes")
     for r in rows:
-        print(f"{r['op']:24} {r['definition']:26} {','.join(sorted(r['bindings'])):20} "
-              f"{','.join(r['dtypes'])}")
-    print(f"\n{len(rows)} ops" + (f" that {claims.name} runs" if claims else ""))
+        bindings = ",".join(f + ("!" if f in r["not_runnable"] else "") for f in sorted(r["bindings"]))
+        why = r["not_runnable"].get(claims.binding) if claims and claims.binding else None
+        print(f"{r['op']:24} {r['definition']:26} {bindings:20} "
+              + (f"not runnable on {claims.name}: {why}" if why else ",".join(r["dtypes"])))
+    print()
+    if any(r["not_runnable"] for r in rows):
+        print("a binding marked ! says why its format cannot express the op (not runnable there: "
+              "--format json gives each reason)")
+    if claims and claims.binding:
+        cannot = sum(not r["runnable"] for r in rows)
+        if cannot:
+            print(f"{cannot} ops bound for {claims.binding} that {claims.name} cannot run")
+        print(f"{len(rows) - cannot} ops that {claims.name} runs")
+    else:
+        print(f"{len(rows)} ops" + (f" that {claims.name} runs" if claims else ""))
     return EXIT_OK
+
+
+def _not_runnable(spec) -> dict:
+    """Per binding that declares its format cannot express the op (``unsupported``), why."""
+    return {fmt: b["unsupported"] for fmt, b in spec.bindings.items() if "unsupported" in b}
 
 
 def _print_table(summary: dict) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from conform.generators._corpus_format import answer_arrays, answers_from_arrays
 from conform.generators._suite import answer_digest, generate_cases
-from conform.ops.multiprecision import evaluate_pair, refined
+from conform.ops.multiprecision import ZIV_START, evaluate_pair, evaluate_pairs, refined
 from conform.oracles._registry import evaluate, evaluate_refined
 from conform.oracles.expectations import Expectation, expect
 from conform.spec import load_specs
@@ -211,3 +211,23 @@ def test_a_chain_tells_each_node_that_takes_them_its_operands_type():
     chain = program_spec("chain__count_leading_zeros__bitwise_not", load_specs())
     clz, inverted = evaluate(chain.definition, [np.int32([1, -1])], {})
     assert clz.tolist() == [31, 0] and inverted.tolist() == [-32, -1]
+
+
+def test_ziv_raises_the_precision_only_until_the_float64_is_decided():
+    """Ziv's strategy: a plain value is decided at the first precision; a value whose first
+    digits cancel (lgamma's zero near 2, DLMF 5.4.1's Gamma(2) = 1) takes more; both agree
+    with the fixed 110-bit evaluation's ``hi`` and ``lo``."""
+    from flint import ctx
+
+    seen = []
+
+    def lgamma(x):
+        seen.append(ctx.prec)
+        return x.lgamma()
+
+    for x, first_only in ((0.3, True), (2.0 + 2.0 ** -40, False)):
+        seen.clear()
+        (pair,) = evaluate_pairs(lgamma, [[x]], ziv=True)
+        assert seen[0] == ZIV_START and (len(seen) == 1) == first_only, seen
+        fixed = evaluate_pair(lambda v: v.lgamma(), [x])
+        assert pair[0] == fixed[0] and abs(pair[1] - fixed[1]) <= 2.0 ** -20 * math.ulp(fixed[0])
