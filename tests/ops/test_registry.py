@@ -47,7 +47,7 @@ def _names(specs) -> set[str]:
     for spec in specs.values():
         bindings = spec.bindings
         names.update(b[key] for fmt, key in (("onnx", "op_type"), ("nnef", "op"), ("xla", "lax"))
-                     if (b := bindings.get(fmt)))
+                 if (b := bindings.get(fmt)) and key in b)   # xla: {unsupported: why} names none
     return names
 
 
