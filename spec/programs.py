@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import random
+import types
 from dataclasses import dataclass
 
 from conform.dtypes import is_complex
@@ -82,6 +83,8 @@ class ProgramSpec:
 
     optional_inputs = ()
     elementwise = False
+    excluded_pairs = ()    # a program has no attribute design (spec/_design.py)
+    conditioning = types.MappingProxyType({})   # nor value plans of its own
 
     def present_inputs(self, attrs: dict) -> tuple[str, ...]:
         return self.inputs
