@@ -960,5 +960,11 @@ class IntDivTrapsOnOverflow(OrtMutant):
         return inputs
 
 
+# ---- graph-level bugs (conform fuzz): bench/graph_mutants.py ------------------------------------
+from bench.graph_mutants import (CastPairDroppedBetweenOps, Clean, ConstantFoldedInHalf,  # noqa: E402,F401
+                                 FusionReassociatesSum, GraphMutant,
+                                 LayoutTransposesWrongAxes)
+
+
 ALL = [cls for cls in list(globals().values()) if isinstance(cls, type)
-       and issubclass(cls, Mutant) and cls not in (Mutant, OrtMutant, JaxMutant)]
+       and issubclass(cls, Mutant) and cls not in (Mutant, OrtMutant, JaxMutant, GraphMutant)]

@@ -56,6 +56,9 @@ class Graph:
     dtypes: dict            # value name -> dtype name
     values: dict            # value name -> array: inputs' and the oracle's outputs (as drawn)
     dtype: str = "float32"
+    #: graph inputs the model holds as constants (initializers, as a user's model holds its
+    #: weights), which a runtime may fold
+    constants: frozenset = frozenset()
 
     @property
     def leaves(self) -> tuple[str, ...]:
@@ -109,7 +112,12 @@ def _graph(draw, specs, ops, labels, max_nodes, accept):
             break
         spec = specs[draw(st.sampled_from(ops))]
         _add_node(draw, graph, spec, _label(draw, labels[spec.op], graph.dtype), accept)
+    # drawn after the nodes, so that a seed draws the nodes it drew before constants existed
+    graph.constants = frozenset(name for name in graph.inputs if draw(_QUARTER) == 0)
     return graph
+
+
+_QUARTER = st.integers(0, 3)   # one graph input in four is a constant
 
 
 def _label(draw, labels, dtype: str) -> str:

@@ -2,7 +2,8 @@
 
 Each node is lowered by its op's own ONNX lowering (as a single op's model is, with
 :class:`~conform.harness.backends.onnx_models.OnnxGraph`), over the graph's value names. The
-model's inputs and outputs carry their full static shapes. ``outputs`` picks which values are
+model's inputs and outputs carry their full static shapes; the graph's ``constants`` are
+initializers, not inputs. ``outputs`` picks which values are
 the model's outputs: the leaves (the model as a user runs it) or every node's outputs (the
 instrumented model, whose intermediates the judge judges node by node).
 """
@@ -12,8 +13,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
+from conform.dtypes import np_dtype
 from conform.harness.backends.base import Unsupported, binding, onnx_opset
 from conform.harness.backends.onnx_models import (IR_VERSION, ONNX_TYPES, OnnxGraph, _add_op,
                                                   schema_allows)
@@ -33,11 +35,15 @@ def build_graph_model(graph, outputs) -> onnx.ModelProto:
         view = onnx_graph.view(binding(node.spec, "onnx"), list(node.inputs),
                                list(node.outputs), prefix=f"n{k}_")
         _add_op(node.spec, case, view, version)
+    constants = getattr(graph, "constants", ())
+    held = [numpy_helper.from_array(np.asarray(graph.inputs[name], np_dtype(graph.dtypes[name])),
+                                    name) for name in graph.inputs if name in constants]
     made = helper.make_graph(
         onnx_graph.nodes, "conform_graph",
-        [_info(name, graph.dtypes[name], graph.values[name]) for name in graph.inputs],
+        [_info(name, graph.dtypes[name], graph.values[name]) for name in graph.inputs
+         if name not in constants],
         [_info(name, graph.dtypes[name], graph.values[name]) for name in outputs],
-        initializer=onnx_graph.initializers)
+        initializer=[*held, *onnx_graph.initializers])
     return helper.make_model(made, ir_version=IR_VERSION,
                              opset_imports=[helper.make_opsetid("", version)],
                              producer_name="conform")

@@ -3,6 +3,9 @@
 Each graph's models are new (no two graphs share one), so the worker keeps no session: it is
 handed serialized models and the inputs, makes a session per model (CPU provider, one thread,
 ``ORT_ENABLE_ALL``: the optimisations a user gets by default) and returns every model's outputs.
+Given another backend (``module:Class``, an adapter whose model format is ONNX: a mutant of
+bench/mutants.py), the worker loads it and runs each model through the adapter API instead
+(:func:`conform.harness.backends.graph_program.run_graph_on`), at the adapter's own settings.
 A worker that dies (a SIGFPE, an abort in a kernel) costs the graph it was running: the caller
 records a ``crash`` and starts another.
 """
@@ -16,7 +19,9 @@ import numpy as np
 OPTIMIZATION = "ORT_ENABLE_ALL"
 
 
-def _serve(conn) -> None:
+def _serve(conn, backend: str = "onnxruntime") -> None:
+    if backend != "onnxruntime":
+        return _serve_adapter(conn, backend)
     import onnxruntime as ort
 
     from conform.harness.backends.ort_values import array_of, needs_ort_values, ort_value
@@ -32,7 +37,7 @@ def _serve(conn) -> None:
             request = conn.recv()
         except EOFError:
             return
-        models, feeds, dtypes = request
+        models, feeds, dtypes, _ = request
         replies = []
         for k, model in enumerate(models):
             try:
@@ -49,6 +54,28 @@ def _serve(conn) -> None:
         conn.send(replies)
 
 
+def _serve_adapter(conn, name: str) -> None:
+    from conform.harness.backends.graph_program import run_graph_on
+    from conform.harness.backends.wrapping import load_backend
+
+    backend = load_backend(name)
+    conn.send(("ready", backend.version()))
+    while True:
+        try:
+            models, feeds, _, parts = conn.recv()
+        except EOFError:
+            return
+        replies = []
+        for model, part in zip(models, parts):
+            try:
+                replies.append(("ok", [np.asarray(v) for v in run_graph_on(backend, part, model,
+                                                                           feeds)]))
+            except Exception as exc:   # the adapter's or its runtime's error: the graph's
+                replies.append(("error", f"{type(exc).__name__}: {str(exc)[:2000]}",
+                                traceback.format_exc(limit=3)))
+        conn.send(replies)
+
+
 def _array(value):
     """An output as an array; anything else (a sparse tensor) is the model's error."""
     if not isinstance(value, np.ndarray):
@@ -60,8 +87,8 @@ class GraphWorker:
     """A worker process running ONNX models on onnxruntime; :meth:`run` returns per model
     ``("ok", outputs)`` or ``("error", message, traceback)``, or raises :class:`WorkerDied`."""
 
-    def __init__(self, timeout: float = 60.0):
-        self.timeout = timeout
+    def __init__(self, timeout: float = 60.0, backend: str = "onnxruntime"):
+        self.timeout, self.backend = timeout, backend
         self._process = self._conn = None
         self.version = None
         self.starts = 0   # workers started (each after the first replaces a dead one)
@@ -69,7 +96,7 @@ class GraphWorker:
     def _start(self) -> None:
         context = mp.get_context("spawn")
         self._conn, theirs = context.Pipe()
-        process = context.Process(target=_serve, args=(theirs,), daemon=True)
+        process = context.Process(target=_serve, args=(theirs, self.backend), daemon=True)
         process.start()
         self._process = process
         self.starts += 1
@@ -79,13 +106,14 @@ class GraphWorker:
             raise WorkerDied("onnxruntime worker did not start in 120 s")
         _, self.version = self._conn.recv()
 
-    def run(self, models: list[bytes], feeds: dict, dtypes) -> list:
+    def run(self, models: list[bytes], feeds: dict, dtypes, parts=None) -> list:
         """Run each serialized model on ``feeds`` (``dtypes``: every input's and output's
-        dtype, for the ones that cross as OrtValues)."""
+        dtype, for the ones that cross as OrtValues; ``parts``: per model, its program's
+        parts (:func:`~conform.harness.backends.graph_program.graph_parts`), for an adapter)."""
         if self._process is None:
             self._start()
         try:
-            self._conn.send((models, feeds, tuple(dtypes)))
+            self._conn.send((models, feeds, tuple(dtypes), parts))
             if not self._conn.poll(self.timeout):
                 self.close()
                 raise WorkerDied(f"no answer in {self.timeout:g} s", kind="timeout")
