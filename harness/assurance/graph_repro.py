@@ -19,10 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from conform.generators.graphs import draw_graph
 from conform.harness.backends.onnx_graphs import build_graph_model
 from conform.harness.judge.graphs import reference
-from conform.harness.run.fuzz import onnx_strategy
+from conform.harness.run.fuzz import draw_onnx_graph, onnx_strategies
 from conform.harness.run.graph_worker import GraphWorker
 from conform.harness.run.reduce import reduce_graph, signature
 from conform.reports import atomic_path, write_atomically
@@ -67,8 +66,8 @@ def redrawn(specs: dict, summary: dict, record: dict, error):
     """The graph behind ``record`` of a fuzz run, re-drawn from its seed and checked against
     the recorded nodes; raises ``error`` (an exception class) if it is not that graph."""
     fuzz = summary.get("fuzz") or {}
-    strategy = onnx_strategy(specs, fuzz.get("max_nodes", 10), fuzz.get("ops"))
-    graph = draw_graph(strategy, seed=record["seed"])
+    strategies = onnx_strategies(specs, fuzz.get("max_nodes", 10), fuzz.get("ops"))
+    graph = draw_onnx_graph(strategies, seed=record["seed"])
     drawn = json.loads(json.dumps(graph.describe()))
     recorded = [{k: v for k, v in node.items() if k != "verdict"} for node in record["nodes"]]
     if drawn != recorded:

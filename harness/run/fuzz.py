@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import time
 
-from conform.generators.graphs import MAX_NODES, draw_graph
-from conform.harness.run.graph_runs import (graph_record, graph_seed, onnx_strategy,
-                                            run_graph)
+from conform.generators.graphs import MAX_NODES
+from conform.harness.run.graph_runs import (draw_onnx_graph, graph_record, graph_seed,
+                                            onnx_strategies, onnx_strategy, run_graph)
 from conform.harness.run.graph_worker import GraphWorker
 from conform.harness.run.reduce import Failures
 
-__all__ = ["fuzz", "graph_record", "graph_seed", "onnx_strategy", "run_graph"]
+__all__ = ["draw_onnx_graph", "fuzz", "graph_record", "graph_seed", "onnx_strategies",
+           "onnx_strategy", "run_graph"]
 
 
 #: Failing graphs reduced per signature (verdict, symptom, op blamed) in a campaign: a
@@ -43,7 +44,7 @@ def fuzz(specs: dict, *, budget: int | None = None, seconds: float | None = None
     graphs are reduced (:func:`~conform.harness.run.reduce.reduce_graph`) and deduplicated
     (:class:`~conform.harness.run.reduce.Failures`). Returns the run's figures (graphs, counts,
     rate, ops reached, backend version, distinct failures)."""
-    strategy = onnx_strategy(specs, max_nodes, ops)
+    strategies = onnx_strategies(specs, max_nodes, ops)
     worker = GraphWorker(backend=backend)
     counts: dict = {}
     reached: set = set()
@@ -54,7 +55,7 @@ def fuzz(specs: dict, *, budget: int | None = None, seconds: float | None = None
         while (budget is None or number < budget) \
                 and (seconds is None or time.perf_counter() - start < seconds):
             drawn_from = graph_seed(seed, number)
-            graph = draw_graph(strategy, seed=drawn_from)
+            graph = draw_onnx_graph(strategies, seed=drawn_from)
             kind, replies = run_graph(graph, worker)
             record = graph_record(graph, number, drawn_from, kind, replies, backend)
             if reduce and record["verdict"] in REDUCED:

@@ -5,13 +5,17 @@ See :mod:`conform.harness.run.fuzz` for the verdicts a graph's result line holds
 from __future__ import annotations
 
 import zlib
+from typing import NamedTuple
 
 import numpy as np
+import onnx
 
 from conform.dtypes import np_dtype
-from conform.generators.graphs import MAX_NODES, graphs
+from conform.generators.graphs import MAX_NODES, draw_graph, graphs
+from conform.harness.backends.base import Unsupported
 from conform.harness.backends.graph_program import graph_parts
-from conform.harness.backends.onnx_graphs import build_graph_model, onnx_accepts, onnx_allowed
+from conform.harness.backends.onnx_graphs import (build_graph_model, onnx_accepts, onnx_allowed,
+                                                  onnx_lowers, valid)
 from conform.harness.judge.graphs import judge_leaves, judge_nodes, reference
 from conform.harness.judge.judging import failure_message
 from conform.harness.run.graph_worker import GraphWorker, WorkerDied
@@ -27,12 +31,46 @@ def graph_seed(seed: int, number: int) -> int:
     return zlib.crc32(f"graph:{seed}:{number}".encode())
 
 
+class OnnxGraphs(NamedTuple):
+    """The two strategies of one campaign's graphs: ``quick`` keeps a node its lowering can
+    express; ``strict`` also checks its one-node model (:func:`onnx_accepts`). Both draw the
+    same graph wherever strict rejects no node that quick keeps."""
+
+    quick: object
+    strict: object
+
+
+def onnx_strategies(specs: dict, max_nodes: int = MAX_NODES, ops=None) -> OnnxGraphs:
+    """The graphs ``conform fuzz`` draws (see :func:`onnx_strategy`), quick and strict."""
+    bound = _bound(specs, ops)
+    return OnnxGraphs(*(graphs(bound, max_nodes=max_nodes, allowed=onnx_allowed, accept=accept)
+                        for accept in (onnx_lowers, onnx_accepts)))
+
+
+def draw_onnx_graph(strategies: OnnxGraphs, *, seed: int):
+    """The graph ``conform fuzz`` runs for ``seed``: drawn quickly (no node's model checked),
+    then its whole instrumented model checked once (``onnx.checker`` full check and strict
+    shape inference, as :func:`onnx_accepts` checks a node); where that fails, drawn again
+    checking each node. Every graph returned is valid; checking once per graph instead of per
+    node saves most of the checker's time."""
+    graph = draw_graph(strategies.quick, seed=seed)
+    every = [name for node in graph.nodes for name in node.outputs]
+    try:
+        valid(build_graph_model(graph, every))
+    except (Unsupported, onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+        return draw_graph(strategies.strict, seed=seed)
+    return graph
+
+
+def _bound(specs: dict, ops) -> dict:
+    return {op: spec for op, spec in specs.items() if "onnx" in spec.bindings
+            and (ops is None or op in ops)}
+
+
 def onnx_strategy(specs: dict, max_nodes: int = MAX_NODES, ops=None):
     """The graphs ``conform fuzz`` draws for an ONNX backend: over every op of ``specs`` bound
     to ONNX at the run's opset (of ``ops`` only, if given)."""
-    bound = {op: spec for op, spec in specs.items() if "onnx" in spec.bindings
-             and (ops is None or op in ops)}
-    return graphs(bound, max_nodes=max_nodes, allowed=onnx_allowed, accept=onnx_accepts)
+    return graphs(_bound(specs, ops), max_nodes=max_nodes, allowed=onnx_allowed, accept=onnx_accepts)
 
 
 def run_graph(graph, worker: GraphWorker) -> tuple[str, list]:
