@@ -55,7 +55,19 @@ def _info(name: str, dtype: str, value):
 
 def onnx_allowed(spec, label: str) -> bool:
     """Whether a graph may draw ``spec``'s op under dtype ``label`` for an ONNX model: it is
-    bound to ONNX at the run's opset, and the opset's schema takes the label's types."""
+    bound to ONNX at the run's opset, and the opset's schema takes the label's types (asked
+    once per spec, label and opset in a process: a campaign's strategies ask it of every op)."""
+    key = (id(spec), label, onnx_opset())
+    found = _ALLOWED.get(key)
+    if found is None:   # the spec is kept with its answer: its id is not reused meanwhile
+        found = _ALLOWED[key] = (spec, _allowed(spec, label))
+    return found[1]
+
+
+_ALLOWED: dict = {}
+
+
+def _allowed(spec, label: str) -> bool:
     bound = spec.bindings.get("onnx")
     if bound is None or getattr(spec, "sequence_outputs", ()):
         return False

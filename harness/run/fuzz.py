@@ -74,4 +74,5 @@ def fuzz(specs: dict, *, budget: int | None = None, seconds: float | None = None
     return {"graphs": number, "counts": counts, "seconds": round(elapsed, 3),
             "graphs_per_second": round(number / elapsed, 3) if elapsed else None,
             "ops_reached": sorted(reached), "backend_version": worker.version,
-            "worker_restarts": max(worker.starts - 1, 0), "failures": failures.distinct()}
+            "worker_restarts": max(worker.starts - 1, 0), "failures": failures.distinct(),
+            "worker_cpu_seconds": round(worker.cpu_seconds, 3)}

@@ -12,6 +12,7 @@ records a ``crash`` and starts another.
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 import traceback
 
 import numpy as np
@@ -31,7 +32,7 @@ def _serve(conn, backend: str = "onnxruntime") -> None:
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, OPTIMIZATION)
     options.log_severity_level = 4
-    conn.send(("ready", ort.__version__))
+    conn.send(("ready", ort.__version__, time.process_time()))
     while True:
         try:
             request = conn.recv()
@@ -51,7 +52,7 @@ def _serve(conn, backend: str = "onnxruntime") -> None:
             except Exception as exc:   # onnxruntime raises its own exception types
                 replies.append(("error", f"{type(exc).__name__}: {str(exc)[:2000]}",
                                 traceback.format_exc(limit=3)))
-        conn.send(replies)
+        conn.send((replies, time.process_time()))
 
 
 def _serve_adapter(conn, name: str) -> None:
@@ -59,7 +60,7 @@ def _serve_adapter(conn, name: str) -> None:
     from conform.harness.backends.wrapping import load_backend
 
     backend = load_backend(name)
-    conn.send(("ready", backend.version()))
+    conn.send(("ready", backend.version(), time.process_time()))
     while True:
         try:
             models, feeds, _, parts = conn.recv()
@@ -73,7 +74,7 @@ def _serve_adapter(conn, name: str) -> None:
             except Exception as exc:   # the adapter's or its runtime's error: the graph's
                 replies.append(("error", f"{type(exc).__name__}: {str(exc)[:2000]}",
                                 traceback.format_exc(limit=3)))
-        conn.send(replies)
+        conn.send((replies, time.process_time()))
 
 
 def _array(value):
@@ -92,6 +93,9 @@ class GraphWorker:
         self._process = self._conn = None
         self.version = None
         self.starts = 0   # workers started (each after the first replaces a dead one)
+        #: CPU seconds the worker spent on requests (its start excluded): a rate's measure
+        self.cpu_seconds = 0.0
+        self._cpu_mark = 0.0
 
     def _start(self) -> None:
         context = mp.get_context("spawn")
@@ -104,7 +108,7 @@ class GraphWorker:
         if not self._conn.poll(120):
             self.close()
             raise WorkerDied("onnxruntime worker did not start in 120 s")
-        _, self.version = self._conn.recv()
+        _, self.version, self._cpu_mark = self._conn.recv()
 
     def run(self, models: list[bytes], feeds: dict, dtypes, parts=None) -> list:
         """Run each serialized model on ``feeds`` (``dtypes``: every input's and output's
@@ -117,7 +121,10 @@ class GraphWorker:
             if not self._conn.poll(self.timeout):
                 self.close()
                 raise WorkerDied(f"no answer in {self.timeout:g} s", kind="timeout")
-            return self._conn.recv()
+            replies, cpu = self._conn.recv()
+            self.cpu_seconds += cpu - self._cpu_mark
+            self._cpu_mark = cpu
+            return replies
         except (EOFError, OSError, BrokenPipeError):
             code = self._process.exitcode if self._process else None
             self.close()
