@@ -21,6 +21,7 @@ LEDGER = Path(__file__).resolve().parents[2] / "docs" / "found-bugs"
 FORMULAS = {
     "sqrt": np.sqrt, "sin": np.sin, "tan": np.tan, "asin": np.arcsin, "sinh": np.sinh,
     "cosh": np.cosh, "floor": np.floor, "tanh": np.tanh,
+    "onnx_reduce_sum_square": lambda x: np.sum(np.square(x), keepdims=True),   # a 1-D operand
     "reciprocal": lambda x: 1 / x, "onnx_div": np.divide, "onnx_mul": np.multiply,
     "onnx_sub": np.subtract, "logistic": lambda x: 1 / (1 + np.exp(-x)),
     "onnx_prelu": lambda x, slope: np.where(x < 0, slope * x, x),
