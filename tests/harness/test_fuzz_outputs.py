@@ -1,6 +1,7 @@
 """``conform fuzz`` through the adapter API, its outputs (results.jsonl with each graph's nodes,
 summary.json, report.html's graphs section, under the result and summary schemas), the
-deduplication of its reduced failures, and ``conform repro`` of a graph."""
+deduplication of its reduced failures, the gate on its results, and ``conform repro`` of a
+graph."""
 from __future__ import annotations
 
 import json
@@ -55,6 +56,10 @@ def test_a_campaign_on_an_adapter_reduces_dedups_reports_and_repros(tmp_path, co
     assert all(f["failure"]["duplicate_of"] in (None, *failed) for f in failed.values())
     page = (out / "report.html").read_text()
     assert 'id="graphs"' in page and "conform repro graph." in page
+    from conform.harness.cli.main import main   # the lines feed the gate as any run's do
+
+    assert main(["gate", str(out), "--no-manifest", "--min-pass-rate", "1"]) == 1
+    assert main(["gate", str(out), "--no-manifest", "--min-pass-rate", "0.1"]) == 0
 
     from conform.harness.assurance.repro import write_repro
 
