@@ -134,3 +134,15 @@ def test_the_reducer_keeps_the_failure_and_confirms_it(specs):
         worker.close()
     assert signature(record) == ("fail", "node", "onnx_mul") and deterministic
     assert small.ops == ["onnx_reduce_sum_square", "onnx_mul"]
+
+
+def test_a_campaign_checks_each_graph_once_and_draws_what_node_checks_draw(specs, onnx_graphs):
+    """conform fuzz draws with the quick node check (the lowering only) and checks each whole
+    model once: the graphs are valid, and the same as drawn checking every node's model."""
+    from conform.harness.run.fuzz import draw_fuzz_graph, fuzz_strategies
+
+    quick = fuzz_strategies(specs)
+    for seed in range(6):
+        graph = draw_fuzz_graph(quick, seed=seed)
+        assert graph.describe() == _drawn(onnx_graphs, seed).describe()
+        valid(build_graph_model(graph, [n for node in graph.nodes for n in node.outputs]))
