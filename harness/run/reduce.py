@@ -92,9 +92,11 @@ def failure_key(backend: str, version, ops, wanted: tuple) -> str:
 
     >>> failure_key("onnxruntime", "1.32.0", ["onnx_mul", "exp"], ("fail", "node", "onnx_mul"))
     'onnxruntime 1.32.0 | exp+onnx_mul | fail/node/onnx_mul'
+    >>> failure_key("jax", "jax 0.10.2", ["sinh"], ("fail", "node", "sinh"))
+    'jax 0.10.2 | sinh | fail/node/sinh'
     """
-    return f"{backend} {version} | {'+'.join(sorted(ops))} | " + "/".join(
-        str(part) for part in wanted)
+    named = str(version) if str(version).split(" ")[0] == backend else f"{backend} {version}"
+    return f"{named} | {'+'.join(sorted(ops))} | " + "/".join(str(part) for part in wanted)
 
 
 class Failures:
