@@ -981,5 +981,12 @@ class MomentsInOnePass(NumpyMutant):
         return [mean, one_pass.astype(variance.dtype)]
 
 
+# ---- graph-level bugs (conform fuzz): bench/graph_mutants.py ------------------------------------
+from bench.graph_mutants import (CastPairDroppedBetweenOps, Clean, ConstantFoldedInHalf,  # noqa: E402,F401
+                                 FusionReassociatesSum, GraphMutant,
+                                 LayoutTransposesWrongAxes)
+
+
 ALL = [cls for cls in list(globals().values()) if isinstance(cls, type)
-       and issubclass(cls, Mutant) and cls not in (Mutant, OrtMutant, JaxMutant, NumpyMutant)]
+       and issubclass(cls, Mutant)
+       and cls not in (Mutant, OrtMutant, JaxMutant, NumpyMutant, GraphMutant)]

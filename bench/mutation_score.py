@@ -64,6 +64,33 @@ def _run(backend: str, ops, out: Path, dtypes=(), timeout: float = 900) -> float
     return time.perf_counter() - start
 
 
+def _fuzz(backend: str, cls, out: Path, timeout: float = 900) -> float:
+    """``conform fuzz`` of a graph mutant's campaign (its ops, budget, seed) on ``backend``."""
+    start = time.perf_counter()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "conform.harness.cli", "fuzz", "--backend", backend,
+         "--ops", ",".join(cls.fuzz_ops), "--budget", str(cls.budget), "--seed", str(cls.seed),
+         "--max-nodes", str(cls.max_nodes), "--out", str(out), "--force"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode not in (0, 1) or not (out / "results.jsonl").exists():
+        raise RuntimeError(f"conform fuzz --backend {backend} exited {proc.returncode}:\n"
+                           f"{proc.stderr[-4000:]}")
+    return time.perf_counter() - start
+
+
+def _campaign(cls) -> tuple:
+    return (cls.fuzz_ops, cls.budget, cls.seed, cls.max_nodes)
+
+
+def _reduced_nodes(records: dict, caught) -> int | None:
+    """The fewest nodes a caught graph was reduced to (``conform fuzz`` reduces failures)."""
+    sizes = [len(records[i]["failure"]["nodes"]) for i in caught
+             if (records[i].get("failure") or {}).get("reduced")]
+    return min(sizes, default=None)
+
+
 def _records(out: Path) -> dict:
     return {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())
             if r.get("id")}
@@ -108,7 +135,7 @@ def judge_mutant(cls, clean: dict, mutated: dict) -> dict:
     result = {"mutant": cls.__name__, "bug": cls.bug, "resembles": cls.resembles,
               "equivalent": cls.equivalent or None,
               "ops": list(cls.targets), "dtypes": list(cls.affects) or "all",
-              "detected": bool(caught), "caught_cases": caught[:5], "n_caught": len(caught),
+              "detected": bool(caught), "caught_cases": caught, "n_caught": len(caught),
               "mutant_errors": own_errors[:5],
               "affected_cases": len(affected), "verdicts": dict(verdicts),
               "changed": dict(changed), "outputs_changed": len(moved), "worst_ratio": worst, "clean_worst_ratio": worst_clean}
@@ -147,8 +174,11 @@ def score(names=None, jobs: int = 2, keep: Path | None = None) -> dict:
 
         # The unmutated backend on every op x dtype cell a mutant runs: ops grouped by the
         # dtype labels their mutants affect (none: every dtype), one clean run per group.
+        graph_mutants = [cls for cls in chosen if getattr(cls, "fuzz_ops", ())]
+        chosen_ops = [cls for cls in chosen if cls not in graph_mutants]
+        campaigns = sorted({_campaign(cls): cls for cls in graph_mutants}.items())
         cells = {}
-        for cls in chosen:
+        for cls in chosen_ops:
             for op in cls.targets:
                 have = cells.setdefault((cls.wraps, op), set())
                 cells[(cls.wraps, op)] = None if have is None or not cls.affects else (
@@ -161,19 +191,34 @@ def score(names=None, jobs: int = 2, keep: Path | None = None) -> dict:
 
         def clean_run(group):
             backend, ops, dts, out = group
+            if backend == "graph":   # a graph mutants' campaign, on the unmutated adapter
+                return _fuzz(f"{MODULE}:Clean", ops, out)
             return _run(backend, ops, out, dts)
+
+        groups += [("graph", cls, (), base / f"clean-graphs-{n}")
+                   for n, (_, cls) in enumerate(campaigns)]
+        graph_clean = {key: base / f"clean-graphs-{n}" for n, (key, _) in enumerate(campaigns)}
 
         def one(cls):
             out = base / cls.__name__
-            seconds = _run(f"{MODULE}:{cls.__name__}", cls.targets, out, cls.affects)
-            return {**judge_mutant(cls, clean[cls.wraps], _records(out)),
-                    "wraps": cls.wraps, "seconds": round(seconds, 1)}
+            if cls in graph_mutants:
+                seconds = _fuzz(f"{MODULE}:{cls.__name__}", cls, out)
+                mutated = _records(out)
+                result = judge_mutant(cls, _records(graph_clean[_campaign(cls)]), mutated)
+                result["reduced_nodes"] = _reduced_nodes(mutated, result["caught_cases"])
+                result["caught_cases"] = result["caught_cases"][:5]
+            else:
+                seconds = _run(f"{MODULE}:{cls.__name__}", cls.targets, out, cls.affects)
+                result = judge_mutant(cls, clean[cls.wraps], _records(out))
+                result["caught_cases"] = result["caught_cases"][:5]
+            return {**result, "wraps": cls.wraps, "seconds": round(seconds, 1)}
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             clean_seconds = sum(pool.map(clean_run, groups))
             clean = {backend: {} for backend in wrapped}
             for backend, _, _, out in groups:
-                clean[backend].update(_records(out))
+                if backend != "graph":
+                    clean[backend].update(_records(out))
             results = list(pool.map(one, chosen))
     counted = [r for r in results if not r["equivalent"]]
     detected = sum(r["detected"] for r in counted)
@@ -195,7 +240,9 @@ def report(result: dict) -> str:
         mark = ("equivalent" if r["equivalent"] else
                 "detected" if r["detected"] else "MISSED")
         lines.append(f"  {mark:10} {r['mutant']:36} {r['bug']} [{', '.join(r['ops'])}]"
-                     + (f" ({r['n_caught']} cases)" if r["detected"] else ""))
+                     + (f" ({r['n_caught']} cases)" if r["detected"] else "")
+                     + (f", reduced to {r['reduced_nodes']} nodes"
+                        if r.get("reduced_nodes") is not None else ""))
     missed = [r for r in result["mutants"] if not r["detected"] and not r["equivalent"]]
     if missed:
         lines.append("missed:")

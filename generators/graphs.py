@@ -23,6 +23,7 @@ fewer connections); :func:`draw_graph` draws one from a seed, deterministically.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 
 import numpy as np
@@ -56,6 +57,9 @@ class Graph:
     dtypes: dict            # value name -> dtype name
     values: dict            # value name -> array: inputs' and the oracle's outputs (as drawn)
     dtype: str = "float32"
+    #: graph inputs the model holds as constants (initializers, as a user's model holds its
+    #: weights), which a runtime may fold
+    constants: frozenset = frozenset()
 
     @property
     def leaves(self) -> tuple[str, ...]:
@@ -115,19 +119,36 @@ def graphs(specs: dict, *, max_nodes: int = MAX_NODES, allowed=None, accept=None
 
 @st.composite
 def _graph(draw, specs, ops, labels, max_nodes, accept):
-    graph = Graph({}, [], [], {}, {}, draw(st.sampled_from(GRAPH_DTYPES)))
-    wanted = draw(st.integers(1, max_nodes))
+    graph = Graph({}, [], [], {}, {}, draw(_sampled(GRAPH_DTYPES)))
+    wanted = draw(_between(1, max_nodes))
     for _ in range(3 * wanted):
         if len(graph.nodes) == wanted:
             break
-        spec = specs[draw(st.sampled_from(ops))]
+        spec = specs[draw(_sampled(ops))]
         _add_node(draw, graph, spec, _label(draw, labels[spec.op], graph.dtype), accept)
+    # drawn after the nodes, so that a seed draws the nodes it drew before constants existed
+    graph.constants = frozenset(name for name in graph.inputs if draw(_QUARTER) == 0)
     return graph
+
+
+_QUARTER = st.integers(0, 3)   # one graph input in four is a constant
+
+
+# A strategy made once per argument: Hypothesis validates each new one (made per node, they
+# cost a tenth of the drawing); the draws are the same.
+@functools.lru_cache(maxsize=4096)
+def _sampled(choices: tuple):
+    return st.sampled_from(choices)
+
+
+@functools.lru_cache(maxsize=4096)
+def _between(low: int, high: int):
+    return st.integers(low, high)
 
 
 def _label(draw, labels, dtype: str) -> str:
     own = [label for label in labels if label.split("->")[0] == dtype]
-    return draw(st.sampled_from(own or labels))
+    return draw(_sampled(tuple(own or labels)))
 
 
 def _add_node(draw, graph: Graph, spec, label: str, accept) -> None:
@@ -137,7 +158,7 @@ def _add_node(draw, graph: Graph, spec, label: str, accept) -> None:
         family = _FAMILIES[spec.op, label] = _family(spec, label)
     with kit.preferring(np.shape(v) for v in graph.values.values()):
         signature = draw(family)
-    fill_seed = draw(st.integers(0, 2**32 - 1))
+    fill_seed = draw(_between(0, 2**32 - 1))
     k = len(graph.nodes)
     try:
         case = materialize(spec, label, k, (signature, "normal", fill_seed))
@@ -200,7 +221,7 @@ def _connect(draw, graph: Graph, spec, case: Case) -> tuple[list, list]:
                  and _fits(np.shape(value), np.shape(x), others,
                                                  broadcasting, unary)] \
             if kind in ("T", "bool") else []
-        pick = draw(st.integers(0, len(found))) if found else 0
+        pick = draw(_between(0, len(found))) if found else 0
         if pick:
             names.append(found[pick - 1])
             inputs[i] = graph.values[found[pick - 1]]

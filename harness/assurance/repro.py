@@ -312,6 +312,10 @@ def write_repro(run_dir: Path | str, case_id: str, specs: dict, out_dir: Path | 
     backend = run.summary["backend"]
     if run.summary.get("onnx_opset"):   # the model is written at the opset the run used
         os.environ["CONFORM_ONNX_OPSET"] = str(run.summary["onnx_opset"])
+    if record["op"] == "graph":   # a generated graph of conform fuzz: reduced, then written
+        from conform.harness.assurance.graph_repro import write_graph_repro
+
+        return write_graph_repro(run, record, specs, out, formats, ReproError)
     if record["op"] not in specs:
         raise ReproError(f"op {record['op']!r} of case {case_id} is not among the loaded specs")
     spec = specs[record["op"]]

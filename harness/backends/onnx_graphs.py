@@ -2,7 +2,8 @@
 
 Each node is lowered by its op's own ONNX lowering (as a single op's model is, with
 :class:`~conform.harness.backends.onnx_models.OnnxGraph`), over the graph's value names. The
-model's inputs and outputs carry their full static shapes. ``outputs`` picks which values are
+model's inputs and outputs carry their full static shapes; the graph's ``constants`` are
+initializers, not inputs. ``outputs`` picks which values are
 the model's outputs: the leaves (the model as a user runs it) or every node's outputs (the
 instrumented model, whose intermediates the judge judges node by node).
 """
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
+from conform.dtypes import np_dtype
 from conform.harness.backends.base import Unsupported, binding, onnx_opset
 from conform.harness.backends.onnx_models import (IR_VERSION, ONNX_TYPES, OnnxGraph, _add_op,
                                                   schema_allows)
@@ -31,11 +33,15 @@ def build_graph_model(graph, outputs) -> onnx.ModelProto:
         view = onnx_graph.view(binding(node.spec, "onnx"), list(node.inputs),
                                list(node.outputs), prefix=f"n{k}_")
         _add_op(node.spec, case, view, version)
+    constants = getattr(graph, "constants", ())
+    held = [numpy_helper.from_array(np.asarray(graph.inputs[name], np_dtype(graph.dtypes[name])),
+                                    name) for name in graph.inputs if name in constants]
     made = helper.make_graph(
         onnx_graph.nodes, "conform_graph",
-        [_info(name, graph.dtypes[name], graph.values[name]) for name in graph.inputs],
+        [_info(name, graph.dtypes[name], graph.values[name]) for name in graph.inputs
+         if name not in constants],
         [_info(name, graph.dtypes[name], graph.values[name]) for name in outputs],
-        initializer=onnx_graph.initializers)
+        initializer=[*held, *onnx_graph.initializers])
     return helper.make_model(made, ir_version=IR_VERSION,
                              opset_imports=[helper.make_opsetid("", version)],
                              producer_name="conform")
@@ -47,12 +53,48 @@ def _info(name: str, dtype: str, value):
 
 def onnx_allowed(spec, label: str) -> bool:
     """Whether a graph may draw ``spec``'s op under dtype ``label`` for an ONNX model: it is
-    bound to ONNX at the run's opset, and the opset's schema takes the label's types."""
+    bound to ONNX at the run's opset, and the opset's schema takes the label's types (asked
+    once per spec, label and opset in a process: a campaign's strategies ask it of every op)."""
+    key = (id(spec), label, onnx_opset())
+    found = _ALLOWED.get(key)
+    if found is None:   # the spec is kept with its answer: its id is not reused meanwhile
+        found = _ALLOWED[key] = (spec, _allowed(spec, label))
+    return found[1]
+
+
+_ALLOWED: dict = {}
+
+
+def _allowed(spec, label: str) -> bool:
     bound = spec.bindings.get("onnx")
     if bound is None or getattr(spec, "sequence_outputs", ()):
         return False
     low, high = bound.get("opsets", (1, onnx_opset()))
     return low <= onnx_opset() <= high and schema_allows(spec, label, onnx_opset())
+
+
+def onnx_lowers(spec, case) -> bool:
+    """Whether ``case``'s node can be lowered to ONNX (its lowering raises no
+    :class:`Unsupported`), without checking the model: the quick half of
+    :func:`onnx_accepts`, for a graph whose whole model is checked once instead
+    (:func:`onnx_valid_graph`)."""
+    one = one_node(spec, case)
+    try:
+        build_graph_model(one, one.leaves)
+    except Unsupported:
+        return False
+    return True
+
+
+def onnx_valid_graph(graph) -> bool:
+    """Whether ``graph``'s instrumented model (every node's outputs its outputs) passes the
+    checks :func:`onnx_accepts` makes of one node."""
+    every = [name for node in graph.nodes for name in node.outputs]
+    try:
+        valid(build_graph_model(graph, every))
+    except (Unsupported, onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+        return False
+    return True
 
 
 def onnx_accepts(spec, case) -> bool:

@@ -10,12 +10,24 @@ import argparse
 import sys
 from pathlib import Path
 
-from conform.harness.cli.values import at_least_one, seconds, seed, writable_directory
+from conform.harness.cli.values import (at_least_one, names, seconds, seed,
+                                        writable_directory)
 
 EXIT_OK, EXIT_FOUND = 0, 1
-#: The backends ``conform fuzz`` runs graphs on (harness/run/graph_formats.py: GRAPH_BACKENDS)
+#: The backends ``conform fuzz`` runs graphs on by name (harness/run/graph_formats.py:
+#: GRAPH_BACKENDS); an adapter ``module.path:ClassName`` whose model format is ONNX runs them
+#: through the adapter API.
 FUZZ_BACKENDS = ("onnxruntime", "jax", "nnef")
 MAX_NODES_LIMIT = 50
+
+
+def fuzz_backend(text: str) -> str:
+    """One of :data:`FUZZ_BACKENDS`, or ``module.path:ClassName`` (an adapter whose model
+    format is ONNX: checked when its worker starts)."""
+    if text in FUZZ_BACKENDS or ":" in text:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: fuzz runs on {', '.join(FUZZ_BACKENDS)} or an ONNX adapter module.path:Class")
 
 
 def max_nodes(text: str) -> int:
@@ -30,8 +42,14 @@ def add_commands(sub) -> None:
     """The ``fuzz`` sub-command."""
     fuzz = sub.add_parser("fuzz", help="run generated multi-op graphs on a backend, as generated "
                                        "and instrumented, and judge both")
-    fuzz.add_argument("--backend", required=True, choices=FUZZ_BACKENDS,
-                      help="the backend to run graphs on")
+    fuzz.add_argument("--backend", required=True, type=fuzz_backend,
+                      help="the backend to run graphs on: onnxruntime (ORT_ENABLE_ALL), jax, nnef, or "
+                           "an ONNX adapter module.path:ClassName (through the adapter API)")
+    fuzz.add_argument("--ops", type=names, default=None,
+                      help="draw graphs over these ops only (comma-separated; default: every "
+                           "op bound to the backend's format)")
+    fuzz.add_argument("--no-reduce", action="store_true",
+                      help="do not reduce and deduplicate failing graphs")
     limit = fuzz.add_mutually_exclusive_group()
     limit.add_argument("--budget", type=at_least_one, default=None,
                        help="graphs to run (default 100, unless --time)")
@@ -54,8 +72,13 @@ def cmd_fuzz(args, specs: dict) -> int:
     from conform.harness.run.graph_formats import graph_format
     from conform.reports import ResultWriter, Tally, write_reports
 
-    out = writable_directory(args.out or Path("conform-out") / f"{args.backend}-fuzz", "--out",
+    label = args.backend.replace(":", "-")
+    out = writable_directory(args.out or Path("conform-out") / f"{label}-fuzz", "--out",
                              args.force)
+    unknown = sorted(set(args.ops or ()) - set(specs))
+    if unknown:
+        print(f"conform fuzz: error: unknown ops: {', '.join(unknown)}", file=sys.stderr)
+        return 2
     budget = args.budget if args.budget or args.time else 100
     tally = Tally()
     records: list = []
@@ -67,10 +90,11 @@ def cmd_fuzz(args, specs: dict) -> int:
 
     with ResultWriter(out / "results.jsonl") as writer:
         figures = fuzz(specs, budget=budget, seconds=args.time, max_nodes=args.max_nodes,
-                       seed=args.seed, write=write, progress=_progress, backend=args.backend)
+                       seed=args.seed, write=write, progress=_progress, backend=args.backend,
+                       ops=args.ops, reduce=not args.no_reduce)
     print(file=sys.stderr)
     form = graph_format(args.backend)
-    bound = sorted(form.bound(specs))
+    bound = sorted(form.bound(specs, args.ops))
     reached = [op for op in figures["ops_reached"] if op in bound]
     meta = {"backend": args.backend, "backend_name": args.backend,
             "backend_version": figures["backend_version"], "device": "cpu",
@@ -80,9 +104,10 @@ def cmd_fuzz(args, specs: dict) -> int:
             "max_examples": figures["graphs"], "complete": True, "cases_planned": figures["graphs"],
             "selected_ops": reached, "wall_seconds": figures["seconds"],
             "worker_restarts": figures["worker_restarts"], "workers_recycled": 0,
-            "fuzz": {"graphs": figures["graphs"], "max_nodes": args.max_nodes,
+            "fuzz": {"graphs": figures["graphs"], "max_nodes": args.max_nodes, "ops": args.ops,
                      "graphs_per_second": figures["graphs_per_second"],
-                     "ops_bound": len(bound), "ops_reached": len(reached)}}
+                     "ops_bound": len(bound), "ops_reached": len(reached),
+                     "distinct_failures": figures["failures"]}}
     if form.binding == "onnx":
         meta["onnx_opset"] = onnx_opset()
     write_reports(out, meta, conform.__version__, records=records, tally=tally)
@@ -90,7 +115,8 @@ def cmd_fuzz(args, specs: dict) -> int:
     print(f"{figures['graphs']} graphs in {figures['seconds']:.1f} s "
           f"({figures['graphs_per_second']} graphs/s): "
           + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-          + f"; {len(reached)} of {len(bound)} {form.model_format}-bound ops reached\nwrote {out}/"
+          + f"; {len(reached)} of {len(bound)} {form.model_format}-bound ops reached; "
+            f"{len(figures['failures'])} distinct reduced failures\nwrote {out}/"
             "{results.jsonl,summary.json,report.html}")
     found = any(counts.get(v) for v in ("fail", "error", "crash", "timeout"))
     return EXIT_FOUND if found else EXIT_OK

@@ -1,7 +1,7 @@
 """``conform fuzz``: generated graphs run as users run them, judged, recorded.
 
 Each graph (:mod:`conform.generators.graphs`, drawn from the run's seed and its number) runs
-twice on the backend (onnxruntime, jax or nnef: :mod:`.graph_formats`), in an isolated worker
+twice on the backend (onnxruntime, jax, nnef or an ONNX adapter: :mod:`.graph_formats`), in an isolated worker
 (:mod:`.graph_worker`): as generated (its leaves are the model's outputs) and instrumented
 (every node's outputs are). Its result line holds its
 ``nodes`` (op, dtype, inputs, outputs, attributes and the instrumented verdict of each), the
@@ -17,137 +17,51 @@ as-run judgement of its leaves (:mod:`conform.harness.judge.graphs`) and one ver
 from __future__ import annotations
 
 import time
-import zlib
 
-import numpy as np
-
-from conform.dtypes import np_dtype
-from conform.generators.graphs import MAX_NODES, draw_graph
-from conform.harness.judge.graphs import judge_leaves, judge_nodes, reference
-from conform.harness.judge.judging import failure_message
+from conform.generators.graphs import MAX_NODES
 from conform.harness.run.graph_formats import graph_format
-from conform.harness.run.graph_worker import GraphWorker, WorkerDied
-from conform.records import SCHEMA_VERSION
+from conform.harness.run.graph_runs import (draw_fuzz_graph, fuzz_strategies, graph_record,
+                                            graph_seed, onnx_strategy, run_graph)
+from conform.harness.run.reduce import Failures
+
+__all__ = ["draw_fuzz_graph", "fuzz", "fuzz_strategies", "graph_record", "graph_seed",
+           "onnx_strategy", "run_graph"]
 
 
-#: What onnxruntime and the nnef executor say when they have no kernel for a node (the
-#: backend's ``unsupported``)
-_NO_KERNEL = ("NOT_IMPLEMENTED", "Could not find an implementation", "operation not implemented")
-
-
-def graph_seed(seed: int, number: int) -> int:
-    """The seed graph number ``number`` of a run with ``seed`` is drawn from."""
-    return zlib.crc32(f"graph:{seed}:{number}".encode())
-
-
-def onnx_strategy(specs: dict, max_nodes: int = MAX_NODES):
-    """The graphs ``conform fuzz`` draws for an ONNX backend: over every op of ``specs`` bound
-    to ONNX at the run's opset."""
-    return graph_format("onnxruntime").strategy(specs, max_nodes)
-
-
-def run_graph(graph, worker: GraphWorker) -> tuple[str, list]:
-    """Run ``graph`` as generated and instrumented: ``(kind, replies)``, kind ``ok`` or the
-    worker's death (``crash``, ``timeout``, with the message as the only reply)."""
-    every = [name for node in graph.nodes for name in node.outputs]
-    try:
-        models = [worker.build(graph, outputs) for outputs in (graph.leaves, every)]
-    except Exception as exc:   # a graph the format cannot express: its error, not the run's
-        failed = ("error", f"building its model: {type(exc).__name__}: {str(exc)[:2000]}", "")
-        return "ok", [failed, failed]
-    dtypes = [graph.dtypes[name] for name in (*graph.inputs, *every)]
-    feeds = {name: np.asarray(x, dtype=np_dtype(graph.dtypes[name]))
-             for name, x in graph.inputs.items()}
-    try:
-        return "ok", worker.run(models, feeds, dtypes)
-    except WorkerDied as died:
-        return died.kind, [str(died)]
-
-
-def graph_record(graph, number: int, seed: int, kind: str, replies: list, backend: str) -> dict:
-    """The result line of graph ``number`` (drawn from ``seed``) given the worker's
-    ``replies`` (see :func:`run_graph`)."""
-    record = {"schema_version": SCHEMA_VERSION, "id": f"graph.{number}", "op": "graph",
-              "dtype": graph.dtype, "input_dtypes": [graph.dtypes[n] for n in graph.inputs],
-              "out_dtype": graph.dtype, "shapes": [list(np.shape(x)) for x in graph.inputs.values()],
-              "attrs": {}, "plan": "normal", "seed": seed, "nodes": graph.describe(),
-              "leaves": list(graph.leaves)}
-    if kind != "ok":
-        return {**record, "verdict": kind, "message": f"graph {number}: {replies[0]}"}
-    failed = [(which, reply) for which, reply in zip(("as run", "instrumented"), replies)
-              if reply[0] != "ok"]
-    if failed:
-        which, reply = failed[0]
-        verdict = "unsupported" if any(mark in reply[1] for mark in _NO_KERNEL) else "error"
-        return {**record, "verdict": verdict, "message": f"graph {number} ({which}): {reply[1]}",
-                "traceback": reply[2]}
-    every = [name for node in graph.nodes for name in node.outputs]
-    as_run = dict(zip(graph.leaves, replies[0][1]))
-    instrumented = dict(zip(every, replies[1][1]))
-    try:
-        _judge(record, graph, number, as_run, instrumented, backend)
-    except Exception as exc:   # an output the judge cannot read must not stop the campaign
-        record.update(verdict="error", message=f"graph {number}: could not judge its outputs: "
-                                               f"{type(exc).__name__}: {exc}")
-    return record
-
-
-def _judge(record: dict, graph, number: int, as_run: dict, instrumented: dict,
-           backend: str) -> None:
-    """Add the verdicts of both runs to ``record``."""
-    nodes = judge_nodes(graph, instrumented, graph_format(backend).subnormals)
-    for described, judged in zip(record["nodes"], nodes):
-        described["verdict"] = judged.verdict
-    leaves = judge_leaves(graph, reference(graph, seed=record["seed"]), as_run,
-                          {name: instrumented[name] for name in graph.leaves})
-    record.update(model="graph(first-order bound)", unit="abs", checked=leaves.checked,
-                  mismatched=leaves.mismatched, impl_defined_elements=0,
-                  ill_conditioned_elements=leaves.ill_conditioned,
-                  max_error=leaves.max_error, bound=leaves.bound, worst=leaves.worst,
-                  histogram=leaves.histogram,
-                  as_run=leaves.verdict)
-    blamed = next((k for k, judged in enumerate(nodes) if judged.verdict == "fail"), None)
-    if blamed is not None:
-        node, case = graph.nodes[blamed], graph.cases[blamed]
-        record.update(verdict="fail", blamed=node.spec.op, blamed_node=blamed, symptom="node",
-                      message=f"graph {number} (instrumented), node {blamed} "
-                              + failure_message(case, nodes[blamed], backend))
-    elif leaves.reason:
-        record.update(verdict="fail", symptom="as_run",
-                      message=f"graph {number} (as run) {graph.ops}: {leaves.reason}")
-    elif leaves.verdict == "fail":
-        w = leaves.worst
-        record.update(verdict="fail", symptom="as_run", message=(
-            f"graph {number} (as run) {graph.ops}: Mismatched elements: {leaves.mismatched} / "
-            f"{leaves.checked}; worst {w['output']}{w['index']}: actual={w['actual']!r}, "
-            f"expected={w['expected']!r} (float64 composition), instrumented={w['plain']!r}: "
-            f"error {w['error']:.4g} > bound {w['bound']:.4g} and > the instrumented run's "
-            f"{w['plain_error']:.4g}"))
-    else:
-        record["verdict"] = leaves.verdict
+#: Failing graphs reduced per signature (verdict, symptom, op blamed) in a campaign: a
+#: signature's further failures are counted under it without a reduction of their own.
+REDUCE_PER_SIGNATURE = 2
+#: The verdicts a campaign reduces (a crash or timeout restarts the worker on every attempt).
+REDUCED = ("fail", "error")
 
 
 def fuzz(specs: dict, *, budget: int | None = None, seconds: float | None = None,
          max_nodes: int = MAX_NODES, seed: int = 0, write=None, progress=None,
-         backend: str = "onnxruntime") -> dict:
-    """Draw, run and judge graphs on ``backend`` until ``budget`` graphs or ``seconds`` have
-    passed (at least one of them is given); ``write(record)`` takes each result line,
-    ``progress(done, counts, elapsed)`` is told after each graph. Returns the run's figures
-    (graphs, counts, rate, ops reached, backend version)."""
-    form = graph_format(backend)
-    strategy = form.strategy(specs, max_nodes)
-    worker = form.worker()
+         backend: str = "onnxruntime", ops=None, reduce: bool = True) -> dict:
+    """Draw, run and judge graphs until ``budget`` graphs or ``seconds`` have passed (at least
+    one of them is given), on ``backend`` (one of
+    :data:`~conform.harness.run.graph_formats.GRAPH_BACKENDS`, or an ONNX adapter
+    ``module:Class``), over ``ops`` (default: every op bound to its format); ``write(record)`` takes each result line,
+    ``progress(done, counts, elapsed)`` is told after each graph. With ``reduce``, failing
+    graphs are reduced (:func:`~conform.harness.run.reduce.reduce_graph`) and deduplicated
+    (:class:`~conform.harness.run.reduce.Failures`). Returns the run's figures (graphs, counts,
+    rate, ops reached, backend version, distinct failures)."""
+    strategies = fuzz_strategies(specs, max_nodes, ops, backend)
+    worker = graph_format(backend).worker()
     counts: dict = {}
     reached: set = set()
+    failures = Failures(backend, REDUCE_PER_SIGNATURE)
     start = time.perf_counter()
     number = 0
     try:
         while (budget is None or number < budget) \
                 and (seconds is None or time.perf_counter() - start < seconds):
             drawn_from = graph_seed(seed, number)
-            graph = draw_graph(strategy, seed=drawn_from)
+            graph = draw_fuzz_graph(strategies, seed=drawn_from)
             kind, replies = run_graph(graph, worker)
             record = graph_record(graph, number, drawn_from, kind, replies, backend)
+            if reduce and record["verdict"] in REDUCED:
+                failures.add(record, graph, worker)
             record["seconds"] = round(time.perf_counter() - start, 3)
             reached.update(graph.ops)
             counts[record["verdict"]] = counts.get(record["verdict"], 0) + 1
@@ -162,4 +76,5 @@ def fuzz(specs: dict, *, budget: int | None = None, seconds: float | None = None
     return {"graphs": number, "counts": counts, "seconds": round(elapsed, 3),
             "graphs_per_second": round(number / elapsed, 3) if elapsed else None,
             "ops_reached": sorted(reached), "backend_version": worker.version,
-            "worker_restarts": max(worker.starts - 1, 0)}
+            "worker_restarts": max(worker.starts - 1, 0), "failures": failures.distinct(),
+            "worker_cpu_seconds": round(worker.cpu_seconds, 3)}

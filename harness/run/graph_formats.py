@@ -14,10 +14,12 @@ the reducer) is the same for every format.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 from conform.generators.graphs import MAX_NODES, graphs
-from conform.harness.run.graph_worker import OPTIMIZATION, GraphWorker, ort_model, ort_runner
+from conform.harness.run.graph_worker import (OPTIMIZATION, GraphWorker, adapter_model,
+                                              adapter_runner, ort_model, ort_runner)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,26 +35,49 @@ class GraphFormat:
     accept: Callable      # (spec, case) -> whether a drawn node is kept
     build: Callable       # (graph, outputs) -> the model the runner runs (picklable)
     runner: Callable      # module-level; in the worker: () -> (version, run(model, feeds, dtypes))
+    #: whether the model holds a graph's ``constants`` (initializers); if not, every input is fed
+    holds_constants: bool = False
+    #: (spec, case) -> whether a node's lowering works, without checking its model: the quick
+    #: draw's ``accept``, for a format whose whole graph ``valid_graph`` checks once instead
+    lowers: Callable | None = None
+    valid_graph: Callable | None = None   # graph -> whether its instrumented model is valid
 
-    def bound(self, specs: dict) -> dict:
-        """The ops of ``specs`` bound to this format (op -> spec)."""
-        return {op: spec for op, spec in specs.items() if self.binding in spec.bindings}
+    def bound(self, specs: dict, ops=None) -> dict:
+        """The ops of ``specs`` bound to this format (op -> spec), of ``ops`` only if given."""
+        return {op: spec for op, spec in specs.items() if self.binding in spec.bindings
+                and (ops is None or op in ops)}
 
-    def strategy(self, specs: dict, max_nodes: int = MAX_NODES):
-        """The graphs drawn for this format: over every op of ``specs`` bound to it."""
-        return graphs(self.bound(specs), max_nodes=max_nodes, allowed=self.allowed,
-                      accept=self.accept)
+    def strategy(self, specs: dict, max_nodes: int = MAX_NODES, ops=None, accept=None):
+        """The graphs drawn for this format: over every op of ``specs`` bound to it (of ``ops``
+        only, if given), each node kept by ``accept`` (by default the format's)."""
+        drawn = graphs(self.bound(specs, ops), max_nodes=max_nodes, allowed=self.allowed,
+                       accept=accept or self.accept)
+        return drawn if self.holds_constants else drawn.map(_fed)
 
     def worker(self) -> GraphWorker:
         """A worker building and running this format's models."""
         return GraphWorker(runner=self.runner, build=self.build)
 
 
+def _fed(graph):
+    """``graph`` with every input fed (none a constant)."""
+    return dataclasses.replace(graph, constants=frozenset())
+
+
 def _onnx() -> GraphFormat:
-    from conform.harness.backends.onnx_graphs import onnx_accepts, onnx_allowed
+    from conform.harness.backends.onnx_graphs import (onnx_accepts, onnx_allowed, onnx_lowers,
+                                                      onnx_valid_graph)
 
     return GraphFormat("onnxruntime", "onnx", "onnx", OPTIMIZATION, "ieee", onnx_allowed,
-                       onnx_accepts, ort_model, ort_runner)
+                       onnx_accepts, ort_model, ort_runner, holds_constants=True,
+                       lowers=onnx_lowers, valid_graph=onnx_valid_graph)
+
+
+def _adapter(name: str) -> GraphFormat:
+    """An adapter ``module:Class`` whose model format is ONNX: ONNX's graphs, each model run
+    through the adapter API (:func:`~conform.harness.run.graph_worker.adapter_runner`)."""
+    return dataclasses.replace(graph_format("onnxruntime"), backend=name, build=adapter_model,
+                               runner=functools.partial(adapter_runner, name))
 
 
 def _stablehlo() -> GraphFormat:
@@ -76,11 +101,15 @@ _MADE: dict = {}
 
 
 def graph_format(backend: str) -> GraphFormat:
-    """The :class:`GraphFormat` of ``backend`` (one of :data:`GRAPH_BACKENDS`); its format's
-    modules are imported on first use."""
+    """The :class:`GraphFormat` of ``backend`` (one of :data:`GRAPH_BACKENDS`, or an adapter
+    ``module:Class`` whose model format is ONNX); its format's modules are imported on first
+    use."""
     if backend not in _MADE:
-        if backend not in _FORMATS:
+        if ":" in backend:
+            _MADE[backend] = _adapter(backend)
+        elif backend in _FORMATS:
+            _MADE[backend] = _FORMATS[backend]()
+        else:
             raise ValueError(f"backend={backend!r} runs no generated graphs; those that do: "
-                             f"{', '.join(GRAPH_BACKENDS)}")
-        _MADE[backend] = _FORMATS[backend]()
+                             f"{', '.join(GRAPH_BACKENDS)} (or an ONNX adapter module:Class)")
     return _MADE[backend]

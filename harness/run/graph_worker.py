@@ -6,12 +6,17 @@ StableHLO module, an NNEF document) and the inputs, and returns every model's ou
 them is the format's *runner* (a module-level function, called once in the worker: ``() ->
 (version, run(model, feeds, dtypes) -> arrays)``); onnxruntime's (:func:`ort_runner`) makes a
 session per model (CPU provider, one thread, ``ORT_ENABLE_ALL``: the optimisations a user gets
-by default). A worker that dies (a SIGFPE, an abort in a kernel) costs the graph it was running:
+by default). An adapter ``module:Class`` whose model format is ONNX (a mutant of
+bench/mutants.py) has its own runner, :func:`adapter_runner`, which loads it and runs each model
+through the adapter API (:func:`conform.harness.backends.graph_program.run_graph_on`) at the
+adapter's own settings. Each reply carries the worker's CPU time, a rate's measure. A worker that
+dies (a SIGFPE, an abort in a kernel) costs the graph it was running:
 the caller records a ``crash`` and starts another.
 """
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 import traceback
 
 import numpy as np
@@ -48,9 +53,33 @@ def ort_model(graph, outputs) -> bytes:
     return build_graph_model(graph, outputs).SerializeToString()
 
 
+def adapter_model(graph, outputs) -> tuple:
+    """What :func:`adapter_runner` runs: ``graph``'s serialized ONNX model with ``outputs`` and
+    its program's parts (:func:`~conform.harness.backends.graph_program.graph_parts`)."""
+    from conform.harness.backends.graph_program import graph_parts
+
+    return ort_model(graph, outputs), graph_parts(graph, outputs)
+
+
+def adapter_runner(name: str):
+    """The runner of an adapter ``module:Class`` whose model format is ONNX (bound to its name
+    with :func:`functools.partial`): its version, and a function running a model of
+    :func:`adapter_model` through the adapter API, at the adapter's own settings."""
+    from conform.harness.backends.graph_program import run_graph_on
+    from conform.harness.backends.wrapping import load_backend
+
+    backend = load_backend(name)
+
+    def run(model: tuple, feeds: dict, dtypes) -> list:
+        serialized, parts = model
+        return [np.asarray(v) for v in run_graph_on(backend, parts, serialized, feeds)]
+
+    return backend.version(), run
+
+
 def _serve(conn, runner=ort_runner) -> None:
     version, run = runner()
-    conn.send(("ready", version))
+    conn.send(("ready", version, time.process_time()))
     while True:
         try:
             request = conn.recv()
@@ -61,10 +90,10 @@ def _serve(conn, runner=ort_runner) -> None:
         for model in models:
             try:
                 replies.append(("ok", run(model, feeds, dtypes)))
-            except Exception as exc:   # runtimes raise their own exception types
+            except Exception as exc:   # runtimes and adapters raise their own exception types
                 replies.append(("error", f"{type(exc).__name__}: {str(exc)[:2000]}",
                                 traceback.format_exc(limit=3)))
-        conn.send(replies)
+        conn.send((replies, time.process_time()))
 
 
 def _array(value):
@@ -86,6 +115,9 @@ class GraphWorker:
         self._process = self._conn = None
         self.version = None
         self.starts = 0   # workers started (each after the first replaces a dead one)
+        #: CPU seconds the worker spent on requests (its start excluded): a rate's measure
+        self.cpu_seconds = 0.0
+        self._cpu_mark = 0.0
 
     def _start(self) -> None:
         context = mp.get_context("spawn")
@@ -98,11 +130,11 @@ class GraphWorker:
         if not self._conn.poll(120):
             self.close()
             raise WorkerDied("graph worker did not start in 120 s")
-        _, self.version = self._conn.recv()
+        _, self.version, self._cpu_mark = self._conn.recv()
 
-    def run(self, models: list[bytes], feeds: dict, dtypes) -> list:
-        """Run each serialized model on ``feeds`` (``dtypes``: every input's and output's
-        dtype, for the ones that cross as OrtValues)."""
+    def run(self, models: list, feeds: dict, dtypes) -> list:
+        """Run each model (as ``build`` made it) on ``feeds`` (``dtypes``: every input's and
+        output's dtype, for the ones that cross as OrtValues)."""
         if self._process is None:
             self._start()
         try:
@@ -110,7 +142,10 @@ class GraphWorker:
             if not self._conn.poll(self.timeout):
                 self.close()
                 raise WorkerDied(f"no answer in {self.timeout:g} s", kind="timeout")
-            return self._conn.recv()
+            replies, cpu = self._conn.recv()
+            self.cpu_seconds += cpu - self._cpu_mark
+            self._cpu_mark = cpu
+            return replies
         except (EOFError, OSError, BrokenPipeError):
             code = self._process.exitcode if self._process else None
             self.close()

@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from conform.harness.run.fuzz import graph_record, run_graph
+from conform.harness.run.graph_runs import graph_record, run_graph
 
 
 def signature(record: dict) -> tuple:
@@ -84,3 +84,52 @@ def reduce_graph(graph, worker, *, seed: int, backend: str = "onnxruntime",
 def _blamed_node(record: dict) -> int | None:
     """The number of the node a node failure blames."""
     return record.get("blamed_node") if record.get("symptom") == "node" else None
+
+
+def failure_key(backend: str, version, ops, wanted: tuple) -> str:
+    """What deduplicates failures: the backend and its version, the reduced graph's op
+    multiset (sorted) and the symptom (the signature).
+
+    >>> failure_key("onnxruntime", "1.32.0", ["onnx_mul", "exp"], ("fail", "node", "onnx_mul"))
+    'onnxruntime 1.32.0 | exp+onnx_mul | fail/node/onnx_mul'
+    >>> failure_key("jax", "jax 0.10.2", ["sinh"], ("fail", "node", "sinh"))
+    'jax 0.10.2 | sinh | fail/node/sinh'
+    """
+    named = str(version) if str(version).split(" ")[0] == backend else f"{backend} {version}"
+    return f"{named} | {'+'.join(sorted(ops))} | " + "/".join(str(part) for part in wanted)
+
+
+class Failures:
+    """A campaign's failing graphs, reduced and deduplicated (:func:`failure_key`). A failing
+    graph is reduced while its signature has been reduced fewer than ``per_signature`` times;
+    :meth:`add` writes into its record a ``failure`` block: the key, the reduced graph's nodes,
+    whether the failure re-ran the same, and ``duplicate_of`` (the first graph with that key),
+    or for a graph not reduced, only its signature."""
+
+    def __init__(self, backend: str, per_signature: int = 2):
+        self.backend, self.per_signature = backend, per_signature
+        self._tries: dict = {}
+        self._seen: dict = {}   # key -> the entry of distinct()
+
+    def add(self, record: dict, graph, worker) -> None:
+        """Reduce ``graph`` (whose result line is ``record``) if its signature is new enough."""
+        wanted = signature(record)
+        tries = self._tries[wanted] = self._tries.get(wanted, 0) + 1
+        if tries > self.per_signature:
+            record["failure"] = {"reduced": False, "signature": list(map(str, wanted))}
+            return
+        small, _, deterministic = reduce_graph(graph, worker, seed=record["seed"],
+                                               backend=self.backend, confirmations=1)
+        key = failure_key(self.backend, worker.version, small.ops, wanted)
+        entry = self._seen.setdefault(key, {"key": key, "first": record["id"], "graphs": 0,
+                                            "ops": sorted(small.ops), "nodes": small.describe(),
+                                            "deterministic": deterministic})
+        entry["graphs"] += 1
+        record["failure"] = {"reduced": True, "key": key, "nodes": small.describe(),
+                             "deterministic": deterministic,
+                             "duplicate_of": None if entry["first"] == record["id"]
+                             else entry["first"]}
+
+    def distinct(self) -> list:
+        """The distinct reduced failures: key, first graph, graphs reduced to it, ops, nodes."""
+        return list(self._seen.values())

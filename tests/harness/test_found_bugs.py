@@ -3,7 +3,8 @@
 Each ledger entry is a reduced generated graph (docs/found-bugs/<name>.onnx, every node's
 outputs exposed, and <name>.npz, its inputs). The blamed node's output is recomputed here with
 NumPy in float64 from the values onnxruntime itself exposes as that node's inputs, rounded once
-to the node's dtype: onnxruntime's value differs from it, as recorded. (When onnxruntime fixes a
+to the node's dtype: onnxruntime's value differs from it, as recorded. (One entry, float32
+Tanh above 1, is a single node: a single-op deviation the suite's default budget misses.) (When onnxruntime fixes a
 bug, its test fails: move the entry to the ledger's fixed section.)
 """
 from __future__ import annotations
@@ -19,7 +20,8 @@ LEDGER = Path(__file__).resolve().parents[2] / "docs" / "found-bugs"
 #: The blamed ops' definitions, from their ONNX operator texts, in float64.
 FORMULAS = {
     "sqrt": np.sqrt, "sin": np.sin, "tan": np.tan, "asin": np.arcsin, "sinh": np.sinh,
-    "cosh": np.cosh,
+    "cosh": np.cosh, "floor": np.floor, "tanh": np.tanh,
+    "onnx_reduce_sum_square": lambda x: np.sum(np.square(x), keepdims=True),   # a 1-D operand
     "reciprocal": lambda x: 1 / x, "onnx_div": np.divide, "onnx_mul": np.multiply,
     "onnx_sub": np.subtract, "logistic": lambda x: 1 / (1 + np.exp(-x)),
     "onnx_prelu": lambda x, slope: np.where(x < 0, slope * x, x),
@@ -46,7 +48,7 @@ def test_a_ledger_reduction_still_fails_as_recorded(entry):
     if entry["blamed"] == "leaky_relu":
         args.append(entry["attrs"]["alpha"])
     with np.errstate(all="ignore"):
-        want = np.asarray(FORMULAS[entry["blamed"]](*args)).astype(np.float16)
+        want = np.asarray(FORMULAS[entry["blamed"]](*args)).astype(entry["dtype"])
     got = values[entry["output"]]
     wrong = np.flatnonzero(got.ravel() != np.broadcast_to(want, got.shape).ravel())
     assert wrong.size == entry["mismatched_enable_all"]

@@ -25,7 +25,7 @@ NOT_OP_NAMES = {
     ("harness/assurance/certify.py", "minimum"): "a JSON Schema keyword (the profile schema)",
     ("harness/assurance/certify.py", "maximum"): "a JSON Schema keyword (the profile schema)",
     ("harness/judge/compare.py", "abs"): "the unit of an abs_rel error model",
-    ("harness/run/fuzz.py", "abs"): "the unit of a graph's propagated absolute bound",
+    ("harness/run/graph_runs.py", "abs"): "the unit of a graph's propagated absolute bound",
     ("generators/_edges.py", "broadcast"): "the dedicated broadcast case's id suffix and plan, "
     "not XLA Broadcast (lax.broadcast)",
     **{("spec/critical.py", name): "a function of the critical-region expression language "
