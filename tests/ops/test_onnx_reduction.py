@@ -189,7 +189,9 @@ def test_onnx_reference_agrees_within_float64_rounding(op_type, op):
 
 def _failing(conform_cli, tmp_path, backend, op, dtype):
     out = tmp_path / "run"
-    conform_cli("run", "--backend", f"tests.harness.ignored_attribute_backend:{backend}",
+    backend = backend if backend == "onnxruntime" else \
+        f"tests.harness.ignored_attribute_backend:{backend}"
+    conform_cli("run", "--backend", backend,
                 "--ops", op, "--dtypes", dtype, "--max-examples", "30", "--out", out, "--quiet")
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return [r for r in records if r["verdict"] == "fail"]
@@ -202,9 +204,14 @@ def test_an_off_by_one_prefix_fails(tmp_path, conform_cli):
 
 
 def test_reducing_every_axis_instead_of_none_fails(tmp_path, conform_cli):
-    """ReduceLogSumExp ignoring noop_with_empty_axes fails the cases with empty axes only."""
+    """ReduceLogSumExp ignoring noop_with_empty_axes fails the cases with empty axes only
+    (beside onnxruntime's own deviation, which the clean run shows too: a slice holding inf and
+    NaN gives inf, where the text's log(sum(exp(x))) is NaN)."""
     failing = _failing(conform_cli, tmp_path, "ReducingNoopBackend", "onnx_reduce_log_sum_exp",
                        "float32")
+    clean = {r["id"] for r in _failing(conform_cli, tmp_path / "clean", "onnxruntime",
+                                       "onnx_reduce_log_sum_exp", "float32")}
+    failing = [r for r in failing if r["id"] not in clean]
     assert failing and all(not r["attrs"]["axes"] and r["attrs"]["noop_with_empty_axes"]
                            for r in failing)
 
