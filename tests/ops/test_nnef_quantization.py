@@ -96,13 +96,15 @@ def test_a_truncating_quantizer_fails(specs):
 @pytest.mark.parametrize("op", OPS)
 def test_the_nnef_executor_runs_the_lowered_fragments(specs, op):
     """Ordinary values (the normal plan; not empty tensors, on which the executor crashes in
-    zero_point_linear_quantize)."""
+    zero_point_linear_quantize; not signed asymmetric levels, which it clamps wrongly: the
+    next test pins that deviation, which the covering design now draws)."""
     from conform.harness.backends.models import run_case
     from conform.harness.backends.nnef_backend import NnefBackend
 
     backend, spec, passed = NnefBackend(), specs[op], 0
     for case in generate_cases(spec, "float32", count=16, seed=6):
-        if case.plan != "normal" or any(x.size == 0 for x in case.inputs):
+        if case.plan != "normal" or any(x.size == 0 for x in case.inputs) \
+                or (case.attrs.get("signed") and not case.attrs.get("symmetric")):
             continue
         verdict = judge_outputs(spec, case, run_case(backend, spec, case)).verdict
         assert verdict in ("pass", "impl_defined")
