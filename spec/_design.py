@@ -18,10 +18,11 @@ INPUT_PREFIX = "input:"
 
 
 def _unique(values) -> tuple:
-    """``values`` without repeats, in order (1, 1.0 and True kept apart)."""
+    """``values`` without repeats, in order (1, 1.0 and True kept apart; a list value, such as
+    a choice of axes, compared by its text)."""
     seen, kept = set(), []
     for value in values:
-        key = (type(value).__name__, value)
+        key = (type(value).__name__, repr(value))
         if key not in seen:
             seen.add(key)
             kept.append(value)
