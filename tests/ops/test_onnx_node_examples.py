@@ -25,7 +25,11 @@ from conform.harness.judge.judging import judge_outputs
 #: needs a ``from_onnx`` hook for (Cast's ``to``, Quantize's types, examples requesting fewer
 #: outputs than the spec gives), and differences the per-operator tests triage. Raise it as
 #: hooks land; never lower it without naming the example and why.
-RECORDED_REPRODUCED = 974
+#: Lowered to 949 after the type widening: BitShift's binding now claims opsets 11 to 27 only
+#: (BitShift-28's text adds signed types and defines shifts past the width, which the spec
+#: read as open), so its 28 examples, all at opset 28, have no spec bound there until a
+#: BitShift-28 spec exists; ReduceMax/Min gained 3 bool examples.
+RECORDED_REPRODUCED = 949
 
 
 def _array(value):
