@@ -182,9 +182,12 @@ except KeyboardInterrupt:
 def _busy_parent(tmp_path, method: str):
     """A parent process whose one worker is busy in a backend call; and the worker's pid."""
     marker = tmp_path / f"busy-{method}"
+    # SIGINT as a terminal's process gets it: an ignored SIGINT is inherited across exec, and a
+    # library an earlier test ran in this pytest process (Ray's driver) may have ignored it
     parent = subprocess.Popen([sys.executable, "-c", _BUSY_PARENT.format(method=method)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, MARKER: str(marker)}, start_new_session=True)
+                              env={**os.environ, MARKER: str(marker)}, start_new_session=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     worker = int(parent.stdout.readline())
     deadline = time.monotonic() + 30
     while not marker.exists() and time.monotonic() < deadline:

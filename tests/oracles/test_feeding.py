@@ -85,6 +85,7 @@ NOT_BY_PERTURBATION = {
            "lies below min), the level is 0 and the result min whatever max is, though the "
            "fragment computes with max" for op in ("nnef_linear_quantize",
                                                    "nnef_min_max_linear_quantize")},
+    "get_dimension_size": "its result is a dimension's length, which no element's value moves",
     "nnef_zero_point_linear_quantize": "zero_point is an integer input (not T), left unchanged, "
                                        "yet a term; and where the clamp holds q at z, (q - z) * "
                                        "scale is 0 whatever scale is",
