@@ -13,6 +13,7 @@ returns the case's ``(inputs, attrs)`` (see :class:`conform.op_registry.OpDefini
 """
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
@@ -29,20 +30,28 @@ class NotExpressible(ValueError):
 def node_attributes(node, opset: int) -> dict:
     """The node's attributes as Python values, each absent one at its opset-``opset`` schema
     default; strings decoded, tensors as NumPy arrays."""
+    return {**_schema_defaults(node.op_type, opset, node.domain),
+            **{a.name: _value(a) for a in node.attribute}}
+
+
+@functools.cache
+def _schema_defaults(op_type: str, opset: int, domain: str) -> dict:
+    """The attributes the opset-``opset`` schema of ``op_type`` gives a default, at it."""
+    schema = defs.get_schema(op_type, opset, domain)
+    return {name: _value(a.default_value) for name, a in schema.attributes.items()
+            if a.default_value.name}
+
+
+def _value(attribute):
+    """An AttributeProto's value: strings decoded, a tensor as a NumPy array."""
     from onnx import numpy_helper
 
-    schema = defs.get_schema(node.op_type, opset, node.domain)
-    attrs = {name: helper.get_attribute_value(a.default_value)
-             for name, a in schema.attributes.items() if a.default_value.name}
-    attrs.update({a.name: helper.get_attribute_value(a) for a in node.attribute})
-    for name, value in attrs.items():
-        if isinstance(value, bytes):
-            attrs[name] = value.decode()
-        elif isinstance(value, list) and value and isinstance(value[0], bytes):
-            attrs[name] = [v.decode() for v in value]
-        elif hasattr(value, "dims"):
-            attrs[name] = numpy_helper.to_array(value)
-    return attrs
+    value = helper.get_attribute_value(attribute)
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode() for v in value]
+    return numpy_helper.to_array(value) if hasattr(value, "dims") else value
 
 
 def _as_attribute(value):
@@ -68,6 +77,7 @@ def generic_mapping(spec, node, inputs: list, opset: int) -> tuple[list, dict]:
     declared = {**{name: None for name in keywords or ()}, **spec.signature.get("attrs", {})}
     fixed = dict(bound.get("attributes", {}))
     schema_attrs = node_attributes(node, opset)
+    defaults = _schema_defaults(node.op_type, opset, node.domain)   # (a value without one: a choice)
     feeds = dict(zip(formals, inputs)) if len(inputs) <= len(formals) else None
     if feeds is None:   # a variadic last formal: the rest of the node's inputs
         feeds = dict(zip(formals[:-1], inputs))
@@ -93,7 +103,7 @@ def generic_mapping(spec, node, inputs: list, opset: int) -> tuple[list, dict]:
                                      f"{value!r}")
         elif name in declared or keywords is None:
             attrs[name] = _as_attribute(value) if name in rest else value
-        elif name in rest or not _same(value, _default(node, opset, name)):
+        elif name in rest or name not in defaults or not _same(value, defaults[name]):
             raise NotExpressible(f"the spec does not draw {name!r} (the node gives {value!r})")
     for name, domain in declared.items():   # a fixed attribute every case carries
         if name not in attrs and domain is not None and not isinstance(domain, dict):
@@ -111,14 +121,6 @@ def _oracle_keywords(spec) -> list[str] | None:
     positional = sum(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in named)
     return [p.name for p in named[min(positional, len(spec.inputs)):]
             if p.name not in ("dtypes", "ftz")]
-
-
-def _default(node, opset: int, name: str):
-    attribute = defs.get_schema(node.op_type, opset, node.domain).attributes.get(name)
-    if attribute is None or not attribute.default_value.name:
-        return object()   # no default: any value the node gives is a choice
-    value = helper.get_attribute_value(attribute.default_value)
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def case_from_onnx_node(spec, node, inputs: list, opset: int, outputs: list) -> Case:
