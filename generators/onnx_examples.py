@@ -77,7 +77,7 @@ def generic_mapping(spec, node, inputs: list, opset: int) -> tuple[list, dict]:
     declared = {**{name: None for name in keywords or ()}, **spec.signature.get("attrs", {})}
     fixed = dict(bound.get("attributes", {}))
     schema_attrs = node_attributes(node, opset)
-    defaults = _schema_defaults(node.op_type, opset, node.domain)   # (a value without one: a choice)
+    defaults = _schema_defaults(node.op_type, opset, node.domain)   # (none: a choice)
     feeds = dict(zip(formals, inputs)) if len(inputs) <= len(formals) else None
     if feeds is None:   # a variadic last formal: the rest of the node's inputs
         feeds = dict(zip(formals[:-1], inputs))
