@@ -23,6 +23,7 @@ import numpy as np
 from conform.harness.backends.base import Unsupported, binding
 from conform.dtypes import np_dtype
 from conform.spec.program_nodes import node_cases, program_nodes
+from conform.spec import dtype_class
 
 NNEF_TYPES = {"float32": "scalar", "int32": "integer", "bool": "logical"}
 
@@ -236,8 +237,7 @@ _TENSOR_PARAMETER = re.compile(r"(\w+)\s*:\s*tensor<(\w+|\?)>(\[\])?")
 
 def _kind(dtype: str) -> str:
     """The NNEF tensor type a conform dtype's values belong to (the standard's three)."""
-    return "logical" if dtype == "bool" else \
-        "integer" if dtype.startswith(("int", "uint")) else "scalar"
+    return {"bool": "logical", "int": "integer"}.get(dtype_class(dtype), "scalar")
 
 
 def types_allow(spec, label: str) -> bool:
