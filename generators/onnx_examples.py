@@ -123,6 +123,17 @@ def _oracle_keywords(spec) -> list[str] | None:
             if p.name not in ("dtypes", "ftz")]
 
 
+def spec_outputs(spec, node, outputs: list) -> list:
+    """The example's ``outputs`` (one per output name the node gives) in the order of
+    ``spec``'s outputs, None for one the node does not request (its name ``""``, or left off
+    at the end): an ONNX node's outputs follow its schema's, as the spec's do."""
+    if len(outputs) == len(node.output) >= len(spec.outputs) and all(node.output):
+        return list(outputs)
+    given = iter(outputs)
+    named = [next(given, None) if name else None for name in node.output]
+    return (named + [None] * len(spec.outputs))[:len(spec.outputs)]
+
+
 def case_from_onnx_node(spec, node, inputs: list, opset: int, outputs: list) -> Case:
     """The case of ``spec`` that ``node`` (at ``opset``) computes on ``inputs``; ``outputs``
     (the example's) give the case's output dtype. Raises :class:`NotExpressible`."""
