@@ -126,11 +126,15 @@ def _oracle_keywords(spec) -> list[str] | None:
 def spec_outputs(spec, node, outputs: list) -> list:
     """The example's ``outputs`` (one per output name the node gives) in the order of
     ``spec``'s outputs, None for one the node does not request (its name ``""``, or left off
-    at the end): an ONNX node's outputs follow its schema's, as the spec's do."""
+    at the end): an ONNX node's outputs follow its schema's, as the spec's do. Raises
+    :class:`NotExpressible` for a node requesting an output the spec does not give."""
     if len(outputs) == len(node.output) >= len(spec.outputs) and all(node.output):
         return list(outputs)
     given = iter(outputs)
     named = [next(given, None) if name else None for name in node.output]
+    beyond = [name for name in node.output[len(spec.outputs):] if name]
+    if beyond:
+        raise NotExpressible(f"the node requests {beyond}, which the spec does not give")
     return (named + [None] * len(spec.outputs))[:len(spec.outputs)]
 
 

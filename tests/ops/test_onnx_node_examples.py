@@ -89,8 +89,9 @@ def _outcome(node, inputs, outputs, opset, bound) -> str:
     reasons = []
     for spec in bound:
         try:
+            requested = spec_outputs(spec, node, outputs)
             case = case_from_onnx_node(spec, node, inputs, opset, outputs)
-            verdict = judged_verdict(spec, case, spec_outputs(spec, node, outputs))
+            verdict = judged_verdict(spec, case, requested)
         except NotExpressible as exc:
             reasons.append(f"{spec.op}: {exc}")
             continue
