@@ -12,6 +12,7 @@ import numpy as np
 
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)
+from conform.ops._rounded import exact_add, rounded_elementwise
 from conform.ops.optional_inputs import by_name
 from conform.op_registry import op
 from conform.dtypes import FLOAT_FORMATS, np_dtype
@@ -78,6 +79,41 @@ def oracle_onnx_pow(x, y, *, dtypes=None):
 def oracle_onnx_mod_fmod(a, b):
     """Mod with fmod=1: 'follows that of the fmod function in C' (sign of the dividend)."""
     return oracle_remainder(a, b)
+
+
+@op("onnx_mod", version=1)
+def oracle_onnx_mod(a, b, *, dtypes=None):
+    """Mod with fmod=0 on integers: 'the output is calculated as A - floor(A / B) * B. The
+    result has the same sign as B' (Mod-28; Mod-13: 'the Python %-operator'), exact: NumPy's
+    integer ``mod`` is that floored remainder (uint64 as the unsigned type's)."""
+    a, b = unsigned64((a, b), dtypes)
+    with np.errstate(divide="ignore", invalid="ignore"):   # B = 0: the spec's open region
+        return (np.mod(a, b),)
+
+
+def _floored_remainder(a, b, add=np.add):
+    """A - floor(A / B) * B exactly (the truncated remainder, exact, plus B where its sign is
+    not B's, by ``add``), a zero with B's sign: Mod-28's fmod 0 and its special cases (x or
+    a zero result: 'the sign of y'; x infinite or y zero: NaN; y infinite: x of y's sign,
+    else y; NaN: NaN)."""
+    with np.errstate(invalid="ignore"):
+        r = np.fmod(a, b)
+        flip = (r != 0) & ~np.isnan(r) & (np.signbit(r) != np.signbit(b))
+        r = np.where(flip, add(r, b), r)
+    return np.where(r == 0, np.copysign(0.0, b), r)
+
+
+def rounded_mod_floor(a, b):
+    """:func:`_floored_remainder` correctly rounded into float64 (the one addition exactly)."""
+    return (_floored_remainder(a, b, lambda r, y: rounded_elementwise(exact_add, r, y)),)
+
+
+@op("onnx_mod_floor", version=1, rounded64=rounded_mod_floor)
+def oracle_onnx_mod_floor(a, b):
+    """Mod-28 with fmod=0 on floats: 'the output is calculated as A - floor(A / B) * B. The
+    result has the same sign as B' (read as the exact value, rounded once: the truncated
+    remainder is exact, and adding B rounds), with the text's special cases."""
+    return (_floored_remainder(a, b),)
 
 
 @op("onnx_max", version=1)

@@ -24,3 +24,24 @@ def test_uint64_operands_past_int64_are_read_as_unsigned(op, expected):
 def test_uint64_sign_of_a_large_value_is_one():
     (out,) = evaluate("onnx_sign", [np.array([BIG], np.uint64)], {})
     assert out[0] == 1
+
+
+def test_integer_mod_takes_the_divisors_sign_and_int_min_by_minus_one_is_zero():
+    """Mod fmod=0 (Mod-13: 'the Python %-operator. The sign of the result is that of the
+    divisor'): the floored remainder, exact."""
+    a, b = np.array([-7, 7, -7, 7, -2**63]), np.array([2, -2, -2, 2, -1])
+    (got,) = evaluate("onnx_mod", [a, b], {})
+    assert got.tolist() == [1, -1, -1, 1, 0]
+    (big,) = evaluate("onnx_mod", [np.array([BIG], np.uint64), np.array([7], np.uint64)], {})
+    assert np.asarray(big).astype(np.uint64)[0] == (2**64 - 2) % 7
+
+
+def test_float_mod_floor_follows_mod_28s_special_cases():
+    """Mod-28 fmod=0 on floats: a zero has y's sign, x infinite or y zero is NaN, y infinite
+    gives x of the same sign and y otherwise, and r + y rounds once."""
+    a = np.array([-7.0, 0.0, -0.0, 4.0, np.inf, 1.0, 5.5, -5.5, -2.0 ** -1074])
+    b = np.array([2.0, -3.0, 3.0, -2.0, 2.0, 0.0, np.inf, np.inf, 1.0])
+    (got,) = evaluate("onnx_mod_floor", [a, b], {})
+    assert np.array_equal(got, [1.0, -0.0, 0.0, -0.0, np.nan, np.nan, 5.5, np.inf, 1.0],
+                          equal_nan=True)
+    assert np.signbit(got[[1, 3]]).all() and not np.signbit(got[2])
