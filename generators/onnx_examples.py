@@ -21,6 +21,7 @@ from onnx import defs, helper
 
 from conform.generators._case import Case
 from conform.ops.optional_inputs import ABSENT
+from conform.ops.sequence_values import packed_outputs
 
 
 class NotExpressible(ValueError):
@@ -126,8 +127,16 @@ def _oracle_keywords(spec) -> list[str] | None:
 def spec_outputs(spec, node, outputs: list) -> list:
     """The example's ``outputs`` (one per output name the node gives) in the order of
     ``spec``'s outputs, None for one the node does not request (its name ``""``, or left off
-    at the end): an ONNX node's outputs follow its schema's, as the spec's do. Raises
+    at the end; a sequence packed as its values and shapes): an ONNX node's outputs follow its
+    schema's, as the spec's do. Raises
     :class:`NotExpressible` for a node requesting an output the spec does not give."""
+    if spec.sequence_outputs and any(isinstance(value, list) for value in outputs):
+        outputs = packed_outputs(outputs)   # a sequence is two of the spec's outputs
+        if len(outputs) == len(spec.outputs) and all(node.output):
+            return outputs
+    if len(node.output) != len(spec.outputs) and _variadic_outputs(node):
+        raise NotExpressible(f"the node has {len(node.output)} outputs; the spec "
+                             f"{len(spec.outputs)}")
     if len(outputs) == len(node.output) >= len(spec.outputs) and all(node.output):
         return list(outputs)
     given = iter(outputs)
@@ -136,6 +145,12 @@ def spec_outputs(spec, node, outputs: list) -> list:
     if beyond:
         raise NotExpressible(f"the node requests {beyond}, which the spec does not give")
     return (named + [None] * len(spec.outputs))[:len(spec.outputs)]
+
+
+def _variadic_outputs(node) -> bool:
+    """Whether the node's schema ends in a variadic output (Split's count is the node's)."""
+    formals = defs.get_schema(node.op_type, node.domain).outputs
+    return bool(formals) and formals[-1].option == defs.OpSchema.FormalParameterOption.Variadic
 
 
 def case_from_onnx_node(spec, node, inputs: list, opset: int, outputs: list) -> Case:
