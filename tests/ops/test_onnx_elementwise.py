@@ -45,3 +45,18 @@ def test_float_mod_floor_follows_mod_28s_special_cases():
     assert np.array_equal(got, [1.0, -0.0, 0.0, -0.0, np.nan, np.nan, 5.5, np.inf, 1.0],
                           equal_nan=True)
     assert np.signbit(got[[1, 3]]).all() and not np.signbit(got[2])
+
+
+@pytest.mark.parametrize("op, dtype, x, y, expected", [
+    ("onnx_bit_shift_right_28", np.int8, [-128, -5, 5, -5, -5, 100], [1, 8, 8, -1, 2, 7],
+     [-64, -1, 0, -1, -2, 0]),
+    ("onnx_bit_shift_left_28", np.int8, [64, 1, -1, 3, 1], [1, 7, 8, -1, 0],
+     [-128, -128, 0, 0, 1]),
+    ("onnx_bit_shift_left_28", np.uint64, [1, 3], [63, 64], [2**63, 0]),
+    ("onnx_bit_shift_left_28", np.int64, [3, -1], [63, 1], [-2**63, -2]),
+])
+def test_bit_shift_28_is_arithmetic_and_defines_every_amount(op, dtype, x, y, expected):
+    """BitShift-28: a signed right shift fills with the sign bit, a left shift drops the bits
+    past it, and an amount out of [0, bits) gives -1 (right shift of a negative x) or 0."""
+    (out,) = evaluate(op, [np.array(x, dtype), np.array(y, dtype)], {})
+    assert np.asarray(out).astype(dtype).tolist() == expected
