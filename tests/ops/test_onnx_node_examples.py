@@ -69,10 +69,13 @@ def judged_verdict(spec, case, outputs) -> str:
     """The verdict of the example's ``outputs`` (in the spec's order, None for one the node
     does not request: :func:`spec_outputs`): only the requested outputs are judged. An
     unrequested one is given the oracle's answer in its type, which is what a derived bound of
-    another output reads of it (SoftmaxCrossEntropyLoss's loss reads log_prob)."""
+    another output reads of it (SoftmaxCrossEntropyLoss's loss reads log_prob); a random op's
+    (its law is judged over all its outputs) is not judged."""
     requested = [k for k, value in enumerate(outputs) if value is not None]
     if len(requested) == len(outputs):
         return judge_outputs(spec, case, outputs).verdict
+    if spec.definition.distribution is not None:
+        return "unjudged: a random op's law covers its outputs together"
     answer = expectation(spec, case)
     filled = [value if value is not None else np.asarray(part.expected).astype(np_dtype(dtype))
               for value, part, dtype in zip(outputs, answer, spec.out_dtypes(case))]
