@@ -137,13 +137,13 @@ def spec_outputs(spec, node, outputs: list) -> list:
     if len(node.output) != len(spec.outputs) and _variadic_outputs(node):
         raise NotExpressible(f"the node has {len(node.output)} outputs; the spec "
                              f"{len(spec.outputs)}")
-    if len(outputs) == len(node.output) >= len(spec.outputs) and all(node.output):
-        return list(outputs)
-    given = iter(outputs)
-    named = [next(given, None) if name else None for name in node.output]
     beyond = [name for name in node.output[len(spec.outputs):] if name]
     if beyond:
         raise NotExpressible(f"the node requests {beyond}, which the spec does not give")
+    if len(outputs) == len(node.output) == len(spec.outputs) and all(node.output):
+        return list(outputs)
+    given = iter(outputs)
+    named = [next(given, None) if name else None for name in node.output]
     return (named + [None] * len(spec.outputs))[:len(spec.outputs)]
 
 

@@ -177,3 +177,20 @@ def test_a_node_the_spec_does_not_draw_is_not_expressible(specs):
     node = helper.make_node("ReduceSum", ["data"], ["reduced"], noop_with_empty_axes=1)
     with pytest.raises(NotExpressible, match="noop_with_empty_axes"):
         case_from_onnx_node(specs["onnx_reduce_sum"], node, [np.ones(3)], 18, [np.ones(3)])
+
+
+def test_the_outputs_a_node_does_not_request_are_none_in_the_specs_order(specs):
+    from onnx import helper
+
+    y, y_h = np.zeros((1, 1, 2)), np.zeros((1, 2))
+    pool = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2])
+    assert [o is None for o in spec_outputs(specs["onnx_max_pool"], pool, [y])] == [False, True]
+    lstm = helper.make_node("LSTM", ["x", "w", "r"], ["", "Y_h"], hidden_size=2)
+    placed = spec_outputs(specs["onnx_lstm"], lstm, [y_h])
+    assert placed[0] is None and placed[1] is y_h and all(o is None for o in placed[2:])
+    split = helper.make_node("Split", ["x", "split"], ["a", "b"])   # variadic: the count is Split's
+    with pytest.raises(NotExpressible, match="2 outputs"):
+        spec_outputs(specs["onnx_split"], split, [y, y])
+    attention = helper.make_node("Attention", ["q", "k", "v"], ["Y", "", "", "qk"])
+    with pytest.raises(NotExpressible, match="qk"):
+        spec_outputs(specs["onnx_attention"], attention, [y, y])
