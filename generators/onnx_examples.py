@@ -128,7 +128,10 @@ def case_from_onnx_node(spec, node, inputs: list, opset: int, outputs: list) -> 
     (the example's) give the case's output dtype. Raises :class:`NotExpressible`."""
     hook = spec.definition.from_onnx
     if hook is not None:
-        case_inputs, attrs = hook(list(inputs), node_attributes(node, opset), opset)
+        try:
+            case_inputs, attrs = hook(list(inputs), node_attributes(node, opset), opset)
+        except ValueError as exc:   # a hook's NotExpressible (op modules cannot import it)
+            raise NotExpressible(str(exc)) from exc
     else:
         case_inputs, attrs = generic_mapping(spec, node, list(inputs), opset)
     arrays = [np.asarray(x) for x in case_inputs]
@@ -137,6 +140,8 @@ def case_from_onnx_node(spec, node, inputs: list, opset: int, outputs: list) -> 
     dtype = str(arrays[0].dtype)
     out_dtype = str(np.asarray(outputs[0]).dtype) if outputs and outputs[0] is not None \
         and not isinstance(outputs[0], list) else dtype
+    if spec.output_dtype == "attr:new_dtype":   # the spec's name for the output's type
+        attrs.setdefault("new_dtype", out_dtype)
     label = dtype if out_dtype == dtype or "->" not in "".join(spec.dtypes) \
         else f"{dtype}->{out_dtype}"
     return Case(id=f"{spec.op}.{label}.onnx_example", op=spec.op, dtype=label,
