@@ -21,3 +21,15 @@ def onnx_element_type(code: int) -> str:
     if code == TensorProto.STRING:
         return "string"
     return np.dtype(helper.tensor_dtype_to_np_dtype(code)).name
+
+
+def from_onnx_element_types(*names: str):
+    """A ``from_onnx`` hook for an op whose case takes the node's inputs and attributes as they
+    are, but ``names``: attributes that are element types (a lowering's ``graph.onnx_type``),
+    given back as conform dtype names (:func:`onnx_element_type`)."""
+    def from_onnx(inputs, attrs, opset):
+        if any(x is None for x in inputs):
+            raise ValueError("the node omits an input the case holds")
+        return inputs, {name: onnx_element_type(value) if name in names else value
+                        for name, value in attrs.items()}
+    return from_onnx

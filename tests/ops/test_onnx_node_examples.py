@@ -32,7 +32,12 @@ from conform.harness.judge.judging import judge_outputs
 #: Raised to 1136: a spec whose output type is the case's ``new_dtype`` takes it from the
 #: example's output (CastLike, QuantizeLinear, DequantizeLinear), and Cast's ``from_onnx`` hook
 #: reads ``to`` as the element type it names (Cast and CastLike's one-Cast expansions).
-RECORDED_REPRODUCED = 1136
+#: Raised to 1191: element-type attributes read back (BitCast's ``to``, EyeLike's ``dtype``,
+#: the windows' and MelWeightMatrix's ``output_datatype``: ops/_lowering.py
+#: from_onnx_element_types); an omitted optional input a case holds as an attribute is None
+#: (ReduceMax/Min/Prod's axes); hooks for Reshape (0 and -1 resolved by the text),
+#: ConstantOfShape, Constant, CenterCropPad, Col2Im and MaxUnpool (the texts' defaults).
+RECORDED_REPRODUCED = 1191
 
 
 def _array(value):
