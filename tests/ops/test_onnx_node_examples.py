@@ -10,6 +10,7 @@ to an oracle, a spec or the mapping that stops reproducing an example fails here
 from __future__ import annotations
 
 import collections
+import re
 import warnings
 
 import numpy as np
@@ -131,3 +132,27 @@ def test_a_node_the_spec_does_not_draw_is_not_expressible(specs):
     node = helper.make_node("ReduceSum", ["data"], ["reduced"], noop_with_empty_axes=1)
     with pytest.raises(NotExpressible, match="noop_with_empty_axes"):
         case_from_onnx_node(specs["onnx_reduce_sum"], node, [np.ones(3)], 18, [np.ones(3)])
+
+
+def test_the_mapping_reads_types_variadic_counts_and_omitted_inputs(specs):
+    from onnx import TensorProto, helper
+
+    x = np.array([1.5, -2.0], np.float32)
+    like = helper.make_node("CastLike", ["x", "t"], ["y"])   # new_dtype: the output's type
+    case = case_from_onnx_node(specs["onnx_cast_like"], like, [x, np.zeros(0, np.float16)], 21,
+                               [x.astype(np.float16)])
+    assert case.attrs["new_dtype"] == "float16"
+    cast = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BFLOAT16)   # 'to': a type
+    assert case_from_onnx_node(specs["onnx_cast"], cast, [x], 21, [x]).attrs == {
+        "new_dtype": "bfloat16", "saturate": 1}
+    three = helper.make_node("Max", ["a", "b", "c"], ["y"])   # the spec draws two
+    with pytest.raises(NotExpressible, match=re.escape("the node gives 3 inputs 'data_0'; "
+                                                       "the spec draws 2")):
+        case_from_onnx_node(specs["onnx_max"], three, [x, x, x], 13, [x])
+    reduce = helper.make_node("ReduceMax", ["data"], ["y"])   # axes omitted: None, every axis
+    case = case_from_onnx_node(specs["onnx_reduce_max"], reduce, [x], 18, [x.max(keepdims=True)])
+    assert case.attrs == {"axes": None, "keepdims": 1}
+    reshape = helper.make_node("Reshape", ["x", "shape"], ["y"])   # 0: kept; -1: inferred
+    case = case_from_onnx_node(specs["reshape"], reshape, [np.zeros((2, 3, 4)),
+                                                           np.array([0, -1, 2])], 21, [None])
+    assert case.attrs == {"new_sizes": [2, 6, 2]}
