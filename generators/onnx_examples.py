@@ -169,9 +169,9 @@ def case_from_onnx_node(spec, node, inputs: list, opset: int, outputs: list) -> 
             raise NotExpressible(str(exc)) from exc
     else:
         case_inputs, attrs = generic_mapping(spec, node, list(inputs), opset)
+        if not case_inputs and spec.inputs:
+            raise NotExpressible("the node has no input the spec draws")
     arrays = [np.asarray(x) for x in case_inputs]
-    if not arrays and spec.inputs:
-        raise NotExpressible("the node has no input the spec draws")
     given = str(np.asarray(outputs[0]).dtype) if outputs and outputs[0] is not None \
         and not isinstance(outputs[0], list) else None
     dtype = str(arrays[0].dtype) if arrays else given   # an op of no input: its output's
