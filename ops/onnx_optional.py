@@ -20,6 +20,8 @@ input; the empty forms are judged through OptionalHasElement).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from conform.op_registry import op
@@ -120,7 +122,7 @@ def numpy_get_element(*inputs, form):
     draw=lambda draw, kit, spec, dtype: _draw_form(draw, kit, dtype, ("tensor", "optional")),
     feeding="aligned", onnx=lambda case, graph: graph.node(graph.op_type, operand(case, graph)),
     numpy=numpy_get_element,
-    from_onnx=lambda inputs, attrs, opset: from_onnx_optional(inputs, attrs, opset, sequence=False))
+    from_onnx=functools.partial(from_onnx_optional, sequence=False))
 def oracle_get_element(input, *, form):  # noqa: A002 - ONNX's name
     """'If the input is a tensor or sequence type, it returns the input. If the input is an
     optional type, it outputs the element in the input.' (An empty optional is 'an error ...
@@ -132,7 +134,7 @@ def oracle_get_element(input, *, form):  # noqa: A002 - ONNX's name
     draw=lambda draw, kit, spec, dtype: _draw_form(draw, kit, dtype, SEQUENCE_FORMS),
     feeding="moved", onnx=lambda case, graph: graph.node(graph.op_type, operand(case, graph)),
     numpy=numpy_get_element,
-    from_onnx=lambda inputs, attrs, opset: from_onnx_optional(inputs, attrs, opset, sequence=True))
+    from_onnx=functools.partial(from_onnx_optional, sequence=True))
 def oracle_get_element_sequence(*sequence, form):
     """OptionalGetElement of a sequence, or of an optional holding one: the sequence."""
     return pack(sequence)

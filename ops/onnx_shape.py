@@ -395,7 +395,8 @@ def from_onnx_constant(inputs, attrs, opset):
 
 
 @op("onnx_constant", version=1, draw=draw_onnx_constant, onnx=onnx_constant,
-    numpy=numpy_onnx_constant, feeding=lambda inputs, attrs, index: [], from_onnx=from_onnx_constant)
+    numpy=numpy_onnx_constant, feeding=lambda inputs, attrs, index: [],
+    from_onnx=from_onnx_constant)
 def oracle_onnx_constant(*, form, dtype, shape, bits, indices=(), text=()):
     """Constant: 'a constant tensor', the value of the one attribute given: ``value`` (the
     tensor), ``sparse_value`` (its elements at ``indices``, the others 0), ``value_float(s)``

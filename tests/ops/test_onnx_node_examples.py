@@ -158,3 +158,48 @@ def test_the_mapping_reads_types_variadic_counts_and_omitted_inputs(specs):
     case = case_from_onnx_node(specs["reshape"], reshape, [np.zeros((2, 3, 4)),
                                                            np.array([0, -1, 2])], 21, [None])
     assert case.attrs == {"new_sizes": [2, 6, 2]}
+
+
+_FNUZ = [f"test_{op}_{source}_to_FLOAT8{target}{tail}" for op, tail in (
+    ("cast", ""), ("castlike", ""), ("castlike", "_expanded")) for source in ("FLOAT", "FLOAT16")
+    for target in ("E4M3FNUZ", "E5M2FNUZ")]
+#: The examples of these operators that the catalog does not reproduce, each with what its
+#: outcome says; a new miss, or a triaged example now reproduced, fails.
+TRIAGED = {
+    # Cast-24's table: +/-Inf under saturate gives +/-FLT_MAX in the fnuz formats too; the
+    # spec follows Cast-21's text (NaN). test_onnx_cast.py pins the difference to those rows.
+    **{name: "onnx_cast" + ("_like" if "castlike" in name and "expanded" not in name else "")
+       + ": fail" for name in _FNUZ},
+    # the spec draws two inputs; Max and Min are variadic (1 to 2147483647)
+    **{f"test_{op}_{n}": "the spec draws 2" for op in ("max", "min")
+       for n in ("example", "one_input")},
+    # the oracle is no decoder: it knows the pictures the suite codes itself
+    **{f"test_image_decoder_decode_{n}": "the oracle knows only the pictures the suite codes"
+       for n in ("jpeg_rgb", "jpeg_grayscale", "jpeg_bgr", "jpeg2k_rgb", "bmp_rgb", "png_rgb",
+                 "tiff_rgb", "webp_rgb", "pnm_rgb")},
+    # Identity of a sequence (or of an optional holding one): the spec's operand is a tensor
+    "test_identity_sequence": "Identity of a sequence", "test_identity_opt": "Identity of a",
+    # a sequence output: the example's list is not packed as the spec's (values, shapes)
+    "test_optional_get_element_sequence": "onnx_optional_get_element_sequence: fail",
+    "test_optional_get_element_optional_sequence": "onnx_optional_get_element_sequence: fail",
+}
+TRIAGED_OPERATORS = ("Cast", "CastLike", "BitCast", "QuantizeLinear", "DequantizeLinear",
+                     "Reshape", "Constant", "ConstantOfShape", "EyeLike", "Identity", "Max",
+                     "Min", "ReduceMax", "ReduceMin", "ReduceProd", "ImageDecoder",
+                     "OptionalHasElement", "OptionalGetElement", "CenterCropPad", "Col2Im",
+                     "MaxUnpool", "MelWeightMatrix", "BlackmanWindow", "HammingWindow",
+                     "HannWindow")
+
+
+def test_the_misses_of_the_mapped_operators_are_triaged(onnx_node_cases, specs):
+    missed = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the judge's overflow warnings on upstream data
+        for op_type, name, opset, node, inputs, outputs, bound in _examples(onnx_node_cases,
+                                                                            specs):
+            outcome = _outcome(node, inputs, outputs, opset, bound) \
+                if op_type in TRIAGED_OPERATORS else "pass"
+            if outcome != "pass":
+                missed[name] = outcome
+    assert sorted(missed) == sorted(TRIAGED)
+    assert all(TRIAGED[name] in outcome for name, outcome in missed.items()), missed
