@@ -7,9 +7,14 @@ inputs, and its other inputs and attributes (the schema's defaults filled in at 
 opset) become the case's attributes where the spec declares an attribute of that name. A node
 the spec cannot express (an attribute or input the spec does not draw, at a value other than the
 schema's default or the binding's fixed one) raises :class:`NotExpressible` with the reason.
+An omitted optional input that the oracle takes as a required attribute is None there (the
+case's "absent"); a variadic formal a spec names one input at a time must come with as many
+inputs as the spec draws; a spec whose output type is the case's ``new_dtype`` takes it from
+the example's output.
 An op whose spec spells the node differently (renamed attributes, values an input carries as an
 attribute in another form) gives an op-module hook ``from_onnx(inputs, attrs, opset)`` that
-returns the case's ``(inputs, attrs)`` (see :class:`conform.op_registry.OpDefinition`).
+returns the case's ``(inputs, attrs)`` (see :class:`conform.op_registry.OpDefinition`); a
+``ValueError`` it raises is the node's :class:`NotExpressible`.
 """
 from __future__ import annotations
 
