@@ -385,9 +385,16 @@ def numpy_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
     return data
 
 
+def from_onnx_center_crop_pad(inputs, attrs, opset):
+    """A CenterCropPad node as a case: the shape input's values and type (Tind) as the
+    attributes ``shape`` and ``shape_type``."""
+    data, shape = inputs
+    return [data], {"shape": shape.tolist(), "shape_type": str(shape.dtype), **attrs}
+
+
 @op("onnx_center_crop_pad", version=1, draw=draw_onnx_center_crop_pad,
     feeding=feed_onnx_center_crop_pad, onnx=onnx_center_crop_pad,
-    numpy=numpy_onnx_center_crop_pad)
+    numpy=numpy_onnx_center_crop_pad, from_onnx=from_onnx_center_crop_pad)
 def oracle_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
     """ONNX CenterCropPad-18: per axis of ``axes`` (every axis without it; negative counted
     from the end) a centred crop window or centred zero padding to ``shape``'s size

@@ -10,6 +10,7 @@ to an oracle, a spec or the mapping that stops reproducing an example fails here
 from __future__ import annotations
 
 import collections
+import re
 import warnings
 
 import numpy as np
@@ -38,7 +39,20 @@ from conform.harness.judge.judging import expectation, judge_outputs
 #: windows in the oracle); sequences packed: SplitToSequence +3, SequenceInsert +1; specs from
 #: each opset's text: Mod fmod 0 (onnx_mod for integers, onnx_mod_floor for Mod-28's floats)
 #: +15, BitShift-28 +28, Split-13 +3; from_onnx hooks: Split +4, TopK +7, Conv +6, Pad +6.
-RECORDED_REPRODUCED = 1109
+
+#: Raised to 1136: a spec whose output type is the case's ``new_dtype`` takes it from the
+#: example's output (CastLike, QuantizeLinear, DequantizeLinear), and Cast's ``from_onnx`` hook
+#: reads ``to`` as the element type it names (Cast and CastLike's one-Cast expansions).
+#: Raised to 1191: element-type attributes read back (BitCast's ``to``, EyeLike's ``dtype``,
+#: the windows' and MelWeightMatrix's ``output_datatype``: ops/_lowering.py
+#: from_onnx_element_types); an omitted optional input a case holds as an attribute is None
+#: (ReduceMax/Min/Prod's axes); hooks for Reshape (0 and -1 resolved by the text),
+#: ConstantOfShape, Constant, CenterCropPad, Col2Im and MaxUnpool (the texts' defaults).
+#: Raised to 1200: the optional operators' hook reads the form from the input's value
+#: (OptionalHasElement's 7, OptionalGetElement's 2 tensor examples).
+#: Both branches merged: 1359 (OptionalGetElement's 2 sequence examples now packed as the
+#: spec's values and shapes).
+RECORDED_REPRODUCED = 1359
 
 #: Examples whose stored outputs (or inputs) the operator's text refutes, each with the reason:
 #: they are not reproduced, and must stay so (a fixed example is a stale entry here).
@@ -194,3 +208,68 @@ def test_the_outputs_a_node_does_not_request_are_none_in_the_specs_order(specs):
     attention = helper.make_node("Attention", ["q", "k", "v"], ["Y", "", "", "qk"])
     with pytest.raises(NotExpressible, match="qk"):
         spec_outputs(specs["onnx_attention"], attention, [y, y])
+
+def test_the_mapping_reads_types_variadic_counts_and_omitted_inputs(specs):
+    from onnx import TensorProto, helper
+
+    x = np.array([1.5, -2.0], np.float32)
+    like = helper.make_node("CastLike", ["x", "t"], ["y"])   # new_dtype: the output's type
+    case = case_from_onnx_node(specs["onnx_cast_like"], like, [x, np.zeros(0, np.float16)], 21,
+                               [x.astype(np.float16)])
+    assert case.attrs["new_dtype"] == "float16"
+    cast = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BFLOAT16)   # 'to': a type
+    assert case_from_onnx_node(specs["onnx_cast"], cast, [x], 21, [x]).attrs == {
+        "new_dtype": "bfloat16", "saturate": 1}
+    three = helper.make_node("Max", ["a", "b", "c"], ["y"])   # the spec draws two
+    with pytest.raises(NotExpressible, match=re.escape("the node gives 3 inputs 'data_0'; "
+                                                       "the spec draws 2")):
+        case_from_onnx_node(specs["onnx_max"], three, [x, x, x], 13, [x])
+    reduce = helper.make_node("ReduceMax", ["data"], ["y"])   # axes omitted: None, every axis
+    case = case_from_onnx_node(specs["onnx_reduce_max"], reduce, [x], 18, [x.max(keepdims=True)])
+    assert case.attrs == {"axes": None, "keepdims": 1}
+    reshape = helper.make_node("Reshape", ["x", "shape"], ["y"])   # 0: kept; -1: inferred
+    case = case_from_onnx_node(specs["reshape"], reshape, [np.zeros((2, 3, 4)),
+                                                           np.array([0, -1, 2])], 21, [None])
+    assert case.attrs == {"new_sizes": [2, 6, 2]}
+
+
+_FNUZ = [f"test_{op}_{source}_to_FLOAT8{target}{tail}" for op, tail in (
+    ("cast", ""), ("castlike", ""), ("castlike", "_expanded")) for source in ("FLOAT", "FLOAT16")
+    for target in ("E4M3FNUZ", "E5M2FNUZ")]
+#: The examples of these operators that the catalog does not reproduce, each with what its
+#: outcome says; a new miss, or a triaged example now reproduced, fails.
+TRIAGED = {
+    # Cast-24's table: +/-Inf under saturate gives +/-FLT_MAX in the fnuz formats too; the
+    # spec follows Cast-21's text (NaN). test_onnx_cast.py pins the difference to those rows.
+    **{name: "onnx_cast" + ("_like" if "castlike" in name and "expanded" not in name else "")
+       + ": fail" for name in _FNUZ},
+    # the spec draws two inputs; Max and Min are variadic (1 to 2147483647)
+    **{f"test_{op}_{n}": "the spec draws 2" for op in ("max", "min")
+       for n in ("example", "one_input")},
+    # the oracle is no decoder: it knows the pictures the suite codes itself
+    **{f"test_image_decoder_decode_{n}": "the oracle knows only the pictures the suite codes"
+       for n in ("jpeg_rgb", "jpeg_grayscale", "jpeg_bgr", "jpeg2k_rgb", "bmp_rgb", "png_rgb",
+                 "tiff_rgb", "webp_rgb", "pnm_rgb")},
+    # Identity of a sequence (or of an optional holding one): the spec's operand is a tensor
+    "test_identity_sequence": "Identity of a sequence", "test_identity_opt": "Identity of a",
+}
+TRIAGED_OPERATORS = ("Cast", "CastLike", "BitCast", "QuantizeLinear", "DequantizeLinear",
+                     "Reshape", "Constant", "ConstantOfShape", "EyeLike", "Identity", "Max",
+                     "Min", "ReduceMax", "ReduceMin", "ReduceProd", "ImageDecoder",
+                     "OptionalHasElement", "OptionalGetElement", "CenterCropPad", "Col2Im",
+                     "MaxUnpool", "MelWeightMatrix", "BlackmanWindow", "HammingWindow",
+                     "HannWindow")
+
+
+def test_the_misses_of_the_mapped_operators_are_triaged(onnx_node_cases, specs):
+    missed = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the judge's overflow warnings on upstream data
+        for op_type, name, opset, node, inputs, outputs, bound in _examples(onnx_node_cases,
+                                                                            specs):
+            outcome = _outcome(node, inputs, outputs, opset, bound) \
+                if op_type in TRIAGED_OPERATORS else "pass"
+            if outcome != "pass":
+                missed[name] = outcome
+    assert sorted(missed) == sorted(TRIAGED)
+    assert all(TRIAGED[name] in outcome for name, outcome in missed.items()), missed
