@@ -88,6 +88,19 @@ def test_what_tract_lacks_is_unsupported(specs, nnef):
                        out_dtype="float32", attrs={"new_dtype": "float32"}))
 
 
+@pytest.mark.parametrize("dtype, x", [("float16", np.float16([[1.5, -0.0], [6e-8, 65504]])),
+                                      ("int64", np.int64([2**62, -1])),
+                                      ("bool", np.array([[True], [False]]))])
+def test_variables_are_read_from_their_tensor_files(specs, nnef, dtype, x):
+    """A variable's data is written as the NNEF tensor file its label names, which tract reads
+    while loading; other data is another model (tract's compiled model holds the weights)."""
+    (out,) = run_case(nnef, specs["nnef_variable"], _case("nnef_variable", dtype, x))
+    assert out.dtype == x.dtype
+    np.testing.assert_array_equal(out, x)
+    (out,) = run_case(nnef, specs["nnef_variable"], _case("nnef_variable", dtype, x[::-1]))
+    np.testing.assert_array_equal(out, x[::-1])
+
+
 def test_arrays_cross_at_their_own_dtype():
     """tract's Value.to_numpy reads every result as float32 and from_numpy makes a scalar 1-d;
     the adapter's helpers keep dtype and rank."""
