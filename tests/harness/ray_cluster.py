@@ -50,8 +50,13 @@ class Node:
         self.process = subprocess.Popen([*RAY, "start", *args], stdout=self.log, stderr=subprocess.STDOUT,
                                         env=env, start_new_session=True)
 
+    killed = False
+
     def kill(self) -> None:
-        """SIGKILL the node's whole session (its raylet and workers die at once)."""
+        """SIGKILL the node's whole session (its raylet and workers die at once); once."""
+        if self.killed:   # (its session id may be another process's by now)
+            return
+        self.killed = True
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(30)
@@ -84,24 +89,53 @@ def wait_started(node: Node, timeout: float = 120.0) -> None:
         time.sleep(0.1)
 
 
+def joining(address: str, cpus: int, temp: str, ports: list | None = None) -> Node:
+    """A node of ``cpus`` CPUs joining the cluster at ``address`` (its temporary folder
+    ``temp``, its 7 ``ports``, None: free ones; it waits for the head by itself)."""
+    return Node([f"--address={address}", f"--num-cpus={cpus}", f"--temp-dir={temp}",
+                 *_node_args(ports or free_ports(7))], temp)
+
+
+class Cluster:
+    """A running local cluster: ``address, head, second = cluster`` (``second`` None for a head
+    alone); :meth:`live_second` joins a new second node where a test killed the last one."""
+
+    def __init__(self, root: str, address: str, nodes: list):
+        self.root, self.address, self.nodes = root, address, nodes
+
+    def __iter__(self):
+        return iter((self.address, self.nodes[0], self.nodes[-1] if len(self.nodes) > 1 else None))
+
+    def __getitem__(self, index: int):
+        return tuple(self)[index]
+
+    def live_second(self, cpus: int = 1) -> Node:
+        """The second node, a new one (of ``cpus`` CPUs) if the last was killed."""
+        if self.nodes[-1].killed:
+            temp = os.path.join(self.root, f"second-{len(self.nodes)}")
+            self.nodes.append(joining(self.address, cpus, temp))
+            wait_started(self.nodes[-1])
+        return self.nodes[-1]
+
+
 @contextlib.contextmanager
 def local_cluster(cpus=(1, 1)):
-    """``(address, head, second)``: a head and a second node on 127.0.0.1, once both say
-    they run."""
+    """A :class:`Cluster` of a head and a second node on 127.0.0.1, once both say they run
+    (``cpus`` of one element: the head alone)."""
     root = tempfile.mkdtemp(prefix="conform-ray-test-")
-    nodes = []
+    nodes: list = []
     try:
         gcs, *ports = free_ports(15)
         address = f"127.0.0.1:{gcs}"
-        head_temp, second_temp = os.path.join(root, "head"), os.path.join(root, "second")
+        head_temp = os.path.join(root, "head")
         nodes.append(Node(["--head", f"--port={gcs}", f"--num-cpus={cpus[0]}",
                            "--include-dashboard=false", f"--temp-dir={head_temp}",
                            *_node_args(ports[:7])], head_temp))
-        nodes.append(Node([f"--address={address}", f"--num-cpus={cpus[1]}",
-                           f"--temp-dir={second_temp}", *_node_args(ports[7:14])], second_temp))
-        for node in nodes:   # (the second waits for the head's GCS by itself)
+        if len(cpus) > 1:
+            nodes.append(joining(address, cpus[1], os.path.join(root, "second"), ports[7:]))
+        for node in nodes:
             wait_started(node)
-        yield address, nodes[0], nodes[1]
+        yield Cluster(root, address, nodes)
     finally:
         for node in reversed(nodes):
             node.kill()
