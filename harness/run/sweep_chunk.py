@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -81,59 +80,34 @@ def backend_outcome(pool, case):
     return outcome, attempt
 
 
-#: The thread of this process (a slot, or a Ray worker) that computes a chunk's oracle while
-#: the backend's worker computes its outputs (started on first use).
-_ORACLE: list = []
-
-
-def _oracle_thread() -> ThreadPoolExecutor:
-    if not _ORACLE:
-        _ORACLE.append(ThreadPoolExecutor(1, thread_name_prefix="conform-oracle"))
-    return _ORACLE[0]
-
-
-def _timed_expect(spec, case, subnormals: str) -> tuple:
-    start = time.perf_counter()
-    return expect(spec, case, subnormals=subnormals), time.perf_counter() - start
-
-
 def run_chunk(pool, spec, task: ChunkTask) -> dict:
-    """The summary of ``task``'s chunk (see :func:`chunk_summary`), the backend run on ``pool``
-    while a thread of this process computes the oracle's answer (the two stages overlap: the
-    backend's worker is a process of its own, and the oracle's NumPy loops release the GIL; the
-    thread is done before the chunk's summary is, so no chunk's thread outlives it).
+    """The summary of ``task``'s chunk (see :func:`chunk_summary`), the backend run on ``pool``.
 
     >>> run_chunk(pool, specs["tanh"], task)["result"]["checked"]   # doctest: +SKIP
     4194304
     """
     case = task.case(spec)
     start = time.perf_counter()
-    answer = _oracle_thread().submit(_timed_expect, spec, case, task.subnormals)
-    try:
-        outcome, attempts = backend_outcome(pool, case)
-    finally:
-        computed = time.perf_counter()
-        wait([answer])   # (an oracle that failed fails the chunk only if the backend ran it)
+    outcome, attempts = backend_outcome(pool, case)
+    computed = time.perf_counter()
     if outcome.kind != "ok":
         return {"key": task.key, "first": task.first, "stop": task.stop, "status": outcome.kind,
                 "attempts": attempts, "message": outcome.message[:400],
                 "seconds": {"backend": computed - start}}
-    summary = chunk_summary(spec, case, outcome.outputs, task, expectation=answer.result())
+    summary = chunk_summary(spec, case, outcome.outputs, task)
     summary["attempts"] = attempts
     summary["seconds"]["backend"] = computed - start
     return summary
 
 
-def chunk_summary(spec, case, outputs: list, task: ChunkTask, *, expectation=None) -> dict:
+def chunk_summary(spec, case, outputs: list, task: ChunkTask) -> dict:
     """The summary of ``case`` (``task``'s, :meth:`ChunkTask.case`) given the backend's
     ``outputs``: ``result`` holds the judge's counts and worst element (its ratio to the bound),
     the ULP histogram, the count correctly rounded, the largest ULP error and its input, counts
     per region and the first :data:`FIRST_FAILING` failing inputs; ``seconds`` the time the
-    oracle, the judge and the accuracy figures took. ``expectation``: ``(the oracle's answer,
-    the seconds it took)`` where it was computed already (None: computed here)."""
-    if expectation is None:
-        expectation = _timed_expect(spec, case, task.subnormals)
-    case.expectation, oracle_seconds = expectation
+    oracle, the judge and the accuracy figures took."""
+    start = time.perf_counter()
+    case.expectation = expect(spec, case, subnormals=task.subnormals)
     expected = np.asarray(case.expectation[0].expected)
     oracle = time.perf_counter()
     judgement = judge_many([(spec, case, outputs)], task.subnormals, keep_errors=True)[0]
@@ -159,7 +133,7 @@ def chunk_summary(spec, case, outputs: list, task: ChunkTask, *, expectation=Non
               "failing": _first_failing(failing, task.first, xs, expected.ravel(), actual, errors),
               "profile": error_profile(errors, task.first, profile_shift(task.dtype, task.space))}
     return {"key": task.key, "first": task.first, "stop": task.stop, "status": "ok",
-            "result": result, "seconds": {"oracle": oracle_seconds, "judge": judged - oracle,
+            "result": result, "seconds": {"oracle": oracle - start, "judge": judged - oracle,
                                           "accuracy": time.perf_counter() - judged}}
 
 

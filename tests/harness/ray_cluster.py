@@ -31,13 +31,30 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
+#: Ports a node of this process was given (its workers' ranges included): no other takes them.
+_TAKEN: set = set()
+WORKER_PORTS = 40
+
+
+def _worker_ports(taken: set) -> int:
+    """The first of :data:`WORKER_PORTS` + 1 ports for a node's workers, free now and clear of
+    ``taken`` (Ray refuses a range that holds another of the node's ports)."""
+    while True:
+        low, = free_ports(1)
+        if low + WORKER_PORTS < 65536 and taken.isdisjoint(range(low, low + WORKER_PORTS + 1)):
+            return low
+
+
 def _node_args(ports: list[int]) -> list[str]:
-    manager, objects, agent, grpc, env, metrics, low = ports
+    manager, objects, agent, grpc, env, metrics = ports[:6]
+    _TAKEN.update(ports)
+    low = _worker_ports(_TAKEN)
+    _TAKEN.update(range(low, low + WORKER_PORTS + 1))
     return ["--node-ip-address=127.0.0.1", f"--node-manager-port={manager}",
             f"--object-manager-port={objects}", f"--dashboard-agent-listen-port={agent}",
             f"--dashboard-agent-grpc-port={grpc}", f"--runtime-env-agent-port={env}",
             f"--metrics-export-port={metrics}", f"--min-worker-port={low}",
-            f"--max-worker-port={low + 40}", "--disable-usage-stats", "--block"]
+            f"--max-worker-port={low + WORKER_PORTS}", "--disable-usage-stats", "--block"]
 
 
 class Node:
@@ -91,9 +108,9 @@ def wait_started(node: Node, timeout: float = 120.0) -> None:
 
 def joining(address: str, cpus: int, temp: str, ports: list | None = None) -> Node:
     """A node of ``cpus`` CPUs joining the cluster at ``address`` (its temporary folder
-    ``temp``, its 7 ``ports``, None: free ones; it waits for the head by itself)."""
+    ``temp``, its 6 ``ports``, None: free ones; it waits for the head by itself)."""
     return Node([f"--address={address}", f"--num-cpus={cpus}", f"--temp-dir={temp}",
-                 *_node_args(ports or free_ports(7))], temp)
+                 *_node_args(ports or free_ports(6))], temp)
 
 
 class Cluster:
@@ -125,14 +142,15 @@ def local_cluster(cpus=(1, 1)):
     root = tempfile.mkdtemp(prefix="conform-ray-test-")
     nodes: list = []
     try:
-        gcs, *ports = free_ports(15)
+        gcs, *ports = free_ports(13)
+        _TAKEN.update([gcs, *ports])   # (before either node's workers get their range)
         address = f"127.0.0.1:{gcs}"
         head_temp = os.path.join(root, "head")
         nodes.append(Node(["--head", f"--port={gcs}", f"--num-cpus={cpus[0]}",
                            "--include-dashboard=false", f"--temp-dir={head_temp}",
-                           *_node_args(ports[:7])], head_temp))
+                           *_node_args([*ports[:6], gcs])], head_temp))
         if len(cpus) > 1:
-            nodes.append(joining(address, cpus[1], os.path.join(root, "second"), ports[7:]))
+            nodes.append(joining(address, cpus[1], os.path.join(root, "second"), ports[6:]))
         for node in nodes:
             wait_started(node)
         yield Cluster(root, address, nodes)
