@@ -1,14 +1,16 @@
 """The rate of ``conform sweep`` against its stages measured alone, in one run.
 
     python bench/sweep_rate.py [--backend onnxruntime] [--op tanh] [--chunks 32]
-                               [--chunk 4194304] [--range LO:HI] [--no-ray] [--label L] [--out FILE]
+                               [--chunk 4194304] [--range LO:HI] [--no-ray] [--one-slot] [--label L]
+                               [--out FILE]
 
 On the same float32 bit range (``--chunks`` chunks of ``--chunk`` inputs from 0x3f000000, or
 ``--range``), in this order: the backend alone (the chunks' cases run on a
 :class:`~conform.harness.run.isolation.WorkerPool` of one worker, as a sweep's slot runs them:
 inputs sent, outputs back), the oracle alone (``expect`` on the same cases, in this process),
-then the sweep itself on the local executor (2 slots), and on a local Ray cluster of one node
-(started as ``ray start`` does) with 1, then 2 CPUs (as many tasks in flight). Every chunk
+then the sweep itself on the local executor (2 slots), on a local Ray cluster of one node
+(started as ``ray start`` does) with 1, then 2 CPUs (as many tasks in flight), and
+(``--one-slot``) on the local executor with 1 slot. Every chunk
 counts, the first included, in every figure (a slot's first chunk costs several warm ones:
 its memory is faulted in; a real sweep pays that once per slot, over some 1,024 chunks of a
 float32 sweep, which is why the default range is long, and ``rate_second_half`` shows the rate
@@ -127,6 +129,8 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=1 << 22)
     parser.add_argument("--range", type=bit_range, default=None)
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray sweeps")
+    parser.add_argument("--one-slot", action="store_true",
+                        help="the local sweep with 1 slot too (last among the sweeps)")
     parser.add_argument("--label", default=None, help="what is measured (a commit, say)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -139,9 +143,12 @@ def main() -> None:
     figures["sweeps"] = [sweep_rate(args.backend, args.op, first, stop, args.chunk,
                                     executor="local", workers=2)]
     if not args.no_ray:
-        figures["sweeps"] += ray_sweeps(args.backend, args.op, first, stop, args.chunk)
-        one, two = figures["sweeps"][1:]
+        one, two = ray_sweeps(args.backend, args.op, first, stop, args.chunk)
+        figures["sweeps"] += [one, two]
         figures["scaling_1_to_2_ray_cpus"] = two["rate_sweeping"] / one["rate_sweeping"]
+    if args.one_slot:
+        figures["sweeps"].append(sweep_rate(args.backend, args.op, first, stop, args.chunk,
+                                            executor="local", workers=1))
     figures["load_average_after"] = os.getloadavg()
     slower = min(figures["stages"].values())
     local = figures["sweeps"][0]
