@@ -71,9 +71,9 @@ class RayPool:
         # start_ray connects) keeps its connection, and its Ray workers keep their pools
         self._owned = not ray.is_initialized()
         if self._owned:
-            self._path, self._staging = start_ray(self.backend, self.address)
+            self._path, self._connection = start_ray(self.backend, self.address)
         else:
-            self._path, self._staging = resolved_backend(self.backend), None
+            self._path, self._connection = resolved_backend(self.backend), None
         try:
             self._run = remote(ray_cases)
             self.info = ray.get(remote(ray_hello).remote(self._path, self.settings))
@@ -83,11 +83,8 @@ class RayPool:
         return self
 
     def __exit__(self, *exc):
-        import ray
-
         if self._owned:
-            ray.shutdown()
-            self._staging.cleanup()
+            self._connection.close()
 
     def run_batches(self, cases):
         """Yield the replies of every case (as :meth:`WorkerPool.run_batches` does), a shard's

@@ -14,8 +14,10 @@ the libraries they need (NumPy, the backend's runtime) must be installed on the 
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -77,14 +79,46 @@ def staged_modules(backend: str, into: Path) -> list[str]:
 def start_ray(backend: str, address: str | None):
     """Connect to (or start) the Ray cluster at ``address`` with this process's conform and
     ``backend``'s adapter in the job's runtime environment (:func:`staged_modules`); returns
-    ``(the backend as module:Class, the staging folder: clean it up after ray.shutdown())``."""
+    ``(the backend as module:Class, a RayConnection: close() it to disconnect)``."""
     import ray
 
     staging = tempfile.TemporaryDirectory(prefix="conform-ray-")
     path = resolved_backend(backend)
-    ray.init(address=address, include_dashboard=False, log_to_driver=False,
-             runtime_env={"py_modules": staged_modules(path, Path(staging.name))})
-    return path, staging
+    handlers = {signum: signal.getsignal(signum) for signum in _HANDLED}
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"py_modules": staged_modules(path, Path(staging.name))})
+    except BaseException:
+        RayConnection(staging, handlers).close()
+        raise
+    return path, RayConnection(staging, handlers)
+
+
+#: The signals whose handlers ``ray.init`` replaces in the driver (SIGTERM: a handler that
+#: raises SystemExit) and :class:`RayConnection` puts back.
+_HANDLED = (signal.SIGINT, signal.SIGTERM)
+
+
+class RayConnection:
+    """This process's connection to Ray made by :func:`start_ray`: :meth:`close` disconnects,
+    gives the signal handlers ``ray.init`` replaced back the handlers they had before, and
+    removes the staged modules."""
+
+    def __init__(self, staging, handlers: dict):
+        self._staging, self._handlers = staging, handlers
+
+    def close(self) -> None:
+        """Disconnect from Ray, restore the signal handlers, remove the staging folder."""
+        import ray
+
+        try:
+            ray.shutdown()
+        finally:
+            for signum, handler in self._handlers.items():
+                if handler is not None and signal.getsignal(signum) is not handler:
+                    with contextlib.suppress(ValueError):   # (not the main thread: not ours)
+                        signal.signal(signum, handler)
+            self._staging.cleanup()
 
 
 def remote(function):
@@ -109,21 +143,18 @@ class RayExecutor:
     def __init__(self, backend: str, settings, *, address: str | None = None, slots: int = 2):
         self.backend, self.settings, self.address, self.slots = backend, settings, address, max(1, slots)
         self.info: dict = {}
-        self._staging = None
+        self._connection = None
 
     def __enter__(self):
         import ray
 
-        self._path, self._staging = start_ray(self.backend, self.address)
+        self._path, self._connection = start_ray(self.backend, self.address)
         self._run = remote(ray_chunk)
         self.info = ray.get(remote(ray_hello).remote(self._path, self.settings))
         return self
 
     def __exit__(self, *exc):
-        import ray
-
-        ray.shutdown()
-        self._staging.cleanup()
+        self._connection.close()
 
     def map(self, tasks):
         """Yield each task's summary as it finishes (a task Ray gave up on: ``crash``)."""
@@ -144,5 +175,5 @@ class RayExecutor:
                        "message": f"Ray lost the task: {type(exc).__name__}: {str(exc)[:300]}"}
 
 
-__all__ = ["RAY_RETRIES", "RayExecutor", "ray_chunk", "ray_hello", "remote", "resolved_backend",
+__all__ = ["RAY_RETRIES", "RayConnection", "RayExecutor", "ray_chunk", "ray_hello", "remote", "resolved_backend",
            "staged_modules", "start_ray"]

@@ -31,13 +31,30 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
+#: Ports a node of this process was given (its workers' ranges included): no other takes them.
+_TAKEN: set = set()
+WORKER_PORTS = 40
+
+
+def _worker_ports(taken: set) -> int:
+    """The first of :data:`WORKER_PORTS` + 1 ports for a node's workers, free now and clear of
+    ``taken`` (Ray refuses a range that holds another of the node's ports)."""
+    while True:
+        low, = free_ports(1)
+        if low + WORKER_PORTS < 65536 and taken.isdisjoint(range(low, low + WORKER_PORTS + 1)):
+            return low
+
+
 def _node_args(ports: list[int]) -> list[str]:
-    manager, objects, agent, grpc, env, metrics, low = ports
+    manager, objects, agent, grpc, env, metrics = ports[:6]
+    _TAKEN.update(ports)
+    low = _worker_ports(_TAKEN)
+    _TAKEN.update(range(low, low + WORKER_PORTS + 1))
     return ["--node-ip-address=127.0.0.1", f"--node-manager-port={manager}",
             f"--object-manager-port={objects}", f"--dashboard-agent-listen-port={agent}",
             f"--dashboard-agent-grpc-port={grpc}", f"--runtime-env-agent-port={env}",
             f"--metrics-export-port={metrics}", f"--min-worker-port={low}",
-            f"--max-worker-port={low + 40}", "--disable-usage-stats", "--block"]
+            f"--max-worker-port={low + WORKER_PORTS}", "--disable-usage-stats", "--block"]
 
 
 class Node:
@@ -50,8 +67,13 @@ class Node:
         self.process = subprocess.Popen([*RAY, "start", *args], stdout=self.log, stderr=subprocess.STDOUT,
                                         env=env, start_new_session=True)
 
+    killed = False
+
     def kill(self) -> None:
-        """SIGKILL the node's whole session (its raylet and workers die at once)."""
+        """SIGKILL the node's whole session (its raylet and workers die at once); once."""
+        if self.killed:   # (its session id may be another process's by now)
+            return
+        self.killed = True
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(30)
@@ -84,24 +106,54 @@ def wait_started(node: Node, timeout: float = 120.0) -> None:
         time.sleep(0.1)
 
 
+def joining(address: str, cpus: int, temp: str, ports: list | None = None) -> Node:
+    """A node of ``cpus`` CPUs joining the cluster at ``address`` (its temporary folder
+    ``temp``, its 6 ``ports``, None: free ones; it waits for the head by itself)."""
+    return Node([f"--address={address}", f"--num-cpus={cpus}", f"--temp-dir={temp}",
+                 *_node_args(ports or free_ports(6))], temp)
+
+
+class Cluster:
+    """A running local cluster: ``address, head, second = cluster`` (``second`` None for a head
+    alone); :meth:`live_second` joins a new second node where a test killed the last one."""
+
+    def __init__(self, root: str, address: str, nodes: list):
+        self.root, self.address, self.nodes = root, address, nodes
+
+    def __iter__(self):
+        return iter((self.address, self.nodes[0], self.nodes[-1] if len(self.nodes) > 1 else None))
+
+    def __getitem__(self, index: int):
+        return tuple(self)[index]
+
+    def live_second(self, cpus: int = 1) -> Node:
+        """The second node, a new one (of ``cpus`` CPUs) if the last was killed."""
+        if self.nodes[-1].killed:
+            temp = os.path.join(self.root, f"second-{len(self.nodes)}")
+            self.nodes.append(joining(self.address, cpus, temp))
+            wait_started(self.nodes[-1])
+        return self.nodes[-1]
+
+
 @contextlib.contextmanager
 def local_cluster(cpus=(1, 1)):
-    """``(address, head, second)``: a head and a second node on 127.0.0.1, once both say
-    they run."""
+    """A :class:`Cluster` of a head and a second node on 127.0.0.1, once both say they run
+    (``cpus`` of one element: the head alone)."""
     root = tempfile.mkdtemp(prefix="conform-ray-test-")
-    nodes = []
+    nodes: list = []
     try:
-        gcs, *ports = free_ports(15)
+        gcs, *ports = free_ports(13)
+        _TAKEN.update([gcs, *ports])   # (before either node's workers get their range)
         address = f"127.0.0.1:{gcs}"
-        head_temp, second_temp = os.path.join(root, "head"), os.path.join(root, "second")
+        head_temp = os.path.join(root, "head")
         nodes.append(Node(["--head", f"--port={gcs}", f"--num-cpus={cpus[0]}",
                            "--include-dashboard=false", f"--temp-dir={head_temp}",
-                           *_node_args(ports[:7])], head_temp))
-        nodes.append(Node([f"--address={address}", f"--num-cpus={cpus[1]}",
-                           f"--temp-dir={second_temp}", *_node_args(ports[7:14])], second_temp))
-        for node in nodes:   # (the second waits for the head's GCS by itself)
+                           *_node_args([*ports[:6], gcs])], head_temp))
+        if len(cpus) > 1:
+            nodes.append(joining(address, cpus[1], os.path.join(root, "second"), ports[6:]))
+        for node in nodes:
             wait_started(node)
-        yield address, nodes[0], nodes[1]
+        yield Cluster(root, address, nodes)
     finally:
         for node in reversed(nodes):
             node.kill()

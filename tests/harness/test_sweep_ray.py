@@ -1,12 +1,14 @@
 """``conform sweep --executor ray`` on a real local Ray cluster (a head and a second node, see
 tests/harness/ray_cluster.py): a node killed mid-sweep loses no chunk and counts none twice,
 the merged figures equal the local executor's bit for bit, and a hostile adapter costs its
-chunks alone; ``conform run`` on Ray gives a local run's verdicts, a crash costs its case alone,
-and a cut-short run resumes on Ray."""
+chunks alone; ``conform run`` on Ray gives a local run's verdicts, a node killed mid-run loses
+no case and counts none twice, a crash costs its case alone, and a cut-short run resumes on
+Ray. Whatever runs on Ray leaves this process's SIGINT and SIGTERM handlers as they were."""
 from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 
 import pytest
 
@@ -26,8 +28,13 @@ def cluster():
         yield running
 
 
+def handlers() -> tuple:
+    """This process's SIGINT and SIGTERM handlers (``ray.init`` installs a SIGTERM one)."""
+    return signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+
+
 def test_a_node_killed_mid_sweep_costs_nothing_and_ray_equals_local(cluster, specs, tmp_path):
-    address, _, second = cluster
+    address, second = cluster.address, cluster.live_second()
     local = run_sweep(SweepConfig("numpy", ("tanh",), first=FIRST, stop=STOP, chunk=8 * CHUNK,
                                   workers=1, out=tmp_path / "local"), specs)
     killed = []
@@ -36,9 +43,11 @@ def test_a_node_killed_mid_sweep_costs_nothing_and_ray_equals_local(cluster, spe
         if not killed:   # the first chunk is back: the second node is busy with another
             second.kill()
             killed.append(done)
+    before = handlers()
     on_ray = run_sweep(SweepConfig("numpy", ("tanh",), first=FIRST, stop=STOP, chunk=CHUNK,
                                    executor="ray", address=address, workers=2,
                                    out=tmp_path / "ray"), specs, on_done=kill_second_node)
+    assert handlers() == before   # (ray.init's SIGTERM handler is not left behind)
     assert killed == [1]
     entry, = on_ray["accuracy_map"]
     assert entry["chunks"] == {"ok": 16} and entry["lost"] == []
@@ -58,7 +67,6 @@ def test_a_hostile_adapter_on_ray_costs_its_chunks_alone(cluster, specs, tmp_pat
     assert entry["checked"] == 2 * 4096 and entry["failed"] == 0
 
 
-
 def verdicts(out) -> dict:
     """Each case's verdict in ``out``'s results.jsonl, by id."""
     return {record["id"]: record["verdict"] for record in
@@ -67,8 +75,6 @@ def verdicts(out) -> dict:
 
 def test_a_run_on_ray_gives_the_local_verdicts_crashes_alone_and_resumes(cluster, specs,
                                                                          tmp_path, monkeypatch):
-    import ray
-
     from conform.harness.run import ray_pool
     from conform.harness.run.runner import RunConfig, run_suite
     from conform.harness.run.sweep_ray import start_ray
@@ -83,7 +89,7 @@ def test_a_run_on_ray_gives_the_local_verdicts_crashes_alone_and_resumes(cluster
     on_ray = dataclasses.replace(config, executor="ray", address=cluster[0], out=tmp_path / "ray")
     # (connected once, as a notebook would: both runs use the connection, and the Ray workers
     # their pools; run_suite alone connects and disconnects)
-    _, staging = start_ray(config.backend, cluster[0])
+    _, connection = start_ray(config.backend, cluster[0])
     try:
         run_suite(on_ray, specs, progress=False)
         local = verdicts(tmp_path / "local")
@@ -96,6 +102,35 @@ def test_a_run_on_ray_gives_the_local_verdicts_crashes_alone_and_resumes(cluster
         meta, _ = run_suite(dataclasses.replace(on_ray, resume=True), specs, progress=False)
         assert verdicts(tmp_path / "ray") == local and meta["resumed_cases"] == 3
     finally:
-        ray.shutdown()
-        staging.cleanup()
+        connection.close()
 
+
+
+def test_a_node_killed_mid_run_loses_no_case_and_counts_none_twice(cluster, specs, tmp_path,
+                                                                   monkeypatch):
+    from conform.harness.run import ray_pool
+    from conform.harness.run.runner import RunConfig, run_suite
+
+    second = cluster.live_second()
+    monkeypatch.setattr(ray_pool, "SHARD", 3)   # 10 shards, two in flight: one on each node
+    config = RunConfig("numpy", ops=["tanh", "add"], dtypes=["float32"], max_examples=12,
+                       workers=2, timeout=60, out=tmp_path / "local")
+    run_suite(config, specs, progress=False)
+    killed, run_batches = [], ray_pool.RayPool.run_batches
+
+    def killing_second_node(pool, cases):
+        for reply in run_batches(pool, cases):
+            if not killed:   # a shard is back: the other one in flight runs on the second node
+                second.kill()
+                killed.append(True)
+            yield reply
+    monkeypatch.setattr(ray_pool.RayPool, "run_batches", killing_second_node)
+    before = handlers()
+    meta, _ = run_suite(dataclasses.replace(config, executor="ray", address=cluster.address,
+                                            out=tmp_path / "ray"), specs, progress=False)
+    assert handlers() == before
+    assert killed and meta["complete"]
+    ids = [json.loads(line)["id"] for line in (tmp_path / "ray" / "results.jsonl").read_text().splitlines()]
+    local = verdicts(tmp_path / "local")
+    assert len(ids) == len(set(ids)) == len(local) == meta["cases_planned"]   # none lost or twice
+    assert verdicts(tmp_path / "ray") == local
