@@ -247,12 +247,15 @@ def product_midpoints(rng, dtype: str, count: int = MIDPOINT_CASE_SIZE, *, facto
         if big_b % 2 == 0 or big_b == 1:   # a power of two times x never rounds
             return None
         subnormal = rng.random() < 0.25
+        low, high = (0, (1 << p) // big_b // 2) if subnormal else \
+            (-(-(1 << p) // big_b), (1 << (p + 1)) // big_b)
+        if high <= low:   # a precision too small for B: no such x (float8, float4)
+            continue
         if subnormal:
-            big_x = int(rng.integers(0, (1 << p) // big_b // 2)) * 2 + 1
+            big_x = int(rng.integers(low, high)) * 2 + 1
             total = fmt.emin - p
         else:
-            low = -(-(1 << p) // big_b)
-            big_x = int(rng.integers(low, (1 << (p + 1)) // big_b)) | 1
+            big_x = int(rng.integers(low, high)) | 1
             total = int(binade_exponents(rng, 1, fmt)[0]) - p
         x = big_x * Fraction(2) ** (total - s)
         if is_midpoint(x * y, dtype):

@@ -11,7 +11,7 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.ops.multiprecision import refined
 from conform.op_registry import op
-from conform.dtypes import complex_array
+from conform.dtypes import complex_array, int_info
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
@@ -71,16 +71,26 @@ def numpy_xla_binary(lhs, rhs, *, broadcast_dimensions=None, bound):
     return bound(*xla_operands(lhs, rhs, broadcast_dimensions))
 
 
+def unsigned64(arrays, dtypes) -> list:
+    """The operands as stored: where the case's dtype is uint64, the int64 the oracle contract
+    widened each to (wrapping values of 2**63 and above) read back as uint64, so that sums wrap
+    modulo 2**64, quotients divide and comparisons order as the unsigned type's do; any other
+    operand (a float64 one evaluated for a region among them) as it is."""
+    if not dtypes or dtypes[0] != "uint64":
+        return list(arrays)
+    return [x.view(np.uint64) if x.dtype == np.int64 else x for x in arrays]
+
+
 def xla_binary(name: str, **hooks):
     """Declare XLA element-wise binary op ``name`` (version 1): its oracle, written for operands
-    of one shape, also serves the variant with ``broadcast_dimensions`` (:func:`xla_operands`)."""
+    of one shape, also serves the variant with ``broadcast_dimensions`` (:func:`xla_operands`),
+    and sees uint64 operands as uint64 (:func:`unsigned64`)."""
     def define(oracle):
-        if "dtypes" in inspect.signature(oracle).parameters:   # the inputs' dtype names
-            def broadcasting(lhs, rhs, *, broadcast_dimensions=None, dtypes=None):
-                return oracle(*xla_operands(lhs, rhs, broadcast_dimensions), dtypes=dtypes)
-        else:
-            def broadcasting(lhs, rhs, *, broadcast_dimensions=None):
-                return oracle(*xla_operands(lhs, rhs, broadcast_dimensions))
+        takes_dtypes = "dtypes" in inspect.signature(oracle).parameters   # the dtype names
+
+        def broadcasting(lhs, rhs, *, broadcast_dimensions=None, dtypes=None):
+            operands = unsigned64(xla_operands(lhs, rhs, broadcast_dimensions), dtypes)
+            return oracle(*operands, dtypes=dtypes) if takes_dtypes else oracle(*operands)
 
         broadcasting.__name__, broadcasting.__qualname__ = oracle.__name__, oracle.__qualname__
         broadcasting.__module__, broadcasting.__doc__ = oracle.__module__, oracle.__doc__
@@ -191,8 +201,14 @@ def oracle_abs(operand):
 
 
 @op("negate", version=1)
-def oracle_negate(operand):
-    """-x."""
+def oracle_negate(operand, *, dtypes=None):
+    """-x; an unsigned x as StableHLO's negate defines it (docs/spec.md, negate: "For unsigned
+    integers: bitcast to signed integer, integer negation, bitcast back to unsigned integer"):
+    2**N - x modulo 2**N for N bits, 0 for 0."""
+    if dtypes and dtypes[0].startswith("uint"):
+        bits = int_info(dtypes[0]).bits
+        wrapped = np.negative(operand.view(np.uint64) if operand.dtype == np.int64 else operand)
+        return (wrapped.astype(np.uint64) & np.uint64(2 ** bits - 1),)
     return (np.negative(operand),)
 
 

@@ -20,22 +20,12 @@ from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracl
                                      oracle_maximum, oracle_minimum, oracle_multiply,
                                      oracle_power, oracle_remainder, oracle_subtract,
                                      rounded_add, rounded_divide, rounded_multiply,
-                                     rounded_subtract)
+                                     rounded_subtract, unsigned64)
 from conform.ops.logical import (oracle_bitwise_and, oracle_bitwise_or, oracle_bitwise_xor,
                                  oracle_ge, oracle_gt, oracle_le, oracle_shift_left,
                                  oracle_shift_right_logical)
 from conform.ops.selection import oracle_select
 from conform.ops.unary_math import oracle_sign
-
-
-def unsigned64(arrays, dtypes) -> list:
-    """The operands as stored: where the case's dtype is uint64, the int64 the oracle contract
-    widened each to (wrapping values of 2**63 and above) read back as uint64, so that sums wrap
-    modulo 2**64, quotients divide and comparisons order as the unsigned type's do; any other
-    operand (a float64 one evaluated for a region among them) as it is."""
-    if not dtypes or dtypes[0] != "uint64":
-        return list(arrays)
-    return [x.view(np.uint64) if x.dtype == np.int64 else x for x in arrays]
 
 
 @op("onnx_add", version=1, rounded64=rounded_add,

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
+from conform.dtypes import FLOAT_FORMATS, int_info, is_integer
 from conform.op_registry import region, regions
 from conform.ops.error_bounds import gamma, reaches_max_finite
 
@@ -66,7 +66,8 @@ def floating(array: np.ndarray) -> bool:
 
 
 def _int_operands(ctx):
-    return all(x.dtype.kind in "iu" for x in ctx.inputs)
+    """Whether every input is an integer array (int2/int4/uint2/uint4 too: NumPy kind 'V')."""
+    return all(x.dtype.kind in "iu" or is_integer(x.dtype.name) for x in ctx.inputs)
 
 
 @region
@@ -80,11 +81,10 @@ def int_div_by_zero(ctx: RegionContext) -> np.ndarray:
 @region
 def int_min_div_neg1(ctx: RegionContext) -> np.ndarray:
     """Signed INT_MIN / -1 (and its remainder), which overflows."""
-    dtype = np_dtype(ctx.out_dtype)
-    if not _int_operands(ctx) or dtype.kind != "i":
+    if not _int_operands(ctx) or not is_integer(ctx.out_dtype) or int_info(ctx.out_dtype).min >= 0:
         return ctx.none()
-    lhs, rhs = ctx.inputs
-    return ctx.aligned(lhs == np.iinfo(dtype).min) & ctx.aligned(rhs == -1)
+    lhs, rhs = (x.astype(np.int64) for x in ctx.inputs)
+    return ctx.aligned(lhs == int_info(ctx.out_dtype).min) & ctx.aligned(rhs == -1)
 
 
 @region

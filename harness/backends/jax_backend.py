@@ -10,6 +10,7 @@ bindings need no translation. ``$CONFORM_JAX_PACKING=0`` runs every case alone.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -225,7 +226,7 @@ class JaxBackend(Backend):
         key, fn = self._function(spec, case)
         signature = (key, case.input_dtypes, tuple(np.shape(x) for x in inputs))
         if signature in self._live:
-            with self.clock.timing("execute"):
+            with self.clock.timing("execute"), _type_refusals():
                 return _arrays(fn(*inputs))
         if len(self._live) >= self.max_live_executables:
             self._release_executables()
@@ -233,9 +234,25 @@ class JaxBackend(Backend):
         self._live.add(signature)
         hits, start = self.cache_hits.count, time.perf_counter()
         try:
-            return _arrays(fn(*inputs))   # the first call: tracing, compiling or loading, running
+            with _type_refusals():   # the first call: tracing, compiling or loading, running
+                return _arrays(fn(*inputs))
         finally:
             self.made_executable(time.perf_counter() - start, hits)
+
+
+@contextlib.contextmanager
+def _type_refusals():
+    """jax.lax's dtype rules refusing an element type its op's text allows ("abs does not accept
+    dtype int4. Support for narrow-width integers is platform-dependent ..."; "add does not
+    accept dtype bool") raise :class:`Unsupported` with jax's reason: the runtime lacks what the
+    standard allows. Any other TypeError stays an error."""
+    try:
+        yield
+    except TypeError as exc:
+        if "does not accept dtype" not in str(exc):
+            raise
+        raise Unsupported(f"jax refuses the element type: {str(exc).splitlines()[0][:300]}") \
+            from exc
 
 
 def _arrays(outputs) -> list:

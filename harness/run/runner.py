@@ -180,7 +180,8 @@ def by_format(pairs: list, backend: str, binding: "str | None | object" = _ASK) 
     """The (spec, dtype label) pairs whose op the backend's model format can express: the ops
     with the spec binding it consumes (an ONNX backend runs the ONNX ops, jax the XLA ones, nnef
     the NNEF ones), and the types the format's standard allows (ONNX: the operator's schema at
-    the run's opset; NNEF: the fragment's declared tensor types); all
+    the run's opset; NNEF: the fragment's declared tensor types; XLA: the StableHLO class of the
+    op's operand, conform.ops.xla_types); all
     of them for a backend that names no ``binding`` (numpy). The backend's workers say which
     binding it consumes (this process never imports the adapter); without ``binding``, a
     process of its own is asked (:func:`~conform.harness.run.isolation.backend_binding`)."""
@@ -200,7 +201,8 @@ def _standard_allows(binding: str):
     """``fn(spec, label)``: whether the format's standard takes the label's types (never drawn
     where it does not, so that ``unsupported`` means a runtime lacks what the standard allows):
     for ONNX the operator's schema at the run's opset, for NNEF the fragment's declared tensor
-    types; None for a format that types every label its spec lists."""
+    types, for XLA the operand's StableHLO type class (conform.ops.xla_types); None for a
+    format that types every label its spec lists."""
     if binding == "onnx":
         from conform.harness.backends.onnx_models import schema_allows
 
@@ -209,6 +211,10 @@ def _standard_allows(binding: str):
         from conform.harness.backends.nnef_models import types_allow
 
         return types_allow
+    if binding == "xla":
+        from conform.ops.xla_types import xla_allows
+
+        return xla_allows
     return None
 
 

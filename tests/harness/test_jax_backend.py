@@ -34,3 +34,22 @@ def test_a_jax_backend_starts_by_pruning_its_compilation_cache(tmp_path, monkeyp
     entries = [_entry(folder, f"e{i}", 512, age=10 + i) for i in range(3)]
     JaxBackend()
     assert sorted(folder.glob("*-cache")) == entries[1:]
+
+
+def test_a_type_jax_lax_refuses_is_unsupported_with_jax_reason():
+    """XLA's text allows abs on int4 (StableHLO: "tensor of signed integer ... type"); jax.lax
+    refuses narrow integers: what :meth:`JaxBackend.run` computes under it is ``unsupported``
+    with jax's reason, not an error; another TypeError stays one."""
+    import jax
+    import ml_dtypes
+    import numpy as np
+    import pytest
+
+    from conform.harness.backends.base import Unsupported
+    from conform.harness.backends.jax_backend import _type_refusals
+
+    with pytest.raises(Unsupported, match="jax refuses the element type: abs does not accept"):
+        with _type_refusals():
+            jax.lax.abs(np.zeros(2, ml_dtypes.int4))
+    with pytest.raises(TypeError), _type_refusals():
+        jax.lax.abs("text")

@@ -206,6 +206,23 @@ def test_max_min_int64_extremes():
     np.testing.assert_array_equal(run("minimum", lhs, rhs), [I64_MIN, -1])
 
 
+@pytest.mark.parametrize("op, expected", [
+    ("maximum", [2**64 - 1, 2**63]), ("minimum", [0, 5]), ("lt", [False, False]),
+    ("ge", [True, True]), ("subtract", [2**64 - 1, 2**63 - 5]),
+])
+def test_uint64_operands_keep_their_full_range(op, expected):
+    """The full uint64 range: 2**64 - 1 and 2**63 widen to int64 as -1 and -2**63 (issue 36),
+    and the XLA binary oracles read them back as uint64 (evaluate passes the dtypes)."""
+    out = run(op, np.uint64([2**64 - 1, 2**63]), np.uint64([0, 5]))
+    assert [int(x) for x in out] == [int(x) for x in expected]
+
+
+def test_unsigned_negate_wraps_as_stablehlo_defines():
+    """StableHLO negate on unsigned integers: 2**N - x modulo 2**N."""
+    assert run("negate", np.uint8([0, 1, 255])).tolist() == [0, 255, 1]
+    assert run("negate", np.uint64([1, 2**64 - 1])).tolist() == [2**64 - 1, 1]
+
+
 # --- Element-wise comparison: IEEE 754 comparison semantics -----------------------------------------
 
 @pytest.mark.parametrize("op, lhs, rhs, expected", [
