@@ -113,8 +113,18 @@ def preferring(shapes):
 
 @functools.lru_cache(maxsize=None)
 def _shapes(*, min_rank, max_rank, min_side, max_side):
-    return st.lists(st.integers(min_side, max_side), min_size=min_rank, max_size=max_rank).map(
-        tuple).filter(lambda s: math.prod(s) <= MAX_ARRAY_SIZE)
+    return _whole(st.lists(st.integers(min_side, max_side), min_size=min_rank,
+                           max_size=max_rank).map(tuple).filter(
+                               lambda s: math.prod(s) <= MAX_ARRAY_SIZE))
+
+
+@_strategies.composite
+def _whole(draw, strategy):
+    """``strategy`` as one branch: ``st.one_of`` asks each of its strategies for its branches,
+    and a filtered strategy makes new ones (each validated anew, its predicate's source parsed)
+    every time a new ``one_of`` holds it, as :func:`shape` makes one per preferred set. The
+    choices drawn are the same."""
+    return draw(strategy)
 
 
 @functools.lru_cache(maxsize=None)
