@@ -202,3 +202,15 @@ def _drawn_for(spec, case):
 
     case.expectation = expect(spec, case)
     return case
+
+
+def test_an_adapters_refusal_is_unsupported_and_a_runtime_error_an_error(specs):
+    """A model an adapter refuses (conform's Unsupported: a dtype it does not claim) makes the
+    graph ``unsupported``, as a runtime's missing kernel does; another exception an ``error``."""
+    from conform.harness.run.fuzz import graph_record, onnx_strategy
+
+    graph = draw_graph(onnx_strategy({"tanh": specs["tanh"]}, max_nodes=1), seed=0)
+    refused = ("error", "Unsupported: openvino does not claim dtype int64", "")
+    failed = ("error", "RuntimeError: Exception from src/inference", "")
+    assert graph_record(graph, 0, 0, "ok", [refused, refused], "x")["verdict"] == "unsupported"
+    assert graph_record(graph, 0, 0, "ok", [failed, failed], "x")["verdict"] == "error"
