@@ -60,6 +60,9 @@ class Graph:
     #: graph inputs the model holds as constants (initializers, as a user's model holds its
     #: weights), which a runtime may fold
     constants: frozenset = frozenset()
+    #: what a format builds from the graph once and reuses (its ONNX model without outputs),
+    #: by the format's key; a graph made with ``dataclasses.replace`` starts with none
+    memo: dict = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def leaves(self) -> tuple[str, ...]:
@@ -131,19 +134,19 @@ def _graph(draw, specs, ops, labels, max_nodes, accept):
     return graph
 
 
-_QUARTER = st.integers(0, 3)   # one graph input in four is a constant
+_QUARTER = kit.unwrapped(st.integers(0, 3))   # one graph input in four is a constant
 
 
 # A strategy made once per argument: Hypothesis validates each new one (made per node, they
 # cost a tenth of the drawing); the draws are the same.
 @functools.lru_cache(maxsize=4096)
 def _sampled(choices: tuple):
-    return st.sampled_from(choices)
+    return kit.unwrapped(st.sampled_from(choices))
 
 
 @functools.lru_cache(maxsize=4096)
 def _between(low: int, high: int):
-    return st.integers(low, high)
+    return kit.unwrapped(st.integers(low, high))
 
 
 def _label(draw, labels, dtype: str) -> str:
@@ -161,7 +164,7 @@ def _add_node(draw, graph: Graph, spec, label: str, accept) -> None:
     fill_seed = draw(_between(0, 2**32 - 1))
     k = len(graph.nodes)
     try:
-        case = materialize(spec, label, k, (signature, "normal", fill_seed))
+        case = materialize(spec, label, k, (signature, "normal", fill_seed), _edges(spec))
     except Exception:   # a draw the op's fill cannot serve: no node
         return
     names, inputs = _connect(draw, graph, spec, case)
@@ -191,6 +194,18 @@ def _add_node(draw, graph: Graph, spec, label: str, accept) -> None:
 
 #: Each op and dtype label's signature strategy (its drawer's), made once.
 _FAMILIES: dict = {}
+
+
+def _edges(spec) -> dict:
+    """The cache of ``spec``'s edge values per dtype that :func:`materialize` fills (kept with
+    the spec, so that its id is not reused meanwhile)."""
+    found = _EDGES.get(id(spec))
+    if found is None or found[0] is not spec:
+        found = _EDGES[id(spec)] = (spec, {})
+    return found[1]
+
+
+_EDGES: dict = {}
 
 
 def _usable(part, dtype: str) -> bool:

@@ -31,7 +31,7 @@ from conform.spec import ABSENT as _ABSENT_CLASS, DEFAULT_RANKS, INPUT_PREFIX, s
 
 __all__ = ["MAX_ARRAY_SIZE", "Boundary", "MustReject", "Signature", "absent_inputs", "attributes",
            "catalog", "choose", "choose_int", "designed", "designing", "fixed_attrs", "out_dtype", "preferring", "ranks", "scalar_inputs", "shape",
-           "st", "text", "with_absent"]
+           "st", "text", "unwrapped", "with_absent"]
 
 MAX_ARRAY_SIZE = int(os.environ.get("CONFORM_MAX_ARRAY_SIZE", "256"))
 
@@ -61,13 +61,20 @@ class _Strategies:
             try:
                 return made[key]
             except KeyError:
-                found = made[key] = factory(*args, **kwargs)
+                found = made[key] = unwrapped(factory(*args, **kwargs))
                 return found
             except TypeError:   # an unhashable argument
                 return factory(*args, **kwargs)
 
         setattr(self, name, make)
         return make
+
+
+def unwrapped(strategy):
+    """``strategy`` without its lazy wrapper (``st.integers(0, 3)`` is a ``LazyStrategy`` whose
+    every draw draws the strategy it wraps: one level of Hypothesis's bookkeeping per draw);
+    the choices drawn are the same."""
+    return getattr(strategy, "wrapped_strategy", strategy)
 
 
 #: Hypothesis's strategies (see :class:`_Strategies`): what hooks draw with.
@@ -81,8 +88,10 @@ def shape(*, min_rank=0, max_rank=4, min_side=1, max_side=6):
     drawn = _shapes(min_rank=min_rank, max_rank=max_rank, min_side=min_side, max_side=max_side)
     if not _PREFERRED:
         return drawn
-    fits = [s for s in _PREFERRED[-1] if min_rank <= len(s) <= max_rank
-            and all(min_side <= side <= max_side for side in s) and math.prod(s) <= MAX_ARRAY_SIZE]
+    # a tuple, so that the strategies are made once per preferred set (see _Strategies)
+    fits = tuple(s for s in _PREFERRED[-1] if min_rank <= len(s) <= max_rank
+                 and all(min_side <= side <= max_side for side in s)
+                 and math.prod(s) <= MAX_ARRAY_SIZE)
     return st.one_of(st.sampled_from(fits), drawn) if fits else drawn
 
 
@@ -104,8 +113,18 @@ def preferring(shapes):
 
 @functools.lru_cache(maxsize=None)
 def _shapes(*, min_rank, max_rank, min_side, max_side):
-    return st.lists(st.integers(min_side, max_side), min_size=min_rank, max_size=max_rank).map(
-        tuple).filter(lambda s: math.prod(s) <= MAX_ARRAY_SIZE)
+    return _whole(st.lists(st.integers(min_side, max_side), min_size=min_rank,
+                           max_size=max_rank).map(tuple).filter(
+                               lambda s: math.prod(s) <= MAX_ARRAY_SIZE))
+
+
+@_strategies.composite
+def _whole(draw, strategy):
+    """``strategy`` as one branch: ``st.one_of`` asks each of its strategies for its branches,
+    and a filtered strategy makes new ones (each validated anew, its predicate's source parsed)
+    every time a new ``one_of`` holds it, as :func:`shape` makes one per preferred set. The
+    choices drawn are the same."""
+    return draw(strategy)
 
 
 @functools.lru_cache(maxsize=None)

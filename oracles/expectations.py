@@ -30,11 +30,13 @@ class Expectation(NamedTuple):
 Answer = tuple
 
 
-def expect(spec, case, *, subnormals: str = "ieee") -> Answer:
+def expect(spec, case, *, subnormals: str = "ieee", regions: bool = True) -> Answer:
     """Evaluate ``spec``'s oracle on ``case``: per output, its answer with its implementation-
     defined regions (those of the spec's regions that name the output, or name none) and, for
     the accumulation model, the sum of magnitudes ``S`` and accumulation length ``n``.
-    ``subnormals``: the policy the derived bounds are for (``ieee`` or ``ftz``)."""
+    ``subnormals``: the policy the derived bounds are for (``ieee`` or ``ftz``); without
+    ``regions``, no region is evaluated (every ``impl_mask`` None: for a caller that reads only
+    the values and bounds, as a graph's float64 composition does)."""
     run = oracle_of(spec)
     outputs, residuals = run(case.inputs, case.attrs, refined=True)
     names, out_dtypes = spec.outputs, spec.out_dtypes(case)
@@ -64,10 +66,10 @@ def expect(spec, case, *, subnormals: str = "ieee") -> Answer:
         elif "derived" in model:
             accumulation = (derived_bound(spec, case, outputs, k, out_dtype, model["derived"],
                                           subnormals), 0)
-        regions = [r["region"] for r in spec.implementation_defined
-                   if name in r.get("outputs", (name,))]
+        named = [r["region"] for r in spec.implementation_defined
+                 if name in r.get("outputs", (name,))] if regions else []
         impl = None
-        if regions:
+        if named:
             context = RegionContext(
                 inputs=[np.asarray(x) for x in case.inputs], expected=expected,
                 out_dtype=out_dtype, accumulation_length=length,
@@ -76,7 +78,7 @@ def expect(spec, case, *, subnormals: str = "ieee") -> Answer:
                 oracle_with=lambda xs, k=k, **more: run(xs, {**case.attrs, **more})[k],
                 all_outputs=lambda xs: run(xs, case.attrs),
                 error_bound=accumulation[0] if "derived" in model else None)
-            impl = region_mask(regions, context)
+            impl = region_mask(named, context)
             impl = impl if impl.any() else None
         residual = residuals[k] if out_dtype in FLOAT_FORMATS else None
         answer.append(Expectation(expected, impl, accumulation, residual))

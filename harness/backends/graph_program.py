@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 from types import SimpleNamespace
 
+from conform.harness.backends.base import API_VERSION
 from conform.harness.backends.models import prepare_case
 from conform.spec.program_nodes import ProgramNode
 
@@ -72,13 +73,17 @@ class GraphSpec:
 
 class GraphModel:
     """A graph's ONNX model as :class:`~conform.harness.backends.models.Model` offers it:
-    ``key`` (its bytes' digest), ``build()`` (the ModelProto), ``input_names``."""
+    ``key`` (its bytes' digest), ``build()`` (the ModelProto), ``input_names`` and
+    ``inputs()`` (the arrays fed to them, in that order). Not ``shaped``
+    (for an adapter of contract 1, whose models' inputs and outputs carry no shape), its
+    inputs' and outputs' shapes are left out."""
 
-    format, shaped = "onnx", True
+    format = "onnx"
 
-    def __init__(self, serialized: bytes, input_names):
-        self.serialized, self.input_names = serialized, list(input_names)
-        self.key = ("graph", hashlib.sha256(serialized).hexdigest())
+    def __init__(self, serialized: bytes, input_names, arrays=(), *, shaped: bool = True):
+        self.serialized, self.input_names, self.shaped = serialized, list(input_names), shaped
+        self._arrays = list(arrays)
+        self.key = ("graph", hashlib.sha256(serialized).hexdigest(), shaped)
         self._built = None
 
     def build(self):
@@ -86,7 +91,13 @@ class GraphModel:
             import onnx
 
             self._built = onnx.load_from_string(self.serialized)
+            if not self.shaped:
+                for value in (*self._built.graph.input, *self._built.graph.output):
+                    value.type.tensor_type.ClearField("shape")
         return self._built
+
+    def inputs(self) -> list:
+        return list(self._arrays)
 
 
 def graph_parts(graph, outputs) -> dict:
@@ -106,5 +117,6 @@ def run_graph_on(backend, parts: dict, serialized: bytes, feeds: dict) -> list:
     inputs = [feeds[name] for name in parts["input_names"]]
     case = GraphCase(parts["dtype"], tuple(parts["input_dtypes"]), inputs,
                      parts["out_dtypes"][0] if parts["out_dtypes"] else parts["dtype"])
-    model = GraphModel(serialized, parts["input_names"])
+    model = GraphModel(serialized, parts["input_names"], inputs,
+                       shaped=getattr(backend, "api_version", API_VERSION) >= 2)
     return list(prepare_case(backend, spec, case, model=model, inputs=inputs)())

@@ -22,28 +22,47 @@ from conform.generators.graphs import one_node
 
 def build_graph_model(graph, outputs) -> onnx.ModelProto:
     """A ModelProto computing ``graph``, whose outputs are the values named ``outputs``;
-    raises :class:`Unsupported` where a node's lowering cannot express its case.
+    raises :class:`Unsupported` where a node's lowering cannot express its case. The model
+    without its outputs is made once per graph (kept in ``graph.memo``): the as-run and
+    instrumented models and the check of the latter differ only in their outputs.
 
     >>> build_graph_model(graph, graph.leaves).graph.output[0].name   # doctest: +SKIP
     'v2'
     """
+    key = ("onnx", onnx_opset(), getattr(graph, "constants", ()))
+    memo = getattr(graph, "memo", {})
+    if key not in memo:
+        memo[key] = _body(graph)
+    model = onnx.ModelProto()
+    model.CopyFrom(memo[key])
+    model.graph.output.extend(_info(name, graph.dtypes[name], graph.values[name])
+                              for name in outputs)
+    return model
+
+
+def _lowered(graph) -> OnnxGraph:
+    """``graph``'s nodes, each lowered by its op's ONNX lowering."""
     version = onnx_opset()
     onnx_graph = OnnxGraph({"op_type": ""}, 0, 0)
     for k, (node, case) in enumerate(zip(graph.nodes, graph.cases)):
         view = onnx_graph.view(binding(node.spec, "onnx"), list(node.inputs),
                                list(node.outputs), prefix=f"n{k}_")
         _add_op(node.spec, case, view, version)
+    return onnx_graph
+
+
+def _body(graph) -> onnx.ModelProto:
+    """``graph``'s model with no outputs."""
+    onnx_graph = _lowered(graph)
     constants = getattr(graph, "constants", ())
     held = [numpy_helper.from_array(np.asarray(graph.inputs[name], np_dtype(graph.dtypes[name])),
                                     name) for name in graph.inputs if name in constants]
     made = helper.make_graph(
         onnx_graph.nodes, "conform_graph",
         [_info(name, graph.dtypes[name], graph.values[name]) for name in graph.inputs
-         if name not in constants],
-        [_info(name, graph.dtypes[name], graph.values[name]) for name in outputs],
-        initializer=[*held, *onnx_graph.initializers])
+         if name not in constants], [], initializer=[*held, *onnx_graph.initializers])
     return helper.make_model(made, ir_version=IR_VERSION,
-                             opset_imports=[helper.make_opsetid("", version)],
+                             opset_imports=[helper.make_opsetid("", onnx_opset())],
                              producer_name="conform")
 
 
@@ -78,9 +97,8 @@ def onnx_lowers(spec, case) -> bool:
     :class:`Unsupported`), without checking the model: the quick half of
     :func:`onnx_accepts`, for a graph whose whole model is checked once instead
     (:func:`onnx_valid_graph`)."""
-    one = one_node(spec, case)
     try:
-        build_graph_model(one, one.leaves)
+        _lowered(one_node(spec, case))
     except Unsupported:
         return False
     return True

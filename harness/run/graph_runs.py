@@ -18,9 +18,11 @@ from conform.harness.run.graph_worker import GraphWorker, WorkerDied
 from conform.records import SCHEMA_VERSION
 
 
-#: What onnxruntime and the nnef executor say when they have no kernel for a node (the
+#: What onnxruntime and the nnef executor say when they have no kernel for a node, and what an
+#: adapter's refusal (conform's ``Unsupported``: a dtype or op it does not claim) reads as (the
 #: backend's ``unsupported``)
-_NO_KERNEL = ("NOT_IMPLEMENTED", "Could not find an implementation", "operation not implemented")
+_NO_KERNEL = ("NOT_IMPLEMENTED", "Could not find an implementation", "operation not implemented",
+              "Unsupported: ")
 
 
 def graph_seed(seed: int, number: int) -> int:

@@ -54,3 +54,24 @@ def test_a_ledger_reduction_still_fails_as_recorded(entry):
     assert wrong.size == entry["mismatched_enable_all"]
     assert float(got.ravel()[wrong[0]]) == entry["enable_all"]
     assert float(np.broadcast_to(want, got.shape).ravel()[wrong[0]]) == entry["rounded"]
+
+
+def test_batch_normalization_training_writes_its_running_mean_into_the_callers_input():
+    """Bug 4 of docs/found-bugs.md: a float32 BatchNormalization in training mode whose
+    running mean another node reads (Neg), not a graph output, is computed in the buffer of the
+    graph input ``input_mean``: the caller's array. Its values are right (float64: 0.9 * mean +
+    0.1 * the batch mean, the batch mean of X's columns [1.5, 2.5, 3.5]), but the array fed as
+    ``mean`` holds them after the run."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(
+        str(LEDGER / "batch-normalization-training-neg-float32.onnx"),
+        providers=["CPUExecutionProvider"])
+    feeds = {"X": np.float32([[0, 1, 2], [3, 4, 5]]), "scale": np.ones(3, np.float32),
+             "B": np.zeros(3, np.float32), "mean": np.float32([1, 2, 3]),
+             "var": np.float32([1, 2, 3])}
+    _, negated = session.run(None, feeds)
+    momentum = np.float64(np.float32(0.9))
+    running = momentum * np.float64([1, 2, 3]) + (1 - momentum) * np.float64([1.5, 2.5, 3.5])
+    assert np.array_equal(negated, -running.astype(np.float32))   # its output is right
+    assert np.array_equal(feeds["mean"], running.astype(np.float32))   # the input is changed

@@ -129,3 +129,28 @@ def test_a_module_is_checked_in_generic_form():
     with pytest.raises(Exception, match="expected 'sizes'"):
         valid_stablehlo(lowered.as_text())
     assert valid_stablehlo(lowered.compiler_ir("stablehlo"))
+
+
+def test_an_adapter_of_contract_1_runs_graphs_with_unshaped_models(specs):
+    """An ONNX adapter whose contract (api_version 1) hands it models whose inputs and outputs
+    carry no shape (the OpenVINO example) is given the graph's model so: it runs the graph and
+    gives the leaves' shapes (it used to be given a shaped model it refused, and then a
+    one-op model of the graph it could not build)."""
+    pytest.importorskip("conform_openvino")
+    from conform.harness.backends.graph_program import GraphModel
+    from conform.harness.run.fuzz import fuzz
+
+    unshaped = GraphModel(graph_format("onnxruntime").worker().build(
+        draw_graph(_graph_strategy(specs), seed=1), ("v0",)), ["x0_0"], shaped=False).build()
+    assert not any(v.type.tensor_type.HasField("shape")
+                   for v in (*unshaped.graph.input, *unshaped.graph.output))
+    lines = []
+    fuzz(specs, budget=2, max_nodes=2, seed=3, backend="conform_openvino:OpenVinoBackend",
+         ops=["onnx_add", "tanh"], write=lines.append, reduce=False)
+    assert [r["verdict"] for r in lines] == ["pass", "pass"], [r.get("message") for r in lines]
+
+
+def _graph_strategy(specs):
+    from conform.harness.run.fuzz import onnx_strategy
+
+    return onnx_strategy({op: specs[op] for op in ("onnx_add", "tanh")}, max_nodes=2)

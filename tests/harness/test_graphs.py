@@ -149,3 +149,68 @@ def test_a_campaign_checks_each_graph_once_and_draws_what_node_checks_draw(specs
         graph = draw_fuzz_graph(quick, seed=seed)
         assert graph.describe() == _drawn(onnx_graphs, seed).describe()
         valid(build_graph_model(graph, [n for node in graph.nodes for n in node.outputs]))
+
+
+def test_the_judges_reuse_of_drawn_answers_judges_as_recomputing_them(specs):
+    """The instrumented judge and the float64 composition reuse the answer drawn with a node
+    only where it holds (the same inputs, bit for bit): judging the backend's outputs (the
+    oracle's values, or a ULP off where a later node takes them) with the drawn answers, with
+    none (each asked of the oracle again) and with stale ones (each the answer for inputs a
+    ULP below) gives the same judgements, reference values and bounds. Element-wise ops and
+    reductions, whose graphs connect often."""
+    import dataclasses
+
+    from conform.harness.judge import graphs as judged
+    from conform.harness.run.fuzz import onnx_strategy
+
+    def moved(x, to=np.inf):
+        x = np.asarray(x)
+        return np.nextafter(x, to).astype(x.dtype) if x.dtype.kind == "f" else x
+
+    ops = ("onnx_reduce_sum_square", "onnx_div", "onnx_add", "onnx_mul", "onnx_sub", "tanh")
+    strategy = onnx_strategy({op: specs[op] for op in ops}, max_nodes=5)
+    reused = 0
+    for seed in (0, 4, 6, 9):
+        graph = draw_graph(strategy, seed=seed)
+        bare = dataclasses.replace(graph, cases=[dataclasses.replace(c, expectation=None)
+                                                 for c in graph.cases])
+        stale = dataclasses.replace(graph, cases=[_drawn_for(node.spec, dataclasses.replace(
+            c, inputs=[moved(x, -np.inf) for x in c.inputs], expectation=None))
+            for node, c in zip(graph.nodes, graph.cases)])
+        outputs = {n: graph.values[n] for node in graph.nodes for n in node.outputs}
+        taken = {n for node in graph.nodes for n in node.inputs}
+        off = {n: moved(x) if n in taken else x for n, x in outputs.items()}
+        for given in (outputs, off):
+            again = repr(judged.judge_nodes(bare, given))
+            assert repr(judged.judge_nodes(graph, given)) == again
+            assert repr(judged.judge_nodes(stale, given)) == again
+        again = judged.reference(bare, seed=seed)
+        for ref in (judged.reference(graph, seed=seed), judged.reference(stale, seed=seed)):
+            for name in ref.values:
+                assert np.array_equal(ref.values[name], again.values[name], equal_nan=True)
+                assert np.array_equal(ref.bounds[name], again.bounds[name], equal_nan=True)
+        reused += sum(judged._drawn_holds(node.spec, case, judged._fed(
+            node.spec, case, [graph.inputs[n] for n in node.inputs]))
+            for node, case in zip(graph.nodes, graph.cases)
+            if all(n in graph.inputs for n in node.inputs))
+    assert reused >= 3, reused
+
+
+def _drawn_for(spec, case):
+    """``case`` with its oracle's answer attached, as a graph's node is drawn."""
+    from conform.oracles.expectations import expect
+
+    case.expectation = expect(spec, case)
+    return case
+
+
+def test_an_adapters_refusal_is_unsupported_and_a_runtime_error_an_error(specs):
+    """A model an adapter refuses (conform's Unsupported: a dtype it does not claim) makes the
+    graph ``unsupported``, as a runtime's missing kernel does; another exception an ``error``."""
+    from conform.harness.run.fuzz import graph_record, onnx_strategy
+
+    graph = draw_graph(onnx_strategy({"tanh": specs["tanh"]}, max_nodes=1), seed=0)
+    refused = ("error", "Unsupported: openvino does not claim dtype int64", "")
+    failed = ("error", "RuntimeError: Exception from src/inference", "")
+    assert graph_record(graph, 0, 0, "ok", [refused, refused], "x")["verdict"] == "unsupported"
+    assert graph_record(graph, 0, 0, "ok", [failed, failed], "x")["verdict"] == "error"
