@@ -33,8 +33,14 @@ def _exponent(y: np.ndarray, dtype: str | None) -> np.ndarray:
 
 
 def _integer_power(x, y, dtype: str):
-    """``(values, open)``: x ** y exactly (Python integers), with open elements 0."""
+    """``(values, open)``: x ** y exactly (Python integers), with open elements 0 (a float
+    exponent that is no integer among them: 2 ** 0.5 is no integer either)."""
     info = np.iinfo(dtype)
+    fraction = np.zeros(np.shape(y), bool)
+    if y.dtype.kind == "f":   # a float exponent (T1): open where it is no integer
+        with np.errstate(invalid="ignore"):
+            fraction = ~(np.isfinite(y) & (y == np.trunc(y)) & (np.abs(y) < 2.0 ** 62))
+        y = np.where(fraction, 0, y).astype(np.int64)
     base, power = np.broadcast_arrays(x.astype(object), y.astype(object))
     negative = np.asarray(power < 0, bool)
     unit = np.asarray(np.abs(base) == 1, bool)
@@ -43,6 +49,7 @@ def _integer_power(x, y, dtype: str):
     exact = np.asarray(np.power(base, np.asarray(capped, object)), object)
     exact = np.where(negative & ~unit, 0, exact)   # base ** -n for base = ±1 is base ** n
     opened = (negative & ~unit) | np.asarray((exact < int(info.min)) | (exact > int(info.max)), bool)
+    opened = opened | np.broadcast_to(fraction, opened.shape)
     return np.asarray(np.where(opened, 0, exact)).astype(np.int64), opened
 
 
@@ -53,7 +60,7 @@ def _float_power(x, y, dtypes):
     base_dtype = dtypes[0] if dtypes else None
     (out,) = oracle_power(x, wide, dtypes=(base_dtype,) * 2 if dtypes else None)
     if y.dtype.kind in "iu":
-        odd = (y % 2 == 1) & (np.abs(wide) > 2.0 ** 53)
+        odd = (y % 2 == 1) & (np.abs(wide) >= 2.0 ** 53)
         with np.errstate(invalid="ignore"):
             out = np.where(odd & (x < 0), -np.abs(out), out)
     return (out,)
