@@ -1,7 +1,8 @@
-"""The integer types ONNX Pow, Erf-9 and ReduceMean/L2/LogSum/LogSumExp allow (issue 30 item
-2): the oracle gives the text's value where it is an integer of T, marks the rest open, and the
-judge fails a wrong value where the text fixes it (ops/onnx_power.py, ops/onnx_erf_integer.py,
-ops/onnx_reduction.py)."""
+"""Types the ONNX schemas allow that conform now draws (issue 30 item 2). The integer types of
+Pow, Erf-9 and ReduceMean/L2/LogSum/LogSumExp: the oracle gives the text's value where it is an
+integer of T, marks the rest open, and the judge fails a wrong value where the text fixes it
+(ops/onnx_power.py, ops/onnx_erf_integer.py, ops/onnx_reduction.py). Range-27's float16 and
+bfloat16 (the stash type), OneHot's index types."""
 from __future__ import annotations
 
 import numpy as np
@@ -87,3 +88,25 @@ def test_a_float64_accumulated_int64_mean_fails(specs):
     rounded = np.mean(data, axis=1).astype(np.int64)
     assert verdict(spec, [data], attrs, [exact]) == "pass"
     assert verdict(spec, [data], attrs, [rounded]) == "fail"
+
+
+def test_float16_range_is_evaluated_in_the_float32_stash_type(specs):
+    """Range-27, stash_type 1 (the default): start, limit and delta 'cast to 32-bit float
+    before the loop, with the output cast back'. 8.73 + 3 * 2.807 in float32 is 17.1484...,
+    17.140625 in float16; evaluated in float16 it is 17.15625, which fails."""
+    start, limit, delta = (np.array(v, np.float16) for v in (8.73, 19.95, 2.807))
+    (out,) = evaluate("onnx_range", [start, limit, delta], {})
+    assert out.tolist() == [8.7265625, 11.53125, 14.34375, 17.140625]
+    in_float16 = start + np.arange(4).astype(np.float16) * delta
+    spec = specs["onnx_range"]
+    assert verdict(spec, [start, limit, delta], {}, [out.astype(np.float16)]) == "pass"
+    assert verdict(spec, [start, limit, delta], {}, [in_float16]) == "fail"
+
+
+def test_a_uint64_one_hot_index_past_int64_is_outside_the_depth():
+    """2**64 - 1 as a uint64 index is far outside [-depth, depth - 1]: all off_value (read as
+    the int64 it widens to, -1, it would set the last position)."""
+    indices = np.array([1, 2 ** 64 - 1], np.uint64)
+    (out,) = evaluate("onnx_one_hot", [indices, np.array(3, np.uint8),
+                                       np.array([0, 5], np.int32)], {"axis": -1})
+    assert out.tolist() == [[0, 5, 0], [0, 0, 0]]
