@@ -110,3 +110,19 @@ def test_a_uint64_one_hot_index_past_int64_is_outside_the_depth():
     (out,) = evaluate("onnx_one_hot", [indices, np.array(3, np.uint8),
                                        np.array([0, 5], np.int32)], {"axis": -1})
     assert out.tolist() == [[0, 5, 0], [0, 0, 0]]
+
+
+def test_an_integer_grid_sample_copies_under_nearest_and_is_open_interpolated(specs):
+    """GridSample's T1 holds the integer types: nearest copies an element of X (0 outside under
+    zeros padding), exactly, even past 2**53; linear weights it by floats and the text gives no
+    rounding to T1: open."""
+    x = np.array([[[[2 ** 60 + 1, 7], [-3, 4]]]], np.int64)
+    grid = np.array([[[[-0.5, -0.5], [0.5, 0.5], [3.0, 3.0]]]], np.float32)
+    attrs = {"mode": "nearest", "padding_mode": "zeros", "align_corners": 0}
+    (out,) = evaluate("onnx_grid_sample", [x, grid], attrs)
+    assert out.tolist() == [[[[2 ** 60 + 1, 4, 0]]]]
+    spec = specs["onnx_grid_sample"]
+    assert verdict(spec, [x, grid], attrs, [out]) == "pass"
+    assert verdict(spec, [x, grid], attrs, [out + 1]) == "fail"
+    linear = {**attrs, "mode": "linear"}
+    assert evaluate("onnx_grid_sample", [x, grid], {**linear, "open_elements": True})[0].all()
