@@ -66,7 +66,11 @@ EXCEPTIONS = [
      "nearest copies either, but tf_crop_and_resize writes extrapolation_value, a float the "
      "text does not convert to bool or text; and onnxruntime 1.32 refuses a bool Resize model "
      "as invalid (INVALID_GRAPH, an error, not a missing kernel): " + _NOT_YET),
-    (("Attention", "QuantizeLinear", "DequantizeLinear"),
+    (("Attention",), ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"),
+     "U allows integer attn_masks, but the text supports two kinds only: 'a boolean mask where "
+     "a value of True indicates that the element should take part in attention, or a float "
+     "mask of the same type as query, key, value that is added to the attention score'"),
+    (("QuantizeLinear", "DequantizeLinear"),
      ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
       "float16", "float64", "bfloat16", "string", "float4_e2m1fn", "float8_e8m0fnu", "int4",
       "uint4"),
