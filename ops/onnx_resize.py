@@ -279,9 +279,8 @@ def resize(x: np.ndarray, attrs: dict, family: int, reading: int = 0,
     else:
         out = _apply(x, {a: np.nan_to_num(e["weights"]) for a, e in axes.items()})
     outside = _broadcast_mask(shape, {a: e["outside"] for a, e in axes.items()})
-    if outside.any():   # an integer X keeps its type (int64 past 2**53 too)
-        value = np.asarray(_attr(attrs, "extrapolation_value"))
-        out = np.where(outside, value.astype(out.dtype) if out.dtype.kind in "iu" else value, out)
+    if outside.any():
+        out = np.where(outside, _attr(attrs, "extrapolation_value"), out)
     return out
 
 

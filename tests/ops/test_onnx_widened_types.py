@@ -127,15 +127,3 @@ def test_an_integer_grid_sample_copies_under_nearest_and_is_open_interpolated(sp
     linear = {**attrs, "mode": "linear"}
     assert evaluate("onnx_grid_sample", [x, grid], {**linear, "open_elements": True})[0].all()
 
-
-def test_an_int64_resize_keeps_values_past_two_to_the_53(specs):
-    """Resize's T1 holds int64 (and int16, uint16 to uint64): nearest copies elements, and
-    tf_crop_and_resize writes extrapolation_value outside: the result stays an int64, so
-    2**60 + 1 is not rounded to a float64's 2**60."""
-    x = np.array([2 ** 60 + 1, 5], np.int64)
-    attrs = {"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize",
-             "nearest_mode": "round_prefer_floor", "extrapolation_value": 3.0,
-             "roi": [-0.5, 1.5], "scales": [2.0]}
-    (out,) = evaluate("onnx_resize", [x], attrs)
-    assert out.tolist() == [3, 3, 2 ** 60 + 1, 2 ** 60 + 1, 5, 5, 3, 3]
-    assert verdict(specs["onnx_resize"], [x], attrs, [out - 1]) == "fail"
