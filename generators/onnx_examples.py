@@ -7,9 +7,14 @@ inputs, and its other inputs and attributes (the schema's defaults filled in at 
 opset) become the case's attributes where the spec declares an attribute of that name. A node
 the spec cannot express (an attribute or input the spec does not draw, at a value other than the
 schema's default or the binding's fixed one) raises :class:`NotExpressible` with the reason.
+An omitted optional input that the oracle takes as a required attribute is None there (the
+case's "absent"); a variadic formal a spec names one input at a time must come with as many
+inputs as the spec draws; a spec whose output type is the case's ``new_dtype`` takes it from
+the example's output.
 An op whose spec spells the node differently (renamed attributes, values an input carries as an
 attribute in another form) gives an op-module hook ``from_onnx(inputs, attrs, opset)`` that
-returns the case's ``(inputs, attrs)`` (see :class:`conform.op_registry.OpDefinition`).
+returns the case's ``(inputs, attrs)`` (see :class:`conform.op_registry.OpDefinition`); a
+``ValueError`` it raises is the node's :class:`NotExpressible`.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from onnx import defs, helper
 
 from conform.generators._case import Case
 from conform.ops.optional_inputs import ABSENT
+from conform.ops.sequence_values import packed_outputs
 
 
 class NotExpressible(ValueError):
@@ -71,17 +77,13 @@ def generic_mapping(spec, node, inputs: list, opset: int) -> tuple[list, dict]:
     """The case's ``(inputs, attrs)`` for ``node`` of ``spec``'s op, by the rule the module's
     docstring states; ``inputs`` holds one array per node input (None for an omitted one)."""
     bound = spec.bindings["onnx"]
-    formals = [f.name for f in defs.get_schema(node.op_type, opset, node.domain).inputs]
-    operands = bound.get("operands") or formals[:len(spec.inputs)]
+    schema = defs.get_schema(node.op_type, opset, node.domain)
+    feeds, operands = _feeds(spec, schema, inputs)
     keywords = _oracle_keywords(spec)
     declared = {**{name: None for name in keywords or ()}, **spec.signature.get("attrs", {})}
     fixed = dict(bound.get("attributes", {}))
     schema_attrs = node_attributes(node, opset)
     defaults = _schema_defaults(node.op_type, opset, node.domain)   # (none: a choice)
-    feeds = dict(zip(formals, inputs)) if len(inputs) <= len(formals) else None
-    if feeds is None:   # a variadic last formal: the rest of the node's inputs
-        feeds = dict(zip(formals[:-1], inputs))
-        feeds[formals[-1]] = inputs[len(formals) - 1:]
     case_inputs, absent = [], []
     for name, formal in zip(spec.inputs, operands):
         value = feeds.get(formal)
@@ -96,6 +98,10 @@ def generic_mapping(spec, node, inputs: list, opset: int) -> tuple[list, dict]:
             case_inputs.append(value)
     attrs = {ABSENT: absent} if absent else {}
     rest = {f: v for f, v in feeds.items() if f not in operands and v is not None}
+    for formal in schema.inputs:   # an omitted input a case holds as an attribute: None
+        if formal.name not in operands and feeds.get(formal.name) is None \
+                and formal.name in _required_keywords(spec):
+            attrs[formal.name] = None
     for name, value in [*schema_attrs.items(), *rest.items()]:
         if name in fixed:
             if not _same(value, fixed[name]):
@@ -111,6 +117,41 @@ def generic_mapping(spec, node, inputs: list, opset: int) -> tuple[list, dict]:
     return case_inputs, attrs
 
 
+def _feeds(spec, schema, inputs: list) -> tuple[dict, list]:
+    """The node's inputs by the schema's formal names, and the formals feeding the spec's
+    inputs, in order. A variadic last formal gets the rest of the node's inputs (a list), or,
+    where the spec names its inputs one by one (more of them than the schema's formals), one
+    name each (``data_0#1``), the node giving as many as the spec draws (its optional ones
+    among them absent)."""
+    formals = [f.name for f in schema.inputs]
+    operands = spec.bindings["onnx"].get("operands")
+    variadic = bool(formals) and schema.inputs[-1].option == _VARIADIC
+    if variadic and len(spec.inputs) > len(formals) and not operands:
+        spread = spec.inputs[len(formals) - 1:]
+        fewest = len([name for name in spread if name not in spec.optional_inputs])
+        given = len(inputs) - len(formals) + 1
+        if not fewest <= given <= len(spread):
+            drawn = fewest if fewest == len(spread) else f"{fewest} to {len(spread)}"
+            raise NotExpressible(f"the node gives {given} inputs {formals[-1]!r}; the spec "
+                                 f"draws {drawn}")
+        names = formals[:-1] + [f"{formals[-1]}#{k}" for k in range(len(spread))]
+        return dict(zip(names, inputs)), names
+    if len(inputs) <= len(formals):
+        feeds = dict(zip(formals, inputs))
+    else:   # a variadic last formal: the rest of the node's inputs
+        feeds = {**dict(zip(formals[:-1], inputs)), formals[-1]: inputs[len(formals) - 1:]}
+    return feeds, operands or formals[:len(spec.inputs)]
+
+
+_VARIADIC = defs.OpSchema.FormalParameterOption.Variadic
+
+
+def _required_keywords(spec) -> set[str]:
+    """The oracle's keyword parameters without a default."""
+    parameters = inspect.signature(spec.definition.oracle).parameters.values()
+    return {p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty}
+
+
 def _oracle_keywords(spec) -> list[str] | None:
     """The attribute names the op's oracle takes: its parameters after the inputs, but the
     judge's (``dtypes``, ``ftz``); None for an oracle taking any keyword."""
@@ -123,20 +164,55 @@ def _oracle_keywords(spec) -> list[str] | None:
             if p.name not in ("dtypes", "ftz")]
 
 
+def spec_outputs(spec, node, outputs: list) -> list:
+    """The example's ``outputs`` (one per output name the node gives) in the order of
+    ``spec``'s outputs, None for one the node does not request (its name ``""``, or left off
+    at the end; a sequence packed as its values and shapes): an ONNX node's outputs follow its
+    schema's, as the spec's do. Raises
+    :class:`NotExpressible` for a node requesting an output the spec does not give."""
+    if spec.sequence_outputs and any(isinstance(value, list) for value in outputs):
+        outputs = packed_outputs(outputs)   # a sequence is two of the spec's outputs
+        if len(outputs) == len(spec.outputs) and all(node.output):
+            return outputs
+    if len(node.output) != len(spec.outputs) and _variadic_outputs(node):
+        raise NotExpressible(f"the node has {len(node.output)} outputs; the spec "
+                             f"{len(spec.outputs)}")
+    beyond = [name for name in node.output[len(spec.outputs):] if name]
+    if beyond:
+        raise NotExpressible(f"the node requests {beyond}, which the spec does not give")
+    if len(outputs) == len(node.output) == len(spec.outputs) and all(node.output):
+        return list(outputs)
+    given = iter(outputs)
+    named = [next(given, None) if name else None for name in node.output]
+    return (named + [None] * len(spec.outputs))[:len(spec.outputs)]
+
+
+def _variadic_outputs(node) -> bool:
+    """Whether the node's schema ends in a variadic output (Split's count is the node's)."""
+    formals = defs.get_schema(node.op_type, node.domain).outputs
+    return bool(formals) and formals[-1].option == defs.OpSchema.FormalParameterOption.Variadic
+
+
 def case_from_onnx_node(spec, node, inputs: list, opset: int, outputs: list) -> Case:
     """The case of ``spec`` that ``node`` (at ``opset``) computes on ``inputs``; ``outputs``
     (the example's) give the case's output dtype. Raises :class:`NotExpressible`."""
     hook = spec.definition.from_onnx
     if hook is not None:
-        case_inputs, attrs = hook(list(inputs), node_attributes(node, opset), opset)
+        try:
+            case_inputs, attrs = hook(list(inputs), node_attributes(node, opset), opset)
+        except ValueError as exc:   # a hook's NotExpressible (op modules cannot import it)
+            raise NotExpressible(str(exc)) from exc
     else:
         case_inputs, attrs = generic_mapping(spec, node, list(inputs), opset)
+        if not case_inputs and spec.inputs:
+            raise NotExpressible("the node has no input the spec draws")
     arrays = [np.asarray(x) for x in case_inputs]
-    if not arrays:
-        raise NotExpressible("the node has no input the spec draws")
-    dtype = str(arrays[0].dtype)
-    out_dtype = str(np.asarray(outputs[0]).dtype) if outputs and outputs[0] is not None \
-        and not isinstance(outputs[0], list) else dtype
+    given = str(np.asarray(outputs[0]).dtype) if outputs and outputs[0] is not None \
+        and not isinstance(outputs[0], list) else None
+    dtype = str(arrays[0].dtype) if arrays else given   # an op of no input: its output's
+    out_dtype = given or dtype
+    if spec.output_dtype == "attr:new_dtype":   # the spec's name for the output's type
+        attrs.setdefault("new_dtype", out_dtype)
     label = dtype if out_dtype == dtype or "->" not in "".join(spec.dtypes) \
         else f"{dtype}->{out_dtype}"
     return Case(id=f"{spec.op}.{label}.onnx_example", op=spec.op, dtype=label,

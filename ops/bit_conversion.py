@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.op_registry import op
+from conform.ops._lowering import from_onnx_element_types
 from conform.dtypes import FLOAT_FORMATS, np_dtype
 from conform.ops.onnx_shape import bit_width, from_bits
 
@@ -188,7 +189,8 @@ def numpy_onnx_bitcast(x, *, to):
 
 
 @op("onnx_bitcast", version=1, draw=draw_onnx_bitcast, dtype_labels=onnx_bitcast_labels,
-    values=values_onnx_bitcast, feeding="aligned", onnx=onnx_bitcast, numpy=numpy_onnx_bitcast)
+    values=values_onnx_bitcast, feeding="aligned", onnx=onnx_bitcast, numpy=numpy_onnx_bitcast,
+    from_onnx=from_onnx_element_types("to"))
 def oracle_onnx_bitcast(x, *, to, dtypes=()):
     """ONNX BitCast: each element's bits read as ``to`` ('preserves the exact bit pattern
     without any value conversion'; 'little endian': each element's own bits, whatever the

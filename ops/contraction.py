@@ -12,6 +12,7 @@ from conform.op_registry import op
 from conform.ops._double_double import accurate_matmul, sum_of_products
 from conform.ops._lowering import unsupported
 from conform.ops.movement import mismatched_shapes
+from conform.ops.onnx_pooling import axis_pads
 
 
 # --- DotGeneral as batched matrix multiply -----------------------------------------------------
@@ -116,6 +117,25 @@ def onnx_conv(case, graph):
                dilations=case.attrs["rhs_dilation"], pads=[pad_h[0], pad_w[0], pad_h[1], pad_w[1]])
 
 
+def from_onnx_conv(inputs, attrs, opset):
+    """A 2-D ONNX Conv node without bias or groups as a case: strides and dilations 1 and pads
+    0 where absent (the text's defaults), auto_pad SAME_UPPER/SAME_LOWER/VALID as the text's
+    padding ('output_shape[i] = ceil(input_shape[i] / strides[i])', the odd one at the end
+    for SAME_UPPER, at the beginning for SAME_LOWER); kernel_shape must be W's."""
+    x, w = inputs[0], inputs[1]
+    if (len(inputs) > 2 and inputs[2] is not None) or attrs.get("group", 1) != 1 or w.ndim != 4:
+        raise ValueError("the conv spec draws 2-D convolutions without bias or groups")
+    kernel = list(w.shape[2:])
+    if attrs.get("kernel_shape") not in (None, kernel):
+        raise ValueError(f"kernel_shape {attrs['kernel_shape']} is not W's {kernel}")
+    strides, dilations = attrs.get("strides") or [1, 1], attrs.get("dilations") or [1, 1]
+    pads = attrs.get("pads") or [0, 0, 0, 0]
+    padding = [list(axis_pads(size, k, s, d, attrs.get("auto_pad", "NOTSET"), pads[i],
+                              pads[i + 2])[:2])
+               for i, (size, k, s, d) in enumerate(zip(x.shape[2:], kernel, strides, dilations))]
+    return [x, w], {"window_strides": strides, "padding": padding, "rhs_dilation": dilations}
+
+
 def nnef_conv(case, call):
     attrs = {"padding": [tuple(int(p) for p in pair[:2]) for pair in case.attrs["padding"]],
              "stride": case.attrs["window_strides"], "dilation": case.attrs["rhs_dilation"]}
@@ -177,6 +197,7 @@ def boundaries_conv(kit, spec, dtype):
 
 
 @op("conv", version=1, draw=draw_conv, feeding=feed_conv, onnx=onnx_conv, nnef=nnef_conv, boundaries=boundaries_conv,
+    from_onnx=from_onnx_conv,
     onnx_shape_dependent=True,
     lax=lax_conv, numpy=numpy_conv,
     accumulation_length=lambda shapes, attrs: math.prod(shapes[1][1:]))

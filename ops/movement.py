@@ -94,7 +94,23 @@ def invalid_reshape(kit, spec, dtype):
     return mismatched_shapes(kit, dtype, RESHAPE_FORBIDS, [([(2, 3)], {"new_sizes": [4, 2]}, (4, 2))])
 
 
-@moved("reshape", draw=draw_reshape, onnx=onnx_reshape, nnef=nnef_reshape, invalid=invalid_reshape)
+def from_onnx_reshape(inputs, attrs, opset):
+    """An ONNX Reshape node as a case: its shape as ``new_sizes``, each entry resolved as the
+    text says: 0 'the actual dimension value is unchanged (i.e. taken from the input tensor)'
+    (with allowzero 1: 'the dimension will be set explicitly to zero'), and -1 'inferred from
+    the size of the tensor and the remaining dimensions'."""
+    data, shape = inputs
+    sizes = [int(s) for s in shape]
+    if not attrs.get("allowzero", 0):
+        sizes = [data.shape[i] if s == 0 and i < data.ndim else s for i, s in enumerate(sizes)]
+    if -1 in sizes:
+        known = math.prod(s for s in sizes if s != -1)
+        sizes[sizes.index(-1)] = data.size // known if known else 0
+    return [data], {"new_sizes": sizes}
+
+
+@moved("reshape", draw=draw_reshape, onnx=onnx_reshape, nnef=nnef_reshape, invalid=invalid_reshape,
+       from_onnx=from_onnx_reshape)
 def oracle_reshape(operand, *, new_sizes):
     """Row-major (last dimension fastest) reshape to ``new_sizes``."""
     return (np.reshape(operand, new_sizes),)

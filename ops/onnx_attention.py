@@ -13,7 +13,9 @@ Reshape). The bias: a boolean ``attn_mask`` gives 0 where True and -inf where Fa
 one is added as it is; ``is_causal=1`` adds -inf where key ``j > i + offset`` (``offset`` the
 past length, or at opset 24 ``nonpad_kv_seqlen - q_sequence_length`` per batch);
 at opset 24 keys ``j >= nonpad_kv_seqlen[b]`` get -inf and a mask shorter than the keys is
-padded with -inf. A query row whose bias is -inf for every key gives a zero row (in ``Y`` and
+padded with -inf; from opset 25 ``left_window_size`` and ``right_window_size`` (not drawn: the
+examples of the onnx package give them) add -inf outside ``[p - left, p + right]``, ``p =
+offset + i``, each side where it is not -1. A query row whose bias is -inf for every key gives a zero row (in ``Y`` and
 in the mode-3 ``qk_matmul_output``), not NaN. ``qk_matmul_output`` is, by
 ``qk_matmul_output_mode``, the scaled product (0), after softcap (1), after the bias (2) or
 after Softmax (3).
@@ -38,7 +40,7 @@ PLAIN_24 = ("Q", "K", "V", "attn_mask", "nonpad_kv_seqlen")
 PLAIN_23 = ("Q", "K", "V", "attn_mask")
 CACHE = ("Q", "K", "V", "attn_mask", "past_key", "past_value")
 NODE_ATTRS = ("is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale",
-              "softcap", "softmax_precision")
+              "softcap", "softmax_precision", "left_window_size", "right_window_size")
 
 
 def attention_outputs(names: tuple, cache: bool):

@@ -1,4 +1,4 @@
-"""The stages of ONNX Attention's pattern (opsets 23 and 24) in float64, as the operator texts
+"""The stages of ONNX Attention's pattern (opsets 23, 24 and 25's windows) in float64, as the operator texts
 and the context-dependent function body define them: the oracle of ops/onnx_attention.py and
 what its bound (ops/onnx_attention_bound.py) and the numpy backend's bias read."""
 from __future__ import annotations
@@ -55,10 +55,23 @@ def attention_bias(given: dict, attrs: dict, shape: tuple) -> np.ndarray:
     else:
         past = given["past_key"].shape[2] if "past_key" in given else 0
         offset = np.full((batch, 1, 1, 1), past)
+    rows = np.arange(q_seq).reshape(1, 1, -1, 1)
     if attrs.get("is_causal"):
-        rows = np.arange(q_seq).reshape(1, 1, -1, 1)
         bias = bias + np.where(keys > rows + offset, -np.inf, 0.0)
-    return bias
+    return bias + window_bias(attrs, keys, rows + offset)
+
+
+def window_bias(attrs: dict, keys, position) -> np.ndarray | float:
+    """Attention-25's windows: 'A query at absolute position p = offset + query_index attends
+    keys j satisfying p - left_window_size <= j <= p + right_window_size for each nonnegative
+    bound. A value of -1 leaves that side unbounded' (-1 the default; no window before 25)."""
+    left, right = attrs.get("left_window_size"), attrs.get("right_window_size")
+    outside = np.zeros(np.broadcast_shapes(np.shape(keys), np.shape(position)), bool)
+    if left is not None and left >= 0:
+        outside |= keys < position - left
+    if right is not None and right >= 0:
+        outside |= keys > position + right
+    return np.where(outside, -np.inf, 0.0)
 
 
 def stages(given: dict, attrs: dict) -> dict:

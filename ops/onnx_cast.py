@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._lowering import unsupported
+from conform.ops._lowering import onnx_element_type, unsupported
 from conform.ops._midpoints import conversion_hook
 from conform.op_registry import op, region
 from conform.ops._rounded import converted64
@@ -169,6 +169,13 @@ def onnx_cast_like_node(case, graph):
     graph.node("CastLike", list(graph.inputs), **_onnx_attrs(case, graph))
 
 
+def from_onnx_cast(inputs, attrs, opset):
+    """A Cast node as a case: its ``to`` (an ONNX element type) the case's ``new_dtype``, its
+    ``saturate`` and ``round_mode`` (the schema's defaults where absent) as given."""
+    given = {name: attrs[name] for name in ("saturate", "round_mode") if name in attrs}
+    return inputs[:1], {"new_dtype": onnx_element_type(attrs["to"]), **given}
+
+
 def numpy_astype(values, new_dtype, saturate=1):
     """What NumPy and ml_dtypes give for a conversion: ``astype`` (ml_dtypes casts none of its
     2- and 4-bit integers into another: through int64; its 8- and 4-bit floats through
@@ -215,7 +222,8 @@ def rounded_cast(input, *like, new_dtype, saturate=1, round_mode="up", dtypes): 
 
 
 @op("onnx_cast", version=1, draw=draw_cast, dtype_labels=conversion_pairs, values=integral_half,
-    onnx=onnx_cast_node, numpy=numpy_cast, rounded64=rounded_cast, midpoints=conversion_hook())
+    onnx=onnx_cast_node, numpy=numpy_cast, rounded64=rounded_cast, midpoints=conversion_hook(),
+    from_onnx=from_onnx_cast)
 def oracle_onnx_cast(input, *, new_dtype, saturate=1, round_mode="up", dtypes):  # noqa: A002
     """ONNX Cast (see :func:`cast_value`)."""
     return (cast_value(input, dtypes[0], new_dtype, saturate, round_mode),)

@@ -27,7 +27,7 @@ import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, is_string, np_dtype
 from conform.op_registry import op
-from conform.ops.onnx_cast import onnx_cast_node
+from conform.ops.onnx_cast import from_onnx_cast, onnx_cast_node
 
 #: "plain" numerals (no exponent) and numerals with the "scientific" exponent
 PLAIN = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)\Z")
@@ -200,9 +200,19 @@ def rounded_cast_string(input, *, new_dtype, dtypes):  # noqa: A002
     return (_parsed(input, new_dtype, float),)
 
 
+def from_onnx_cast_string(inputs, attrs, opset):
+    """A Cast node to or from string as a case (:func:`~conform.ops.onnx_cast.from_onnx_cast`;
+    ``saturate`` left out: the text applies it to float 8 targets only)."""
+    new_dtype = from_onnx_cast(inputs, attrs, opset)[1]["new_dtype"]
+    if not is_string(new_dtype) and np.asarray(inputs[0]).dtype.kind not in "OUS":
+        raise ValueError(f"a Cast to {new_dtype} of a non-string input is onnx_cast's")
+    return inputs[:1], {"new_dtype": new_dtype}
+
+
 @op("onnx_cast_string", version=1, draw=draw_cast_string, dtype_labels=string_labels,
     values=values_cast_string, onnx=onnx_cast_node, numpy=numpy_cast_string,
-    rounded64=rounded_cast_string, canonical=canonical_cast_string)
+    rounded64=rounded_cast_string, canonical=canonical_cast_string,
+    from_onnx=from_onnx_cast_string)
 def oracle_onnx_cast_string(input, *, new_dtype, dtypes):  # noqa: A002
     """Cast from a string: each numeral's value (a float target: rounded to odd in float64,
     so that the judge's one rounding into the target is correct; an integer: exactly); to a

@@ -126,8 +126,20 @@ def numpy_onnx_col2im(x, *, image_shape, block_shape, strides, dilations, pads):
     return out.reshape(out.shape[:2] + tuple(image_shape))
 
 
+def from_onnx_col2im(inputs, attrs, opset):
+    """A Col2Im node as a case: image_shape and block_shape (inputs) as attributes; 'If not
+    present', strides and dilations default to 1 and pads to 0 along each spatial axis (the
+    text)."""
+    x, image_shape, block_shape = inputs
+    axes = len(image_shape)
+    return [x], {"image_shape": image_shape.tolist(), "block_shape": block_shape.tolist(),
+                 "strides": [1] * axes, "dilations": [1] * axes, "pads": [0] * (2 * axes),
+                 **attrs}
+
+
 @op("onnx_col2im", version=1, draw=draw_onnx_col2im, feeding=feed_onnx_col2im,
-    accumulation_length=block_size, onnx=onnx_col2im, numpy=numpy_onnx_col2im)
+    accumulation_length=block_size, onnx=onnx_col2im, numpy=numpy_onnx_col2im,
+    from_onnx=from_onnx_col2im)
 def oracle_onnx_col2im(x, *, image_shape, block_shape, strides, dilations, pads):
     """ONNX Col2Im: each image element the sum of the column elements the blocks place there
     (see the module docstring), 0 where none does; the float sum in double-double."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.op_registry import op
-from conform.ops.optional_inputs import by_name
+from conform.ops.optional_inputs import ABSENT, by_name
 
 INPUTS = ("data", "ratio", "training_mode")
 
@@ -30,7 +30,19 @@ def numpy_dropout(data, *rest, absent_inputs=()):
     return np.copy(data), np.ones_like(data, dtype=bool)
 
 
-@op("onnx_dropout", version=1, values=values_inference, numpy=numpy_dropout)
+def from_onnx_dropout(inputs, attrs, opset):
+    """A Dropout node in inference mode as a case: its data, ratio and training_mode where
+    given (training_mode true is onnx_dropout_training's); its seed ('Seed to the random
+    generator') draws nothing in inference mode, so the case has no attribute."""
+    given = dict(zip(INPUTS, (list(inputs) + [None] * len(INPUTS))[:len(INPUTS)]))
+    if given["training_mode"] is not None and bool(np.asarray(given["training_mode"])):
+        raise ValueError("training_mode is true: onnx_dropout_training's node")
+    absent = [name for name, value in given.items() if value is None]
+    return [v for v in given.values() if v is not None], {ABSENT: absent} if absent else {}
+
+
+@op("onnx_dropout", version=1, values=values_inference, numpy=numpy_dropout,
+    from_onnx=from_onnx_dropout)
 def oracle_dropout(data, *rest, absent_inputs=()):
     """Inference mode: output = data (nothing dropped), mask all true."""
     return data, np.ones(data.shape, bool)

@@ -12,9 +12,10 @@ import numpy as np
 
 from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUOTIENT_MIDPOINTS,
                                     SUM_MIDPOINTS)
+from conform.ops._rounded import exact_add, rounded_elementwise
 from conform.ops.optional_inputs import by_name
 from conform.op_registry import op
-from conform.dtypes import FLOAT_FORMATS, np_dtype
+from conform.dtypes import FLOAT_FORMATS, int_info, np_dtype
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
                                      oracle_maximum, oracle_minimum, oracle_multiply,
                                      oracle_remainder, oracle_subtract,
@@ -72,6 +73,41 @@ def oracle_onnx_div(a, b, *, dtypes=None):
 def oracle_onnx_mod_fmod(a, b):
     """Mod with fmod=1: 'follows that of the fmod function in C' (sign of the dividend)."""
     return oracle_remainder(a, b)
+
+
+@op("onnx_mod", version=1)
+def oracle_onnx_mod(a, b, *, dtypes=None):
+    """Mod with fmod=0 on integers: 'the output is calculated as A - floor(A / B) * B. The
+    result has the same sign as B' (Mod-28; Mod-13: 'the Python %-operator'), exact: NumPy's
+    integer ``mod`` is that floored remainder (uint64 as the unsigned type's)."""
+    a, b = unsigned64((a, b), dtypes)
+    with np.errstate(divide="ignore", invalid="ignore"):   # B = 0: the spec's open region
+        return (np.mod(a, b),)
+
+
+def _floored_remainder(a, b, add=np.add):
+    """A - floor(A / B) * B exactly (the truncated remainder, exact, plus B where its sign is
+    not B's, by ``add``), a zero with B's sign: Mod-28's fmod 0 and its special cases (x or
+    a zero result: 'the sign of y'; x infinite or y zero: NaN; y infinite: x of y's sign,
+    else y; NaN: NaN)."""
+    with np.errstate(invalid="ignore"):
+        r = np.fmod(a, b)
+        flip = (r != 0) & ~np.isnan(r) & (np.signbit(r) != np.signbit(b))
+        r = np.where(flip, add(r, b), r)
+    return np.where(r == 0, np.copysign(0.0, b), r)
+
+
+def rounded_mod_floor(a, b):
+    """:func:`_floored_remainder` correctly rounded into float64 (the one addition exactly)."""
+    return (_floored_remainder(a, b, lambda r, y: rounded_elementwise(exact_add, r, y)),)
+
+
+@op("onnx_mod_floor", version=1, rounded64=rounded_mod_floor)
+def oracle_onnx_mod_floor(a, b):
+    """Mod-28 with fmod=0 on floats: 'the output is calculated as A - floor(A / B) * B. The
+    result has the same sign as B' (read as the exact value, rounded once: the truncated
+    remainder is exact, and adding B rounds), with the text's special cases."""
+    return (_floored_remainder(a, b),)
 
 
 @op("onnx_max", version=1)
@@ -144,6 +180,47 @@ def oracle_onnx_bit_shift_left(x, y):
 def oracle_onnx_bit_shift_right(x, y):
     """x shifted right by y bits, zeros coming in (unsigned types only)."""
     return oracle_shift_right_logical(x, y)
+
+
+def _shifted_28(x, y, direction: str, dtype: str) -> np.ndarray:
+    """BitShift-28 on the values as stored (Python integers: exact at every width)."""
+    info = int_info(dtype)
+    bits, signed, top = info.bits, info.min < 0, int(info.max)
+    x, y = np.broadcast_arrays(x, y)
+    shape, x, y = x.shape, x.astype(object).ravel(), y.astype(object).ravel()   # (1-D: no 0-d)
+    inside = (y >= 0) & (y < bits)
+    amount = np.where(inside, y, 0)
+    if direction == "RIGHT":   # Python's >> on an int is arithmetic: the sign fills in
+        out = np.where(inside, x >> amount, np.where(x < 0, -1, 0))
+    else:
+        pattern = (x << amount) % (1 << bits)
+        if signed:   # 'bits shifted past the sign bit are discarded': the two's complement
+            pattern = np.where(pattern > top, pattern - (1 << bits), pattern)
+        out = np.where(inside, pattern, 0)
+    return out.reshape(shape)
+
+
+def _bit_shift_28(x, y, dtypes, direction: str):
+    """BitShift-28: x moved left or right by y bits; 'For a signed T the right shift is an
+    arithmetic shift (sign-extending)', a left shift discards the bits 'shifted past the sign
+    bit'; 'If Y is negative, or is greater than or equal to the number of bits of T, then the
+    result is ... -1 for a right shift on a negative X ... and 0 in every other case'."""
+    dtype = dtypes[0] if dtypes else np.asarray(x).dtype.name
+    x, y = unsigned64((x, y), dtypes)
+    out = _shifted_28(x, y, direction, dtype)
+    return (out.astype(np.uint64 if dtype == "uint64" else np.int64),)
+
+
+@op("onnx_bit_shift_left_28", version=1)
+def oracle_onnx_bit_shift_left_28(x, y, *, dtypes=None):
+    """BitShift-28, direction LEFT (:func:`_bit_shift_28`)."""
+    return _bit_shift_28(x, y, dtypes, "LEFT")
+
+
+@op("onnx_bit_shift_right_28", version=1)
+def oracle_onnx_bit_shift_right_28(x, y, *, dtypes=None):
+    """BitShift-28, direction RIGHT (:func:`_bit_shift_28`)."""
+    return _bit_shift_28(x, y, dtypes, "RIGHT")
 
 
 @op("onnx_where", version=1)

@@ -204,10 +204,17 @@ def canonical_image(outputs, case):
     return outputs
 
 
+def from_onnx_image_decoder(inputs, attrs, opset):
+    """No ImageDecoder node is read back as a case: the oracle is no decoder, it knows the
+    pictures the suite codes itself (the case's attributes name them), not another stream's."""
+    raise ValueError("the oracle knows only the pictures the suite codes itself, not an "
+                     "arbitrary encoded stream")
+
+
 @op("onnx_image_decoder", version=1, draw=draw_image, fill=fill_image, canonical=canonical_image,
     boundaries=boundaries_image,
     onnx=onnx_image_decoder, numpy=numpy_image_decoder, value_dependent_shape=True,
-    feeding=lambda inputs, attrs, index: [None] * len(inputs))
+    feeding=lambda inputs, attrs, index: [None] * len(inputs), from_onnx=from_onnx_image_decoder)
 def oracle_image_decoder(encoded_stream, *, image_format, source, height, width, pixel_seed,
                          pixel_format="RGB"):
     """ImageDecoder of the suite's own coding of the picture the attributes name: its pixels

@@ -26,6 +26,7 @@ from conform.ops._double_double import accurate_sum
 from conform.ops.error_bounds import exceeds_max_finite, judged_bound, reaches_max_finite, sum_gamma, underflow_term
 from conform.ops.indexing import index_type
 from conform.ops.onnx_softmax import log_softmax, log_softmax_bound
+from conform.ops.optional_inputs import ABSENT
 
 REDUCTIONS = ("none", "sum", "mean")
 
@@ -291,6 +292,20 @@ def numpy_sce(scores, labels, *weights, reduction, request_log_prob, ignore_inde
     return loss, log_prob
 
 
+def from_onnx_sce(inputs, attrs, opset):
+    """A SoftmaxCrossEntropyLoss node as a case: scores, labels and weights where given, the
+    node's reduction and ignore_index; ``request_log_prob`` chooses the lowering (one node
+    giving both outputs, or two), not a value, so it is 1 (the node's requested outputs are
+    the ones judged)."""
+    present = [x for x in inputs[:3] if x is not None]
+    case_attrs = {"reduction": attrs["reduction"], "request_log_prob": 1}
+    if "ignore_index" in attrs:
+        case_attrs["ignore_index"] = attrs["ignore_index"]
+    if len(inputs) < 3 or inputs[2] is None:
+        case_attrs[ABSENT] = ["weights"]
+    return present, case_attrs
+
+
 _LOSS = dict(draw=draw_loss, draw_honours=frozenset({"attrs", "optional"}), values=values_loss)
 
 
@@ -306,7 +321,7 @@ def oracle_onnx_negative_log_likelihood_loss(x, target, *weight, reduction, igno
 
 
 @op("onnx_softmax_cross_entropy_loss", version=1, numpy=numpy_sce, onnx=onnx_sce,
-    error_bound=sce_bound, feeding=feed_sce, **_LOSS)
+    error_bound=sce_bound, feeding=feed_sce, from_onnx=from_onnx_sce, **_LOSS)
 def oracle_onnx_softmax_cross_entropy_loss(scores, labels, *weights, reduction, request_log_prob,
                                            ignore_index=None, absent_inputs=(), reading=0):
     """SoftmaxCrossEntropyLoss: ``y = Log(Softmax(scores))`` along the class axis (LogSoftmax's

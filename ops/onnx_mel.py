@@ -25,6 +25,7 @@ import numpy as np
 
 from conform.dtypes import is_integer, np_dtype
 from conform.op_registry import op
+from conform.ops._lowering import from_onnx_element_types
 
 NAMES = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")
 #: (divisor offset, dft_length offset, rounding) of the reference reading and the others
@@ -115,7 +116,8 @@ def onnx_mel(case, graph):
 
 @op("onnx_mel_weight_matrix", version=1, draw=draw_mel, fill=fill_mel,
     draw_honours=frozenset({"scalar"}), value_dependent_shape=True,
-    feeding=lambda inputs, attrs, index: [None] * len(inputs), onnx=onnx_mel)
+    feeding=lambda inputs, attrs, index: [None] * len(inputs), onnx=onnx_mel,
+    from_onnx=from_onnx_element_types("output_datatype"))
 def oracle_mel_weight_matrix(*inputs, output_datatype="float32", open_elements=False):
     """The reference reading's matrix (see the module docstring); with ``open_elements`` the
     mask of the elements the text leaves open."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops._lowering import unsupported
-from conform.ops.optional_inputs import onnx_operands, present
+from conform.ops.optional_inputs import ABSENT, onnx_operands, present
 from conform.op_registry import op
 from conform.ops.movement import (mismatched_shapes, moved, numpy_concatenate, onnx_transpose_by,
                                   onnx_with_constant)
@@ -275,8 +275,21 @@ def invalid_onnx_pad(kit, spec, dtype):
     return [kit.MustReject(_pad_signature(kit, dtype, "constant", -3, -2), PAD_FORBIDS, ((0, 3),))]
 
 
+def from_onnx_pad(inputs, attrs, opset):
+    """A Pad node (opset 18+) as a case: data and constant_value where given are its inputs;
+    the pads and axes inputs, and mode, its attributes."""
+    data, pads, value, axes = (list(inputs) + [None] * 4)[:4]
+    case_attrs = {"mode": attrs["mode"], "pads": np.asarray(pads).astype(int).tolist()}
+    if axes is not None:
+        case_attrs["axes"] = np.asarray(axes).astype(int).tolist()
+    if value is None:
+        case_attrs[ABSENT] = ["constant_value"]
+    return [data] + ([] if value is None else [value]), case_attrs
+
+
 @moved("onnx_pad", numpy=numpy_onnx_pad, draw=draw_onnx_pad, draw_honours=frozenset({"optional", "scalar"}),
-       onnx=onnx_pad, boundaries=boundaries_onnx_pad, invalid=invalid_onnx_pad)
+       onnx=onnx_pad, boundaries=boundaries_onnx_pad, invalid=invalid_onnx_pad,
+       from_onnx=from_onnx_pad)
 def oracle_onnx_pad(data, *value, mode, pads, axes=None, absent_inputs=(), crop="before"):
     """ONNX Pad-19: ``pads`` = [begins..., ends...] of ``axes`` (negative: counted from the end;
     default every axis), negative pads removing elements; ``constant_value`` ('by default it
@@ -372,9 +385,16 @@ def numpy_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
     return data
 
 
+def from_onnx_center_crop_pad(inputs, attrs, opset):
+    """A CenterCropPad node as a case: the shape input's values and type (Tind) as the
+    attributes ``shape`` and ``shape_type``."""
+    data, shape = inputs
+    return [data], {"shape": shape.tolist(), "shape_type": str(shape.dtype), **attrs}
+
+
 @op("onnx_center_crop_pad", version=1, draw=draw_onnx_center_crop_pad,
     feeding=feed_onnx_center_crop_pad, onnx=onnx_center_crop_pad,
-    numpy=numpy_onnx_center_crop_pad)
+    numpy=numpy_onnx_center_crop_pad, from_onnx=from_onnx_center_crop_pad)
 def oracle_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
     """ONNX CenterCropPad-18: per axis of ``axes`` (every axis without it; negative counted
     from the end) a centred crop window or centred zero padding to ``shape``'s size

@@ -20,6 +20,8 @@ input; the empty forms are judged through OptionalHasElement).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from conform.op_registry import op
@@ -64,6 +66,23 @@ def operand(case, graph) -> list[str]:
     return [value]
 
 
+def from_onnx_optional(inputs, attrs, opset, *, sequence=None):
+    """An optional operator's node as a case: the form read from its input's value (a list: a
+    sequence; an array: a tensor; None: an empty optional; no input: no_input). An optional
+    holding a value arrives as the value itself and is read as the plain form, and an input
+    named "" as an empty optional: the texts give each pair the same answer (OptionalHasElement:
+    true, or false for every empty form; OptionalGetElement: the value). ``sequence``: whether
+    the op takes sequences only (True), tensors only (False), or both (None)."""
+    if not inputs or inputs[0] is None:
+        return [], {"form": "empty_optional" if inputs else "no_input"}
+    (value,) = inputs
+    if sequence is not None and isinstance(value, list) != sequence:
+        raise ValueError(f"a {'sequence' if isinstance(value, list) else 'tensor'} input is "
+                         "another spec's")
+    return (list(value), {"form": "sequence"}) if isinstance(value, list) \
+        else ([value], {"form": "tensor"})
+
+
 # ---- OptionalHasElement ------------------------------------------------------------------
 
 def draw_has_element(draw, kit, spec, dtype):
@@ -82,7 +101,7 @@ def numpy_has_element(*inputs, form):
 @op("onnx_optional_has_element", version=1, draw=draw_has_element,
     feeding=lambda inputs, attrs, index: [None] * len(inputs),
     onnx=lambda case, graph: graph.node(graph.op_type, operand(case, graph)),
-    numpy=numpy_has_element)
+    numpy=numpy_has_element, from_onnx=from_onnx_optional)
 def oracle_has_element(*inputs, form):
     """'Returns true if (1) the input is an optional-type and contains an element, or, (2) the
     input is a tensor or sequence type. If the input is not provided or is an empty
@@ -102,7 +121,8 @@ def numpy_get_element(*inputs, form):
 @op("onnx_optional_get_element", version=1,
     draw=lambda draw, kit, spec, dtype: _draw_form(draw, kit, dtype, ("tensor", "optional")),
     feeding="aligned", onnx=lambda case, graph: graph.node(graph.op_type, operand(case, graph)),
-    numpy=numpy_get_element)
+    numpy=numpy_get_element,
+    from_onnx=functools.partial(from_onnx_optional, sequence=False))
 def oracle_get_element(input, *, form):  # noqa: A002 - ONNX's name
     """'If the input is a tensor or sequence type, it returns the input. If the input is an
     optional type, it outputs the element in the input.' (An empty optional is 'an error ...
@@ -113,7 +133,8 @@ def oracle_get_element(input, *, form):  # noqa: A002 - ONNX's name
 @op("onnx_optional_get_element_sequence", version=1,
     draw=lambda draw, kit, spec, dtype: _draw_form(draw, kit, dtype, SEQUENCE_FORMS),
     feeding="moved", onnx=lambda case, graph: graph.node(graph.op_type, operand(case, graph)),
-    numpy=numpy_get_element)
+    numpy=numpy_get_element,
+    from_onnx=functools.partial(from_onnx_optional, sequence=True))
 def oracle_get_element_sequence(*sequence, form):
     """OptionalGetElement of a sequence, or of an optional holding one: the sequence."""
     return pack(sequence)

@@ -29,8 +29,10 @@ AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 # --- Geometry ---------------------------------------------------------------------------------
 
-def _pads(size, kernel, stride, dilation, auto_pad, begin, end):
-    """``(pad_begin, pad_end, outputs)`` of one spatial axis."""
+def axis_pads(size, kernel, stride, dilation, auto_pad, begin, end):
+    """``(pad_begin, pad_end, outputs)`` of one spatial axis (auto_pad by the texts of the
+    pooling operators and Conv: SAME pads to ceil(size / stride) outputs, the odd one at the
+    end for SAME_UPPER; outputs None with explicit pads)."""
     reach = (kernel - 1) * dilation + 1
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out = -(-size // stride)
@@ -65,7 +67,7 @@ def window_taps(spatial, attrs, ignore_right_starts=True):
     taps = []
     for i, size in enumerate(spatial):
         k, s, d = kernel[i], strides[i], dilations[i]
-        begin, end, out = _pads(size, k, s, d, auto_pad, pads[i], pads[n + i])
+        begin, end, out = axis_pads(size, k, s, d, auto_pad, pads[i], pads[n + i])
         if out is None:
             out = _output_size(size, (k - 1) * d + 1, s, begin, end, attrs.get("ceil_mode", 0),
                                ignore_right_starts)

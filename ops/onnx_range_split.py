@@ -174,14 +174,42 @@ def draw_split(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (tuple(shape),), attrs, dtype)
 
 
+def draw_split_opset13(draw, kit, spec, dtype):
+    """:func:`draw_split` for Split-13, which has no num_outputs: without the split input the
+    tensor 'is split to equal sized parts' (as many as the node's outputs), so the axis' size
+    is drawn a multiple of them (an uneven split is Split-18's rule, not Split-13's)."""
+    drawn = draw_split(draw, kit, spec, dtype)
+    if drawn.attrs["split"] is not None:
+        return drawn
+    shape, axis = list(drawn.shapes[0]), drawn.attrs["axis"]
+    shape[axis] -= shape[axis] % SPLIT_OUTPUTS
+    return drawn._replace(shapes=(tuple(shape),))
+
+
 def onnx_split(case, graph):
+    """One Split node: the split input where the case has sizes, else num_outputs (Split-18)
+    or, for Split-13, neither (equal parts, one per output)."""
     attrs = case.attrs
     if attrs["split"] is not None:
         graph.node(graph.op_type, [graph.inputs[0], graph.const("split", attrs["split"])],
                    axis=attrs["axis"])
+    elif case.op == "onnx_split_opset13":
+        graph.node(graph.op_type, [graph.inputs[0]], axis=attrs["axis"])
     else:
         graph.node(graph.op_type, [graph.inputs[0]], axis=attrs["axis"],
                    num_outputs=attrs["num_outputs"])
+
+
+def from_onnx_split(inputs, attrs, opset):
+    """A Split node as a case: its split sizes (the input, or before opset 13 the attribute),
+    else num_outputs (Split-18) or equal parts over the node's outputs (before 18: the spec's
+    three). A node of another output count than three raises in the example mapping."""
+    given = inputs[1] if len(inputs) > 1 and inputs[1] is not None else attrs.get("split")
+    split = None if given is None else [int(v) for v in np.asarray(given).ravel()]
+    if split is not None and len(split) != SPLIT_OUTPUTS:
+        raise ValueError(f"the node splits into {len(split)} parts; the spec into three")
+    count = None if split is not None else attrs.get("num_outputs") or SPLIT_OUTPUTS
+    return inputs[:1], {"axis": attrs["axis"], "split": split, "num_outputs": count}
 
 
 def numpy_split(input, *, axis, split, num_outputs):  # noqa: A002 - ONNX's name
@@ -191,12 +219,20 @@ def numpy_split(input, *, axis, split, num_outputs):  # noqa: A002 - ONNX's name
     return tuple(np.split(input, np.cumsum(sizes)[:-1], axis=axis))
 
 
-@op("onnx_split", numpy=numpy_split, version=1, draw=draw_split,
-    draw_honours=frozenset({"attrs", "min_rank", "max_rank"}),
-    feeding="moved", onnx=onnx_split)
-def oracle_onnx_split(input, *, axis, split, num_outputs):
+_SPLIT = dict(numpy=numpy_split, version=1, draw_honours=frozenset({"attrs", "min_rank", "max_rank"}),
+              feeding="moved", onnx=onnx_split, from_onnx=from_onnx_split)
+
+
+@op("onnx_split", draw=draw_split, **_SPLIT)
+def oracle_onnx_split(input, *, axis, split, num_outputs):  # noqa: A002 - ONNX's name
     """ONNX Split: consecutive parts of ``input`` along ``axis``, of the sizes ``chunk_sizes``
     gives."""
     axis %= input.ndim
     sizes = chunk_sizes(input.shape[axis], {"split": split, "num_outputs": num_outputs})
     return tuple(np.split(input, np.cumsum(sizes)[:-1], axis=axis))
+
+
+@op("onnx_split_opset13", draw=draw_split_opset13, **_SPLIT)
+def oracle_onnx_split_opset13(input, *, axis, split, num_outputs):  # noqa: A002
+    """ONNX Split-13: the split input's sizes, or equal parts (one per output)."""
+    return oracle_onnx_split(input, axis=axis, split=split, num_outputs=num_outputs)

@@ -20,6 +20,7 @@ from conform.dtypes import (
     resolve_edge_value,
 )
 from conform.model_formats import Unsupported, onnx_opset
+from conform.ops._lowering import from_onnx_element_types
 from conform.op_registry import op
 
 
@@ -170,7 +171,7 @@ def numpy_onnx_eye_like(data, *, k, dtype=None):
 
 
 @op("onnx_eye_like", version=1, draw=draw_onnx_eye_like, onnx=onnx_eye_like,
-    numpy=numpy_onnx_eye_like, feeding=no_input_feeds)
+    numpy=numpy_onnx_eye_like, feeding=no_input_feeds, from_onnx=from_onnx_element_types("dtype"))
 def oracle_onnx_eye_like(data, *, k, dtype=None, dtypes=()):
     """EyeLike: the input's shape, 'T2[i, i+k] = 1' and zeros everywhere else (1 and 0 of the
     output type: True and False for bool); T2 is ``dtype``, else the input's type."""
@@ -245,9 +246,19 @@ def numpy_onnx_constant_of_shape(shape, *, dtype, value=None):
     return np.full(tuple(shape.tolist()), fill, dtype=np_dtype(dtype))
 
 
+def from_onnx_constant_of_shape(inputs, attrs, opset):
+    """A ConstantOfShape node as a case: ``value``'s one element and type (the output's), or,
+    without it, the text's default: 'the datatype defaults to float32'."""
+    if attrs.get("value") is None:
+        return inputs, {"dtype": "float32"}
+    value = np.asarray(attrs["value"])
+    return inputs, {"dtype": value.dtype.name, "value": value.reshape(-1)[0].item()}
+
+
 @op("onnx_constant_of_shape", version=1, draw=draw_onnx_constant_of_shape,
     values=values_onnx_constant_of_shape, onnx=onnx_constant_of_shape,
-    numpy=numpy_onnx_constant_of_shape, feeding=no_input_feeds, value_dependent_shape=True)
+    numpy=numpy_onnx_constant_of_shape, feeding=no_input_feeds, value_dependent_shape=True,
+    from_onnx=from_onnx_constant_of_shape)
 def oracle_onnx_constant_of_shape(shape, *, dtype, value=None):
     """ConstantOfShape: a tensor of shape ``input`` (empty: a scalar), every element ``value``
     (its type the output's), or 0 of type float32 without it."""
@@ -367,8 +378,26 @@ def numpy_onnx_constant(*, form, dtype, shape, bits, indices=(), text=()):
     return _dense(form, dtype, shape, bits, indices, text)
 
 
+def from_onnx_constant(inputs, attrs, opset):
+    """A Constant node as a case: its one attribute's form, and the tensor's type, shape and
+    each element's bits (``value``, ``value_float(s)``, ``value_int(s)``; the sparse and
+    string forms are not read back)."""
+    (form, given), = attrs.items()
+    typed = {f: t for t, forms in _TYPED_FORMS.items() for f in forms}
+    if form not in ("value", *typed) or typed.get(form) == STRING:
+        raise ValueError(f"a Constant's {form} is not read back as a case")
+    value = np.asarray(given, np_dtype(typed[form]) if form in typed else None)
+    if value.dtype.kind in "OUS":
+        raise ValueError("a Constant of strings is not read back as a case")
+    dtype, width = value.dtype.name, bit_width(value.dtype.name)
+    bits = np.ascontiguousarray(value).view(f"uint{max(8, width)}") & ((1 << width) - 1)
+    return [], {"form": form, "dtype": dtype, "shape": list(value.shape),
+                "bits": bits.ravel().tolist()}
+
+
 @op("onnx_constant", version=1, draw=draw_onnx_constant, onnx=onnx_constant,
-    numpy=numpy_onnx_constant, feeding=lambda inputs, attrs, index: [])
+    numpy=numpy_onnx_constant, feeding=lambda inputs, attrs, index: [],
+    from_onnx=from_onnx_constant)
 def oracle_onnx_constant(*, form, dtype, shape, bits, indices=(), text=()):
     """Constant: 'a constant tensor', the value of the one attribute given: ``value`` (the
     tensor), ``sparse_value`` (its elements at ``indices``, the others 0), ``value_float(s)``

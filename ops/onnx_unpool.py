@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from conform.op_registry import op
+from conform.ops.optional_inputs import ABSENT
 from conform.ops.onnx_pooling import oracle_onnx_max_pool, window_taps
 
 
@@ -111,10 +112,20 @@ def numpy_onnx_max_unpool(x, indices, *output_shape, kernel_shape, strides, pads
     return out
 
 
+def from_onnx_max_unpool(inputs, attrs, opset):
+    """A MaxUnpool node as a case: 'If not present, the stride defaults to 1 along each
+    spatial axis', and 'the padding defaults to 0 along start and end of each' (the text);
+    output_shape omitted: an absent input."""
+    x, indices, *given = inputs
+    axes, shape = len(attrs["kernel_shape"]), [s for s in given if s is not None]
+    return [x, indices, *shape], {"strides": [1] * axes, "pads": [0] * (2 * axes), **attrs,
+                                  **({} if shape else {ABSENT: ["output_shape"]})}
+
+
 @op("onnx_max_unpool", version=1, draw=draw_onnx_max_unpool,
     draw_honours=frozenset({"optional"}), values=values_onnx_max_unpool,
     feeding=feed_onnx_max_unpool, onnx=onnx_max_unpool, numpy=numpy_onnx_max_unpool,
-    value_dependent_shape=True)
+    value_dependent_shape=True, from_onnx=from_onnx_max_unpool)
 def oracle_onnx_max_unpool(x, indices, *output_shape, kernel_shape, strides, pads,
                            absent_inputs=(), reading=0):
     """ONNX MaxUnpool: zeros of the output's shape (output_shape, or the inverse of MaxPool's

@@ -22,6 +22,7 @@ import numpy as np
 
 from conform.dtypes import is_integer, np_dtype
 from conform.op_registry import op
+from conform.ops._lowering import from_onnx_element_types
 from conform.ops.onnx_shape import no_input_feeds
 
 #: (A0, A1, A2) of each window, from the function bodies (Hamming's as the exact fractions).
@@ -144,7 +145,8 @@ def _define(kind: str, name: str, numpy_function=None):
     return op(f"onnx_{kind}_window", version=1, draw=draw_window, fill=fill_window,
               value_dependent_shape=True, onnx=onnx_window, numpy=numpy,
               draw_honours=frozenset({"scalar"}), feeding=no_input_feeds,
-              error_bound=window_bound(kind))(oracle)
+              error_bound=window_bound(kind),
+              from_onnx=from_onnx_element_types("output_datatype"))(oracle)
 
 
 # numpy.hanning and numpy.blackman evaluate these formulas (symmetric, in float64);

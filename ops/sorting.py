@@ -68,6 +68,13 @@ def onnx_top_k(case, graph):
                largest=case.attrs["largest"], sorted=case.attrs["sorted"])
 
 
+def from_onnx_top_k(inputs, attrs, opset):
+    """A TopK node as a case: its K input ('A 1-D tensor containing a single positive value')
+    is the case's ``k``."""
+    k = int(np.asarray(inputs[1]).ravel()[0])
+    return inputs[:1], {"k": k, **{n: attrs[n] for n in ("axis", "largest", "sorted")}}
+
+
 def lax_top_k(lax, attrs):
     """jax.lax.top_k finds the largest entries along the last axis; the smallest are the largest
     of an order-reversing bijection of the operand (negation for floats, complement for
@@ -114,7 +121,7 @@ def numpy_onnx_top_k(x, *, k, axis, largest, sorted):  # noqa: A002 - ONNX's nam
 
 
 @op("onnx_top_k", numpy=numpy_onnx_top_k, version=1, draw=draw_top_k, draw_honours=_HONOURS,
-    feeding=feed_top_k, canonical=canonical_top_k, onnx=onnx_top_k)
+    feeding=feed_top_k, canonical=canonical_top_k, onnx=onnx_top_k, from_onnx=from_onnx_top_k)
 def oracle_onnx_top_k(x, *, k, axis, largest, sorted, dtypes=None):
     """ONNX TopK: 'given two equivalent values, this operator uses the indices along the axis as
     a tiebreaker. That is, the element with the lower index will appear first'; with sorted 0

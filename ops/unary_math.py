@@ -200,7 +200,15 @@ def oracle_square(operand):
     return (operand * operand,)
 
 
-@op("copy", version=1)
+def from_onnx_identity(inputs, attrs, opset):
+    """An Identity node as a case: its tensor; a sequence, or an optional holding one (the
+    value a list), is not (the case's operand is a tensor)."""
+    if isinstance(inputs[0], list):
+        raise ValueError("Identity of a sequence: the spec's operand is a tensor")
+    return inputs, attrs
+
+
+@op("copy", version=1, from_onnx=from_onnx_identity)
 def oracle_copy(operand):
     """The operand itself (NNEF copy, ONNX Identity): every bit, NaN payloads and -0 included."""
     return (operand.copy(),)

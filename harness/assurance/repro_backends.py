@@ -133,6 +133,8 @@ def render_nnef(spec, case) -> tuple[str, str, list]:
     from conform.harness.backends.nnef_models import build_document
 
     document = build_document(spec, case)
+    # a document reading variables is loaded from its folder, where their tensor files are
+    document_path = "model.nnef" if document.files else "model.nnef/graph.nnef"
     source = textwrap.dedent(f'''\
         def backend():
             """model.nnef/graph.nnef run by the nnef package's executor (lowered=[]: every operation
@@ -146,8 +148,7 @@ def render_nnef(spec, case) -> tuple[str, str, list]:
                 fed = [np.asarray(inputs[i], order="C") for i in {document.inputs!r}]
                 lowered = []
                 while True:
-                    session = nnef.Session(str(HERE / "model.nnef" / "graph.nnef"),
-                                           lowered=lowered)
+                    session = nnef.Session(str(HERE / {document_path!r}), lowered=lowered)
                     try:
                         outputs = list(session(*fed))
                         break

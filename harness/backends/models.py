@@ -56,7 +56,9 @@ class Model:
         if self.format == "onnx":
             return _onnx_signature_key()(self.spec, case)
         if self.format == "nnef":
-            return ("nnef", self.build().text)
+            document = self.build()
+            return ("nnef", document.text, document.files_key) if document.files else \
+                ("nnef", document.text)
         # jax lowers one module per op, attributes, dtypes and shapes
         return ("stablehlo", self.spec.op, case.input_dtypes, case.out_dtype,
                 tuple(np.shape(x) for x in case.inputs), attrs_text(case.attrs))

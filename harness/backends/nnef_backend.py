@@ -95,16 +95,20 @@ class NnefBackend(Backend):
     def _new_session(self, document, lowered=()):
         # The session parses the file when it is created. Removing it afterwards is ~10x cheaper
         # than truncating and rewriting it next time (ext4 flushes a file truncated to 0 on close).
+        # A document reading variables is loaded from a folder holding their tensor files.
+        folder = document.write(self.workdir / "model") if document.files else None
         path = self.workdir / "graph.nnef"
-        path.write_text(document.text, encoding="utf-8")
+        if folder is None:
+            path.write_text(document.text, encoding="utf-8")
         try:
             with self.clock.timing("compile"):
                 stdlib = None if lowered else prelude(*document.operations)   # the bodies
-                session = self._nnef.Session(str(path), stdlib=stdlib, lowered=list(lowered))
+                session = self._nnef.Session(str(folder or path), stdlib=stdlib,
+                                             lowered=list(lowered))
         except (ValueError, self._nnef.Error) as exc:
             raise _classified(exc) from None
         finally:
-            path.unlink()
+            shutil.rmtree(folder) if folder else path.unlink()
         return session
 
 

@@ -38,6 +38,25 @@ class Document:
     output_shape: tuple | None = None   # reshape the result to this (reductions drop axes)
     notes: list[str] = field(default_factory=list)
     operations: tuple = ()        # every NNEF operation invoked (a program's several)
+    files: dict = field(default_factory=dict)   # label -> array read from <label>.dat
+
+    @property
+    def files_key(self) -> tuple:
+        """The tensor files' contents, hashable: part of a compiled model's key (a session
+        holds the variables it read)."""
+        return tuple((label, a.dtype.str, a.shape, a.tobytes()) for label, a in self.files.items())
+
+    def write(self, directory: Path | str) -> Path:
+        """Write ``graph.nnef`` and the tensor files (``<label>.dat``) into ``directory``
+        (created); returns the directory."""
+        from conform.harness.backends.nnef_tensors import write_tensor
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "graph.nnef").write_text(self.text, encoding="utf-8")
+        for label, array in self.files.items():
+            write_tensor(directory / f"{label}.dat", array)
+        return directory
 
     def feeds(self, case) -> list[np.ndarray]:
         """The executor's inputs: contiguous arrays of exactly the graph's dtypes."""
@@ -61,6 +80,10 @@ class Invocation:
     output_shape: tuple | None = None
     generic: str | None = None          # the conform dtype of a generic fragment's <type> (cast)
     array_result: bool = False          # the outputs are one tensor<?>[] result's elements
+    # label -> index of an input read from the tensor file <label>.dat, not fed: declared by a
+    # ``variable`` line where it is an operand (or by the op's own line, for ``variable``)
+    files: dict = field(default_factory=dict)
+    name: str | None = None             # the operation invoked, where not the binding's own
 
 
 def literal(value) -> str:
@@ -107,11 +130,15 @@ def build_document(spec, case, types: dict = NNEF_TYPES) -> Document:
     nodes = program_nodes(spec, case)
     positions = {name: j for j, name in enumerate(spec.input_names(case))}
     values = {name: f"in{j}" for name, j in positions.items()}
-    lines, operations, fed, shape, outputs = [], (), {}, None, []
+    lines, operations, fed, shape, outputs, variables, files = [], (), {}, None, [], {}, {}
     for node, node_at in zip(nodes, node_cases(spec, case)):
         taken = [values[name] for name in node.inputs]
         given = [f"out{k}" for k in range(len(outputs), len(outputs) + len(node.outputs))]
-        line, op, used, shape = _invocation(node.spec, node_at, taken, given, types)
+        line, op, used, shape, call = _invocation_call(node.spec, node_at, taken, given, types)
+        for label, k in call.files.items():   # an operand read from a file is a variable
+            files[label] = positions[node.inputs[k]]
+            if f"in{k}" in call.args:
+                variables[files[label]] = label
         computed = {k for k, name in enumerate(node.inputs) if name not in positions}
         if (shape is not None and len(nodes) > 1) or not computed <= set(used):
             raise Unsupported(f"NNEF {op} in a program of several ops must take every computed "
@@ -121,18 +148,34 @@ def build_document(spec, case, types: dict = NNEF_TYPES) -> Document:
         lines.append(line)
         operations += (op,)
         outputs += given
-    fed = list(fed)
-    lines = [f"    in{i} = external<{kinds[i]}>(shape = {literal(list(case.inputs[i].shape))});"
-             for i in fed] + lines
+    declared = [_declaration(i, kinds[i], case.inputs[i].shape, variables.get(i)) for i in fed]
+    operations += ("variable",) * any(i in variables for i in fed)   # declared by a line
+    fed = [i for i in fed if i not in variables]
     names = ", ".join(f"in{i}" for i in fed)
     text = (f"version 1.0;\n\ngraph conform_{spec.op}( {names} ) -> ( {', '.join(outputs)} )\n{{\n"
-            + "\n".join(lines) + "\n}\n")
-    return Document(text, operations[0], fed, shape, operations=operations)
+            + "\n".join(declared + lines) + "\n}\n")
+    files = {label: np.asarray(case.inputs[i], dtype=np_dtype(case.input_dtypes[i]))
+             for label, i in files.items()}
+    return Document(text, operations[0], fed, shape, operations=operations, files=files)
+
+
+def _declaration(index: int, kind: str, shape, label: str | None) -> str:
+    """The line declaring input ``index``: an ``external`` fed at run time, or a ``variable``
+    read from the tensor file ``<label>.dat``."""
+    if label is None:
+        return f"    in{index} = external<{kind}>(shape = {literal(list(shape))});"
+    return (f"    in{index} = variable<{kind}>(shape = {literal(list(shape))}, "
+            f"label = {literal(label)});")
 
 
 def _invocation(spec, case, operands: list[str], outputs: list[str], types: dict = NNEF_TYPES):
     """``(line, operation, inputs fed, output shape)``: the line of NNEF invoking ``spec``'s
     operation on ``operands`` (the values of the case's inputs) into ``outputs``."""
+    return _invocation_call(spec, case, operands, outputs, types)[:4]
+
+
+def _invocation_call(spec, case, operands, outputs, types: dict = NNEF_TYPES):
+    """:func:`_invocation`'s four, and the :class:`Invocation` the op's lowering returned."""
     bound = binding(spec, "nnef")
     op = bound["op"]
     lower = spec.definition.nnef
@@ -142,27 +185,26 @@ def _invocation(spec, case, operands: list[str], outputs: list[str], types: dict
     arguments = [renamed.get(a, a) for a in call.args]
     attrs = {**bound.get("attributes", {}), **call.attrs}
     arguments += [f"{k} = {literal(v)}" for k, v in attrs.items()]
-    name = op if call.generic is None else f"{op}<{_nnef_type(call.generic, types)}>"
+    invoked = call.name or op
+    name = invoked if call.generic is None else f"{invoked}<{_nnef_type(call.generic, types)}>"
     results = f"[ {', '.join(outputs)} ]" if call.array_result else \
         outputs[0] if len(outputs) == 1 else f"( {', '.join(outputs)} )"
-    return f"    {results} = {name}({', '.join(arguments)});", op, fed, call.output_shape
+    return f"    {results} = {name}({', '.join(arguments)});", invoked, fed, call.output_shape, call
 
 
 def write_document(directory: Path | str, spec, case) -> Path:
-    """Write ``graph.nnef`` and the fed inputs as NNEF tensor files (``in<i>.dat``) for a repro.
+    """Write ``graph.nnef``, its variables' tensor files (``<label>.dat``) and the fed inputs
+    as NNEF tensor files (``in<i>.dat``) for a repro.
 
-    The executor reads the inputs from the call, not from these files: they make the folder a
-    self-contained record of the case.
+    The executor reads the fed inputs from the call, not from these files: they make the
+    folder a self-contained record of the case.
     """
-    import nnef
+    from conform.harness.backends.nnef_tensors import write_tensor
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     document = build_document(spec, case)
-    (directory / "graph.nnef").write_text(document.text, encoding="utf-8")
+    directory = document.write(directory)
     for index, array in zip(document.inputs, document.feeds(case)):
-        with open(directory / f"in{index}.dat", "wb") as file:
-            nnef.write_tensor(file, array)
+        write_tensor(directory / f"in{index}.dat", array)
     return directory / "graph.nnef"
 
 

@@ -88,6 +88,43 @@ def test_what_tract_lacks_is_unsupported(specs, nnef):
                        out_dtype="float32", attrs={"new_dtype": "float32"}))
 
 
+@pytest.mark.parametrize("dtype, x", [("float16", np.float16([[1.5, -0.0], [6e-8, 65504]])),
+                                      ("int64", np.int64([2**62, -1])),
+                                      ("bool", np.array([[True], [False]]))])
+def test_variables_are_read_from_their_tensor_files(specs, nnef, dtype, x):
+    """A variable's data is written as the NNEF tensor file its label names, which tract reads
+    while loading; other data is another model (tract's compiled model holds the weights)."""
+    (out,) = run_case(nnef, specs["nnef_variable"], _case("nnef_variable", dtype, x))
+    assert out.dtype == x.dtype
+    np.testing.assert_array_equal(out, x)
+    (out,) = run_case(nnef, specs["nnef_variable"], _case("nnef_variable", dtype, x[::-1]))
+    np.testing.assert_array_equal(out, x[::-1])
+
+
+def test_tract_aborts_on_the_roi_align_fragments(tmp_path):
+    """A deviation of tract 0.21.7: loading a document that invokes avg_roi_align or
+    max_roi_align (compound fragments of the standard library, whose bodies build a list by
+    comprehension) panics in tract's NNEF deserializer ('panic in a function that cannot
+    unwind'): the process aborts (SIGABRT), where an operator tract lacks is otherwise an error
+    it returns ('No definition for operator', as for avg_roi_pool). conform's workers make it a
+    crash. Repro: the document below, in a folder, read by tract.nnef().model_for_path."""
+    import signal
+    import subprocess
+    import sys
+
+    (tmp_path / "graph.nnef").write_text(
+        "version 1.0;\n\ngraph g( x, r, b ) -> ( y )\n{\n"
+        "    x = external<scalar>(shape = [1, 1, 3, 3]);\n"
+        "    r = external<scalar>(shape = [1, 4]);\n"
+        "    b = external<integer>(shape = [1]);\n"
+        "    y = avg_roi_align(x, r, b, output_size = [2, 2], sampling_rate = [1, 1]);\n}\n")
+    load = f"import tract; tract.nnef().model_for_path({str(tmp_path)!r})"
+    proc = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == -signal.SIGABRT, proc.stderr[-2000:]
+    assert "panic in a function that cannot unwind" in proc.stderr
+
+
 def test_arrays_cross_at_their_own_dtype():
     """tract's Value.to_numpy reads every result as float32 and from_numpy makes a scalar 1-d;
     the adapter's helpers keep dtype and rank."""

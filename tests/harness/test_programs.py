@@ -44,6 +44,16 @@ def test_the_suite_of_a_format_is_fixed_by_its_seed_and_bound_in_it(specs, fmt):
         assert any(d.startswith(("float", "bfloat")) for d in spec.dtypes)
 
 
+def test_an_onnx_chain_holds_only_ops_bound_at_the_opset_models_are_built_at(specs, monkeypatch):
+    """onnx_mod_floor is bound at opset 28 alone (Mod-28's floats): no chain holds it at 21,
+    where every case of such a chain would be unsupported; at 28 some may."""
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "21")
+    for count in (12, 200):
+        assert not any("onnx_mod_floor" in name for name in chain_names(specs, "onnx", count=count))
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "28")
+    assert any("onnx_mod_floor" in name for name in chain_names(specs, "onnx", count=200))
+
+
 def _case(spec, inputs, dtype="float32"):
     return Case(id=f"{spec.op}.{dtype}.0", op=spec.op, dtype=dtype, input_dtypes=(dtype,) * len(inputs),
                 out_dtype=dtype, inputs=inputs, attrs={}, plan="normal", seed=11)

@@ -365,3 +365,16 @@ def test_pinned_onnxruntime_softcap_of_a_subnormal_score_from_opset_25():
     off = {opset: (_run_ort(inputs, node, opset, ["Y", "PK", "PV", "QK"])[3].item()
                    + 2.0 ** -128) / 2.0 ** -149 for opset in (24, 25)}
     assert abs(off[24]) <= 4 and abs(off[25]) == 502
+
+
+def test_attention_25_window_attends_the_keys_of_the_texts_diagram():
+    """Attention-25's sliding-window diagram (S_q=4, S_k=6, left_window_size=2,
+    right_window_size=1, offset 0): q0 attends {k0,k1}, q1 {k0,k1,k2}, q2 {k0..k3}, q3
+    {k1..k4}; -1 leaves a side unbounded."""
+    from conform.ops.onnx_attention_stages import attention_bias
+
+    bias = attention_bias({}, {"left_window_size": 2, "right_window_size": 1}, (1, 1, 4, 6))
+    attended = [set(np.flatnonzero(row == 0)) for row in bias[0, 0]]
+    assert attended == [{0, 1}, {0, 1, 2}, {0, 1, 2, 3}, {1, 2, 3, 4}]
+    open_left = attention_bias({}, {"left_window_size": -1, "right_window_size": 0}, (1, 1, 4, 6))
+    assert [set(np.flatnonzero(row == 0)) for row in open_left[0, 0]][3] == {0, 1, 2, 3}

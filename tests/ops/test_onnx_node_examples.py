@@ -10,14 +10,17 @@ to an oracle, a spec or the mapping that stops reproducing an example fails here
 from __future__ import annotations
 
 import collections
+import re
 import warnings
 
 import numpy as np
 import pytest
 from onnx import numpy_helper
 
-from conform.generators.onnx_examples import NotExpressible, case_from_onnx_node, node_attributes
-from conform.harness.judge.judging import judge_outputs
+from conform.dtypes import np_dtype
+from conform.generators.onnx_examples import (NotExpressible, case_from_onnx_node, node_attributes,
+                                              spec_outputs)
+from conform.harness.judge.judging import expectation, judge_outputs
 
 #: Measured 2026-11-28 (onnx 1.23.2): 974 of the 1,424 single-node examples of bound operators
 #: reproduced (the generic mapping and the pooling hook). The rest are nodes a spec does not
@@ -29,7 +32,39 @@ from conform.harness.judge.judging import judge_outputs
 #: (BitShift-28's text adds signed types and defines shifts past the width, which the spec
 #: read as open), so its 28 examples, all at opset 28, have no spec bound there until a
 #: BitShift-28 spec exists; ReduceMax/Min gained 3 bool examples.
-RECORDED_REPRODUCED = 949
+#: Raised to 1109 (onnxex2): only the outputs a node requests are judged (an output named ""
+#: or left off; an unrequested one gets the oracle's answer, which a derived bound of another
+#: output reads; a random op's are not judged): SoftmaxCrossEntropyLoss +34, MaxPool +17,
+#: LSTM +6, RNN +5, GRU +3, Dropout +4 (with its hook), Attention +18 (with Attention-25's
+#: windows in the oracle); sequences packed: SplitToSequence +3, SequenceInsert +1; specs from
+#: each opset's text: Mod fmod 0 (onnx_mod for integers, onnx_mod_floor for Mod-28's floats)
+#: +15, BitShift-28 +28, Split-13 +3; from_onnx hooks: Split +4, TopK +7, Conv +6, Pad +6.
+
+#: Raised to 1136: a spec whose output type is the case's ``new_dtype`` takes it from the
+#: example's output (CastLike, QuantizeLinear, DequantizeLinear), and Cast's ``from_onnx`` hook
+#: reads ``to`` as the element type it names (Cast and CastLike's one-Cast expansions).
+#: Raised to 1191: element-type attributes read back (BitCast's ``to``, EyeLike's ``dtype``,
+#: the windows' and MelWeightMatrix's ``output_datatype``: ops/_lowering.py
+#: from_onnx_element_types); an omitted optional input a case holds as an attribute is None
+#: (ReduceMax/Min/Prod's axes); hooks for Reshape (0 and -1 resolved by the text),
+#: ConstantOfShape, Constant, CenterCropPad, Col2Im and MaxUnpool (the texts' defaults).
+#: Raised to 1200: the optional operators' hook reads the form from the input's value
+#: (OptionalHasElement's 7, OptionalGetElement's 2 tensor examples).
+#: Both branches merged: 1359 (OptionalGetElement's 2 sequence examples now packed as the
+#: spec's values and shapes).
+RECORDED_REPRODUCED = 1359
+
+#: Examples whose stored outputs (or inputs) the operator's text refutes, each with the reason:
+#: they are not reproduced, and must stay so (a fixed example is a stale entry here).
+EXAMPLES_THE_TEXT_REFUTES = {
+    "test_averagepool_2d_ceil_last_window_starts_on_pad":
+        "Y is written to 4 decimals: 0.1511 for (0.8580 + 0.0786 + 0.2692 + 0.1537) / 9 = "
+        "0.151056 (count_include_pad 1: the 9 taps of the window, padding included), about "
+        "3,000 ULP from the float32 average",
+    "test_sequence_insert_at_front":
+        "position is a 1-element 1-D tensor; SequenceInsert's text: 'It must be a scalar "
+        "(tensor of empty shape)'",
+}
 
 
 def _array(value):
@@ -63,14 +98,36 @@ def _examples(onnx_node_cases, specs):
         yield node.op_type, example.name, opset, node, inputs, outputs, bound
 
 
+def judged_verdict(spec, case, outputs) -> str:
+    """The verdict of the example's ``outputs`` (in the spec's order, None for one the node
+    does not request: :func:`spec_outputs`): only the requested outputs are judged. An
+    unrequested one is given the oracle's answer in its type, which is what a derived bound of
+    another output reads of it (SoftmaxCrossEntropyLoss's loss reads log_prob); a random op's
+    (its law is judged over all its outputs) is not judged."""
+    requested = [k for k, value in enumerate(outputs) if value is not None]
+    if len(requested) == len(outputs):
+        return judge_outputs(spec, case, outputs).verdict
+    if spec.definition.distribution is not None:
+        return "unjudged: a random op's law covers its outputs together"
+    answer = expectation(spec, case)
+    filled = [value if value is not None else np.asarray(part.expected).astype(np_dtype(dtype))
+              for value, part, dtype in zip(outputs, answer, spec.out_dtypes(case))]
+    judgement = judge_outputs(spec, case, filled)
+    if judgement.broken or not judgement.outputs:   # a property of all the outputs, or one
+        return judgement.verdict
+    verdicts = [judgement.outputs[k][1].verdict for k in requested]
+    return next((v for v in ("fail", "inconsistent", "impl_defined") if v in verdicts), "pass")
+
+
 def _outcome(node, inputs, outputs, opset, bound) -> str:
     """'pass' (the example's outputs pass, or differ only where the spec declares the text
     leaves the answer open), or why no spec bound at the opset reproduces the example."""
     reasons = []
     for spec in bound:
         try:
+            requested = spec_outputs(spec, node, outputs)
             case = case_from_onnx_node(spec, node, inputs, opset, outputs)
-            verdict = judge_outputs(spec, case, outputs).verdict
+            verdict = judged_verdict(spec, case, requested)
         except NotExpressible as exc:
             reasons.append(f"{spec.op}: {exc}")
             continue
@@ -102,6 +159,17 @@ def test_node_examples_are_reproduced(onnx_node_cases, specs):
     assert reproduced >= RECORDED_REPRODUCED, (reproduced, dict(missed))
 
 
+def test_the_examples_the_text_refutes_are_not_reproduced(onnx_node_cases, specs):
+    found = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _, name, opset, node, inputs, outputs, bound in _examples(onnx_node_cases, specs):
+            if name in EXAMPLES_THE_TEXT_REFUTES:
+                found[name] = _outcome(node, inputs, outputs, opset, bound)
+    assert set(found) == set(EXAMPLES_THE_TEXT_REFUTES)
+    assert "pass" not in found.values(), found
+
+
 def test_the_mapping_reads_inputs_as_attributes_and_fills_the_schema_defaults(specs):
     from onnx import helper
 
@@ -123,3 +191,85 @@ def test_a_node_the_spec_does_not_draw_is_not_expressible(specs):
     node = helper.make_node("ReduceSum", ["data"], ["reduced"], noop_with_empty_axes=1)
     with pytest.raises(NotExpressible, match="noop_with_empty_axes"):
         case_from_onnx_node(specs["onnx_reduce_sum"], node, [np.ones(3)], 18, [np.ones(3)])
+
+
+def test_the_outputs_a_node_does_not_request_are_none_in_the_specs_order(specs):
+    from onnx import helper
+
+    y, y_h = np.zeros((1, 1, 2)), np.zeros((1, 2))
+    pool = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2])
+    assert [o is None for o in spec_outputs(specs["onnx_max_pool"], pool, [y])] == [False, True]
+    lstm = helper.make_node("LSTM", ["x", "w", "r"], ["", "Y_h"], hidden_size=2)
+    placed = spec_outputs(specs["onnx_lstm"], lstm, [y_h])
+    assert placed[0] is None and placed[1] is y_h and all(o is None for o in placed[2:])
+    split = helper.make_node("Split", ["x", "split"], ["a", "b"])   # variadic: the count is Split's
+    with pytest.raises(NotExpressible, match="2 outputs"):
+        spec_outputs(specs["onnx_split"], split, [y, y])
+    attention = helper.make_node("Attention", ["q", "k", "v"], ["Y", "", "", "qk"])
+    with pytest.raises(NotExpressible, match="qk"):
+        spec_outputs(specs["onnx_attention"], attention, [y, y])
+
+def test_the_mapping_reads_types_variadic_counts_and_omitted_inputs(specs):
+    from onnx import TensorProto, helper
+
+    x = np.array([1.5, -2.0], np.float32)
+    like = helper.make_node("CastLike", ["x", "t"], ["y"])   # new_dtype: the output's type
+    case = case_from_onnx_node(specs["onnx_cast_like"], like, [x, np.zeros(0, np.float16)], 21,
+                               [x.astype(np.float16)])
+    assert case.attrs["new_dtype"] == "float16"
+    cast = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BFLOAT16)   # 'to': a type
+    assert case_from_onnx_node(specs["onnx_cast"], cast, [x], 21, [x]).attrs == {
+        "new_dtype": "bfloat16", "saturate": 1}
+    three = helper.make_node("Max", ["a", "b", "c"], ["y"])   # the spec draws two
+    with pytest.raises(NotExpressible, match=re.escape("the node gives 3 inputs 'data_0'; "
+                                                       "the spec draws 2")):
+        case_from_onnx_node(specs["onnx_max"], three, [x, x, x], 13, [x])
+    reduce = helper.make_node("ReduceMax", ["data"], ["y"])   # axes omitted: None, every axis
+    case = case_from_onnx_node(specs["onnx_reduce_max"], reduce, [x], 18, [x.max(keepdims=True)])
+    assert case.attrs == {"axes": None, "keepdims": 1}
+    reshape = helper.make_node("Reshape", ["x", "shape"], ["y"])   # 0: kept; -1: inferred
+    case = case_from_onnx_node(specs["reshape"], reshape, [np.zeros((2, 3, 4)),
+                                                           np.array([0, -1, 2])], 21, [None])
+    assert case.attrs == {"new_sizes": [2, 6, 2]}
+
+
+_FNUZ = [f"test_{op}_{source}_to_FLOAT8{target}{tail}" for op, tail in (
+    ("cast", ""), ("castlike", ""), ("castlike", "_expanded")) for source in ("FLOAT", "FLOAT16")
+    for target in ("E4M3FNUZ", "E5M2FNUZ")]
+#: The examples of these operators that the catalog does not reproduce, each with what its
+#: outcome says; a new miss, or a triaged example now reproduced, fails.
+TRIAGED = {
+    # Cast-24's table: +/-Inf under saturate gives +/-FLT_MAX in the fnuz formats too; the
+    # spec follows Cast-21's text (NaN). test_onnx_cast.py pins the difference to those rows.
+    **{name: "onnx_cast" + ("_like" if "castlike" in name and "expanded" not in name else "")
+       + ": fail" for name in _FNUZ},
+    # the spec draws two inputs; Max and Min are variadic (1 to 2147483647)
+    **{f"test_{op}_{n}": "the spec draws 2" for op in ("max", "min")
+       for n in ("example", "one_input")},
+    # the oracle is no decoder: it knows the pictures the suite codes itself
+    **{f"test_image_decoder_decode_{n}": "the oracle knows only the pictures the suite codes"
+       for n in ("jpeg_rgb", "jpeg_grayscale", "jpeg_bgr", "jpeg2k_rgb", "bmp_rgb", "png_rgb",
+                 "tiff_rgb", "webp_rgb", "pnm_rgb")},
+    # Identity of a sequence (or of an optional holding one): the spec's operand is a tensor
+    "test_identity_sequence": "Identity of a sequence", "test_identity_opt": "Identity of a",
+}
+TRIAGED_OPERATORS = ("Cast", "CastLike", "BitCast", "QuantizeLinear", "DequantizeLinear",
+                     "Reshape", "Constant", "ConstantOfShape", "EyeLike", "Identity", "Max",
+                     "Min", "ReduceMax", "ReduceMin", "ReduceProd", "ImageDecoder",
+                     "OptionalHasElement", "OptionalGetElement", "CenterCropPad", "Col2Im",
+                     "MaxUnpool", "MelWeightMatrix", "BlackmanWindow", "HammingWindow",
+                     "HannWindow")
+
+
+def test_the_misses_of_the_mapped_operators_are_triaged(onnx_node_cases, specs):
+    missed = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the judge's overflow warnings on upstream data
+        for op_type, name, opset, node, inputs, outputs, bound in _examples(onnx_node_cases,
+                                                                            specs):
+            outcome = _outcome(node, inputs, outputs, opset, bound) \
+                if op_type in TRIAGED_OPERATORS else "pass"
+            if outcome != "pass":
+                missed[name] = outcome
+    assert sorted(missed) == sorted(TRIAGED)
+    assert all(TRIAGED[name] in outcome for name, outcome in missed.items()), missed

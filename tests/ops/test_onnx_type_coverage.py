@@ -42,10 +42,6 @@ EXCEPTIONS = [
     (("SequenceEmpty",), ("string",),
      "its dtype attribute is drawn as a NumPy dtype, and NumPy has none for conform's "
      "strings: " + _NOT_YET),
-    (("Mod",), ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                "bfloat16"),
-     "integer Mod (fmod=0: the divisor's sign) has no spec yet, and onnx_mod_fmod's bounds "
-     "are per dtype: " + _NOT_YET),
     (("If", "Loop", "Scan", "SequenceMap", "Optional", "OptionalGetElement",
       "OptionalHasElement"),
      ("bool", "int8", "int16", "uint8", "uint16", "uint32", "uint64", "bfloat16", "string",

@@ -144,6 +144,12 @@ NOT_BY_PERTURBATION = {
            "changed to one outside the pool moves no count (tests/ops/test_onnx_strings.py "
            "checks its rule)" for op in ("onnx_string_normalizer", "onnx_string_split",
                                           "onnx_tfidf_vectorizer")},
+    **{op: "the oracle answers on constant planes only (what every reading of the region's "
+           "geometry gives, ops/nnef_roi.py): a perturbed element makes its plane vary, whose "
+           "elements region roi_plane_not_constant leaves unjudged, so no change moves the "
+           "oracle's answer by the rule the feeding states"
+       for op in ("nnef_avg_roi_pool", "nnef_max_roi_pool", "nnef_roi_resample",
+                  "nnef_avg_roi_align", "nnef_max_roi_align")},
     "nnef_argmax_pool": "an output is a tap: in a window holding one input element (size 1, or "
                         "the rest padding under 'ignore') it is that tap whatever the element is",
 }

@@ -117,14 +117,13 @@ class TractNnefBackend(_TractBackend):
         document = build_document(program.spec, program.case, NNEF_TYPES)
         half = _precision(program)
         feeds = document.feeds(program.case)
-        key = (document.text, half)
-        outputs = self._execute(key, lambda: self._load(document.text, half), feeds)
+        key = (document.text, document.files_key, half)   # variables' data are the model's
+        outputs = self._execute(key, lambda: self._load(document, half), feeds)
         return [document.finish(out) for out in outputs]   # in tract's own dtypes
 
-    def _load(self, text: str, half: bool):
+    def _load(self, document, half: bool):
         with _folder() as folder:   # tract reads the files while loading, never later
-            (folder / "graph.nnef").write_text(text, encoding="utf-8")
-            model = tract.nnef().model_for_path(folder)
+            model = tract.nnef().model_for_path(document.write(folder))
         if half:
             model.f32_to_f16()
         return model
