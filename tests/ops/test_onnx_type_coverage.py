@@ -59,7 +59,8 @@ EXCEPTIONS = [
                        "uint64"),
      "drawn at GridSample-20 and 22 (onnx_grid_sample: nearest a copy, linear and cubic open); "
      "the GridSample-16 spec draws float X only: at the default opset its cases are all ruled "
-     "out, and drawing every type half again its cold generation time: " + _NOT_YET),
+     "out, and every type there (3 labels to 12) is generation time for no case run: "
+     + _NOT_YET),
     (("GridSample",), ("string",),
      "zeros padding ('zeros: use 0 for out-of-bound grid locations') and the linear and "
      "cubic weighted sums give text no meaning"),
@@ -67,7 +68,8 @@ EXCEPTIONS = [
                    "bfloat16"),
      "drawn at Resize-19 (onnx_resize, nearest, the text's copy); the specs of Resize-10 to 18 "
      "draw the types onnxruntime runs only: at the default opset every case of theirs is ruled "
-     "out, and drawing every type tripled their cold generation time (51 s): " + _NOT_YET),
+     "out, and every type there (16 labels to 46) is generation time for no case run: "
+     + _NOT_YET),
     (("Resize",), ("bool", "string"),
      "nearest copies either, but tf_crop_and_resize writes extrapolation_value, a float the "
      "text does not convert to bool or text; and onnxruntime 1.32 refuses a bool Resize model "
