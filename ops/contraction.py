@@ -172,7 +172,9 @@ def conv_windows(padded, kernel, window_strides, rhs_dilation):
 
 def numpy_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
     """The numpy backend: ``np.einsum`` over the windows in lhs's type (a negative padding
-    crops, as the text says)."""
+    crops, as the text says; NumPy's einsum has no bfloat16 loop: unsupported)."""
+    if lhs.dtype.kind not in "fiu":
+        raise unsupported(f"NumPy's einsum has no {lhs.dtype} loop")
     padded = _pad_or_crop(lhs, padding)
     windows = conv_windows(padded, rhs.shape[2:], window_strides, rhs_dilation)
     return (np.einsum("ncyxij,ocij->noyx", windows, rhs, dtype=lhs.dtype),)

@@ -259,8 +259,23 @@ def draw_onnx_one_hot(draw, kit, spec, dtype):
     depth = draw(st.sampled_from([(), (1,)]))
     rank = len(indices) + 1
     attrs = {"axis": signed_axis(draw, kit, draw(st.integers(0, rank - 1)), rank)}
-    types = (index_type(draw, kit, spec, "indices"), index_type(draw, kit, spec, "depth"), dtype)
+    types = (_one_hot_index_type(draw, kit, spec, "indices"),
+             _one_hot_index_type(draw, kit, spec, "depth"), dtype)
     return kit.Signature(types, (indices, depth, (2,)), attrs, dtype)
+
+
+#: the index types runtimes commonly register OneHot kernels for: drawn 3 times in 4, so that
+#: widening T1 and T2 to every type the schema allows does not leave most cases unrunnable
+_COMMON_INDEX_TYPES = ("int32", "int64", "float32")
+
+
+def _one_hot_index_type(draw, kit, spec, name: str) -> str:
+    """A type of index input ``name``: one of :data:`_COMMON_INDEX_TYPES` 3 times in 4, else
+    any the spec allows."""
+    common = [t for t in spec.input_types[spec.inputs.index(name)] if t in _COMMON_INDEX_TYPES]
+    if common and draw(kit.st.integers(0, 3)):
+        return draw(kit.st.sampled_from(common))
+    return index_type(draw, kit, spec, name)
 
 
 def values_onnx_one_hot(rng, inputs, attrs):
@@ -268,7 +283,8 @@ def values_onnx_one_hot(rng, inputs, attrs):
     two on either side (the text gives those an all-off slice)."""
     indices, depth, values = inputs
     count = int(rng.integers(1, 7))
-    drawn = rng.integers(-count - 2, count + 2, size=indices.shape)
+    low = 0 if indices.dtype.kind == "u" else -count - 2   # unsigned: no negative entry
+    drawn = rng.integers(low, count + 2, size=indices.shape)
     return [drawn.astype(indices.dtype), np.full(depth.shape, count, depth.dtype), values]
 
 
@@ -286,7 +302,7 @@ def numpy_one_hot(indices, depth, values, *, axis):
 @op("onnx_one_hot", numpy=numpy_one_hot, version=1, draw=draw_onnx_one_hot, draw_honours=DRAWN_HERE,
     values=values_onnx_one_hot, feeding=traced_feeding("onnx_one_hot", (2,)),
     onnx=_lower_with("axis"), value_dependent_shape=True)
-def oracle_onnx_one_hot(indices, depth, values, *, axis):
+def oracle_onnx_one_hot(indices, depth, values, *, axis, dtypes=()):
     """ONNX OneHot-11: a new dimension of size ``depth`` at ``axis`` (in [-r-1, r], negative
     counted from the end of the output's dimensions); on_value = values[1] where the new index
     equals the entry of indices (cast to int64; negative in [-depth, -1] counted from the end),
@@ -294,6 +310,8 @@ def oracle_onnx_one_hot(indices, depth, values, *, axis):
     count = int(depth.ravel()[0])
     entries = np.trunc(indices).astype(np.int64) if indices.dtype.kind == "f" else indices
     inside = (entries >= -count) & (entries < count)
+    if dtypes and dtypes[0] == "uint64":   # widened to int64: 2**63 and above read negative
+        inside &= entries >= 0
     position = np.where(entries < 0, entries + count, entries)
     axis %= indices.ndim + 1
     classes = np.arange(count).reshape([-1 if k == axis else 1 for k in range(indices.ndim + 1)])

@@ -18,7 +18,7 @@ from conform.op_registry import op
 from conform.dtypes import FLOAT_FORMATS, int_info, np_dtype
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
                                      oracle_maximum, oracle_minimum, oracle_multiply,
-                                     oracle_power, oracle_remainder, oracle_subtract,
+                                     oracle_remainder, oracle_subtract,
                                      rounded_add, rounded_divide, rounded_multiply,
                                      rounded_subtract, unsigned64)
 from conform.ops.logical import (oracle_bitwise_and, oracle_bitwise_or, oracle_bitwise_xor,
@@ -57,12 +57,6 @@ def oracle_onnx_div(a, b, *, dtypes=None):
     """a / b; integers: 'truncating division (rounding toward zero)' (ONNX Div); uint64 as
     the unsigned type's quotient."""
     return oracle_divide(*unsigned64((a, b), dtypes))
-
-
-@op("onnx_pow", version=1)
-def oracle_onnx_pow(x, y, *, dtypes=None):
-    """x ** y (the C11 Annex F pow special cases are the spec's special_values table)."""
-    return oracle_power(x, y, dtypes=dtypes)
 
 
 @op("onnx_mod_fmod", version=1)

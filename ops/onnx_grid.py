@@ -23,7 +23,9 @@ import itertools
 
 import numpy as np
 
+from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op
+from conform.ops._lowering import unsupported
 from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
 from conform.ops.onnx_detection import lower_with
 
@@ -184,13 +186,26 @@ def grid_terms(x, grid, attrs: dict):
         inside = np.logical_and.reduce([ok for _, ok in reads])[:, None]
         weight = np.prod([w for _, w, _ in combo], axis=0)[:, None]
         terms.append((weight, [(w[:, None], m[:, None]) for _, w, m in combo],
-                      np.where(inside, values, 0.0)))
+                      np.where(inside, values, np.zeros((), values.dtype))))
     return terms
 
 
 def grid_sample(x, grid, attrs: dict) -> np.ndarray:
-    """``Y``: the weighted sum of each output's taps."""
+    """``Y``: the weighted sum of each output's taps (an integer or bool X's nearest: the tap's
+    element itself, 0 or False outside under zeros padding; its linear and cubic values are
+    open, :func:`interpolated_integers`)."""
+    if x.dtype.kind in "iub":
+        ((_, _, values),) = grid_terms(x, grid, {**attrs, "mode": "nearest"})
+        return values.astype(x.dtype)
     return sum(w * v for w, _, v in grid_terms(x, grid, attrs))
+
+
+def interpolated_integers(x, grid, attrs: dict) -> np.ndarray:
+    """Every output of an integer or bool X under linear or cubic: the text weights X's
+    elements by float weights and gives no rounding of the result to X's type."""
+    shape = (x.shape[0], x.shape[1]) + grid.shape[1:-1]
+    interpolating = MODES[attrs.get("mode", "linear")] != "nearest"
+    return np.full(shape, x.dtype.kind in "iub" and interpolating)
 
 
 def near_tie(x, grid, attrs: dict, dtype: str, opset: int) -> np.ndarray:
@@ -262,7 +277,8 @@ def draw_grid_sample(draw, kit, spec, dtype, *, opset: int):
     sides = [draw(st.integers(1, 4 if r < 3 else 3)) for _ in range(r)]
     outs = [draw(st.integers(1, 3)) for _ in range(r)]
     attrs = kit.attributes(draw, spec, {})
-    return kit.Signature((dtype, dtype), ((n, c, *sides), (n, *outs, r)), attrs, dtype)
+    grid = dtype if dtype in FLOAT_FORMATS else "float32"   # T2: float types only
+    return kit.Signature((dtype, grid), ((n, c, *sides), (n, *outs, r)), attrs, dtype)
 
 
 def values_grid_sample(rng, inputs, attrs):
@@ -297,7 +313,10 @@ def feed_grid_sample(inputs, attrs, index):
 def numpy_grid_sample(x, grid, *, mode="linear", padding_mode="zeros", align_corners=0):
     """The numpy backend: in X's type, per axis the kernel's taps (``np.rint``, ``np.floor``),
     padding by ``np.clip`` and ``np.abs``/``np.mod`` reflection, and ``np.take_along_axis``
-    over the flattened spatial axes."""
+    over the flattened spatial axes (an integer or bool X: unsupported, its positions would be
+    computed in X's type)."""
+    if x.dtype.kind in "iub":
+        raise unsupported("NumPy would compute the positions in X's integer type")
     t, r = x.dtype.type, x.ndim - 2
     mode, one = MODES[mode], t(1)
     flat = x.reshape(x.shape[:2] + (-1,))
@@ -333,7 +352,8 @@ def _kernel(d, mode, t):
 def _register_grid_sample(name: str, opset: int):
     def oracle(x, grid, *, open_elements=False, dtypes=(), **attrs):
         if open_elements:
-            return (near_tie(x, grid, attrs, dtypes[1] if len(dtypes) > 1 else "float64", opset),)
+            tie = near_tie(x, grid, attrs, dtypes[1] if len(dtypes) > 1 else "float64", opset)
+            return (tie | interpolated_integers(x, grid, attrs),)
         return (grid_sample(x, grid, attrs),)
 
     oracle.__doc__ = f"ONNX GridSample-{opset}: X read at the unnormalised grid positions."

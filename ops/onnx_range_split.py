@@ -16,6 +16,13 @@ from conform.dtypes import np_dtype
 MAX_RANGE = 256   # the longest sequence a case asks for (CONFORM_MAX_ARRAY_SIZE's default)
 
 
+def stash(dtype: np.dtype) -> np.dtype:
+    """The type Range evaluates its formulas in: T itself, but float32 for float16 and
+    bfloat16 (Range-27: 'Setting stash_type to 1 (float) causes start, limit, and delta to be
+    cast to 32-bit float before the loop, with the output cast back', the default)."""
+    return np.dtype(np.float32) if dtype.itemsize == 2 and dtype.kind not in "iu" else dtype
+
+
 # --- Range ---------------------------------------------------------------------------------------
 
 def range_count(start, limit, delta, dtype: np.dtype) -> int:
@@ -68,7 +75,7 @@ def _float_triple(rng, dtype, plan):
     delta = _signed(rng, rng.uniform(0.05, 5))
     steps = rng.integers(-3, 41) + rng.uniform(0, 1)
     if plan == "wide":   # large starts, steps of a few ULPs of start: start + i * delta rounds
-        start = kind(_signed(rng, 10.0 ** rng.uniform(3, 9 if dtype.itemsize == 4 else 17)))
+        start = kind(_signed(rng, 10.0 ** rng.uniform(3, {2: 4.5, 4: 9}.get(dtype.itemsize, 17))))
         delta = _signed(rng, float(np.spacing(abs(start))) * 10.0 ** rng.uniform(-0.5, 2))
     elif plan in ("edge", "special"):   # exact boundaries, decimal steps, -0
         start = [0.0, -0.0, 0.5, 1.0, -3.25][rng.integers(0, 5)]
@@ -89,7 +96,7 @@ def fill_range(rng, signature, plan):
     triple = _integer_triple if dtype.kind in "iu" else _float_triple
     for _ in range(50):
         start, limit, delta = triple(rng, dtype, plan)
-        if 0 <= range_count(start, limit, delta, dtype) <= MAX_RANGE:
+        if 0 <= range_count(start, limit, delta, stash(dtype)) <= MAX_RANGE:
             return [np.asarray(v, dtype) for v in (start, limit, delta)]
     return [np.asarray(v, dtype) for v in (0, 3, 1)]
 
@@ -106,20 +113,26 @@ def feed_range(inputs, attrs, index):
 
 
 def numpy_range(start, limit, delta):
-    """The numpy backend: ``np.arange(start, limit, delta)`` in the inputs' type."""
-    return np.arange(start[()], limit[()], delta[()], dtype=start.dtype)
+    """The numpy backend: ``np.arange(start, limit, delta)`` in the inputs' type (float16 and
+    bfloat16: in float32, the stash type, then cast back)."""
+    working = stash(start.dtype)
+    return np.arange(*(working.type(v[()]) for v in (start, limit, delta)),
+                     dtype=working).astype(start.dtype)
 
 
 @op("onnx_range", numpy=numpy_range, version=1, draw=draw_range, fill=fill_range, feeding=feed_range,
     value_dependent_shape=True)
 def oracle_onnx_range(start, limit, delta, *, dtypes=()):
     """ONNX Range: max(ceil((limit - start) / delta), 0) elements, output[i] = start + i * delta,
-    evaluated in the input type."""
+    evaluated in the input type (float16 and bfloat16: in float32, each element then rounded
+    to T: Range-27's default stash_type)."""
     dtype = np.dtype(np_dtype(dtypes[0])) if dtypes else start.dtype
-    count = range_count(start[()], limit[()], delta[()], dtype)
+    working, dtype = stash(dtype), dtype
+    count = range_count(start[()], limit[()], delta[()], working)
     if count < 0:
         raise ValueError(f"Range of start={start}, limit={limit}, delta={delta} has no finite length")
-    return (range_values(start[()], delta[()], count, dtype).astype(np.float64 if dtype.kind == "f" else np.int64),)
+    values = range_values(start[()], delta[()], count, working)
+    return (values.astype(dtype).astype(np.int64 if dtype.kind in "iu" else np.float64),)
 
 
 # --- Split (opset 18) -------------------------------------------------------------------------------

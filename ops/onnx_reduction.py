@@ -177,9 +177,11 @@ def oracle_onnx_reduce_min(data, *, axes, keepdims, dtypes):
 
 
 @op("onnx_reduce_mean", version=1, numpy=numpy_onnx_reduce_mean, **_HOOKS)
-def oracle_onnx_reduce_mean(data, *, axes, keepdims):
-    """The mean over ``axes`` (undefined over an empty set: a region of the spec)."""
-    return _reduced(oracle_reduce_mean, data, axes, keepdims)
+def oracle_onnx_reduce_mean(data, *, axes, keepdims, dtypes=(), open_elements=False):
+    """The mean over ``axes`` (undefined over an empty set: a region of the spec); an integer
+    type's where it is an integer (see :func:`integer_or_open`)."""
+    found = integer_or_open("mean", data, axes, keepdims, 0, dtypes, open_elements)
+    return found if found is not None else _reduced(oracle_reduce_mean, data, axes, keepdims)
 
 
 # --- ReduceProd, ReduceL2, ReduceLogSumExp (opset 18): optional axes, noop_with_empty_axes ------
@@ -248,18 +250,72 @@ def oracle_onnx_reduce_prod(data, *, axes, keepdims, noop_with_empty_axes, dtype
 
 
 @op("onnx_reduce_l2", version=1, numpy=numpy_onnx_reduce_l2, **_HOOKS18)
-def oracle_onnx_reduce_l2(data, *, axes, keepdims, noop_with_empty_axes):
+def oracle_onnx_reduce_l2(data, *, axes, keepdims, noop_with_empty_axes, dtypes=(),
+                          open_elements=False):
     """sqrt(sum(x**2)) over ``axes`` (0 over an empty set of values; |x| over no axis: 'the
-    non-reduction steps' still run)."""
-    return _reduced(_reduce_by(_l2), data, axes, keepdims, noop_with_empty_axes)
+    non-reduction steps' still run); an integer type's where it is an integer."""
+    found = integer_or_open("l2", data, axes, keepdims, noop_with_empty_axes, dtypes,
+                            open_elements)
+    return found if found is not None else \
+        _reduced(_reduce_by(_l2), data, axes, keepdims, noop_with_empty_axes)
 
 
 @op("onnx_reduce_log_sum_exp", version=1, accumulation_magnitude=log_sum_exp_magnitude,
     numpy=numpy_onnx_reduce_log_sum_exp,
     **_HOOKS18)
-def oracle_onnx_reduce_log_sum_exp(data, *, axes, keepdims, noop_with_empty_axes):
-    """log(sum(exp(x))) over ``axes`` (-inf over an empty set of values; x over no axis)."""
-    return _reduced(_reduce_by(_log_sum_exp), data, axes, keepdims, noop_with_empty_axes)
+def oracle_onnx_reduce_log_sum_exp(data, *, axes, keepdims, noop_with_empty_axes, dtypes=(),
+                                   open_elements=False):
+    """log(sum(exp(x))) over ``axes`` (-inf over an empty set of values; x over no axis); an
+    integer type's log(e**0) = 0 alone (see :func:`integer_or_open`)."""
+    found = integer_or_open("log_sum_exp", data, axes, keepdims, noop_with_empty_axes, dtypes,
+                            open_elements)
+    return found if found is not None else \
+        _reduced(_reduce_by(_log_sum_exp), data, axes, keepdims, noop_with_empty_axes)
+
+
+# --- Integer ReduceMean, ReduceL2, ReduceLogSum, ReduceLogSumExp --------------------------------
+# Their texts name a mean, a norm, a log and a log-sum-exp, whose value is seldom an integer, and
+# give no rounding of it to the integer type T: the oracle gives the exact value where it is an
+# integer that every reading of the text agrees on, and marks the rest open (``open_elements``,
+# the specs' region ``oracle_marked``), with where a sum in T can overflow in some order.
+
+def _exact_integer(kind: str, data, dims, info):
+    """``(value, open)`` of one integer reduction ``kind`` over ``dims``, in Python integers."""
+    x = np.asarray(data.astype(object))
+    axis, n = tuple(dims), math.prod(data.shape[d] for d in dims)
+    total = np.asarray(np.sum(x, axis=axis), object)
+    spread = np.asarray(np.sum(np.abs(x), axis=axis), object)
+    if kind == "mean":   # 'undefined' over an empty set; a fraction where n does not divide
+        value = total // max(n, 1)
+        opened = (spread > info.max) | (total % max(n, 1) != 0) | (n == 0)
+    elif kind == "l2":   # body: ReduceSum(x * x) in T, Cast to float32 (exact below 2**24), Sqrt
+        squares = np.asarray(np.sum(x * x, axis=axis), object)
+        value = np.asarray(np.frompyfunc(math.isqrt, 1, 1)(squares), object)
+        opened = (squares > min(info.max, 2 ** 24)) | (value * value != squares)
+    elif kind == "log_sum":   # log 1 = 0 is the one integer; empty: 'undefined' for T
+        value = total * 0
+        opened = (spread > info.max) | (total != 1) | (n == 0)
+    else:   # log_sum_exp, body Cast(double) Exp ReduceSum Log CastLike: log(e**0) = 0 exactly
+        value = total * 0
+        opened = (n != 1) | (total != 0)
+    opened = np.asarray(opened, bool)
+    return np.asarray(np.where(opened, 0, value)).astype(np.int64), opened
+
+
+def integer_or_open(kind, data, axes, keepdims, noop, dtypes, open_elements):
+    """The integer oracle of ``kind`` (None for a float type), or with ``open_elements`` the
+    open mask (all False for a float type, whose regions are its spec's own)."""
+    integer = bool(dtypes) and dtypes[0].startswith(("int", "uint"))
+    if not integer and not open_elements:
+        return None
+    info = np.iinfo(np.dtype(dtypes[0])) if integer else None
+    data = _unsigned64(data, dtypes)
+
+    def reduce(x, dims):
+        if not integer:
+            return np.zeros(np.sum(x, axis=tuple(dims)).shape, bool)
+        return _exact_integer(kind, x, dims, info)[1 if open_elements else 0]
+    return _reduced(_reduce_by(reduce), data, axes, keepdims, noop)
 
 
 # --- CumSum (opset 14) -----------------------------------------------------------------------

@@ -19,6 +19,7 @@ from conform.ops.onnx_reduction import (
     _unsigned64,
     cumulative_sum,
     feed_cum_sum,
+    integer_or_open,
 )
 
 from conform.dtypes import FLOAT_FORMATS
@@ -123,7 +124,12 @@ def oracle_onnx_reduce_log_sum(data, *, axes, keepdims, noop_with_empty_axes, dt
                                open_elements=False):
     """ReduceLogSum-18: log(sum(x)) over ``axes`` (-inf over an empty set of values: log 0;
     log(x) where no axis is reduced; NaN where the sum is negative). With ``open_elements``:
-    the results whose sign the order of the sum decides (see :func:`_sign_open`)."""
+    the results whose sign the order of the sum decides (see :func:`_sign_open`). An integer
+    type: log 1 = 0 alone (see :func:`conform.ops.onnx_reduction.integer_or_open`)."""
+    found = integer_or_open("log_sum", data, axes, keepdims, noop_with_empty_axes, dtypes,
+                            open_elements) if dtypes and dtypes[0].startswith(("int", "uint")) else None
+    if found is not None:
+        return found
     if open_elements:
         mask = _reduce_by(lambda x, dims: _sign_open(x, dims, dtypes[0]))
         return _reduced(mask, data, axes, keepdims, noop_with_empty_axes)

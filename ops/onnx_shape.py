@@ -32,7 +32,8 @@ def no_input_feeds(inputs, attrs, index):
 
 def _onnx_type_name(dtype: str) -> str:
     """The type string an ONNX schema's constraint lists for conform dtype ``dtype``."""
-    return {"float32": "float", "float64": "double"}.get(dtype, dtype.replace("float8_", "float8"))
+    return {"float32": "float", "float64": "double", "float8_e8m0fnu": "float8e8m0",
+            "float4_e2m1fn": "float4e2m1"}.get(dtype, dtype.replace("float8_", "float8"))
 
 
 def require_schema_type(op_type: str, param: str, dtype: str) -> None:
