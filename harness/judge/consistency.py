@@ -61,17 +61,65 @@ def inconsistency(spec, case, outputs, answer) -> Broken | None:
     return None
 
 
-def _aligned(spec, case, actual, open_at):
-    """Per open element: its inputs' bytes, and its result's canonical bytes."""
+def position_dependence(spec, case, outputs, answer) -> Broken | None:
+    """The first output of ``outputs`` (a backend's, for ``case`` of an element-wise op) whose
+    defined elements (those outside every open region) with the same inputs, bit for bit, have
+    different results, or None. An element-wise result is a function of its own inputs
+    (ONNX IR, "element-wise": each output element is computed from the input elements at the
+    same index; XLA's element-wise ops alike): it may depend neither on where the element sits
+    nor on the tensor's length, as a vectorised body and its scalar remainder may make it."""
+    if not getattr(spec, "elementwise", False):
+        return None
+    for k, part in enumerate(answer):
+        actual = np.asarray(outputs[k])
+        if actual.size < 2 or actual.shape != np.shape(part.expected):
+            continue
+        at = np.arange(actual.size) if part.impl_mask is None else \
+            np.flatnonzero(~np.broadcast_to(part.impl_mask, actual.shape))
+        keys, answers = _aligned_rows(spec, case, actual, at)
+        clash = _clashing_rows(keys, answers)
+        if clash.size:
+            return Broken("position", _message(spec, "position", actual, at[clash], case, k),
+                          at[clash])
+    return None
+
+
+def _aligned_rows(spec, case, actual, at):
+    """Per element of ``at``: its inputs' bytes and its result's canonical bytes, as rows."""
     shapes, attrs = spec.signature.get("shapes", "equal"), case.attrs
     columns = []
     for x in case.inputs:
         x = np.asarray(x)
         full = broadcast_aligned(x, actual.shape, shapes, attrs) if x.shape != actual.shape else x
-        columns.append(_rows(np.ascontiguousarray(full).reshape(-1)[open_at]))
-    keys = np.concatenate(columns, axis=1) if columns else np.zeros((open_at.size, 0), np.uint8)
-    answers = _rows(_canonical(actual.reshape(-1)[open_at]))
+        columns.append(_rows(np.ascontiguousarray(full).reshape(-1)[at]))
+    keys = np.concatenate(columns, axis=1) if columns else np.zeros((at.size, 0), np.uint8)
+    return keys, _rows(_canonical(actual.reshape(-1)[at]))
+
+
+def _aligned(spec, case, actual, open_at):
+    """Per open element: its inputs' bytes, and its result's canonical bytes."""
+    keys, answers = _aligned_rows(spec, case, actual, open_at)
     return [k.tobytes() for k in keys], [a.tobytes() for a in answers]
+
+
+def _clashing_rows(keys: np.ndarray, answers: np.ndarray) -> np.ndarray:
+    """Positions of the rows of ``keys`` that another row equals with another row of
+    ``answers`` (vectorised :func:`_clashing`)."""
+    if not len(keys) or not keys.shape[1]:
+        return np.zeros(0, np.intp)
+    key_ids = np.unique(_void(keys), return_inverse=True)[1].reshape(-1)
+    if np.unique(key_ids).size == key_ids.size:   # no two elements share their inputs
+        return np.zeros(0, np.intp)
+    answer_ids = np.unique(_void(answers), return_inverse=True)[1].reshape(-1)
+    pairs = np.unique(np.stack([key_ids, answer_ids], axis=1), axis=0)
+    answered = np.bincount(pairs[:, 0], minlength=key_ids.max() + 1)
+    return np.flatnonzero(answered[key_ids] > 1)
+
+
+def _void(rows: np.ndarray) -> np.ndarray:
+    """Each row of a 2-D uint8 array as one opaque scalar (compared and sorted as bytes)."""
+    rows = np.ascontiguousarray(rows)
+    return rows.view(np.dtype((np.void, rows.shape[1]))).reshape(-1)
 
 
 def _sliced(spec, case, actual, open_at, output: int, *, selected: bool):
@@ -135,15 +183,18 @@ def _message(spec, mode, actual, clashing, case, output) -> str:
     for flat in clashing[:SHOWN]:
         index = [int(i) for i in np.unravel_index(flat, actual.shape)]
         text = f"{name}{index}={str(actual.reshape(-1)[flat])}"
-        if mode == "aligned":
+        if mode in ("aligned", "position"):
             inputs = ", ".join(str(np.asarray(x).reshape(-1)[flat]) if np.size(x) == actual.size
                                else "?" for x in case.inputs)
             text += f" (inputs {inputs})"
         elif mode == "selected":
             text += f" (selects {_selected(spec, case, actual, index, output)})"
         shown.append(text)
-    what = "the same inputs" if mode == "aligned" else "slices of the same values"
+    what = "the same inputs" if mode in ("aligned", "position") else "slices of the same values"
     more = f", ... ({len(clashing)} elements)" if len(clashing) > SHOWN else ""
+    if mode == "position":
+        return (f"position dependent: {what} get different results at different positions of "
+                f"an element-wise op's tensor: {', '.join(shown)}{more}")
     return (f"inconsistent in an implementation-defined region: {what} get different answers "
             f"at different positions ({mode}): {', '.join(shown)}{more}")
 
