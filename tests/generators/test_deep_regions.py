@@ -57,3 +57,33 @@ def test_the_default_corpus_holds_them_without_a_case_more(specs, op, dtype):
     for region, sign in _blocks(spec):
         assert sum(in_region(c, spec, region, sign) for c in cases) >= MIN_PER_REGION
     assert [c.id for c in cases if c.plan == "critical"] == [f"{op}.{dtype}.critical"]
+
+
+def test_the_region_sees_the_exhaustive_float16_worst_on_onnxruntime(specs):
+    """The bound checked by the exhaustive float16 sweep of the same op: onnxruntime's float16
+    tanh over all 65,536 inputs is within its bound, and the critical case's 256 elements per
+    saturation region reach the worst error the sweep finds inside that region."""
+    from conform.generators._edges import exhaustive_case
+    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+    from conform.harness.backends.program import Program
+    from conform.harness.judge.judging import judge_outputs
+    from conform.oracles.expectations import expect
+
+    spec, backend = specs["tanh"], OnnxRuntimeBackend()
+
+    def errors(case):
+        out = backend.run(program=Program(spec, case), inputs=list(case.inputs))
+        want = np.asarray(expect(spec, case)[0].expected, np.float64)
+        with np.errstate(all="ignore"):
+            error = np.abs(np.asarray(out[0], np.float64) - want) / ulp(want, "float16")
+        return case.inputs[0].astype(np.float64), error, judge_outputs(spec, case, out)
+
+    x, error, judged = errors(exhaustive_case(spec, "float16"))
+    assert judged.verdict == "pass" and np.nanmax(error) <= spec.model_for("float16")["ulp"]
+    (critical,) = critical_cases(spec, "float16", seed=0)
+    xc, error_c, _ = errors(critical)
+    for region, sign in _blocks(spec):
+        centre = sign * to_dtype(evaluate(region["at"], "float16"), "float16")
+        half = abs(centre) * region["rel"]
+        worst = np.nanmax(error[np.abs(x - centre) <= half])
+        assert np.nanmax(error_c[np.abs(xc - centre) <= half]) >= 0.98 * worst, (region, worst)
