@@ -206,6 +206,7 @@ class JaxBackend(Backend):
         """Keep the case for the pack its batch makes; the returned function computes the whole
         pack the first time one of its cases is asked for (see :mod:`jax_packing`). A subclass
         that overrides :meth:`run` has its ``run`` called for each case."""
+        _refuse(program, inputs)
         if not self.packs or type(self).run is not JaxBackend.run:
             return functools.partial(self.run, program=program, inputs=inputs)
         slot = Slot(program, inputs)
@@ -221,6 +222,7 @@ class JaxBackend(Backend):
         return slot.outputs
 
     def run(self, *, program, inputs, model=None):
+        _refuse(program, inputs)
         spec, case = program.spec, program.case
         key, fn = self._function(spec, case)
         signature = (key, case.input_dtypes, tuple(np.shape(x) for x in inputs))
@@ -236,6 +238,15 @@ class JaxBackend(Backend):
             return _arrays(fn(*inputs))   # the first call: tracing, compiling or loading, running
         finally:
             self.made_executable(time.perf_counter() - start, hits)
+
+
+def _refuse(program, inputs) -> None:
+    """Raise Unsupported where the op's ``lax_refuses`` hook says its lowering cannot express
+    these input values faithfully (a lowering artefact, not the backend's answer)."""
+    refuses = getattr(getattr(program.spec, "definition", None), "lax_refuses", None)
+    reason = refuses(inputs, program.case.attrs) if refuses is not None else None
+    if reason:
+        raise Unsupported(reason)
 
 
 def _arrays(outputs) -> list:
