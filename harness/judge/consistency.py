@@ -68,63 +68,78 @@ def position_dependence(spec, case, outputs, answer) -> Broken | None:
     (ONNX IR, "element-wise": each output element is computed from the input elements at the
     same index; XLA's element-wise ops alike): it may depend neither on where the element sits
     nor on the tensor's length, as a vectorised body and its scalar remainder may make it."""
-    if not getattr(spec, "elementwise", False) or not all(map(_has_bytes, case.inputs)):
+    if not getattr(spec, "elementwise", False) or not case.inputs or not answer:
         return None
+    size = max(np.size(part.expected) for part in answer)
+    if size < 2 or any(_bits(x) is None for x in case.inputs):
+        return None
+    if any(np.size(x) == size and not _repeats(_bits(x)) for x in case.inputs):
+        return None   # the common case: some input has no two equal elements
     for k, part in enumerate(answer):
         actual = np.asarray(outputs[k])
-        if actual.size < 2 or actual.shape != np.shape(part.expected) or not _has_bytes(actual):
+        if actual.size < 2 or actual.shape != np.shape(part.expected) or _bits(actual) is None:
             continue
         at = np.arange(actual.size) if part.impl_mask is None else \
             np.flatnonzero(~np.broadcast_to(part.impl_mask, actual.shape))
-        keys, answers = _aligned_rows(spec, case, actual, at)
-        clash = _clashing_rows(keys, answers)
+        columns = [_bits(values) for values in _full_inputs(spec, case, actual, at)]
+        clash = _clashing_sorted(columns, _bits(_canonical(actual.reshape(-1)[at])))
         if clash.size:
             return Broken("position", _message(spec, "position", actual, at[clash], case, k),
                           at[clash])
     return None
 
 
-def _has_bytes(array) -> bool:
-    """Whether ``array``'s elements are values in its own buffer (not references: strings)."""
-    return np.asarray(array).dtype.kind not in "OUST"
+def _bits(values) -> np.ndarray | None:
+    """1-D ``values`` as unsigned integers of their width (equal bits, equal integers), or
+    None where their elements are no bits of their own (strings) or no such width."""
+    values = np.ascontiguousarray(values)
+    size = values.dtype.itemsize
+    if values.dtype.kind in "OUST" or size not in (1, 2, 4, 8):
+        return None
+    return values.reshape(-1).view(f"u{size}")
 
 
-def _aligned_rows(spec, case, actual, at):
-    """Per element of ``at``: its inputs' bytes and its result's canonical bytes, as rows."""
+def _repeats(bits: np.ndarray) -> bool:
+    """Whether two elements of ``bits`` are equal."""
+    ordered = np.sort(bits)
+    return bool((ordered[1:] == ordered[:-1]).any())
+
+
+def _full_inputs(spec, case, actual, at) -> list:
+    """Each input of ``case``, broadcast to the output's shape, at the flat indices ``at``."""
     shapes, attrs = spec.signature.get("shapes", "equal"), case.attrs
-    columns = []
+    found = []
     for x in case.inputs:
         x = np.asarray(x)
         full = broadcast_aligned(x, actual.shape, shapes, attrs) if x.shape != actual.shape else x
-        columns.append(_rows(np.ascontiguousarray(full).reshape(-1)[at]))
-    keys = np.concatenate(columns, axis=1) if columns else np.zeros((at.size, 0), np.uint8)
-    return keys, _rows(_canonical(actual.reshape(-1)[at]))
+        found.append(np.ascontiguousarray(full).reshape(-1)[at])
+    return found
+
+
+def _clashing_sorted(columns: list, answers: np.ndarray) -> np.ndarray:
+    """Positions of the elements whose inputs (``columns``, one per input) another element
+    shares with another answer: one lexicographic sort, then neighbours compared."""
+    if answers is None or any(c is None for c in columns) or answers.size < 2:
+        return np.zeros(0, np.intp)
+    order = np.lexsort((answers, *columns[::-1]))
+    same_key = np.ones(order.size - 1, bool)
+    for column in columns:
+        ordered = column[order]
+        same_key &= ordered[1:] == ordered[:-1]
+    ordered = answers[order]
+    differ = same_key & (ordered[1:] != ordered[:-1])
+    if not differ.any():
+        return np.zeros(0, np.intp)
+    group = np.concatenate([[0], np.cumsum(~same_key)])
+    return np.sort(order[np.isin(group, group[1:][differ])])
 
 
 def _aligned(spec, case, actual, open_at):
     """Per open element: its inputs' bytes, and its result's canonical bytes."""
-    keys, answers = _aligned_rows(spec, case, actual, open_at)
+    columns = [_rows(values) for values in _full_inputs(spec, case, actual, open_at)]
+    keys = np.concatenate(columns, axis=1) if columns else np.zeros((open_at.size, 0), np.uint8)
+    answers = _rows(_canonical(actual.reshape(-1)[open_at]))
     return [k.tobytes() for k in keys], [a.tobytes() for a in answers]
-
-
-def _clashing_rows(keys: np.ndarray, answers: np.ndarray) -> np.ndarray:
-    """Positions of the rows of ``keys`` that another row equals with another row of
-    ``answers`` (vectorised :func:`_clashing`)."""
-    if not len(keys) or not keys.shape[1]:
-        return np.zeros(0, np.intp)
-    key_ids = np.unique(_void(keys), return_inverse=True)[1].reshape(-1)
-    if np.unique(key_ids).size == key_ids.size:   # no two elements share their inputs
-        return np.zeros(0, np.intp)
-    answer_ids = np.unique(_void(answers), return_inverse=True)[1].reshape(-1)
-    pairs = np.unique(np.stack([key_ids, answer_ids], axis=1), axis=0)
-    answered = np.bincount(pairs[:, 0], minlength=key_ids.max() + 1)
-    return np.flatnonzero(answered[key_ids] > 1)
-
-
-def _void(rows: np.ndarray) -> np.ndarray:
-    """Each row of a 2-D uint8 array as one opaque scalar (compared and sorted as bytes)."""
-    rows = np.ascontiguousarray(rows)
-    return rows.view(np.dtype((np.void, rows.shape[1]))).reshape(-1)
 
 
 def _sliced(spec, case, actual, open_at, output: int, *, selected: bool):
