@@ -68,8 +68,9 @@ def position_dependence(spec, case, outputs, answer) -> Broken | None:
     (ONNX IR, "element-wise": each output element is computed from the input elements at the
     same index; XLA's element-wise ops alike): it may depend neither on where the element sits
     nor on the tensor's length, as a vectorised body and its scalar remainder may make it."""
-    if not getattr(spec, "elementwise", False) or not case.inputs or not answer:
-        return None
+    if not getattr(spec, "elementwise", False) or not case.inputs or not answer \
+            or getattr(getattr(spec, "definition", None), "distribution", None) is not None:
+        return None   # (a random op's elements are draws: its laws are judged instead)
     size = max(np.size(part.expected) for part in answer)
     if size < 2 or any(_bits(x) is None for x in case.inputs):
         return None
@@ -82,9 +83,14 @@ def position_dependence(spec, case, outputs, answer) -> Broken | None:
         at = np.arange(actual.size) if part.impl_mask is None else \
             np.flatnonzero(~np.broadcast_to(part.impl_mask, actual.shape))
         columns = [_bits(values) for values in _full_inputs(spec, case, actual, at)]
-        clash = _clashing_sorted(columns, _bits(_canonical(actual.reshape(-1)[at])))
-        if clash.size:
-            return Broken("position", _message(spec, "position", actual, at[clash], case, k),
+        answers = _bits(_canonical(actual.reshape(-1)[at]))
+        clash = _clashing_sorted(columns, answers)
+        if clash.size:   # shown first: an element and one with its inputs and another answer
+            twin = np.all([c[clash] == c[clash[0]] for c in columns], axis=0) \
+                & (answers[clash] != answers[clash[0]])
+            first = np.concatenate([clash[:1], clash[twin][:1]])
+            shown = at[np.concatenate([first, clash[~np.isin(clash, first)]])]
+            return Broken("position", _message(spec, "position", actual, shown, case, k),
                           at[clash])
     return None
 

@@ -145,6 +145,7 @@ def _judge_nodes(triples, subnormals: str, keep_errors: bool = False) -> list[Ju
         if spec.definition.distribution is not None:   # a random op: its outputs' laws
             judged = judge_random(spec, case, outputs, answer, subnormals)
             judgements[i] = judged[0] if len(judged) == 1 else combined(spec.outputs, judged)
+            shown.append(outputs)   # (kept in step with triples: the checks below zip them)
             continue
         canonical = spec.definition.canonical
         if canonical is not None:
