@@ -981,6 +981,23 @@ class MomentsInOnePass(NumpyMutant):
         return [mean, one_pass.astype(variance.dtype)]
 
 
+class VectorisedTailOneUlpWorse(OrtMutant):
+    """float32 Erf whose vectorised path (elements 8 and up: the first 8 went through a scalar
+    prologue) is 1 ULP worse, toward zero: within erf's 16-ULP bound everywhere, so only the
+    position independence of an element-wise result shows it (the same input at element 3 and
+    at element 530 gets two results)."""
+
+    targets, affects = ("erf",), ("float32",)
+    bug = "a vectorised path 1 ULP worse only on elements 8 and up"
+    resembles = _search(ORT, "Erf different result vectorized tail AVX")
+
+    def mutate(self, program, inputs, outputs):
+        out = np.array(outputs[0], order="C")
+        tail = out.reshape(-1)[8:]
+        tail[...] = np.nextafter(tail, np.zeros((), out.dtype))
+        return [out]
+
+
 # ---- graph-level bugs (conform fuzz): bench/graph_mutants.py ------------------------------------
 from bench.graph_mutants import (CastPairDroppedBetweenOps, Clean, ConstantFoldedInHalf,  # noqa: E402,F401
                                  FusionReassociatesSum, GraphMutant,

@@ -70,6 +70,10 @@ class OpDefinition:
       binding's lax function there (``lax(lax, attrs, bound=lax.<binding>)``), one with a
       ``dtypes`` keyword the input dtype names (to raise ``Unsupported`` there, when it is
       built, where jax.lax cannot express a type: never while the function is traced).
+    * ``lax_refuses(inputs, attrs) -> reason | None``: why the ``lax`` lowering cannot express
+      this case's input values faithfully (a lowering artefact: ``lax.switch`` clamps its
+      index before XLA's Conditional sees it), checked by the jax backend before it runs the
+      case, which is then unsupported with that reason; None where it can.
     * ``numpy(*inputs, **attrs)``: the numpy backend's computation with NumPy itself, on the
       inputs in their own dtypes, returning arrays in the outputs' dtypes; it never calls an
       oracle (default: the spec's ``bindings.numpy`` function, else unsupported; see
@@ -156,6 +160,7 @@ class OpDefinition:
     value_dependent_shape: bool = False
     nnef: Callable | None = None
     lax: Callable | None = None
+    lax_refuses: Callable | None = None
     numpy: Callable | None = None
     values: Callable | None = None
     canonical: Callable | None = None

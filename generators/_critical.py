@@ -19,8 +19,10 @@ from conform.spec.critical import evaluate, to_dtype, ulp
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
 
 #: Values drawn per region (and per sign of a mirrored one): both edges, the centre, its two
-#: neighbours, and random values inside.
-PER_REGION = EDGE_CASE_SIZE
+#: neighbours, and random values inside. Enough that a vectorised path's worst error in the
+#: region shows (issue 35: at least 256 per region per op x dtype cell); every region block of
+#: one case, so no case (and no compiled kernel) is added for it.
+PER_REGION = 256
 
 
 def region_offsets(rng: np.random.Generator, region: dict) -> np.ndarray:
@@ -51,9 +53,11 @@ def region_values(region: dict, dtype: str, offsets: np.ndarray, others: dict,
 
 def _region_block(spec: OpSpec, dtype: str, region: dict, sign: float, rng) -> list[np.ndarray]:
     """One block of PER_REGION elements per input: the region's input drawn in it, the others
-    at their ``with`` expressions (moved as the region is) or ordinary values."""
+    at their ``with`` expressions (moved as the region is) or ordinary values. Where a centre
+    that names the other inputs is not finite for their values (``lhs / min_normal`` for a
+    large ``lhs``), those elements' free inputs are drawn again, log-uniformly in magnitude."""
     drawn = region.get("input", spec.inputs[0])
-    arrays = {}
+    arrays, free = {}, []
     for name in spec.inputs:
         if name == drawn:
             continue
@@ -62,18 +66,51 @@ def _region_block(spec: OpSpec, dtype: str, region: dict, sign: float, rng) -> l
             arrays[name] = region_values(at, dtype, region_offsets(rng, region), {})
         else:
             low, high = value_range(spec, name, dtype)
-            arrays[name] = rng.uniform(low, high, PER_REGION)
+            arrays[name], free = rng.uniform(low, high, PER_REGION), free + [name]
         arrays[name] = to_dtype(arrays[name], dtype)
-    values = region_values(region, dtype, region_offsets(rng, region), arrays, sign)
+    offsets = region_offsets(rng, region)
+    values = region_values(region, dtype, offsets, arrays, sign)
+    for _ in range(REDRAWS if free else 0):
+        missing = np.isnan(values)
+        if not missing.any():
+            break
+        for name in free:
+            again = to_dtype(_log_uniform(rng, *value_range(spec, name, dtype), dtype), dtype)
+            arrays[name] = np.where(missing, again, arrays[name])
+        values = region_values(region, dtype, offsets, arrays, sign)
     low, high = value_range(spec, drawn, dtype)
     arrays[drawn] = np.where(np.isnan(values), to_dtype(rng.uniform(low, high, PER_REGION), dtype),
                              values)
     return [arrays[name] for name in spec.inputs]
 
 
+#: Times the free inputs of a block are drawn again where its centre is not finite.
+REDRAWS = 8
+
+
+def _log_uniform(rng, low: float, high: float, dtype: str) -> np.ndarray:
+    """PER_REGION values in ``[low, high]`` whose magnitudes are log-uniform between the
+    dtype's smallest normal and the range's largest magnitude (either sign the range holds)."""
+    top = max(abs(low), abs(high), FLOAT_FORMATS[dtype].min_normal)
+    exponents = rng.uniform(np.log2(FLOAT_FORMATS[dtype].min_normal), np.log2(top), PER_REGION)
+    signs = rng.choice([-1.0, 1.0], PER_REGION) if low < 0 < high else np.sign(high or low or 1)
+    return np.clip(signs * np.exp2(exponents), low, high)
+
+
+#: The critical case ends with its first TWINS elements again, reversed: the same values at the
+#: head (a vectorised body's first lanes) and at the tail (a scalar remainder, lanes 8 and up),
+#: so that the judge's position independence of element-wise results has pairs to compare.
+TWINS = 2 * EDGE_CASE_SIZE
+
+
+def _with_twins(values: np.ndarray) -> np.ndarray:
+    return np.concatenate([values, values[:TWINS][::-1]])
+
+
 def critical_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
-    """The ``critical`` case of an element-wise op under float ``dtype``: a block of values per
-    declared region (and per sign of a mirrored one), or None where it declares none."""
+    """The ``critical`` case of an element-wise op under float ``dtype``: a block of
+    PER_REGION values per declared region (and per sign of a mirrored one), then TWINS of them
+    again; None where it declares none."""
     if not spec.critical_regions or not spec.elementwise or dtype not in FLOAT_FORMATS \
             or spec.optional_inputs:
         return None
@@ -81,7 +118,8 @@ def critical_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
     rng = np.random.default_rng(fill_seed)
     blocks = [_region_block(spec, dtype, region, sign, rng) for region in spec.critical_regions
               for sign in ((1.0, -1.0) if region.get("mirror") else (1.0,))]
-    inputs = [np.concatenate(column).astype(np_dtype(dtype)) for column in zip(*blocks)]
+    inputs = [_with_twins(np.concatenate(column).astype(np_dtype(dtype)))
+              for column in zip(*blocks)]
     out_dtype = "bool" if spec.output_dtype == "bool" else dtype
     return Case(id=f"{spec.op}.{dtype}.critical", op=spec.op, dtype=dtype,
                 input_dtypes=(dtype,) * len(inputs), out_dtype=out_dtype, inputs=inputs,

@@ -32,30 +32,55 @@ def edge_case_cases(spec: OpSpec, dtype: str, *, seed: int) -> list[Case]:
     """One case per ``edge_cases`` entry of the spec that ``dtype`` can express.
 
     The entry's values sit at a random position (not only the first) of an 8-element tensor
-    whose other elements are ordinary values from the spec's range.
+    whose other elements are ordinary values from the spec's range, none of them a value that
+    an entry names for its input (:func:`_apart`): each named combination is alone in its
+    tensor, so that a backend refusing one (a zero divisor) is still judged on the others
+    (INT_MIN / -1).
     """
+    resolved = [_resolved(spec, entry, dtype) for entry in spec.edge_cases]
     cases = []
-    for k, entry in enumerate(spec.edge_cases):
-        try:
-            values = [resolve_edge_value(entry[name], dtype) if name in entry else None
-                      for name in spec.inputs]
-        except KeyError:
-            continue  # e.g. int_min under a float dtype
-        if not _representable(values, dtype):
-            continue
+    for k, values in enumerate(resolved):
+        if values is None or not _representable(values, dtype):
+            continue   # e.g. int_min under a float dtype
         fill_seed = seed_of(spec, dtype, f"edge{k}", seed)
         rng = np.random.default_rng(fill_seed)
         position = int(rng.integers(0, EDGE_CASE_SIZE))
         inputs = []
-        for name, value in zip(spec.inputs, values):
+        for i, (name, value) in enumerate(zip(spec.inputs, values)):
             low, high = value_range(spec, name, dtype)
             array = fill(rng, shape=(EDGE_CASE_SIZE,), dtype=dtype, plan="normal", low=low,
                          high=high, edges=edge_values(spec, dtype))
+            array = _apart(array, [v[i] for v in resolved if v is not None], rng)
             if value is not None:
                 array[position] = value
             inputs.append(array)
         cases.append(_case(spec, dtype, f"edge{k}", inputs, "edge_case", fill_seed))
     return cases
+
+
+def _resolved(spec: OpSpec, entry: dict, dtype: str) -> list | None:
+    """An ``edge_cases`` entry's value per input (None where it names none) in ``dtype``, or
+    None where ``dtype`` has no such value."""
+    try:
+        return [resolve_edge_value(entry[name], dtype) if name in entry else None
+                for name in spec.inputs]
+    except KeyError:
+        return None
+
+
+def _apart(array: np.ndarray, named: list, rng) -> np.ndarray:
+    """``array`` with each element equal to one of the ``named`` values (None: none named;
+    NaN matching NaN, zeros of either sign alike) replaced by one of its other elements."""
+    named = [v for v in named if v is not None]
+    if not named or array.dtype.kind not in "iuf":
+        return array
+    values = np.asarray(named, np.float64)
+    wide = array.astype(np.float64)
+    hit = np.isin(wide, values[~np.isnan(values)]) | (np.isnan(wide) & np.isnan(values).any())
+    if hit.any() and not hit.all():
+        array = array.copy()
+        array[hit] = rng.choice(array[~hit], int(hit.sum()))
+    return array
 
 
 def _representable(values, dtype: str) -> bool:

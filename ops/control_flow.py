@@ -376,9 +376,23 @@ def oracle_conditional(pred, true_a, true_b, false_a, false_b, *, branches, dtyp
                         open_elements)
 
 
+def switch_clamps(inputs, attrs) -> str | None:
+    """Why jax cannot express a branch index outside [0, N): ``lax.switch`` clamps the index
+    into [0, N - 1] before it lowers to XLA's Conditional (jax.lax.switch: "the index is
+    clamped"), so XLA's text for such an index (the last branch) is never what runs; a
+    negative index runs branch 0. Judging it would judge jax's clamp, not the Conditional."""
+    count = len(attrs["branches"])
+    index = int(np.asarray(inputs[0]))
+    if 0 <= index < count:
+        return None
+    return (f"lowering artefact: jax's lax.switch clamps branch index {index} into [0, "
+            f"{count - 1}] before XLA's Conditional sees it (an index outside [0, N) is not "
+            "expressible through lax.switch)")
+
+
 @op("conditional_index", version=1, draw=draw_conditional_index, draw_honours=DRAWN_HERE,
-    values=values_conditional_index, lax=lax_control, uses_catalog=True,
-    case_model=branch_model, numpy=numpy_conditional)
+    values=values_conditional_index, lax=lax_control, lax_refuses=switch_clamps,
+    uses_catalog=True, case_model=branch_model, numpy=numpy_conditional)
 def oracle_conditional_index(branch_index, *operands, index, branches, dtypes, ftz=False,
                              open_elements=False):
     """Conditional(branch_index, branch_computations, branch_operands): computation

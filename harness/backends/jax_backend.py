@@ -207,6 +207,7 @@ class JaxBackend(Backend):
         """Keep the case for the pack its batch makes; the returned function computes the whole
         pack the first time one of its cases is asked for (see :mod:`jax_packing`). A subclass
         that overrides :meth:`run` has its ``run`` called for each case."""
+        _refuse(program, inputs)
         if not self.packs or type(self).run is not JaxBackend.run:
             return functools.partial(self.run, program=program, inputs=inputs)
         slot = Slot(program, inputs)
@@ -222,6 +223,7 @@ class JaxBackend(Backend):
         return slot.outputs
 
     def run(self, *, program, inputs, model=None):
+        _refuse(program, inputs)
         spec, case = program.spec, program.case
         key, fn = self._function(spec, case)
         signature = (key, case.input_dtypes, tuple(np.shape(x) for x in inputs))
@@ -253,6 +255,15 @@ def _type_refusals():
             raise
         raise Unsupported(f"jax refuses the element type: {str(exc).splitlines()[0][:300]}") \
             from exc
+
+
+def _refuse(program, inputs) -> None:
+    """Raise Unsupported where the op's ``lax_refuses`` hook says its lowering cannot express
+    these input values faithfully (a lowering artefact, not the backend's answer)."""
+    refuses = getattr(getattr(program.spec, "definition", None), "lax_refuses", None)
+    reason = refuses(inputs, program.case.attrs) if refuses is not None else None
+    if reason:
+        raise Unsupported(reason)
 
 
 def _arrays(outputs) -> list:

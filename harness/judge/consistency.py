@@ -61,14 +61,88 @@ def inconsistency(spec, case, outputs, answer) -> Broken | None:
     return None
 
 
-def _aligned(spec, case, actual, open_at):
-    """Per open element: its inputs' bytes, and its result's canonical bytes."""
+def position_dependence(spec, case, outputs, answer) -> Broken | None:
+    """The first output of ``outputs`` (a backend's, for ``case`` of an element-wise op) whose
+    defined elements (those outside every open region) with the same inputs, bit for bit, have
+    different results, or None. An element-wise result is a function of its own inputs
+    (ONNX IR, "element-wise": each output element is computed from the input elements at the
+    same index; XLA's element-wise ops alike): it may depend neither on where the element sits
+    nor on the tensor's length, as a vectorised body and its scalar remainder may make it."""
+    if not getattr(spec, "elementwise", False) or not case.inputs or not answer \
+            or getattr(getattr(spec, "definition", None), "distribution", None) is not None:
+        return None   # (a random op's elements are draws: its laws are judged instead)
+    size = max(np.size(part.expected) for part in answer)
+    if size < 2 or any(_bits(x) is None for x in case.inputs):
+        return None
+    if any(np.size(x) == size and not _repeats(_bits(x)) for x in case.inputs):
+        return None   # the common case: some input has no two equal elements
+    for k, part in enumerate(answer):
+        actual = np.asarray(outputs[k])
+        if actual.size < 2 or actual.shape != np.shape(part.expected) or _bits(actual) is None:
+            continue
+        at = np.arange(actual.size) if part.impl_mask is None else \
+            np.flatnonzero(~np.broadcast_to(part.impl_mask, actual.shape))
+        columns = [_bits(values) for values in _full_inputs(spec, case, actual, at)]
+        answers = _bits(_canonical(actual.reshape(-1)[at]))
+        clash = _clashing_sorted(columns, answers)
+        if clash.size:   # shown first: an element and one with its inputs and another answer
+            twin = np.all([c[clash] == c[clash[0]] for c in columns], axis=0) \
+                & (answers[clash] != answers[clash[0]])
+            first = np.concatenate([clash[:1], clash[twin][:1]])
+            shown = at[np.concatenate([first, clash[~np.isin(clash, first)]])]
+            return Broken("position", _message(spec, "position", actual, shown, case, k),
+                          at[clash])
+    return None
+
+
+def _bits(values) -> np.ndarray | None:
+    """1-D ``values`` as unsigned integers of their width (equal bits, equal integers), or
+    None where their elements are no bits of their own (strings) or no such width."""
+    values = np.ascontiguousarray(values)
+    size = values.dtype.itemsize
+    if values.dtype.kind in "OUST" or size not in (1, 2, 4, 8):
+        return None
+    return values.reshape(-1).view(f"u{size}")
+
+
+def _repeats(bits: np.ndarray) -> bool:
+    """Whether two elements of ``bits`` are equal."""
+    ordered = np.sort(bits)
+    return bool((ordered[1:] == ordered[:-1]).any())
+
+
+def _full_inputs(spec, case, actual, at) -> list:
+    """Each input of ``case``, broadcast to the output's shape, at the flat indices ``at``."""
     shapes, attrs = spec.signature.get("shapes", "equal"), case.attrs
-    columns = []
+    found = []
     for x in case.inputs:
         x = np.asarray(x)
         full = broadcast_aligned(x, actual.shape, shapes, attrs) if x.shape != actual.shape else x
-        columns.append(_rows(np.ascontiguousarray(full).reshape(-1)[open_at]))
+        found.append(np.ascontiguousarray(full).reshape(-1)[at])
+    return found
+
+
+def _clashing_sorted(columns: list, answers: np.ndarray) -> np.ndarray:
+    """Positions of the elements whose inputs (``columns``, one per input) another element
+    shares with another answer: one lexicographic sort, then neighbours compared."""
+    if answers is None or any(c is None for c in columns) or answers.size < 2:
+        return np.zeros(0, np.intp)
+    order = np.lexsort((answers, *columns[::-1]))
+    same_key = np.ones(order.size - 1, bool)
+    for column in columns:
+        ordered = column[order]
+        same_key &= ordered[1:] == ordered[:-1]
+    ordered = answers[order]
+    differ = same_key & (ordered[1:] != ordered[:-1])
+    if not differ.any():
+        return np.zeros(0, np.intp)
+    group = np.concatenate([[0], np.cumsum(~same_key)])
+    return np.sort(order[np.isin(group, group[1:][differ])])
+
+
+def _aligned(spec, case, actual, open_at):
+    """Per open element: its inputs' bytes, and its result's canonical bytes."""
+    columns = [_rows(values) for values in _full_inputs(spec, case, actual, open_at)]
     keys = np.concatenate(columns, axis=1) if columns else np.zeros((open_at.size, 0), np.uint8)
     answers = _rows(_canonical(actual.reshape(-1)[open_at]))
     return [k.tobytes() for k in keys], [a.tobytes() for a in answers]
@@ -135,15 +209,18 @@ def _message(spec, mode, actual, clashing, case, output) -> str:
     for flat in clashing[:SHOWN]:
         index = [int(i) for i in np.unravel_index(flat, actual.shape)]
         text = f"{name}{index}={str(actual.reshape(-1)[flat])}"
-        if mode == "aligned":
+        if mode in ("aligned", "position"):
             inputs = ", ".join(str(np.asarray(x).reshape(-1)[flat]) if np.size(x) == actual.size
                                else "?" for x in case.inputs)
             text += f" (inputs {inputs})"
         elif mode == "selected":
             text += f" (selects {_selected(spec, case, actual, index, output)})"
         shown.append(text)
-    what = "the same inputs" if mode == "aligned" else "slices of the same values"
+    what = "the same inputs" if mode in ("aligned", "position") else "slices of the same values"
     more = f", ... ({len(clashing)} elements)" if len(clashing) > SHOWN else ""
+    if mode == "position":
+        return (f"position dependent: {what} get different results at different positions of "
+                f"an element-wise op's tensor: {', '.join(shown)}{more}")
     return (f"inconsistent in an implementation-defined region: {what} get different answers "
             f"at different positions ({mode}): {', '.join(shown)}{more}")
 

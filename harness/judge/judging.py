@@ -8,7 +8,7 @@ import numpy as np
 
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
-from conform.harness.judge.consistency import inconsistency
+from conform.harness.judge.consistency import inconsistency, position_dependence
 from conform.harness.judge.properties import broken_property
 from conform.harness.judge.profile import broadcast_index, failure_profile, merged_profiles
 from conform.harness.judge.statistical import judge_random
@@ -145,6 +145,7 @@ def _judge_nodes(triples, subnormals: str, keep_errors: bool = False) -> list[Ju
         if spec.definition.distribution is not None:   # a random op: its outputs' laws
             judged = judge_random(spec, case, outputs, answer, subnormals)
             judgements[i] = judged[0] if len(judged) == 1 else combined(spec.outputs, judged)
+            shown.append(outputs)   # (kept in step with triples: the checks below zip them)
             continue
         canonical = spec.definition.canonical
         if canonical is not None:
@@ -180,6 +181,8 @@ def _judge_nodes(triples, subnormals: str, keep_errors: bool = False) -> list[Ju
             judgements[i] = with_properties(judgements[i], spec, case, outputs, answer, subnormals)
         if judgements[i].verdict != "fail" and any(p.impl_mask is not None for p in answer):
             judgements[i] = with_consistency(judgements[i], spec, case, outputs, answer)
+        if judgements[i].verdict not in ("fail", "inconsistent"):
+            judgements[i] = with_position_independence(judgements[i], spec, case, outputs, answer)
     for (spec, case, _), judged, answer in zip(triples, judgements, answers):
         if judged.verdict == "fail":
             judged.profile = _profile(spec, case, judged, answer)
@@ -189,23 +192,30 @@ def _judge_nodes(triples, subnormals: str, keep_errors: bool = False) -> list[Ju
 def with_properties(judgement: Judgement, spec, case, outputs, answer, subnormals: str) -> Judgement:
     """``judgement``, failed where ``outputs`` break a property of ``spec`` (the first one, by
     name: :mod:`~conform.harness.judge.properties`)."""
-    broken = broken_property(spec, case, outputs, answer, subnormals)
-    if broken is None:
-        return judgement
-    return dataclasses.replace(judgement, verdict="fail", reason=broken.message, worst=None,
-                               mismatched=len(broken.failing), failing=broken.failing,
-                               broken=broken.kind)
+    return _broken(judgement, broken_property(spec, case, outputs, answer, subnormals), "fail")
 
 
 def with_consistency(judgement: Judgement, spec, case, outputs, answer) -> Judgement:
     """``judgement``, ``inconsistent`` where ``outputs`` answer the same values in an open
     region differently at different positions (:mod:`~conform.harness.judge.consistency`)."""
-    broken = inconsistency(spec, case, outputs, answer)
+    return _broken(judgement, inconsistency(spec, case, outputs, answer), "inconsistent")
+
+
+def with_position_independence(judgement: Judgement, spec, case, outputs, answer) -> Judgement:
+    """``judgement``, failed where ``outputs`` of an element-wise op give the same inputs
+    different results at different positions (property ``position``:
+    :func:`~conform.harness.judge.consistency.position_dependence`)."""
+    return _broken(judgement, position_dependence(spec, case, outputs, answer), "fail")
+
+
+def _broken(judgement: Judgement, broken, verdict: str) -> Judgement:
+    """``judgement``, or, where ``broken`` (a Broken) names what the outputs break, ``verdict``
+    with its message and failing elements."""
     if broken is None:
         return judgement
-    return dataclasses.replace(judgement, verdict="inconsistent", reason=broken.message,
-                               worst=None, mismatched=len(broken.failing),
-                               failing=broken.failing, broken=broken.kind)
+    return dataclasses.replace(judgement, verdict=verdict, reason=broken.message, worst=None,
+                               mismatched=len(broken.failing), failing=broken.failing,
+                               broken=broken.kind)
 
 
 def _profile(spec, case, judgement: Judgement, answer) -> dict | None:

@@ -100,3 +100,31 @@ def test_a_drawn_tensor_without_elements_gives_no_slice_case(specs):
     empty = _case("onnx_arg_max", [np.zeros((0, 3), np.float32)],
                   {"axis": 1, "keepdims": 1, "select_last_index": 0}, out_dtype="int64")
     assert consistency_cases(specs["onnx_arg_max"], "float32", [empty], seed=0) == []
+
+
+def test_an_element_wise_result_must_not_depend_on_its_position(specs):
+    """Defined elements too: the same input at element 2 and at element 9 (a vectorised body
+    and its remainder) gets one result, or the case fails, naming the ``position`` property,
+    even where both results are within the bound."""
+    x = np.float32([0.5, 1, 2, 3, 4, 5, 6, 7, 8, 2, 0.5])
+    case = _case("erf", [x])
+    exact = np.float32([0.5204999, 0.8427008, 0.9953223, 0.9999779, 1, 1, 1, 1, 1, 0.9953223,
+                        0.5204999])
+    assert judge_outputs(specs["erf"], case, [exact]).verdict == "pass"
+    tail_worse = exact.copy()
+    tail_worse[8:] = np.nextafter(tail_worse[8:], np.float32(0))   # 1 ULP: within the bound
+    judged = judge_outputs(specs["erf"], case, [tail_worse])
+    assert judged.verdict == "fail" and judged.broken == "position"
+    assert sorted(judged.failing) == [0, 2, 9, 10]
+    assert judged.reason.startswith("position dependent: the same inputs get different results "
+                                    "at different positions of an element-wise op's tensor: "
+                                    "out[0]=0.5204999 (inputs 0.5), out[10]=0.5204998 "
+                                    "(inputs 0.5)")
+
+
+def test_the_critical_case_repeats_its_head_at_its_tail(specs):
+    from conform.generators._critical import TWINS, critical_cases
+
+    (case,) = critical_cases(specs["erf"], "float32", seed=0)
+    x = case.inputs[0]
+    assert np.array_equal(x[-TWINS:], x[:TWINS][::-1]) and x.size > 16 * TWINS
