@@ -100,7 +100,8 @@ def test_the_numpy_backend_never_calls_an_oracle(sample, oracles_disabled):
             outputs = backend.run(program=program, inputs=declared_inputs(case))
         except Unsupported as exc:
             assert str(exc), f"{case.id}: unsupported without a reason"
-            unsupported += 1
+            # an op whose binding says why NumPy cannot express it is not counted against it
+            unsupported += "unsupported" not in spec.bindings.get("numpy", {})
             continue
         except OracleCalled:
             raise

@@ -104,10 +104,12 @@ def _ignores_the_roi_of_an_unscaled_axis(case, inferred, expected) -> bool:
     onnxruntime likewise keep an unscaled axis; the covering design now crops every axis)."""
     attrs = case.attrs
     if attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize" or \
-            not attrs.get("scales") or attrs.get("axes"):
+            not attrs.get("scales"):
         return False
-    shape, scales = case.inputs[0].shape, attrs["scales"]
-    return inferred == [[int(n * s) for n, s in zip(shape, scales)]]
+    shape = case.inputs[0].shape
+    axes = [axis % len(shape) for axis in attrs.get("axes") or range(len(shape))]
+    scale_of = dict(zip(axes, attrs["scales"]))
+    return inferred == [[int(n * scale_of.get(axis, 1.0)) for axis, n in enumerate(shape)]]
 
 
 def _shape_inference_is_known_wrong(case, inferred) -> bool:
