@@ -10,7 +10,7 @@ from conform.generators._case import Case
 from conform.generators._signature import fixed_attrs
 from conform.generators._values import edge_values, fill, value_range
 from conform.spec import OpSpec, dtype_class
-from conform.dtypes import int_info, np_dtype, resolve_edge_value
+from conform.dtypes import int_info, is_integer, np_dtype, resolve_edge_value
 
 EDGE_CASE_SIZE = 8  # >= 8 elements: vectorised kernels, not scalar tails
 
@@ -72,14 +72,19 @@ def _apart(array: np.ndarray, named: list, rng) -> np.ndarray:
     """``array`` with each element equal to one of the ``named`` values (None: none named;
     NaN matching NaN, zeros of either sign alike) replaced by one of its other elements."""
     named = [v for v in named if v is not None]
-    if not named or array.dtype.kind not in "iuf":
+    if not named or array.dtype.kind not in "iufV":   # ml_dtypes' types are of kind "V"
         return array
     values = np.asarray(named, np.float64)
     wide = array.astype(np.float64)
     hit = np.isin(wide, values[~np.isnan(values)]) | (np.isnan(wide) & np.isnan(values).any())
-    if hit.any() and not hit.all():
+    others = array[~hit]
+    if hit.all() and is_integer(array.dtype.name):   # a 2- or 4-bit type: few values to draw
+        info = int_info(array.dtype.name)
+        others = np.asarray([v for v in range(info.min, min(info.max, info.min + 64) + 1)
+                             if v not in values], array.dtype)
+    if hit.any() and others.size:
         array = array.copy()
-        array[hit] = rng.choice(array[~hit], int(hit.sum()))
+        array[hit] = rng.choice(others, int(hit.sum()))
     return array
 
 
