@@ -70,7 +70,8 @@ def _resolved(spec: OpSpec, entry: dict, dtype: str) -> list | None:
 
 def _apart(array: np.ndarray, named: list, rng) -> np.ndarray:
     """``array`` with each element equal to one of the ``named`` values (None: none named;
-    NaN matching NaN, zeros of either sign alike) replaced by one of its other elements."""
+    NaN matching NaN, zeros of either sign alike) replaced by one of its other elements, or,
+    where every element is named (a 2- or 4-bit integer type), by another value of the type."""
     named = [v for v in named if v is not None]
     if not named or array.dtype.kind not in "iufV":   # ml_dtypes' types are of kind "V"
         return array
