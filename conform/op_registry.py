@@ -142,7 +142,10 @@ class OpDefinition:
       attribute of another form): given the node's inputs (None for an omitted one) and its
       attributes at ``opset`` (schema defaults filled in), the case's inputs and attributes;
       raises that module's ``NotExpressible`` (a ``ValueError``) for a node the spec does not
-      draw. Used to reproduce the onnx package's node-test examples with the oracle.
+      draw. Used to reproduce the onnx package's node-test examples with the oracle. A hook
+      with an ``outputs`` keyword is given the node's output count, and may map a node of
+      fewer outputs of a variadic formal than the spec gives (the case's further outputs
+      then unrequested: empty ones, say).
     """
 
     name: str
