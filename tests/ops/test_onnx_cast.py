@@ -259,3 +259,23 @@ def test_the_node_test_examples_into_fnuz_follow_the_table_of_their_opset(specs,
                         got[~infinite]), name
             seen += 1
     assert seen == 8   # Cast and CastLike, from float and float16, into the two fnuz formats
+
+
+def test_onnxruntime_saturates_infinities_into_fnuz_as_cast_24_does_at_every_opset(
+        specs, monkeypatch):
+    """The run's opset picks the text: onnxruntime gives +/-FLT_MAX for +/-Inf into E4M3FNUZ
+    under saturate at opset 21 too, where Cast-21's table says NaN (a deviation the judge
+    reports), and passes at 25, where Cast-24's table says FLT_MAX."""
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+
+    backend, spec = OnnxRuntimeBackend(), specs["onnx_cast"]
+    case = _case("onnx_cast", [INF, -INF, 3.0], "float32", "float8_e4m3fnuz")
+    for opset, verdict in (("21", "fail"), ("25", "pass")):
+        monkeypatch.setenv("CONFORM_ONNX_OPSET", opset)
+        outputs = run_case(backend, spec, case)
+        assert same(np.asarray(outputs[0]).astype(np.float64), [240, -240, 3])
+        judged = judge_outputs(spec, case, outputs)
+        assert judged.verdict == verdict, opset
+        if verdict == "fail":
+            assert judged.worst["index"][0] in (0, 1)   # an infinity, not the 3
