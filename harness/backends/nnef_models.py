@@ -27,6 +27,11 @@ from conform.spec import dtype_class
 
 NNEF_TYPES = {"float32": "scalar", "int32": "integer", "bool": "logical"}
 
+#: The parameter a document declares when no input is fed (``constant`` alone): NNEF's grammar
+#: (NNEF 1.0 ch. 3, <graph-declaration>: an <identifier-list> of one identifier at least) gives
+#: every graph one parameter at least. It is a ``logical`` of shape [1] that nothing reads.
+PLACEHOLDER = "unused"
+
 
 @dataclass
 class Document:
@@ -39,6 +44,7 @@ class Document:
     notes: list[str] = field(default_factory=list)
     operations: tuple = ()        # every NNEF operation invoked (a program's several)
     files: dict = field(default_factory=dict)   # label -> array read from <label>.dat
+    placeholder: bool = False     # an unused logical parameter is fed last (see PLACEHOLDER)
 
     @property
     def files_key(self) -> tuple:
@@ -63,7 +69,7 @@ class Document:
         # the executor copies raw bytes: C order is required (np.ascontiguousarray would make
         # 0-d arrays 1-d)
         return [np.asarray(case.inputs[i], dtype=np_dtype(case.input_dtypes[i]), order="C")
-                for i in self.inputs]
+                for i in self.inputs] + [np.zeros((1,), np.bool_)] * self.placeholder
 
     def finish(self, output: np.ndarray) -> np.ndarray:
         """The executor's output in conform's shape (NNEF reductions keep reduced axes as 1)."""
@@ -151,20 +157,24 @@ def build_document(spec, case, types: dict = NNEF_TYPES) -> Document:
     declared = [_declaration(i, kinds[i], case.inputs[i].shape, variables.get(i)) for i in fed]
     operations += ("variable",) * any(i in variables for i in fed)   # declared by a line
     fed = [i for i in fed if i not in variables]
-    names = ", ".join(f"in{i}" for i in fed)
+    names = ", ".join(f"in{i}" for i in fed) or PLACEHOLDER
+    if not fed:   # a graph has one parameter at least (PLACEHOLDER)
+        declared.append(_declaration(PLACEHOLDER, _nnef_type("bool", types), (1,), None))
     text = (f"version 1.0;\n\ngraph conform_{spec.op}( {names} ) -> ( {', '.join(outputs)} )\n{{\n"
             + "\n".join(declared + lines) + "\n}\n")
     files = {label: np.asarray(case.inputs[i], dtype=np_dtype(case.input_dtypes[i]))
              for label, i in files.items()}
-    return Document(text, operations[0], fed, shape, operations=operations, files=files)
+    return Document(text, operations[0], fed, shape, operations=operations, files=files,
+                    placeholder=not fed)
 
 
-def _declaration(index: int, kind: str, shape, label: str | None) -> str:
-    """The line declaring input ``index``: an ``external`` fed at run time, or a ``variable``
-    read from the tensor file ``<label>.dat``."""
+def _declaration(index: int | str, kind: str, shape, label: str | None) -> str:
+    """The line declaring input ``index`` (``in<index>``, or the name ``index`` itself): an
+    ``external`` fed at run time, or a ``variable`` read from the tensor file ``<label>.dat``."""
+    name = index if isinstance(index, str) else f"in{index}"
     if label is None:
-        return f"    in{index} = external<{kind}>(shape = {literal(list(shape))});"
-    return (f"    in{index} = variable<{kind}>(shape = {literal(list(shape))}, "
+        return f"    {name} = external<{kind}>(shape = {literal(list(shape))});"
+    return (f"    {name} = variable<{kind}>(shape = {literal(list(shape))}, "
             f"label = {literal(label)});")
 
 
