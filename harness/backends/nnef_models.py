@@ -45,6 +45,7 @@ class Document:
     operations: tuple = ()        # every NNEF operation invoked (a program's several)
     files: dict = field(default_factory=dict)   # label -> array read from <label>.dat
     placeholder: bool = False     # an unused logical parameter is fed last (see PLACEHOLDER)
+    out_dtypes: tuple = ()        # the case's output dtypes (an integer result is made one)
 
     @property
     def files_key(self) -> tuple:
@@ -74,6 +75,21 @@ class Document:
     def finish(self, output: np.ndarray) -> np.ndarray:
         """The executor's output in conform's shape (NNEF reductions keep reduced axes as 1)."""
         return output if self.output_shape is None else output.reshape(self.output_shape)
+
+    def results(self, outputs) -> list[np.ndarray]:
+        """The consumer's outputs in conform's shapes, an integer result in the case's integer
+        dtype where its values are those of that dtype: NNEF leaves the width of ``integer``
+        to the consumer and a document declares no result types, so an int64 consumer's
+        index (argmax_reduce's, conform's int32) is the same result. One whose values do not
+        fit is left as it came (the judge fails its dtype)."""
+        finished = [self.finish(output) for output in outputs]
+        for k, (output, dtype) in enumerate(zip(finished, self.out_dtypes)):
+            wanted = np_dtype(dtype)
+            if output.dtype != wanted and output.dtype.kind in "iu" and wanted.kind in "iu":
+                narrowed = output.astype(wanted)
+                if np.array_equal(narrowed, output):
+                    finished[k] = narrowed
+        return finished
 
 
 @dataclass
@@ -131,8 +147,9 @@ def build_document(spec, case, types: dict = NNEF_TYPES) -> Document:
     the graph. ``types`` maps the conform dtypes the consumer takes to NNEF's ``scalar``,
     ``integer`` and ``logical`` (default: the ``nnef`` package's executor's)."""
     kinds = [_nnef_type(d, types) for d in case.input_dtypes]
-    for dtype in spec.out_dtypes(case):
-        _nnef_type(dtype, types)
+    for dtype in spec.out_dtypes(case):   # a result's integer width is the consumer's
+        if not (_kind(dtype) == "integer" and "integer" in types.values()):
+            _nnef_type(dtype, types)
     nodes = program_nodes(spec, case)
     positions = {name: j for j, name in enumerate(spec.input_names(case))}
     values = {name: f"in{j}" for name, j in positions.items()}
@@ -165,7 +182,7 @@ def build_document(spec, case, types: dict = NNEF_TYPES) -> Document:
     files = {label: np.asarray(case.inputs[i], dtype=np_dtype(case.input_dtypes[i]))
              for label, i in files.items()}
     return Document(text, operations[0], fed, shape, operations=operations, files=files,
-                    placeholder=not fed)
+                    placeholder=not fed, out_dtypes=tuple(spec.out_dtypes(case)))
 
 
 def _declaration(index: int | str, kind: str, shape, label: str | None) -> str:
