@@ -137,7 +137,7 @@ def _nnef_type(dtype: str, types: dict = NNEF_TYPES) -> str:
     found = types.get(dtype)
     if found is None:
         taken = ", ".join(f"{kind} is {name}" for name, kind in types.items())
-        raise Unsupported(f"the NNEF executor has no {dtype} tensors ({taken})")
+        raise Unsupported(f"the NNEF consumer has no {dtype} tensors ({taken})")
     return found
 
 
