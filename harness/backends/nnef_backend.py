@@ -67,7 +67,7 @@ class NnefBackend(Backend):
         model = model or Model("nnef", program.spec, program.case)
         with self.clock.timing("model_build"):
             document = model.build()
-        return [document.finish(o) for o in self.execute(model.key, document, model.inputs())]
+        return document.results(self.execute(model.key, document, model.inputs()))
 
     def execute(self, key, document, inputs, lowered=()) -> list:
         """The executor's outputs of ``document`` (an NNEF :class:`Document
