@@ -40,9 +40,12 @@ class CatalogEntry:
     repro: str
     line: int
 
-    def matches(self, record: dict) -> bool:
-        """True when every key of ``match`` holds for ``record``."""
+    def matches(self, record: dict, keys=None) -> bool:
+        """True when every key of ``match`` holds for ``record`` (only those among ``keys``
+        when given: a record that keeps its op, dtype and verdict alone, as a baseline does)."""
         for key, want in self.match.items():
+            if keys is not None and key not in keys:
+                continue
             if key in _PATTERNS:
                 if not fnmatchcase(str(record.get(key) or ""), want):
                     return False
@@ -79,9 +82,9 @@ def load_catalog(path: Path | str) -> list[CatalogEntry]:
     return entries
 
 
-def explain(entries: list[CatalogEntry], record: dict) -> CatalogEntry | None:
-    """The first entry that matches ``record``, or None."""
-    return next((entry for entry in entries if entry.matches(record)), None)
+def explain(entries: list[CatalogEntry], record: dict, keys=None) -> CatalogEntry | None:
+    """The first entry that matches ``record`` (on ``keys`` alone when given), or None."""
+    return next((entry for entry in entries if entry.matches(record, keys)), None)
 
 
 def _core(message: str) -> str:
