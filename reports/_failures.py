@@ -69,7 +69,15 @@ def load_catalog(path: Path | str) -> list[CatalogEntry]:
     if not path.read_text(encoding="utf-8").strip():
         return []
     data, root = read_yaml_mapping(path, "a failure catalog", CatalogError, shape=list)
-    validate_document(data, root, path, _schema(), CatalogError)
+    try:
+        validate_document(data, root, path, _schema(), CatalogError)
+    except CatalogError as exc:   # name the entry by its id too, where it has one
+        index = exc.field.split(".")[0]
+        entry = data[int(index)] if index.isdigit() else None
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            raise
+        raise CatalogError(path, exc.line, exc.field, f"entry {entry['id']!r}: "
+                           f"{str(exc).split(': ', 2)[-1]}") from None
     entries, seen = [], {}
     for i, raw in enumerate(data):
         line = line_of(root, [i])

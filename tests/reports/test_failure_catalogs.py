@@ -80,7 +80,7 @@ def _catalog_of(folder: Path, text: str):
 
 @pytest.mark.parametrize("text, names", [
     ("- id: a\n  match: {op: exp, verdict: wrong}\n  kind: deviation\n  explanation: 'long enough text here'\n"
-     "  repro: r\n", (":2:", "field 0.match.verdict")),
+     "  repro: r\n", (":2:", "field 0.match.verdict", "entry 'a'")),
     ("- id: a\n  match: {op: exp, verdict: fail}\n  kind: deviation\n  explanation: 'long enough text here'\n"
      "  repro: r\n- id: a\n  match: {op: exp, verdict: fail}\n  kind: deviation\n"
      "  explanation: 'long enough text here'\n  repro: r\n", (":6:", "'a' repeats the entry on line 1")),
