@@ -42,11 +42,6 @@ EXCEPTIONS = [
     (("SequenceEmpty",), ("string",),
      "its dtype attribute is drawn as a NumPy dtype, and NumPy has none for conform's "
      "strings: " + _NOT_YET),
-    (("Optional", "OptionalGetElement", "OptionalHasElement"),
-     ("bool", "int8", "int16", "uint8", "uint16", "uint32", "uint64", "bfloat16", "string",
-      "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-      "float4_e2m1fn", "int4", "uint4", "int2", "uint2"),
-     "the optional specs draw opset 15 and 18's numeric types: " + _NOT_YET),
     (("Bernoulli", "Multinomial", "RandomNormalLike", "RandomUniformLike", "Dropout"),
      ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
       "bfloat16", "string", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
