@@ -25,9 +25,6 @@ EXCEPTIONS = [
      "COMPLEX128), and onnxruntime 1.32 registers no complex tensor type to run them on"),
     ("*", ("float6e2m3", "float6e3m2"),
      "opset 28's 6-bit floats are not in conform's type vocabulary (docs/dtypes.md)"),
-    (("Abs",), ("uint8", "uint16", "uint32", "uint64"),
-     "the abs spec is shared with XLA Abs, whose operand is signed (jax refuses unsigned): "
-     "ONNX Abs's unsigned types need a spec of their own"),
     (("Reshape", "Slice", "Pad"), ("string",),
      "these opsets are bound by the reshape, slice and pad specs, shared with XLA, which has "
      "no string type"),
