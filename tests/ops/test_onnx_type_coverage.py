@@ -33,8 +33,8 @@ EXCEPTIONS = [
      "no rule for it"),
     (("Trilu", "CenterCropPad"), ("string",),
      "the text sets the other elements to zero, which it does not define for text"),
-    (("NonZero", "Unique", "Col2Im", "Cast", "CastLike"), ("string",),
-     "no oracle for text yet (what is non-zero, the order, the sum, the conversion): "
+    (("NonZero", "Col2Im", "Cast", "CastLike"), ("string",),
+     "no oracle for text yet (what is non-zero, the sum, the conversion): "
      + _NOT_YET),
     (("SequenceEmpty",), ("string",),
      "its dtype attribute is drawn as a NumPy dtype, and NumPy has none for conform's "
