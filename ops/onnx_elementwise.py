@@ -260,3 +260,11 @@ def oracle_onnx_clip(input, *bounds, absent_inputs=(), dtypes):  # noqa: A002 - 
     given = by_name(("min", "max"), bounds, absent_inputs)
     lowest, highest = _limits(dtypes[0])
     return (np.minimum(given.get("max", highest), np.maximum(input, given.get("min", lowest))),)
+
+
+@op("onnx_abs_unsigned", version=1)
+def oracle_onnx_abs_unsigned(x, *, dtypes=None):
+    """ONNX Abs of an unsigned type: 'y = abs(x)', which is x (no value is negative); uint64
+    as stored (:func:`unsigned64`)."""
+    (x,) = unsigned64((np.asarray(x),), dtypes)
+    return (x.copy(),)
