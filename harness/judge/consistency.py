@@ -106,7 +106,17 @@ def _bits(values) -> np.ndarray | None:
 
 
 def _repeats(bits: np.ndarray) -> bool:
-    """Whether two elements of ``bits`` are equal."""
+    """Whether two elements of ``bits`` are equal (no sort where they are strictly increasing
+    or strictly decreasing, as the bit patterns of a sweep's chunk are).
+
+    >>> _repeats(np.array([1, 2, 3], np.uint32)), _repeats(np.array([3, 1, 3], np.uint32))
+    (False, True)
+    """
+    if bits.size < 2:
+        return False
+    onward = np.greater if bits[1] > bits[0] else np.less   # (one pass: the first step's way)
+    if onward(bits[1:], bits[:-1]).all():
+        return False
     ordered = np.sort(bits)
     return bool((ordered[1:] == ordered[:-1]).any())
 
