@@ -7,9 +7,9 @@ the sweep's worst error within the op's bound today, and does the suite's defaul
 Without ``--run`` it runs the suite (``conform run --backend B --ops <the map's ops> --dtypes
 <dtypes> --no-manifest``, default budget) in a temporary folder. It prints one row per op x
 dtype: the bound (the spec's, now), the sweep's worst ULP and its input, the suite's worst and
-its case, and lists the cells whose sweep worst lies above the suite's (the suite does not reach
-the error a full sweep shows) and those whose sweep worst lies beyond today's bound. A ``--json``
-file keeps the rows.
+its case, and lists the cells whose sweep worst lies more than MARGIN ULP above the suite's (the
+suite does not reach the error a full sweep shows) and those whose sweep worst lies beyond
+today's bound. A ``--json`` file keeps the rows.
 """
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: A sweep's worst counts as unreached when it lies this far (ULP) above the suite's: every
+#: exhaustive sweep finds a slightly worse input than a sample does.
+MARGIN = 0.01
 
 
 def ulp_bound(model: dict) -> float | None:
@@ -96,9 +99,12 @@ def report(rows: list[dict]) -> str:
         suite = "not run" if r["suite_ulp"] is None else f"{r['suite_ulp']:.4g}"
         lines.append(f"| {r['op']} | {r['dtype']} | {r['bound']:g} | {r['sweep_ulp']:.4g} "
                      f"| {r['sweep_input']!r} | {suite} | {r['suite_case'] or ''} |")
-    above = [r for r in rows if r["suite_ulp"] is not None and r["sweep_ulp"] > r["suite_ulp"]]
+    above = [r for r in rows if r["suite_ulp"] is not None and r["bound"] > 0.5
+             and r["sweep_ulp"] > r["suite_ulp"] + MARGIN]
     beyond = [r for r in rows if r["sweep_ulp"] > r["bound"]]
-    lines += ["", f"sweep worst above the suite's worst: {len(above)} of {len(rows)}"]
+    lines += ["", f"sweep worst above the suite's worst by more than {MARGIN} ULP: "
+                  f"{len(above)} of {sum(r['bound'] > 0.5 for r in rows)} (correctly rounded ops "
+                  "left out: the suite's figure there is mismatches, bit for bit)"]
     lines += [f"  {r['op']} {r['dtype']}: sweep {r['sweep_ulp']:.4g} at {r['sweep_input']!r}, "
               f"suite {r['suite_ulp']:.4g} ({r['suite_case']})" for r in above]
     lines += [f"sweep worst beyond today's bound: {len(beyond)}"]
