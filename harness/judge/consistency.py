@@ -116,9 +116,10 @@ def length_dependence(spec, case, outputs, answer, partner) -> Broken | None:
         if _bits(_canonical(one))[0] != _bits(_canonical(many[at:at + 1]))[0]:
             name = spec.outputs[k] if k < len(spec.outputs) else "out"
             inputs = ", ".join(str(np.asarray(x).reshape(-1)[0]) for x in case.inputs)
+            alone, within = str(one[0]), str(many[at])   # (str: a float32's own digits)
             return Broken("length", f"length dependent: the inputs ({inputs}) give {name}="
-                          f"{one[0]} in this tensor of 1 element and {many[at]} as element "
-                          f"{at} of case {long_case.id} ({many.size} elements): an element-wise "
+                          f"{alone} in this tensor of 1 element and {within} as element {at} "
+                          f"of case {long_case.id} ({many.size} elements): an element-wise "
                           f"result may not depend on the tensor's length", np.zeros(1, np.intp))
     return None
 
