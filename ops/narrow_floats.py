@@ -62,3 +62,9 @@ def narrow_float_unrepresentable(ctx: RegionContext) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         rounded = round_to_format(reference, fmt)
     return np.isnan(rounded) & ~(np.isnan(reference) & fmt.has_nan)
+
+
+#: The only output types the region can hold elements of: other cells need no consistency case
+#: for it (generators/_consistency.py)
+narrow_float_unrepresentable.only_dtypes = frozenset(
+    name for name, fmt in FLOAT_FORMATS.items() if not (fmt.has_nan and fmt.has_zero))

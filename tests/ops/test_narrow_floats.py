@@ -45,6 +45,15 @@ def test_the_specs_narrow_bound_is_derived_from_their_float16_bound(specs):
     assert 0.5 < error <= narrow_ulp_bound(2) < 0.6
 
 
+def test_only_the_cells_the_region_can_reach_get_its_consistency_case(specs):
+    """acos declares no region but narrow_float_unrepresentable: its float16 cell needs no
+    consistency case; exp's other regions keep float16's."""
+    from conform.generators._consistency import _open_in
+
+    assert not _open_in(specs["acos"], "float16") and _open_in(specs["acos"], "float4_e2m1fn")
+    assert _open_in(specs["exp"], "float16")
+
+
 def _mask(values, dtype):
     context = RegionContext(inputs=[], expected=np.array(values), out_dtype=dtype,
                             float_oracle=None)
