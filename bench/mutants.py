@@ -36,6 +36,11 @@ class Mutant(Wrapping):
     #: behaviour, bug-like as it is in practice, the op's standard permits, so that no correct
     #: judge may fail it. The score leaves these out of its denominator and lists them apart.
     equivalent = ""
+    #: Set (to what the clean backend gets wrong) for a mutant whose bug the wrapped backend
+    #: already has under the same condition: no case can fail only in the mutant's run. It
+    #: counts as detected when every case whose outputs it changes fails in both runs (the
+    #: suite catches the bug on the real runtime); once the backend is fixed, the usual rule.
+    shared = ""
 
     def applies(self, program) -> bool:
         return program.op in self.targets and (not self.affects or program.dtype in self.affects)
@@ -998,6 +1003,36 @@ class VectorisedTailOneUlpWorse(OrtMutant):
         tail = out.reshape(-1)[8:]
         tail[...] = np.nextafter(tail, np.zeros((), out.dtype))
         return [out]
+
+
+class ResizeCropOfUnscaledAxisOffByOne(OrtMutant):
+    """float32 Resize (tf_crop_and_resize) off by one on every output of a case that crops an
+    axis it does not rescale (scale 1, or a size equal to the input's length): a fast path
+    that copies unscaled axes mishandles the crop region there, while crops of rescaled axes,
+    and unscaled axes without a crop, stay right."""
+
+    targets, affects = ("onnx_resize",), ("float32",)
+    bug = "a resize wrong only for a crop region on an unscaled axis"
+    shared = ("onnxruntime 1.32's Resize ignores a tf_crop_and_resize crop on every axis whose "
+              "length does not change (sizes equal to the input's: that axis comes back uncropped)"
+              " and, with scales, gives floor(length * scale) without the crop's extent: the "
+              "boundary cases of ops/_resize_shapes.py fail on it unmutated")
+    resembles = _search(ORT, "Resize tf_crop_and_resize roi scale 1 wrong")
+
+    def mutate(self, program, inputs, outputs):
+        attrs, shape = program.attrs, inputs[0].shape
+        if attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize" or not shape:
+            return outputs
+        axes = [a % len(shape) for a in (attrs.get("axes") or range(len(shape)))]
+        roi = attrs.get("roi") or [0.0] * len(axes) + [1.0] * len(axes)
+        scales, out_shape = attrs.get("scales"), outputs[0].shape
+        unscaled = [float(scales[k]) == 1.0 if scales else out_shape[a] == shape[a]
+                    for k, a in enumerate(axes)]
+        cropped = [(float(roi[k]), float(roi[len(axes) + k])) != (0.0, 1.0)
+                   for k in range(len(axes))]
+        if any(u and c for u, c in zip(unscaled, cropped)):
+            return [(outputs[0] + np.float32(1)).astype(np.float32), *outputs[1:]]
+        return outputs
 
 
 # ---- graph-level bugs (conform fuzz): bench/graph_mutants.py ------------------------------------

@@ -10,6 +10,8 @@ mutant with the real CLI
 --no-manifest``, default budget and seed), at most ``--jobs`` runs at a time, one worker each. A mutant is *detected* when some case
 has verdict fail, error, crash or timeout in its run and not in the clean run (the same case id:
 both runs draw the same corpus), so onnxruntime's own deviations never count as detections.
+A mutant whose bug the clean backend has itself (``shared = "what"``) is detected when every
+case whose outputs it changes fails in both runs, and listed apart.
 
 A mutant may be marked *equivalent* (``equivalent = "why"`` in bench/mutants.py): the behaviour it
 injects is a real-world bug pattern but the op's standard allows it, so no correct judge fails it.
@@ -115,6 +117,16 @@ def _raised_by_mutant(record) -> bool:
     return record["verdict"] == "error" and bool(frames) and "mutants.py" in frames[-1]
 
 
+def _shared_catch(cls, clean: dict, mutated: dict, moved: list) -> list:
+    """For a mutant whose bug the clean backend shares (``shared``): the cases whose outputs
+    it changes, if each fails in both runs (the judge catches the bug's condition on the real
+    runtime), else none."""
+    if not getattr(cls, "shared", "") or not moved:
+        return []
+    fails = all(mutated[i]["verdict"] in BAD and clean[i]["verdict"] in BAD for i in moved)
+    return sorted(moved) if fails else []
+
+
 def judge_mutant(cls, clean: dict, mutated: dict) -> dict:
     """Detected or not, and for a missed mutant why, from the clean and the mutated records."""
     bad = [i for i, r in mutated.items()
@@ -139,7 +151,11 @@ def judge_mutant(cls, clean: dict, mutated: dict) -> dict:
               "mutant_errors": own_errors[:5],
               "affected_cases": len(affected), "verdicts": dict(verdicts),
               "changed": dict(changed), "outputs_changed": len(moved), "worst_ratio": worst, "clean_worst_ratio": worst_clean}
-    if not caught:
+    shared = _shared_catch(cls, clean, mutated, moved) if not caught and not own_errors else []
+    if shared:
+        result.update(detected=True, caught_cases=shared, n_caught=len(shared),
+                      shared=cls.shared)
+    if not result["detected"]:
         if own_errors:
             why = f"the mutant's own code raised on {len(own_errors)} cases (a defect of the mutant)"
         elif not affected:
@@ -237,7 +253,7 @@ def report(result: dict) -> str:
              f" ({result['equivalent']} equivalent mutants left out; of all "
              f"{result['all']}: {result['detected_of_all']} detected)"]
     for r in result["mutants"]:
-        mark = ("equivalent" if r["equivalent"] else
+        mark = ("equivalent" if r["equivalent"] else "shared" if r.get("shared") else
                 "detected" if r["detected"] else "MISSED")
         lines.append(f"  {mark:10} {r['mutant']:36} {r['bug']} [{', '.join(r['ops'])}]"
                      + (f" ({r['n_caught']} cases)" if r["detected"] else "")
@@ -247,6 +263,11 @@ def report(result: dict) -> str:
     if missed:
         lines.append("missed:")
         lines += [f"  {r['mutant']}: {r['why_missed']}" for r in missed]
+    shared = [r for r in result["mutants"] if r.get("shared")]
+    if shared:
+        lines.append("shared (the clean backend has the bug: each case it changes fails in both "
+                     "runs; counted detected):")
+        lines += [f"  {r['mutant']}: {r['shared']}" for r in shared]
     equivalent = [r for r in result["mutants"] if r["equivalent"]]
     if equivalent:
         lines.append("equivalent (the standard allows the behaviour; not counted):")

@@ -74,6 +74,11 @@ class OpDefinition:
       this case's input values faithfully (a lowering artefact: ``lax.switch`` clamps its
       index before XLA's Conditional sees it), checked by the jax backend before it runs the
       case, which is then unsupported with that reason; None where it can.
+    * ``onnx_refuses(inputs, attrs) -> reason | None``: as ``lax_refuses``, for the ``onnx``
+      lowering (a model is built once per signature, so values are checked apart): where the
+      ONNX operator the lowering uses leaves open what the op defines (an XLA op's NaN rule on
+      an ONNX node whose text is silent on NaN), checked by the onnxruntime backend;
+      ``nnef_refuses`` alike for the ``nnef`` lowering, checked by the nnef backend.
     * ``numpy(*inputs, **attrs)``: the numpy backend's computation with NumPy itself, on the
       inputs in their own dtypes, returning arrays in the outputs' dtypes; it never calls an
       oracle (default: the spec's ``bindings.numpy`` function, else unsupported; see
@@ -142,7 +147,10 @@ class OpDefinition:
       attribute of another form): given the node's inputs (None for an omitted one) and its
       attributes at ``opset`` (schema defaults filled in), the case's inputs and attributes;
       raises that module's ``NotExpressible`` (a ``ValueError``) for a node the spec does not
-      draw. Used to reproduce the onnx package's node-test examples with the oracle.
+      draw. Used to reproduce the onnx package's node-test examples with the oracle. A hook
+      with an ``outputs`` keyword is given the node's output count, and may map a node of
+      fewer outputs of a variadic formal than the spec gives (the case's further outputs
+      then unrequested: empty ones, say).
     """
 
     name: str
@@ -161,6 +169,8 @@ class OpDefinition:
     nnef: Callable | None = None
     lax: Callable | None = None
     lax_refuses: Callable | None = None
+    onnx_refuses: Callable | None = None
+    nnef_refuses: Callable | None = None
     numpy: Callable | None = None
     values: Callable | None = None
     canonical: Callable | None = None

@@ -1,8 +1,9 @@
 """The on-disk corpus: generated cases kept per op, dtype, seed and budget, so that a repeated run
 does not draw them again. The key covers everything the cases depend on: the conform version, the
 spec file, the generator and oracle sources (a run's cases keep the oracle answers its
-expectation stage gave them: see ``generate_cases``'s ``answer``), the pinned Hypothesis and the
-NumPy version."""
+expectation stage gave them: see ``generate_cases``'s ``answer``), the ONNX opset of the run (an
+ONNX operator's oracle follows the text in force there: ops/onnx_cast.py), the pinned
+Hypothesis and the NumPy version."""
 from __future__ import annotations
 
 import functools
@@ -17,6 +18,7 @@ import numpy as np
 from conform.generators import _corpus_format
 from conform.generators._case import Case
 from conform.spec import OpSpec
+from conform.model_formats import onnx_opset
 from conform.caches import DamagedEntry, cache_dir, file_digest, prune_folder, warn_damaged
 
 
@@ -41,7 +43,7 @@ def corpus_key(spec: OpSpec, dtype: str, *, count: int, seed: int) -> str:
     digest.update(file_digest(spec.path) if spec.path else repr(spec).encode())
     if spec.definition.uses_catalog:   # its cases are made of other ops
         digest.update(_catalog_digest().encode())
-    digest.update(f"{spec.op}/{dtype}/{count}/{seed}".encode())
+    digest.update(f"{spec.op}/{dtype}/{count}/{seed}/{onnx_opset()}".encode())
     return digest.hexdigest()[:32]
 
 

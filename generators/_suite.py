@@ -16,6 +16,7 @@ from conform.generators._consistency import consistency_cases
 from conform.generators._critical import critical_cases
 from conform.generators._edges import (broadcast_case, edge_case_cases, edge_sweep_case,
                                        every_value_case, midpoint_case)
+from conform.generators._length import length_cases
 from conform.generators._materialize import materialize
 from conform.spec import OpSpec
 from conform.dtypes import content_bytes
@@ -112,6 +113,7 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     cases += critical_cases(spec, dtype, seed=seed)
     midpoint = midpoint_case(spec, dtype, seed=seed)
     cases += [midpoint] if midpoint else []
+    cases = length_cases(spec, dtype, cases, seed=seed)
     return (cases + consistency_cases(spec, dtype, cases, seed=seed)
             + boundary_cases(spec, dtype, seed=seed) + must_reject_cases(spec, dtype, seed=seed))
 

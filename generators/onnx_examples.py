@@ -174,7 +174,8 @@ def spec_outputs(spec, node, outputs: list) -> list:
         outputs = packed_outputs(outputs)   # a sequence is two of the spec's outputs
         if len(outputs) == len(spec.outputs) and all(node.output):
             return outputs
-    if len(node.output) != len(spec.outputs) and _variadic_outputs(node):
+    if len(node.output) != len(spec.outputs) and _variadic_outputs(node) \
+            and not (len(node.output) < len(spec.outputs) and _hook_counts_outputs(spec)):
         raise NotExpressible(f"the node has {len(node.output)} outputs; the spec "
                              f"{len(spec.outputs)}")
     beyond = [name for name in node.output[len(spec.outputs):] if name]
@@ -193,13 +194,23 @@ def _variadic_outputs(node) -> bool:
     return bool(formals) and formals[-1].option == defs.OpSchema.FormalParameterOption.Variadic
 
 
+def _hook_counts_outputs(spec) -> bool:
+    """Whether the op's ``from_onnx`` hook takes the node's output count (``outputs``): it
+    then maps a node of fewer outputs of a variadic formal than the spec gives, its case's
+    further outputs unrequested (None in :func:`spec_outputs`)."""
+    hook = spec.definition.from_onnx
+    return hook is not None and "outputs" in inspect.signature(hook).parameters
+
+
 def case_from_onnx_node(spec, node, inputs: list, opset: int, outputs: list) -> Case:
     """The case of ``spec`` that ``node`` (at ``opset``) computes on ``inputs``; ``outputs``
     (the example's) give the case's output dtype. Raises :class:`NotExpressible`."""
     hook = spec.definition.from_onnx
     if hook is not None:
         try:
-            case_inputs, attrs = hook(list(inputs), node_attributes(node, opset), opset)
+            counted = {"outputs": len(node.output)} if _hook_counts_outputs(spec) else {}
+            case_inputs, attrs = hook(list(inputs), node_attributes(node, opset), opset,
+                                      **counted)
         except ValueError as exc:   # a hook's NotExpressible (op modules cannot import it)
             raise NotExpressible(str(exc)) from exc
     else:

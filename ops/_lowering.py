@@ -33,3 +33,18 @@ def from_onnx_element_types(*names: str):
         return inputs, {name: onnx_element_type(value) if name in names else value
                         for name, value in attrs.items()}
     return from_onnx
+
+
+
+def nan_refused(node: str, silent: str):
+    """An ``onnx_refuses`` or ``nnef_refuses`` hook for an XLA op lowered to ``node`` (e.g.
+    "ONNX MaxPool"), whose text is silent on NaN (``silent``: where that is recorded) where
+    XLA's is not (its Max and Min propagate NaN): a case with a NaN operand is not expressible
+    through that node."""
+    def refuses(inputs, attrs) -> str | None:
+        if not any(np.asarray(x).dtype.kind == "f" and np.isnan(np.asarray(x)).any()
+                   for x in inputs):
+            return None
+        return (f"lowering artefact: {node} says nothing of NaN ({silent}) where XLA's text "
+                f"propagates it: a NaN operand is not expressible through {node}")
+    return refuses

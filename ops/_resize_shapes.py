@@ -2,7 +2,8 @@
 (roi_end - roi_start) * scale)`` (or the ``sizes`` given), drawn at an output length of 1 and 0,
 and a tf_crop_and_resize crop region on an axis whose scale is 1 (the drawer crops only the
 axes it rescales, so a crop of an unscaled axis, whose length the roi alone changes, is never
-drawn there).
+drawn there), given as scales (the crop alone changes the length) and as sizes equal to the
+input's length (the crop changes the samples, not the length).
 """
 from __future__ import annotations
 
@@ -27,6 +28,12 @@ RESIZE_BOUNDARIES = (
       "roi": [0.0, 0.25, 1.0, 0.75]}, (2, 4)),
     ({"coordinate_transformation_mode": "tf_crop_and_resize", "sizes": [2, 1],
       "roi": [0.0, 0.5, 1.0, 0.75]}, (2, 4)),
+    # a crop of an axis whose length does not change (sizes 4 of 4: the middle half of axis 1
+    # sampled at 4 points), the other axis left whole, then rescaled (2 -> 4)
+    ({"coordinate_transformation_mode": "tf_crop_and_resize", "sizes": [2, 4],
+      "roi": [0.0, 0.25, 1.0, 0.75]}, (2, 4)),
+    ({"coordinate_transformation_mode": "tf_crop_and_resize", "sizes": [4, 4],
+      "roi": [0.0, 0.25, 1.0, 0.75]}, (2, 4)),
 )
 
 

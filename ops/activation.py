@@ -8,6 +8,8 @@ near 0): the formulas define values, not an evaluation order.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from conform.ops.multiprecision import refined, with_residual
@@ -26,9 +28,9 @@ def numpy_softplus(operand):
     return np.logaddexp(operand, operand.dtype.type(0))
 
 
-def numpy_elu(operand):
-    """The numpy backend: ``np.expm1(x)`` for x < 0, else x (alpha = 1), in x's type."""
-    return np.where(operand < 0, np.expm1(operand), operand)
+def numpy_elu(operand, *, alpha=1.0):
+    """The numpy backend: ``alpha * np.expm1(x)`` for x < 0, else x, in x's type."""
+    return np.where(operand < 0, operand.dtype.type(alpha) * np.expm1(operand), operand)
 
 
 def numpy_leaky_relu(operand, *, alpha):
@@ -58,14 +60,30 @@ def _softplus(x):
     return np.where(np.isnan(x), x, np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))))
 
 
-@op("elu", version=1, numpy=numpy_elu)
-def oracle_elu(operand, *, dtypes=None):
-    """alpha * (e**x - 1) for x < 0, else x, with alpha = 1 (the default of NNEF and ONNX):
-    expm1 for x < 0 (elu(-inf) = -1; float64: Arb, to ~2**-106); -0 and NaN pass through."""
+def from_onnx_elu(inputs, attrs, opset):
+    """An ONNX Elu node as a case: its alpha where it is not the default 1 (the spec draws
+    alpha = 1). Only a power of two is taken: it scales expm1 exactly, so the spec's bound on
+    expm1 holds for ``alpha * (exp(x) - 1)``; another alpha adds a rounding it does not cover.
+    Nor is -inf taken with another alpha: the spec's special-value row elu(-inf) = -1 is
+    alpha 1's."""
+    alpha = float(attrs.get("alpha", 1.0))
+    if alpha <= 0 or math.frexp(alpha)[0] != 0.5:
+        raise ValueError(f"alpha={alpha!r}: the spec's bound covers a power of two (an exact "
+                         f"scaling of expm1), not another rounding")
+    if alpha != 1.0 and np.isneginf(np.asarray(inputs[0], np.float64)).any():
+        raise ValueError("-inf with alpha != 1: the spec's row elu(-inf) = -1 is alpha 1's")
+    return inputs[:1], ({} if alpha == 1.0 else {"alpha": alpha})
+
+
+@op("elu", version=1, numpy=numpy_elu, from_onnx=from_onnx_elu)
+def oracle_elu(operand, *, alpha=1.0, dtypes=None):
+    """alpha * (e**x - 1) for x < 0, else x; the spec draws alpha = 1 (the default of NNEF
+    and ONNX), an ONNX node may give another (:func:`from_onnx_elu`): expm1 for x < 0
+    (elu(-inf) = -alpha; float64: Arb, to ~2**-106); -0 and NaN pass through."""
     negative = refined(np.expm1, lambda x: x.expm1(), np.minimum(operand, 0), dtypes=dtypes)
     lo = getattr(negative, "residual", None)
-    out = np.where(operand < 0, negative, operand)
-    return (out if lo is None else with_residual(out, np.where(operand < 0, lo, 0.0)),)
+    out = np.where(operand < 0, alpha * negative, operand)
+    return (out if lo is None else with_residual(out, np.where(operand < 0, alpha * lo, 0.0)),)
 
 
 def _onnx_leaky_relu(case, graph):

@@ -126,7 +126,7 @@ def oracle_nnef_stack(*values, axis):
 
 def draw_gather(draw, kit, spec, dtype):
     """As ONNX Gather's drawer (ops/indexing.py: input of rank 1 to 4, empty too; indices of
-    rank 0 to 3, the spec's int32; at most MAX_ARRAY_SIZE output elements), the axis counted
+    rank 0 to 3, the spec's int32 or int64; at most MAX_ARRAY_SIZE output elements), the axis counted
     in [0, rank)."""
     drawn = draw_onnx_gather(draw, kit, spec, dtype)
     axis = drawn.attrs["axis"] % len(drawn.shapes[0])

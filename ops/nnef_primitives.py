@@ -90,12 +90,12 @@ def numpy_constant(*, shape, value, dtype):
 
 
 def nnef_constant(case, call):
-    """Not writable: NNEF's grammar (NNEF 1.0 §3, <graph-declaration>: an <identifier-list> of
-    at least one) gives a graph one parameter at least, and the document builder declares an
-    external for each of a case's inputs only, of which constant has none."""
-    raise unsupported("an NNEF graph declares at least one parameter (NNEF 1.0 ch. 3 grammar, "
-                      "<identifier-list>); conform's documents declare externals for a case's "
-                      "inputs only, and constant has none")
+    """``constant<type>(shape, value)`` with the case's shape and values as literals; the
+    document declares an unused parameter, since NNEF's grammar (NNEF 1.0 ch. 3,
+    <graph-declaration>: an <identifier-list> of one at least) gives a graph one at least."""
+    attrs = case.attrs
+    return call([], {"shape": list(attrs["shape"]), "value": list(attrs["value"])}, inputs=[],
+                generic=attrs["dtype"])
 
 
 def feed_nothing(inputs, attrs, index):

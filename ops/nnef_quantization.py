@@ -29,6 +29,7 @@ import numpy as np
 from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op
 from conform.ops.nnef_activation import leading_broadcast_shape
+from conform.ops.indexing import index_type
 from conform.ops.nnef_elementwise import _aligned
 from conform.ops.onnx_softmax import grown
 
@@ -53,12 +54,14 @@ def _clamp(x, low, high):
 
 def draw_parameters(draw, kit, spec, dtype):
     """x of rank 1 to 4 (empty too) and each parameter broadcasting to it with leading
-    dimensions aligned (zero_point: int32); the spec's attributes."""
+    dimensions aligned (zero_point: one of the spec's integer types, the consumer's integer
+    width); the spec's attributes."""
     st = kit.st
     shape = draw(kit.shape(min_rank=1, max_rank=4, max_side=6,
                            min_side=draw(st.sampled_from([1, 1, 1, 0]))))
     params = [leading_broadcast_shape(draw, kit, shape) for _ in spec.inputs[1:]]
-    types = tuple("int32" if name == "zero_point" else dtype for name in spec.inputs[1:])
+    types = tuple(index_type(draw, kit, spec, name) if name == "zero_point" else dtype
+                  for name in spec.inputs[1:])
     attrs = kit.attributes(draw, spec, {spec.inputs[0]: len(shape)})
     return kit.Signature((dtype,) + types, (shape, *params), attrs, dtype)
 

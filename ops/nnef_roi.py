@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from conform.op_registry import op, region
+from conform.ops.indexing import index_type
 
 
 def _planes(x, batch_index) -> np.ndarray:
@@ -47,7 +48,7 @@ def roi_constant(x, rois, batch_index, output_size):
 
 def draw_roi(draw, kit, spec, dtype):
     """Input ``[b, c, h, w]`` with b, c in 1..2 and h, w in 2..4; 1 to 3 regions (``rois``
-    ``[m, 4]``, ``batch_index`` ``[m]`` int32); the spec's attributes, ``output_size`` and
+    ``[m, 4]``, ``batch_index`` ``[m]`` of one of the spec's integer types); the spec's attributes, ``output_size`` and
     ``sampling_rate`` of length 2 with items 1..3 and 1..2."""
     st = kit.st
     b, c, h, w, m = (draw(st.integers(*r)) for r in ((1, 2), (1, 2), (2, 4), (2, 4), (1, 3)))
@@ -55,7 +56,8 @@ def draw_roi(draw, kit, spec, dtype):
     attrs["output_size"] = [draw(st.integers(1, 3)) for _ in range(2)]
     if "resize_method" in attrs:
         attrs["sampling_rate"] = [draw(st.integers(1, 2)) for _ in range(2)]
-    return kit.Signature((dtype, dtype, "int32"), ((b, c, h, w), (m, 4), (m,)), attrs, dtype)
+    index = index_type(draw, kit, spec, "batch_index")
+    return kit.Signature((dtype, dtype, index), ((b, c, h, w), (m, 4), (m,)), attrs, dtype)
 
 
 def values_roi(rng, inputs, attrs):

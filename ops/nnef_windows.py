@@ -31,6 +31,7 @@ from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op, region
 from conform.ops._double_double import accurate_sum
 from conform.ops.error_bounds import gamma, reaches_max_finite
+from conform.ops.indexing import index_type
 from conform.ops.nnef_pooling import box, draw_box, feed_box, nnef_box, numpy_box
 from conform.ops.onnx_pooling import spread
 
@@ -270,7 +271,7 @@ def draw_sample(draw, kit, spec, dtype):
     """argmax_pool's geometry over the input; ``index`` (integer) shaped like the windows."""
     drawn = draw_argmax_pool(draw, kit, spec, dtype)
     shape = drawn.shapes[0]
-    return drawn._replace(input_dtypes=(dtype, "int32"),
+    return drawn._replace(input_dtypes=(dtype, index_type(draw, kit, spec, "index")),
                           shapes=(shape, pooled_shape(shape, drawn.attrs)))
 
 
@@ -278,7 +279,8 @@ def draw_desample(draw, kit, spec, dtype):
     """debox's geometry (draw_debox, without normalize); ``index`` shaped like the input."""
     drawn = draw_debox(draw, kit, spec, dtype)
     attrs = {k: v for k, v in drawn.attrs.items() if k != "normalize"}
-    return drawn._replace(input_dtypes=(dtype, "int32"), shapes=drawn.shapes * 2, attrs=attrs)
+    return drawn._replace(input_dtypes=(dtype, index_type(draw, kit, spec, "index")),
+                          shapes=drawn.shapes * 2, attrs=attrs)
 
 
 def values_index(rng, inputs, attrs):

@@ -1,7 +1,9 @@
 """ONNX Cast and CastLike (opsets 21 to 25), with ONNX's own semantics: the conversion rules and
 the float 8 tables of the operator's text (``onnx.defs.get_schema("Cast", N).doc``), saturate
 included; from opset 23 float4e2m1, from 24 float8e8m0 (its table and ``round_mode``), from 25
-int2 and uint2, each at the opsets whose schema allows it.
+int2 and uint2, each at the opsets whose schema allows it. The oracle follows the text in force
+at the run's opset (``conform.model_formats.onnx_opset``): Cast-24's saturate table gives
++/-FLT_MAX for +/-Inf into E4M3FNUZ and E5M2FNUZ, where Cast-19 to 23's gives NaN.
 
 XLA's ConvertElementType (ops/selection.py) truncates floats into integers and never saturates;
 ONNX's Cast saturates into float 8 by default, leaves the rounding of a float into a fixed-point
@@ -13,16 +15,20 @@ import numpy as np
 
 from conform.ops._lowering import onnx_element_type, unsupported
 from conform.ops._midpoints import conversion_hook
+from conform.model_formats import onnx_opset
 from conform.op_registry import op, region
 from conform.ops._rounded import converted64
 from conform.dtypes import (FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format,
                             round_to_scale)
 
-#: The Cast text's two float 8 tables, row "Inf" under saturate=1: E4M3FN and E5M2 give
-#: FLT_MAX, E4M3FNUZ and E5M2FNUZ give NaN (under saturate=0 every format gives its overflow
-#: value: Inf in E5M2, NaN elsewhere, as ``round_to_format`` does).
+#: The Cast text's two float 8 tables, row "Inf" under saturate=1, at Cast-19 to 23: E4M3FN
+#: and E5M2 give FLT_MAX, E4M3FNUZ and E5M2FNUZ give NaN (under saturate=0 every format gives
+#: its overflow value: Inf in E5M2, NaN elsewhere, as ``round_to_format`` does).
 SATURATED_INFINITY_IS_MAX = {"float8_e4m3fn": True, "float8_e5m2": True,
                              "float8_e4m3fnuz": False, "float8_e5m2fnuz": False}
+#: From Cast-24 (and CastLike-24) the row reads "Inf | FLT_MAX | FLT_MAX | FLT_MAX | FLT_MAX":
+#: every float 8 format saturates an infinity to its largest finite value.
+INFINITY_IS_MAX_SINCE = 24
 
 
 #: The scale format of Cast-24+ (OCP MX E8M0): its own table, ``round_mode`` and ``saturate``
@@ -47,14 +53,17 @@ def e8m0_table(values: np.ndarray, saturate: bool, round_mode: str = "up") -> np
     return round_to_scale(values, FLOAT_FORMATS[E8M0], mode=round_mode, saturate=saturate)
 
 
-def float8_table(values: np.ndarray, target: str, saturate: bool) -> np.ndarray:
-    """The Cast text's float 8 table: ``[x]`` is x rounded to the target's mantissa width (to
+def float8_table(values: np.ndarray, target: str, saturate: bool,
+                 opset: int = INFINITY_IS_MAX_SINCE - 1) -> np.ndarray:
+    """The Cast text's float 8 table at ``opset`` (Cast-19 to 23's by default, which
+    QuantizeLinear's saturation reads): ``[x]`` is x rounded to the target's mantissa width (to
     nearest even, exponent unbounded); ``[x] > FLT_MAX`` gives FLT_MAX under saturate, else
-    the overflow value (Inf in E5M2, NaN in the others); infinities as the "Inf" rows say;
+    the overflow value (Inf in E5M2, NaN in the others); infinities as the "Inf" rows say
+    (:data:`SATURATED_INFINITY_IS_MAX`, all FLT_MAX from :data:`INFINITY_IS_MAX_SINCE`);
     -0 gives 0 in the fnuz formats; NaN gives NaN."""
     fmt = FLOAT_FORMATS[target]
     rounded = round_to_format(values, fmt, saturate=saturate)
-    if saturate and not SATURATED_INFINITY_IS_MAX[target]:
+    if saturate and not SATURATED_INFINITY_IS_MAX[target] and opset < INFINITY_IS_MAX_SINCE:
         rounded = np.where(np.isinf(values), np.nan, rounded)
     return rounded
 
@@ -81,9 +90,9 @@ def exact_float(x: np.ndarray, source: str, target_precision: int) -> np.ndarray
 
 
 def cast_value(x: np.ndarray, source: str, target: str, saturate: int = 1,
-               round_mode: str = "up") -> np.ndarray:
+               round_mode: str = "up", opset: int | None = None) -> np.ndarray:
     """ONNX Cast of the widened ``x`` (of dtype name ``source``) to ``target``: the value the
-    text defines, before the judge's one rounding into a float target (float 8 targets are
+    text in force at ``opset`` (default: the run's) defines, before the judge's one rounding into a float target (float 8 targets are
     rounded here, by the text's tables; integer targets give integers). Into float4e2m1 the
     rules for floating point targets apply (rounded once by the judge); its out-of-range
     values, infinities and NaN are a region (:func:`cast_into_float4_unrepresentable`)."""
@@ -105,7 +114,7 @@ def cast_value(x: np.ndarray, source: str, target: str, saturate: int = 1,
     if source not in FLOAT_FORMATS:
         x = exact_float(x, source, FLOAT_FORMATS[target].precision)
     if is_float8(target):
-        return float8_table(x, target, bool(saturate))
+        return float8_table(x, target, bool(saturate), onnx_opset() if opset is None else opset)
     if target == E8M0:
         return e8m0_table(x, bool(saturate), round_mode)
     return x   # the judge rounds once to nearest even; out of range gives +/- infinity
@@ -181,8 +190,9 @@ def numpy_astype(values, new_dtype, saturate=1):
     2- and 4-bit integers into another: through int64; its 8- and 4-bit floats through
     float32). ml_dtypes never saturates, so for saturate=1 into a float 8
     type a float source is first clipped to the target's finite range, as a NumPy user writes
-    it (which also sends infinities to +-max: the fnuz rows of the text say NaN), a float 8
-    source through float32 (exact); a source of a narrower range needs no clip."""
+    it (which also sends infinities to +-max, as Cast-24's table does: Cast-19 to 23's fnuz
+    rows say NaN), a float 8 source through float32 (exact); a source of a narrower range needs
+    no clip."""
     target = np_dtype(new_dtype)
     top = float(FLOAT_FORMATS[new_dtype].max_finite) if is_float8(new_dtype) else 0.0
     source = FLOAT_FORMATS.get(values.dtype.name)
@@ -225,7 +235,7 @@ def rounded_cast(input, *like, new_dtype, saturate=1, round_mode="up", dtypes): 
     onnx=onnx_cast_node, numpy=numpy_cast, rounded64=rounded_cast, midpoints=conversion_hook(),
     from_onnx=from_onnx_cast)
 def oracle_onnx_cast(input, *, new_dtype, saturate=1, round_mode="up", dtypes):  # noqa: A002
-    """ONNX Cast (see :func:`cast_value`)."""
+    """ONNX Cast at the run's opset (see :func:`cast_value`)."""
     return (cast_value(input, dtypes[0], new_dtype, saturate, round_mode),)
 
 
@@ -234,7 +244,8 @@ def oracle_onnx_cast(input, *, new_dtype, saturate=1, round_mode="up", dtypes): 
     midpoints=conversion_hook(like=True))
 def oracle_onnx_cast_like(input, target_type, *, new_dtype, saturate=1,  # noqa: A002
                           round_mode="up", dtypes):
-    """ONNX CastLike: Cast to the element type of ``target_type`` (its values unused)."""
+    """ONNX CastLike at the run's opset: Cast to the element type of ``target_type`` (its
+    values unused)."""
     return (cast_value(input, dtypes[0], new_dtype, saturate, round_mode),)
 
 

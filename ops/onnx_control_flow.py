@@ -11,31 +11,47 @@ oracle evaluates the chain node by node in float64 (exact integers) and rounds e
 result once to the value type (:func:`as_value`): for +, -, *, / and sqrt of float16, bfloat16
 and float32 operands that is the correctly rounded result, since float64's 53 bits are at
 least 2p + 2 (Figueroa, "When is double rounding innocuous?", SIGNUM 1995); float64 operations
-are float64's own. Every output is then judged bit for bit (a NaN matches any NaN).
+are float64's own. bool bodies are And, Or, Xor and Not (one truth value each), and the
+types ONNX has no arithmetic for (string, float 8 and 4, 2- and 4-bit integers) are moved by
+Identity, a copy. Every output is then judged bit for bit (a NaN matches any NaN).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from conform.ops.elementwise import unsigned64
 from conform.ops.numpy_computation import numpy_chain
 from conform.ops.optional_inputs import ABSENT, absent, by_name, onnx_operands
 from conform.op_registry import definition, op
 from conform.dtypes import FLOAT_FORMATS, int_info, round_to_format
 
-#: The ops a branch or body is drawn from: (arity, dtype classes whose result is exact). Max and
-#: Min are left out for floats (the ONNX text orders neither -0 and +0 nor NaN), Div for
-#: integers (division by zero), Sqrt for integers (no integer Sqrt).
+#: The ops a branch or body is drawn from: (arity, dtype classes whose result is exact; see
+#: :func:`value_class`). Max and Min are left out for floats (the ONNX text orders neither -0
+#: and +0 nor NaN), Div for integers (division by zero), Sqrt for integers (no integer Sqrt),
+#: Sub, Neg and Abs for unsigned integers (Neg's schema has no unsigned type; a difference
+#: below zero is outside the type). bool bodies are the logical ops, and the types ONNX has no
+#: arithmetic for (string, float 8, float 4, 2- and 4-bit integers) move values only:
+#: Identity (the ``copy`` op), a copy bit for bit.
 BODY_OPS = {
-    "onnx_add": (2, ("float", "int")),
+    "onnx_add": (2, ("float", "int", "uint")),
     "onnx_sub": (2, ("float", "int")),
-    "onnx_mul": (2, ("float", "int")),
+    "onnx_mul": (2, ("float", "int", "uint")),
     "onnx_div": (2, ("float",)),
     "sqrt": (1, ("float",)),
     "negate": (1, ("float", "int")),
     "abs": (1, ("float", "int")),
-    "onnx_max": (2, ("int",)),
-    "onnx_min": (2, ("int",)),
+    "onnx_max": (2, ("int", "uint")),
+    "onnx_min": (2, ("int", "uint")),
+    "onnx_and": (2, ("bool",)),
+    "onnx_or": (2, ("bool",)),
+    "onnx_xor": (2, ("bool",)),
+    "onnx_not": (1, ("bool",)),
+    "copy": (1, ("copy",)),
 }
+#: The value types of each class (:func:`value_class`); every other type is ``copy``.
+VALUE_CLASSES = {"float": ("float16", "bfloat16", "float32", "float64"),
+                 "int": ("int8", "int16", "int32", "int64"),
+                 "uint": ("uint8", "uint16", "uint32", "uint64"), "bool": ("bool",)}
 LOOP_INPUTS = ("v", "w", "x", "m", "cond")
 MAX_TRIP = 5
 
@@ -44,32 +60,39 @@ class Overflow(ArithmeticError):
     """An integer result of a body op does not fit the value type (the standard leaves it open)."""
 
 
+def value_class(dtype: str) -> str:
+    """The class of a body's value type: ``float``, ``int``, ``uint``, ``bool``, or ``copy``
+    (a type ONNX has no arithmetic for: its bodies move values only)."""
+    return next((kind for kind, types in VALUE_CLASSES.items() if dtype in types), "copy")
+
+
 def body_ops(dtype: str) -> list[str]:
     """The :data:`BODY_OPS` whose result in ``dtype`` is exact."""
-    kind = "float" if dtype in FLOAT_FORMATS else "int"
-    return [name for name, (_, kinds) in BODY_OPS.items() if kind in kinds]
+    return [name for name, (_, kinds) in BODY_OPS.items() if value_class(dtype) in kinds]
 
 
 def as_value(result, dtype: str) -> np.ndarray:
     """A body op's exact (float64 or int64) ``result`` as a value of ``dtype``: rounded once to
     nearest even for floats narrower than float64; :class:`Overflow` for an integer result
-    out of range."""
-    fmt = FLOAT_FORMATS.get(dtype)
-    if fmt is None:
+    out of range; a bool or a moved value as it is."""
+    kind = value_class(dtype)
+    if kind in ("int", "uint"):
         info = int_info(dtype)
         if np.any(result < info.min) or np.any(result > info.max):
             raise Overflow(f"a {dtype} result is out of range")
         return result
-    return result if dtype == "float64" else round_to_format(result, fmt)
+    if kind != "float" or dtype == "float64":
+        return result
+    return round_to_format(result, FLOAT_FORMATS[dtype])
 
 
 def run_chain(ops, first, other, dtype: str) -> np.ndarray:
     """The chain ``ops`` applied to ``first`` (each later op to the previous op's result), a
     binary op taking ``other`` as its second operand; each result a value of ``dtype``."""
     value = first
-    for name in ops:
-        operands = (value, other)[:BODY_OPS[name][0]]
-        if dtype not in FLOAT_FORMATS:   # int64 wraps silently: the float64 result says
+    for name in ops:   # uint64 as stored (the oracle contract widened it to int64)
+        operands = unsigned64((value, other)[:BODY_OPS[name][0]], (dtype,))
+        if value_class(dtype) in ("int", "uint"):   # int64 wraps silently: float64 says
             with np.errstate(all="ignore"):
                 (rough,) = definition(name).oracle(*(np.asarray(o, np.float64) for o in operands))
             if np.any(np.abs(rough) >= 2.0 ** 62):
@@ -86,15 +109,16 @@ def draw_chain(draw, kit, dtype: str) -> list[str]:
 
 def halved_until_exact(compute, inputs: list, dtype: str) -> list:
     """``inputs`` (the value operands of an integer case) halved toward zero until ``compute``
-    raises no :class:`Overflow` (all zeros always fit)."""
-    if dtype in FLOAT_FORMATS:
+    raises no :class:`Overflow` (all zeros always fit); other types' as they are."""
+    if value_class(dtype) not in ("int", "uint"):
         return inputs
     for _ in range(70):
         try:
             compute(inputs)
             return inputs
         except Overflow:
-            inputs = [(np.sign(x) * (np.abs(x.astype(np.int64)) // 2)).astype(x.dtype)
+            inputs = [x // 2 if x.dtype.kind == "u" else
+                      (np.sign(x) * (np.abs(x.astype(np.int64)) // 2)).astype(x.dtype)
                       for x in inputs]
     raise Overflow(f"{dtype} inputs still overflow after halving")   # unreachable
 

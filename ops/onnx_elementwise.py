@@ -100,13 +100,25 @@ def oracle_onnx_mod_floor(a, b):
     return (_floored_remainder(a, b),)
 
 
-@op("onnx_max", version=1)
+def from_onnx_extreme(inputs, attrs, opset):
+    """A Max or Min node as a case of two inputs: of one tensor, the case whose two inputs are
+    both it (the max or min of x and x is x, its zero's sign and NaN included: the text's
+    value of 'each of the input tensors' when there is one). A node of three or more inputs
+    raises: the spec draws two."""
+    if len(inputs) == 1:
+        inputs = [inputs[0], inputs[0]]
+    if len(inputs) != 2:
+        raise ValueError(f"the node gives {len(inputs)} inputs 'data_0'; the spec draws 2")
+    return inputs, {}
+
+
+@op("onnx_max", version=1, from_onnx=from_onnx_extreme)
 def oracle_onnx_max(data_0, data_1, *, dtypes=None):
     """The larger of the two (NaN operands: an implementation-defined region of the spec)."""
     return oracle_maximum(*unsigned64((data_0, data_1), dtypes))
 
 
-@op("onnx_min", version=1)
+@op("onnx_min", version=1, from_onnx=from_onnx_extreme)
 def oracle_onnx_min(data_0, data_1, *, dtypes=None):
     """The smaller of the two (NaN operands: an implementation-defined region of the spec)."""
     return oracle_minimum(*unsigned64((data_0, data_1), dtypes))
@@ -248,3 +260,11 @@ def oracle_onnx_clip(input, *bounds, absent_inputs=(), dtypes):  # noqa: A002 - 
     given = by_name(("min", "max"), bounds, absent_inputs)
     lowest, highest = _limits(dtypes[0])
     return (np.minimum(given.get("max", highest), np.maximum(input, given.get("min", lowest))),)
+
+
+@op("onnx_abs_unsigned", version=1)
+def oracle_onnx_abs_unsigned(x, *, dtypes=None):
+    """ONNX Abs of an unsigned type: 'y = abs(x)', which is x (no value is negative); uint64
+    as stored (:func:`unsigned64`)."""
+    (x,) = unsigned64((np.asarray(x),), dtypes)
+    return (x.copy(),)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS
-from conform.op_registry import op
+from conform.op_registry import op, region
 from conform.ops._activation_bounds import half_ulp
 from conform.ops._double_double import accurate_sum
 from conform.ops.error_bounds import exceeds_max_finite, judged_bound, reaches_max_finite, sum_gamma, underflow_term
@@ -318,6 +318,22 @@ def oracle_onnx_negative_log_likelihood_loss(x, target, *weight, reduction, igno
     return (negative_log_likelihood(x, target, weight[0] if weight else None,
                                     reduction=reduction, ignore_index=ignore_index,
                                     reading=reading),)
+
+
+@region
+def positive_infinity_in_class_slice(ctx) -> np.ndarray:
+    """SoftmaxCrossEntropyLoss results fed by a class slice (axis 1 of ``scores``) that holds
+    +inf and no NaN: log_prob = LogSoftmax(scores) is -inf (doc: Log(Softmax), Softmax's doc
+    formula Exp(x) / ReduceSum(Exp(x))) or NaN (the function body's x - max) for the slice's
+    other elements, so the losses read from it differ too (every element of a reduced loss).
+    A loss whose label is the +inf class itself is NaN both ways; it is left in the region."""
+    scores = ctx.inputs[0].astype(np.float64)
+    slices = np.isposinf(scores).any(axis=1, keepdims=True) & ~np.isnan(scores).any(axis=1, keepdims=True)
+    if ctx.expected.shape == scores.shape:   # log_prob
+        return np.broadcast_to(slices, scores.shape) & ~np.isposinf(scores)
+    if ctx.expected.ndim == 0:   # a loss reduced over every sample
+        return np.full((), bool(slices.any()))
+    return np.squeeze(slices, 1)   # reduction none: one loss per sample
 
 
 @op("onnx_softmax_cross_entropy_loss", version=1, numpy=numpy_sce, onnx=onnx_sce,

@@ -34,13 +34,28 @@ BERNOULLI_OUT = ("bool", "uint8", "int32", "int64", "float16", "float32", "float
 
 # -- Bernoulli ------------------------------------------------------------------------------
 
+#: Bernoulli's output types (T2) each with a label of its own, 'float32->T2' (its ``dtype``
+#: attribute always T2): every integer type, bool and bfloat16 (T2 at Bernoulli-15, where T1
+#: is no bfloat16), so that each is drawn and reported.
+BERNOULLI_LABELS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                    "uint64", "bfloat16")
+
+
+def bernoulli_labels(spec) -> list[str]:
+    """The spec's dtypes (T1; the output the input's type or one of :data:`BERNOULLI_OUT`)
+    and 'float32->T2' for each of :data:`BERNOULLI_LABELS`."""
+    return [*spec.dtypes, *(f"float32->{out}" for out in BERNOULLI_LABELS)]
+
+
 def draw_bernoulli(draw, kit, spec, dtype):
     """Probabilities of ``dtype`` (T1), 65536 of them, the output type ``dtype`` attribute
-    (absent at times: the input's) and a seed at times."""
+    (absent at times: the input's; a label 'T1->T2': always T2) and a seed at times."""
     st = kit.st
     attrs = {}
-    out = dtype
-    if draw(st.booleans()):
+    dtype, out = dtype.split("->")[0], dtype.split("->")[-1]
+    if out != dtype:
+        attrs["dtype"] = out
+    elif draw(st.booleans()):
         out = attrs["dtype"] = draw(st.sampled_from(BERNOULLI_OUT))
     if draw(st.booleans()):
         attrs["seed"] = draw(st.sampled_from(SEEDS))
@@ -84,6 +99,7 @@ def numpy_bernoulli(p, *, levels=(), seed=None, dtype=None):
 
 
 @op("onnx_bernoulli", version=1, draw=draw_bernoulli, values=values_bernoulli,
+    dtype_labels=bernoulli_labels,
     onnx=onnx_bernoulli, distribution=bernoulli_law, numpy=numpy_bernoulli)
 def oracle_bernoulli(p, *, levels=(), seed=None, dtype=None, reading=0):
     """The input's shape; its values are the law's (:func:`bernoulli_law`): the mean shown, p
@@ -98,14 +114,22 @@ def oracle_bernoulli(p, *, levels=(), seed=None, dtype=None, reading=0):
 OFFSETS = (0.0, 0.0, 12.0, 100.0)
 
 
+def multinomial_labels(spec) -> list[str]:
+    """The spec's dtypes (the output int32 or int64, drawn) and 'float32->int32' and
+    'float32->int64' (that output type), so that each output type is drawn and reported."""
+    return [*spec.dtypes, "float32->int32", "float32->int64"]
+
+
 def draw_multinomial(draw, kit, spec, dtype):
     """A [batch, classes] input of ``dtype``, 16384 samples per row over the batch, the output
-    type int32 (absent at times: the default) or int64, a seed at times."""
+    type int32 (absent at times: the default) or int64 (a label 'T1->T2': T2), a seed at
+    times."""
     st = kit.st
+    dtype, given = dtype.split("->")[0], dtype.split("->")[1:]
     batch = draw(st.sampled_from((1, 2, 3)))
     attrs = {"sample_size": 16384 // batch + draw(st.integers(0, 3)),
              "offset": draw(st.sampled_from(OFFSETS)), "impossible": draw(st.booleans())}
-    out = draw(st.sampled_from(("int32", "int64")))
+    out = given[0] if given else draw(st.sampled_from(("int32", "int64")))
     if out == "int64" or draw(st.booleans()):
         attrs["dtype"] = out
     if draw(st.booleans()):
@@ -160,6 +184,7 @@ def numpy_multinomial(logits, *, sample_size, offset=0.0, impossible=False, seed
 
 
 @op("onnx_multinomial", version=1, draw=draw_multinomial, values=values_multinomial,
+    dtype_labels=multinomial_labels,
     onnx=onnx_multinomial, distribution=multinomial_law, numpy=numpy_multinomial,
     feeding=lambda inputs, attrs, index: [inputs[0][index[0]].tolist()])
 def oracle_multinomial(logits, *, sample_size, offset=0.0, impossible=False, seed=None,

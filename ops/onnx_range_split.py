@@ -200,15 +200,27 @@ def onnx_split(case, graph):
                    num_outputs=attrs["num_outputs"])
 
 
-def from_onnx_split(inputs, attrs, opset):
-    """A Split node as a case: its split sizes (the input, or before opset 13 the attribute),
-    else num_outputs (Split-18) or equal parts over the node's outputs (before 18: the spec's
-    three). A node of another output count than three raises in the example mapping."""
+def from_onnx_split(inputs, attrs, opset, *, outputs=SPLIT_OUTPUTS):
+    """A Split node of ``outputs`` outputs as a case: its split sizes (the input, or before
+    opset 13 the attribute), else num_outputs' chunks (Split-18) or, before 18, ``outputs``
+    'equal sized parts'. A node of fewer than three outputs is the case whose further parts
+    have size 0 ("Values should be >= 0"), unrequested: the text gives its first parts the
+    same values. A node of more outputs than three raises."""
+    if outputs > SPLIT_OUTPUTS:
+        raise ValueError(f"the node splits into {outputs} parts; the spec into three")
     given = inputs[1] if len(inputs) > 1 and inputs[1] is not None else attrs.get("split")
     split = None if given is None else [int(v) for v in np.asarray(given).ravel()]
-    if split is not None and len(split) != SPLIT_OUTPUTS:
-        raise ValueError(f"the node splits into {len(split)} parts; the spec into three")
-    count = None if split is not None else attrs.get("num_outputs") or SPLIT_OUTPUTS
+    if split is not None and len(split) != outputs:
+        raise ValueError(f"the node has {outputs} outputs and {len(split)} split sizes")
+    count = None if split is not None else attrs.get("num_outputs") or outputs
+    if split is None and count != SPLIT_OUTPUTS:   # num_outputs' chunks, or equal parts
+        size = np.shape(inputs[0])[attrs["axis"]]
+        if opset < 18 and size % count:
+            raise ValueError(f"Split-{opset} splits {size} into {count} 'equal sized parts'")
+        split = chunk_sizes(size, {"split": None, "num_outputs": count})
+    if split is not None:
+        split = split + [0] * (SPLIT_OUTPUTS - len(split))
+        count = None
     return inputs[:1], {"axis": attrs["axis"], "split": split, "num_outputs": count}
 
 

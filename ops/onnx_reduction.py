@@ -114,9 +114,9 @@ def _numpy_extreme(data, lowest: bool):
     return data.dtype.type(-np.inf if lowest else np.inf)
 
 
-def numpy_onnx_reduce_sum(data, *, axes, keepdims):
+def numpy_onnx_reduce_sum(data, *, axes, keepdims, noop_with_empty_axes=0):
     """The numpy backend: ``np.sum`` in data's type."""
-    return _numpy_reduced(np.sum, data, axes, keepdims, dtype=data.dtype)
+    return _numpy_reduced(np.sum, data, axes, keepdims, noop_with_empty_axes, dtype=data.dtype)
 
 
 def numpy_onnx_reduce_max(data, *, axes, keepdims):
@@ -151,10 +151,14 @@ def numpy_onnx_reduce_log_sum_exp(data, *, axes, keepdims, noop_with_empty_axes)
 
 
 @op("onnx_reduce_sum", version=1, numpy=numpy_onnx_reduce_sum, **_HOOKS)
-def oracle_onnx_reduce_sum(data, *, axes, keepdims, dtypes=None):
+def oracle_onnx_reduce_sum(data, *, axes, keepdims, noop_with_empty_axes=0, dtypes=None):
     """The sum over ``axes`` (0 over an empty set); uint64 modulo 2**64 (a sum past the type is
-    the spec's int_overflow)."""
-    return _reduced(oracle_reduce_sum, _unsigned64(data, dtypes), axes, keepdims)
+    the spec's int_overflow). Empty axes with ``noop_with_empty_axes`` 1 reduce nothing
+    (ReduceSum-13's noop_with_empty_axes: 'reduction over an empty set of axes means that
+    the reduction step behaves like a no-op (identity function)'); the spec draws
+    non-empty axes, an ONNX node may give empty ones."""
+    return _reduced(oracle_reduce_sum, _unsigned64(data, dtypes), axes, keepdims,
+                    noop_with_empty_axes)
 
 
 @op("onnx_reduce_max", version=1, numpy=numpy_onnx_reduce_max, **_HOOKS)

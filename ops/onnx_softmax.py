@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.op_registry import op
+from conform.op_registry import op, region
 from conform.ops.error_bounds import grown, underflow_term
 
 
@@ -247,6 +247,22 @@ def log_softmax_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
 def oracle_onnx_log_softmax(x, *, axis):
     """(x - max) - log(sum(exp(x - max))) along ``axis``."""
     return (log_softmax(x, normalised_axes(x.ndim, {"axis": axis})),)
+
+
+@region
+def positive_infinity_in_slice(ctx) -> np.ndarray:
+    """LogSoftmax results in a slice along ``attrs['axis']`` that holds +inf and no NaN, other
+    than the +inf elements themselves: the doc's ``Log(Softmax(x))`` with Softmax's doc formula
+    ``Exp(x) / ReduceSum(Exp(x))`` gives log(0) = -inf for a finite or -inf element (and NaN for
+    +inf), while the function body's ``(x - max) - Log(ReduceSum(Exp(x - max)))`` gives NaN for
+    every element (inf - inf is NaN). The two readings disagree there and only there."""
+    x = ctx.inputs[0].astype(np.float64)
+    if x.ndim == 0 or x.size == 0:
+        return ctx.none()
+    axis = ctx.attrs["axis"] % x.ndim
+    slices = (np.isposinf(x).any(axis=axis, keepdims=True)
+              & ~np.isnan(x).any(axis=axis, keepdims=True))
+    return np.broadcast_to(slices, x.shape) & ~np.isposinf(x)
 
 
 @op("onnx_hardmax", version=1, numpy=numpy_onnx_hardmax, feeding=_feed_one_axis(feed_hardmax), **_DRAW,

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from conform.ops._double_double import accurate_sum
-from conform.ops._lowering import unsupported
+from conform.ops._lowering import nan_refused, unsupported
 from conform.op_registry import op
 from conform.dtypes import int_info, is_integer
 
@@ -79,6 +79,8 @@ def numpy_reduce_sum(operand, *, dimensions):
     return (np.sum(operand, axis=tuple(dimensions), dtype=operand.dtype),)
 
 
+#: Why an NNEF max or min says nothing of NaN.
+_NNEF_REALS = "NNEF 1.0 says nothing of NaN in max and min"
 _REDUCE = dict(draw=draw_reduce, feeding=feed_reduce, onnx=onnx_reduce, nnef=nnef_reduce)
 
 
@@ -97,7 +99,8 @@ def numpy_reduce_max(operand, *, dimensions):
     return np.max(operand, axis=tuple(dimensions), initial=operand.dtype.type(lowest))
 
 
-@op("reduce_max", numpy=numpy_reduce_max, version=1, lax=lax_reduce_max, **_REDUCE)
+@op("reduce_max", numpy=numpy_reduce_max, version=1, lax=lax_reduce_max,
+    nnef_refuses=nan_refused("NNEF max_reduce", _NNEF_REALS), **_REDUCE)
 def oracle_reduce_max(operand, *, dimensions):
     """Reduce with Max over ``dimensions`` (init: -inf, or the integer minimum); NaN propagates."""
     return (np.max(operand, axis=tuple(dimensions), initial=_lowest(operand.dtype)),)
@@ -109,7 +112,8 @@ def numpy_reduce_min(operand, *, dimensions):
     return np.min(operand, axis=tuple(dimensions), initial=operand.dtype.type(highest))
 
 
-@op("reduce_min", numpy=numpy_reduce_min, version=1, lax=lax_reduce_min, **_REDUCE)
+@op("reduce_min", numpy=numpy_reduce_min, version=1, lax=lax_reduce_min,
+    nnef_refuses=nan_refused("NNEF min_reduce", _NNEF_REALS), **_REDUCE)
 def oracle_reduce_min(operand, *, dimensions):
     """Reduce with Min over ``dimensions`` (init: +inf, or the integer maximum); NaN propagates."""
     return (np.min(operand, axis=tuple(dimensions), initial=_highest(operand.dtype)),)
@@ -285,7 +289,8 @@ def numpy_reduce_window_max(operand, *, window_dimensions, window_strides, paddi
 
 
 @op("reduce_window_max", numpy=numpy_reduce_window_max, version=1, onnx=onnx_max_pool, nnef=nnef_max_pool,
-    lax=lax_reduce_window_max, **_WINDOW)
+    onnx_refuses=nan_refused("ONNX MaxPool", "region nan_in_window of onnx_max_pool"),
+    nnef_refuses=nan_refused("NNEF max_pool", _NNEF_REALS), lax=lax_reduce_window_max, **_WINDOW)
 def oracle_reduce_window_max(operand, *, window_dimensions, window_strides, padding,
                              base_dilation=None, window_dilation=None, dtypes=None):
     """ReduceWindow with Max; padding and holes take the init value (-inf, or the minimum of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._lowering import unsupported
+from conform.ops._lowering import nan_refused, unsupported
 from conform.ops._midpoints import conversion_hook
 from conform.op_registry import op
 from conform.ops._rounded import converted64
@@ -47,7 +47,7 @@ def numpy_clamp(min, operand, max):  # noqa: A002 - XLA's parameter names
 
 
 @op("clamp", version=1, draw=draw_clamp, onnx=onnx_clip, onnx_shape_dependent=True,
-    numpy=numpy_clamp)
+    onnx_refuses=nan_refused("ONNX Clip", "region nan_operand of onnx_clip"), numpy=numpy_clamp)
 def oracle_clamp(min, operand, max):  # noqa: A002 - XLA's parameter names
     """XLA Clamp: clamp(a, x, b) = min(max(a, x), b)."""
     return (np.minimum(np.maximum(min, operand), max),)

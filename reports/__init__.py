@@ -9,6 +9,8 @@ from conform.reports._certificate import write_certificate
 from conform.reports._compare import write_comparison
 from conform.reports._coverage import coverage_text, judged, rate_text
 from conform.reports._definitions import op_definitions
+from conform.reports._failures import (FAILING, CatalogEntry, CatalogError, census, explain,
+                                       load_catalog)
 from conform.reports._html import render_html
 from conform.reports._jsonl import ResultWriter, dumps, encode, read_results, to_json_safe
 from conform.reports._junit import write_junit
@@ -52,7 +54,7 @@ def write_summary(out_dir: Path, meta: dict, conform_version: str, tally: Tally)
     return summary
 
 
-__all__ = ["OUTPUT_FILES", "ResultWriter", "Tally", "build_summary", "coverage_text", "dumps", "encode",
+__all__ = ["FAILING", "OUTPUT_FILES", "CatalogEntry", "CatalogError", "census", "explain", "load_catalog", "ResultWriter", "Tally", "build_summary", "coverage_text", "dumps", "encode",
            "judged", "neutral", "op_definitions", "pass_rate", "rate_text", "read_results",
            "render_html", "render_markdown", "to_json_safe", "write_atomically", "write_certificate", "write_comparison",
            "write_junit", "write_reports", "write_summary"]

@@ -415,10 +415,11 @@ def _check_input_flags(data: dict, root: yaml.Node, path: Path, found: OpDefinit
                             "default one passes every input")
 
 
-def read_yaml_mapping(path: Path, what: str, error: type[SpecError] = SpecError):
-    """``(data, node tree)`` of a YAML file that must hold a mapping; ``error`` names the line
-    (the shared safe reader, :func:`conform.spec._yaml.read_mapping`)."""
-    return read_mapping(path, what, error)
+def read_yaml_mapping(path: Path, what: str, error: type[SpecError] = SpecError,
+                      shape: type = dict):
+    """``(data, node tree)`` of a YAML file that must hold a mapping (or a list: ``shape``);
+    ``error`` names the line (the shared safe reader, :func:`conform.spec._yaml.read_mapping`)."""
+    return read_mapping(path, what, error, shape)
 
 
 def load_spec(path: Path | str) -> OpSpec:

@@ -98,8 +98,9 @@ def _loader_class(yaml):
     return Loader
 
 
-def read_mapping(path: Path, what: str, error):
-    """``(data, node tree)`` of the YAML file ``path``, which must hold ``what`` (a mapping).
+def read_mapping(path: Path, what: str, error, shape: type = dict):
+    """``(data, node tree)`` of the YAML file ``path``, which must hold ``what`` (a mapping, or
+    a list where ``shape`` is ``list``: a failure catalog).
 
     ``error(path, line, field, message)`` builds the exception raised for any refusal (a
     :class:`~conform.spec.SpecError` subclass); OSError from reading the file propagates.
@@ -129,6 +130,6 @@ def read_mapping(path: Path, what: str, error):
         line = text[:exc.position].count("\n") + 1
         raise error(path, line, "", f"invalid YAML: {exc.reason} character "
                                     f"#x{exc.character:04x}") from None
-    if not isinstance(data, dict) or root is None:
-        raise error(path, 1, "", f"{what} must be a YAML mapping")
+    if not isinstance(data, shape) or root is None:
+        raise error(path, 1, "", f"{what} must be a YAML {'mapping' if shape is dict else 'list'}")
     return data, root

@@ -146,6 +146,7 @@ def render_nnef(spec, case) -> tuple[str, str, list]:
 
             def run(inputs):
                 fed = [np.asarray(inputs[i], order="C") for i in {document.inputs!r}]
+                fed += [np.zeros((1,), bool)] * {int(document.placeholder)}   # an unused parameter
                 lowered = []
                 while True:
                     session = nnef.Session(str(HERE / {document_path!r}), lowered=lowered)

@@ -137,6 +137,16 @@ class Backend:
         return functools.partial(self.run, program=program, inputs=inputs, model=model)
 
 
+def refuse_artefact(program, inputs, fmt: str) -> None:
+    """Raise :class:`Unsupported` where the op's ``<fmt>_refuses`` hook (``lax_refuses``,
+    ``onnx_refuses``, ``nnef_refuses``) says its lowering to ``fmt`` cannot express these input
+    values faithfully (a lowering artefact, not the backend's answer to judge)."""
+    refuses = getattr(getattr(program.spec, "definition", None), f"{fmt}_refuses", None)
+    reason = refuses(inputs, program.case.attrs) if refuses is not None else None
+    if reason:
+        raise Unsupported(reason)
+
+
 def binding(spec, fmt: str) -> dict:
     """The spec's binding for format ``fmt``, or raise :class:`Unsupported`: where the spec has
     none, or its binding says why the format cannot express the op (``unsupported``)."""

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, binding, cache_dir
+from conform.harness.backends.base import (Backend, RuntimeClock, Unsupported, binding, cache_dir,
+                                           refuse_artefact)
 from conform.harness.backends.jax_packing import CacheHits, Slot, run_pack
 from conform.caches import prune_folder
 from conform.spec.program_nodes import node_cases, program_nodes
@@ -266,10 +267,7 @@ def _type_refusals():
 def _refuse(program, inputs) -> None:
     """Raise Unsupported where the op's ``lax_refuses`` hook says its lowering cannot express
     these input values faithfully (a lowering artefact, not the backend's answer)."""
-    refuses = getattr(getattr(program.spec, "definition", None), "lax_refuses", None)
-    reason = refuses(inputs, program.case.attrs) if refuses is not None else None
-    if reason:
-        raise Unsupported(reason)
+    refuse_artefact(program, inputs, "lax")
 
 
 def _arrays(outputs) -> list:

@@ -27,7 +27,7 @@ from importlib.metadata import version as package_version
 from multiprocessing.util import Finalize
 from pathlib import Path
 
-from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
+from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, refuse_artefact
 from conform.harness.backends.models import Model, ModelCache
 from conform.harness.backends.nnef_models import NNEF_TYPES, compound_operations, prelude
 
@@ -63,11 +63,12 @@ class NnefBackend(Backend):
         return {"sessions": self._sessions.compiled, **self.clock.as_stats()}
 
     def run(self, *, program, inputs, model=None):
+        refuse_artefact(program, inputs, "nnef")
         # the executor takes the document's own feeds (its tensor types), not ``inputs``
         model = model or Model("nnef", program.spec, program.case)
         with self.clock.timing("model_build"):
             document = model.build()
-        return [document.finish(o) for o in self.execute(model.key, document, model.inputs())]
+        return document.results(self.execute(model.key, document, model.inputs()))
 
     def execute(self, key, document, inputs, lowered=()) -> list:
         """The executor's outputs of ``document`` (an NNEF :class:`Document

@@ -27,6 +27,11 @@ from conform.spec import dtype_class
 
 NNEF_TYPES = {"float32": "scalar", "int32": "integer", "bool": "logical"}
 
+#: The parameter a document declares when no input is fed (``constant`` alone): NNEF's grammar
+#: (NNEF 1.0 ch. 3, <graph-declaration>: an <identifier-list> of one identifier at least) gives
+#: every graph one parameter at least. It is a ``logical`` of shape [1] that nothing reads.
+PLACEHOLDER = "unused"
+
 
 @dataclass
 class Document:
@@ -39,6 +44,8 @@ class Document:
     notes: list[str] = field(default_factory=list)
     operations: tuple = ()        # every NNEF operation invoked (a program's several)
     files: dict = field(default_factory=dict)   # label -> array read from <label>.dat
+    placeholder: bool = False     # an unused logical parameter is fed last (see PLACEHOLDER)
+    out_dtypes: tuple = ()        # the case's output dtypes (an integer result is made one)
 
     @property
     def files_key(self) -> tuple:
@@ -63,11 +70,26 @@ class Document:
         # the executor copies raw bytes: C order is required (np.ascontiguousarray would make
         # 0-d arrays 1-d)
         return [np.asarray(case.inputs[i], dtype=np_dtype(case.input_dtypes[i]), order="C")
-                for i in self.inputs]
+                for i in self.inputs] + [np.zeros((1,), np.bool_)] * self.placeholder
 
     def finish(self, output: np.ndarray) -> np.ndarray:
         """The executor's output in conform's shape (NNEF reductions keep reduced axes as 1)."""
         return output if self.output_shape is None else output.reshape(self.output_shape)
+
+    def results(self, outputs) -> list[np.ndarray]:
+        """The consumer's outputs in conform's shapes, an integer result in the case's integer
+        dtype where its values are those of that dtype: NNEF leaves the width of ``integer``
+        to the consumer and a document declares no result types, so an int64 consumer's
+        index (argmax_reduce's, conform's int32) is the same result. One whose values do not
+        fit is left as it came (the judge fails its dtype)."""
+        finished = [self.finish(output) for output in outputs]
+        for k, (output, dtype) in enumerate(zip(finished, self.out_dtypes)):
+            wanted = np_dtype(dtype)
+            if output.dtype != wanted and output.dtype.kind in "iu" and wanted.kind in "iu":
+                narrowed = output.astype(wanted)
+                if np.array_equal(narrowed, output):
+                    finished[k] = narrowed
+        return finished
 
 
 @dataclass
@@ -115,7 +137,7 @@ def _nnef_type(dtype: str, types: dict = NNEF_TYPES) -> str:
     found = types.get(dtype)
     if found is None:
         taken = ", ".join(f"{kind} is {name}" for name, kind in types.items())
-        raise Unsupported(f"the NNEF executor has no {dtype} tensors ({taken})")
+        raise Unsupported(f"the NNEF consumer has no {dtype} tensors ({taken})")
     return found
 
 
@@ -125,8 +147,9 @@ def build_document(spec, case, types: dict = NNEF_TYPES) -> Document:
     the graph. ``types`` maps the conform dtypes the consumer takes to NNEF's ``scalar``,
     ``integer`` and ``logical`` (default: the ``nnef`` package's executor's)."""
     kinds = [_nnef_type(d, types) for d in case.input_dtypes]
-    for dtype in spec.out_dtypes(case):
-        _nnef_type(dtype, types)
+    for dtype in spec.out_dtypes(case):   # a result's integer width is the consumer's
+        if not (_kind(dtype) == "integer" and "integer" in types.values()):
+            _nnef_type(dtype, types)
     nodes = program_nodes(spec, case)
     positions = {name: j for j, name in enumerate(spec.input_names(case))}
     values = {name: f"in{j}" for name, j in positions.items()}
@@ -151,20 +174,24 @@ def build_document(spec, case, types: dict = NNEF_TYPES) -> Document:
     declared = [_declaration(i, kinds[i], case.inputs[i].shape, variables.get(i)) for i in fed]
     operations += ("variable",) * any(i in variables for i in fed)   # declared by a line
     fed = [i for i in fed if i not in variables]
-    names = ", ".join(f"in{i}" for i in fed)
+    names = ", ".join(f"in{i}" for i in fed) or PLACEHOLDER
+    if not fed:   # a graph has one parameter at least (PLACEHOLDER)
+        declared.append(_declaration(PLACEHOLDER, _nnef_type("bool", types), (1,), None))
     text = (f"version 1.0;\n\ngraph conform_{spec.op}( {names} ) -> ( {', '.join(outputs)} )\n{{\n"
             + "\n".join(declared + lines) + "\n}\n")
     files = {label: np.asarray(case.inputs[i], dtype=np_dtype(case.input_dtypes[i]))
              for label, i in files.items()}
-    return Document(text, operations[0], fed, shape, operations=operations, files=files)
+    return Document(text, operations[0], fed, shape, operations=operations, files=files,
+                    placeholder=not fed, out_dtypes=tuple(spec.out_dtypes(case)))
 
 
-def _declaration(index: int, kind: str, shape, label: str | None) -> str:
-    """The line declaring input ``index``: an ``external`` fed at run time, or a ``variable``
-    read from the tensor file ``<label>.dat``."""
+def _declaration(index: int | str, kind: str, shape, label: str | None) -> str:
+    """The line declaring input ``index`` (``in<index>``, or the name ``index`` itself): an
+    ``external`` fed at run time, or a ``variable`` read from the tensor file ``<label>.dat``."""
+    name = index if isinstance(index, str) else f"in{index}"
     if label is None:
-        return f"    in{index} = external<{kind}>(shape = {literal(list(shape))});"
-    return (f"    in{index} = variable<{kind}>(shape = {literal(list(shape))}, "
+        return f"    {name} = external<{kind}>(shape = {literal(list(shape))});"
+    return (f"    {name} = variable<{kind}>(shape = {literal(list(shape))}, "
             f"label = {literal(label)});")
 
 

@@ -213,6 +213,10 @@ def schema_allows(spec, label: str, version: int) -> bool:
         dtypes = [dtype if kind == "T" else kind for kind in op.input_types]
         positions = _operand_positions(bound, version, range(len(dtypes)),
                                        len(dtypes))
+        outer = [at is None for kind, at in zip(op.input_types, positions) if kind == "T"]
+        if outer and all(outer) and op.output_types[:1] == ("T",) \
+                and _outputs_the_schema_refuses(op, bound["op_type"], version, (dtype,)):
+            return False   # T inputs read from the outer scope (If's x, y): the output's type
         for k, kind in enumerate(dtypes):   # a type variable: the label holds if one member does
             if isinstance(kind, tuple):
                 dtypes[k] = next((d for d in kind if not _types_the_schema_refuses(

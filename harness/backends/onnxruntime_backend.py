@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import time
 
-from conform.harness.backends.base import Backend, RuntimeClock, Unsupported
+from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, refuse_artefact
 from conform.harness.backends.models import Model, ModelCache
 from conform.harness.backends.ort_values import array_of, needs_ort_values, ort_value
 from conform.ops.sequence_values import packed_outputs
@@ -69,6 +69,7 @@ class OnnxRuntimeBackend(Backend):
 
     def prepare(self, *, program, inputs, model=None):
         case = program.case
+        refuse_artefact(program, inputs, "onnx")
         model = model or Model("onnx", program.spec, case)
         session = self._sessions.get(model.key, lambda: self._new_session(model))
         feeds = dict(zip(model.input_names, inputs))

@@ -54,39 +54,27 @@ def correctly_rounded(actual: np.ndarray, expected: np.ndarray, out_dtype: str, 
 
 
 def ulp_buckets(errors: np.ndarray) -> np.ndarray:
-    """The count of ``errors`` (from :func:`ulp_errors`) in each :data:`ULP_LABELS` bucket.
+    """The count of ``errors`` (from :func:`ulp_errors`) in each :data:`ULP_LABELS` bucket: the
+    first whose edge is at least the error (a negative one in the first), an infinite one in
+    ``special``, a NaN in none.
 
     >>> ulp_buckets(np.array([0.0, 0.3, 1.0, 3.0, np.inf])).tolist()
     [1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 1]
     """
     errors = np.asarray(errors, np.float64).ravel()
-    counts = np.zeros(len(ULP_LABELS), np.int64)
+    # per block (in the cache), how many errors are at most each finite edge, finite, infinite:
+    # one comparison and count per edge, no per-element bucket index
+    at_most = np.zeros(len(ULP_EDGES) + 1, np.int64)
     for low, high in block_ranges(errors.size):
-        counts += np.bincount(_bucket(errors[low:high]), minlength=len(ULP_LABELS) + 1)[:-1]
-    return counts
+        block = errors[low:high]
+        for k, edge in enumerate(_FINITE_EDGES):
+            at_most[k] += np.count_nonzero(block <= edge)
+        at_most[-2] += np.count_nonzero(block < np.inf)
+        at_most[-1] += np.count_nonzero(block == np.inf)
+    return np.append(np.diff(at_most[:-1], prepend=0), at_most[-1])
 
 
-_FRACTION = (1 << 52) - 1
-_LOWEST_K = int(np.log2(ULP_EDGES[1]))   # errors in (0, 2**_LOWEST_K] fall in bucket 1
-#: The bucket of an error in (2**(k - 1), 2**k], indexed by k - _LOWEST_K (clipped): one more
-#: than the inner edges below 2**k
-_BUCKET_OF_K = np.array([1 + sum(edge < 2.0 ** k for edge in ULP_EDGES[1:-1])
-                         for k in range(_LOWEST_K, int(np.log2(ULP_EDGES[-2])) + 2)], np.uint8)
-
-
-def _bucket(errors: np.ndarray) -> np.ndarray:
-    """Each error's :data:`ULP_LABELS` bucket (as ``np.searchsorted(ULP_EDGES, e, "left")``:
-    the edges below it), an infinite one's ``special``, a NaN's one past the last (counted in
-    none), read from the float64 bits (the inner edges are powers of two)."""
-    bits = errors.view(np.int64)
-    k = (bits >> 52) + ((bits & _FRACTION) != 0) - (1023 + _LOWEST_K)
-    where = _BUCKET_OF_K[np.clip(k, 0, len(_BUCKET_OF_K) - 1)]
-    where[errors <= 0] = 0
-    odd = ~np.isfinite(errors)
-    if odd.any():
-        where[np.isinf(errors)] = len(ULP_LABELS) - 1
-        where[np.isnan(errors)] = len(ULP_LABELS)
-    return where
+_FINITE_EDGES = tuple(np.float64(edge) for edge in ULP_EDGES[:-1])
 
 
 __all__ = ["ULP_EDGES", "ULP_LABELS", "block_ranges", "blockwise", "correctly_rounded", "ulp_buckets", "ulp_errors"]

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from conform.harness.judge._elements import (_element_figures, _exact, _strict_zero, blockwise,
+from conform.harness.judge._elements import (_element_figures, _exact, _sliced, _strict_zero, block_ranges, blockwise,
                                              accumulator_format, accumulator_roundoff,
                                              round_to_dtype, ulp_of)
 from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex, np_dtype
@@ -276,29 +276,59 @@ def _segment_figures(group, actual, expected, impl, sizes, offsets, out_dtype, m
         references.append((_join([g[5][0] for g in group]), _joined([g[5][1] for g in group], sizes),
                            None))
     flush_out = subnormals == "ftz" and component_dtype(out_dtype) in FLOAT_FORMATS
+    ftz = flush_out or len(references) > 1   # (only an ftz judgement can excuse a failure)
+    if single:
+        return _one_segment_figures(actual, references, impl, out_dtype, model, flush_out, ftz)
     error, bound, special_bad, ratio, ieee_failing, where = blockwise(
         lambda a, refs: _closest_figures(a, refs, out_dtype, model, flush_out),
         (actual, references), actual.size)
-    ftz = flush_out or len(references) > 1   # (only an ftz judgement can excuse a failure)
     judged = ~impl
     some_impl = bool(impl.any())
     bad = (ratio > 1) & judged if some_impl else ratio > 1
     bins = len(RATIO_BINS) - 1
     ranked = np.where(judged, ratio, -1.0) if some_impl else ratio
-    if single:
-        histograms = np.bincount(where[judged] if some_impl else where, minlength=bins)[None]
-        worst = [int(np.argmax(ranked))]
-    else:
-        histograms = np.bincount(segment[judged] * bins + where[judged],
-                                 minlength=len(group) * bins).reshape(len(group), bins)
-        worst = _first_maximum(ranked, offsets, sizes, segment)
-    return {"error": error, "bound": bound, "special_bad": special_bad, "bad": bad,
+    histograms = np.bincount(segment[judged] * bins + where[judged],
+                             minlength=len(group) * bins).reshape(len(group), bins)
+    worst = _first_maximum(ranked, offsets, sizes, segment)
+    return {"error": error, "worst_bounds": bound[offsets + np.asarray(worst, np.int64)].tolist(),
+            "special_bad": special_bad, "bad": bad,
             "excused": _segment_counts(ieee_failing & ~bad & judged, offsets).tolist()
             if ftz else None,
             "checked": _segment_counts(judged, offsets).tolist(),
             "mismatched": _segment_counts(bad, offsets).tolist(),
             "impl": _segment_counts(impl, offsets).tolist(),
             "histograms": histograms.tolist(), "worst": worst}
+
+
+def _one_segment_figures(actual, references, impl, out_dtype, model, flush_out, ftz) -> dict:
+    """:func:`_segment_figures` of one output (a sweep's chunk), reduced block by block
+    (:data:`~conform.harness.judge._elements.BLOCK` elements, in the cache): each element's
+    error, special-value failure and whether it fails are kept, its bound, ratio and bin are
+    counted and dropped (the bound kept at the worst element, the first of the largest ratio,
+    as ``np.argmax`` finds it over the whole)."""
+    size, bins = actual.size, len(RATIO_BINS) - 1
+    error, special_bad, bad = np.empty(size), np.empty(size, bool), np.empty(size, bool)
+    histogram, excused = np.zeros(bins, np.int64), 0
+    worst, top, worst_bound = 0, -np.inf, 0.0
+    some_impl = bool(impl.any())
+    for low, high in block_ranges(size):
+        e, b, s, ratio, ieee_failing, where = _closest_figures(
+            actual[low:high], _sliced(references, low, high, size), out_dtype, model, flush_out)
+        judged = ~impl[low:high]
+        error[low:high], special_bad[low:high] = e, s
+        bad[low:high] = failing = (ratio > 1) & judged if some_impl else ratio > 1
+        histogram += np.bincount(where[judged] if some_impl else where, minlength=bins)
+        ranked = np.where(judged, ratio, -1.0) if some_impl else ratio
+        k = int(np.argmax(ranked))
+        if not np.isnan(top) and (np.isnan(ranked[k]) or ranked[k] > top):   # (NaN: argmax's)
+            worst, top, worst_bound = low + k, ranked[k], b[k].item()
+        if ftz:
+            excused += int(np.count_nonzero(ieee_failing & ~failing & judged))
+    return {"error": error, "worst_bounds": [worst_bound], "special_bad": special_bad,
+            "bad": bad, "excused": [excused] if ftz else None,
+            "checked": [size - int(np.count_nonzero(impl))], "mismatched": [int(np.count_nonzero(bad))],
+            "impl": [int(np.count_nonzero(impl))], "histograms": [histogram.tolist()],
+            "worst": [worst]}
 
 
 def _closest_figures(actual, references, out_dtype, model, flush_out) -> tuple:
@@ -328,7 +358,7 @@ def _segment_judgements(group, figures, quick, impl_seen, actual, expected, size
         shown = round_to_dtype(shown, out_dtype, saturate=model.get("saturate", False)) \
             .astype(np.complex128 if is_complex(out_dtype) else np.float64)
     worst_values = list(zip(_py_list(shown), _py_list(actual[at]), figures["error"][at].tolist(),
-                            figures["bound"][at].tolist(), figures["special_bad"][at].tolist()))
+                            figures["worst_bounds"], figures["special_bad"][at].tolist()))
     excused = figures["excused"]
     judgements = []
     for k, g in enumerate(group):

@@ -95,6 +95,43 @@ def position_dependence(spec, case, outputs, answer) -> Broken | None:
     return None
 
 
+def length_dependence(spec, case, outputs, answer, partner) -> Broken | None:
+    """For a length case (``case.extra["length_of"]``: generators/_length.py), whose inputs
+    are those of element ``case.extra["element"]`` of its partner case alone in tensors of one
+    element: the first output whose result differs, bit for bit (NaN matching NaN), from the
+    partner's at that element, or None. ``partner``: the partner's ``(case, outputs,
+    answer)``. Elements in an open region of either case are not compared (the consistency
+    check covers those); nor are inputs that no longer match (a changed partner)."""
+    long_case, long_outputs, long_answer = partner
+    at = int(case.extra["element"])
+    pairs = list(zip(case.inputs, long_case.inputs))
+    if not pairs or any(_bits(a) is None or _bits(b) is None or np.size(a) != 1
+                        or np.size(b) <= at or _bits(a)[0] != _bits(b)[at] for a, b in pairs):
+        return None
+    for k, (part, long_part) in enumerate(zip(answer, long_answer)):
+        one, many = np.asarray(outputs[k]).reshape(-1), np.asarray(long_outputs[k]).reshape(-1)
+        if one.size != 1 or many.size <= at or one.dtype != many.dtype or _bits(one) is None \
+                or _open(part, 0) or _open(long_part, at):
+            continue
+        if _bits(_canonical(one))[0] != _bits(_canonical(many[at:at + 1]))[0]:
+            name = spec.outputs[k] if k < len(spec.outputs) else "out"
+            inputs = ", ".join(str(np.asarray(x).reshape(-1)[0]) for x in case.inputs)
+            alone, within = str(one[0]), str(many[at])   # (str: a float32's own digits)
+            return Broken("length", f"length dependent: the inputs ({inputs}) give {name}="
+                          f"{alone} in this tensor of 1 element and {within} as element {at} "
+                          f"of case {long_case.id} ({many.size} elements): an element-wise "
+                          f"result may not depend on the tensor's length", np.zeros(1, np.intp))
+    return None
+
+
+def _open(part, flat: int) -> bool:
+    """Whether element ``flat`` of an output lies in an open region of its answer."""
+    mask = part.impl_mask
+    if mask is None:
+        return False
+    return bool(np.broadcast_to(mask, np.shape(part.expected)).reshape(-1)[flat])
+
+
 def _bits(values) -> np.ndarray | None:
     """1-D ``values`` as unsigned integers of their width (equal bits, equal integers), or
     None where their elements are no bits of their own (strings) or no such width."""
@@ -106,7 +143,17 @@ def _bits(values) -> np.ndarray | None:
 
 
 def _repeats(bits: np.ndarray) -> bool:
-    """Whether two elements of ``bits`` are equal."""
+    """Whether two elements of ``bits`` are equal (no sort where they are strictly increasing
+    or strictly decreasing, as the bit patterns of a sweep's chunk are).
+
+    >>> _repeats(np.array([1, 2, 3], np.uint32)), _repeats(np.array([3, 1, 3], np.uint32))
+    (False, True)
+    """
+    if bits.size < 2:
+        return False
+    onward = np.greater if bits[1] > bits[0] else np.less   # (one pass: the first step's way)
+    if onward(bits[1:], bits[:-1]).all():
+        return False
     ordered = np.sort(bits)
     return bool((ordered[1:] == ordered[:-1]).any())
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from conform.harness.judge.compare import Judgement, compare_many
 from conform.harness.judge.outcome import Outcome
-from conform.harness.judge.consistency import inconsistency, position_dependence
+from conform.harness.judge.consistency import (inconsistency, length_dependence,
+                                               position_dependence)
 from conform.harness.judge.properties import broken_property
 from conform.harness.judge.profile import broadcast_index, failure_profile, merged_profiles
 from conform.harness.judge.statistical import judge_random
@@ -183,6 +184,7 @@ def _judge_nodes(triples, subnormals: str, keep_errors: bool = False) -> list[Ju
             judgements[i] = with_consistency(judgements[i], spec, case, outputs, answer)
         if judgements[i].verdict not in ("fail", "inconsistent"):
             judgements[i] = with_position_independence(judgements[i], spec, case, outputs, answer)
+    with_length_independence(triples, shown, answers, judgements)
     for (spec, case, _), judged, answer in zip(triples, judgements, answers):
         if judged.verdict == "fail":
             judged.profile = _profile(spec, case, judged, answer)
@@ -206,6 +208,20 @@ def with_position_independence(judgement: Judgement, spec, case, outputs, answer
     different results at different positions (property ``position``:
     :func:`~conform.harness.judge.consistency.position_dependence`)."""
     return _broken(judgement, position_dependence(spec, case, outputs, answer), "fail")
+
+
+def with_length_independence(triples, shown, answers, judgements: list) -> None:
+    """Fail (property ``length``) each length case among ``triples`` whose result differs from
+    its partner's, where the partner is judged with it (the runner keeps the two in one reply:
+    :func:`~conform.harness.judge.consistency.length_dependence`)."""
+    index = {case.id: i for i, (_, case, _) in enumerate(triples)}
+    for i, (spec, case, _) in enumerate(triples):
+        j = index.get(case.extra.get("length_of")) if case.extra else None
+        if j is None or judgements[i].verdict in ("fail", "inconsistent"):
+            continue
+        partner = (triples[j][1], shown[j], answers[j])
+        judgements[i] = _broken(judgements[i], length_dependence(spec, case, shown[i], answers[i],
+                                                                 partner), "fail")
 
 
 def _broken(judgement: Judgement, broken, verdict: str) -> Judgement:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import collections
 from typing import Iterable
 
-from conform.harness.run.worker import CaseByCase
+from conform.harness.run.worker import CaseByCase, joins_previous
 
 
 #: A batch stops growing once its inputs reach this size (e.g. two chunks of a float32 sweep).
@@ -28,7 +28,8 @@ class LazyQueue:
         pickled reach ``max_bytes``. A batch holding
         cases a replaced worker handed back is a :class:`CaseByCase`."""
         batch, size = [], 0
-        while len(batch) < count and size < max_bytes and (self._returned or self._next is not _END):
+        while (len(batch) < count and size < max_bytes or self._joins()) \
+                and (self._returned or self._next is not _END):
             if self._returned:
                 case = self._returned.popleft()
                 if type(batch) is list:
@@ -39,6 +40,10 @@ class LazyQueue:
             if type(case) is not int:
                 size += sum(getattr(x, "nbytes", 0) for x in getattr(case, "inputs", ()))
         return batch
+
+    def _joins(self) -> bool:
+        """Whether the next case from the source must join the batch (its partner ends it)."""
+        return not self._returned and self._next is not _END and joins_previous([self._next])
 
     def extendleft(self, cases) -> None:
         self._returned.extendleft(cases)

@@ -264,8 +264,9 @@ def region_counts(spec, dtype: str, xs: list, judged: np.ndarray, failing: np.nd
 def _block_regions(bounds: list, dtype: str, xs: list, judged, failing, errors,
                    any_failing: bool = True) -> dict:
     """:func:`region_counts` of a block of elements (``any_failing``: False where no element
-    of the chunk fails)."""
-    masks = {"implementation_defined": ~judged}
+    of the chunk fails). A region the block's least and largest input show it misses gets no
+    mask (a sweep's block of consecutive bit patterns misses most)."""
+    masks = {"implementation_defined": None if judged.all() else ~judged}
     bits = EXHAUSTIVE_BITS[dtype]
     sign = np.uint32(1 << (bits - 1)) if bits == 32 else np.uint16(1 << (bits - 1))
     # (read from the bit patterns: the exponent field all ones, all zeros, or the whole zero)
@@ -273,20 +274,30 @@ def _block_regions(bounds: list, dtype: str, xs: list, judged, failing, errors,
     normal, infinity = 1 << fraction, ((1 << (bits - 1 - fraction)) - 1) << fraction
     for x in xs:
         magnitude = x.view(sign.dtype) & (sign - 1)
-        for name, mask in (("non_finite", magnitude >= infinity), ("zero", magnitude == 0),
-                           ("subnormal", (magnitude > 0) & (magnitude < normal))):
-            masks[name] = masks[name] | mask if name in masks else mask
+        low, high = (magnitude.min(), magnitude.max()) if magnitude.size else (infinity, 0)
+        for name, mask in (("non_finite", high >= infinity and (lambda: magnitude >= infinity)),
+                           ("zero", low == 0 and (lambda: magnitude == 0)),
+                           ("subnormal", low < normal and high > 0
+                            and (lambda: (magnitude > 0) & (magnitude < normal)))):
+            masks[name] = _either(masks.get(name), mask() if mask else None)
     if bounds:   # (compared in float64: the bounds are float64 values)
         wide = xs[0] if xs[0].dtype.kind == "f" else xs[0].astype(np.float64)
-    for name, low, high in bounds:
-        inside = np.greater_equal(wide, np.float64(low)) & np.less_equal(wide, np.float64(high))
-        masks[f"critical:{name}"] = masks.get(f"critical:{name}", False) | inside
+        least, most = (wide.min(), wide.max()) if wide.size else (np.inf, -np.inf)
+    for name, low, high in bounds:   # (a NaN among the inputs: least and most NaN, masked)
+        inside = None if most < low or least > high else \
+            np.greater_equal(wide, np.float64(low)) & np.less_equal(wide, np.float64(high))
+        masks[f"critical:{name}"] = _either(masks.get(f"critical:{name}"), inside)
     counts = {}
     for name, mask in masks.items():
-        n = int(np.count_nonzero(mask))
-        counts[name] = [n, int(np.count_nonzero(failing & mask)) if any_failing else 0,
+        n = 0 if mask is None else int(np.count_nonzero(mask))
+        counts[name] = [n, int(np.count_nonzero(failing & mask)) if any_failing and n else 0,
                         float(np.where(mask, errors, -np.inf).max()) if n else 0.0]
     return counts
+
+
+def _either(mask, other):
+    """Where either mask holds (None: nowhere)."""
+    return other if mask is None else mask if other is None else mask | other
 
 
 __all__ = ["FIRST_FAILING", "LATTICE_BLOCK_BITS", "PROFILE_BLOCK_BITS", "ChunkTask", "backend_outcome", "chunk_summary", "error_profile", "profile_shift", "region_bounds",

@@ -263,7 +263,7 @@ def _serve(conn, finished, since, together, specs, backend, with_model: bool, ol
                 together.value = 0
             outcome.seconds, outcome.stderr = seconds, written
             done.append(outcome)
-            if len(done) >= REPLY_BATCH or monotonic() - last_reply >= REPLY_INTERVAL:
+            if _reply_due(done, last_reply, cases[offset + 1:offset + 2]):
                 conn.send_bytes(computed_frame(done, _counters(backend)))
                 done, last_reply = [], monotonic()
         started += len(cases)
@@ -301,6 +301,21 @@ class CaseByCase(list):
     worker owed when it crashed or hung. A backend that works on a whole prepared batch at once
     (the jax backend packs it into one program) then computes each alone, so the next crash or
     timeout is blamed on the case that caused it, not on the first case of its pack."""
+
+
+def _reply_due(done: list, last_reply: float, following) -> bool:
+    """Whether the outcomes ``done`` go back now: enough of them, or enough time since the last
+    reply, unless the next case (``following``, a slice) must be judged with the last one."""
+    return (len(done) >= REPLY_BATCH or time.monotonic() - last_reply >= REPLY_INTERVAL) \
+        and not joins_previous(following)
+
+
+def joins_previous(following) -> bool:
+    """Whether the first case of ``following`` (a slice: empty at a batch's end) is judged with
+    the case before it (a length case with its partner: generators/_length.py), so that no
+    batch or reply ends between the two."""
+    extra = getattr(following[0], "extra", None) if len(following) else None
+    return bool(extra) and "length_of" in extra
 
 
 def _counters(backend) -> dict:

@@ -31,8 +31,13 @@ ROOT = Path(__file__).resolve().parents[2]
 #: 2026-11-29: VectorisedTailOneUlpWorse (erf float32 1 ULP worse from element 8 on, within the
 #: bound) joins, caught by the position independence of element-wise results (the critical
 #: case repeats its head at its tail); the 50 non-equivalent single-op mutants rerun: 50 of 50.
-RECORDED_DETECTED = 54
-RECORDED_TOTAL = 54
+#: 2026-11-29: ResizeCropOfUnscaledAxisOffByOne joins as a *shared* mutant: onnxruntime's own
+#: Resize has its bug (a crop of an axis whose length does not change is ignored), so no case can
+#: fail only in its run; the boundary cases that crop such an axis (ops/_resize_shapes.py) fail
+#: in both runs, which the script counts as detected. The whole score rerun with the length
+#: cases and the lowering refusals: 55 of 55 (bench/results/mutation-2026-11-29-draw2.json).
+RECORDED_DETECTED = 55
+RECORDED_TOTAL = 55
 MAX_REDUCED_NODES = 3
 
 
@@ -73,6 +78,21 @@ def test_detection_counts_only_new_failures_not_the_mutants_own_errors():
     assert not result["detected"] and "own code" in result["why_missed"]
     caught = {**shared, "c": rec("c", "fail")}
     assert score.judge_mutant(cls, clean, caught)["detected"]
+
+
+def test_a_shared_mutant_counts_only_where_every_case_it_changes_fails_in_both_runs():
+    score = _script()
+    from bench.mutants import ResizeCropOfUnscaledAxisOffByOne as cls
+
+    def rec(i, verdict, error):
+        return {"id": i, "op": "onnx_resize", "dtype": "float32", "verdict": verdict,
+                "max_error": error, "bound": 1}
+
+    clean = {"a": rec("a", "fail", 5), "b": rec("b", "pass", 0)}
+    assert score.judge_mutant(cls, clean, {**clean, "a": rec("a", "fail", 6)})["shared"]
+    moved_a_pass = {"a": rec("a", "fail", 6), "b": rec("b", "pass", 0.5)}
+    assert not score.judge_mutant(cls, clean, moved_a_pass)["detected"]
+    assert not score.judge_mutant(cls, clean, clean)["detected"]   # changes nothing
 
 
 def test_the_mutation_score_holds(tmp_path):

@@ -13,7 +13,7 @@ nnef = pytest.importorskip("nnef")
 from conform.generators import Case, dtype_labels, generate_cases  # noqa: E402
 from conform.harness.backends.base import Unsupported  # noqa: E402
 from conform.harness.backends.nnef_models import (  # noqa: E402
-    build_document, literal, prelude, write_document)
+    PLACEHOLDER, build_document, literal, prelude, write_document)
 from conform.harness.run.isolation import WorkerPool  # noqa: E402
 from conform.harness.judge.judging import result_record  # noqa: E402
 
@@ -49,7 +49,8 @@ def test_every_bound_op_emits_documents_the_nnef_parser_accepts(specs):
             # the bound fragment is invoked; last, but where a lowering reads it out through
             # another operation (external, a graph's parameter, cannot be its result)
             assert ops[-1] == document.op and spec.bindings["nnef"]["op"] in ops, document.text
-            assert graph.inputs == [f"in{i}" for i in document.inputs]
+            assert graph.inputs == [f"in{i}" for i in document.inputs] + \
+                [PLACEHOLDER] * document.placeholder   # constant: a graph has one at least
             outputs = [f"out{k}" for k in range(len(spec.outputs))]
             assert nnef.parse_string(document.text,
                                      stdlib=prelude(*document.operations)).outputs == outputs

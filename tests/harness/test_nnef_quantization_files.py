@@ -65,3 +65,52 @@ def test_a_hand_written_file_with_comments_and_spacing():
 def test_what_is_not_an_entry_is_refused(text, message):
     with pytest.raises(ValueError, match=message):
         parse_quantization(text)
+
+
+def _quantized_add(folder, entries: dict, body: str = "    out0 = add(in0, in1);"):
+    """A graph adding two externals, ``entries`` its graph.quant; returns its folder."""
+    folder.mkdir(exist_ok=True)
+    (folder / "graph.nnef").write_text(
+        "version 1.0;\n\ngraph g( in0, in1 ) -> ( out0 )\n{\n"
+        "    in0 = external<scalar>(shape = [4]);\n    in1 = external<scalar>(shape = [4]);\n"
+        f"{body}\n}}\n")
+    write_quantization(folder / "graph.quant", entries)
+    return folder
+
+
+X = np.array([-2.0, -0.5, 0.3, 5.0], np.float32)
+LINEAR = ("linear_quantize", {"min": -1.0, "max": 1.0, "bits": 8})
+
+
+def test_the_executor_reads_a_quantization_and_computes_unquantized(tmp_path):
+    """The nnef package (1.0.10) parses graph.quant into the tensor's ``quantization``, but its
+    executor computes the float sum: the annotation does not quantize anything it runs (NNEF
+    leaves using it to the consumer), so the quantize fragments are judged as invocations."""
+    folder = _quantized_add(tmp_path / "q", {"out0": LINEAR})
+    assert nnef.load_graph(str(folder)).tensors["out0"].quantization["op-name"] == \
+        "linear_quantize"
+    with nnef.Session(str(folder), lowered=[]) as session:
+        (out,) = session(X, np.zeros(4, np.float32))
+    assert out.tolist() == X.tolist()                  # 5.0, not clamped to max = 1.0
+
+
+@pytest.mark.parametrize("entries, body, message", [
+    ({"out0": LINEAR}, None, "Add does not support QI8"),
+    ({"out0": ("logarithmic_quantize", {"max": 4.0, "bits": 8})}, None,
+     "GraphQuantLoader"),
+])
+def test_tract_refuses_every_quantized_tensor_conform_can_write(tmp_path, entries, body,
+                                                                 message):
+    """tract 0.21.7 types a tensor that graph.quant names with linear_quantize or
+    zero_point_linear_quantize as a quantized datum type (QI8: linear_quantize(-1, 1, 8) as
+    zero point 0, scale 2/255), which its Add has no kernel for and which it cannot mix with
+    a float tensor (``No super type for QI8(...) and F32`` for a quantized intermediate); its
+    quant loader refuses logarithmic_quantize and min_max_linear_quantize entries (a parse
+    error). A quantized external or result cannot cross its C API either
+    (``Unsupported DatumType in the public API``). No quantize fragment runs on tract as an
+    annotation."""
+    tract = pytest.importorskip("tract")
+    folder = _quantized_add(tmp_path / "q", entries, body or "    out0 = add(in0, in1);")
+    with pytest.raises(Exception, match=message):
+        model = tract.nnef().model_for_path(str(folder)).into_optimized().into_runnable()
+        model.run([X, np.zeros(4, np.float32)])

@@ -114,6 +114,22 @@ def test_elu_and_softplus_are_accurate_where_the_formulas_cancel_or_overflow():
     assert run("softplus", np.array([-40.0]))[()] == pytest.approx(math.exp(-40.0), rel=1e-15)
 
 
+def test_an_onnx_elu_node_with_alpha_a_power_of_two_is_a_case():
+    """ONNX Elu's alpha: 'f(x) = alpha * (exp(x) - 1.) for x < 0'; the spec draws 1, and the
+    example mapping takes a power of two (an exact scaling: the spec's bound holds)."""
+    from conform.ops.activation import from_onnx_elu
+
+    x = np.array([-1.0, 0.0, 2.0])
+    assert from_onnx_elu([x], {"alpha": 1.0}, 22)[1] == {}
+    inputs, attrs = from_onnx_elu([x], {"alpha": 2.0}, 22)
+    assert attrs == {"alpha": 2.0}
+    assert same(run("elu", x, **attrs), [2 * math.expm1(-1.0), 0.0, 2.0])
+    with pytest.raises(ValueError, match="power of two"):
+        from_onnx_elu([x], {"alpha": 0.3}, 22)
+    with pytest.raises(ValueError, match="-inf"):
+        from_onnx_elu([np.array([-INF])], {"alpha": 2.0}, 22)
+
+
 MPMATH_POINTS = {
     "asinh": [TINY, 1e-300, 1e-10, 0.1, 0.5, 1.0, 2.0, 10.0, 1e10, 1e300, -0.7, -3.0],
     "acosh": [1.0, 1 + 2.0 ** -52, 1.0001, 1.5, 2.0, 10.0, 1e10, 1e300, 3.7],

@@ -79,15 +79,44 @@ def test_constant_repeats_one_value_or_lays_out_one_per_element(specs):
     assert judge_outputs(spec, case, [np.array([-0.0, 0.0], np.float32)]).verdict == "fail"
 
 
-def test_constant_is_unsupported_on_nnef_for_want_of_a_graph_parameter(specs):
-    """NNEF's grammar (seed 000, <graph-declaration>) gives a graph at least one parameter and
-    conform's documents declare externals for a case's inputs only: constant alone cannot be
-    written, so the nnef backend calls its cases unsupported (numpy judges them)."""
-    from conform.harness.backends.nnef_models import build_document
-    from conform.harness.backends.base import Unsupported
+def _constant_case(dtype, shape, value):
+    return Case(id=f"nnef_constant.{dtype}.hand", op="nnef_constant", dtype=dtype,
+                input_dtypes=(), out_dtype=dtype, inputs=[],
+                attrs={"shape": shape, "value": value, "dtype": dtype}, plan="hand", seed=0)
 
-    case = Case(id="nnef_constant.float32.hand", op="nnef_constant", dtype="float32",
-                input_dtypes=(), out_dtype="float32", inputs=[],
-                attrs={"shape": [2], "value": [1.0], "dtype": "float32"}, plan="hand", seed=0)
-    with pytest.raises(Unsupported, match="at least one parameter"):
-        build_document(specs["nnef_constant"], case)
+
+def test_constant_runs_on_the_executor_with_an_unused_parameter(specs, nnef_backend):
+    """NNEF's grammar (seed 000, <graph-declaration>) gives a graph at least one parameter:
+    the document declares an unused logical one, and the executor computes the constant."""
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.nnef_models import PLACEHOLDER, build_document
+
+    spec = specs["nnef_constant"]
+    case = _constant_case("float32", [2, 2], [1.5, -0.0, 3.0, 4.0])
+    document = build_document(spec, case)
+    assert f"graph conform_nnef_constant( {PLACEHOLDER} )" in document.text
+    assert "constant<scalar>(shape = [2, 2], value = [1.5, -0.0, 3.0, 4.0])" in document.text
+    (out,) = run_case(nnef_backend, spec, case)
+    assert judge_outputs(spec, case, [out]).verdict == "pass"
+    assert np.signbit(out[0, 1])
+
+
+def test_the_executor_aborts_on_a_repeated_integer_or_logical_constant(specs, tmp_path):
+    """A deviation of the nnef package (1.0.10): constant<integer> or constant<logical> with
+    one value for several elements (the standard library's value: ?[] of one item, repeated)
+    throws 'Value: kind mismatch' out of the executor (SIGABRT); one value per element runs.
+    Repro: conform run --backend nnef --ops nnef_constant --dtypes int32 --out /tmp/c"""
+    import subprocess
+    import sys
+
+    from conform.harness.backends.nnef_models import build_document
+
+    code = ("import sys, nnef, numpy as np\n"
+            "open('graph.nnef', 'w').write(sys.argv[1])\n"
+            "print(nnef.Session('graph.nnef', lowered=[])(np.zeros(1, bool))[0].tolist())\n")
+    for value, dies in (([7], True), ([7, 8], False)):
+        text = build_document(specs["nnef_constant"], _constant_case("int32", [2], value)).text
+        done = subprocess.run([sys.executable, "-c", code, text], capture_output=True,
+                              text=True, cwd=tmp_path, timeout=120)
+        assert (done.returncode != 0) is dies, done.stderr
+        assert ("kind mismatch" in done.stderr) is dies

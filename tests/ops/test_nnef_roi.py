@@ -44,11 +44,15 @@ def test_a_region_of_a_constant_plane_is_its_value_from_the_named_batch(name):
 
 @pytest.mark.parametrize("name", ROI_OPS)
 def test_drawn_cases_have_constant_planes_sorted_regions_and_batches_in_range(specs, name):
-    for case in generate_cases(specs[name], "float32", count=6, seed=1):
+    widths = set()
+    for case in generate_cases(specs[name], "float32", count=20, seed=0):
         x, rois, batch = case.inputs
         assert np.all(np.isfinite(x)) and np.all(x == x[:, :, :1, :1])
         assert np.all((rois >= 0) & (rois <= 1)) and np.all(np.diff(rois, axis=1) >= 0)
-        assert np.all((batch >= 0) & (batch < x.shape[0])) and batch.dtype == np.int32
+        assert np.all((batch >= 0) & (batch < x.shape[0]))
+        widths.add(batch.dtype)
+    # NNEF leaves integer's width to the consumer: the executor's int32 and tract's int64
+    assert widths == {np.dtype(np.int32), np.dtype(np.int64)}
 
 
 def test_the_judge_fails_a_wrong_batch_and_leaves_a_varying_plane_unjudged(specs):

@@ -39,28 +39,50 @@ def same(a, b) -> bool:
 
 #: the text's rows: 0, -0, NaN, Inf, -Inf, [x] > FLT_MAX, [x] < -FLT_MAX (here 1e6, -1e6)
 ROWS = [0.0, -0.0, NAN, INF, -INF, 1e6, -1e6]
-SATURATE_1 = {  # "By default the conversion of a float x obeys to the following rules"
-    "float8_e4m3fn": [0, -0.0, NAN, 448, -448, 448, -448],
-    "float8_e4m3fnuz": [0, 0, NAN, NAN, NAN, 240, -240],
-    "float8_e5m2": [0, -0.0, NAN, 57344, -57344, 57344, -57344],
-    "float8_e5m2fnuz": [0, 0, NAN, NAN, NAN, 57344, -57344],
-}
-SATURATE_0 = {  # "The behavior changes if the parameter 'saturate' is set to False"
-    "float8_e4m3fn": [0, -0.0, NAN, NAN, NAN, NAN, NAN],
-    "float8_e4m3fnuz": [0, 0, NAN, NAN, NAN, NAN, NAN],
-    "float8_e5m2": [0, -0.0, NAN, INF, -INF, INF, -INF],
-    "float8_e5m2fnuz": [0, 0, NAN, NAN, NAN, NAN, NAN],
-}
+_ROW_NAMES = ["0", "-0", "NaN", "Inf", "-Inf", r"\[x\] > FLT_MAX", r"\[x\] \< -FLT_MAX"]
 
 
+def float8_tables(opset: int) -> list[dict]:
+    """The Cast-``opset`` text's two float 8 tables ("By default ..." and "if the parameter
+    'saturate' is set to False"), each {target: [its value per row of ROWS]}, read from the
+    schema's doc (RNE rows and -NaN left out; NaN of either sign is NaN)."""
+    from onnx import defs
+
+    words = {"0": 0.0, "-0": -0.0, "NaN": NAN, "-NaN": NAN, "Inf": INF, "-Inf": -INF}
+    tables = []
+    for block in defs.get_schema("Cast", opset).doc.split("| x ")[1:3]:
+        lines = [line for line in block.split("\n\n")[0].splitlines()[2:] if line.startswith("|")]
+        cells = {row[0]: row[1:] for row in
+                 ([c.strip() for c in line.strip("|").split("|")] for line in lines)}
+        tables.append({target: [words.get(cells[name][k], np.sign(ROWS[i]) * MAX[target])
+                                for i, name in enumerate(_ROW_NAMES)]
+                       for k, target in enumerate(["float8_e4m3fn", "float8_e4m3fnuz",
+                                                   "float8_e5m2", "float8_e5m2fnuz"])})
+    return tables
+
+
+def test_cast_24_changed_the_saturated_infinities_of_the_fnuz_formats_alone():
+    (before, before_0), (after, after_0) = float8_tables(21), float8_tables(24)
+    assert np.isnan(before["float8_e4m3fnuz"][3:5] + before["float8_e5m2fnuz"][3:5]).all()
+    assert after["float8_e4m3fnuz"][3:5] == [240, -240]
+    assert after["float8_e5m2fnuz"][3:5] == [57344, -57344]
+    for target in FLOAT8:
+        assert same(before_0[target], after_0[target])
+        keep = [0, 1, 2, 5, 6] if "fnuz" in target else range(7)
+        assert same(np.take(before[target], keep), np.take(after[target], keep))
+
+
+@pytest.mark.parametrize("opset", [21, 24])
 @pytest.mark.parametrize("op", ["onnx_cast", "onnx_cast_like"])
 @pytest.mark.parametrize("target", FLOAT8)
 @pytest.mark.parametrize("source", ["float32", "float64", "float16"])
-def test_the_float8_tables_row_by_row(op, source, target):
+def test_the_float8_tables_row_by_row_at_the_runs_opset(op, source, target, opset, monkeypatch):
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", str(opset))
+    saturating, plain = (table[target] for table in float8_tables(opset))
     x = np.array(ROWS if source != "float16" else [np.sign(r) * 65504 if abs(r) == 1e6 else r for r in ROWS])
-    assert same(cast(x, source, target, op), SATURATE_1[target])          # saturate absent
-    assert same(cast(x, source, target, op, saturate=1), SATURATE_1[target])
-    assert same(cast(x, source, target, op, saturate=0), SATURATE_0[target])
+    assert same(cast(x, source, target, op), saturating)          # saturate absent
+    assert same(cast(x, source, target, op, saturate=1), saturating)
+    assert same(cast(x, source, target, op, saturate=0), plain)
 
 
 @pytest.mark.parametrize("saturate", [0, 1])
@@ -145,14 +167,19 @@ def test_float_to_fixed_point_out_of_range_or_not_integral_is_a_region(specs, op
     assert answer.expected[[0, 1, 3]].tolist() == [2, -3, 127]
 
 
-def test_onnx_reference_agrees_on_float8_but_for_saturated_infinities_in_fnuz(specs):
-    """onnx.reference, a second opinion (not the oracle), on every float16 value into float 8.
+@pytest.mark.parametrize("opset", [21, 24])
+def test_onnx_reference_agrees_on_float8_but_for_saturated_infinities_in_fnuz_before_24(
+        specs, opset, monkeypatch):
+    """onnx.reference, a second opinion (not the oracle), on every float16 value into float 8,
+    with the model and the oracle at ``opset``.
 
-    Triaged: with saturate=1 it gives +/-FLT_MAX for +/-Inf into E4M3FNUZ and E5M2FNUZ, where
-    the text's table (rows Inf and -Inf) gives NaN; the oracle keeps the text."""
+    Triaged at 21: with saturate=1 it gives +/-FLT_MAX for +/-Inf into E4M3FNUZ and E5M2FNUZ,
+    where Cast-21's table (rows Inf and -Inf) gives NaN; the oracle keeps the text in force.
+    At 24 (Cast-24's table: FLT_MAX) they agree everywhere."""
     from onnx import TensorProto, helper
     from onnx.reference import ReferenceEvaluator
 
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", str(opset))
     x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     for target in FLOAT8:
         for saturate in (0, 1):
@@ -160,11 +187,11 @@ def test_onnx_reference_agrees_on_float8_but_for_saturated_infinities_in_fnuz(sp
             node = helper.make_node("Cast", ["x"], ["y"], to=to, saturate=saturate)
             graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, None)],
                                       [helper.make_tensor_value_info("y", to, None)])
-            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
             (ref,) = ReferenceEvaluator(model).run(None, {"x": x})
             ref = np.asarray(ref).astype(np.float64)
             mine = cast(x, "float16", target, saturate=saturate)
-            if saturate and "fnuz" in target:
+            if saturate and "fnuz" in target and opset < 24:
                 infinite = np.isinf(x)
                 assert same(ref[infinite], np.sign(x[infinite]) * MAX[target])
                 assert np.isnan(mine[infinite]).all()
@@ -201,22 +228,14 @@ def test_an_ignored_saturate_0_fails_on_onnxruntime(specs):
     assert judged.verdict == "fail" and judged.worst["index"] == [1]
 
 
-def test_the_node_test_examples_into_fnuz_follow_cast_24s_table_not_the_spec(specs):
-    """Triaged: the onnx package's examples into E4M3FNUZ and E5M2FNUZ (saturate 1, opsets
-    25 and 28) give +/-FLT_MAX for +/-Inf, as Cast-24's table does ("Inf | FLT_MAX | FLT_MAX |
-    FLT_MAX | FLT_MAX"); Cast-19 to 23's gives NaN, which the oracle keeps (the spec follows
-    Cast-21's text). The examples are right at their opset: a Cast-24 spec would reproduce
-    them. Every other element of these examples is reproduced."""
-    from onnx import defs
-
+def test_the_node_test_examples_into_fnuz_follow_the_table_of_their_opset(specs, monkeypatch):
+    """The onnx package's examples into E4M3FNUZ and E5M2FNUZ (saturate 1, opsets 25 and 28)
+    give +/-FLT_MAX for +/-Inf, as Cast-24's table does ("Inf | FLT_MAX | FLT_MAX | FLT_MAX |
+    FLT_MAX"): the oracle at their opset reproduces them; at opset 23 (Cast-19 to 23's table:
+    NaN) the same cases fail on the infinities alone."""
     from conform.generators.onnx_examples import case_from_onnx_node
     from tests.ops.onnx_node_cases import node_cases_at_opsets
 
-    rows = {v: [r for r in defs.get_schema("Cast", v).doc.splitlines() if r.startswith("| Inf")]
-            for v in (21, 24)}
-    assert [c.strip() for c in rows[21][0].split("|")[1:6]] == ["Inf", "FLT_MAX", "NaN",
-                                                                "FLT_MAX", "NaN"]
-    assert [c.strip() for c in rows[24][0].split("|")[1:6]] == ["Inf"] + ["FLT_MAX"] * 4
     seen = 0
     for module, op in (("cast", "onnx_cast"), ("castlike", "onnx_cast_like")):
         for name, node, inputs, outputs, opset in node_cases_at_opsets(module):
@@ -226,10 +245,13 @@ def test_the_node_test_examples_into_fnuz_follow_cast_24s_table_not_the_spec(spe
                 continue
             case = case_from_onnx_node(specs[op], node, inputs, opset, outputs)
             assert opset >= 24 and case.attrs["saturate"] == 1
+            monkeypatch.setenv("CONFORM_ONNX_OPSET", str(opset))
+            assert judge_outputs(specs[op], case, outputs).verdict == "pass", name
+            monkeypatch.setenv("CONFORM_ONNX_OPSET", "23")
             judged = judge_outputs(specs[op], case, outputs)
             x, got = inputs[0].astype(np.float64), outputs[0].astype(np.float64)
-            assert judged.verdict == "fail", name
             infinite = np.isinf(x)
+            assert judged.verdict == "fail" and infinite.any(), name
             assert same(got[infinite], np.sign(x[infinite]) * MAX[target]), name
             (expected,) = expect(specs[op], case)
             assert np.isnan(expected.expected[infinite]).all()
@@ -237,3 +259,23 @@ def test_the_node_test_examples_into_fnuz_follow_cast_24s_table_not_the_spec(spe
                         got[~infinite]), name
             seen += 1
     assert seen == 8   # Cast and CastLike, from float and float16, into the two fnuz formats
+
+
+def test_onnxruntime_saturates_infinities_into_fnuz_as_cast_24_does_at_every_opset(
+        specs, monkeypatch):
+    """The run's opset picks the text: onnxruntime gives +/-FLT_MAX for +/-Inf into E4M3FNUZ
+    under saturate at opset 21 too, where Cast-21's table says NaN (a deviation the judge
+    reports), and passes at 25, where Cast-24's table says FLT_MAX."""
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+
+    backend, spec = OnnxRuntimeBackend(), specs["onnx_cast"]
+    case = _case("onnx_cast", [INF, -INF, 3.0], "float32", "float8_e4m3fnuz")
+    for opset, verdict in (("21", "fail"), ("25", "pass")):
+        monkeypatch.setenv("CONFORM_ONNX_OPSET", opset)
+        outputs = run_case(backend, spec, case)
+        assert same(np.asarray(outputs[0]).astype(np.float64), [240, -240, 3])
+        judged = judge_outputs(spec, case, outputs)
+        assert judged.verdict == verdict, opset
+        if verdict == "fail":
+            assert judged.worst["index"][0] in (0, 1)   # an infinity, not the 3

@@ -26,6 +26,24 @@ def test_uint64_sign_of_a_large_value_is_one():
     assert out[0] == 1
 
 
+def test_unsigned_abs_is_the_value_itself_and_onnxruntime_agrees():
+    """Abs-13 of an unsigned type: 'y = abs(x)' is x, the largest values too (a signed
+    reading of 2**64 - 2 would give 2)."""
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+    from conform.harness.judge.judging import judge_outputs
+    from conform.generators import generate_cases
+    from conform.oracles.expectations import expect
+    from conform.spec import load_specs
+
+    (out,) = evaluate("onnx_abs_unsigned", [np.array([BIG, 0, 5], np.uint64)], {})
+    assert np.asarray(out).astype(np.uint64).tolist() == [2**64 - 2, 0, 5]
+    spec = load_specs()["onnx_abs_unsigned"]
+    for case in generate_cases(spec, "uint64", count=2, seed=1, answer=expect):
+        judged = judge_outputs(spec, case, run_case(OnnxRuntimeBackend(), spec, case))
+        assert judged.verdict == "pass", (case.id, judged.reason)
+
+
 def test_integer_mod_takes_the_divisors_sign_and_int_min_by_minus_one_is_zero():
     """Mod fmod=0 (Mod-13: 'the Python %-operator. The sign of the result is that of the
     divisor'): the floored remainder, exact."""

@@ -76,7 +76,7 @@ def test_oracle_reproduces_the_node_tests():
 
 
 @pytest.mark.parametrize("name", OPS)
-@pytest.mark.parametrize("dtype", ["float32", "int16", "bool"])
+@pytest.mark.parametrize("dtype", ["float32", "int16", "bool", "string"])
 def test_onnxruntime_passes(specs, onnxruntime, name, dtype):
     assert_all_pass(specs, onnxruntime, name, dtype)
 
@@ -84,6 +84,13 @@ def test_onnxruntime_passes(specs, onnxruntime, name, dtype):
 @pytest.mark.parametrize("name", OPS)
 def test_numpy_passes(specs, name):
     assert_all_pass(specs, numpy_backend(), name, "float16")
+
+
+@pytest.mark.parametrize("name", OPS)
+@pytest.mark.parametrize("dtype", ["string", "float8_e4m3fnuz", "int2"])
+def test_the_other_types_are_moved_bit_for_bit(specs, name, dtype):
+    """string (opset 15 and 18) and opset 28's narrow types: values moved as they are."""
+    assert_all_pass(specs, numpy_backend(), name, dtype, count=4)
 
 
 def test_judge_catches_a_has_element_true_for_an_empty_optional(specs, onnxruntime):

@@ -41,6 +41,22 @@ def test_numpy_passes(specs, name):
         assert judged.verdict == "pass", (case.id, judged.reason)
 
 
+@pytest.mark.parametrize("name, label", [("onnx_bernoulli", "float32->uint16"),
+                                         ("onnx_bernoulli", "float32->bool"),
+                                         ("onnx_multinomial", "float32->int64"),
+                                         ("onnx_random_uniform_like", "string")])
+def test_each_output_or_input_type_has_its_label_and_passes_on_numpy(specs, name, label):
+    """A label 'T1->T2' draws input T1 and output T2 (the dtype attribute; int32 Multinomial's
+    default may be left out); a string input gives only its shape."""
+    spec, cases = _cases(specs, name, label, count=1)
+    for case in cases:
+        assert case.input_dtypes[0] == label.split("->")[0]
+        if "->" in label:
+            assert case.out_dtype == case.attrs["dtype"] == label.split("->")[1]
+        judged = judge_outputs(spec, case, run_case(numpy_backend(), spec, case))
+        assert judged.verdict == "pass", (case.id, judged.reason)
+
+
 def test_bernoulli_function_body_reads_greater_than_p():
     """The second reading, from the schema itself: the body computes Greater(uniform, p)."""
     import onnx

@@ -106,3 +106,28 @@ def test_equal_chunks_instead_of_the_split_sizes_fail_on_onnxruntime(tmp_path, c
     failing = [r for r in records if r["verdict"] in ("fail", "error")]
     assert failing and all(r["attrs"]["split"] is not None for r in failing)
     assert any(r["verdict"] == "fail" for r in failing)
+
+
+def test_a_node_of_fewer_outputs_is_the_case_whose_further_parts_are_empty():
+    """from_onnx: Split into two is the three-part case with a last part of size 0 (its first
+    two parts the same by the text); num_outputs=2 and Split-13's two equal parts likewise;
+    a node of four outputs, or sizes the node's outputs do not match, is refused."""
+    from conform.ops.onnx_range_split import from_onnx_split
+
+    x = np.arange(6.0)
+    attrs = {"axis": 0}
+    assert from_onnx_split([x, np.int64([2, 4])], attrs, 13, outputs=2)[1] == {
+        "axis": 0, "split": [2, 4, 0], "num_outputs": None}
+    assert from_onnx_split([x], {**attrs, "num_outputs": 2}, 18, outputs=2)[1]["split"] == [3, 3, 0]
+    assert from_onnx_split([np.arange(7.0)], {**attrs, "num_outputs": 2}, 18,
+                           outputs=2)[1]["split"] == [4, 3, 0]
+    assert from_onnx_split([x], attrs, 13, outputs=2)[1]["split"] == [3, 3, 0]
+    assert from_onnx_split([x], attrs, 13)[1] == {"axis": 0, "split": None, "num_outputs": 3}
+    with pytest.raises(ValueError, match="'equal sized parts'"):
+        from_onnx_split([np.arange(7.0)], attrs, 13, outputs=2)
+    with pytest.raises(ValueError, match="into 4 parts"):
+        from_onnx_split([x], {**attrs, "num_outputs": 4}, 18, outputs=4)
+    with pytest.raises(ValueError, match="2 outputs and 3 split sizes"):
+        from_onnx_split([x, np.int64([1, 2, 3])], attrs, 13, outputs=2)
+    parts = evaluate("onnx_split", [x], {"axis": 0, "split": [4, 2, 0], "num_outputs": None})
+    assert [p.tolist() for p in parts] == [[0, 1, 2, 3], [4, 5], []]

@@ -152,3 +152,25 @@ def test_onnxruntime_non_zero_passes_and_numpy_s_0_d_shape_fails(specs):
     scalar = _case("onnx_non_zero", np.float32(5), {})
     judgement = judge_outputs(spec, scalar, [np.zeros((1, 1), np.int64)])   # numpy's (1, N)
     assert judgement.verdict == "fail" and "expected int64[0, 1]" in judgement.reason
+
+
+def test_unique_of_text_ascends_by_code_point_and_accepts_another_order_consistently():
+    """Strings are equal when their texts are; 'ascending order' names no order of text: an
+    answer in another order (items, indices and counts permuted alike, inverse renumbered) is
+    put in the oracle's order, and a wrong count still fails."""
+    from conform.ops.onnx_set_valued import canonical_onnx_unique
+
+    x = np.array(["b", "ß", "a", "b", "A"], object)
+    y, first, inverse, counts = evaluate("onnx_unique", [x], {"sorted": 1})
+    assert y.tolist() == ["A", "a", "b", "ß"] and counts.tolist() == [1, 1, 2, 1]
+    assert first.tolist() == [4, 2, 0, 1] and inverse.tolist() == [2, 3, 1, 2, 0]
+    flipped = [y[::-1], first[::-1], 3 - inverse, counts[::-1]]
+    case = Case(id="t", op="onnx_unique", dtype="string", input_dtypes=("string",),
+                out_dtype="string", inputs=[x], attrs={"sorted": 1}, seed=0, plan="normal")
+    back = canonical_onnx_unique(flipped, case)
+    assert [np.asarray(b).tolist() for b in back] == [v.tolist() for v in (y, first, inverse,
+                                                                            counts)]
+    wrong = [flipped[0], flipped[1], flipped[2], flipped[3] + 1]
+    assert np.asarray(canonical_onnx_unique(wrong, case)[3]).tolist() != counts.tolist()
+    (y0, *_) = evaluate("onnx_unique", [x], {"sorted": 0})
+    assert y0.tolist() == ["b", "ß", "a", "A"]

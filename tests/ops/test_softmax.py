@@ -106,6 +106,14 @@ def test_special_values_follow_the_function_body():
     assert hard[0].tolist() == [0, 1, 0] and hard[3].tolist() == [1, 0, 0]
 
 
+def test_a_slice_holding_inf_and_no_nan_is_a_region_of_log_softmax(specs):
+    from conform.oracles.expectations import expect
+
+    x = np.float64([[1, np.inf, -np.inf], [1, np.inf, np.nan], [1, 2, 3]])
+    (part,) = expect(specs["onnx_log_softmax"], _case("onnx_log_softmax", x))
+    assert part.impl_mask.tolist() == [[True, False, True], [False] * 3, [False] * 3]
+
+
 def test_regions_of_hardmax(specs):
     from conform.oracles.expectations import expect
 

@@ -119,7 +119,7 @@ class TractNnefBackend(_TractBackend):
         feeds = document.feeds(program.case)
         key = (document.text, document.files_key, half)   # variables' data are the model's
         outputs = self._execute(key, lambda: self._load(document, half), feeds)
-        return [document.finish(out) for out in outputs]   # in tract's own dtypes
+        return document.results(outputs)   # tract's dtypes; an integer result in the case's
 
     def _load(self, document, half: bool):
         with _folder() as folder:   # tract reads the files while loading, never later
