@@ -10,7 +10,7 @@ from conform.generators._case import Case
 from conform.generators._signature import fixed_attrs
 from conform.generators._values import edge_values, fill, value_range
 from conform.spec import OpSpec, dtype_class
-from conform.dtypes import int_info, is_integer, np_dtype, resolve_edge_value
+from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, resolve_edge_value
 
 EDGE_CASE_SIZE = 8  # >= 8 elements: vectorised kernels, not scalar tails
 
@@ -153,6 +153,24 @@ def midpoint_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
                 input_dtypes=tuple(str(x.dtype) for x in inputs), out_dtype=out_dtype,
                 inputs=list(inputs), attrs={**fixed_attrs(spec), **attrs}, plan="midpoint",
                 seed=fill_seed)
+
+
+def every_value_case(spec: OpSpec, dtype: str) -> Case | None:
+    """The whole suite of a unary element-wise op under a float type of at most 8 bits (float8,
+    float4): one case holding every bit pattern of the type (256, or 16 for float4), NaN and
+    infinities included; None for any other op or type.
+
+    Such a type has so few values that one case judges each of them, and so every edge,
+    critical and midpoint value the other plans would draw: one shape, one kernel per cell.
+
+    >>> every_value_case(spec, "float8_e4m3fn").inputs[0].size   # doctest: +SKIP
+    256
+    """
+    fmt = FLOAT_FORMATS.get(dtype)
+    if not spec.elementwise or len(spec.inputs) != 1 or fmt is None or not 0 < fmt.bits <= 8:
+        return None
+    patterns = np.arange(1 << fmt.bits, dtype=np.uint8)
+    return _case(spec, dtype, "every_value", [patterns.view(np_dtype(dtype))], "every_value", 0)
 
 
 EXHAUSTIVE_BITS = {"float16": 16, "bfloat16": 16, "float32": 32}

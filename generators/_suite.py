@@ -15,7 +15,7 @@ from conform.generators._corpus_format import answer_arrays
 from conform.generators._consistency import consistency_cases
 from conform.generators._critical import critical_cases
 from conform.generators._edges import (broadcast_case, edge_case_cases, edge_sweep_case,
-                                       midpoint_case)
+                                       every_value_case, midpoint_case)
 from conform.generators._length import length_cases
 from conform.generators._materialize import materialize
 from conform.spec import OpSpec
@@ -100,6 +100,9 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     from conform.generators._drawing import draw_plans
     from conform.generators._shape_edges import boundary_cases, must_reject_cases
 
+    every = every_value_case(spec, dtype)
+    if every is not None:   # a float8 or float4 type: every value in one case
+        return [every]
     plans = draw_plans(spec, dtype, count=count, seed=seed)
     edges: dict = {}
     cases = [materialize(spec, dtype, i, plan, edges) for i, plan in enumerate(plans)]

@@ -248,14 +248,20 @@ def _type_refusals():
     """jax.lax's dtype rules refusing an element type its op's text allows ("abs does not accept
     dtype int4. Support for narrow-width integers is platform-dependent ..."; "add does not
     accept dtype bool") raise :class:`Unsupported` with jax's reason: the runtime lacks what the
-    standard allows. Any other TypeError stays an error."""
+    standard allows; so does XLA's compiler finding no lowering of an op for its operand types
+    ("failed to legalize operation 'chlo.bessel_i1e' ... tensor<256xf8E4M3FN>"). Any other
+    error stays an error."""
     try:
         yield
-    except TypeError as exc:
-        if "does not accept dtype" not in str(exc):
+    except (TypeError, RuntimeError) as exc:
+        text = str(exc)
+        if "does not accept dtype" in text and isinstance(exc, TypeError):
+            raise Unsupported(f"jax refuses the element type: {text.splitlines()[0][:300]}") \
+                from exc
+        if "failed to legalize operation" not in text:
             raise
-        raise Unsupported(f"jax refuses the element type: {str(exc).splitlines()[0][:300]}") \
-            from exc
+        found = text[text.index("failed to legalize operation"):].splitlines()[0]
+        raise Unsupported(f"XLA cannot compile it: {found[:300]}") from exc
 
 
 def _refuse(program, inputs) -> None:

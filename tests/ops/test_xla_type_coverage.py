@@ -41,18 +41,16 @@ EXCEPTIONS = [
     (("negate", "abs", "sign"), ("float8_e8m0fnu",),
      "float8_e8m0fnu has no sign bit and no zero: -x, sign's -1 and 0 do not exist in it, and "
      "the text gives no rule"),
-    (("acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "bessel_i0e", "bessel_i1e",
-      "cbrt", "ceil", "cos", "cosh", "digamma", "divide", "erf", "erf_inv", "exp", "exp2",
-      "expm1", "floor", "igamma", "igammac", "is_finite", "lgamma", "log", "log1p", "logistic",
-      "nextafter", "polygamma", "reduce_precision", "remainder", "round", "round_nearest_even",
-      "rsqrt", "sin", "sinh", "sqrt", "tan", "tanh", "zeta", "eq_total_order",
-      "le_total_order", "lt_total_order", "power", "cholesky", "triangular_solve",
+    (("atan2", "divide", "igamma", "igammac", "nextafter", "polygamma", "reduce_precision",
+      "remainder", "zeta", "eq_total_order", "le_total_order", "lt_total_order", "power",
+      "cholesky", "triangular_solve",
       "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "rng_normal",
       "rng_uniform", "real", "imag", "fft", "iota"),
      NARROW_FLOATS,
      "a float8 or float4 result of these needs its bound (the float64 reference rounded to the "
-     "type, the ulp of a 2- to 4-bit significand) and regions for the formats without "
-     "infinities, per op: " + _NOT_YET),
+     "type, the ulp of a 2- to 4-bit significand; the unary functions' is "
+     "ops/narrow_floats.py narrow_ulp_bound) and its cases (binary ops: no every-value case), "
+     "per op: " + _NOT_YET),
     (("acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "bessel_i1e", "cbrt", "cos",
       "cosh", "exp2", "expm1", "log1p", "logistic", "rsqrt", "sin", "sinh", "tan", "tanh",
       "divide", "remainder", "power", "cholesky", "triangular_solve", "iota"),
@@ -107,6 +105,11 @@ EXCEPTIONS = [
      "accumulations, orders and selections in these types (bool sums, integer overflow, "
      "float8 accumulation bounds, complex order) need their bounds or regions per type: "
      + _NOT_YET),
+    (("clamp", "reduce_max", "reduce_min", "reduce_window_max", "reduce_argmax", "sort",
+      "top_k"), ("uint64",),
+     "the oracles see integers widened to int64 (conform/widening.py), which reads 2**64-1 as "
+     "-1: its uint64 maximum, order or clamp above 2**63 is wrong (drawn, numpy's and jax's "
+     "right answers fail against it): " + _NOT_YET),
     (("batch_norm_grad", "batch_norm_inference", "batch_norm_training"), ("float64",),
      "the batch-norm bounds are derived and checked for float16, bfloat16 and float32 "
      "only: " + _NOT_YET),

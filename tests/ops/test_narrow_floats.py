@@ -1,0 +1,85 @@
+"""Unary functions in the float types of at most 8 bits (float8, float4): one case holds every
+value, the ULP bound the specs state is ops/narrow_floats.py's, the region of results E2M1 and
+E8M0 cannot hold, and an op XLA cannot compile for the type is ``unsupported`` on jax."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conform.dtypes import FLOAT_FORMATS, np_dtype
+from conform.generators import generate_cases
+from conform.ops.narrow_floats import narrow_float_unrepresentable, narrow_ulp_bound
+from conform.ops.regions import RegionContext
+from conform.spec import load_specs
+
+
+@pytest.fixture(scope="module")
+def specs():
+    return load_specs()
+
+
+def test_a_narrow_float_cell_is_one_case_of_every_value(specs):
+    """Each bit pattern once (NaN, infinities, -0 included), in one shape: one kernel a cell."""
+    for dtype, count in (("float8_e4m3fn", 256), ("float8_e8m0fnu", 256), ("float4_e2m1fn", 16)):
+        (case,) = generate_cases(specs["tanh"], dtype, count=20, seed=0)
+        bits = case.inputs[0].view(np.uint8)
+        assert case.plan == "every_value" and [tuple(s) for s in case.shapes] == [(count,)]
+        assert sorted(bits.tolist()) == list(range(count))
+    from conform.generators._edges import every_value_case
+
+    assert every_value_case(specs["tanh"], "float16") is None            # 65,536 values: drawn
+    assert every_value_case(specs["add"], "float8_e5m2") is None         # binary: drawn
+
+
+def test_the_specs_narrow_bound_is_derived_from_their_float16_bound(specs):
+    """A spec citing narrow_ulp_bound states 0.5 + b/128 for its float16 bound b; the bound
+    admits a float16 evaluation's double rounding and not the wrong neighbour off a midpoint."""
+    citing = [s for s in specs.values()
+              if "narrow_ulp_bound" in s.error_model.get("float", {}).get("why", "")]
+    assert len(citing) >= 25
+    for spec in citing:
+        assert spec.model_for("float8_e4m3fn")["ulp"] == \
+            narrow_ulp_bound(spec.model_for("float16")["ulp"]), spec.op
+    # exp(-0.375) = 0.68729: float16 gives 0.6875, a float8 e5m2 midpoint, ties to even 0.75
+    error = (0.75 - np.exp(-0.375)) / 0.125
+    assert 0.5 < error <= narrow_ulp_bound(2) < 0.6
+
+
+def test_only_the_cells_the_region_can_reach_get_its_consistency_case(specs):
+    """acos declares no region but narrow_float_unrepresentable: its float16 cell needs no
+    consistency case; exp's other regions keep float16's."""
+    from conform.generators._consistency import _open_in
+
+    assert not _open_in(specs["acos"], "float16") and _open_in(specs["acos"], "float4_e2m1fn")
+    assert _open_in(specs["exp"], "float16")
+
+
+def _mask(values, dtype):
+    context = RegionContext(inputs=[], expected=np.array(values), out_dtype=dtype,
+                            float_oracle=None)
+    return narrow_float_unrepresentable(context).tolist()
+
+
+def test_the_region_holds_what_float4_and_e8m0_cannot():
+    assert _mask([7.0, 6.9, np.nan, -np.inf, 0.25, -0.0], "float4_e2m1fn") == \
+        [True, False, True, True, False, False]
+    assert _mask([-1.0, 0.0, 2.0**-129, 2.0**-127, 3.0, np.nan, 2.0**129], "float8_e8m0fnu") == \
+        [True, True, True, False, False, False, True]
+    assert _mask([1e9, np.nan, -np.inf], "float8_e4m3fn") == [False] * 3   # NaN: judged
+
+
+def test_xla_failing_to_legalize_an_op_for_a_type_is_unsupported():
+    """XLA has no lowering of chlo.bessel_i1e for float8 (jax 0.10.2): its compiler's refusal is
+    ``unsupported`` with the reason; another runtime error stays an error."""
+    import jax
+
+    from conform.harness.backends.base import Unsupported
+    from conform.harness.backends.jax_backend import _type_refusals
+
+    operand = np.zeros(4, np_dtype("float8_e4m3fn"))
+    with pytest.raises(Unsupported, match="failed to legalize operation 'chlo.bessel_i1e'"):
+        with _type_refusals():
+            np.asarray(jax.jit(jax.lax.bessel_i1e)(operand))
+    with pytest.raises(RuntimeError), _type_refusals():
+        raise RuntimeError("something else")
+    assert FLOAT_FORMATS["float8_e4m3fn"].bits == 8
