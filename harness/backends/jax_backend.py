@@ -1,8 +1,9 @@
 """The ``jax`` backend: each op through its ``jax.lax`` binding (or its op module's ``lax``
 lowering), jitted.
 
-The cases a worker prepares together (a batch) are packed into one jitted program
-(:mod:`~conform.harness.backends.jax_packing`): one compilation per batch, not per signature. A
+The cases of one op that a worker prepares together (in a batch) are packed into one jitted
+program (:mod:`~conform.harness.backends.jax_packing`): one compilation per op of a batch, not
+per signature. A
 case run alone (:meth:`JaxBackend.run`) goes through a function cached by op + static attributes
 (jit itself caches per shapes and dtypes). Inputs are always runtime arguments, so that no
 constant folding changes the numerics. Spec attribute names follow the lax keyword names, so most
@@ -170,10 +171,16 @@ class JaxBackend(Backend):
         static = {k: frozen(v) for k, v in attrs.items()}
         return lambda *xs: fn(*xs, **static)
 
+    @staticmethod
+    def call_key(spec, case) -> tuple:
+        """What the case computes but for its inputs: its op and each lax call with its
+        attributes (hashable)."""
+        return (spec.op, *map(frozen, lax_calls(spec, case)))
+
     def _function(self, spec, case) -> tuple:
         """``(key, jitted function)`` for the case's op and static attributes (cached by key); for
         a program, one function computing every node and returning each node's output."""
-        key = (spec.op, *map(frozen, lax_calls(spec, case)))
+        key = self.call_key(spec, case)
         fn = self._compiled.get(key)
         if fn is None:
             fn = self._jax.jit(self.traced(spec, case))
@@ -215,8 +222,14 @@ class JaxBackend(Backend):
         return functools.partial(self._outputs_of, slot)
 
     def _outputs_of(self, slot: Slot) -> list:
+        """The slot's outputs, computing its op's prepared cases as one pack the first time one
+        of them is asked for: one compilation per op of a batch, each within the time limit of
+        the case that asked (a batch of ops whose kernels take long to compile, such as
+        igamma's, never exceeds one case's limit as a whole)."""
         if slot.outputs is None and slot.error is None:
-            slots, self._pending = self._pending, []
+            op = slot.program.spec.op
+            slots = [s for s in self._pending if s.program.spec.op == op]
+            self._pending = [s for s in self._pending if s.program.spec.op != op]
             run_pack(self, slots)   # a slot alone runs through its signature's cached executable
         if slot.error is not None:
             raise slot.error
