@@ -31,16 +31,9 @@ _state = {"kernels": {}, "seconds": {}, "cases": {}, "compilations": 0, "loads":
 
 def signature(slot_or_case) -> tuple:
     """A case's computation as XLA sees it: op, lax calls with their attributes, input dtypes
-    and shapes (what :mod:`jax_packing` says XLA compiles once per program); for a case that
-    the backend computes as part of one flat array with the others of its element-wise
-    computation (``jax_packing._flattening_key``), that computation."""
-    from conform.harness.backends import jax_packing
-    from conform.harness.backends.jax_backend import JaxBackend, frozen, lax_calls
+    and shapes (what :mod:`jax_packing` says XLA compiles once per program)."""
+    from conform.harness.backends.jax_backend import frozen, lax_calls
 
-    flattening = getattr(jax_packing, "_flattening_key", None)   # (a commit that flattens)
-    key = flattening(JaxBackend, slot_or_case) if flattening is not None else None
-    if key is not None:   # computed on one flat array with its pack's others of this key
-        return ("flat", key)
     program = getattr(slot_or_case, "program", slot_or_case)
     spec, case = program.spec, program.case
     try:

@@ -3,8 +3,7 @@ lowering), jitted.
 
 The cases of one op that a worker prepares together (in a batch) are packed into one jitted
 program (:mod:`~conform.harness.backends.jax_packing`): one compilation per op of a batch, not
-per signature. A
-case run alone (:meth:`JaxBackend.run`) goes through a function cached by op + static attributes
+per signature. A case run alone (:meth:`JaxBackend.run`) goes through a function cached by op + static attributes
 (jit itself caches per shapes and dtypes). Inputs are always runtime arguments, so that no
 constant folding changes the numerics. Spec attribute names follow the lax keyword names, so most
 bindings need no translation. ``$CONFORM_JAX_PACKING=0`` runs every case alone.
@@ -171,16 +170,10 @@ class JaxBackend(Backend):
         static = {k: frozen(v) for k, v in attrs.items()}
         return lambda *xs: fn(*xs, **static)
 
-    @staticmethod
-    def call_key(spec, case) -> tuple:
-        """What the case computes but for its inputs: its op and each lax call with its
-        attributes (hashable)."""
-        return (spec.op, *map(frozen, lax_calls(spec, case)))
-
     def _function(self, spec, case) -> tuple:
         """``(key, jitted function)`` for the case's op and static attributes (cached by key); for
         a program, one function computing every node and returning each node's output."""
-        key = self.call_key(spec, case)
+        key = (spec.op, *map(frozen, lax_calls(spec, case)))
         fn = self._compiled.get(key)
         if fn is None:
             fn = self._jax.jit(self.traced(spec, case))
