@@ -1,9 +1,9 @@
 """The ``jax`` backend: each op through its ``jax.lax`` binding (or its op module's ``lax``
 lowering), jitted.
 
-The cases of one op that a worker prepares together (in a batch) are packed into one jitted
-program (:mod:`~conform.harness.backends.jax_packing`): one compilation per op of a batch, not
-per signature. A case run alone (:meth:`JaxBackend.run`) goes through a function cached by op + static attributes
+The cases a worker prepares together (a batch) are packed into one jitted program
+(:mod:`~conform.harness.backends.jax_packing`): one compilation per batch, not per signature. A
+case run alone (:meth:`JaxBackend.run`) goes through a function cached by op + static attributes
 (jit itself caches per shapes and dtypes). Inputs are always runtime arguments, so that no
 constant folding changes the numerics. Spec attribute names follow the lax keyword names, so most
 bindings need no translation. ``$CONFORM_JAX_PACKING=0`` runs every case alone.
@@ -215,14 +215,8 @@ class JaxBackend(Backend):
         return functools.partial(self._outputs_of, slot)
 
     def _outputs_of(self, slot: Slot) -> list:
-        """The slot's outputs, computing its op's prepared cases as one pack the first time one
-        of them is asked for: one compilation per op of a batch, each within the time limit of
-        the case that asked (a batch of ops whose kernels take long to compile, such as
-        igamma's, never exceeds one case's limit as a whole)."""
         if slot.outputs is None and slot.error is None:
-            op = slot.program.spec.op
-            slots = [s for s in self._pending if s.program.spec.op == op]
-            self._pending = [s for s in self._pending if s.program.spec.op != op]
+            slots, self._pending = self._pending, []
             run_pack(self, slots)   # a slot alone runs through its signature's cached executable
         if slot.error is not None:
             raise slot.error
