@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+import kernels  # noqa: E402  (bench/kernels.py)
 from run_bench import _conform, call_floor_us  # noqa: E402  (bench/run_bench.py)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +61,9 @@ def _run(python: str, args: list[str], cache: Path, out: Path) -> dict:
     (``wall``: the same, attributed to stages as bench/stages.py does)."""
     wall, _, stages = _conform([*args, "--out", str(out)], cache, python=python)
     cases = max(json.loads((out / "summary.json").read_text())["cases"], 1)
-    return {"cases": cases, "total": sum(stages.cpu.values()) / cases * 1e6,
+    compiled = stages.kernels
+    return {"cases": cases,
+            **({"kernels": kernels.report(compiled, cases)} if compiled["compilations"] else {}), "total": sum(stages.cpu.values()) / cases * 1e6,
             "tree_cpu": stages.tree_cpu / cases * 1e6,   # every process, every thread
             **{stage: seconds / cases * 1e6 for stage, seconds in stages.cpu.items()},
             "wall": {"total": wall / cases * 1e6,
@@ -68,7 +71,7 @@ def _run(python: str, args: list[str], cache: Path, out: Path) -> dict:
 
 
 def _median(runs: list[dict]) -> dict:
-    stages = {stage for run in runs for stage in run if stage != "wall"}
+    stages = {stage for run in runs for stage in run if stage not in ("wall", "kernels")}
     return {stage: statistics.median(run.get(stage, 0.0) for run in runs) for stage in stages}
 
 
@@ -127,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{side} {'cold' if cold else 'warm'}: {run['cases']} cases, "
                   f"{run['wall']['total']:.0f} us/case wall, {run['tree_cpu']:.0f} CPU "
                   f"({run['total']:.0f} in stages)", flush=True)
+            if "kernels" in run:
+                print(f"{side} {'cold' if cold else 'warm'} kernels: "
+                      f"{kernels.report_lines(run['kernels'])}", flush=True)
             if args.backend == "onnxruntime" and not cold and side == "work":
                 figures.setdefault("call_floor_us", []).append(call_floor_us())
     walls = [_median([run["wall"] for run in figures[side]["warm"]]) for side in sides]

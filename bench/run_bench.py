@@ -43,6 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+import kernels  # noqa: E402  (bench/kernels.py)
 from stages import attribute, cpu_seconds  # noqa: E402  (bench/stages.py)
 
 # Runs ``conform`` in a child and prints the CPU seconds of its process tree (user + system)
@@ -89,6 +90,7 @@ def _conform(args: list[str], cache: Path, python: str | None = None) -> tuple[f
             raise SystemExit(f"conform {' '.join(args)} failed:\n{proc.stderr}")
         stages = Stages(attribute(folder, wall, launched, _workers_of(args)))
         stages.cpu = cpu_seconds(folder)
+        stages.kernels = kernels.summed(folder)   # the jax backend's, per cell
         *_, tree_cpu, peak = proc.stderr.strip().splitlines()
         stages.tree_cpu = float(tree_cpu)   # CPU seconds of the whole process tree
     return wall, int(peak), stages
@@ -100,6 +102,7 @@ class Stages(dict):
 
     cpu: dict
     tree_cpu: float
+    kernels: dict
 
 
 def _workers_of(args: list[str]) -> int:
@@ -233,6 +236,10 @@ def bench_backend(backend: str, max_examples: int, workers: int, ops: str | None
                                            "--quiet", "--workers", str(workers)], cache)
             result[phase] = _with_stages({**_breakdown(out, wall, workers),
                                           "peak_rss_mb": round(peak / 1024, 1)}, stages)
+            if stages.kernels["compilations"] or stages.kernels["loads"]:
+                result[phase]["kernels"] = kernels.report(stages.kernels, result[phase]["cases"])
+                print(f"{'':12} {phase} kernels: {kernels.report_lines(result[phase]['kernels'])}",
+                      flush=True)
             print(f"{backend:12} {phase}: {result[phase]['cases']} cases in {wall:.1f} s = "
                   f"{result[phase]['cases_per_second']:.0f} cases/s, peak {peak / 1024:.0f} MB, "
                   f"harness overhead {result[phase]['harness_overhead_ratio']:.2f}", flush=True)

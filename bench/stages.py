@@ -202,6 +202,12 @@ def _child_hooks(role: str) -> None:
     from conform.harness.run import worker
 
     if role == "worker":
+        try:   # the jax backend's kernels per cell (bench/kernels.py)
+            import kernels
+
+            kernels.install()
+        except (ImportError, AttributeError) as exc:
+            MISSING.append(f"kernels: {exc}")
         prepare = worker.prepare_case
 
         def prepare_case(*args, **kwargs):
@@ -314,6 +320,8 @@ def dump() -> None:
                                           - sum(spent.values()))
     figures = {"role": _state["role"], "born": _state["born"], "at": _state["dumped"],
                "spent": spent, "cpu": cpu, "missing": MISSING}
+    if "kernels" in sys.modules:
+        figures["kernels"] = sys.modules["kernels"].figures()
     path = os.path.join(folder, f"{os.getpid()}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(figures, f)
