@@ -90,8 +90,8 @@ def position_dependence(spec, case, outputs, answer) -> Broken | None:
                 & (answers[clash] != answers[clash[0]])
             first = np.concatenate([clash[:1], clash[twin][:1]])
             shown = at[np.concatenate([first, clash[~np.isin(clash, first)]])]
-            return Broken("position", _message(spec, "position", actual, shown, case, k),
-                          at[clash])
+            return Broken("position", _as_property("position", clash.size, _message(
+                spec, "position", actual, shown, case, k)), at[clash])
     return None
 
 
@@ -117,11 +117,24 @@ def length_dependence(spec, case, outputs, answer, partner) -> Broken | None:
             name = spec.outputs[k] if k < len(spec.outputs) else "out"
             inputs = ", ".join(str(np.asarray(x).reshape(-1)[0]) for x in case.inputs)
             alone, within = str(one[0]), str(many[at])   # (str: a float32's own digits)
-            return Broken("length", f"length dependent: the inputs ({inputs}) give {name}="
-                          f"{alone} in this tensor of 1 element and {within} as element {at} "
-                          f"of case {long_case.id} ({many.size} elements): an element-wise "
-                          f"result may not depend on the tensor's length", np.zeros(1, np.intp))
+            return Broken("length", _as_property("length", 1, (
+                f"length dependent: the inputs ({inputs}) give {name}={alone} in this tensor of "
+                f"1 element and {within} as element {at} of case {long_case.id} ({many.size} "
+                f"elements): an element-wise result may not depend on the tensor's length")),
+                np.zeros(1, np.intp))
     return None
+
+
+#: Where position and length independence come from: no spec declares them, every
+#: element-wise op's text implies them.
+ELEMENT_WISE_SOURCE = ("the op is element-wise and deterministic: its text defines each "
+                       "element of the result from the inputs at that element alone")
+
+
+def _as_property(kind: str, count: int, text: str) -> str:
+    """``text`` in the form of every broken property's message (harness/judge/properties.py):
+    the property, how many elements break it, the elements, and its source."""
+    return f"property {kind} broken at {count} element(s): {text} [source: {ELEMENT_WISE_SOURCE}]"
 
 
 def _open(part, flat: int) -> bool:

@@ -116,7 +116,8 @@ def test_an_element_wise_result_must_not_depend_on_its_position(specs):
     judged = judge_outputs(specs["erf"], case, [tail_worse])
     assert judged.verdict == "fail" and judged.broken == "position"
     assert sorted(judged.failing) == [0, 2, 9, 10]
-    assert judged.reason.startswith("position dependent: the same inputs get different results "
+    assert judged.reason.startswith("property position broken at 4 element(s): position "
+                                    "dependent: the same inputs get different results "
                                     "at different positions of an element-wise op's tensor: "
                                     "out[0]=0.5204999 (inputs 0.5), out[10]=0.5204998 "
                                     "(inputs 0.5)")

@@ -69,8 +69,9 @@ def test_a_backend_that_hangs_while_loading_gives_each_case_an_error_and_the_run
     # is that generous because a loaded machine takes many seconds to start the workers)
     assert time.monotonic() - start < LOAD_TIMEOUT
     reason = f"backend '{HOSTILE}HangsInLoad' failed to load in 1.5 s"
-    # 3 drawn, sweep, critical, midpoint, consistency (the sweep's open values in other places)
-    assert len(records) == 7 and summary["counts"]["error"] == 7
+    # 3 drawn, sweep, critical, length (an element of critical alone), midpoint, consistency
+    # (the sweep's open values in other places)
+    assert len(records) == 8 and summary["counts"]["error"] == 8
     assert {r["message"] for r in records} == {reason}
     assert summary["workers_given_up"] == [reason, reason]
 
