@@ -41,10 +41,11 @@ from conform.harness.run.case_queue import LazyQueue
 from conform.harness.run.processes import (LOAD_TIMEOUT, WORKER_METHOD, start_method,
                                            started_without_main, worker_context)
 from conform.harness.run.stages import JUDGE_PROCESSES_FROM, Judged, Judging, JudgeProcesses
-from conform.harness.run.wire import WireError, read_first, read_reply, unpack
-from conform.harness.run.worker import (REPLY_BATCH, ComputeSettings, Outcome, kill_group,
-                                    reuse_freed_memory, worker_main)
-from conform.harness.run.worker_io import StderrLog, death_message
+from conform.harness.run.wire import WireError, read_reply, unpack
+from conform.harness.run.crash_confirm import CrashConfirmation
+from conform.harness.run.worker import (REPLY_BATCH, CaseByCase, ComputeSettings, Outcome,
+                                    kill_group, reuse_freed_memory, worker_main)
+from conform.harness.run.worker_io import StderrLog, death_message, first_message
 
 class BackendLoadError(Exception):
     """The backend could not be imported or instantiated in a worker."""
@@ -151,6 +152,7 @@ class WorkerPool:
         self._stderr_dir: str | None = None
         self.info: dict = {}
         self.restarts = 0
+        self._confirm = CrashConfirmation()   # crashes a fresh worker must confirm
         self.load_failures: list[str] = []   # why each worker given up could not load
         self._running = False   # past the start: a worker that fails to load is given up
         self.stats: dict = {}   # backend counters summed over workers (a killed one: as last reported)
@@ -254,7 +256,7 @@ class WorkerPool:
         :class:`BackendLoadError` when ``fatal_raises`` (at the start: the adapter is broken)
         and it raised or died; else :class:`_LoadFailed` (the worker is given up)."""
         if worker.conn.poll():
-            message = _first_message(worker)
+            message = first_message(worker.conn)
         elif not worker.process.is_alive():
             message = None
         elif time.monotonic() >= worker.started + self.load_timeout:
@@ -370,13 +372,23 @@ class WorkerPool:
 
     def _batches(self, queue: "LazyQueue"):
         """:meth:`run_batches` of the cases in ``queue``."""
-        while queue or any(w.pending for w in self._pool) or self._owed():
+        while queue or self._confirm or any(w.pending for w in self._pool) or self._owed():
+            if self._confirm and not any(not w.ready or not (w.pending or w.finished.value)
+                                         for w in self._pool):
+                yield from ([pair] for pair in self._confirm.give_up())   # no fresh worker left
             if not self._pool:
                 yield from self._unloaded(queue)
                 yield from self._judged_rest()
                 return
             for worker in list(self._pool):
                 if not worker.ready:
+                    continue
+                if self._confirm and not worker.pending and not worker.finished.value:
+                    batch = CaseByCase([self._confirm.take()])   # alone, in a fresh worker
+                    worker.last_reply = time.monotonic()
+                    worker.pending.extend(batch)
+                    worker.batches.append(1)
+                    self._send(worker, batch)
                     continue
                 if self.recycle_after and worker.completed >= self.recycle_after \
                         and not worker.pending and queue:
@@ -473,16 +485,9 @@ class WorkerPool:
                 message = death_message(worker.process.exitcode)
             culprit = self._culprit(worker)
             case = None if culprit is None else worker.pending[culprit]
+            ran_others = worker.finished.value > 0   # (read before the worker is replaced)
             queue.extendleft(reversed(self._replace(worker, kill=True, culprit=culprit)))
             if case is not None:
-                yield [(case, Outcome("crash", message=message, stderr=worker.stderr.since_mark()))]
-
-
-def _first_message(worker: _Worker):
-    """A starting worker's first message, ``(kind, payload)`` (``hello`` with what it says of
-    its backend, or ``fatal`` with why it could not load), or None if it died before sending one."""
-    try:
-        frame = worker.conn.recv_bytes()
-    except (EOFError, OSError):
-        return None
-    return read_first(frame)
+                crash = Outcome("crash", message=message, stderr=worker.stderr.since_mark())
+                if not self._confirm.defer(case, crash, ran_others):
+                    yield [(case, crash)]

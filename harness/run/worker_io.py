@@ -18,6 +18,7 @@ import os
 import signal
 
 from conform.harness.run.boundary import safe_text
+from conform.harness.run.wire import read_first
 
 #: A worker's exit status after its backend closed or replaced its pipe to conform.
 PIPE_TAKEN_STATUS = 86
@@ -144,3 +145,14 @@ def _tail(fd: int, start: int, end: int) -> str:
     if end - start > length:
         text = f"[{end - start - length:,} earlier bytes left out]\n{text}"
     return safe_text(text)
+
+
+def first_message(conn):
+    """A starting worker's first message on ``conn``, ``(kind, payload)`` (``hello`` with what
+    it says of its backend, or ``fatal`` with why it could not load), or None if it died before
+    sending one."""
+    try:
+        frame = conn.recv_bytes()
+    except (EOFError, OSError):
+        return None
+    return read_first(frame)

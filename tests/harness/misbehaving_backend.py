@@ -1,7 +1,8 @@
 """A backend that misbehaves on purpose, named by import path in the isolation tests.
 
 It computes ``add`` with NumPy, except for marker values in the first input: 13 segfaults the
-worker, 17 hangs it, 19 allocates without bound, 23 raises.
+worker, 17 hangs it, 19 allocates without bound, 23 raises; 29 poisons the worker without
+failing (the next case it runs segfaults, as after a silent heap corruption).
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import numpy as np
 
 from conform.harness.backends.base import Backend
 
-SEGFAULT, HANG, ALLOCATE, RAISE = 13, 17, 19, 23
+SEGFAULT, HANG, ALLOCATE, RAISE, POISON = 13, 17, 19, 23, 29
+_poisoned = []   # set by a POISON case: this process's next case dies
 
 
 class MisbehavingBackend(Backend):
@@ -23,6 +25,10 @@ class MisbehavingBackend(Backend):
 
     def run(self, *, spec, case):
         marker = int(case.inputs[0].flat[0]) if case.inputs[0].size else 0
+        if marker == POISON:
+            _poisoned.append(True)
+        elif _poisoned:
+            ctypes.string_at(0)
         if marker == SEGFAULT:
             ctypes.string_at(0)
         if marker == HANG:

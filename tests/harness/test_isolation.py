@@ -33,6 +33,18 @@ def test_segfault_and_exception_cost_one_case_each():
     assert "SIGSEGV" in outcomes["add.int32.1"].message
     assert "adapter failed on purpose" in outcomes["add.int32.3"].message
     assert "RuntimeError" in outcomes["add.int32.3"].traceback
+    # each crash struck a worker that had run other cases: confirmed alone in a fresh one
+    assert restarts == 4
+
+
+def test_a_case_struck_by_an_earlier_cases_damage_is_not_blamed():
+    """Case 1 poisons its worker without failing (as a silent heap corruption does); case 2
+    dies of it. Run again alone in a fresh worker, case 2 passes: no case is a crash."""
+    cases = [_add_case(i, first) for i, first in enumerate([1, 29, 2, 3])]
+    outcomes, restarts = _run(MISBEHAVING, cases, workers=1, batch_size=4)
+    assert [outcomes[c.id].kind for c in cases] == ["ok", "ok", "ok", "ok"]
+    # cases 0 and 1 died unreported with the first worker, so they run again after case 2's
+    # confirming run, and case 1 poisons that worker too: case 3 is struck and confirmed alone
     assert restarts == 2
 
 
@@ -60,7 +72,9 @@ def test_a_crash_or_hang_inside_a_pack_is_blamed_on_its_case_alone(marker, kind)
     cases = [_add_case(i, first) for i, first in enumerate([1, 2, marker, 3, 4, 5])]
     outcomes, restarts = _run(PACKING, cases, workers=1, timeout=3.0, batch_size=4)
     assert [outcomes[c.id].kind for c in cases] == ["ok", "ok", kind, "ok", "ok", "ok"]
-    assert restarts == 2   # the pack's failure, then the case's own
+    # the pack's failure, then the case's own, then its confirmation in a fresh worker (it
+    # struck a worker that had run cases 0 and 1 first)
+    assert restarts == (3 if kind == "crash" else 2)
 
 
 def test_unbounded_allocation_is_stopped_by_the_worker_memory_cap():
