@@ -334,9 +334,15 @@ class WorkerPool:
 
     @staticmethod
     def _send(worker: _Worker, batch: list) -> None:
-        """Send ``batch``, each case without its oracle answer. A worker that has just died
-        cannot take it: the batch stays pending, and :meth:`_collect` finds the death (the
-        case it was running crashed) and sends the rest again."""
+        """Send ``batch``, each case without its oracle answer, its cases now pending there
+        (the clock starts if the worker was idle; else it runs for the case being computed).
+        A worker that has just died cannot take it: the batch stays pending, and
+        :meth:`_collect` finds the death (the case it was running crashed) and sends the rest
+        again."""
+        if not worker.pending:
+            worker.last_reply = time.monotonic()
+        worker.pending.extend(batch)
+        worker.batches.append(len(batch))
         try:
             worker.conn.send(type(batch)(case.for_backend() for case in batch))
         except (BrokenPipeError, ConnectionResetError):
@@ -373,8 +379,8 @@ class WorkerPool:
     def _batches(self, queue: "LazyQueue"):
         """:meth:`run_batches` of the cases in ``queue``."""
         while queue or self._confirm or any(w.pending for w in self._pool) or self._owed():
-            if self._confirm and not any(not w.ready or not (w.pending or w.finished.value)
-                                         for w in self._pool):
+            if self._confirm and all(w.ready and (w.pending or w.finished.value)
+                                     for w in self._pool):
                 yield from ([pair] for pair in self._confirm.give_up())   # no fresh worker left
             if not self._pool:
                 yield from self._unloaded(queue)
@@ -384,11 +390,7 @@ class WorkerPool:
                 if not worker.ready:
                     continue
                 if self._confirm and not worker.pending and not worker.finished.value:
-                    batch = CaseByCase([self._confirm.take()])   # alone, in a fresh worker
-                    worker.last_reply = time.monotonic()
-                    worker.pending.extend(batch)
-                    worker.batches.append(1)
-                    self._send(worker, batch)
+                    self._send(worker, CaseByCase([self._confirm.take()]))   # alone, fresh
                     continue
                 if self.recycle_after and worker.completed >= self.recycle_after \
                         and not worker.pending and queue:
@@ -397,12 +399,7 @@ class WorkerPool:
                 # two batches in flight: the next is there when the worker finishes the last
                 due = self.recycle_after and worker.completed + len(worker.pending) >= self.recycle_after
                 if queue and not due and len(worker.batches) < 2:
-                    batch = queue.take(self.batch_size)
-                    if not worker.pending:   # else the clock runs for the case being computed
-                        worker.last_reply = time.monotonic()
-                    worker.pending.extend(batch)
-                    worker.batches.append(len(batch))
-                    self._send(worker, batch)
+                    self._send(worker, queue.take(self.batch_size))
             yield from self._collect(queue)
 
     def _unloaded(self, queue: "LazyQueue"):
