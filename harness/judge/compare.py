@@ -59,9 +59,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from conform.harness.judge._elements import (_element_figures, _exact, _sliced, _strict_zero, block_ranges, blockwise,
+from conform.harness.judge._elements import (_element_figures, _exact, _sliced, _strict_zero,
                                              accumulator_format, accumulator_roundoff,
-                                             round_to_dtype, ulp_of)
+                                             block_ranges, blockwise, round_to_dtype, ulp_of)
 from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex, np_dtype
 
 __all__ = ["Judgement", "RATIO_BINS", "accumulator_format", "accumulator_roundoff", "compare",

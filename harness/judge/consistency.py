@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.harness.judge.properties import Broken
+from conform.harness.judge.properties import Broken, property_message
 from conform.ops.regions import broadcast_aligned
 from conform.oracles.feeding import feeding_elements
 
@@ -132,9 +132,8 @@ ELEMENT_WISE_SOURCE = ("the op is element-wise and deterministic: its text defin
 
 
 def _as_property(kind: str, count: int, text: str) -> str:
-    """``text`` in the form of every broken property's message (harness/judge/properties.py):
-    the property, how many elements break it, the elements, and its source."""
-    return f"property {kind} broken at {count} element(s): {text} [source: {ELEMENT_WISE_SOURCE}]"
+    """``text`` as a broken property's message, its source the op being element-wise."""
+    return property_message(kind, count, text, ELEMENT_WISE_SOURCE)
 
 
 def _open(part, flat: int) -> bool:

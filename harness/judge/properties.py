@@ -174,5 +174,11 @@ def _message(kind, entry, name, bad, actual, case) -> str:
             text += f" (input {str(x[index])})"
         shown.append(text)
     more = f", ... ({len(bad)} elements)" if len(bad) > SHOWN else ""
-    return (f"property {kind} {entry[kind]} broken at {len(bad)} element(s): "
-            f"{', '.join(shown)}{more} [source: {entry['source']}]")
+    return property_message(f"{kind} {entry[kind]}", len(bad), f"{', '.join(shown)}{more}",
+                            entry["source"])
+
+
+def property_message(name: str, count: int, text: str, source: str) -> str:
+    """The form of every broken property's message: the property, how many elements break it,
+    the elements (``text``), and where the property comes from."""
+    return f"property {name} broken at {count} element(s): {text} [source: {source}]"
