@@ -43,16 +43,26 @@ def _digest(record: dict, fields) -> str:
     return hashlib.sha256(orjson.dumps(picked, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
-def run(backend: str) -> dict[str, list[str]]:
-    """Case id -> [verdict, case digest, result digest] of ``backend``'s baseline run."""
-    with tempfile.TemporaryDirectory() as out:
-        command = ["conform", "run", "--backend", backend, "--out", out, "--quiet",
-                   "--no-manifest", *RUNS[backend]]
-        subprocess.run(command, check=False, capture_output=True, timeout=1800)
-        lines = (Path(out) / "results.jsonl").read_bytes().splitlines()
+def execute(backend: str, out) -> subprocess.CompletedProcess:
+    """Run ``backend``'s baseline run (:data:`RUNS`) with its outputs in the folder ``out``."""
+    command = ["conform", "run", "--backend", backend, "--out", str(out), "--quiet",
+               "--no-manifest", *RUNS[backend]]
+    return subprocess.run(command, check=False, capture_output=True, text=True, timeout=1800)
+
+
+def digests(out) -> dict[str, list[str]]:
+    """Case id -> [verdict, case digest, result digest] of the run whose outputs are in ``out``."""
+    lines = (Path(out) / "results.jsonl").read_bytes().splitlines()
     records = [orjson.loads(line) for line in lines if line.strip()]
     return {r["id"]: [r["verdict"], _digest(r, CASE_FIELDS), _digest(r, _compared(r))]
             for r in sorted(records, key=lambda r: r["id"])}
+
+
+def run(backend: str) -> dict[str, list[str]]:
+    """Case id -> [verdict, case digest, result digest] of ``backend``'s baseline run."""
+    with tempfile.TemporaryDirectory() as out:
+        execute(backend, out)
+        return digests(out)
 
 
 def _compared(record: dict) -> tuple:
@@ -72,10 +82,11 @@ def _random_ops() -> frozenset:
                      if spec.definition.distribution is not None)
 
 
-def differences(backend: str) -> list[str]:
-    """Lines naming each case whose verdict, case or result differs from the recorded baseline."""
+def differences(backend: str, now: dict | None = None) -> list[str]:
+    """Lines naming each case whose verdict, case or result differs from the recorded baseline
+    (``now``: the run's :func:`digests`, else a new run)."""
     recorded = json.loads((FIXTURES / f"{backend}.json").read_text())
-    now = run(backend)
+    now = run(backend) if now is None else now
     ops = {case.split(".")[0] for case in recorded}   # an op added since is not a difference
     found = [f"{backend}: {case} missing now" for case in recorded if case not in now]
     found += [f"{backend}: {case} new" for case in now

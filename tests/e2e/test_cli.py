@@ -2,80 +2,9 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
-from pathlib import Path
-from xml.etree import ElementTree as ET
 
-import pytest
-
-from conform.reports import OUTPUT_FILES
 from conform.spec import BUILTIN_DIR
-
-SUMMARY_FIELDS = {"backend", "backend_version", "conform_version", "seed", "ops", "cases", "counts",
-                  "pass_rate", "by_op"}
-RESULT_FIELDS = {"id", "op", "dtype", "shapes", "attrs", "seed", "verdict"}
-
-
-@pytest.fixture(scope="module")
-def full_runs(tmp_path_factory, conform_cli):
-    """One small full-suite run per built-in backend, shared by the tests below. A case may
-    take 10 s, not the default 60: jax's igamma never returns for a and x near 1e300 (a real
-    deviation, a `timeout` either way), and these tests read the outputs' form, not verdicts."""
-    runs = {}
-    for backend in ("numpy", "jax", "onnxruntime"):
-        out = tmp_path_factory.mktemp(backend)
-        # jax compiles a kernel per op x dtype cell: its run takes the common element types
-        # (every type's cells are run by tests/harness/test_jax_packing.py and the type tests)
-        narrowed = ["--dtypes", "float16,float32,int32,bool"] if backend == "jax" else []
-        proc = conform_cli("run", "--backend", backend, "--max-examples", 2, "--out", out, "--quiet",
-                           "--timeout", 10, *narrowed)
-        runs[backend] = (proc, out)
-    return runs
-
-
-@pytest.mark.parametrize("backend", ["numpy", "jax", "onnxruntime"])
-def test_run_exits_0_and_writes_the_five_files(full_runs, backend):
-    proc, out = full_runs[backend]
-    assert proc.returncode == 0, proc.stderr
-    for name in OUTPUT_FILES:
-        assert (out / name).stat().st_size > 0, name
-    summary = json.loads((out / "summary.json").read_text())
-    assert SUMMARY_FIELDS <= set(summary)
-    assert summary["backend"] == backend and summary["ops"] >= 24
-    assert summary["cases"] == sum(summary["counts"].values())
-    lines = (out / "results.jsonl").read_text().splitlines()
-    assert len(lines) == summary["cases"]
-    assert all(RESULT_FIELDS <= set(json.loads(line)) for line in lines)
-    # the runtime's own seconds (the benchmark's measure) are a part of the backend calls' time
-    stats = summary["backend_stats"]
-    runtime = sum(stats.get(f"{phase}_seconds", 0.0) for phase in ("execute", "compile", "load", "model_build"))
-    assert 0 < stats["execute_seconds"] and runtime <= sum(json.loads(line)["seconds"] for line in lines) + 0.002
-    suite = ET.parse(out / "junit.xml").getroot()
-    assert suite.tag == "testsuite" and int(suite.get("tests")) >= 24
-    assert "Pass rate" in (out / "summary.md").read_text()
-    assert f"conform report: {backend}" in (out / "report.html").read_text()
-    assert "pass rate" in proc.stdout  # the closing summary table
-
-
-def test_every_failure_message_names_op_dtype_shapes_seed_and_worst_element(full_runs):
-    for backend, (_, out) in full_runs.items():
-        for line in (out / "results.jsonl").read_text().splitlines():
-            record = json.loads(line)
-            if record["verdict"] != "fail":
-                continue
-            message = record["message"]
-            worst = record["worst"]
-            if record.get("property"):   # a property broken: it, its source, the elements
-                parts = (f"property {record['property']} ", " broken at ", "[source: ")
-            elif worst is None:   # an output of the wrong shape has no worst element: both shapes
-                parts = ("output is", ", expected ")
-            else:               # an op with several outputs names the output holding it
-                parts = (f"worst {worst.get('output', 'out')}[", "actual=", "expected=", "inputs=",
-                         record["model"])
-            for part in (record["op"], f"dtype={record['dtype']}", "shapes=", f"seed={record['seed']}",
-                         *parts):
-                assert part in message, (backend, part, message)
 
 
 def test_onnxruntime_int_min_by_minus_one_is_a_crash_and_the_run_finishes(tmp_path, conform_cli):
@@ -179,8 +108,10 @@ def test_list_json_gives_each_signature_an_adapter_needs(conform_cli):
     assert all(set(n) == {"op", "inputs", "output"} for n in chain["nodes"])
 
 
-def test_report_rerenders_a_finished_run(full_runs, conform_cli):
-    _, out = full_runs["numpy"]
+def test_report_rerenders_a_finished_run(tmp_path, conform_cli):
+    out = tmp_path / "run"
+    conform_cli("run", "--backend", "numpy", "--ops", "add,exp", "--max-examples", 2, "--out", out,
+                "--quiet", check_status=0)
     (out / "report.html").unlink()
     conform_cli("report", out, check_status=0)
     assert (out / "report.html").exists()

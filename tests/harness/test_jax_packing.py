@@ -47,7 +47,9 @@ def _sample(specs) -> list:
     return cases
 
 
-def test_every_output_of_a_pack_is_bit_identical_to_the_case_run_alone(backend, specs):
+def test_every_op_and_dtypes_first_packed_output_is_bit_identical_to_the_case_run_alone(backend, specs):
+    """Both drawn cases of each op x dtype label share the pack; the first of each runs alone
+    too (a compilation each: running both alone doubled this test's cost, ~150 s)."""
     sample = _sample(specs)
     assert len({spec.definition.module for spec, _ in sample}) >= 8   # op modules: families
     slots = [Slot(Program(spec, case), declared_inputs(case)) for spec, case in sample]
@@ -66,10 +68,11 @@ def test_every_output_of_a_pack_is_bit_identical_to_the_case_run_alone(backend, 
     # one program per device count, and one attempt for each rejected case alone
     assert (after["compilations"] + after["loads"]) - (before["compilations"] + before["loads"]) \
         == len(devices) + len(rejected) and len(devices) > 1
-    differ = []
+    differ, compared = [], set()
     for (spec, case), slot in zip(sample, slots):
-        if slot in refused or slot in rejected:
+        if slot in refused or slot in rejected or (spec.op, case.dtype) in compared:
             continue
+        compared.add((spec.op, case.dtype))
         assert slot.error is None, (case.id, slot.error)
         alone = backend.run(program=Program(spec, case), inputs=declared_inputs(case))
         drawn = spec.definition.distribution is not None   # random: only the form is the same
@@ -77,7 +80,7 @@ def test_every_output_of_a_pack_is_bit_identical_to_the_case_run_alone(backend, 
                 a.dtype != b.dtype or a.shape != b.shape or (a.tobytes() != b.tobytes() and not drawn)
                 for a, b in zip(alone, slot.outputs)):
             differ.append(case.id)
-    assert not differ
+    assert not differ and len(compared) > 150
 
 
 def test_a_case_that_cannot_be_lowered_keeps_its_error_and_the_rest_of_the_pack_runs(backend, specs):
