@@ -15,6 +15,16 @@ from conform.ops._midpoints import SQUARE_MIDPOINTS
 from conform.ops.multiprecision import refined
 from conform.op_registry import op
 from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
+from conform.ops.xla_complex import (complex_circular_bound, complex_hyperbolic_bound,
+                                     complex_refined)
+
+
+def _real_or_complex(fast, exact, operand, dtypes):
+    """``refined`` of a real operand; of a complex one, :func:`complex_refined` (Arb complex
+    balls for complex128, NumPy's complex128 function for complex64)."""
+    if np.iscomplexobj(operand):
+        return complex_refined(fast, exact, operand, dtypes=dtypes)
+    return refined(fast, exact, operand, dtypes=dtypes)
 
 
 def _arb_cbrt(x):
@@ -46,16 +56,17 @@ def oracle_is_finite(operand):
     return (np.isfinite(operand),)
 
 
-@op("sin", version=1)
+@op("sin", version=1, error_bound=complex_circular_bound)
 def oracle_sin(operand, *, dtypes=None):
-    """sin(x), x in radians (NumPy's libm reduces large arguments exactly)."""
-    return (refined(np.sin, lambda x: x.sin(), operand, dtypes=dtypes),)
+    """sin(x), x in radians (NumPy's libm reduces large arguments exactly); complex x = a + bi:
+    sin a cosh b + i cos a sinh b."""
+    return (_real_or_complex(np.sin, lambda x: x.sin(), operand, dtypes),)
 
 
-@op("cos", version=1)
+@op("cos", version=1, error_bound=complex_circular_bound)
 def oracle_cos(operand, *, dtypes=None):
-    """cos(x), x in radians."""
-    return (refined(np.cos, lambda x: x.cos(), operand, dtypes=dtypes),)
+    """cos(x), x in radians; complex x = a + bi: cos a cosh b - i sin a sinh b."""
+    return (_real_or_complex(np.cos, lambda x: x.cos(), operand, dtypes),)
 
 
 @op("tan", version=1)
@@ -82,16 +93,18 @@ def oracle_acos(operand, *, dtypes=None):
     return (refined(np.arccos, lambda x: x.acos(), operand, dtypes=dtypes),)
 
 
-@op("sinh", version=1)
+@op("sinh", version=1, error_bound=complex_hyperbolic_bound)
 def oracle_sinh(operand, *, dtypes=None):
-    """sinh(x) = (e**x - e**-x) / 2, evaluated to ~2**-106 for float64."""
-    return (refined(np.sinh, lambda x: x.sinh(), operand, dtypes=dtypes),)
+    """sinh(x) = (e**x - e**-x) / 2, evaluated to ~2**-106 for float64; complex x = a + bi:
+    sinh a cos b + i cosh a sin b."""
+    return (_real_or_complex(np.sinh, lambda x: x.sinh(), operand, dtypes),)
 
 
-@op("cosh", version=1)
+@op("cosh", version=1, error_bound=complex_hyperbolic_bound)
 def oracle_cosh(operand, *, dtypes=None):
-    """cosh(x) = (e**x + e**-x) / 2, evaluated to ~2**-106 for float64."""
-    return (refined(np.cosh, lambda x: x.cosh(), operand, dtypes=dtypes),)
+    """cosh(x) = (e**x + e**-x) / 2, evaluated to ~2**-106 for float64; complex x = a + bi:
+    cosh a cos b + i sinh a sin b."""
+    return (_real_or_complex(np.cosh, lambda x: x.cosh(), operand, dtypes),)
 
 
 @op("log1p", version=1)

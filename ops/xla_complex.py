@@ -106,27 +106,64 @@ def complex_product_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dt
     return (judged_bound(bound, outputs[0], unbounded=finite & reaches_max_finite(sums, part)),)
 
 
+def _parts_of_products(expected, part, u, first_ulp, second_ulp, subnormals):
+    """The bound of a complex result whose every part is one product of two real functions'
+    values, within ``first_ulp`` and ``second_ulp`` ULPs (each ULP at most ``2u`` of the value),
+    rounded once: each part within ``(1 + 2 first_ulp u)(1 + 2 second_ulp u)(1 + u) - 1`` of
+    itself, so the modulus of the error within that of ``|expected|``; plus a part below the
+    normal range (``underflow_term``: a product, ``first_ulp + second_ulp + 1`` of the
+    smallest subnormal, for each of the two parts)."""
+    relative = (1 + 2 * first_ulp * u) * (1 + 2 * second_ulp * u) * (1 + u) - 1
+    ulps = first_ulp + second_ulp + 1
+    return relative * np.abs(expected) + 2 * underflow_term(1, part, ulps=ulps,
+                                                            subnormals=subnormals)
+
+
 def complex_exp_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
                       subnormals="ieee"):
     """The ``derived`` bound of ``exp(x + iy) = e**x cos y + i e**x sin y``, the definition
-    evaluated part by part: e**x within ``exp_ulp`` ULPs, cos y and sin y within ``trig_ulp``
-    (each ULP at most ``2u`` of the value), the product rounded once: each part within
-    ``(1 + 2 exp_ulp u)(1 + 2 trig_ulp u)(1 + u) - 1`` of itself, so the modulus of the error
-    within that of ``|exp z|``; plus a part below the normal range (``underflow_term``: a
-    product, ``trig_ulp + exp_ulp + 1`` of the smallest subnormal). NaN
-    (``unbounded_evaluation``) where e**x overflows the type though a part may not (cos y or
-    sin y below 1)."""
+    evaluated part by part: e**x within ``exp_ulp`` ULPs, cos y and sin y within ``trig_ulp``,
+    each product rounded once (:func:`_parts_of_products`). NaN (``unbounded_evaluation``)
+    where e**x overflows the type though a part may not (cos y or sin y below 1)."""
     (z,) = inputs
     part = component_dtype(out_dtype)
-    relative = (1 + 2 * constants["exp_ulp"] * u) * (1 + 2 * constants["trig_ulp"] * u) \
-        * (1 + u) - 1
     expected = np.asarray(outputs[0])
-    ulps = constants["exp_ulp"] + constants["trig_ulp"] + 1
-    bound = relative * np.abs(expected) + 2 * underflow_term(1, part, ulps=ulps,
-                                                              subnormals=subnormals)
+    bound = _parts_of_products(expected, part, u, constants["exp_ulp"], constants["trig_ulp"],
+                               subnormals)
     with np.errstate(over="ignore"):
         overflow = np.isfinite(z) & reaches_max_finite(np.exp(z.real), part)
     return (judged_bound(bound, expected, unbounded=overflow),)
+
+
+def _trig_bound(hyperbolic_of_imag: bool):
+    """The ``derived`` bound hook of a complex circular (``hyperbolic_of_imag``: sin, cos) or
+    hyperbolic (sinh, cosh) function by its part-by-part definition, each part one product of
+    a circular and a hyperbolic function of the operand's parts:
+    ``sin(a + bi) = sin a cosh b + i cos a sinh b``, ``cos(a + bi) = cos a cosh b - i sin a
+    sinh b``, ``sinh(a + bi) = sinh a cos b + i cosh a sin b``, ``cosh(a + bi) = cosh a cos b +
+    i sinh a sin b`` (the addition theorems with ``sin(ib) = i sinh b``, ``cos(ib) = cosh b``):
+    sin and cos within ``trig_ulp`` ULPs, sinh and cosh within ``hyperbolic_ulp``, each
+    product rounded once (:func:`_parts_of_products`). NaN (``unbounded_evaluation``) where
+    cosh of the hyperbolic argument (``b``, or ``a``) overflows the type though a part, its
+    product with a sine or cosine below 1, may not."""
+    def bound_hook(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                   subnormals="ieee"):
+        """The bound per element (see :func:`_trig_bound`)."""
+        (z,) = inputs
+        part = component_dtype(out_dtype)
+        expected = np.asarray(outputs[0])
+        bound = _parts_of_products(expected, part, u, constants["trig_ulp"],
+                                   constants["hyperbolic_ulp"], subnormals)
+        with np.errstate(over="ignore"):
+            grows = np.cosh(np.imag(z) if hyperbolic_of_imag else np.real(z))
+        overflow = np.isfinite(z) & reaches_max_finite(grows, part)
+        return (judged_bound(bound, expected, unbounded=overflow),)
+    return bound_hook
+
+
+#: the bound hooks of complex sin and cos (a hyperbolic function of the imaginary part), and
+#: of complex sinh and cosh (of the real part)
+complex_circular_bound, complex_hyperbolic_bound = _trig_bound(True), _trig_bound(False)
 
 
 def complex_log_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,

@@ -139,6 +139,32 @@ def test_product_bound_is_sqrt5_u():
     assert np.isnan(bound[0])   # unbounded_evaluation: the partial products overflow
 
 
+def test_complex128_sin_cosh_beyond_float64():
+    """sin(a + bi) = sin a cosh b + i cos a sinh b, against mpmath at 50 digits, where the
+    float64 formula cancels (a near pi: sin a is the rounding error of pi's float64)."""
+    import mpmath
+    z = complex(math.pi, 1e-3)
+    for op, function in (("sin", mpmath.sin), ("cosh", mpmath.cosh)):
+        with mpmath.workdps(50):
+            want = complex(function(mpmath.mpc(z.real, z.imag)))
+        got = run(op, np.array([z]))[0]
+        assert abs(got.real - want.real) <= 2.0 ** -52 * abs(want.real)
+        assert abs(got.imag - want.imag) <= 2.0 ** -52 * abs(want.imag)
+
+
+def test_trig_bound_is_two_functions_and_a_rounding():
+    from conform.ops.xla_complex import complex_circular_bound, complex_hyperbolic_bound
+    u, z = 2.0 ** -24, np.array([0.5 + 2j, 1 + 90j])
+    constants = {"trig_ulp": 4, "hyperbolic_ulp": 4}
+    (bound,) = complex_circular_bound([z], {}, (np.sin(z),), out_dtype="complex64", u=u,
+                                      constants=constants, dtypes=("complex64",))
+    assert bound[0] == pytest.approx(((1 + 8 * u) ** 2 * (1 + u) - 1) * abs(np.sin(z[0])))
+    assert np.isnan(bound[1])   # unbounded_evaluation: cosh 90 overflows float32
+    (bound,) = complex_hyperbolic_bound([z], {}, (np.sinh(z),), out_dtype="complex64", u=u,
+                                        constants=constants, dtypes=("complex64",))
+    assert np.isfinite(bound).all()   # cosh 1 does not overflow
+
+
 # -- the real backends ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("op", ["add", "negate", "complex", "real", "multiply", "exp", "sqrt"])
@@ -174,8 +200,9 @@ def test_a_low_precision_evaluation_fails(specs, jax_backend, op):
     assert "fail" in verdicts
 
 
-def _judged_on_jax(spec, jax_backend, values, dtype):
-    """The judgement of jax's answer for one case holding ``values`` (complex, in ``dtype``)."""
+def _judged_on_jax(spec, jax_backend, values, dtype, change=None):
+    """The judgement of jax's answer (altered by ``change(outputs, case)``) for one case holding
+    ``values`` (complex, in ``dtype``)."""
     import dataclasses
 
     from conform.generators._suite import generate_cases
@@ -183,7 +210,25 @@ def _judged_on_jax(spec, jax_backend, values, dtype):
     from conform.harness.judge.judging import judge_outputs
     case = generate_cases(spec, dtype, count=1, seed=0)[0]
     case = dataclasses.replace(case, inputs=[np.array(values, dtype)], expectation=None)
-    return judge_outputs(spec, case, run_case(jax_backend, spec, case), "ftz")
+    outputs = run_case(jax_backend, spec, case)
+    return judge_outputs(spec, case, change(outputs, case) if change else outputs, "ftz")
+
+
+#: operands of sin and cos: moderate, near a zero of a part or of the result (pi + small i), a
+#: large circular argument, near the hyperbolic part's overflow; of sinh and cosh: those jax's
+#: evaluation keeps within the bound (a small real part or a large one loses it: see
+#: test_jax_sinh_loses_a_small_real_part)
+TRIG_OPERANDS = {"sin": [0.5 + 2j, complex(math.pi, 1e-3), -1.5707964 - 0.25j, 1e4 + 0.5j,
+                         3 + 80j, -2 - 1e-30j, 1e-20 + 1j],
+                 "sinh": [-2 + 0.5j, 0.25 - 1.5707964j, -0.5 + 1e4j, 1 + 1e-30j, 3 - 3j]}
+
+
+@pytest.mark.parametrize("op", ["sin", "cos", "sinh", "cosh"])
+def test_jax_trig_within_the_bound_and_a_low_precision_answer_fails(specs, jax_backend, op):
+    operands = TRIG_OPERANDS[op.replace("cos", "sin")]
+    assert _judged_on_jax(specs[op], jax_backend, operands, "complex64").verdict == "pass"
+    judged = _judged_on_jax(specs[op], jax_backend, operands, "complex64", change=_low_precision)
+    assert judged.verdict == "fail"
 
 
 def test_jax_log_reads_a_subnormal_part_two_ways(specs, jax_backend):
@@ -215,3 +260,14 @@ def test_sqrt_branch_cut_side_of_negative_zero_is_open(specs, jax_backend):
     assert judged.verdict == "impl_defined" and judged.impl_defined == 1
     judged = _judged_on_jax(specs["sqrt"], jax_backend, [complex(-4, 0.0), 9 + 0j], "complex64")
     assert judged.verdict == "pass" and judged.checked == 2
+
+
+def test_jax_sinh_loses_a_small_real_part(specs, jax_backend):
+    """A real XLA:CPU deviation (jax 0.10.2), pinned: complex sinh of an operand with a small
+    real part and a zero imaginary part loses the real part's relative accuracy (sinh a cancels
+    as (e**a - e**-a) / 2 would), while the real sinh of the same number is accurate. Repro:
+    python3 -c "import jax; jax.config.update('jax_enable_x64', True); import numpy as np;
+    print(jax.lax.sinh(np.complex128(1e-5)), jax.lax.sinh(np.float64(1e-5)))"
+    gives 1.0000000000065512e-05 (60,000 ULP off) and 1.0000000000166668e-05."""
+    judged = _judged_on_jax(specs["sinh"], jax_backend, [1e-5 + 0j, 0.5 + 2j], "complex128")
+    assert judged.verdict == "fail" and list(judged.failing) == [0]
