@@ -16,7 +16,7 @@ from conform.ops.multiprecision import refined
 from conform.op_registry import op
 from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
 from conform.ops.xla_complex import (complex_circular_bound, complex_hyperbolic_bound,
-                                     complex_refined)
+                                     complex_refined, complex_sign_bound)
 
 
 def _real_or_complex(fast, exact, operand, dtypes):
@@ -38,9 +38,16 @@ def oracle_ceil(operand):
     return (np.ceil(operand),)
 
 
-@op("sign", version=1)
-def oracle_sign(operand):
-    """XLA Sign: -1 for x < 0, -0 for -0, NaN for NaN, +0 for +0, 1 for x > 0 (integers: -1, 0, 1)."""
+@op("sign", version=1, error_bound=complex_sign_bound)
+def oracle_sign(operand, *, dtypes=None):
+    """XLA Sign: -1 for x < 0, -0 for -0, NaN for NaN, +0 for +0, 1 for x > 0 (integers: -1, 0, 1);
+    complex x (StableHLO sign): NaN + NaN i where a part is NaN, 0 for 0, else x / |x|."""
+    if np.iscomplexobj(operand):
+        with np.errstate(invalid="ignore"):
+            unit = complex_refined(lambda z: z / np.abs(z), lambda z: z / abs(z), operand,
+                                   dtypes=dtypes)
+        nan = np.isnan(operand.real) | np.isnan(operand.imag)
+        return (np.where(nan, complex(np.nan, np.nan), np.where(operand == 0, operand, unit)),)
     return (np.where(operand == 0, operand, np.sign(operand)),)  # np.sign(-0.0) is +0
 
 

@@ -60,6 +60,43 @@ def negative_zero_on_branch_cut(ctx: RegionContext) -> np.ndarray:
     return mask
 
 
+@region
+def complex_infinite_operand(ctx: RegionContext) -> np.ndarray:
+    """Results of a complex element-wise op with an operand that has an infinite part and no
+    NaN part, where the text defines the NaN case only (StableHLO's sign: a NaN part gives
+    ``(NaN, NaN)``; ``divide(x, abs(x))`` of an infinite ``x`` divides an infinity by an
+    infinity, NaN in IEEE arithmetic, though the limit is a number of modulus 1)."""
+    mask = ctx.none()
+    for operand in ctx.inputs:
+        if np.iscomplexobj(operand):
+            nan = np.isnan(operand.real) | np.isnan(np.imag(operand))
+            mask = mask | ctx.aligned(np.isinf(operand) & ~nan)
+    return mask
+
+
+def complex_sign_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                       subnormals="ieee"):
+    """The ``derived`` bound of a complex ``sign(x) = divide(x, convert(abs(x), type(x)))``
+    (StableHLO's sign): ``c = |x|`` a hypot within ``hypot_ulp`` ULPs (relative ``2 hypot_ulp
+    u``), then ``x / (c + 0i)`` by the textbook complex division ``(a c + b 0) / (c**2 + 0**2)``
+    (three roundings per part; Smith's algorithm and a division by the real ``c`` round less),
+    ``(a c) / c**2 = a / c`` carrying ``c``'s error once: each part within ``(1 + 2 hypot_ulp
+    u)(1 + u)**3 - 1`` of itself, so the modulus of the error within that of ``|sign x| = 1``;
+    plus a part below the normal range (``underflow_term``). NaN (``unbounded_evaluation``)
+    where ``|x|`` or ``|x|**2`` overflows the type (``abs`` rounds to infinity and the quotient
+    to 0, or ``c**2`` does), or ``|x|**2`` falls below its normal range."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    relative = (1 + 2 * constants["hypot_ulp"] * u) * (1 + u) ** 3 - 1
+    bound = relative * np.abs(expected) + 2 * underflow_term(1, part, subnormals=subnormals)
+    with np.errstate(over="ignore", under="ignore"):
+        square = np.abs(z) ** 2
+    tiny = np.finfo(part).tiny
+    unbounded = np.isfinite(z) & (z != 0) & (reaches_max_finite(square, part) | (square < tiny))
+    return (judged_bound(bound, expected, unbounded=unbounded),)
+
+
 def complex_sqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
                        subnormals="ieee"):
     """The ``derived`` bound of the principal ``sqrt(a + bi)`` by its standard evaluation
