@@ -16,7 +16,7 @@ from conform.ops.multiprecision import refined
 from conform.op_registry import op
 from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
 from conform.ops.xla_complex import (complex_circular_bound, complex_hyperbolic_bound,
-                                     complex_refined, complex_sign_bound)
+                                     complex_refined, complex_rsqrt_bound, complex_sign_bound)
 
 
 def _real_or_complex(fast, exact, operand, dtypes):
@@ -137,10 +137,11 @@ def numpy_logistic(operand):
     return one / (one + np.exp(-operand))
 
 
-@op("rsqrt", version=1, numpy=numpy_rsqrt)
+@op("rsqrt", version=1, numpy=numpy_rsqrt, error_bound=complex_rsqrt_bound)
 def oracle_rsqrt(operand, *, dtypes=None):
-    """1 / sqrt(x) (XLA Rsqrt), to ~2**-106 for float64: rsqrt(-0) = -inf, rsqrt(x < 0) = NaN."""
-    return (refined(lambda x: 1 / np.sqrt(x), lambda x: x.rsqrt(), operand, dtypes=dtypes),)
+    """1 / sqrt(x) (XLA Rsqrt), to ~2**-106 for float64: rsqrt(-0) = -inf, rsqrt(x < 0) = NaN;
+    complex x: the reciprocal of the principal root."""
+    return (_real_or_complex(lambda x: 1 / np.sqrt(x), lambda x: x.rsqrt(), operand, dtypes),)
 
 
 @op("cbrt", version=1)

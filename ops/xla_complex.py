@@ -22,7 +22,7 @@ import numpy as np
 from conform.dtypes import complex_array, component_dtype
 from conform.op_registry import op, region
 from conform.ops._lowering import unsupported
-from conform.ops.error_bounds import judged_bound, reaches_max_finite, underflow_term
+from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
 from conform.ops.regions import RegionContext, broadcast_aligned
 
 #: Arb's working precision for complex128 references: far beyond float64's 53 bits, checked
@@ -121,6 +121,37 @@ def complex_sqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtype
         inner = np.abs(z.real) + np.abs(z)
     bound = relative * np.abs(expected) + shift + underflow_term(1, part, subnormals=subnormals)
     unbounded = np.isfinite(z) & (inner >= np.finfo(part).max)
+    return (judged_bound(bound, expected, unbounded=unbounded),)
+
+
+def complex_rsqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                        subnormals="ieee"):
+    """The ``derived`` bound of ``rsqrt(z) = 1.0 / sqrt(z)`` (the text's formula) for complex
+    ``z``: the root ``w`` within :func:`complex_sqrt_bound`'s ``e_w`` (relative ``r = e_w /
+    |w|``), then the complex reciprocal ``1 / w`` within ``gamma(reciprocal_roundings)`` per part
+    (the textbook ``(c - di) / (c**2 + d**2)``: two squares, a sum of non-negative terms and a
+    division, three roundings on each part; Smith's ``r = d / c``, ``c + d r``, ``1 / (c + d r)``
+    and ``r / (c + d r)``: at most five, its sum of two terms of one sign), ``1 / (w (1 + r))``
+    adding ``r / (1 - r)``: the modulus of the error within ``((1 + r / (1 - r))(1 +
+    gamma) - 1) |rsqrt z|`` plus a part below the normal range. NaN (``unbounded_evaluation``)
+    where the root's bound is, at ``z = 0`` (a division by a zero complex number: NaN by the
+    textbook formula, an infinity by C11 Annex G), and where ``|w|**2 = |z|`` leaves the
+    normal range (the textbook formula's ``c**2 + d**2`` overflows or loses its precision)."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    with np.errstate(all="ignore"):
+        root = np.sqrt(np.asarray(z, np.complex128))
+    (root_bound,) = complex_sqrt_bound(inputs, attrs, (root,), out_dtype=out_dtype, u=u,
+                                       constants=constants, dtypes=dtypes, subnormals=subnormals)
+    with np.errstate(all="ignore"):
+        r = np.asarray(root_bound) / np.abs(root)
+        relative = (1 + r / (1 - r)) * (1 + gamma(constants["reciprocal_roundings"], u)) - 1
+        bound = np.where(r < 1, relative, np.inf) * np.abs(expected) \
+            + 2 * underflow_term(1, part, subnormals=subnormals)
+    magnitude = np.abs(z)
+    unbounded = np.isnan(root_bound) | (np.isfinite(z) & (
+        (magnitude < np.finfo(part).tiny) | reaches_max_finite(magnitude, part)))
     return (judged_bound(bound, expected, unbounded=unbounded),)
 
 

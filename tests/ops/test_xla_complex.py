@@ -231,10 +231,11 @@ def _judged_on_jax(spec, jax_backend, values, dtype, change=None):
 OPERANDS = {"sin": [0.5 + 2j, complex(math.pi, 1e-3), -1.5707964 - 0.25j, 1e4 + 0.5j,
                     3 + 80j, -2 - 1e-30j, 1e-20 + 1j],
             "sinh": [-2 + 0.5j, 0.25 - 1.5707964j, -0.5 + 1e4j, 1 + 1e-30j, 3 - 3j],
-            "sign": [3 - 4j, -1e-15 + 1e-15j, 1e15 - 2e14j, -7 + 0j, 1 + 1e-30j]}
+            "sign": [3 - 4j, -1e-15 + 1e-15j, 1e15 - 2e14j, -7 + 0j, 1 + 1e-30j],
+            "rsqrt": [4 + 0j, -3 + 4j, 1e-10 + 1e-10j, 1e30 - 1e30j, -1 + 1e-30j, -2 - 1e-3j]}
 
 
-@pytest.mark.parametrize("op", ["sin", "cos", "sinh", "cosh", "sign"])
+@pytest.mark.parametrize("op", ["sin", "cos", "sinh", "cosh", "sign", "rsqrt"])
 def test_jax_within_the_bound_and_a_low_precision_answer_fails(specs, jax_backend, op):
     operands = OPERANDS[op.replace("cos", "sin")]
     assert _judged_on_jax(specs[op], jax_backend, operands, "complex64").verdict == "pass"
@@ -281,6 +282,17 @@ def test_jax_sinh_loses_a_small_real_part(specs, jax_backend):
     print(jax.lax.sinh(np.complex128(1e-5)), jax.lax.sinh(np.float64(1e-5)))"
     gives 1.0000000000065512e-05 (60,000 ULP off) and 1.0000000000166668e-05."""
     judged = _judged_on_jax(specs["sinh"], jax_backend, [1e-5 + 0j, 0.5 + 2j], "complex128")
+    assert judged.verdict == "fail" and list(judged.failing) == [0]
+
+
+def test_jax_rsqrt_crosses_the_cut_at_a_subnormal_imaginary_part(specs, jax_backend):
+    """A real XLA:CPU deviation (jax 0.10.2), pinned: rsqrt(-1 + 5e-324i) = 6e-17 + 1i, where
+    both the operand's value and its flushed reading (-1 + 0i) give 1 / sqrt(x) = -i (its
+    argument by XLA's atan2, -pi there). Repro: python3 -c "import jax;
+    jax.config.update('jax_enable_x64', True); import numpy as np;
+    print(jax.lax.rsqrt(np.array([complex(-1, 5e-324), complex(-1, 0.0)])))"."""
+    judged = _judged_on_jax(specs["rsqrt"], jax_backend, [complex(-1, 5e-324), -1 + 0j, 4j],
+                            "complex128")
     assert judged.verdict == "fail" and list(judged.failing) == [0]
 
 
