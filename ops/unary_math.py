@@ -15,8 +15,9 @@ from conform.ops._midpoints import SQUARE_MIDPOINTS
 from conform.ops.multiprecision import refined
 from conform.op_registry import op
 from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
-from conform.ops.xla_complex import (complex_circular_bound, complex_hyperbolic_bound,
-                                     complex_refined, complex_rsqrt_bound, complex_sign_bound)
+from conform.ops.xla_complex import (complex_circular_bound, complex_expm1_bound,
+                                     complex_hyperbolic_bound, complex_refined,
+                                     complex_rsqrt_bound, complex_sign_bound)
 
 
 def _real_or_complex(fast, exact, operand, dtypes):
@@ -120,10 +121,10 @@ def oracle_log1p(operand, *, dtypes=None):
     return (refined(np.log1p, lambda x: x.log1p(), operand, dtypes=dtypes),)
 
 
-@op("expm1", version=1)
+@op("expm1", version=1, error_bound=complex_expm1_bound)
 def oracle_expm1(operand, *, dtypes=None):
-    """e**x - 1."""
-    return (refined(np.expm1, lambda x: x.expm1(), operand, dtypes=dtypes),)
+    """e**x - 1; complex x = a + bi: (e**a cos b - 1) + i e**a sin b."""
+    return (_real_or_complex(np.expm1, lambda x: x.expm1(), operand, dtypes),)
 
 
 def numpy_rsqrt(operand):

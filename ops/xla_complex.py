@@ -203,6 +203,34 @@ def complex_exp_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     return (judged_bound(bound, expected, unbounded=overflow),)
 
 
+def complex_expm1_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                        subnormals="ieee"):
+    """The ``derived`` bound of ``expm1(a + bi) = e**(a + bi) - 1`` by the evaluation that keeps
+    the real part's cancellation exact, ``(expm1(a) cos b - 2 sin(b/2)**2) + i e**a sin b``
+    (``cos b - 1 = -2 sin(b/2)**2``; ``b/2`` and the doubling exact): expm1 and exp within
+    ``exp_ulp`` ULPs, sin and cos within ``trig_ulp`` (each ULP at most ``2u`` of the value),
+    each product and square rounded once, the difference once: the real part within
+    ``p |expm1(a) cos b| + s 2 sin(b/2)**2 + u |re|``, ``p = (1 + 2 exp_ulp u)(1 + 2 trig_ulp
+    u)(1 + u) - 1``, ``s = (1 + 2 trig_ulp u)**2 (1 + u) - 1``, the imaginary part within
+    ``p |im|``: their sum bounds the modulus of the error; plus the parts below the normal
+    range (``underflow_term``). NaN (``unbounded_evaluation``) where e**a overflows the type
+    though a part may not."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    a, b = np.real(z), np.imag(z)
+    exp_rel, trig_rel = 2 * constants["exp_ulp"] * u, 2 * constants["trig_ulp"] * u
+    product = (1 + exp_rel) * (1 + trig_rel) * (1 + u) - 1
+    square = (1 + trig_rel) ** 2 * (1 + u) - 1
+    with np.errstate(all="ignore"):
+        real = product * np.abs(np.expm1(a) * np.cos(b)) + square * 2 * np.sin(b / 2) ** 2 \
+            + u * np.abs(expected.real)
+        bound = real + product * np.abs(expected.imag) + 3 * underflow_term(
+            1, part, ulps=constants["exp_ulp"] + constants["trig_ulp"] + 1, subnormals=subnormals)
+        overflow = np.isfinite(z) & reaches_max_finite(np.exp(a), part)
+    return (judged_bound(bound, expected, unbounded=overflow),)
+
+
 def _trig_bound(hyperbolic_of_imag: bool):
     """The ``derived`` bound hook of a complex circular (``hyperbolic_of_imag``: sin, cos) or
     hyperbolic (sinh, cosh) function by its part-by-part definition, each part one product of

@@ -232,10 +232,11 @@ OPERANDS = {"sin": [0.5 + 2j, complex(math.pi, 1e-3), -1.5707964 - 0.25j, 1e4 + 
                     3 + 80j, -2 - 1e-30j, 1e-20 + 1j],
             "sinh": [-2 + 0.5j, 0.25 - 1.5707964j, -0.5 + 1e4j, 1 + 1e-30j, 3 - 3j],
             "sign": [3 - 4j, -1e-15 + 1e-15j, 1e15 - 2e14j, -7 + 0j, 1 + 1e-30j],
-            "rsqrt": [4 + 0j, -3 + 4j, 1e-10 + 1e-10j, 1e30 - 1e30j, -1 + 1e-30j, -2 - 1e-3j]}
+            "rsqrt": [4 + 0j, -3 + 4j, 1e-10 + 1e-10j, 1e30 - 1e30j, -1 + 1e-30j, -2 - 1e-3j],
+            "expm1": [1e-5 + 1e-5j, 0.1 - 6.33j, -3 + 2j, 1e-20 + 1e-3j, 5 + 0.5j]}
 
 
-@pytest.mark.parametrize("op", ["sin", "cos", "sinh", "cosh", "sign", "rsqrt"])
+@pytest.mark.parametrize("op", ["sin", "cos", "sinh", "cosh", "sign", "rsqrt", "expm1"])
 def test_jax_within_the_bound_and_a_low_precision_answer_fails(specs, jax_backend, op):
     operands = OPERANDS[op.replace("cos", "sin")]
     assert _judged_on_jax(specs[op], jax_backend, operands, "complex64").verdict == "pass"
@@ -272,6 +273,16 @@ def test_sqrt_branch_cut_side_of_negative_zero_is_open(specs, jax_backend):
     assert judged.verdict == "impl_defined" and judged.impl_defined == 1
     judged = _judged_on_jax(specs["sqrt"], jax_backend, [complex(-4, 0.0), 9 + 0j], "complex64")
     assert judged.verdict == "pass" and judged.checked == 2
+
+
+def test_expm1_as_exp_minus_one_fails(specs, jax_backend):
+    """e**z - 1 evaluated as written cancels near z = 0: the bound (the real part's cancellation
+    kept exact) catches it."""
+    def naive(outputs, case):
+        return [(np.exp(case.inputs[0]) - np.complex64(1)).astype(np.complex64)]
+    judged = _judged_on_jax(specs["expm1"], jax_backend, [1e-5 + 1e-5j, 2 + 1j], "complex64",
+                            change=naive)
+    assert judged.verdict == "fail" and list(judged.failing) == [0]
 
 
 def test_jax_sinh_loses_a_small_real_part(specs, jax_backend):
