@@ -16,8 +16,8 @@ from conform.ops.multiprecision import refined
 from conform.op_registry import op
 from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
 from conform.ops.xla_complex import (complex_circular_bound, complex_expm1_bound,
-                                     complex_hyperbolic_bound, complex_refined,
-                                     complex_rsqrt_bound, complex_sign_bound)
+                                     complex_hyperbolic_bound, complex_logistic_bound,
+                                     complex_refined, complex_rsqrt_bound, complex_sign_bound)
 
 
 def _real_or_complex(fast, exact, operand, dtypes):
@@ -151,11 +151,11 @@ def oracle_cbrt(operand, *, dtypes=None):
     return (refined(np.cbrt, _arb_cbrt, operand, dtypes=dtypes),)
 
 
-@op("logistic", version=1, numpy=numpy_logistic)
+@op("logistic", version=1, numpy=numpy_logistic, error_bound=complex_logistic_bound)
 def oracle_logistic(operand, *, dtypes=None):
-    """1 / (1 + e**-x), to ~2**-106 for float64."""
-    return (refined(lambda x: 1 / (1 + np.exp(-x)), lambda x: 1 / (1 + (-x).exp()), operand,
-                    dtypes=dtypes),)
+    """1 / (1 + e**-x), to ~2**-106 for float64 (and for complex128)."""
+    return (_real_or_complex(lambda x: 1 / (1 + np.exp(-x)), lambda x: 1 / (1 + (-x).exp()),
+                             operand, dtypes),)
 
 
 @op("erf", version=1)

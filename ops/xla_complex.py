@@ -124,6 +124,44 @@ def complex_sqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtype
     return (judged_bound(bound, expected, unbounded=unbounded),)
 
 
+def _reciprocal_error(r, u, roundings):
+    """The relative error of a complex reciprocal ``1 / s`` evaluated from ``s`` known to within
+    relative ``r``: ``1 / (s (1 + r))`` adds ``r / (1 - r)``, the reciprocal's own evaluation
+    ``gamma(roundings)`` per part (the textbook ``(c - di) / (c**2 + d**2)`` rounds three times
+    per part, Smith's algorithm at most five; neither cancels: both add terms of one sign);
+    infinite (any number) where ``r >= 1``."""
+    with np.errstate(all="ignore"):
+        relative = (1 + r / (1 - r)) * (1 + gamma(roundings, u)) - 1
+    return np.where(r < 1, relative, np.inf)
+
+
+def complex_logistic_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                           subnormals="ieee"):
+    """The ``derived`` bound of ``logistic(z) = 1 / (1 + e**-z)`` for complex ``z``, the
+    definition evaluated as written: ``w = e**-z`` within the complex exp bound's relative
+    ``p = (1 + 2 exp_ulp u)(1 + 2 trig_ulp u)(1 + u) - 1`` (:func:`complex_exp_bound`), ``s = 1 +
+    w`` adding one rounding of its real part, so ``s`` within ``r = (p |w| + u |s|) / |s|``
+    (near a pole, ``z = (2k + 1) pi i``, ``|w| / |s|`` grows: the condition of the sum), then the
+    reciprocal (:func:`_reciprocal_error`). NaN (``unbounded_evaluation``) where e**-a
+    overflows the type, or ``|s|**2`` leaves its normal range (the textbook reciprocal's
+    ``c**2 + d**2`` overflows, or loses its precision near a pole)."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    p = (1 + 2 * constants["exp_ulp"] * u) * (1 + 2 * constants["trig_ulp"] * u) * (1 + u) - 1
+    with np.errstate(all="ignore"):
+        w = np.exp(-np.asarray(z, np.complex128))
+        s = 1 + w
+        relative = _reciprocal_error((p * np.abs(w) + u * np.abs(s)) / np.abs(s), u,
+                                     constants["reciprocal_roundings"])
+        bound = relative * np.abs(expected) + 2 * underflow_term(1, part, subnormals=subnormals)
+        square = np.abs(s) ** 2
+    unbounded = np.isfinite(z) & (reaches_max_finite(np.abs(w), part)
+                                  | reaches_max_finite(square, part)
+                                  | (square < np.finfo(part).tiny))
+    return (judged_bound(bound, expected, unbounded=unbounded),)
+
+
 def complex_rsqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
                         subnormals="ieee"):
     """The ``derived`` bound of ``rsqrt(z) = 1.0 / sqrt(z)`` (the text's formula) for complex
@@ -145,10 +183,9 @@ def complex_rsqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtyp
     (root_bound,) = complex_sqrt_bound(inputs, attrs, (root,), out_dtype=out_dtype, u=u,
                                        constants=constants, dtypes=dtypes, subnormals=subnormals)
     with np.errstate(all="ignore"):
-        r = np.asarray(root_bound) / np.abs(root)
-        relative = (1 + r / (1 - r)) * (1 + gamma(constants["reciprocal_roundings"], u)) - 1
-        bound = np.where(r < 1, relative, np.inf) * np.abs(expected) \
-            + 2 * underflow_term(1, part, subnormals=subnormals)
+        relative = _reciprocal_error(np.asarray(root_bound) / np.abs(root), u,
+                                     constants["reciprocal_roundings"])
+        bound = relative * np.abs(expected) + 2 * underflow_term(1, part, subnormals=subnormals)
     magnitude = np.abs(z)
     unbounded = np.isnan(root_bound) | (np.isfinite(z) & (
         (magnitude < np.finfo(part).tiny) | reaches_max_finite(magnitude, part)))
