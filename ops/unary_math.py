@@ -17,7 +17,8 @@ from conform.op_registry import op
 from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
 from conform.ops.xla_complex import (complex_circular_bound, complex_expm1_bound,
                                      complex_hyperbolic_bound, complex_logistic_bound,
-                                     complex_refined, complex_rsqrt_bound, complex_sign_bound)
+                                     complex_refined, complex_rsqrt_bound, complex_sign_bound,
+                                     complex_tan_bound)
 
 
 def _real_or_complex(fast, exact, operand, dtypes):
@@ -77,10 +78,10 @@ def oracle_cos(operand, *, dtypes=None):
     return (_real_or_complex(np.cos, lambda x: x.cos(), operand, dtypes),)
 
 
-@op("tan", version=1)
+@op("tan", version=1, error_bound=complex_tan_bound)
 def oracle_tan(operand, *, dtypes=None):
-    """tan(x), x in radians."""
-    return (refined(np.tan, lambda x: x.tan(), operand, dtypes=dtypes),)
+    """tan(x), x in radians; complex x: sin x / cos x."""
+    return (_real_or_complex(np.tan, lambda x: x.tan(), operand, dtypes),)
 
 
 @op("atan", version=1)
