@@ -294,32 +294,42 @@ def _trig_bound(hyperbolic_of_imag: bool):
     return bound_hook
 
 
-def complex_tan_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
-                      subnormals="ieee"):
-    """The ``derived`` bound of ``tan(a + bi) = (sin 2a + i sinh 2b) / (cos 2a + cosh 2b)`` (the
-    definition sin z / cos z with its numerator and denominator multiplied by the conjugate of
-    cos z; ``2a`` and ``2b`` exact) evaluated as written: sin and cos within ``trig_ulp`` ULPs,
-    sinh and cosh within ``hyperbolic_ulp`` (each ULP at most ``2u`` of the value), the
-    denominator ``D`` within ``e = 2 max(trig_ulp, hyperbolic_ulp) u (|cos 2a| + cosh 2b) + u
-    |D|`` (it cancels near a pole, ``z = pi/2 + k pi``), each part's quotient rounded once: each
-    part, and so the modulus of the error, within ``(1 + n)(1 + e / |D|) / (1 - e / |D|)
-    (1 + u) - 1`` of ``|tan z|``, ``n = 2 max(...) u`` the numerator's; plus a part below the
-    normal range. NaN (``unbounded_evaluation``) where cosh 2b overflows the type (tan z -> ±i
-    there, the quotient of two infinities)."""
-    (z,) = inputs
-    part = component_dtype(out_dtype)
-    expected = np.asarray(outputs[0])
-    n = 2 * max(constants["trig_ulp"], constants["hyperbolic_ulp"]) * u
-    with np.errstate(all="ignore"):
-        a, b = 2 * np.real(z).astype(np.float64), 2 * np.imag(z).astype(np.float64)
-        denominator = np.cos(a) + np.cosh(b)
-        d = (n * (np.abs(np.cos(a)) + np.cosh(b)) + u * np.abs(denominator)) \
-            / np.abs(denominator)
-        relative = np.where(d < 1, (1 + n) * (1 + d) / (1 - d) * (1 + u) - 1, np.inf)
-        overflow = np.isfinite(z) & reaches_max_finite(np.cosh(b), part)
-    bound = relative * np.abs(expected) + 2 * underflow_term(
-        1, part, ulps=2 * constants["trig_ulp"] + 1, subnormals=subnormals)
-    return (judged_bound(bound, expected, unbounded=overflow),)
+def _tangent_bound(hyperbolic: bool):
+    """The ``derived`` bound hook of complex tan (``hyperbolic`` False) or tanh, each the
+    quotient of its definition with numerator and denominator multiplied by a conjugate
+    (``2a``, ``2b`` exact), evaluated as written: ``tan(a + bi) = (sin 2a + i sinh 2b) / (cos 2a
+    + cosh 2b)``, ``tanh(a + bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b)``. sin and cos
+    within ``trig_ulp`` ULPs, sinh and cosh within ``hyperbolic_ulp`` (each ULP at most ``2u`` of
+    the value; ``n`` = twice the larger times ``u``), the denominator ``D`` within ``e = n (|cos|
+    + cosh) + u |D|`` (it cancels near a pole: ``pi/2 + k pi``, or ``i`` times it for tanh),
+    each part's quotient rounded once: each part, and so the modulus of the error, within
+    ``(1 + n)(1 + e / |D|) / (1 - e / |D|)(1 + u) - 1`` of ``|f(z)|``; plus a part below the
+    normal range. NaN (``unbounded_evaluation``) where the cosh overflows the type (the
+    quotient of two infinities, though ``f(z)`` is near ``±i`` or ``±1``)."""
+    def bound_hook(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                   subnormals="ieee"):
+        """The bound per element (see :func:`_tangent_bound`)."""
+        (z,) = inputs
+        part = component_dtype(out_dtype)
+        expected = np.asarray(outputs[0])
+        n = 2 * max(constants["trig_ulp"], constants["hyperbolic_ulp"]) * u
+        with np.errstate(all="ignore"):
+            circular, growing = 2 * np.real(z).astype(np.float64), 2 * np.imag(z).astype(np.float64)
+            if hyperbolic:
+                circular, growing = growing, circular
+            denominator = np.cos(circular) + np.cosh(growing)
+            e = (n * (np.abs(np.cos(circular)) + np.cosh(growing)) + u * np.abs(denominator)) \
+                / np.abs(denominator)
+            relative = np.where(e < 1, (1 + n) * (1 + e) / (1 - e) * (1 + u) - 1, np.inf)
+            overflow = np.isfinite(z) & reaches_max_finite(np.cosh(growing), part)
+        bound = relative * np.abs(expected) + 2 * underflow_term(
+            1, part, ulps=2 * constants["trig_ulp"] + 1, subnormals=subnormals)
+        return (judged_bound(bound, expected, unbounded=overflow),)
+    return bound_hook
+
+
+#: the bound hooks of complex tan and tanh
+complex_tan_bound, complex_tanh_bound = _tangent_bound(False), _tangent_bound(True)
 
 
 #: the bound hooks of complex sin and cos (a hyperbolic function of the imaginary part), and

@@ -235,11 +235,12 @@ OPERANDS = {"sin": [0.5 + 2j, complex(math.pi, 1e-3), -1.5707964 - 0.25j, 1e4 + 
             "rsqrt": [4 + 0j, -3 + 4j, 1e-10 + 1e-10j, 1e30 - 1e30j, -1 + 1e-30j, -2 - 1e-3j],
             "expm1": [1e-5 + 1e-5j, 0.1 - 6.33j, -3 + 2j, 1e-20 + 1e-3j, 5 + 0.5j],
             "logistic": [0.5 - 2j, -0.028 + 3.12j, 30 + 1j, -20 - 0.5j, 1e-20j],
-            "tan": [0.5 + 2j, 1.5707964 + 1e-3j, -3 - 0.5j, 1e-20 + 20j, 4.7 - 1e-6j]}
+            "tan": [0.5 + 2j, 1.5707964 + 1e-3j, -3 - 0.5j, 1e-20 + 20j, 4.7 - 1e-6j],
+            "tanh": [2 + 0.5j, 1e-3 + 1.5707964j, -0.5 - 3j, 20 + 1e-20j, -1e-6 + 4.7j]}
 
 
 @pytest.mark.parametrize("op", ["sin", "cos", "sinh", "cosh", "sign", "rsqrt", "expm1",
-                                "logistic", "tan"])
+                                "logistic", "tan", "tanh"])
 def test_jax_within_the_bound_and_a_low_precision_answer_fails(specs, jax_backend, op):
     operands = OPERANDS[op.replace("cos", "sin")]
     assert _judged_on_jax(specs[op], jax_backend, operands, "complex64").verdict == "pass"
