@@ -17,7 +17,8 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
 from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
-                                     complex_refined, complex_sqrt_bound, exact_complex_product)
+                                     complex_refined, complex_sqrt_bound, complex_tanh_bound,
+                                     exact_complex_product)
 
 
 def xla_operands(lhs, rhs, broadcast_dimensions=None):
@@ -229,9 +230,11 @@ def oracle_log(operand, *, dtypes=None):
     return (refined(np.log, lambda x: x.log(), operand, dtypes=dtypes),)
 
 
-@op("tanh", version=1)
+@op("tanh", version=1, error_bound=complex_tanh_bound)
 def oracle_tanh(operand, *, dtypes=None):
-    """tanh(x)."""
+    """tanh(x); complex x: sinh x / cosh x."""
+    if np.iscomplexobj(operand):
+        return (complex_refined(np.tanh, lambda z: z.tanh(), operand, dtypes=dtypes),)
     return (refined(np.tanh, lambda x: x.tanh(), operand, dtypes=dtypes),)
 
 

@@ -15,6 +15,18 @@ from conform.ops._midpoints import SQUARE_MIDPOINTS
 from conform.ops.multiprecision import refined
 from conform.op_registry import op
 from conform.ops._rounded import exact_divide, exact_multiply, rounded_elementwise
+from conform.ops.xla_complex import (complex_circular_bound, complex_expm1_bound,
+                                     complex_hyperbolic_bound, complex_logistic_bound,
+                                     complex_refined, complex_rsqrt_bound, complex_sign_bound,
+                                     complex_tan_bound)
+
+
+def _real_or_complex(fast, exact, operand, dtypes):
+    """``refined`` of a real operand; of a complex one, :func:`complex_refined` (Arb complex
+    balls for complex128, NumPy's complex128 function for complex64)."""
+    if np.iscomplexobj(operand):
+        return complex_refined(fast, exact, operand, dtypes=dtypes)
+    return refined(fast, exact, operand, dtypes=dtypes)
 
 
 def _arb_cbrt(x):
@@ -28,9 +40,16 @@ def oracle_ceil(operand):
     return (np.ceil(operand),)
 
 
-@op("sign", version=1)
-def oracle_sign(operand):
-    """XLA Sign: -1 for x < 0, -0 for -0, NaN for NaN, +0 for +0, 1 for x > 0 (integers: -1, 0, 1)."""
+@op("sign", version=1, error_bound=complex_sign_bound)
+def oracle_sign(operand, *, dtypes=None):
+    """XLA Sign: -1 for x < 0, -0 for -0, NaN for NaN, +0 for +0, 1 for x > 0 (integers: -1, 0, 1);
+    complex x (StableHLO sign): NaN + NaN i where a part is NaN, 0 for 0, else x / |x|."""
+    if np.iscomplexobj(operand):
+        with np.errstate(invalid="ignore"):
+            unit = complex_refined(lambda z: z / np.abs(z), lambda z: z / abs(z), operand,
+                                   dtypes=dtypes)
+        nan = np.isnan(operand.real) | np.isnan(operand.imag)
+        return (np.where(nan, complex(np.nan, np.nan), np.where(operand == 0, operand, unit)),)
     return (np.where(operand == 0, operand, np.sign(operand)),)  # np.sign(-0.0) is +0
 
 
@@ -46,22 +65,23 @@ def oracle_is_finite(operand):
     return (np.isfinite(operand),)
 
 
-@op("sin", version=1)
+@op("sin", version=1, error_bound=complex_circular_bound)
 def oracle_sin(operand, *, dtypes=None):
-    """sin(x), x in radians (NumPy's libm reduces large arguments exactly)."""
-    return (refined(np.sin, lambda x: x.sin(), operand, dtypes=dtypes),)
+    """sin(x), x in radians (NumPy's libm reduces large arguments exactly); complex x = a + bi:
+    sin a cosh b + i cos a sinh b."""
+    return (_real_or_complex(np.sin, lambda x: x.sin(), operand, dtypes),)
 
 
-@op("cos", version=1)
+@op("cos", version=1, error_bound=complex_circular_bound)
 def oracle_cos(operand, *, dtypes=None):
-    """cos(x), x in radians."""
-    return (refined(np.cos, lambda x: x.cos(), operand, dtypes=dtypes),)
+    """cos(x), x in radians; complex x = a + bi: cos a cosh b - i sin a sinh b."""
+    return (_real_or_complex(np.cos, lambda x: x.cos(), operand, dtypes),)
 
 
-@op("tan", version=1)
+@op("tan", version=1, error_bound=complex_tan_bound)
 def oracle_tan(operand, *, dtypes=None):
-    """tan(x), x in radians."""
-    return (refined(np.tan, lambda x: x.tan(), operand, dtypes=dtypes),)
+    """tan(x), x in radians; complex x: sin x / cos x."""
+    return (_real_or_complex(np.tan, lambda x: x.tan(), operand, dtypes),)
 
 
 @op("atan", version=1)
@@ -82,16 +102,18 @@ def oracle_acos(operand, *, dtypes=None):
     return (refined(np.arccos, lambda x: x.acos(), operand, dtypes=dtypes),)
 
 
-@op("sinh", version=1)
+@op("sinh", version=1, error_bound=complex_hyperbolic_bound)
 def oracle_sinh(operand, *, dtypes=None):
-    """sinh(x) = (e**x - e**-x) / 2, evaluated to ~2**-106 for float64."""
-    return (refined(np.sinh, lambda x: x.sinh(), operand, dtypes=dtypes),)
+    """sinh(x) = (e**x - e**-x) / 2, evaluated to ~2**-106 for float64; complex x = a + bi:
+    sinh a cos b + i cosh a sin b."""
+    return (_real_or_complex(np.sinh, lambda x: x.sinh(), operand, dtypes),)
 
 
-@op("cosh", version=1)
+@op("cosh", version=1, error_bound=complex_hyperbolic_bound)
 def oracle_cosh(operand, *, dtypes=None):
-    """cosh(x) = (e**x + e**-x) / 2, evaluated to ~2**-106 for float64."""
-    return (refined(np.cosh, lambda x: x.cosh(), operand, dtypes=dtypes),)
+    """cosh(x) = (e**x + e**-x) / 2, evaluated to ~2**-106 for float64; complex x = a + bi:
+    cosh a cos b + i sinh a sin b."""
+    return (_real_or_complex(np.cosh, lambda x: x.cosh(), operand, dtypes),)
 
 
 @op("log1p", version=1)
@@ -100,10 +122,10 @@ def oracle_log1p(operand, *, dtypes=None):
     return (refined(np.log1p, lambda x: x.log1p(), operand, dtypes=dtypes),)
 
 
-@op("expm1", version=1)
+@op("expm1", version=1, error_bound=complex_expm1_bound)
 def oracle_expm1(operand, *, dtypes=None):
-    """e**x - 1."""
-    return (refined(np.expm1, lambda x: x.expm1(), operand, dtypes=dtypes),)
+    """e**x - 1; complex x = a + bi: (e**a cos b - 1) + i e**a sin b."""
+    return (_real_or_complex(np.expm1, lambda x: x.expm1(), operand, dtypes),)
 
 
 def numpy_rsqrt(operand):
@@ -117,10 +139,11 @@ def numpy_logistic(operand):
     return one / (one + np.exp(-operand))
 
 
-@op("rsqrt", version=1, numpy=numpy_rsqrt)
+@op("rsqrt", version=1, numpy=numpy_rsqrt, error_bound=complex_rsqrt_bound)
 def oracle_rsqrt(operand, *, dtypes=None):
-    """1 / sqrt(x) (XLA Rsqrt), to ~2**-106 for float64: rsqrt(-0) = -inf, rsqrt(x < 0) = NaN."""
-    return (refined(lambda x: 1 / np.sqrt(x), lambda x: x.rsqrt(), operand, dtypes=dtypes),)
+    """1 / sqrt(x) (XLA Rsqrt), to ~2**-106 for float64: rsqrt(-0) = -inf, rsqrt(x < 0) = NaN;
+    complex x: the reciprocal of the principal root."""
+    return (_real_or_complex(lambda x: 1 / np.sqrt(x), lambda x: x.rsqrt(), operand, dtypes),)
 
 
 @op("cbrt", version=1)
@@ -129,11 +152,11 @@ def oracle_cbrt(operand, *, dtypes=None):
     return (refined(np.cbrt, _arb_cbrt, operand, dtypes=dtypes),)
 
 
-@op("logistic", version=1, numpy=numpy_logistic)
+@op("logistic", version=1, numpy=numpy_logistic, error_bound=complex_logistic_bound)
 def oracle_logistic(operand, *, dtypes=None):
-    """1 / (1 + e**-x), to ~2**-106 for float64."""
-    return (refined(lambda x: 1 / (1 + np.exp(-x)), lambda x: 1 / (1 + (-x).exp()), operand,
-                    dtypes=dtypes),)
+    """1 / (1 + e**-x), to ~2**-106 for float64 (and for complex128)."""
+    return (_real_or_complex(lambda x: 1 / (1 + np.exp(-x)), lambda x: 1 / (1 + (-x).exp()),
+                             operand, dtypes),)
 
 
 @op("erf", version=1)

@@ -22,7 +22,7 @@ import numpy as np
 from conform.dtypes import complex_array, component_dtype
 from conform.op_registry import op, region
 from conform.ops._lowering import unsupported
-from conform.ops.error_bounds import judged_bound, reaches_max_finite, underflow_term
+from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
 from conform.ops.regions import RegionContext, broadcast_aligned
 
 #: Arb's working precision for complex128 references: far beyond float64's 53 bits, checked
@@ -60,6 +60,43 @@ def negative_zero_on_branch_cut(ctx: RegionContext) -> np.ndarray:
     return mask
 
 
+@region
+def complex_infinite_operand(ctx: RegionContext) -> np.ndarray:
+    """Results of a complex element-wise op with an operand that has an infinite part and no
+    NaN part, where the text defines the NaN case only (StableHLO's sign: a NaN part gives
+    ``(NaN, NaN)``; ``divide(x, abs(x))`` of an infinite ``x`` divides an infinity by an
+    infinity, NaN in IEEE arithmetic, though the limit is a number of modulus 1)."""
+    mask = ctx.none()
+    for operand in ctx.inputs:
+        if np.iscomplexobj(operand):
+            nan = np.isnan(operand.real) | np.isnan(np.imag(operand))
+            mask = mask | ctx.aligned(np.isinf(operand) & ~nan)
+    return mask
+
+
+def complex_sign_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                       subnormals="ieee"):
+    """The ``derived`` bound of a complex ``sign(x) = divide(x, convert(abs(x), type(x)))``
+    (StableHLO's sign): ``c = |x|`` a hypot within ``hypot_ulp`` ULPs (relative ``2 hypot_ulp
+    u``), then ``x / (c + 0i)`` by the textbook complex division ``(a c + b 0) / (c**2 + 0**2)``
+    (three roundings per part; Smith's algorithm and a division by the real ``c`` round less),
+    ``(a c) / c**2 = a / c`` carrying ``c``'s error once: each part within ``(1 + 2 hypot_ulp
+    u)(1 + u)**3 - 1`` of itself, so the modulus of the error within that of ``|sign x| = 1``;
+    plus a part below the normal range (``underflow_term``). NaN (``unbounded_evaluation``)
+    where ``|x|`` or ``|x|**2`` overflows the type (``abs`` rounds to infinity and the quotient
+    to 0, or ``c**2`` does), or ``|x|**2`` falls below its normal range."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    relative = (1 + 2 * constants["hypot_ulp"] * u) * (1 + u) ** 3 - 1
+    bound = relative * np.abs(expected) + 2 * underflow_term(1, part, subnormals=subnormals)
+    with np.errstate(over="ignore", under="ignore"):
+        square = np.abs(z) ** 2
+    tiny = np.finfo(part).tiny
+    unbounded = np.isfinite(z) & (z != 0) & (reaches_max_finite(square, part) | (square < tiny))
+    return (judged_bound(bound, expected, unbounded=unbounded),)
+
+
 def complex_sqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
                        subnormals="ieee"):
     """The ``derived`` bound of the principal ``sqrt(a + bi)`` by its standard evaluation
@@ -87,6 +124,74 @@ def complex_sqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtype
     return (judged_bound(bound, expected, unbounded=unbounded),)
 
 
+def _reciprocal_error(r, u, roundings):
+    """The relative error of a complex reciprocal ``1 / s`` evaluated from ``s`` known to within
+    relative ``r``: ``1 / (s (1 + r))`` adds ``r / (1 - r)``, the reciprocal's own evaluation
+    ``gamma(roundings)`` per part (the textbook ``(c - di) / (c**2 + d**2)`` rounds three times
+    per part, Smith's algorithm at most five; neither cancels: both add terms of one sign);
+    infinite (any number) where ``r >= 1``."""
+    with np.errstate(all="ignore"):
+        relative = (1 + r / (1 - r)) * (1 + gamma(roundings, u)) - 1
+    return np.where(r < 1, relative, np.inf)
+
+
+def complex_logistic_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                           subnormals="ieee"):
+    """The ``derived`` bound of ``logistic(z) = 1 / (1 + e**-z)`` for complex ``z``, the
+    definition evaluated as written: ``w = e**-z`` within the complex exp bound's relative
+    ``p = (1 + 2 exp_ulp u)(1 + 2 trig_ulp u)(1 + u) - 1`` (:func:`complex_exp_bound`), ``s = 1 +
+    w`` adding one rounding of its real part, so ``s`` within ``r = (p |w| + u |s|) / |s|``
+    (near a pole, ``z = (2k + 1) pi i``, ``|w| / |s|`` grows: the condition of the sum), then the
+    reciprocal (:func:`_reciprocal_error`). NaN (``unbounded_evaluation``) where e**-a
+    overflows the type, or ``|s|**2`` leaves its normal range (the textbook reciprocal's
+    ``c**2 + d**2`` overflows, or loses its precision near a pole)."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    p = (1 + 2 * constants["exp_ulp"] * u) * (1 + 2 * constants["trig_ulp"] * u) * (1 + u) - 1
+    with np.errstate(all="ignore"):
+        w = np.exp(-np.asarray(z, np.complex128))
+        s = 1 + w
+        relative = _reciprocal_error((p * np.abs(w) + u * np.abs(s)) / np.abs(s), u,
+                                     constants["reciprocal_roundings"])
+        bound = relative * np.abs(expected) + 2 * underflow_term(1, part, subnormals=subnormals)
+        square = np.abs(s) ** 2
+    unbounded = np.isfinite(z) & (reaches_max_finite(np.abs(w), part)
+                                  | reaches_max_finite(square, part)
+                                  | (square < np.finfo(part).tiny))
+    return (judged_bound(bound, expected, unbounded=unbounded),)
+
+
+def complex_rsqrt_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                        subnormals="ieee"):
+    """The ``derived`` bound of ``rsqrt(z) = 1.0 / sqrt(z)`` (the text's formula) for complex
+    ``z``: the root ``w`` within :func:`complex_sqrt_bound`'s ``e_w`` (relative ``r = e_w /
+    |w|``), then the complex reciprocal ``1 / w`` within ``gamma(reciprocal_roundings)`` per part
+    (the textbook ``(c - di) / (c**2 + d**2)``: two squares, a sum of non-negative terms and a
+    division, three roundings on each part; Smith's ``r = d / c``, ``c + d r``, ``1 / (c + d r)``
+    and ``r / (c + d r)``: at most five, its sum of two terms of one sign), ``1 / (w (1 + r))``
+    adding ``r / (1 - r)``: the modulus of the error within ``((1 + r / (1 - r))(1 +
+    gamma) - 1) |rsqrt z|`` plus a part below the normal range. NaN (``unbounded_evaluation``)
+    where the root's bound is, at ``z = 0`` (a division by a zero complex number: NaN by the
+    textbook formula, an infinity by C11 Annex G), and where ``|w|**2 = |z|`` leaves the
+    normal range (the textbook formula's ``c**2 + d**2`` overflows or loses its precision)."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    with np.errstate(all="ignore"):
+        root = np.sqrt(np.asarray(z, np.complex128))
+    (root_bound,) = complex_sqrt_bound(inputs, attrs, (root,), out_dtype=out_dtype, u=u,
+                                       constants=constants, dtypes=dtypes, subnormals=subnormals)
+    with np.errstate(all="ignore"):
+        relative = _reciprocal_error(np.asarray(root_bound) / np.abs(root), u,
+                                     constants["reciprocal_roundings"])
+        bound = relative * np.abs(expected) + 2 * underflow_term(1, part, subnormals=subnormals)
+    magnitude = np.abs(z)
+    unbounded = np.isnan(root_bound) | (np.isfinite(z) & (
+        (magnitude < np.finfo(part).tiny) | reaches_max_finite(magnitude, part)))
+    return (judged_bound(bound, expected, unbounded=unbounded),)
+
+
 def complex_product_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
                           subnormals="ieee"):
     """The ``derived`` bound of a complex product ``x y``: ``sqrt(5) u |x| |y|`` (Brent,
@@ -106,27 +211,130 @@ def complex_product_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dt
     return (judged_bound(bound, outputs[0], unbounded=finite & reaches_max_finite(sums, part)),)
 
 
+def _parts_of_products(expected, part, u, first_ulp, second_ulp, subnormals):
+    """The bound of a complex result whose every part is one product of two real functions'
+    values, within ``first_ulp`` and ``second_ulp`` ULPs (each ULP at most ``2u`` of the value),
+    rounded once: each part within ``(1 + 2 first_ulp u)(1 + 2 second_ulp u)(1 + u) - 1`` of
+    itself, so the modulus of the error within that of ``|expected|``; plus a part below the
+    normal range (``underflow_term``: a product, ``first_ulp + second_ulp + 1`` of the
+    smallest subnormal, for each of the two parts)."""
+    relative = (1 + 2 * first_ulp * u) * (1 + 2 * second_ulp * u) * (1 + u) - 1
+    ulps = first_ulp + second_ulp + 1
+    return relative * np.abs(expected) + 2 * underflow_term(1, part, ulps=ulps,
+                                                            subnormals=subnormals)
+
+
 def complex_exp_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
                       subnormals="ieee"):
     """The ``derived`` bound of ``exp(x + iy) = e**x cos y + i e**x sin y``, the definition
-    evaluated part by part: e**x within ``exp_ulp`` ULPs, cos y and sin y within ``trig_ulp``
-    (each ULP at most ``2u`` of the value), the product rounded once: each part within
-    ``(1 + 2 exp_ulp u)(1 + 2 trig_ulp u)(1 + u) - 1`` of itself, so the modulus of the error
-    within that of ``|exp z|``; plus a part below the normal range (``underflow_term``: a
-    product, ``trig_ulp + exp_ulp + 1`` of the smallest subnormal). NaN
-    (``unbounded_evaluation``) where e**x overflows the type though a part may not (cos y or
-    sin y below 1)."""
+    evaluated part by part: e**x within ``exp_ulp`` ULPs, cos y and sin y within ``trig_ulp``,
+    each product rounded once (:func:`_parts_of_products`). NaN (``unbounded_evaluation``)
+    where e**x overflows the type though a part may not (cos y or sin y below 1)."""
     (z,) = inputs
     part = component_dtype(out_dtype)
-    relative = (1 + 2 * constants["exp_ulp"] * u) * (1 + 2 * constants["trig_ulp"] * u) \
-        * (1 + u) - 1
     expected = np.asarray(outputs[0])
-    ulps = constants["exp_ulp"] + constants["trig_ulp"] + 1
-    bound = relative * np.abs(expected) + 2 * underflow_term(1, part, ulps=ulps,
-                                                              subnormals=subnormals)
+    bound = _parts_of_products(expected, part, u, constants["exp_ulp"], constants["trig_ulp"],
+                               subnormals)
     with np.errstate(over="ignore"):
         overflow = np.isfinite(z) & reaches_max_finite(np.exp(z.real), part)
     return (judged_bound(bound, expected, unbounded=overflow),)
+
+
+def complex_expm1_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                        subnormals="ieee"):
+    """The ``derived`` bound of ``expm1(a + bi) = e**(a + bi) - 1`` by the evaluation that keeps
+    the real part's cancellation exact, ``(expm1(a) cos b - 2 sin(b/2)**2) + i e**a sin b``
+    (``cos b - 1 = -2 sin(b/2)**2``; ``b/2`` and the doubling exact): expm1 and exp within
+    ``exp_ulp`` ULPs, sin and cos within ``trig_ulp`` (each ULP at most ``2u`` of the value),
+    each product and square rounded once, the difference once: the real part within
+    ``p |expm1(a) cos b| + s 2 sin(b/2)**2 + u |re|``, ``p = (1 + 2 exp_ulp u)(1 + 2 trig_ulp
+    u)(1 + u) - 1``, ``s = (1 + 2 trig_ulp u)**2 (1 + u) - 1``, the imaginary part within
+    ``p |im|``: their sum bounds the modulus of the error; plus the parts below the normal
+    range (``underflow_term``). NaN (``unbounded_evaluation``) where e**a overflows the type
+    though a part may not."""
+    (z,) = inputs
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    a, b = np.real(z), np.imag(z)
+    exp_rel, trig_rel = 2 * constants["exp_ulp"] * u, 2 * constants["trig_ulp"] * u
+    product = (1 + exp_rel) * (1 + trig_rel) * (1 + u) - 1
+    square = (1 + trig_rel) ** 2 * (1 + u) - 1
+    with np.errstate(all="ignore"):
+        real = product * np.abs(np.expm1(a) * np.cos(b)) + square * 2 * np.sin(b / 2) ** 2 \
+            + u * np.abs(expected.real)
+        bound = real + product * np.abs(expected.imag) + 3 * underflow_term(
+            1, part, ulps=constants["exp_ulp"] + constants["trig_ulp"] + 1, subnormals=subnormals)
+        overflow = np.isfinite(z) & reaches_max_finite(np.exp(a), part)
+    return (judged_bound(bound, expected, unbounded=overflow),)
+
+
+def _trig_bound(hyperbolic_of_imag: bool):
+    """The ``derived`` bound hook of a complex circular (``hyperbolic_of_imag``: sin, cos) or
+    hyperbolic (sinh, cosh) function by its part-by-part definition, each part one product of
+    a circular and a hyperbolic function of the operand's parts:
+    ``sin(a + bi) = sin a cosh b + i cos a sinh b``, ``cos(a + bi) = cos a cosh b - i sin a
+    sinh b``, ``sinh(a + bi) = sinh a cos b + i cosh a sin b``, ``cosh(a + bi) = cosh a cos b +
+    i sinh a sin b`` (the addition theorems with ``sin(ib) = i sinh b``, ``cos(ib) = cosh b``):
+    sin and cos within ``trig_ulp`` ULPs, sinh and cosh within ``hyperbolic_ulp``, each
+    product rounded once (:func:`_parts_of_products`). NaN (``unbounded_evaluation``) where
+    cosh of the hyperbolic argument (``b``, or ``a``) overflows the type though a part, its
+    product with a sine or cosine below 1, may not."""
+    def bound_hook(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                   subnormals="ieee"):
+        """The bound per element (see :func:`_trig_bound`)."""
+        (z,) = inputs
+        part = component_dtype(out_dtype)
+        expected = np.asarray(outputs[0])
+        bound = _parts_of_products(expected, part, u, constants["trig_ulp"],
+                                   constants["hyperbolic_ulp"], subnormals)
+        with np.errstate(over="ignore"):
+            grows = np.cosh(np.imag(z) if hyperbolic_of_imag else np.real(z))
+        overflow = np.isfinite(z) & reaches_max_finite(grows, part)
+        return (judged_bound(bound, expected, unbounded=overflow),)
+    return bound_hook
+
+
+def _tangent_bound(hyperbolic: bool):
+    """The ``derived`` bound hook of complex tan (``hyperbolic`` False) or tanh, each the
+    quotient of its definition with numerator and denominator multiplied by a conjugate
+    (``2a``, ``2b`` exact), evaluated as written: ``tan(a + bi) = (sin 2a + i sinh 2b) / (cos 2a
+    + cosh 2b)``, ``tanh(a + bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b)``. sin and cos
+    within ``trig_ulp`` ULPs, sinh and cosh within ``hyperbolic_ulp`` (each ULP at most ``2u`` of
+    the value; ``n`` = twice the larger times ``u``), the denominator ``D`` within ``e = n (|cos|
+    + cosh) + u |D|`` (it cancels near a pole: ``pi/2 + k pi``, or ``i`` times it for tanh),
+    each part's quotient rounded once: each part, and so the modulus of the error, within
+    ``(1 + n)(1 + e / |D|) / (1 - e / |D|)(1 + u) - 1`` of ``|f(z)|``; plus a part below the
+    normal range. NaN (``unbounded_evaluation``) where the cosh overflows the type (the
+    quotient of two infinities, though ``f(z)`` is near ``±i`` or ``±1``)."""
+    def bound_hook(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                   subnormals="ieee"):
+        """The bound per element (see :func:`_tangent_bound`)."""
+        (z,) = inputs
+        part = component_dtype(out_dtype)
+        expected = np.asarray(outputs[0])
+        n = 2 * max(constants["trig_ulp"], constants["hyperbolic_ulp"]) * u
+        with np.errstate(all="ignore"):
+            circular, growing = 2 * np.real(z).astype(np.float64), 2 * np.imag(z).astype(np.float64)
+            if hyperbolic:
+                circular, growing = growing, circular
+            denominator = np.cos(circular) + np.cosh(growing)
+            e = (n * (np.abs(np.cos(circular)) + np.cosh(growing)) + u * np.abs(denominator)) \
+                / np.abs(denominator)
+            relative = np.where(e < 1, (1 + n) * (1 + e) / (1 - e) * (1 + u) - 1, np.inf)
+            overflow = np.isfinite(z) & reaches_max_finite(np.cosh(growing), part)
+        bound = relative * np.abs(expected) + 2 * underflow_term(
+            1, part, ulps=2 * constants["trig_ulp"] + 1, subnormals=subnormals)
+        return (judged_bound(bound, expected, unbounded=overflow),)
+    return bound_hook
+
+
+#: the bound hooks of complex tan and tanh
+complex_tan_bound, complex_tanh_bound = _tangent_bound(False), _tangent_bound(True)
+
+
+#: the bound hooks of complex sin and cos (a hyperbolic function of the imaginary part), and
+#: of complex sinh and cosh (of the real part)
+complex_circular_bound, complex_hyperbolic_bound = _trig_bound(True), _trig_bound(False)
 
 
 def complex_log_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,

@@ -51,7 +51,7 @@ def failure_profile(spec, case, judgement, expected: list) -> dict | None:
 
 
 def _output_profile(spec, case, expected: np.ndarray, failing: np.ndarray, output: int) -> dict:
-    wanted = expected.ravel()[failing].astype(np.float64)
+    wanted = _real_reading(expected.ravel()[failing])
     if spec.definition.feeding == "aligned":
         rows = _aligned_inputs(case, expected.shape, failing, spec.signature.get("shapes", "equal"))
         has_nan = np.zeros(len(failing), bool)
@@ -71,8 +71,8 @@ def _output_profile(spec, case, expected: np.ndarray, failing: np.ndarray, outpu
                 feeding = feeding_elements(spec.op, case.inputs, case.attrs, index, output)
             except Exception:   # the feeding rule could not say: not profiled
                 continue
-            values = np.concatenate([np.asarray(f, np.float64).ravel() for f in feeding if f is not None]
-                                    or [np.zeros(0)])
+            values = np.concatenate([part.ravel() for f in feeding if f is not None
+                                     for part in _parts(f)] or [np.zeros(0)])
             has_nan.append(bool(np.isnan(values).any()))
             has_inf.append(bool(np.isinf(values).any()))
             largest.append(float(np.max(np.where(np.isnan(values), np.inf, np.abs(values)),
@@ -144,8 +144,26 @@ def _aligned_inputs(case, out_shape: tuple, failing: np.ndarray, relation: str) 
             if at is None:
                 continue
             values = np.broadcast_to(x[at], failing.shape)
-        rows.append(np.asarray(values).astype(np.float64))
+        rows.extend(_parts(values))
     return rows
+
+
+def _parts(values) -> list:
+    """``values`` as float64 arrays: itself, or a complex array's real and imaginary parts
+    (each a value of the component type: a NaN or an infinite part is the input's)."""
+    values = np.asarray(values)
+    if np.iscomplexobj(values):
+        return [values.real.astype(np.float64), values.imag.astype(np.float64)]
+    return [values.astype(np.float64)]
+
+
+def _real_reading(values) -> np.ndarray:
+    """An expected value as one float64: itself, or a complex value's modulus (NaN where a
+    part is NaN, infinite where a part is infinite)."""
+    values = np.asarray(values)
+    if not np.iscomplexobj(values):
+        return values.astype(np.float64)
+    return np.where(np.isnan(values.real) | np.isnan(values.imag), np.nan, np.abs(values))
 
 
 def broadcast_index(shape: tuple, out_shape: tuple, index, *, trailing: bool, mapped=None):

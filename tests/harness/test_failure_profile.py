@@ -59,3 +59,18 @@ def test_a_0d_input_feeds_every_failing_element(specs):
     failing = _record(spec, case, {(0, 0): 7.0, (1, 1): 7.0})["failing"]
     assert failing["elements"] == failing["profiled"] == 2
     assert failing["inputs_max_abs"] == 50.0 and failing["inputs_min_of_max_abs"] == 50.0
+
+
+def test_a_complex_input_is_read_part_by_part(specs):
+    """A NaN or infinite imaginary part counts (a cast to float64 would drop it), and a complex
+    expected value is read as its modulus."""
+    spec = specs["add"]
+    a = np.array([complex(3, np.nan), complex(1, 2), complex(-5, np.inf)], np.complex64)
+    b = np.array([1 + 0j, 2 - 6j, 1 + 1j], np.complex64)
+    case = _case(specs, "add", "complex64", [a, b])
+    out = np.array(expectation(spec, case)[0].expected, dtype=np.complex64)
+    out[0], out[1], out[2] = 4 + 0j, 3 - 3j, 0j
+    failing = result_record(spec, case, Outcome("ok", [out]), "test")["failing"]
+    assert failing["elements"] == 3 and failing["inputs_nan"] == 1 and failing["inputs_inf"] == 1
+    assert failing["expected_nan"] == failing["expected_inf"] == 1
+    assert failing["expected_min_abs"] == 5.0 and failing["expected_max_abs"] == "inf"

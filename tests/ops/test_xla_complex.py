@@ -139,6 +139,42 @@ def test_product_bound_is_sqrt5_u():
     assert np.isnan(bound[0])   # unbounded_evaluation: the partial products overflow
 
 
+def test_complex128_sin_cosh_beyond_float64():
+    """sin(a + bi) = sin a cosh b + i cos a sinh b, against mpmath at 50 digits, where the
+    float64 formula cancels (a near pi: sin a is the rounding error of pi's float64)."""
+    import mpmath
+    z = complex(math.pi, 1e-3)
+    for op, function in (("sin", mpmath.sin), ("cosh", mpmath.cosh)):
+        with mpmath.workdps(50):
+            want = complex(function(mpmath.mpc(z.real, z.imag)))
+        got = run(op, np.array([z]))[0]
+        assert abs(got.real - want.real) <= 2.0 ** -52 * abs(want.real)
+        assert abs(got.imag - want.imag) <= 2.0 ** -52 * abs(want.imag)
+
+
+def test_complex_sign_follows_stablehlo():
+    """StableHLO sign: (NaN, NaN) where a part is NaN (an infinite other part too), 0 for 0,
+    else x / |x| (to float64 for complex128, beyond NumPy's quotient)."""
+    z = np.array([3 - 4j, complex(np.inf, np.nan), complex(np.nan, 1), 0j, 1e-300 + 1e-300j])
+    out = run("sign", z)
+    assert out[0] == 0.6 - 0.8j and out[3] == 0
+    assert np.isnan(out[1].real) and np.isnan(out[1].imag) and np.isnan(out[2].imag)
+    assert out[4] == complex(math.sqrt(0.5), math.sqrt(0.5))
+
+
+def test_trig_bound_is_two_functions_and_a_rounding():
+    from conform.ops.xla_complex import complex_circular_bound, complex_hyperbolic_bound
+    u, z = 2.0 ** -24, np.array([0.5 + 2j, 1 + 90j])
+    constants = {"trig_ulp": 4, "hyperbolic_ulp": 4}
+    (bound,) = complex_circular_bound([z], {}, (np.sin(z),), out_dtype="complex64", u=u,
+                                      constants=constants, dtypes=("complex64",))
+    assert bound[0] == pytest.approx(((1 + 8 * u) ** 2 * (1 + u) - 1) * abs(np.sin(z[0])))
+    assert np.isnan(bound[1])   # unbounded_evaluation: cosh 90 overflows float32
+    (bound,) = complex_hyperbolic_bound([z], {}, (np.sinh(z),), out_dtype="complex64", u=u,
+                                        constants=constants, dtypes=("complex64",))
+    assert np.isfinite(bound).all()   # cosh 1 does not overflow
+
+
 # -- the real backends ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("op", ["add", "negate", "complex", "real", "multiply", "exp", "sqrt"])
@@ -174,8 +210,9 @@ def test_a_low_precision_evaluation_fails(specs, jax_backend, op):
     assert "fail" in verdicts
 
 
-def _judged_on_jax(spec, jax_backend, values, dtype):
-    """The judgement of jax's answer for one case holding ``values`` (complex, in ``dtype``)."""
+def _judged_on_jax(spec, jax_backend, values, dtype, change=None):
+    """The judgement of jax's answer (altered by ``change(outputs, case)``) for one case holding
+    ``values`` (complex, in ``dtype``)."""
     import dataclasses
 
     from conform.generators._suite import generate_cases
@@ -183,7 +220,32 @@ def _judged_on_jax(spec, jax_backend, values, dtype):
     from conform.harness.judge.judging import judge_outputs
     case = generate_cases(spec, dtype, count=1, seed=0)[0]
     case = dataclasses.replace(case, inputs=[np.array(values, dtype)], expectation=None)
-    return judge_outputs(spec, case, run_case(jax_backend, spec, case), "ftz")
+    outputs = run_case(jax_backend, spec, case)
+    return judge_outputs(spec, case, change(outputs, case) if change else outputs, "ftz")
+
+
+#: operands of sin and cos: moderate, near a zero of a part or of the result (pi + small i), a
+#: large circular argument, near the hyperbolic part's overflow; of sinh and cosh: those jax's
+#: evaluation keeps within the bound (a small real part or a large one loses it: see
+#: test_jax_sinh_loses_a_small_real_part); of sign: moderate, tiny and huge parts
+OPERANDS = {"sin": [0.5 + 2j, complex(math.pi, 1e-3), -1.5707964 - 0.25j, 1e4 + 0.5j,
+                    3 + 80j, -2 - 1e-30j, 1e-20 + 1j],
+            "sinh": [-2 + 0.5j, 0.25 - 1.5707964j, -0.5 + 1e4j, 1 + 1e-30j, 3 - 3j],
+            "sign": [3 - 4j, -1e-15 + 1e-15j, 1e15 - 2e14j, -7 + 0j, 1 + 1e-30j],
+            "rsqrt": [4 + 0j, -3 + 4j, 1e-10 + 1e-10j, 1e30 - 1e30j, -1 + 1e-30j, -2 - 1e-3j],
+            "expm1": [1e-5 + 1e-5j, 0.1 - 6.33j, -3 + 2j, 1e-20 + 1e-3j, 5 + 0.5j],
+            "logistic": [0.5 - 2j, -0.028 + 3.12j, 30 + 1j, -20 - 0.5j, 1e-20j],
+            "tan": [0.5 + 2j, 1.5707964 + 1e-3j, -3 - 0.5j, 1e-20 + 20j, 4.7 - 1e-6j],
+            "tanh": [2 + 0.5j, 1e-3 + 1.5707964j, -0.5 - 3j, 20 + 1e-20j, -1e-6 + 4.7j]}
+
+
+@pytest.mark.parametrize("op", ["sin", "cos", "sinh", "cosh", "sign", "rsqrt", "expm1",
+                                "logistic", "tan", "tanh"])
+def test_jax_within_the_bound_and_a_low_precision_answer_fails(specs, jax_backend, op):
+    operands = OPERANDS[op.replace("cos", "sin")]
+    assert _judged_on_jax(specs[op], jax_backend, operands, "complex64").verdict == "pass"
+    judged = _judged_on_jax(specs[op], jax_backend, operands, "complex64", change=_low_precision)
+    assert judged.verdict == "fail"
 
 
 def test_jax_log_reads_a_subnormal_part_two_ways(specs, jax_backend):
@@ -215,3 +277,51 @@ def test_sqrt_branch_cut_side_of_negative_zero_is_open(specs, jax_backend):
     assert judged.verdict == "impl_defined" and judged.impl_defined == 1
     judged = _judged_on_jax(specs["sqrt"], jax_backend, [complex(-4, 0.0), 9 + 0j], "complex64")
     assert judged.verdict == "pass" and judged.checked == 2
+
+
+def test_expm1_as_exp_minus_one_fails(specs, jax_backend):
+    """e**z - 1 evaluated as written cancels near z = 0: the bound (the real part's cancellation
+    kept exact) catches it."""
+    def naive(outputs, case):
+        return [(np.exp(case.inputs[0]) - np.complex64(1)).astype(np.complex64)]
+    judged = _judged_on_jax(specs["expm1"], jax_backend, [1e-5 + 1e-5j, 2 + 1j], "complex64",
+                            change=naive)
+    assert judged.verdict == "fail" and list(judged.failing) == [0]
+
+
+def test_jax_sinh_loses_a_small_real_part(specs, jax_backend):
+    """A real XLA:CPU deviation (jax 0.10.2), pinned: complex sinh of an operand with a small
+    real part and a zero imaginary part loses the real part's relative accuracy (sinh a cancels
+    as (e**a - e**-a) / 2 would), while the real sinh of the same number is accurate. Repro:
+    python3 -c "import jax; jax.config.update('jax_enable_x64', True); import numpy as np;
+    print(jax.lax.sinh(np.complex128(1e-5)), jax.lax.sinh(np.float64(1e-5)))"
+    gives 1.0000000000065512e-05 (60,000 ULP off) and 1.0000000000166668e-05."""
+    judged = _judged_on_jax(specs["sinh"], jax_backend, [1e-5 + 0j, 0.5 + 2j], "complex128")
+    assert judged.verdict == "fail" and list(judged.failing) == [0]
+
+
+def test_jax_rsqrt_crosses_the_cut_at_a_subnormal_imaginary_part(specs, jax_backend):
+    """A real XLA:CPU deviation (jax 0.10.2), pinned: rsqrt(-1 + 5e-324i) = 6e-17 + 1i, where
+    both the operand's value and its flushed reading (-1 + 0i) give 1 / sqrt(x) = -i (its
+    argument by XLA's atan2, -pi there). Repro: python3 -c "import jax;
+    jax.config.update('jax_enable_x64', True); import numpy as np;
+    print(jax.lax.rsqrt(np.array([complex(-1, 5e-324), complex(-1, 0.0)])))"."""
+    judged = _judged_on_jax(specs["rsqrt"], jax_backend, [complex(-1, 5e-324), -1 + 0j, 4j],
+                            "complex128")
+    assert judged.verdict == "fail" and list(judged.failing) == [0]
+
+
+def test_numpy_sign_of_a_nan_and_an_infinite_part_is_a_unit(specs):
+    """A real deviation of the numpy backend, pinned (numpy has no failure catalog yet):
+    np.sign(-inf + nan j) = -1 + 0j where StableHLO's sign gives '(NaN, NaN)' if x.real is NaN
+    or x.imag is NaN. Repro: python3 -c "import numpy as np;
+    print(np.sign(np.array([complex(-np.inf, np.nan), complex(np.nan, -np.inf)])))"."""
+    import dataclasses
+
+    from conform.generators._suite import generate_cases
+    from conform.harness.judge.judging import judge_outputs
+    case = generate_cases(specs["sign"], "complex128", count=1, seed=0)[0]
+    z = np.array([complex(-np.inf, np.nan), complex(np.nan, -np.inf), 3 + 4j])
+    case = dataclasses.replace(case, inputs=[z], expectation=None)
+    judged = judge_outputs(specs["sign"], case, [np.sign(z)], "ieee")
+    assert judged.verdict == "fail" and list(judged.failing) == [0, 1]
