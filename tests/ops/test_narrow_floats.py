@@ -73,8 +73,9 @@ def test_the_region_holds_what_float4_and_e8m0_cannot():
 
 
 def test_xla_failing_to_legalize_an_op_for_a_type_is_unsupported():
-    """XLA has no lowering of chlo.bessel_i1e for float8 (jax 0.10.2): its compiler's refusal is
-    ``unsupported`` with the reason; another runtime error stays an error."""
+    """XLA has no lowering of chlo.bessel_i1e for float8 (jax 0.10.2), nor its runtime a float6
+    buffer: each refusal is ``unsupported`` with the reason; another runtime error stays an
+    error."""
     import jax
 
     from conform.harness.backends.base import Unsupported
@@ -84,6 +85,8 @@ def test_xla_failing_to_legalize_an_op_for_a_type_is_unsupported():
     with pytest.raises(Unsupported, match="failed to legalize operation 'chlo.bessel_i1e'"):
         with _type_refusals():
             np.asarray(jax.jit(jax.lax.bessel_i1e)(operand))
+    with pytest.raises(Unsupported, match="no buffer of the element type"), _type_refusals():
+        np.asarray(jax.jit(jax.lax.abs)(np.zeros(4, np_dtype("float6_e2m3fn"))))
     with pytest.raises(RuntimeError), _type_refusals():
         raise RuntimeError("something else")
     assert FLOAT_FORMATS["float8_e4m3fn"].bits == 8
