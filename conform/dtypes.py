@@ -12,7 +12,10 @@ encoded where -0 would be (0x80), exponent bias one larger than OCP's; and the t
 the OCP *Microscaling Formats (MX) Specification* v1.0: the element format FP4 E2M1
 (``float4_e2m1fn``: no infinities, no NaN, -0, largest value 6) and the scale format E8M0
 (``float8_e8m0fnu``: unsigned powers of two 2**-127 to 2**127, no zero, no infinities, NaN at
-0xFF). The integers include ONNX's int2/uint2 and int4/uint4.
+0xFF); StableHLO's other narrow floats: the IEEE-style ``float8_e4m3`` (bias 7, infinities,
+largest 240) and ``float8_e3m4`` (bias 3, largest 15.5), Graphcore's ``float8_e4m3b11fnuz``
+(bias 11, fnuz, largest 30), and MX's FP6 ``float6_e2m3fn`` and ``float6_e3m2fn`` (no
+infinities, no NaN, largest 7.5 and 28). The integers include ONNX's int2/uint2 and int4/uint4.
 
 The complex types ``complex64`` and ``complex128`` (XLA's C64 and C128) are pairs of float32
 and float64 components, real and imaginary (:data:`COMPLEX_COMPONENTS`): each component has its
@@ -35,7 +38,9 @@ import numpy as np
 
 #: dtypes NumPy does not have, from ml_dtypes
 ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-             "float8_e8m0fnu", "float4_e2m1fn", "int2", "int4", "uint2", "uint4")
+             "float8_e8m0fnu", "float4_e2m1fn", "float8_e4m3", "float8_e3m4",
+             "float8_e4m3b11fnuz", "float6_e2m3fn", "float6_e3m2fn", "int2", "int4", "uint2",
+             "uint4")
 #: the integers among them (NumPy's kind 'V': ``np.iinfo`` refuses them)
 _ML_INTEGERS = ("int2", "int4", "uint2", "uint4")
 #: the complex dtypes and the float type of their real and imaginary components
@@ -269,6 +274,15 @@ FLOAT_FORMATS = {
     "float8_e8m0fnu": FloatFormat(1, -127, 127, 8, has_inf=False, has_negative_zero=False,
                                   nan_encoding="exponent_all_ones", has_zero=False,
                                   signed=False),
+    # IEEE 754-style 8-bit formats (StableHLO f8E4M3, f8E3M4; LLVM APFloat's Float8E4M3 and
+    # Float8E3M4): bias 7 and 3, infinities and NaNs at the all-ones exponent
+    "float8_e4m3": FloatFormat(4, -6, 7, 8),
+    "float8_e3m4": FloatFormat(5, -2, 3, 8),
+    # Graphcore's E4M3 with bias 11 (StableHLO f8E4M3B11FNUZ): fnuz as above, 0x80 the one NaN
+    "float8_e4m3b11fnuz": FloatFormat(4, -10, 4, 8, **_FNUZ),
+    # OCP MX v1.0: FP6 E2M3 (bias 1, largest 7.5) and E3M2 (bias 3, largest 28): no inf, no NaN
+    "float6_e2m3fn": FloatFormat(4, 0, 2, 6, has_inf=False, has_nan=False, nan_encoding="none"),
+    "float6_e3m2fn": FloatFormat(3, -2, 4, 6, has_inf=False, has_nan=False, nan_encoding="none"),
 }
 
 

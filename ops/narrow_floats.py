@@ -1,17 +1,19 @@
-"""Results of element-wise functions in the float types of at most 8 bits (float8, float4): their
-ULP bound, and the implementation-defined region of results OCP MX's FP4 E2M1
-(``float4_e2m1fn``) and E8M0 (``float8_e8m0fnu``) cannot hold.
+"""Results of element-wise functions in the float types of at most 8 bits (float8, float6,
+float4): their ULP bound, and the implementation-defined region of results OCP MX's FP4 E2M1
+(``float4_e2m1fn``), FP6 E2M3 and E3M2 (``float6_e2m3fn``, ``float6_e3m2fn``) and E8M0
+(``float8_e8m0fnu``) cannot hold.
 
 The bound: the XLA text gives each function and no accuracy, so a result is the function's value
 rounded to the type, within 0.5 ULP; a spec admits an evaluation in float16 or a wider type
 within the op's float16 bound, rounded once more into the narrow type
 (:func:`narrow_ulp_bound`).
 
-The region: E2M1 and E8M0 lack values every other float type has.
+The region: E2M1, the FP6 formats and E8M0 lack values every other float type has.
 
 StableHLO lists both among its element types (docs/spec.md, "Types"), and the XLA text gives each
 element-wise function's value, not what becomes of a value the result type cannot hold: E2M1 has
-no infinity and no NaN (its largest value is 6), E8M0 no zero and no sign (its values are the
+no infinity and no NaN (its largest value is 6), nor have E2M3 and E3M2 (largest 7.5 and 28),
+E8M0 no zero and no sign (its values are the
 powers of two 2**-127 to 2**127, and NaN; OCP MX v1.0 defines both). Neither the XLA text
 nor StableHLO's gives a result for a function value the type cannot hold (no saturation, no
 rounding into these formats is stated): such results are open. For the float8
@@ -27,15 +29,20 @@ from conform.op_registry import region
 from conform.ops.regions import RegionContext
 
 
-#: The most significant bits (the implicit one included) of a float type of at most 8 bits:
-#: E4M3's 4 (E5M2 3, E2M1 2, E8M0 1)
-NARROW_PRECISION = max(fmt.precision for fmt in FLOAT_FORMATS.values() if 0 < fmt.bits <= 8)
+#: The significant bits (the implicit one included) of a float type of at most 8 bits, the
+#: bound of the specs' ``float`` entry: at most E4M3's and E2M3's 4 (E5M2 and E3M2 3, E2M1 2,
+#: E8M0 1), but for E3M4's 5 (:data:`WIDEST_NARROW`), whose specs state its bound apart
+NARROW_PRECISION = 4
+#: The narrow type of the most significant bits, 5 (its own error-model entry in each spec)
+WIDEST_NARROW = max((fmt.precision, name) for name, fmt in FLOAT_FORMATS.items()
+                    if 0 < fmt.bits <= 8)[1]
 
 
-def narrow_ulp_bound(float16_ulps: float) -> float:
+def narrow_ulp_bound(float16_ulps: float, precision: int = NARROW_PRECISION) -> float:
     """The ULP bound of a function's result in a float type of at most 8 bits, for an op whose
     float16 results are within ``float16_ulps`` ULP: ``0.5 + float16_ulps * 2**(p - 11)``, p
-    the narrow type's significant bits (at most :data:`NARROW_PRECISION`).
+    the narrow type's significant bits (at most ``precision``: :data:`NARROW_PRECISION` for
+    every such type but float8_e3m4, whose p is 5).
 
     A float16 evaluation ``y`` within ``b`` float16 ULPs of the exact ``f``, rounded once to the
     narrow type, is within ``0.5 ulp(y) + |y - f|`` of ``f``; a float16 ULP is ``2**(p - 11)``
@@ -43,16 +50,17 @@ def narrow_ulp_bound(float16_ulps: float) -> float:
     beyond float16's needs) errs less. So the narrow result is the correctly rounded one or, within
     ``b * 2**(p - 11)`` ULP of a rounding midpoint, its other neighbour.
 
-    >>> narrow_ulp_bound(2)
-    0.515625
+    >>> narrow_ulp_bound(2), narrow_ulp_bound(2, FLOAT_FORMATS[WIDEST_NARROW].precision)
+    (0.515625, 0.53125)
     """
-    return 0.5 + float16_ulps * 2.0 ** (NARROW_PRECISION - FLOAT_FORMATS["float16"].precision)
+    return 0.5 + float16_ulps * 2.0 ** (precision - FLOAT_FORMATS["float16"].precision)
 
 
 @region
 def narrow_float_unrepresentable(ctx: RegionContext) -> np.ndarray:
-    """Results in float4_e2m1fn or float8_e8m0fnu whose reference the type cannot hold: NaN,
-    an infinity or a value rounding past 6 in E2M1 (no NaN, no infinity); a negative value, a
+    """Results in float4_e2m1fn, float6_e2m3fn, float6_e3m2fn or float8_e8m0fnu whose reference
+    the type cannot hold: NaN, an infinity or a value rounding past 6 in E2M1 (past 7.5 in E2M3,
+    28 in E3M2: no NaN, no infinity); a negative value, a
     zero or one rounding below 2**-127, or one rounding past 2**127 in E8M0 (no sign, no zero,
     and only NaN above its range). Empty for every other type."""
     fmt = FLOAT_FORMATS.get(ctx.out_dtype)

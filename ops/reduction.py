@@ -16,11 +16,15 @@ from conform.dtypes import int_info, is_integer
 
 
 def _lowest(dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    """Max's identity in ``dtype``: -inf, or the integer minimum (the 2- and 4-bit ones too)."""
+    name = np.dtype(dtype).name
+    return int_info(name).min if is_integer(name) else -np.inf
 
 
 def _highest(dtype):
-    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+    """Min's identity in ``dtype``: +inf, or the integer maximum."""
+    name = np.dtype(dtype).name
+    return int_info(name).max if is_integer(name) else np.inf
 
 
 # --- Reduce over a set of dimensions ----------------------------------------------------------
@@ -63,15 +67,13 @@ def lax_reduce_sum(lax, attrs):
 
 def lax_reduce_max(lax, attrs):
     def reduce_max(x):
-        lowest = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
-        return lax.reduce(x, np.array(lowest, x.dtype), lax.max, attrs["dimensions"])
+        return lax.reduce(x, np.array(_lowest(x.dtype), x.dtype), lax.max, attrs["dimensions"])
     return reduce_max
 
 
 def lax_reduce_min(lax, attrs):
     def reduce_min(x):
-        highest = np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).max
-        return lax.reduce(x, np.array(highest, x.dtype), lax.min, attrs["dimensions"])
+        return lax.reduce(x, np.array(_highest(x.dtype), x.dtype), lax.min, attrs["dimensions"])
     return reduce_min
 
 
@@ -95,8 +97,8 @@ def oracle_reduce_sum(operand, *, dimensions):
 
 def numpy_reduce_max(operand, *, dimensions):
     """The numpy backend: ``np.max`` with XLA's init value (-inf, or the integer minimum)."""
-    lowest = -np.inf if operand.dtype.kind not in "iub" else np.iinfo(operand.dtype).min
-    return np.max(operand, axis=tuple(dimensions), initial=operand.dtype.type(lowest))
+    initial = operand.dtype.type(_lowest(operand.dtype))
+    return np.max(operand, axis=tuple(dimensions), initial=initial)
 
 
 @op("reduce_max", numpy=numpy_reduce_max, version=1, lax=lax_reduce_max,
@@ -108,8 +110,8 @@ def oracle_reduce_max(operand, *, dimensions):
 
 def numpy_reduce_min(operand, *, dimensions):
     """The numpy backend: ``np.min`` with XLA's init value (+inf, or the integer maximum)."""
-    highest = np.inf if operand.dtype.kind not in "iub" else np.iinfo(operand.dtype).max
-    return np.min(operand, axis=tuple(dimensions), initial=operand.dtype.type(highest))
+    initial = operand.dtype.type(_highest(operand.dtype))
+    return np.min(operand, axis=tuple(dimensions), initial=initial)
 
 
 @op("reduce_min", numpy=numpy_reduce_min, version=1, lax=lax_reduce_min,
@@ -243,8 +245,8 @@ def nnef_max_pool(case, call):
 
 def lax_reduce_window_max(lax, attrs):
     def reduce_window_max(x):
-        lowest = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
-        return lax.reduce_window(x, np.array(lowest, x.dtype), lax.max, attrs["window_dimensions"],
+        return lax.reduce_window(x, np.array(_lowest(x.dtype), x.dtype), lax.max,
+                                 attrs["window_dimensions"],
                                  attrs["window_strides"], [tuple(p) for p in attrs["padding"]],
                                  attrs.get("base_dilation"), attrs.get("window_dilation"))
     return reduce_window_max
@@ -281,8 +283,7 @@ def numpy_reduce_window_max(operand, *, window_dimensions, window_strides, paddi
                             base_dilation=None, window_dilation=None):
     """The numpy backend: ``np.max`` over ``sliding_window_view`` windows of the padded operand
     (:func:`reduce_windows`), the init value in the operand's type."""
-    lowest = operand.dtype.type(-np.inf if operand.dtype.kind not in "iub"
-                                else np.iinfo(operand.dtype).min)
+    lowest = operand.dtype.type(_lowest(operand.dtype))
     windows = reduce_windows(operand, lowest, window_dimensions, window_strides, padding,
                              base_dilation, window_dilation)
     return np.max(windows, axis=tuple(range(operand.ndim, 2 * operand.ndim)))

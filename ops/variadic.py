@@ -222,8 +222,8 @@ def lax_reduce_argmax(lax, attrs):
         return lax.select(wins, value, other), lax.select(wins, index, other_index)
 
     def argmax(x):
-        floating = x.dtype.kind in "fV"
-        lowest = np.array(-np.inf if floating else np.iinfo(x.dtype).min, x.dtype)
+        name = np.dtype(x.dtype).name   # kind "V": bfloat16, and the 2- and 4-bit integers
+        lowest = np.array(int_info(name).min if is_integer(name) else -np.inf, x.dtype)
         iota = lax.broadcasted_iota(np.int32, x.shape, dimension)
         return lax.reduce((x, iota), (lowest, np.array(2**31 - 1, np.int32)), body, (dimension,))
 

@@ -17,8 +17,8 @@ signed integer, floating-point, or complex type"; ``add``: "tensor", every eleme
 CHLO ops (acos, erf, lgamma, ...) are not in docs/spec.md: their class is their operand's in
 stablehlo/dialect/ChloOps.td (``HLO_AnyFpOrComplexTensor``, ``HLO_AnyFpTensor``).
 
-Types are named as conform (docs/dtypes.md) and ml_dtypes name them; :data:`OUTSIDE_VOCABULARY`
-are StableHLO's that conform has no dtype for. A label's first type is the operand's, its last
+Types are named as conform (docs/dtypes.md) and ml_dtypes name them: every StableHLO element
+type is in conform's vocabulary. A label's first type is the operand's, its last
 (after ``->``) the result's.
 """
 from __future__ import annotations
@@ -34,9 +34,6 @@ FLOAT = frozenset({"float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3
 COMPLEX = frozenset({"complex64", "complex128"})
 #: "tensor": every TensorElementType
 ANY = BOOL | INTEGER | FLOAT | COMPLEX
-#: StableHLO's types that conform's vocabulary lacks (ml_dtypes 0.6 has them)
-OUTSIDE_VOCABULARY = frozenset({"float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
-                                "float8_e4m3b11fnuz"})
 
 _INT_FLOAT_COMPLEX = INTEGER | FLOAT | COMPLEX
 _FLOAT_COMPLEX = FLOAT | COMPLEX

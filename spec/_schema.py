@@ -6,7 +6,8 @@ editors can autocomplete spec files.
 
 DTYPES = ["bool", "int2", "int4", "int8", "int16", "int32", "int64", "uint2", "uint4", "uint8",
           "uint16", "uint32", "uint64", "float4_e2m1fn", "float8_e4m3fn", "float8_e4m3fnuz",
-          "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float16", "bfloat16", "float32",
+          "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float8_e4m3", "float8_e3m4",
+          "float8_e4m3b11fnuz", "float6_e2m3fn", "float6_e3m2fn", "float16", "bfloat16", "float32",
           "float64", "complex64", "complex128", "string"]
 
 # List sizes a run can afford (the built-in specs use a fraction): the edge sweep of a binary op

@@ -249,8 +249,10 @@ def _type_refusals():
     dtype int4. Support for narrow-width integers is platform-dependent ..."; "add does not
     accept dtype bool") raise :class:`Unsupported` with jax's reason: the runtime lacks what the
     standard allows; so does XLA's compiler finding no lowering of an op for its operand types
-    ("failed to legalize operation 'chlo.bessel_i1e' ... tensor<256xf8E4M3FN>"). Any other
-    error stays an error."""
+    ("failed to legalize operation 'chlo.bessel_i1e' ... tensor<256xf8E4M3FN>"), and its runtime
+    having no buffer of the type ("Invalid XLA PrimitiveType: 36 (F6E2M3FN)", "Unknown NumPy
+    dtype dtype(float6_e2m3fn)": jaxlib 0.10's CPU client holds no 6-bit float). Any other error
+    stays an error."""
     try:
         yield
     except (TypeError, RuntimeError) as exc:
@@ -258,6 +260,9 @@ def _type_refusals():
         if "does not accept dtype" in text and isinstance(exc, TypeError):
             raise Unsupported(f"jax refuses the element type: {text.splitlines()[0][:300]}") \
                 from exc
+        if "Invalid XLA PrimitiveType" in text or "Unknown NumPy dtype" in text:
+            raise Unsupported(f"jax's runtime has no buffer of the element type: "
+                              f"{text.splitlines()[0][:300]}") from exc
         if "failed to legalize operation" not in text:
             raise
         found = text[text.index("failed to legalize operation"):].splitlines()[0]

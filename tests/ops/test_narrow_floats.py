@@ -20,7 +20,8 @@ def specs():
 
 def test_a_narrow_float_cell_is_one_case_of_every_value(specs):
     """Each bit pattern once (NaN, infinities, -0 included), in one shape: one kernel a cell."""
-    for dtype, count in (("float8_e4m3fn", 256), ("float8_e8m0fnu", 256), ("float4_e2m1fn", 16)):
+    for dtype, count in (("float8_e4m3fn", 256), ("float8_e8m0fnu", 256), ("float4_e2m1fn", 16),
+                         ("float6_e3m2fn", 64), ("float8_e3m4", 256)):
         (case,) = generate_cases(specs["tanh"], dtype, count=20, seed=0)
         bits = case.inputs[0].view(np.uint8)
         assert case.plan == "every_value" and [tuple(s) for s in case.shapes] == [(count,)]
@@ -40,6 +41,9 @@ def test_the_specs_narrow_bound_is_derived_from_their_float16_bound(specs):
     for spec in citing:
         assert spec.model_for("float8_e4m3fn")["ulp"] == \
             narrow_ulp_bound(spec.model_for("float16")["ulp"]), spec.op
+        # float8_e3m4's 5 significant bits: a float16 ULP is 2**-6 of its ULP, not 2**-7
+        assert spec.model_for("float8_e3m4")["ulp"] == \
+            narrow_ulp_bound(spec.model_for("float16")["ulp"], 5), spec.op
     # exp(-0.375) = 0.68729: float16 gives 0.6875, a float8 e5m2 midpoint, ties to even 0.75
     error = (0.75 - np.exp(-0.375)) / 0.125
     assert 0.5 < error <= narrow_ulp_bound(2) < 0.6
@@ -69,8 +73,9 @@ def test_the_region_holds_what_float4_and_e8m0_cannot():
 
 
 def test_xla_failing_to_legalize_an_op_for_a_type_is_unsupported():
-    """XLA has no lowering of chlo.bessel_i1e for float8 (jax 0.10.2): its compiler's refusal is
-    ``unsupported`` with the reason; another runtime error stays an error."""
+    """XLA has no lowering of chlo.bessel_i1e for float8 (jax 0.10.2), nor its runtime a float6
+    buffer: each refusal is ``unsupported`` with the reason; another runtime error stays an
+    error."""
     import jax
 
     from conform.harness.backends.base import Unsupported
@@ -80,6 +85,8 @@ def test_xla_failing_to_legalize_an_op_for_a_type_is_unsupported():
     with pytest.raises(Unsupported, match="failed to legalize operation 'chlo.bessel_i1e'"):
         with _type_refusals():
             np.asarray(jax.jit(jax.lax.bessel_i1e)(operand))
+    with pytest.raises(Unsupported, match="no buffer of the element type"), _type_refusals():
+        np.asarray(jax.jit(jax.lax.abs)(np.zeros(4, np_dtype("float6_e2m3fn"))))
     with pytest.raises(RuntimeError), _type_refusals():
         raise RuntimeError("something else")
     assert FLOAT_FORMATS["float8_e4m3fn"].bits == 8

@@ -339,3 +339,16 @@ def test_reduce_window_boundaries_count_the_valid_window_positions(specs):
         positions = max((size + sum(pad) - 5) // stride + 1, 0)   # the dilated window: 5
         assert out.shape == (1, 2, positions), case.id
         assert np.allclose(numpy_reduce_window_sum(*case.inputs, **case.attrs), out)
+
+
+def test_max_and_min_identities_in_the_two_and_four_bit_integers():
+    """An empty Reduce gives its init value: the type's least (Max) or greatest (Min) integer,
+    int2/int4/uint2/uint4 included (np.iinfo refuses ml_dtypes' integers)."""
+    from conform.dtypes import np_dtype
+    from conform.ops.reduction import numpy_reduce_max, numpy_reduce_min
+
+    for name, low, high in (("int4", -8, 7), ("uint2", 0, 3), ("int2", -2, 1)):
+        empty = np.zeros((0, 2), np_dtype(name))
+        top = numpy_reduce_max(empty, dimensions=[0])
+        bottom = numpy_reduce_min(empty, dimensions=[0])
+        assert top.astype(int).tolist() == [low, low] and bottom.astype(int).tolist() == [high, high]

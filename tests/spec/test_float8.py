@@ -11,10 +11,15 @@ import pytest
 from conform.dtypes import (FLOAT_FORMATS, AbsentValue, int_info, is_integer, np_dtype,
                                  resolve_edge_value, round_to_format)
 
-FLOAT8 = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"]
-# exponent bits, fraction bits, bias (OCP OFP8 table 1; fnuz: bias one larger)
+FLOAT8 = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e4m3",
+          "float8_e3m4", "float8_e4m3b11fnuz"]
+# exponent bits, fraction bits, bias (OCP OFP8 table 1; fnuz: bias one larger; StableHLO's
+# f8E4M3 and f8E3M4: IEEE 754-style, bias 2**(e-1) - 1; f8E4M3B11FNUZ: fnuz with bias 11)
 FIELDS = {"float8_e4m3fn": (4, 3, 7), "float8_e4m3fnuz": (4, 3, 8), "float8_e5m2": (5, 2, 15),
-          "float8_e5m2fnuz": (5, 2, 16)}
+          "float8_e5m2fnuz": (5, 2, 16), "float8_e4m3": (4, 3, 7), "float8_e3m4": (3, 4, 3),
+          "float8_e4m3b11fnuz": (4, 3, 11)}
+#: the formats that follow IEEE 754: infinities and NaNs at the all-ones exponent
+IEEE_LIKE = ("float8_e5m2", "float8_e4m3", "float8_e3m4")
 
 
 def decode(name: str, code: int) -> float:
@@ -26,7 +31,7 @@ def decode(name: str, code: int) -> float:
         return np.nan                                  # the one NaN, where -0 would be
     if name == "float8_e4m3fn" and exponent == 15 and fraction == 7:
         return np.nan                                  # S.1111.111
-    if name == "float8_e5m2" and exponent == 31:       # IEEE-like
+    if name in IEEE_LIKE and exponent == (1 << e_bits) - 1:
         return sign * np.inf if fraction == 0 else np.nan
     if exponent == 0:
         return sign * fraction * 2.0 ** (1 - bias - m_bits)
@@ -57,7 +62,8 @@ def test_traits_match_ml_dtypes_finfo_and_the_encodings(name):
     assert fmt.has_nan == bool(np.isnan(values).any())
     assert fmt.has_negative_zero == any(v == 0 and np.signbit(v) for v in values)
     nans = int(np.isnan(values).sum())
-    assert nans == {"all_ones": 2, "negative_zero": 1, "ieee": 6}[fmt.nan_encoding]
+    ieee = 2 * ((1 << FIELDS[name][1]) - 1)   # both signs, every non-zero fraction
+    assert nans == {"all_ones": 2, "negative_zero": 1, "ieee": ieee}[fmt.nan_encoding]
 
 
 def test_the_documented_traits():
@@ -233,4 +239,4 @@ def test_a_spec_declares_float8_dtypes_and_saturation(tmp_path):
     with pytest.raises(SpecError, match="saturate"):
         load_spec(_write(tmp_path, text.replace("saturate: true", "saturate: false")))
     with pytest.raises(SpecError, match="dtypes"):
-        load_spec(_write(tmp_path, text.replace("int4, uint4", "int4, float8_e4m3")))
+        load_spec(_write(tmp_path, text.replace("int4, uint4", "int4, float8_e6m1")))

@@ -158,3 +158,44 @@ def test_wide_draws_reach_every_encoding_of_the_small_floats():
         drawn = fill(rng, shape=(4000,), dtype=dtype, plan="wide", low=0, high=0,
                      edges=np.array([], np_dtype(dtype)))
         assert len(np.unique(drawn.view(np.uint8))) == count
+
+
+#: OCP MX v1.0's FP6 element formats: exponent bits, mantissa bits, bias
+FP6 = {"float6_e2m3fn": (2, 3, 1), "float6_e3m2fn": (3, 2, 3)}
+
+
+def fp6(name: str, code: int) -> float:
+    """OCP MX v1.0 FP6: sign bit 5, then the exponent and mantissa fields; exponent 0 is
+    subnormal, (-1)**S * 2**(1 - bias) * (0 + M / 2**m); no infinities, no NaN."""
+    e_bits, m_bits, bias = FP6[name]
+    sign = -1.0 if code & 0b100000 else 1.0
+    exponent, mantissa = (code >> m_bits) & ((1 << e_bits) - 1), code & ((1 << m_bits) - 1)
+    if exponent == 0:
+        return sign * mantissa * 2.0 ** (1 - bias - m_bits)
+    return sign * 2.0 ** (exponent - bias) * (1 + mantissa / 2 ** m_bits)
+
+
+@pytest.mark.parametrize("name, largest", [("float6_e2m3fn", 7.5), ("float6_e3m2fn", 28.0)])
+def test_every_fp6_encoding_decodes_as_the_spec_says_and_rounds_to_the_nearest(name, largest):
+    values = np.array([fp6(name, c) for c in range(64)])
+    ml = np.arange(64, dtype=np.uint8).view(np_dtype(name)).astype(np.float64)
+    assert np.array_equal(values, ml) and np.array_equal(np.signbit(values), np.signbit(ml))
+    fmt = FLOAT_FORMATS[name]
+    assert (fmt.max_finite, fmt.min_normal, fmt.bits) == (largest, values[1 << FP6[name][1]], 6)
+    assert fmt.min_subnormal == values[1] and fmt.has_subnormals
+    assert (fmt.has_inf, fmt.has_nan, fmt.has_negative_zero, fmt.has_zero, fmt.signed) == \
+        (False, False, True, True, True)
+    # nearest, ties to the even code (even mantissa); past max_finite + ulp/2: no value (NaN)
+    positive = values[:32]
+    mids = (positive[1:] + positive[:-1]) / 2
+    probes = np.concatenate([positive, mids, mids * (1 + 2.0 ** -30), mids * (1 - 2.0 ** -30),
+                             [largest + fmt.ulp_at_max / 2, largest * 1.01]])
+    want = []
+    for x in probes:
+        gaps = np.abs(positive - x)
+        best = np.flatnonzero(gaps == gaps.min())
+        pick = best[0] if len(best) == 1 else next(c for c in best if c % 2 == 0)
+        beyond = x >= largest + fmt.ulp_at_max / 2
+        want.append(np.nan if beyond else positive[pick])
+    assert np.array_equal(round_to_format(probes, fmt), np.array(want), equal_nan=True)
+    assert np.array_equal(round_to_format(-probes, fmt), -np.array(want), equal_nan=True)
