@@ -214,3 +214,23 @@ def test_an_adapters_refusal_is_unsupported_and_a_runtime_error_an_error(specs):
     failed = ("error", "RuntimeError: Exception from src/inference", "")
     assert graph_record(graph, 0, 0, "ok", [refused, refused], "x")["verdict"] == "unsupported"
     assert graph_record(graph, 0, 0, "ok", [failed, failed], "x")["verdict"] == "error"
+
+
+def test_chain_draws_each_node_as_a_consumer_of_the_one_before(specs):
+    """With ``chain=1`` every node after the first takes the newest node's output where its
+    first data input can (a unary element-wise op always can): over unary ops the graph is
+    one chain. Without it, inputs are drawn among the values that fit or new ones, so fewer
+    nodes read their predecessor's output."""
+    unary = {op: specs[op] for op in ("tanh", "abs", "exp")}
+    chained = graphs(unary, max_nodes=5, allowed=onnx_allowed, chain=1.0)
+    plain = graphs(unary, max_nodes=5, allowed=onnx_allowed)
+    follow = {0.0: 0, 1.0: 0}
+    for seed in range(8):
+        for chain, strategy in ((1.0, chained), (0.0, plain)):
+            graph = draw_graph(strategy, seed=seed)
+            follow[chain] += sum(node.inputs[0] in before.outputs
+                                 for before, node in zip(graph.nodes, graph.nodes[1:]))
+            if chain:
+                assert all(node.inputs[0] in before.outputs
+                           for before, node in zip(graph.nodes, graph.nodes[1:]))
+    assert follow[1.0] > follow[0.0] + 4, follow
