@@ -113,3 +113,27 @@ def test_an_openvino_reduction_still_fails_where_onnxruntime_agrees_with_float64
     got = next(v for k, v in outputs.items() if entry["output"] in k.get_names())
     wrong = np.flatnonzero(got.ravel() != np.broadcast_to(want, got.shape).ravel())
     assert wrong.size == entry["mismatched_enable_all"]
+
+
+def test_openvino_reduces_the_wrong_axis_of_an_unsqueezed_value():
+    """Bug 6 of docs/found-bugs.md: ``ReduceMean(Unsqueeze(x, axes=[-2]), axes=[-3],
+    keepdims=1)`` with x of shape [2, 3, 4], as run (the reduction's output the model's only
+    output): OpenVINO reduces x's axis 0 (-3 counted in x's rank 3, not in the rank 4 of the
+    Unsqueeze's output, which the text makes the reduction's data), giving shape [1, 1, 3, 4]
+    where the float64 recomputation has [2, 1, 1, 4]; its values are x's mean over axis 0.
+    onnxruntime, on the same model, agrees with the recomputation."""
+    ov = pytest.importorskip("openvino")
+    name = "graph-193-onnx_unsqueeze-onnx_reduce_mean-openvino"
+    entry = next(e for e in json.loads((LEDGER / "ledger.json").read_text())
+                 if e["name"] == name)
+    feeds = dict(np.load(LEDGER / f"{name}.npz"))
+    x = feeds["x0_0"].astype(np.float64)
+    want = np.expand_dims(x, -2).mean(axis=-3, keepdims=True)
+    assert list(want.shape) == entry["shape_float64"]
+    np.testing.assert_allclose(_ort_values(name, feeds)["v3"], want, rtol=1e-6)
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(str(LEDGER / f"{name}.onnx")), "CPU",
+                                  {"INFERENCE_NUM_THREADS": 1})
+    (got,) = compiled.create_infer_request().infer(feeds).values()
+    assert list(got.shape) == entry["shape_openvino"] != entry["shape_float64"]
+    np.testing.assert_allclose(got.ravel(), x.mean(axis=0).ravel(), rtol=1e-6)
