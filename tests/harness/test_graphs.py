@@ -65,6 +65,32 @@ def test_preferring_biases_shapes_only_inside_it():
     assert kit.shape(min_rank=1, max_rank=2) is plain
 
 
+def test_shapes_draw_what_the_filtered_and_one_of_strategies_drew():
+    """kit.shape's strategies, made once (no filtered strategy; inside ``preferring`` one
+    strategy reading the preferred set when drawn), draw the shapes Hypothesis's own
+    ``lists(...).map(tuple).filter(...)`` and ``one_of(sampled_from(fits), ...)`` drew from the
+    same seeds: the suites' corpora and the graphs a seed draws are unchanged."""
+    import math
+    import random
+
+    from hypothesis import strategies as st
+
+    from conform.generators._drawing import _draw, _without_local_constants
+
+    def draws(strategy, seed):
+        with _without_local_constants():
+            return [_draw(strategy, random.Random(seed + k)) for k in range(30)]
+
+    old = st.lists(st.integers(0, 6), min_size=0, max_size=4).map(tuple).filter(
+        lambda s: math.prod(s) <= kit.MAX_ARRAY_SIZE)
+    new = kit.shape(min_rank=0, max_rank=4, min_side=0, max_side=6)
+    assert draws(new, 1) == draws(old, 1)
+    fits = ((2, 2, 2), (3, 5))   # preferring's order: sorted
+    with kit.preferring(fits):
+        new = kit.shape(min_rank=0, max_rank=4, min_side=0, max_side=6)
+        assert draws(new, 2) == draws(st.one_of(st.sampled_from(fits), old), 2)
+
+
 def test_a_campaign_runs_graphs_twice_and_judges_them(specs):
     """Graphs run on onnxruntime (as generated and instrumented): each result line holds its
     nodes and a verdict, and the instrumented run judged each node."""
