@@ -104,10 +104,16 @@ def _plain(value):
     return value
 
 
-def graphs(specs: dict, *, max_nodes: int = MAX_NODES, allowed=None, accept=None):
+def graphs(specs: dict, *, max_nodes: int = MAX_NODES, allowed=None, accept=None,
+           chain: float = 0.0):
     """A Hypothesis strategy of :class:`Graph` over ``specs`` (op name -> spec), 1 to
     ``max_nodes`` nodes. ``allowed(spec, label)``: whether a dtype label of an op may be drawn
     (a format's schema); ``accept(spec, case)``: whether a drawn node is kept (its lowering).
+    ``chain`` (0 to 1): the chance that a node is drawn as a consumer of the newest node's
+    outputs (their dtype its label's, their shapes preferred, its first data input that fits
+    one of them taking it): the producer-consumer pairs optimisers rewrite (MatMul then Add,
+    Conv then Relu, Cast then Cast), which uniform drawing over a format's ops rarely makes.
+    At 0 (the default) no choice is added: a seed draws the graph it drew before.
 
     >>> draw_graph(graphs(specs), seed=0).ops   # doctest: +SKIP
     ['onnx_add', 'tanh', 'onnx_reduce_sum']
@@ -117,18 +123,21 @@ def graphs(specs: dict, *, max_nodes: int = MAX_NODES, allowed=None, accept=None
     labels = {op: tuple(label for label in dtype_labels(specs[op])
                         if allowed is None or allowed(specs[op], label)) for op in ops}
     ops = tuple(op for op in ops if labels[op])
-    return _graph(specs, ops, labels, max_nodes, accept or (lambda spec, case: True))
+    return _graph(specs, ops, labels, max_nodes, accept or (lambda spec, case: True),
+                  round(100 * chain))
 
 
 @st.composite
-def _graph(draw, specs, ops, labels, max_nodes, accept):
+def _graph(draw, specs, ops, labels, max_nodes, accept, chain: int = 0):
     graph = Graph({}, [], [], {}, {}, draw(_sampled(GRAPH_DTYPES)))
     wanted = draw(_between(1, max_nodes))
     for _ in range(3 * wanted):
         if len(graph.nodes) == wanted:
             break
         spec = specs[draw(_sampled(ops))]
-        _add_node(draw, graph, spec, _label(draw, labels[spec.op], graph.dtype), accept)
+        newest = _newest(draw, graph, chain)
+        label = _label(draw, labels[spec.op], graph.dtypes[newest[0]] if newest else graph.dtype)
+        _add_node(draw, graph, spec, label, accept, newest)
     # drawn after the nodes, so that a seed draws the nodes it drew before constants existed
     graph.constants = frozenset(name for name in graph.inputs if draw(_QUARTER) == 0)
     return graph
@@ -149,17 +158,26 @@ def _between(low: int, high: int):
     return kit.unwrapped(st.integers(low, high))
 
 
+def _newest(draw, graph: Graph, chain: int) -> tuple:
+    """The newest node's outputs if the next node is drawn as their consumer (``chain`` in
+    100), else ``()``; no choice is drawn where ``chain`` is 0 or the graph has no node."""
+    if not chain or not graph.nodes or draw(_between(0, 99)) >= chain:
+        return ()
+    return graph.nodes[-1].outputs
+
+
 def _label(draw, labels, dtype: str) -> str:
     own = [label for label in labels if label.split("->")[0] == dtype]
     return draw(_sampled(tuple(own or labels)))
 
 
-def _add_node(draw, graph: Graph, spec, label: str, accept) -> None:
-    """Draw one node of ``spec`` under ``label`` and add it to ``graph`` if it is kept."""
+def _add_node(draw, graph: Graph, spec, label: str, accept, newest: tuple = ()) -> None:
+    """Draw one node of ``spec`` under ``label`` and add it to ``graph`` if it is kept (as a
+    consumer of the values ``newest``, if any)."""
     family = _FAMILIES.get((spec.op, label))
     if family is None:   # made once per op and label: a new strategy is validated again
         family = _FAMILIES[spec.op, label] = _family(spec, label)
-    with kit.preferring(np.shape(v) for v in graph.values.values()):
+    with kit.preferring(np.shape(graph.values[n]) for n in newest or graph.values):
         signature = draw(family)
     fill_seed = draw(_between(0, 2**32 - 1))
     k = len(graph.nodes)
@@ -167,7 +185,7 @@ def _add_node(draw, graph: Graph, spec, label: str, accept) -> None:
         case = materialize(spec, label, k, (signature, "normal", fill_seed), _edges(spec))
     except Exception:   # a draw the op's fill cannot serve: no node
         return
-    names, inputs = _connect(draw, graph, spec, case)
+    names, inputs = _connect(draw, graph, spec, case, newest)
     case = dataclasses.replace(case, id=f"graph.n{k}.{spec.op}", inputs=inputs)
     try:
         answer = expect(spec, case)
@@ -220,9 +238,10 @@ def _usable(part, dtype: str) -> bool:
         return bool(np.isfinite(values.astype(np_dtype(dtype)).astype(np.complex128)).all())
 
 
-def _connect(draw, graph: Graph, spec, case: Case) -> tuple[list, list]:
+def _connect(draw, graph: Graph, spec, case: Case, newest: tuple = ()) -> tuple[list, list]:
     """Per input of ``case``: the graph value it takes (by name) and its array; a new graph
-    input (named ``x<node>_<input>``) where Hypothesis keeps the op's own."""
+    input (named ``x<node>_<input>``) where Hypothesis keeps the op's own. The first data input
+    that one of ``newest`` fits takes it (no choice drawn)."""
     present = spec.present_inputs(case.attrs)
     kinds = dict(zip(spec.inputs, spec.input_types))
     broadcasting = spec.signature.get("shapes") == "onnx_broadcast"
@@ -236,7 +255,11 @@ def _connect(draw, graph: Graph, spec, case: Case) -> tuple[list, list]:
                  and _fits(np.shape(value), np.shape(x), others,
                                                  broadcasting, unary)] \
             if kind in ("T", "bool") else []
-        pick = draw(_between(0, len(found))) if found else 0
+        chained = [name for name in found if name in newest]
+        if chained:
+            pick, newest = found.index(chained[0]) + 1, ()
+        else:
+            pick = draw(_between(0, len(found))) if found else 0
         if pick:
             names.append(found[pick - 1])
             inputs[i] = graph.values[found[pick - 1]]

@@ -22,6 +22,7 @@ import math
 import os
 
 from hypothesis import strategies as _strategies
+from hypothesis.control import current_build_context
 
 from conform.generators._signature import Boundary, MustReject, Signature, fixed_attrs
 
@@ -85,14 +86,34 @@ def shape(*, min_rank=0, max_rank=4, min_side=1, max_side=6):
     """Shapes of ``min_rank`` to ``max_rank`` sides in ``[min_side, max_side]``, at most
     MAX_ARRAY_SIZE elements; inside :func:`preferring`, one of the preferred shapes that fits
     these bounds (where one does) or, as Hypothesis chooses, any other."""
+    bounds = {"min_rank": min_rank, "max_rank": max_rank, "min_side": min_side,
+              "max_side": max_side}
+    return _preferred_shapes(**bounds) if _PREFERRED else _shapes(**bounds)
+
+
+@functools.lru_cache(maxsize=None)
+def _preferred_shapes(*, min_rank, max_rank, min_side, max_side):
+    """:func:`shape` inside :func:`preferring`, made once per bounds: the preferred set is read
+    when it is drawn. Its choices are those of ``one_of(sampled_from(fits), shapes)`` (an index
+    of the two branches, then an index of ``fits`` or the shape's own), or of ``shapes`` alone
+    where no preferred shape fits; made per preferred set, those two strategies were new at
+    nearly every node of a graph, each validated anew (and kept by :data:`st`'s cache)."""
     drawn = _shapes(min_rank=min_rank, max_rank=max_rank, min_side=min_side, max_side=max_side)
-    if not _PREFERRED:
-        return drawn
-    # a tuple, so that the strategies are made once per preferred set (see _Strategies)
-    fits = tuple(s for s in _PREFERRED[-1] if min_rank <= len(s) <= max_rank
-                 and all(min_side <= side <= max_side for side in s)
-                 and math.prod(s) <= MAX_ARRAY_SIZE)
-    return st.one_of(st.sampled_from(fits), drawn) if fits else drawn
+
+    def preferred(draw):
+        fits = tuple(s for s in _PREFERRED[-1] if min_rank <= len(s) <= max_rank
+                     and all(min_side <= side <= max_side for side in s)
+                     and math.prod(s) <= MAX_ARRAY_SIZE)
+        if fits and draw(_index(2)) == 0:
+            return fits[draw(_index(len(fits)))]
+        return draw(drawn)
+    return unwrapped(_strategies.composite(preferred)())
+
+
+@functools.lru_cache(maxsize=None)
+def _index(n: int):
+    """An index below ``n``, drawn as ``sampled_from`` draws one (a bare integer choice)."""
+    return _strategies.sampled_from(range(n))
 
 
 #: The shapes :func:`shape` prefers (a stack: :func:`preferring`'s innermost holds).
@@ -113,18 +134,21 @@ def preferring(shapes):
 
 @functools.lru_cache(maxsize=None)
 def _shapes(*, min_rank, max_rank, min_side, max_side):
-    return _whole(st.lists(st.integers(min_side, max_side), min_size=min_rank,
-                           max_size=max_rank).map(tuple).filter(
-                               lambda s: math.prod(s) <= MAX_ARRAY_SIZE))
+    return _bounded(st.lists(st.integers(min_side, max_side), min_size=min_rank,
+                             max_size=max_rank))
 
 
 @_strategies.composite
-def _whole(draw, strategy):
-    """``strategy`` as one branch: ``st.one_of`` asks each of its strategies for its branches,
-    and a filtered strategy makes new ones (each validated anew, its predicate's source parsed)
-    every time a new ``one_of`` holds it, as :func:`shape` makes one per preferred set. The
-    choices drawn are the same."""
-    return draw(strategy)
+def _bounded(draw, sides):
+    """A tuple of ``sides`` with at most MAX_ARRAY_SIZE elements, drawn with the choices of
+    ``sides.map(tuple).filter(...)`` (three tries, then the draw is invalid) without a filtered
+    strategy: Hypothesis validates one again at each of its draws (its validation makes it
+    anew, and tries to rewrite its predicate), a tenth of a graph's drawing."""
+    for _ in range(3):
+        drawn = tuple(draw(sides))
+        if math.prod(drawn) <= MAX_ARRAY_SIZE:
+            return drawn
+    current_build_context().data.mark_invalid(f"no shape of at most {MAX_ARRAY_SIZE} elements")
 
 
 @functools.lru_cache(maxsize=None)

@@ -67,7 +67,7 @@ def redrawn(specs: dict, summary: dict, record: dict, error):
     the recorded nodes; raises ``error`` (an exception class) if it is not that graph."""
     fuzz = summary.get("fuzz") or {}
     strategies = fuzz_strategies(specs, fuzz.get("max_nodes", 10), fuzz.get("ops"),
-                                 summary["backend"])
+                                 summary["backend"], fuzz.get("chain", 0.0))
     graph = draw_fuzz_graph(strategies, seed=record["seed"])
     drawn = json.loads(json.dumps(graph.describe()))
     recorded = [{k: v for k, v in node.items() if k != "verdict"} for node in record["nodes"]]

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from conform.harness.cli.values import (at_least_one, names, seconds, seed,
+from conform.harness.cli.values import (at_least_one, fraction, names, seconds, seed,
                                         writable_directory)
 
 EXIT_OK, EXIT_FOUND = 0, 1
@@ -57,6 +57,11 @@ def add_commands(sub) -> None:
                        help="seconds to run graphs for")
     fuzz.add_argument("--max-nodes", type=max_nodes, default=10,
                       help=f"nodes of a graph at most (1 to {MAX_NODES_LIMIT}; default 10)")
+    fuzz.add_argument("--chain", type=fraction, default=0.0,
+                      help="the chance (0 to 1) that a node is drawn as a consumer of the "
+                           "newest node's outputs, making the producer-consumer pairs "
+                           "optimisers rewrite (default 0: each node's inputs drawn "
+                           "uniformly among the values that fit)")
     fuzz.add_argument("--seed", type=seed, default=0, help="the graphs' seed (default 0)")
     fuzz.add_argument("--out", type=Path, default=None,
                       help="output directory (default conform-out/<backend>-fuzz)")
@@ -91,7 +96,7 @@ def cmd_fuzz(args, specs: dict) -> int:
     with ResultWriter(out / "results.jsonl") as writer:
         figures = fuzz(specs, budget=budget, seconds=args.time, max_nodes=args.max_nodes,
                        seed=args.seed, write=write, progress=_progress, backend=args.backend,
-                       ops=args.ops, reduce=not args.no_reduce)
+                       ops=args.ops, reduce=not args.no_reduce, chain=args.chain)
     print(file=sys.stderr)
     form = graph_format(args.backend)
     bound = sorted(form.bound(specs, args.ops))
@@ -105,6 +110,7 @@ def cmd_fuzz(args, specs: dict) -> int:
             "selected_ops": reached, "wall_seconds": figures["seconds"],
             "worker_restarts": figures["worker_restarts"], "workers_recycled": 0,
             "fuzz": {"graphs": figures["graphs"], "max_nodes": args.max_nodes, "ops": args.ops,
+                     "chain": args.chain,
                      "graphs_per_second": figures["graphs_per_second"],
                      "ops_bound": len(bound), "ops_reached": len(reached),
                      "distinct_failures": figures["failures"]}}

@@ -10,14 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from conform.harness.cli.values import fraction
+
 EXIT_OK, EXIT_GATE = 0, 1
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is outside [0, 1]")
-    return value
 
 
 def _factor(text: str) -> float:
@@ -37,11 +32,11 @@ def add_manifest_options(parser: argparse.ArgumentParser, where: str = "") -> No
 
 def add_gate_options(parser: argparse.ArgumentParser) -> None:
     """The gate's criteria and the manifest options (``run`` and ``gate`` share them)."""
-    parser.add_argument("--min-pass-rate", type=_fraction, default=None,
+    parser.add_argument("--min-pass-rate", type=fraction, default=None,
                         help="fail (exit 1) if the overall pass rate is below R")
-    parser.add_argument("--min-op-pass-rate", type=_fraction, default=None, metavar="R",
+    parser.add_argument("--min-op-pass-rate", type=fraction, default=None, metavar="R",
                         help="fail if any op's pass rate, over all its dtypes, is below R")
-    parser.add_argument("--min-coverage", type=_fraction, default=None, metavar="R",
+    parser.add_argument("--min-coverage", type=fraction, default=None, metavar="R",
                         help="fail if fewer than R of the cases were judged (coverage = judged / "
                              "cases; unsupported, skipped, excused and impl-defined cases are "
                              "not judged)")

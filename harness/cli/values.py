@@ -63,6 +63,14 @@ def seconds(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """A number from 0 to 1 (a rate or a chance)."""
+    value = _number(text, float)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is outside [0, 1]")
+    return value
+
+
 def memory_mb(text: str) -> int:
     """A worker memory cap in MiB, at least :data:`MIN_MEMORY_LIMIT_MB`."""
     value = _number(text, int)

@@ -37,16 +37,18 @@ REDUCED = ("fail", "error")
 
 def fuzz(specs: dict, *, budget: int | None = None, seconds: float | None = None,
          max_nodes: int = MAX_NODES, seed: int = 0, write=None, progress=None,
-         backend: str = "onnxruntime", ops=None, reduce: bool = True) -> dict:
+         backend: str = "onnxruntime", ops=None, reduce: bool = True,
+         chain: float = 0.0) -> dict:
     """Draw, run and judge graphs until ``budget`` graphs or ``seconds`` have passed (at least
     one of them is given), on ``backend`` (one of
     :data:`~conform.harness.run.graph_formats.GRAPH_BACKENDS`, or an ONNX adapter
-    ``module:Class``), over ``ops`` (default: every op bound to its format); ``write(record)`` takes each result line,
+    ``module:Class``), over ``ops`` (default: every op bound to its format), each node drawn
+    as the newest one's consumer with chance ``chain``; ``write(record)`` takes each result line,
     ``progress(done, counts, elapsed)`` is told after each graph. With ``reduce``, failing
     graphs are reduced (:func:`~conform.harness.run.reduce.reduce_graph`) and deduplicated
     (:class:`~conform.harness.run.reduce.Failures`). Returns the run's figures (graphs, counts,
     rate, ops reached, backend version, distinct failures)."""
-    strategies = fuzz_strategies(specs, max_nodes, ops, backend)
+    strategies = fuzz_strategies(specs, max_nodes, ops, backend, chain)
     worker = graph_format(backend).worker()
     counts: dict = {}
     reached: set = set()

@@ -47,11 +47,13 @@ class GraphFormat:
         return {op: spec for op, spec in specs.items() if self.binding in spec.bindings
                 and (ops is None or op in ops)}
 
-    def strategy(self, specs: dict, max_nodes: int = MAX_NODES, ops=None, accept=None):
+    def strategy(self, specs: dict, max_nodes: int = MAX_NODES, ops=None, accept=None,
+                 chain: float = 0.0):
         """The graphs drawn for this format: over every op of ``specs`` bound to it (of ``ops``
-        only, if given), each node kept by ``accept`` (by default the format's)."""
+        only, if given), each node kept by ``accept`` (by default the format's), each drawn as
+        the newest node's consumer with chance ``chain`` (:func:`~conform.generators.graphs.graphs`)."""
         drawn = graphs(self.bound(specs, ops), max_nodes=max_nodes, allowed=self.allowed,
-                       accept=accept or self.accept)
+                       accept=accept or self.accept, chain=chain)
         return drawn if self.holds_constants else drawn.map(_fed)
 
     def worker(self) -> GraphWorker:

@@ -42,15 +42,16 @@ class FuzzGraphs(NamedTuple):
 
 
 def fuzz_strategies(specs: dict, max_nodes: int = MAX_NODES, ops=None,
-                    backend: str = "onnxruntime") -> FuzzGraphs:
+                    backend: str = "onnxruntime", chain: float = 0.0) -> FuzzGraphs:
     """The graphs ``conform fuzz`` draws for ``backend`` over the ops of ``specs`` bound to its
-    format (of ``ops`` only, if given), quick and strict."""
+    format (of ``ops`` only, if given), quick and strict, each node the newest one's consumer
+    with chance ``chain``."""
     form = graph_format(backend)
-    strict = form.strategy(specs, max_nodes, ops)
+    strict = form.strategy(specs, max_nodes, ops, chain=chain)
     if form.valid_graph is None:
         return FuzzGraphs(strict, strict)
-    return FuzzGraphs(form.strategy(specs, max_nodes, ops, accept=form.lowers), strict,
-                      form.valid_graph)
+    return FuzzGraphs(form.strategy(specs, max_nodes, ops, accept=form.lowers, chain=chain),
+                      strict, form.valid_graph)
 
 
 def draw_fuzz_graph(strategies: FuzzGraphs, *, seed: int):

@@ -100,6 +100,19 @@ def test_bfloat16_crosses_the_api_as_bits():
     np.testing.assert_array_equal(out.view(np.uint16), bits)
 
 
+@pytest.mark.parametrize("element, kind", [(ov.Type.f8e4m3, ml_dtypes.float8_e4m3fn),
+                                           (ov.Type.f8e5m2, ml_dtypes.float8_e5m2)])
+def test_an_8_bit_float_output_comes_back_typed(element, kind):
+    """A generated graph's output may be an 8-bit float (a Cast's): OpenVINO hands its bits
+    back as uint8, which the adapter types again (a uint8 array was judged a wrong dtype)."""
+    bits = np.array([1.5, -2.0, 0.25], kind).view(np.uint8)
+    tensor = ov.Tensor(element, [3])
+    tensor.data[:] = bits
+    out = conform_openvino._array(tensor)
+    assert out.dtype == kind
+    np.testing.assert_array_equal(out.view(np.uint8), bits)
+
+
 def test_bfloat16_runs_through_the_plugin(backend):
     """A bfloat16 model runs end to end and returns bfloat16; checked on normal values only,
     whose negation no CPU rounds or flushes."""

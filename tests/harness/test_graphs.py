@@ -65,6 +65,32 @@ def test_preferring_biases_shapes_only_inside_it():
     assert kit.shape(min_rank=1, max_rank=2) is plain
 
 
+def test_shapes_draw_what_the_filtered_and_one_of_strategies_drew():
+    """kit.shape's strategies, made once (no filtered strategy; inside ``preferring`` one
+    strategy reading the preferred set when drawn), draw the shapes Hypothesis's own
+    ``lists(...).map(tuple).filter(...)`` and ``one_of(sampled_from(fits), ...)`` drew from the
+    same seeds: the suites' corpora and the graphs a seed draws are unchanged."""
+    import math
+    import random
+
+    from hypothesis import strategies as st
+
+    from conform.generators._drawing import _draw, _without_local_constants
+
+    def draws(strategy, seed):
+        with _without_local_constants():
+            return [_draw(strategy, random.Random(seed + k)) for k in range(30)]
+
+    old = st.lists(st.integers(0, 6), min_size=0, max_size=4).map(tuple).filter(
+        lambda s: math.prod(s) <= kit.MAX_ARRAY_SIZE)
+    new = kit.shape(min_rank=0, max_rank=4, min_side=0, max_side=6)
+    assert draws(new, 1) == draws(old, 1)
+    fits = ((2, 2, 2), (3, 5))   # preferring's order: sorted
+    with kit.preferring(fits):
+        new = kit.shape(min_rank=0, max_rank=4, min_side=0, max_side=6)
+        assert draws(new, 2) == draws(st.one_of(st.sampled_from(fits), old), 2)
+
+
 def test_a_campaign_runs_graphs_twice_and_judges_them(specs):
     """Graphs run on onnxruntime (as generated and instrumented): each result line holds its
     nodes and a verdict, and the instrumented run judged each node."""
@@ -214,3 +240,23 @@ def test_an_adapters_refusal_is_unsupported_and_a_runtime_error_an_error(specs):
     failed = ("error", "RuntimeError: Exception from src/inference", "")
     assert graph_record(graph, 0, 0, "ok", [refused, refused], "x")["verdict"] == "unsupported"
     assert graph_record(graph, 0, 0, "ok", [failed, failed], "x")["verdict"] == "error"
+
+
+def test_chain_draws_each_node_as_a_consumer_of_the_one_before(specs):
+    """With ``chain=1`` every node after the first takes the newest node's output where its
+    first data input can (a unary element-wise op always can): over unary ops the graph is
+    one chain. Without it, inputs are drawn among the values that fit or new ones, so fewer
+    nodes read their predecessor's output."""
+    unary = {op: specs[op] for op in ("tanh", "abs", "exp")}
+    chained = graphs(unary, max_nodes=5, allowed=onnx_allowed, chain=1.0)
+    plain = graphs(unary, max_nodes=5, allowed=onnx_allowed)
+    follow = {0.0: 0, 1.0: 0}
+    for seed in range(8):
+        for chain, strategy in ((1.0, chained), (0.0, plain)):
+            graph = draw_graph(strategy, seed=seed)
+            follow[chain] += sum(node.inputs[0] in before.outputs
+                                 for before, node in zip(graph.nodes, graph.nodes[1:]))
+            if chain:
+                assert all(node.inputs[0] in before.outputs
+                           for before, node in zip(graph.nodes, graph.nodes[1:]))
+    assert follow[1.0] > follow[0.0] + 4, follow

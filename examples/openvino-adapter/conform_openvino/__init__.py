@@ -96,7 +96,13 @@ def _tensor(x: np.ndarray) -> ov.Tensor:
     return ov.Tensor(x)
 
 
+#: OpenVINO's element types that come back as their bits (bf16 typed float16, the 8-bit float
+#: types uint8), by the ml_dtypes type they are; a generated graph's outputs may hold them
+_BY_BITS = {ov.Type.bf16: ml_dtypes.bfloat16, ov.Type.f8e4m3: ml_dtypes.float8_e4m3fn,
+            ov.Type.f8e5m2: ml_dtypes.float8_e5m2, ov.Type.f8e8m0: ml_dtypes.float8_e8m0fnu}
+
+
 def _array(tensor: ov.Tensor) -> np.ndarray:
     data = tensor.data.copy()
-    # bf16 comes back as its bits typed float16
-    return data.view(ml_dtypes.bfloat16) if tensor.element_type == ov.Type.bf16 else data
+    kind = _BY_BITS.get(tensor.element_type)
+    return data if kind is None else data.view(kind)
