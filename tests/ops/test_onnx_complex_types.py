@@ -46,3 +46,12 @@ def test_onnxruntime_reports_complex_unsupported(specs, backends):
     case = next(iter(generate_cases(spec, "complex128", count=1, seed=0)))
     with pytest.raises(Unsupported, match="tensor\\(complex128\\) is not currently registered"):
         run_case(backends["onnxruntime"], spec, dataclasses.replace(case))
+
+
+def test_complex_scatter_draws_none_and_add_only(specs, backends):
+    """Complex numbers have no order (max, min) and a complex product is no single rounding."""
+    spec = specs["onnx_scatter_nd"]
+    cases = list(generate_cases(spec, "complex64", count=12, seed=5))
+    assert {c.attrs["reduction"] for c in cases} == {"none", "add"}
+    assert real_backends.assert_drawn_cases_pass(spec, backends["numpy"], "complex64",
+                                                 count=8, seed=5) > 0
