@@ -55,3 +55,15 @@ def test_complex_scatter_draws_none_and_add_only(specs, backends):
     assert {c.attrs["reduction"] for c in cases} == {"none", "add"}
     assert real_backends.assert_drawn_cases_pass(spec, backends["numpy"], "complex64",
                                                  count=8, seed=5) > 0
+
+
+def test_a_complex_constant_is_two_patterns_per_element_real_first(specs, backends):
+    from conform.ops.onnx_shape import from_bits, from_onnx_constant
+
+    value = from_bits([0x3F800000, 0x80000000, 0x7FC00000, 0x40000000], "complex64")
+    assert value.dtype == np.complex64 and value[0] == 1 - 0j and np.signbit(value[0].imag)
+    assert np.isnan(value[1].real) and value[1].imag == 2
+    _, attrs = from_onnx_constant([], {"value": value}, 21)
+    assert attrs["bits"] == [0x3F800000, 0x80000000, 0x7FC00000, 0x40000000]
+    assert real_backends.assert_drawn_cases_pass(specs["onnx_constant"], backends["numpy"],
+                                                 "complex128", count=6) > 0
