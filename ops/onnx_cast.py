@@ -55,8 +55,8 @@ def e8m0_table(values: np.ndarray, saturate: bool, round_mode: str = "up") -> np
 
 def float8_table(values: np.ndarray, target: str, saturate: bool,
                  opset: int = INFINITY_IS_MAX_SINCE - 1) -> np.ndarray:
-    """The Cast text's float 8 table at ``opset`` (Cast-19 to 23's by default, which
-    QuantizeLinear's saturation reads): ``[x]`` is x rounded to the target's mantissa width (to
+    """The Cast text's float 8 table at ``opset`` (Cast-19 to 23's by default; QuantizeLinear's
+    saturation reads the one at the run's opset): ``[x]`` is x rounded to the target's mantissa width (to
     nearest even, exponent unbounded); ``[x] > FLT_MAX`` gives FLT_MAX under saturate, else
     the overflow value (Inf in E5M2, NaN in the others); infinities as the "Inf" rows say
     (:data:`SATURATED_INFINITY_IS_MAX`, all FLT_MAX from :data:`INFINITY_IS_MAX_SINCE`);

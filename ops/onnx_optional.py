@@ -16,7 +16,8 @@ built from the case's inputs:
   empty name "" (OptionalHasElement only).
 
 Optional's own output has no tensor form: it is read back by OptionalGetElement (a present
-input; the empty forms are judged through OptionalHasElement).
+input; the empty forms are judged through OptionalHasElement). Identity of a sequence, or of an
+optional holding one (Identity-14's and -16's V), is read back the same way.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import functools
 import numpy as np
 
 from conform.op_registry import op
+from conform.ops._lowering import unsupported
 from conform.ops.sequence_values import onnx_sequence, pack
 from conform.ops.onnx_sequences import element_shapes
 
@@ -154,3 +156,30 @@ def oracle_optional(input, *, form):  # noqa: A002 - ONNX's name
     """'Constructs an optional-type value containing ... a non-empty value containing the input
     element': the element read back is the input."""
     return (input,)
+
+
+# ---- Identity of a sequence or an optional -----------------------------------------------
+
+def onnx_identity_sequence(case, graph):
+    """Identity of the form's value; an optional one read back by OptionalGetElement.
+    Identity-14's V has tensors and sequences only: an optional is refused before opset 16."""
+    from conform.model_formats import onnx_opset
+
+    form = case.attrs["form"]
+    if form.startswith("optional") and onnx_opset() < 16:
+        raise unsupported(f"ONNX Identity takes optional values from opset 16: the standard "
+                          f"rules this case out at opset {onnx_opset()}")
+    if not form.startswith("optional"):
+        graph.node(graph.op_type, operand(case, graph))
+        return
+    graph.node("OptionalGetElement", [graph.node(graph.op_type, operand(case, graph), "identity")])
+
+
+@op("onnx_identity_sequence", version=1,
+    draw=lambda draw, kit, spec, dtype: _draw_form(draw, kit, dtype, SEQUENCE_FORMS),
+    feeding="moved", onnx=onnx_identity_sequence, numpy=numpy_get_element,
+    from_onnx=functools.partial(from_onnx_optional, sequence=True))
+def oracle_identity_sequence(*sequence, form):
+    """Identity-16: 'Identity operator' on V, 'Tensor, Sequence or Optional': the sequence
+    (an optional's read back), exposed as its values and shapes."""
+    return pack(sequence)

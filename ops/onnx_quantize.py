@@ -5,7 +5,10 @@ from 25, at the opsets whose schemas allow them): per-tensor, per-axis and block
 
 QuantizeLinear: ``y = saturate((x / y_scale) + y_zero_point)``, ``x / y_scale`` rounded to
 nearest even into the integer types, saturated to the type's range (int2 [-2, 1], uint2 [0, 3]
-from opset 25); into float 8 the sum is converted by Cast's float 8 tables with ``saturate``;
+from opset 25); into float 8 the sum is converted by Cast's float 8 tables with ``saturate``
+(the attribute's 'two tables inserted in the operator description' are Cast's: those in force
+at the run's opset, so Cast-24's from opset 24, where +/-Inf gives +/-FLT_MAX in the fnuz
+formats);
 into float4e2m1 ("the quantization formula remains the same") rounded to nearest even, with no
 saturation range given (out of range: a region). DequantizeLinear:
 ``y = (x - x_zero_point) * x_scale``.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.ops.optional_inputs import by_name, onnx_operands, present
+from conform.model_formats import onnx_opset
 from conform.op_registry import op
 from conform.ops.onnx_cast import FLOAT4, float8_table, is_float8, numpy_astype
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
@@ -148,8 +152,8 @@ def _onnx_lowering(names):
 
 
 def _quantized(quotient, zero, target, saturate):
-    if is_float8(target):
-        return float8_table(quotient + zero, target, bool(saturate))
+    if is_float8(target):   # the saturate attribute's 'two tables' are Cast's, at the run's opset
+        return float8_table(quotient + zero, target, bool(saturate), onnx_opset())
     if target == FLOAT4:   # NaN: out of range, or from NaN (no rule: open)
         return round_to_format(quotient + zero, FLOAT_FORMATS[FLOAT4])
     info = int_info(target)
@@ -171,7 +175,8 @@ def _open_quotients(x, quotient, zero, target, saturate, result, source):
     both_nan = np.isnan(result) & np.isnan(moved[0]) & np.isnan(moved[1])
     mask = sensitive & inexact & ~both_nan
     # a quotient past x's type's range is infinite when computed there (into the fnuz
-    # formats, Cast's table sends infinity to NaN under saturate, a large value to FLT_MAX)
+    # formats, Cast-19 to 23's table sends infinity to NaN under saturate, a large value to
+    # FLT_MAX; Cast-24's sends both to FLT_MAX)
     overflowed = _quantized(np.copysign(np.inf, quotient), zero, target, saturate)
     with np.errstate(invalid="ignore"):
         mask |= (np.abs(quotient) > fmt.max_finite) & ~(

@@ -14,7 +14,9 @@ from conform.dtypes import (
     FLOAT_FORMATS,
     STRING,
     AbsentValue,
+    component_dtype,
     int_info,
+    is_complex,
     is_integer,
     np_dtype,
     resolve_edge_value,
@@ -133,7 +135,10 @@ def oracle_onnx_size(data):
 
 def _widened(dtype: str) -> np.dtype:
     """The type an oracle answers in for outputs of ``dtype``: bool, uint64 (whose largest
-    values int64 does not hold), int64 for the other integers, else float64."""
+    values int64 does not hold), int64 for the other integers, complex128 for complex, else
+    float64."""
+    if is_complex(dtype):
+        return np.dtype(np.complex128)
     if dtype in ("bool", "uint64"):
         return np.dtype(dtype)
     if dtype == STRING:   # text: object arrays of str
@@ -274,20 +279,30 @@ _TYPED_FORMS = {"float32": ("value_float", "value_floats"), "int64": ("value_int
 
 
 def bit_width(dtype: str) -> int:
-    """The bits one element of ``dtype`` is made of (bool: 1)."""
+    """The bits one element of ``dtype`` is made of (bool: 1; complex: its two parts)."""
     if dtype == "bool":
         return 1
+    if is_complex(dtype):
+        return 2 * bit_width(component_dtype(dtype))
     return FLOAT_FORMATS[dtype].bits if dtype in FLOAT_FORMATS else int_info(dtype).bits
+
+
+def patterns(dtype: str) -> tuple[int, int]:
+    """How many bit patterns :func:`from_bits` reads per element of ``dtype``, and each one's
+    width: a complex element is two, its real part's then its imaginary part's."""
+    if is_complex(dtype):
+        return 2, bit_width(component_dtype(dtype))
+    return 1, bit_width(dtype)
 
 
 def from_bits(bits, dtype: str, shape=None) -> np.ndarray:
     """The array of ``dtype`` whose elements have the bit patterns ``bits`` (unsigned
     integers, little end first for the narrow types, each in its own byte as ml_dtypes keeps
-    them), shaped ``shape``."""
+    them; a complex element's two parts, real first: :func:`patterns`), shaped ``shape``."""
     if dtype == "bool":
         array = np.asarray(bits, np.uint8).astype(bool)
     else:
-        array = np.asarray(bits, f"uint{max(8, bit_width(dtype))}").view(np_dtype(dtype))
+        array = np.asarray(bits, f"uint{max(8, patterns(dtype)[1])}").view(np_dtype(dtype))
     return array.reshape(shape if shape is not None else array.shape)
 
 
@@ -313,12 +328,14 @@ def draw_onnx_constant(draw, kit, spec, dtype):
         text = draw(st.lists(kit.text(), min_size=size, max_size=size))
         return kit.Signature((), (), {"form": form, "dtype": dtype, "shape": list(shape),
                                       "bits": [], "text": text}, dtype)
-    bits = draw(st.lists(st.integers(0, 2 ** bit_width(dtype) - 1), min_size=size, max_size=size))
+    per, width = patterns(dtype)
+    bits = draw(st.lists(st.integers(0, 2 ** width - 1), min_size=size * per,
+                         max_size=size * per))
     attrs = {"form": form, "dtype": dtype, "shape": list(shape), "bits": bits}
     if form == "sparse_value":
         attrs["indices"] = sorted(draw(st.sets(st.integers(0, size - 1), min_size=1,
                                                max_size=size)))
-        attrs["bits"] = bits[:len(attrs["indices"])]
+        attrs["bits"] = bits[:len(attrs["indices"]) * per]
     return kit.Signature((), (), attrs, dtype)
 
 
@@ -389,7 +406,8 @@ def from_onnx_constant(inputs, attrs, opset):
     value = np.asarray(given, np_dtype(typed[form]) if form in typed else None)
     if value.dtype.kind in "OUS":
         raise ValueError("a Constant of strings is not read back as a case")
-    dtype, width = value.dtype.name, bit_width(value.dtype.name)
+    dtype = value.dtype.name
+    width = patterns(dtype)[1]
     bits = np.ascontiguousarray(value).view(f"uint{max(8, width)}") & ((1 << width) - 1)
     return [], {"form": form, "dtype": dtype, "shape": list(value.shape),
                 "bits": bits.ravel().tolist()}

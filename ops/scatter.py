@@ -33,8 +33,12 @@ def _repeats_allowed(dtype: str, reduction: str) -> bool:
 
 def _draw_reduction(draw, kit, dtype: str) -> str:
     """A reduction; bool and string data take none only (the texts' +, *, max and min are
-    arithmetic)."""
-    return "none" if dtype in ("bool", "string") else draw(kit.st.sampled_from(REDUCTIONS))
+    arithmetic); complex data none or add (complex numbers have no order for max and min, and
+    a complex product is several roundings, not one: add is one IEEE addition per part)."""
+    if dtype in ("bool", "string"):
+        return "none"
+    return draw(kit.st.sampled_from(("none", "add") if dtype.startswith("complex")
+                                    else REDUCTIONS))
 
 
 def _ieee_max(a, b):

@@ -31,6 +31,7 @@ ONNX_TYPES = {
     "int4": TensorProto.INT4, "uint4": TensorProto.UINT4,
     "float4_e2m1fn": TensorProto.FLOAT4E2M1, "float8_e8m0fnu": TensorProto.FLOAT8E8M0,
     "int2": TensorProto.INT2, "uint2": TensorProto.UINT2, "string": TensorProto.STRING,
+    "complex64": TensorProto.COMPLEX64, "complex128": TensorProto.COMPLEX128,
 }
 #: A schema's type names (``tensor(float8e4m3fn)``'s ``float8e4m3fn``) -> conform's dtype names.
 BY_SCHEMA_NAME = {TensorProto.DataType.Name(code).lower(): name for name, code in ONNX_TYPES.items()}

@@ -59,8 +59,10 @@ class OnnxRuntimeBackend(Backend):
                                                   providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             text = str(exc)
+            # "MLDataType for: tensor(complex64) is not currently registered": no type to run
             if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text \
-                    or "Type Error" in text or "type constraint" in text.lower():
+                    or "Type Error" in text or "type constraint" in text.lower() \
+                    or "is not currently registered" in text:
                 raise Unsupported(f"onnxruntime has no kernel: {text.splitlines()[0][:300]}")
             raise
 

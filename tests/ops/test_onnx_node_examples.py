@@ -62,7 +62,9 @@ from conform.harness.judge.judging import expectation, judge_outputs
 #: of two scales the bound's expm1 exactly), ReduceSum's noop_with_empty_axes (its oracle takes
 #: the text's rule) and Max/Min of one input (the case of x and x). Every other miss is in
 #: TRIAGED, with the text in force at its opset.
-RECORDED_REPRODUCED = 1385
+#: Raised to 1387 (onnxrest): Identity of a sequence and of an optional holding one
+#: (onnx_identity_sequence).
+RECORDED_REPRODUCED = 1387
 
 #: Examples whose stored outputs (or inputs) the operator's text refutes, each with the reason:
 #: they are not reproduced, and must stay so (a fixed example is a stale entry here).
@@ -270,9 +272,6 @@ TRIAGED = {
         "tiff_rgb", "webp_rgb", "pnm_rgb")], "the oracle knows only the pictures the suite codes",
         "ImageDecoder-20 'Decodes an image from an encoded byte array': the oracle decodes the "
         "pictures conform codes itself (an exact decoder of every format would be the oracle)"),
-    **_triage(["test_identity_sequence", "test_identity_opt"], "Identity of a",
-              "Identity-16+ takes 'Tensor, Sequence or Optional' (V): the spec's operand is a "
-              "tensor; a sequence case needs the spec's values-and-shapes packing of its input"),
     "test_split_1d_uneven_split_opset18": ("the node has 4 outputs; the spec 3",
         "Split-18 num_outputs=4 ('Number of outputs to split parts of the tensor into'): the "
         "spec gives three outputs (a spec fixes its count; fewer map to empty last parts); "

@@ -108,3 +108,23 @@ def test_judge_catches_a_has_element_true_for_an_empty_optional(specs, onnxrunti
         assert judge_outputs(spec, case, outputs).verdict == "fail", case.id
         caught += 1
     assert caught
+
+
+def test_identity_of_a_sequence_or_an_optional_one(specs, onnxruntime, monkeypatch):
+    """Identity-16's V: the sequence comes back (the node tests' sequence and optional ones);
+    Identity-14 has no optional, so that form is refused at opset 14."""
+    from conform.harness.backends.models import run_case
+    from conform.model_formats import Unsupported
+
+    for name, _, inputs, (want,) in node_cases("identity"):
+        if isinstance(want, list):
+            got = evaluate("onnx_identity_sequence", inputs[0], {"form": "sequence"})
+            assert [g.tolist() for g in got] == [w.tolist() for w in pack(want)], name
+    assert_all_pass(specs, onnxruntime, "onnx_identity_sequence", "float32", count=8)
+    assert_all_pass(specs, numpy_backend(), "onnx_identity_sequence", "string", count=4)
+    spec = specs["onnx_identity_sequence"]
+    case = next(c for c in generate_cases(spec, "int8", count=12, seed=1)
+                if c.attrs["form"] == "optional_sequence")
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "14")
+    with pytest.raises(Unsupported, match="optional values from opset 16"):
+        run_case(onnxruntime, spec, case)

@@ -169,3 +169,13 @@ def test_a_quotient_past_the_input_types_range_is_open_where_its_infinity_differ
         (answer,) = expect(spec, case)
         mask = np.zeros(2, bool) if answer.impl_mask is None else answer.impl_mask
         assert mask.tolist() == [open_, open_], target
+
+
+@pytest.mark.parametrize("opset, want", [(21, [np.nan, np.nan, 240]), (23, [np.nan, np.nan, 240]),
+                                         (24, [240, -240, 240]), (25, [240, -240, 240])])
+def test_the_float8_table_is_casts_at_the_runs_opset(monkeypatch, opset, want):
+    """Under saturate, +/-Inf into E4M3FNUZ: NaN by Cast-19 to 23's table, FLT_MAX (240) by
+    Cast-24's, the table in force from opset 24."""
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", str(opset))
+    got = quantize([np.inf, -np.inf, 1e6], 1.0, 0, "float8_e4m3fnuz", saturate=1)
+    assert np.array_equal(got, want, equal_nan=True)

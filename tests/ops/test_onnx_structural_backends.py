@@ -65,14 +65,13 @@ NOT_YET: dict[str, set] = {}
 def test_every_type_the_newest_schema_allows_is_drawn(specs, name):
     """Each spec lists every type of conform's vocabulary that the operator's newest schema
     allows for the label's type parameter, and those an older schema in the binding's range
-    allowed (ReduceLogSum-18's integer types, which ReduceLogSum-28 drops) (complex64 and
-    complex128 are left out: not drawn for ONNX ops yet; string is left out where
-    :data:`NOT_STRING` says why); a type onnxruntime lacks is still listed (reported
-    unsupported)."""
+    allowed (ReduceLogSum-18's integer types, which ReduceLogSum-28 drops) (string is left
+    out where :data:`NOT_STRING` says why); a type onnxruntime lacks is still listed (reported
+    unsupported: complex64 and complex128 everywhere)."""
     import onnx.defs
     from conform.spec import SCHEMA
 
-    vocabulary = set(SCHEMA["properties"]["dtypes"]["items"]["enum"]) - {"complex64", "complex128"}
+    vocabulary = set(SCHEMA["properties"]["dtypes"]["items"]["enum"])
     spec = specs[name]
     op_type, (low, _) = spec.bindings["onnx"]["op_type"], spec.bindings["onnx"]["opsets"]
     allowed = set()

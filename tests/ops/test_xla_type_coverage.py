@@ -61,10 +61,9 @@ EXCEPTIONS = [
     (("maximum", "minimum", "ge", "gt", "le", "lt"), COMPLEX,
      "StableHLO orders complex numbers lexicographically by (real, imag) for max, min and "
      "compare; the XLA text is silent: a region or an oracle to write: " + _NOT_YET),
-    (("reshape", "slice", "pad"), COMPLEX + ("float8_e8m0fnu",),
-     "these specs are shared with ONNX Reshape, Slice and Pad, whose models conform does not "
-     "spell in complex (ONNX_TYPES), and Pad's default 0 that float8_e8m0fnu cannot hold: "
-     "XLA-only specs are needed for these pairs"),
+    (("reshape", "slice", "pad"), ("float8_e8m0fnu",),
+     "these specs are shared with ONNX Reshape, Slice and Pad, and ONNX Pad's default 0 "
+     "float8_e8m0fnu cannot hold: XLA-only specs are needed for these pairs"),
     (("real", "imag", "fft"), ("bfloat16", "float16", "float32", "float64"),
      "real and imag of a real operand, and RFFT of a float one, are drawn only in float32 and "
      "float64 (real, imag) or not at all (fft: complex input): " + _NOT_YET),
