@@ -92,8 +92,7 @@ def _validate_once(strategy) -> None:
     Hypothesis's ``FilteredStrategy.do_validate`` ends by running ``__init__`` again on the
     strategy (to take the predicates it could rewrite), which empties the record that
     ``validate`` had just made: every later draw validated the strategy anew (replaying its
-    predicates, parsing a lambda's source), half of the drawing time of a filtered shape. The
-    state one validation leaves is a fixed point of another (the same predicates replayed on the
+    predicates, parsing a lambda predicate's source). The state one validation leaves is a fixed point of another (the same predicates replayed on the
     same reified strategy), so the choices drawn are the same (the corpus digests pin that)."""
     SearchStrategy.validate(strategy)
     strategy.validate_called[threading.get_ident()] = True
