@@ -49,6 +49,12 @@ COMPLEX_COMPONENTS = {"complex64": "float32", "complex128": "float64"}
 STRING = "string"
 
 
+@functools.cache   # called for every input of every case: NumPy makes the name anew (~5 us)
+def dtype_name(dtype: np.dtype) -> str:
+    """``str(dtype)``: NumPy's name of ``dtype`` ('float32', 'bfloat16', 'object')."""
+    return str(dtype)
+
+
 @functools.cache   # called for every input of every case
 def np_dtype(name: str) -> np.dtype:
     """The NumPy dtype for a conform dtype name (bfloat16, float8_*, float4_e2m1fn and the 2- and

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import random
+import threading
 import zlib
 
 from hypothesis import strategies as st
 from hypothesis.control import BuildContext
 from hypothesis.errors import StopTest
 from hypothesis.internal.conjecture.data import ConjectureData
+from hypothesis.strategies._internal.strategies import FilteredStrategy, SearchStrategy
 
 from conform.generators import kit
 from conform.caches import file_digest
@@ -74,10 +76,26 @@ def _without_local_constants():
     if not _CONSTANTS:
         _CONSTANTS.append(type(theirs)(theirs.max_size))
     providers.CONSTANTS_CACHE = _CONSTANTS[0]
+    nested = "validate" in vars(FilteredStrategy)   # (an outer draw's patch holds)
+    FilteredStrategy.validate = _validate_once
     try:
         yield
     finally:
         providers._get_local_constants, providers.CONSTANTS_CACHE = original, theirs
+        if not nested:
+            del FilteredStrategy.validate   # SearchStrategy's again
+
+
+def _validate_once(strategy) -> None:
+    """``SearchStrategy.validate`` of a filtered strategy, which then stays validated.
+
+    Hypothesis's ``FilteredStrategy.do_validate`` ends by running ``__init__`` again on the
+    strategy (to take the predicates it could rewrite), which empties the record that
+    ``validate`` had just made: every later draw validated the strategy anew (replaying its
+    predicates, parsing a lambda predicate's source). The state one validation leaves is a fixed point of another (the same predicates replayed on the
+    same reified strategy), so the choices drawn are the same (the corpus digests pin that)."""
+    SearchStrategy.validate(strategy)
+    strategy.validate_called[threading.get_ident()] = True
 
 
 #: The constants cache of conform's draws (see _without_local_constants), made on first use.

@@ -192,8 +192,9 @@ def strings(rng: np.random.Generator, shape, alphabet: str = STRING_ALPHABET,
     lengths = rng.integers(0, max_length, size=size, endpoint=True)
     picks = rng.integers(0, len(alphabet), size=int(lengths.sum())).tolist()
     ends = np.cumsum(lengths).tolist()
+    drawn = "".join(map(alphabet.__getitem__, picks))   # every string's characters, then cut
     out = np.empty(size, object)
-    out[:] = ["".join(alphabet[i] for i in picks[a:b]) for a, b in zip([0] + ends, ends)]
+    out[:] = [drawn[a:b] for a, b in zip([0] + ends, ends)]
     return out.reshape(shape)
 
 

@@ -214,7 +214,22 @@ def _unnamed_rounding(n_in: int, plans, index: np.ndarray) -> np.ndarray:
 
 def plan_axes(shape: tuple, attrs: dict, family: int, reading: int = 0) -> dict:
     """Per resized axis: ``(x, plan, open, outside)`` and either the nearest indices or the
-    weight matrix and tap mask (with the matrices of ``x`` moved by the coordinate slack)."""
+    weight matrix and tap mask (with the matrices of ``x`` moved by the coordinate slack).
+    A function of the shape and attributes alone: the oracle, its open elements and the bound
+    of one case share it (the last few are kept; callers only read it)."""
+    key = (tuple(shape), repr(sorted(attrs.items())), family, reading)
+    if key not in _PLANNED:
+        if len(_PLANNED) >= 8:
+            del _PLANNED[next(iter(_PLANNED))]
+        _PLANNED[key] = _plan_axes(shape, attrs, family, reading)
+    return _PLANNED[key]
+
+
+#: The last few :func:`plan_axes` answers, by their arguments.
+_PLANNED: dict = {}
+
+
+def _plan_axes(shape: tuple, attrs: dict, family: int, reading: int) -> dict:
     attrs = _family_attrs(attrs, family, reading)
     mode, ctm = _attr(attrs, "mode"), _attr(attrs, "coordinate_transformation_mode")
     result, others = {}, axis_plans(shape, attrs, 1 - reading)

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS, int_info, is_integer
+from conform.dtypes import FLOAT_FORMATS, dtype_name, int_info, is_integer
 from conform.op_registry import region, regions
 from conform.ops.error_bounds import gamma, reaches_max_finite
 
@@ -62,7 +62,7 @@ def broadcast_aligned(array: np.ndarray, shape: tuple, shapes: str, attrs: dict)
 
 def floating(array: np.ndarray) -> bool:
     """Whether ``array`` holds floats (bfloat16 too, whose NumPy kind is 'V')."""
-    return array.dtype.kind == "f" or str(array.dtype) in FLOAT_FORMATS
+    return array.dtype.kind == "f" or dtype_name(array.dtype) in FLOAT_FORMATS
 
 
 def _int_operands(ctx):

@@ -2,6 +2,7 @@
 modules (:mod:`conform.ops`), found by op name."""
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Sequence
 
@@ -12,6 +13,7 @@ from conform.ops import OpDefinition, definition
 from conform.ops.multiprecision import residual_of
 from conform.ops.special_values import apply_table
 from conform.widening import widen
+from conform.dtypes import dtype_name
 
 
 def evaluate(name, inputs: Sequence[np.ndarray], attrs: dict, *, rounded64: bool = False,
@@ -42,7 +44,7 @@ def evaluate_refined(name, inputs: Sequence[np.ndarray], attrs: dict, *, rounded
     name = found.name
     function = found.rounded64 if rounded64 else found.oracle
     if found.takes_dtypes if function is found.oracle else _takes_dtypes(function):
-        attrs = {**attrs, "dtypes": tuple(str(np.asarray(x).dtype) for x in inputs)}
+        attrs = {**attrs, "dtypes": tuple(dtype_name(np.asarray(x).dtype) for x in inputs)}
     widened = [widen(x) for x in inputs]
     with np.errstate(all="ignore"):
         outputs = function(*widened, **attrs)
@@ -64,6 +66,7 @@ def _text_array(text: str) -> np.ndarray:
     return out
 
 
+@functools.cache   # inspecting a signature costs ~50 us, and a function's never changes
 def _takes_dtypes(function) -> bool:
     """Whether ``function`` has a ``dtypes`` keyword (the inputs' dtype names)."""
     return "dtypes" in inspect.signature(function).parameters

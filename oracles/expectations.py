@@ -9,7 +9,7 @@ import numpy as np
 
 from conform.oracles._registry import accumulation_length, evaluate, evaluate_refined, widen
 from conform.ops.regions import RegionContext, region_mask
-from conform.dtypes import FLOAT_FORMATS, component_dtype
+from conform.dtypes import FLOAT_FORMATS, component_dtype, dtype_name
 
 
 class Expectation(NamedTuple):
@@ -47,6 +47,7 @@ def expect(spec, case, *, subnormals: str = "ieee", regions: bool = True) -> Ans
     if spec.definition.accumulation_length is not None:
         length = accumulation_length(spec.op, [x.shape for x in case.inputs], case.attrs)
     magnitude_sums = rounded = None
+    asked = _AskedOnce(run, case, outputs)
     answer = []
     for k, (name, expected, out_dtype) in enumerate(zip(names, outputs, out_dtypes)):
         accumulation = None
@@ -64,8 +65,7 @@ def expect(spec, case, *, subnormals: str = "ieee", regions: bool = True) -> Ans
                 magnitude_sums = _magnitudes(spec, case)
             accumulation = (magnitude_sums[k], length)
         elif "derived" in model:
-            accumulation = (derived_bound(spec, case, outputs, k, out_dtype, model["derived"],
-                                          subnormals), 0)
+            accumulation = (asked.bound(spec, k, out_dtype, model["derived"], subnormals), 0)
         named = [r["region"] for r in spec.implementation_defined
                  if name in r.get("outputs", (name,))] if regions else []
         impl = None
@@ -75,7 +75,7 @@ def expect(spec, case, *, subnormals: str = "ieee", regions: bool = True) -> Ans
                 out_dtype=out_dtype, accumulation_length=length,
                 shapes=spec.signature.get("shapes", "equal"), attrs=case.attrs,
                 float_oracle=lambda xs, k=k: run(xs, case.attrs)[k],
-                oracle_with=lambda xs, k=k, **more: run(xs, {**case.attrs, **more})[k],
+                oracle_with=lambda xs, k=k, **more: asked.outputs_with(xs, more)[k],
                 all_outputs=lambda xs: run(xs, case.attrs),
                 error_bound=accumulation[0] if "derived" in model else None)
             impl = region_mask(named, context)
@@ -83,6 +83,37 @@ def expect(spec, case, *, subnormals: str = "ieee", regions: bool = True) -> Ans
         residual = residuals[k] if out_dtype in FLOAT_FORMATS else None
         answer.append(Expectation(expected, impl, accumulation, residual))
     return tuple(answer)
+
+
+class _AskedOnce:
+    """What :func:`expect` asks again for each output of a case, computed once per case: the
+    error-bound hook's figures (which it gives for every output at once) and the oracle's
+    outputs on the case's own inputs with more keywords (a region's other reading, its open
+    elements), each a deterministic function of what the key holds, so the answer is the same
+    array as a new evaluation's, bit for bit."""
+
+    def __init__(self, run, case, outputs):
+        self.run, self.case, self.outputs = run, case, outputs
+        self.bounds, self.asked = {}, {}
+
+    def bound(self, spec, k: int, out_dtype: str, params: dict, subnormals: str) -> np.ndarray:
+        """Output ``k``'s bound (:func:`derived_bounds`), shaped like the output."""
+        key = (out_dtype, repr(params))
+        if key not in self.bounds:
+            self.bounds[key] = derived_bounds(spec, self.case, self.outputs, out_dtype, params,
+                                              subnormals)
+        return np.broadcast_to(np.asarray(self.bounds[key][k], np.float64),
+                               np.shape(self.outputs[k]))
+
+    def outputs_with(self, xs, more: dict) -> tuple:
+        """The oracle's outputs on inputs ``xs`` with the case's attributes and ``more``."""
+        inputs = self.case.inputs
+        if len(xs) != len(inputs) or any(x is not given for x, given in zip(xs, inputs)):
+            return self.run(xs, {**self.case.attrs, **more})
+        key = repr(sorted(more.items()))
+        if key not in self.asked:
+            self.asked[key] = self.run(xs, {**self.case.attrs, **more})
+        return self.asked[key]
 
 
 def oracle_of(spec):
@@ -110,11 +141,12 @@ def _magnitudes(spec, case) -> tuple:
                      for s in hook([widen(np.asarray(x)) for x in case.inputs], case.attrs))
 
 
-def derived_bound(spec, case, outputs, k: int, out_dtype: str, params: dict,
-                  subnormals: str = "ieee") -> np.ndarray:
-    """The absolute error bound of output ``k`` under the ``derived`` model: the op's
-    ``error_bound`` hook evaluated on the case (its figures in float64, shaped like the output);
-    a hook with a ``subnormals`` keyword is given the policy."""
+def derived_bounds(spec, case, outputs, out_dtype: str, params: dict,
+                   subnormals: str = "ieee") -> tuple:
+    """The absolute error bounds of the outputs under the ``derived`` model, one per output as
+    the op's ``error_bound`` hook, evaluated on the case, gives them (an output's figures in
+    float64 broadcast to its shape are its bound); a hook with a ``subnormals`` keyword is
+    given the policy."""
     u = FLOAT_FORMATS[component_dtype(out_dtype)].unit_roundoff
     if params.get("accumulator_at_least"):
         u = min(u, FLOAT_FORMATS[params["accumulator_at_least"]].unit_roundoff)
@@ -123,6 +155,6 @@ def derived_bound(spec, case, outputs, k: int, out_dtype: str, params: dict,
     with np.errstate(all="ignore"):
         bounds = spec.definition.error_bound(
             inputs, case.attrs, outputs, out_dtype=out_dtype, u=u,
-            constants=params.get("constants", {}), dtypes=tuple(str(x.dtype) for x in case.inputs),
+            constants=params.get("constants", {}), dtypes=tuple(dtype_name(x.dtype) for x in case.inputs),
             **policy)
-    return np.broadcast_to(np.asarray(bounds[k], np.float64), np.shape(outputs[k]))
+    return bounds
