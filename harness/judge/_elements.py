@@ -183,6 +183,10 @@ def _difference(actual, expected, out_dtype, model, residual=None):
     fmt = FLOAT_FORMATS[out_dtype]
     a = actual.astype(np.float64)
     e = np.asarray(expected, np.float64)
+    if fmt.has_inf and not model.get("saturate") and np.isfinite(a).all() and np.isfinite(e).all():
+        # every value finite (most blocks of a sweep): no special value, every element measured
+        diff = np.abs(a - e) if residual is None else np.abs((a - e) - residual)
+        return diff, np.zeros(a.shape, bool), a, e
     if model.get("saturate"):
         e = np.where(np.isnan(e), e, np.clip(e, -fmt.max_finite, fmt.max_finite))
     if fmt.has_inf or model.get("saturate"):
@@ -292,7 +296,8 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
     else:
         error, bound, special_bad = _numeric_error(actual, expected, out_dtype, model, accumulation,
                                                    residual)
-        a = actual.astype(np.float64)
+        # (NumPy's own floats compared as they are: a zero and its sign are those of the float64)
+        a = actual if actual.dtype.kind == "f" else actual.astype(np.float64)
         zero = a == 0
         if strict_zero and zero.any():
             special_bad = special_bad | (zero & (expected == 0)

@@ -65,9 +65,13 @@ class ChunkTask:
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     def case(self, spec):
-        """The chunk's case: its bit patterns, or its lattice pairs."""
+        """The chunk's case: its bit patterns, or its lattice pairs, with the shapes of its
+        outputs (an element-wise op's: its inputs'), which a backend's model declares: the
+        backend's worker need not compute the oracle's answer to learn them."""
         made = lattice_case if self.space == "lattice" else bit_range_case
-        return made(spec, self.dtype, self.first, self.stop)
+        case = made(spec, self.dtype, self.first, self.stop)
+        case.output_shapes = (np.broadcast_shapes(*(x.shape for x in case.inputs)),) * len(spec.outputs)
+        return case
 
 
 def backend_outcome(pool, case):
