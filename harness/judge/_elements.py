@@ -148,9 +148,16 @@ def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
         a, w = actual, want
     else:   # (ml_dtypes' formats: compared in float64, each value exact there)
         a, w = actual.astype(np.float64), want.astype(np.float64)
-    bad = ~((a == w) | (np.isnan(a) & np.isnan(w)))
-    sign_bad = (a == 0) & (w == 0) & (np.signbit(a) != np.signbit(w)) if strict_zero else False
-    return bad | sign_bad
+    # (each step taken only where the rounded reference has a NaN, or a zero: a NaN pair
+    # matches, a zero pair must have one sign)
+    bad = a != w
+    if np.isnan(w).any():
+        bad &= ~(np.isnan(a) & np.isnan(w))
+    if strict_zero:
+        zero = w == 0
+        if zero.any():
+            bad |= zero & (a == 0) & (np.signbit(a) != np.signbit(w))
+    return bad
 
 
 def _rounding_error(actual, expected, out_dtype, strict_zero, saturate):
