@@ -1,18 +1,18 @@
 """Spec -> Hypothesis strategies -> deterministic cases (and, for backends, models)."""
 from conform.generators._signature import Signature, dtype_labels, fixed_attrs
 from conform.generators._critical import critical_case
-from conform.generators._case import Case
+from conform.generators._case import Case, RemadeInputs
 from conform.generators._corpus import cache_dir, corpus_key, prune_corpus
 from conform.generators._suite import answer_digest, case_digest, fill_corpus, generate_cases, materialize
-from conform.generators._edges import (EXHAUSTIVE_BITS, bit_range_case, edge_case_cases, edge_sweep_case, exhaustive_case,
+from conform.generators._edges import (EXHAUSTIVE_BITS, bit_range_case, bit_range_inputs, edge_case_cases, edge_sweep_case, exhaustive_case,
                                        exhaustive_cases)
 from conform.generators._values import PLANS, edge_values, fill, value_range
-from conform.generators._lattice import lattice_case, lattice_description, lattice_size
+from conform.generators._lattice import lattice_case, lattice_description, lattice_inputs, lattice_size
 
-__all__ = ["EXHAUSTIVE_BITS", "PLANS", "Case", "attribute_pair_coverage", "bit_range_case", "answer_digest", "cache_dir", "corpus_key", "Signature", "case_digest", "critical_case",
+__all__ = ["EXHAUSTIVE_BITS", "PLANS", "Case", "RemadeInputs", "attribute_pair_coverage", "bit_range_case", "bit_range_inputs", "answer_digest", "cache_dir", "corpus_key", "Signature", "case_digest", "critical_case",
            "draw_plans", "dtype_labels", "fixed_attrs", "value_range",
            "edge_case_cases", "edge_sweep_case", "edge_values", "exhaustive_case", "exhaustive_cases", "fill", "fill_corpus",
-           "generate_cases", "lattice_case", "lattice_description", "lattice_size", "materialize", "prune_corpus"]
+           "generate_cases", "lattice_case", "lattice_description", "lattice_inputs", "lattice_size", "materialize", "prune_corpus"]
 
 
 def __getattr__(name: str):

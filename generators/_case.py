@@ -7,6 +7,34 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+class RemadeInputs(list):
+    """A case's input arrays that ``make(*args)`` makes (a sweep's bit patterns, say), and that
+    pickle as that recipe: a backend's worker remakes them instead of receiving them. The
+    arrays here are made read-only, so that they stay what the recipe makes; a list whose
+    arrays were replaced pickles as a plain list of them.
+
+    >>> inputs = RemadeInputs([np.arange(3)], np.arange, (3,))   # doctest: +SKIP
+    >>> pickle.loads(pickle.dumps(inputs))                       # doctest: +SKIP
+    [array([0, 1, 2])]
+    """
+
+    def __init__(self, arrays, make, args: tuple):
+        super().__init__(arrays)
+        for array in arrays:
+            array.flags.writeable = False
+        self._made, self._recipe = tuple(arrays), (make, args)
+
+    def __reduce__(self):
+        if len(self) == len(self._made) and all(a is b for a, b in zip(self, self._made)):
+            return _remade, self._recipe
+        return list, (list(self),)
+
+
+def _remade(make, args: tuple) -> list:
+    """The arrays ``make(*args)`` makes, as a list (writable: a worker's own)."""
+    return list(make(*args))
+
+
 @dataclass
 class Case:
     """One generated test case: an op applied to concrete inputs."""

@@ -226,9 +226,15 @@ def bit_range_case(spec: OpSpec, dtype: str, first: int, stop: int, *, suffix: s
     bits = EXHAUSTIVE_BITS[dtype]
     if not 0 <= first <= stop <= 1 << bits:
         raise ValueError(f"bit range {first:#x}:{stop:#x} is outside {dtype}'s 0:{1 << bits:#x}")
-    patterns = np.arange(first, stop, dtype=np.uint32 if bits == 32 else np.uint16)
     suffix = suffix or f"bits{first:0{bits // 4}x}-{stop:0{bits // 4}x}"
-    return _case(spec, dtype, suffix, [patterns.view(np_dtype(dtype))], "exhaustive", seed)
+    return _case(spec, dtype, suffix, bit_range_inputs(dtype, first, stop), "exhaustive", seed)
+
+
+def bit_range_inputs(dtype: str, first: int, stop: int) -> list:
+    """:func:`bit_range_case`'s inputs: the ``dtype`` values of the bit patterns ``first`` to
+    ``stop`` (one past the last), in order."""
+    patterns = np.arange(first, stop, dtype=np.uint32 if EXHAUSTIVE_BITS[dtype] == 32 else np.uint16)
+    return [patterns.view(np_dtype(dtype))]
 
 
 def exhaustive_case(spec: OpSpec, dtype: str, chunk: int | None = None) -> Case | None:

@@ -89,10 +89,16 @@ def lattice_case(spec: OpSpec, dtype: str, first: int, stop: int):
     size = lattice_size(dtype)
     if not 0 <= first <= stop <= size:
         raise ValueError(f"lattice range {first:#x}:{stop:#x} is outside {dtype}'s 0:{size:#x}")
+    return _case(spec, dtype, f"lattice{first:x}-{stop:x}", lattice_inputs(dtype, first, stop),
+                 "lattice", 0)
+
+
+def lattice_inputs(dtype: str, first: int, stop: int) -> list:
+    """:func:`lattice_case`'s inputs: both operands' ``dtype`` values at lattice indices
+    ``first`` to ``stop``."""
     storage = np.uint32 if EXHAUSTIVE_BITS[dtype] == 32 else np.uint16
-    inputs = [bits.astype(storage).view(np_dtype(dtype)) for bits in lattice_bits(dtype, first, stop)]
-    return _case(spec, dtype, f"lattice{first:x}-{stop:x}", inputs, "lattice", 0)
+    return [bits.astype(storage).view(np_dtype(dtype)) for bits in lattice_bits(dtype, first, stop)]
 
 
-__all__ = ["LATTICE_SEED", "RANDOM_MANTISSAS", "lattice_bits", "lattice_case", "lattice_description",
+__all__ = ["LATTICE_SEED", "RANDOM_MANTISSAS", "lattice_bits", "lattice_case", "lattice_description", "lattice_inputs",
            "lattice_mantissas", "lattice_size"]

@@ -59,6 +59,9 @@ def _sliced(value, low: int, high: int, size: int):
     return value
 
 
+_EXPONENT_BITS = 0x7FF << 52
+
+
 def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     """ULP of ``dtype`` in the binade of each float64 reference value, clamped at the smallest normal.
 
@@ -69,19 +72,16 @@ def ulp_of(reference: np.ndarray, dtype: str) -> np.ndarray:
     """
     fmt = FLOAT_FORMATS[dtype]
     reference = np.asarray(reference, np.float64)
-    # the binade's biased exponent read from the float64 bits (|x| in [2**(b - 1023),
-    # 2**(b - 1022))): a subnormal or zero float64 reads as 0, far below any format's emin, an
-    # infinity or NaN as 2047 (the format's emax is taken)
-    biased = np.maximum((reference.view(np.int64) >> 52) & 0x7FF, fmt.emin + 1023)
-    top = biased == 2047
-    if top.any():
-        biased = np.where(top, fmt.emax + 1023, biased)
-    # 2**(exponent - p + 1) as float64 bits (every format's ULP is a normal float64, or a power
-    # of two below float64's normals only for float64 itself: ldexp then)
-    biased -= fmt.precision - 1
-    if biased.size and int(biased.min()) < 1:
-        return np.ldexp(1.0, biased - 1023)
-    return (biased << 52).view(np.float64)
+    # the binade's power of two, 2**exponent, from the float64 bits with the sign and the
+    # fraction cleared (|x| in [2**exponent, 2**(exponent + 1))): a subnormal or zero float64
+    # reads as 0, below any format's emin (raised to it), an infinity or NaN as inf (the
+    # format's emax is taken); scaled by 2**(1 - p) (a power of two times a power of two:
+    # exact, float64's subnormal ULPs included)
+    binade = np.maximum((reference.view(np.int64) & _EXPONENT_BITS).view(np.float64),
+                        2.0 ** fmt.emin)
+    if binade.size and binade.max() == np.inf:
+        binade = np.where(binade == np.inf, 2.0 ** fmt.emax, binade)
+    return binade * 2.0 ** (1 - fmt.precision)
 
 
 #: Formats NumPy itself rounds into, once and correctly (float64 -> float16/float32 casts)
@@ -148,9 +148,16 @@ def _exact(actual, expected, out_dtype, strict_zero, saturate=False):
         a, w = actual, want
     else:   # (ml_dtypes' formats: compared in float64, each value exact there)
         a, w = actual.astype(np.float64), want.astype(np.float64)
-    bad = ~((a == w) | (np.isnan(a) & np.isnan(w)))
-    sign_bad = (a == 0) & (w == 0) & (np.signbit(a) != np.signbit(w)) if strict_zero else False
-    return bad | sign_bad
+    # (each step taken only where the rounded reference has a NaN, or a zero: a NaN pair
+    # matches, a zero pair must have one sign)
+    bad = a != w
+    if np.isnan(w).any():
+        bad &= ~(np.isnan(a) & np.isnan(w))
+    if strict_zero:
+        zero = w == 0
+        if zero.any():
+            bad |= zero & (a == 0) & (np.signbit(a) != np.signbit(w))
+    return bad
 
 
 def _rounding_error(actual, expected, out_dtype, strict_zero, saturate):
@@ -183,6 +190,10 @@ def _difference(actual, expected, out_dtype, model, residual=None):
     fmt = FLOAT_FORMATS[out_dtype]
     a = actual.astype(np.float64)
     e = np.asarray(expected, np.float64)
+    if fmt.has_inf and not model.get("saturate") and np.isfinite(a).all() and np.isfinite(e).all():
+        # every value finite (most blocks of a sweep): no special value, every element measured
+        diff = np.abs(a - e) if residual is None else np.abs((a - e) - residual)
+        return diff, np.zeros(a.shape, bool), a, e
     if model.get("saturate"):
         e = np.where(np.isnan(e), e, np.clip(e, -fmt.max_finite, fmt.max_finite))
     if fmt.has_inf or model.get("saturate"):
@@ -292,7 +303,8 @@ def _element_figures(actual, expected, out_dtype, model, accumulation, flush_out
     else:
         error, bound, special_bad = _numeric_error(actual, expected, out_dtype, model, accumulation,
                                                    residual)
-        a = actual.astype(np.float64)
+        # (NumPy's own floats compared as they are: a zero and its sign are those of the float64)
+        a = actual if actual.dtype.kind == "f" else actual.astype(np.float64)
         zero = a == 0
         if strict_zero and zero.any():
             special_bad = special_bad | (zero & (expected == 0)

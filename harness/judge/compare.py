@@ -125,6 +125,21 @@ def ratio_bins(ratio: np.ndarray) -> np.ndarray:
     return where
 
 
+def ratio_histogram(ratio: np.ndarray) -> np.ndarray:
+    """The count of ``ratio`` in each RATIO_BINS bin (``np.bincount`` of :func:`ratio_bins`),
+    counted by comparing with each inner edge below the largest ratio (the edges at or above
+    it hold every element): a block of a sweep, whose ratios are mostly small, is compared with
+    a few edges, and no element's bin is computed.
+
+    >>> ratio_histogram(np.array([0.0, 0.75, 1.0, 3.0, np.inf])).tolist()
+    [1, 0, 0, 0, 2, 0, 1, 0, 0, 1]
+    """
+    size = ratio.size
+    largest = ratio.max() if size else 0.0   # (NaN where one is: every edge is compared)
+    at_most = [size if largest <= edge else np.count_nonzero(ratio <= edge) for edge in _INNER]
+    return np.diff(np.array([0, *at_most, size], np.int64))
+
+
 _FRACTION = (1 << 52) - 1
 _LOWEST_K = int(np.log2(RATIO_BINS[1]))   # ratios up to 2**_LOWEST_K fall in the first bin
 #: The bin of a ratio in (2**(k - 1), 2**k], indexed by k - _LOWEST_K (clipped): how many inner
@@ -132,6 +147,7 @@ _LOWEST_K = int(np.log2(RATIO_BINS[1]))   # ratios up to 2**_LOWEST_K fall in th
 _BIN_OF_K = np.array([sum(edge < 2.0 ** k for edge in RATIO_BINS[1:-1])
                       for k in range(_LOWEST_K, int(np.log2(RATIO_BINS[-2])) + 2)], np.uint8)
 assert all(float(np.log2(edge)).is_integer() for edge in RATIO_BINS[1:-1])
+_INNER = tuple(np.float64(edge) for edge in RATIO_BINS[1:-1])
 
 
 def describe_model(model: dict) -> str:
@@ -280,7 +296,7 @@ def _segment_figures(group, actual, expected, impl, sizes, offsets, out_dtype, m
     if single:
         return _one_segment_figures(actual, references, impl, out_dtype, model, flush_out, ftz)
     error, bound, special_bad, ratio, ieee_failing, where = blockwise(
-        lambda a, refs: _closest_figures(a, refs, out_dtype, model, flush_out),
+        lambda a, refs: _binned(_closest_figures(a, refs, out_dtype, model, flush_out)),
         (actual, references), actual.size)
     judged = ~impl
     some_impl = bool(impl.any())
@@ -312,12 +328,12 @@ def _one_segment_figures(actual, references, impl, out_dtype, model, flush_out, 
     worst, top, worst_bound = 0, -np.inf, 0.0
     some_impl = bool(impl.any())
     for low, high in block_ranges(size):
-        e, b, s, ratio, ieee_failing, where = _closest_figures(
+        e, b, s, ratio, ieee_failing = _closest_figures(
             actual[low:high], _sliced(references, low, high, size), out_dtype, model, flush_out)
         judged = ~impl[low:high]
         error[low:high], special_bad[low:high] = e, s
         bad[low:high] = failing = (ratio > 1) & judged if some_impl else ratio > 1
-        histogram += np.bincount(where[judged] if some_impl else where, minlength=bins)
+        histogram += ratio_histogram(ratio[judged] if some_impl else ratio)
         ranked = np.where(judged, ratio, -1.0) if some_impl else ratio
         k = int(np.argmax(ranked))
         if not np.isnan(top) and (np.isnan(ranked[k]) or ranked[k] > top):   # (NaN: argmax's)
@@ -334,8 +350,7 @@ def _one_segment_figures(actual, references, impl, out_dtype, model, flush_out, 
 def _closest_figures(actual, references, out_dtype, model, flush_out) -> tuple:
     """Per element error, bound, special-value failure and error / bound against the closest of
     the ``references`` (``(expected, accumulation, residual)`` each: the oracle's, and the
-    ``ftz`` one where there is one), whether ``ieee`` would fail it, and its
-    :func:`ratio_bins` bin."""
+    ``ftz`` one where there is one), and whether ``ieee`` would fail it."""
     figures = [_element_figures(actual, ref, out_dtype, model, acc, flush_out, k > 0, rest)
                for k, (ref, acc, rest) in enumerate(references)]
     error, bound, special_bad, ratio, flush_excused = figures[0]
@@ -344,7 +359,12 @@ def _closest_figures(actual, references, out_dtype, model, flush_out) -> tuple:
         closer = other[3] < ratio
         error, bound, special_bad, ratio = (np.where(closer, o, c) for o, c in
                                             zip(other, (error, bound, special_bad, ratio)))
-    return error, bound, special_bad, ratio, ieee_failing, ratio_bins(ratio)
+    return error, bound, special_bad, ratio, ieee_failing
+
+
+def _binned(figures: tuple) -> tuple:
+    """:func:`_closest_figures`' figures and each element's :func:`ratio_bins` bin."""
+    return (*figures, ratio_bins(figures[3]))
 
 
 def _segment_judgements(group, figures, quick, impl_seen, actual, expected, sizes, offsets,

@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS
-from conform.generators import EXHAUSTIVE_BITS, bit_range_case, lattice_case
+from conform.generators import (EXHAUSTIVE_BITS, RemadeInputs, bit_range_case, bit_range_inputs,
+                                lattice_case, lattice_inputs)
 from conform.harness.judge.accuracy import (block_ranges, blockwise, correctly_rounded, ulp_buckets,
                                             ulp_errors)
 from conform.harness.judge.judging import flushed_expectation, judge_many
@@ -65,9 +66,16 @@ class ChunkTask:
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     def case(self, spec):
-        """The chunk's case: its bit patterns, or its lattice pairs."""
-        made = lattice_case if self.space == "lattice" else bit_range_case
-        return made(spec, self.dtype, self.first, self.stop)
+        """The chunk's case: its bit patterns, or its lattice pairs, with the shapes of its
+        outputs (an element-wise op's: its inputs'), which a backend's model declares: the
+        backend's worker need not compute the oracle's answer to learn them; its inputs
+        reach the worker as the range that makes them (:class:`~conform.generators.RemadeInputs`)."""
+        lattice = self.space == "lattice"
+        case = (lattice_case if lattice else bit_range_case)(spec, self.dtype, self.first, self.stop)
+        case.output_shapes = (np.broadcast_shapes(*(x.shape for x in case.inputs)),) * len(spec.outputs)
+        case.inputs = RemadeInputs(case.inputs, lattice_inputs if lattice else bit_range_inputs,
+                                   (self.dtype, self.first, self.stop))
+        return case
 
 
 def backend_outcome(pool, case):

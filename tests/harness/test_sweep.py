@@ -151,3 +151,23 @@ def test_a_binary_op_sweeps_its_lattice_whatever_the_chunking(specs, tmp_path):
     assert len(entry["max_ulp"]["input"]) == 2 and entry["regions"]["non_finite"][0] > 0
     written = json.loads((tmp_path / "chunked" / "summary.json").read_text())
     assert written["accuracy_map"][0]["lattice"]["size"] == 512 ** 2 * 8 ** 2
+
+
+@pytest.mark.parametrize("op, dtype, space, first, stop", [("tanh", "float32", "bits", FIRST, STOP),
+                                                            ("add", "float16", "lattice", 5_000, 5_064)])
+def test_a_chunks_case_reaches_the_worker_as_its_range_and_output_shapes(specs, op, dtype, space,
+                                                                         first, stop):
+    # what the slot sends the backend's worker: a few hundred bytes that remake the chunk's
+    # inputs bit for bit (writable there, read-only here), and the outputs' shapes (no oracle)
+    import pickle
+
+    from conform.harness.run.sweep_chunk import ChunkTask
+
+    case = ChunkTask(op, dtype, "numpy", "x", first, stop, "c", space=space).case(specs[op])
+    sent = pickle.dumps([case.for_backend()])
+    received, = pickle.loads(sent)
+    assert len(sent) < 1000 and received.output_shapes == ((stop - first,),)
+    assert [x.tobytes() for x in received.inputs] == [x.tobytes() for x in case.inputs]
+    assert received.inputs[0].flags.writeable and not case.inputs[0].flags.writeable
+    case.inputs[0] = case.inputs[0] + 1   # (replaced: the arrays themselves are sent)
+    assert pickle.loads(pickle.dumps(case.inputs))[0].tolist() == case.inputs[0].tolist()

@@ -87,3 +87,37 @@ def test_repeats_with_and_without_its_sort(values):
 
     bits = np.array(values, np.uint32)
     assert _repeats(bits) == (np.unique(bits).size < bits.size)
+
+
+def test_ratio_histogram_counts_the_bins_ratio_bins_gives():
+    # blocks of small ratios (the edges above their largest are not compared), and blocks
+    # holding edges, their neighbours, infinities, NaNs, negatives and subnormals
+    from conform.harness.judge.compare import RATIO_BINS, ratio_bins, ratio_histogram
+
+    edges = np.array(RATIO_BINS[:-1])
+    rng = np.random.default_rng(7)
+    special = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
+                              [np.inf, -np.inf, np.nan, -0.0, 5e-324, -1.0, 1e300]])
+    for ratios in (rng.random(1000) * 0.3, rng.random(1000) * 3, special, special[:0],
+                   np.concatenate([rng.random(500) * 0.01, special])):
+        want = np.bincount(ratio_bins(ratios), minlength=len(RATIO_BINS) - 1)
+        assert ratio_histogram(ratios).tolist() == want.tolist()
+
+
+def test_ulp_of_is_the_power_of_two_of_the_references_binade():
+    # 2**(max(exponent, emin) - p + 1) of the float64 reference, emax for an infinity or NaN
+    # (a finite reference beyond the format's range keeps its own binade), bit for bit
+    import math
+
+    from conform.dtypes import FLOAT_FORMATS
+    from conform.harness.judge.compare import ulp_of
+
+    rng = np.random.default_rng(11)
+    bits = np.concatenate([rng.integers(-2 ** 63, 2 ** 63 - 1, 3000, dtype=np.int64),
+                           np.array([0, 1, 1 << 52, 0x7FF << 52, (0x7FF << 52) + 1, -1], np.int64)])
+    references = bits.view(np.float64)
+    for dtype, fmt in FLOAT_FORMATS.items():
+        want = [math.ldexp(1.0, (fmt.emax if not math.isfinite(x) else fmt.emin if x == 0
+                                 else max(math.frexp(x)[1] - 1, fmt.emin)) - fmt.precision + 1)
+                for x in references.tolist()]
+        assert ulp_of(references, dtype).tolist() == want, dtype
