@@ -135,6 +135,13 @@ def _loader_fingerprint() -> bytes:
     return digest.digest()
 
 
+def sources_fingerprint() -> bytes:
+    """A SHA-256 of the sources of the bottom layer, the spec loader, the oracles and the op
+    modules (and the YAML parser's version): what a cache of anything made from specs by op
+    modules keys on."""
+    return _loader_fingerprint()
+
+
 def cached_loads(paths: list[Path], load, *, kind: str = "specs", sources: tuple = (),
                  context: str = "", types: tuple = ()) -> list:
     """``[load(path) for path in paths]``, kept on disk (in the cache directory's ``kind``

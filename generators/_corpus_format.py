@@ -154,7 +154,7 @@ def encode(cases: list[Case]) -> list:
     order, blocks, offset, data = [], [], 0, []
     for (dtype, shape), members in layout.blocks.items():
         data.append(_block_bytes(dtype, shape, [layout.arrays[i] for i in members]))
-        blocks.append([STRING if dtype.hasobject else dtype.name, list(shape), offset, len(members)])
+        blocks.append([_dtype_name(dtype), list(shape), offset, len(members)])
         offset += len(data[-1])
         order.extend(members)
     renumber = {old: new for new, old in enumerate(order)}
@@ -191,6 +191,14 @@ def _c_strides(dtype: np.dtype, shape) -> tuple:
         strides.append(step)
         step *= max(size, 1)
     return tuple(reversed(strides))
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    """The name a block gives its dtype: fixed-width text (``<U32``, whose ``name`` ``str1024``
+    NumPy cannot read back) by its ``str``."""
+    if dtype.hasobject:
+        return STRING
+    return dtype.str if dtype.kind in "US" else dtype.name
 
 
 def _dtype(name) -> np.dtype:

@@ -145,7 +145,7 @@ def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
         values.update(zip(node.outputs, given))
     # Graph inputs and outputs carry their rank with symbolic dimensions: the checker wants a
     # shape on each, and one session then serves every case of the same ranks.
-    ranks = _output_ranks(spec, case) if shaped else [0] * len(spec.outputs)
+    ranks = output_ranks(spec, case) if shaped else [0] * len(spec.outputs)
     names, outputs = iter(graph.outputs), []
     for k, (dtype, rank) in enumerate(zip(spec.out_dtypes(case), ranks)):
         if k - 1 in sequences:
@@ -305,7 +305,7 @@ def _value_info(name: str, dtype: str, rank: int, shaped: bool):
     return helper.make_tensor_value_info(name, ONNX_TYPES[dtype], shape)
 
 
-def _output_ranks(spec, case) -> list[int]:
+def output_ranks(spec, case) -> list[int]:
     """The ranks of the oracle's outputs (their shapes kept with the case, or computed)."""
     shapes = case.output_shapes
     if shapes is None:

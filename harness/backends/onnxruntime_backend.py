@@ -14,8 +14,11 @@ from __future__ import annotations
 import functools
 import time
 
-from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, refuse_artefact
+from conform.harness.backends.base import (Backend, RuntimeClock, Unsupported, onnx_opset,
+                                           refuse_artefact)
+from conform.harness.backends.model_store import ModelStore
 from conform.harness.backends.models import Model, ModelCache
+from conform.harness.backends.onnx_models import output_ranks
 from conform.harness.backends.ort_values import array_of, needs_ort_values, ort_value
 from conform.ops.sequence_values import packed_outputs
 
@@ -36,6 +39,8 @@ class OnnxRuntimeBackend(Backend):
         self._ort = ort
         ort.set_default_logger_severity(4)  # kernel errors are reported per case
         self._sessions = ModelCache(limit=self.max_sessions)
+        # models built by an earlier run are read back, not built again (model_store)
+        self._models = ModelStore("onnx", _serialize, context=f"opset {onnx_opset()}")
         self._as_values: dict = {}   # (input dtypes, out dtype, output types) -> OrtValues?
         self.clock = RuntimeClock()
         self.options = ort.SessionOptions()
@@ -48,11 +53,12 @@ class OnnxRuntimeBackend(Backend):
         return f"onnxruntime {self._ort.__version__}"
 
     def stats(self) -> dict:
-        return {"sessions": self._sessions.compiled, **self.clock.as_stats()}
+        return {"sessions": self._sessions.compiled, "models_read": self._models.read,
+                **self.clock.as_stats()}
 
     def _new_session(self, model: Model):
         with self.clock.timing("model_build"):
-            serialized = model.build().SerializeToString()
+            serialized = self._models.serialized(model, _depends(model))
         try:
             with self.clock.timing("compile"):
                 return self._ort.InferenceSession(serialized, self.options,
@@ -127,3 +133,18 @@ class OnnxRuntimeBackend(Backend):
             return session.run(None, feeds)
         finally:
             self.clock.execute += time.perf_counter() - start
+
+
+def _serialize(model) -> bytes:
+    return model.SerializeToString()
+
+
+def _depends(model) -> tuple | None:
+    """What an ONNX model's bytes depend on besides its key: its outputs' ranks, which cases of
+    one key can differ in (None: they cannot be told; the model is built, and says why)."""
+    if not model.shaped:
+        return ()
+    try:
+        return tuple(output_ranks(model.spec, model.case))
+    except Exception:   # noqa: BLE001 - whatever it is, building the model raises it again
+        return None

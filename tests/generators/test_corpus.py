@@ -6,11 +6,11 @@ import numpy as np
 import orjson
 import pytest
 
-from conform.generators import case_digest, generate_cases
+from conform.generators import Case, case_digest, generate_cases
 from conform.generators._corpus import corpus_path
 from conform.generators._corpus_format import TAG, encode, read, write
 from conform.caches import CONTENT_START, DamagedEntry, write_entry
-from conform.oracles.expectations import expect
+from conform.oracles.expectations import Expectation, expect
 from tests.spec.test_cache import crafted_pickle
 
 
@@ -120,3 +120,17 @@ def test_attrs_keep_their_types_and_what_cannot_be_kept_is_drawn_every_run(specs
         [warning] = capsys.readouterr().err.splitlines()
         assert warning.startswith("conform: warning: the cases of add float32 are not kept in "
                                   "the corpus cache (")
+
+
+def test_a_fixed_width_text_array_reads_back(cache):
+    """An oracle answer of fixed-width text (``<U32``: NumPy names it ``str1024``, a name it
+    cannot read back) is kept by its ``str``: onnx_one_hot's string slice was made again on
+    every warm run."""
+    text = np.array(["a", "bc"], dtype="<U32")
+    case = Case(id="t.string.0", op="t", dtype="string", input_dtypes=("int64",),
+                out_dtype="string", inputs=[np.array([0, 1])], attrs={}, plan="test", seed=0,
+                expectation=[Expectation(text, None, None)])
+    write(cache / "text", [case])
+    [back] = read(cache / "text")
+    assert back.expectation[0].expected.dtype == text.dtype
+    assert back.expectation[0].expected.tolist() == ["a", "bc"]
