@@ -76,8 +76,9 @@ def _run_together(backend, ready: list) -> None:
     own (a batch of 256 cases of which one is refused by XLA's compiler would cost 256
     compilations): a pack that does not lower is packed again without the cases that do not
     lower alone (they run alone and keep what they raise), and one that lowers but fails to
-    compile or run is split in halves, each computed the same way, so that ``k`` bad cases
-    cost about ``2 k log2(n / k)`` small programs."""
+    compile or run is split by (op, dtype) cell (XLA refuses an op on a type: a float8 cell of
+    one case), and a cell in halves, each part computed the same way: each kernel compiled
+    again once, not in every half that fails."""
     if len(ready) == 1:
         slot = ready[0][0]
         try:
@@ -98,9 +99,13 @@ def _run_together(backend, ready: list) -> None:
             return
     except Exception:   # XLA's compiler or runtime refused one of them: see below
         pass
-    half = len(ready) // 2
-    _run_together(backend, ready[:half])
-    _run_together(backend, ready[half:])
+    cells: dict = {}   # XLA refuses an op on a type: a cell's cases fail together
+    for pair in ready:
+        cells.setdefault((pair[0].program.spec.op, pair[0].program.case.dtype), []).append(pair)
+    parts = list(cells.values()) if len(cells) > 1 else [ready[:len(ready) // 2],
+                                                          ready[len(ready) // 2:]]
+    for part in parts:
+        _run_together(backend, part)
 
 
 class _NotLowered(Exception):
