@@ -58,7 +58,7 @@ class _Worker:
     conn: object
     finished: object                 # shared counter: cases the worker has finished
     since: object                    # shared: when the case being run began (see worker_main)
-    together: object                 # shared: 1 while it runs a case packed with others (same)
+    together: object                 # shared: its time limits while it runs a case packed (same)
     stderr: StderrLog                # where its standard error goes
     started: float = 0.0             # when the worker was started (it loads within load_timeout)
     pending: collections.deque = field(default_factory=collections.deque)
@@ -75,8 +75,9 @@ class _Worker:
 
     def deadline(self, timeout: float) -> float:
         """When the case being run times out: ``timeout`` seconds after it began to be prepared
-        (its computing resumes the clock where preparing left it), or after work was sent."""
-        return max(self.since.value, self.last_reply) + timeout
+        (its computing resumes the clock where preparing left it), or after work was sent; a
+        case packed with others has ``together`` times that (see worker.PACK_TIME_LIMITS)."""
+        return max(self.since.value, self.last_reply) + timeout * max(1, self.together.value)
 
 
 class _LoadFailed(Exception):

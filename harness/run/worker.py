@@ -31,6 +31,12 @@ from conform.harness.run.worker_io import NoStderrLog, PipeGuard, StderrLog
 #: 10.7 -> 9.6 s, parent and worker CPU both lower).
 REPLY_BATCH = 256
 REPLY_INTERVAL = 0.05
+#: A case that a backend computes packed with the rest of its batch (``packs``: jax compiles a
+#: batch as one program) has the time limits of the batch's cases from it to the end, up to this
+#: many: a pack whose compilation alone passes one case's limit (XLA:CPU spends 1-7 s on each
+#: igamma kernel, a batch holds dozens) is not killed and sent again case by case, and a hang
+#: in a pack is still found (then each of its cases runs alone, under its own limit).
+PACK_TIME_LIMITS = 8
 
 _PR_SET_PDEATHSIG = 1
 
@@ -113,9 +119,10 @@ def worker_main(conn, backend_name: str, settings: ComputeSettings, finished, si
     """Load the backend, then compute batches of cases. ``finished`` counts the cases done (while
     one is being run: those before it); ``since`` is when (``time.monotonic()``) the case being
     run began to be prepared or computed, less the seconds it spent being prepared, so that the
-    parent times each case on its own; ``together`` is 1 while the backend computes a case that
-    may compute others of its batch with it (a backend that ``packs``): a crash or hang then
-    says nothing of which case caused it. ``parent_ends``: the parent's ends of the pipes a
+    parent times each case on its own; ``together`` is not 0 while the backend computes a case
+    that may compute others of its batch with it (a backend that ``packs``): a crash or hang then
+    says nothing of which case caused it, and the case has ``together`` time limits
+    (:data:`PACK_TIME_LIMITS`). ``parent_ends``: the parent's ends of the pipes a
     forked worker inherited (closed here, so that it sees the parent go away); ``stderr_log``:
     where its standard error goes (:mod:`~conform.harness.run.worker_io`; None: where the
     parent's goes).
@@ -254,7 +261,7 @@ def _serve(conn, finished, since, together, specs, backend, with_model: bool, ol
                 start = monotonic()
                 since.value = start - seconds   # the case's time limit covers its preparing
                 if packs:   # (written only then: this loop is the run's hot path)
-                    together.value = 1
+                    together.value = min(len(cases) - offset, PACK_TIME_LIMITS)
                 outcome, spent = _computed(step, outputs_of(case.op))
                 seconds += spent
                 guard.hold()

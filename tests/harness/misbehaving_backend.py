@@ -2,7 +2,7 @@
 
 It computes ``add`` with NumPy, except for marker values in the first input: 13 segfaults the
 worker, 17 hangs it, 19 allocates without bound, 23 raises; 29 poisons the worker without
-failing (the next case it runs segfaults, as after a silent heap corruption).
+failing (the next case it runs segfaults, as after a silent heap corruption); 31 takes 2 s.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from conform.harness.backends.base import Backend
 
-SEGFAULT, HANG, ALLOCATE, RAISE, POISON = 13, 17, 19, 23, 29
+SEGFAULT, HANG, ALLOCATE, RAISE, POISON, SLOW = 13, 17, 19, 23, 29, 31
 _poisoned = []   # set by a POISON case: this process's next case dies
 
 
@@ -33,6 +33,8 @@ class MisbehavingBackend(Backend):
             ctypes.string_at(0)
         if marker == HANG:
             time.sleep(3600)
+        if marker == SLOW:
+            time.sleep(2.0)
         if marker == ALLOCATE:
             hoard = []
             while True:

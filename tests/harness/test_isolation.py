@@ -70,11 +70,21 @@ def test_a_crash_or_hang_inside_a_pack_is_blamed_on_its_case_alone(marker, kind)
     """The first case of the pack is computing when the third one's marker strikes: nobody is
     blamed then; the batch runs again case by case, and only the third case is lost."""
     cases = [_add_case(i, first) for i, first in enumerate([1, 2, marker, 3, 4, 5])]
-    outcomes, restarts = _run(PACKING, cases, workers=1, timeout=3.0, batch_size=4)
+    # (the pack of four has four cases' time limits: a hang in it is found after 6 s)
+    outcomes, restarts = _run(PACKING, cases, workers=1, timeout=1.5, batch_size=4)
     assert [outcomes[c.id].kind for c in cases] == ["ok", "ok", kind, "ok", "ok", "ok"]
     # the pack's failure, then the case's own, then its confirmation in a fresh worker (it
     # struck a worker that had run cases 0 and 1 first)
     assert restarts == (3 if kind == "crash" else 2)
+
+
+def test_a_pack_slower_than_one_cases_time_limit_has_the_limits_of_its_cases():
+    """The pack of four computes for 2 s while its first case is asked for: one case's limit
+    is 1 s, the pack's four. Nothing times out and no worker is replaced (a pack that passed
+    one case's limit was killed, and its batch sent again case by case)."""
+    cases = [_add_case(i, first) for i, first in enumerate([1, 31, 2, 3])]
+    outcomes, restarts = _run(PACKING, cases, workers=1, timeout=1.0, batch_size=4)
+    assert [outcomes[c.id].kind for c in cases] == ["ok"] * 4 and restarts == 0
 
 
 def test_unbounded_allocation_is_stopped_by_the_worker_memory_cap():

@@ -117,6 +117,28 @@ def test_a_pack_that_fails_to_trace_runs_each_case_alone(backend, specs):
         assert slots[i].outputs[0].tobytes() == alone[0].tobytes()
 
 
+def test_a_case_xla_cannot_compile_costs_its_pack_one_split_not_a_compilation_per_case(
+        backend, specs):
+    """XLA's compiler refuses bessel_i1e on float8 (the pack lowers, its compiling fails): the
+    pack is split by cell, so that case runs alone and the others are packed, never run one by
+    one (main ran each case of such a batch alone: up to 256 compilations)."""
+    tanh = [Slot(Program(specs["tanh"], case), declared_inputs(case))
+            for case in generate_cases(specs["tanh"], "float32", count=7, seed=4)[:7]]
+    (odd,) = generate_cases(specs["bessel_i1e"], "float8_e4m3fn", count=1, seed=0)
+    refused = Slot(Program(specs["bessel_i1e"], odd), declared_inputs(odd))
+    slots = tanh[:3] + [refused] + tanh[3:]
+    before = backend.stats()
+    run_pack(backend, slots)
+    after = backend.stats()
+    assert isinstance(refused.error, Unsupported) and "XLA cannot compile" in str(refused.error)
+    programs = (after["compilations"] + after["loads"]) - (before["compilations"] + before["loads"])
+    # split by cell: the tanh cases packed again, the bessel_i1e case alone: two programs
+    assert programs == 2 and after["packed_cases"] - before["packed_cases"] == len(tanh)
+    for slot in tanh:
+        alone = backend.run(program=slot.program, inputs=slot.inputs)
+        assert slot.error is None and slot.outputs[0].tobytes() == alone[0].tobytes()
+
+
 def _run(tmp_path, name: str, packing: str) -> list:
     out = tmp_path / name
     env = {**os.environ, "CONFORM_JAX_PACKING": packing, "CONFORM_CACHE_DIR": str(tmp_path / "cache")}
