@@ -37,7 +37,7 @@ GENERIC_DRAW_HONOURS = frozenset({"min_rank", "max_rank", "attrs", "shapes", "op
 class OpDefinition:
     """One op's implementation-side knowledge (its YAML spec declares the rest).
 
-    * ``oracle(*inputs, **attrs) -> tuple``: the reference, on widened inputs (float64, int64, bool).
+    * ``oracle(*inputs, **attrs) -> tuple``: the reference, on widened inputs (conform.widening.widen).
     * ``draw(draw, kit, spec, dtype) -> Signature``: draws dtypes, shapes and attributes (``draw`` is
       Hypothesis's, ``kit`` is :mod:`conform.generators.kit`); None: the generic element-wise drawer.
       ``draw_honours`` names the spec's ``signature`` fields (``min_rank``, ``max_rank``, ``attrs``)

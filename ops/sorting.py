@@ -7,6 +7,7 @@ import numpy as np
 
 from conform.op_registry import op
 from conform.ops.onnx_elementwise import unsigned64
+from conform.widening import widen
 
 
 def _descending_key(values: np.ndarray) -> np.ndarray:
@@ -53,7 +54,8 @@ def canonical_top_k(outputs, case):
     if case.attrs.get("sorted", 1) or values.ndim == 0 or values.size == 0:
         return outputs
     axis = case.attrs.get("axis", -1) % values.ndim
-    wide = values.astype(np.float64 if values.dtype.kind not in "iub" else np.int64)
+    wide = widen(values)   # uint64 kept: as int64, 2**63 and above would sort below 0
+    wide = wide.astype(np.int64) if wide.dtype == np.bool_ else wide
     key = _descending_key(wide) if case.attrs.get("largest", 1) else wide
     keys = np.moveaxis(key, axis, -1)
     ties = np.moveaxis(indices.astype(np.int64), axis, -1)

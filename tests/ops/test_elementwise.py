@@ -51,7 +51,7 @@ def test_evaluate_widens_float32_and_returns_tuple():
 
 @pytest.mark.parametrize("dtype, widened", [
     (np.float16, np.float64), (np.float32, np.float64), (np.int8, np.int64),
-    (np.int32, np.int64), (np.uint16, np.int64), (np.bool_, np.bool_),
+    (np.int32, np.int64), (np.uint16, np.int64), (np.uint64, np.uint64), (np.bool_, np.bool_),
 ])
 def test_widen(dtype, widened):
     assert widen(np.zeros(3, dtype)).dtype == widened
@@ -246,6 +246,13 @@ def test_int_comparisons():
 
 
 # --- Clamp ---------------------------------------------------------------------------------------
+
+def test_clamp_uint64_above_2_63():
+    """uint64 reaches the oracle as uint64 (issue 36): as int64, 2**64 - 1 would read -1 and
+    clamp below 2**63."""
+    out = run("clamp", np.uint64(2**63), np.uint64([1, 2**63 + 7, 2**64 - 1]), np.uint64(2**64 - 2))
+    assert out.tolist() == [2**63, 2**63 + 7, 2**64 - 2]
+
 
 def test_clamp_spec_example():
     # Clamp section: operand s32[3] {-1, 5, 9}, min 0, max 6 ==> {0, 5, 6}.

@@ -293,6 +293,17 @@ def test_reduce_window_max_int_padding_is_int_min():
     np.testing.assert_array_equal(out, [-2**31, -2**31 + 1, -5, -5])
 
 
+def test_uint64_max_and_min_above_2_63():
+    """uint64 reaches the oracle as uint64 (issue 36): 2**64 - 1 is the largest, not -1, and
+    padding takes uint64's least value, 0."""
+    x = np.uint64([2**64 - 1, 2**63, 5])
+    assert run("reduce_max", x, dimensions=[0]).tolist() == 2**64 - 1
+    assert run("reduce_min", x, dimensions=[0]).tolist() == 5
+    out = evaluate("reduce_window_max", [x], {"window_dimensions": [2], "window_strides": [1],
+                                              "padding": [[1, 1]], "dtypes": ("uint64",)})[0]
+    assert out.tolist() == [2**64 - 1, 2**64 - 1, 2**63, 5]
+
+
 def _reduce_window_loops(x, window, strides, padding):
     lowest = -INF if x.dtype.kind == "f" else I64_MIN
     out_shape = [(n + lo + hi - k) // s + 1 for n, k, s, (lo, hi) in zip(x.shape, window, strides, padding)]

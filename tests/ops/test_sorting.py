@@ -31,6 +31,15 @@ def test_integer_extremes_rank_without_overflow():
     assert indices.tolist() == [2, 1, 0, 3]
 
 
+def test_uint64_above_2_63_ranks_above_the_rest():
+    """uint64 reaches the oracle as uint64 (issue 36): as int64, 2**63 and above read negative."""
+    x = np.uint64([3, 2**64 - 1, 0, 2**63])
+    values, indices = evaluate("top_k", [x], {"k": 2, "largest": True})
+    assert values.tolist() == [2**64 - 1, 2**63] and indices.tolist() == [1, 3]
+    (ordered,) = evaluate("sort", [x], {"dimension": 0, "num_keys": 1, "is_stable": True})
+    assert ordered.tolist() == [0, 3, 2**63, 2**64 - 1]
+
+
 def test_along_a_negative_axis_of_a_matrix():
     x = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 7.0]])
     values, indices = evaluate("onnx_top_k", [x], {"k": 2, "axis": -2, "largest": 1, "sorted": 1})
@@ -103,3 +112,13 @@ def test_a_nan_opens_its_slice_only(specs):
     case = _case("top_k", x, {"k": 2, "largest": True})
     values, _ = expect(specs["top_k"], case)
     assert values.impl_mask.tolist() == [[True, True], [False, False]]
+
+
+def test_sorted_0_orders_uint64_above_2_63_as_stored(specs):
+    """The reordering of a sorted-0 answer keeps uint64 as uint64: as int64, 2**64 - 1 read -1
+    and numpy's right answer failed (issue 36)."""
+    spec = specs["onnx_top_k"]
+    x = np.uint64([1, 0, 2**64 - 1, 3])
+    attrs = {"k": 2, "axis": 0, "largest": 1, "sorted": 0}
+    assert _judged(spec, x, attrs, [3, 2**64 - 1], [3, 2], "uint64")[1].verdict == "pass"
+    assert _judged(spec, x, attrs, [3, 1], [3, 0], "uint64")[1].verdict == "fail"

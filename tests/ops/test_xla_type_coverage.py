@@ -102,11 +102,6 @@ EXCEPTIONS = [
      "accumulations, orders and selections in these types (bool sums, integer overflow, "
      "float8 accumulation bounds, complex order) need their bounds or regions per type: "
      + _NOT_YET),
-    (("clamp", "reduce_max", "reduce_min", "reduce_window_max", "reduce_argmax", "sort",
-      "top_k"), ("uint64",),
-     "the oracles see integers widened to int64 (conform/widening.py), which reads 2**64-1 as "
-     "-1: its uint64 maximum, order or clamp above 2**63 is wrong (drawn, numpy's and jax's "
-     "right answers fail against it): " + _NOT_YET),
     (("batch_norm_grad", "batch_norm_inference", "batch_norm_training"), ("float64",),
      "the batch-norm bounds are derived and checked for float16, bfloat16 and float32 "
      "only: " + _NOT_YET),
