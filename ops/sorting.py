@@ -53,7 +53,8 @@ def canonical_top_k(outputs, case):
     if case.attrs.get("sorted", 1) or values.ndim == 0 or values.size == 0:
         return outputs
     axis = case.attrs.get("axis", -1) % values.ndim
-    wide = values.astype(np.float64 if values.dtype.kind not in "iub" else np.int64)
+    wide = values if values.dtype == np.uint64 else \
+        values.astype(np.float64 if values.dtype.kind not in "iub" else np.int64)   # uint64 as stored
     key = _descending_key(wide) if case.attrs.get("largest", 1) else wide
     keys = np.moveaxis(key, axis, -1)
     ties = np.moveaxis(indices.astype(np.int64), axis, -1)

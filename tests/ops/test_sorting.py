@@ -103,3 +103,15 @@ def test_a_nan_opens_its_slice_only(specs):
     case = _case("top_k", x, {"k": 2, "largest": True})
     values, _ = expect(specs["top_k"], case)
     assert values.impl_mask.tolist() == [[True, True], [False, False]]
+
+
+def test_unsorted_top_k_of_uint64_is_put_in_the_unsigned_order():
+    """canonical_top_k orders a uint64 row as stored: 2**64 - 1 is the largest, not -1 (the
+    numpy backend's correct answer once failed as reordered through int64)."""
+    from conform.ops.sorting import canonical_top_k
+    values = np.array([[3, 2, 2**64 - 1, 3]], np.uint64)
+    case = Case(id="onnx_top_k.uint64.0", op="onnx_top_k", dtype="uint64", input_dtypes=("uint64",),
+                out_dtype="uint64", inputs=[values], attrs={"axis": -1, "largest": 1, "sorted": 0, "k": 4},
+                plan="edge", seed=0)
+    ordered, indices = canonical_top_k([values, np.array([[0, 1, 2, 3]])], case)
+    assert ordered.tolist() == [[2**64 - 1, 3, 3, 2]] and indices.tolist() == [[2, 0, 3, 1]]
