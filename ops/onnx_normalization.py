@@ -459,7 +459,7 @@ def numpy_batch_norm_training(x, scale, b, input_mean, input_var, *, epsilon, mo
     rank = x.ndim
     z = ((x.astype(stage) - _per_channel(mean, rank))
          / np.sqrt(_per_channel(var, rank) + stage.type(np.float32(epsilon)))).astype(x.dtype)
-    m = x.dtype.type(momentum)
+    m = x.dtype.type(_float32(momentum))   # a FLOAT attribute: float32, as 1 - momentum below
     one_minus = x.dtype.type(1 - np.float32(momentum))
     return (z * _per_channel(scale, rank) + _per_channel(b, rank),
             input_mean * m + mean.astype(x.dtype) * one_minus,

@@ -156,8 +156,8 @@ def _numpy_scattered(data, targets, updates, reduction):
     """A copy of data with ``updates`` assigned at ``targets`` (an index tuple), or combined
     there by the reduction's ufunc ``at`` (unbuffered: repeated targets accumulate)."""
     out = data.copy()
-    if reduction == "none":
-        out[targets] = updates
+    if reduction == "none":   # a 0-d update into one element of an object (string) array: its
+        out[targets] = updates[()] if updates.ndim == 0 else updates   # element, not the array
     else:
         _NUMPY_REDUCTIONS[reduction].at(out, targets, updates)
     return out

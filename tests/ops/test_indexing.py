@@ -378,3 +378,12 @@ def test_onnx_reference_agrees_on_drawn_cases(specs, name, dtype):
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), case.id
         compared += 1
     assert compared
+
+
+def test_numpy_scatter_nd_puts_a_scalar_string_update_as_its_element():
+    """A full index tuple and a 0-d update: the string itself lands in the object array (not
+    the 0-d array, which the harness rejects as no string)."""
+    from conform.ops.scatter import numpy_scatter_nd
+    data = np.array([["a", "b"], ["c", "d"]], dtype=object)
+    out = numpy_scatter_nd(data, np.array([1, 0]), np.array("z", dtype=object), reduction="none")
+    assert out.tolist() == [["a", "b"], ["z", "d"]] and type(out[1, 0]) is str

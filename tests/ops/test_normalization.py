@@ -318,3 +318,14 @@ def test_a_sample_variance_in_the_running_update_fails(specs):
     sample = good[2] + (good[2] - inputs[4] * 0.5) * (1 / (n - 1))   # var * n/(n-1), times 0.5
     bad = judge_outputs(specs[BNT], case, [good[0], good[1], np.float32(sample)])
     assert bad.verdict == "fail" and dict(bad.outputs)["running_var"].verdict == "fail"
+
+
+def test_numpy_training_batch_norm_takes_momentum_as_a_float32_attribute():
+    """The running mean with momentum 0.9 uses 0.9 as ONNX stores it (float32), as 1 - momentum
+    does: input_mean * 0.9f + mean * (1 - 0.9f) in float64."""
+    from conform.ops.onnx_normalization import numpy_batch_norm_training
+    x, one, zero = np.array([[2.0]]), np.array([1.0]), np.array([0.0])
+    _, running_mean, _ = numpy_batch_norm_training(x, one, zero, np.array([-1000.0]), one,
+                                                   epsilon=1e-5, momentum=0.9, training_mode=1)
+    m = float(np.float32(0.9))
+    assert running_mean[0] == -1000.0 * m + 2.0 * float(1 - np.float32(0.9))
