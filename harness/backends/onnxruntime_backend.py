@@ -141,7 +141,10 @@ def _serialize(model) -> bytes:
 
 def _depends(model) -> tuple | None:
     """What an ONNX model's bytes depend on besides its key: its outputs' ranks, which cases of
-    one key can differ in (None: they cannot be told; the model is built, and says why)."""
+    one key can differ in (None: they cannot be told, or the model is no op's (a generated
+    graph): it is built, and not kept)."""
+    if getattr(model, "spec", None) is None:
+        return None
     if not model.shaped:
         return ()
     try:
