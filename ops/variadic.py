@@ -222,8 +222,9 @@ def lax_reduce_argmax(lax, attrs):
         return lax.select(wins, value, other), lax.select(wins, index, other_index)
 
     def argmax(x):
-        name = np.dtype(x.dtype).name   # kind "V": bfloat16, and the 2- and 4-bit integers
-        lowest = np.array(int_info(name).min if is_integer(name) else -np.inf, x.dtype)
+        import ml_dtypes   # (self-contained: `conform repro` writes this source alone)
+        integer = np.dtype(x.dtype).name.startswith(("int", "uint"))   # bfloat16, int4: kind "V"
+        lowest = np.array(ml_dtypes.iinfo(x.dtype).min if integer else -np.inf, x.dtype)
         iota = lax.broadcasted_iota(np.int32, x.shape, dimension)
         return lax.reduce((x, iota), (lowest, np.array(2**31 - 1, np.int32)), body, (dimension,))
 

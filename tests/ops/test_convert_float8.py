@@ -20,6 +20,8 @@ from tests.spec.test_float8 import FLOAT8, nearest, table
 
 EXACT = {"exact": True, "why": "correctly rounded"}
 FLOATS = ["float16", "float32", "float64", *FLOAT8]
+#: the float8 types convert_element_type draws (StableHLO's e4m3, e3m4 and e4m3b11fnuz: not yet)
+CONVERTED_FLOAT8 = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"]
 
 
 def converted(x: np.ndarray, new_dtype: str) -> np.ndarray:
@@ -118,7 +120,7 @@ def test_four_bit_draws_stay_in_range(specs, name, bounds):
 
 def test_labels_cover_float8_and_int4_both_ways(specs):
     labels = set(dtype_labels(specs["convert_element_type"]))
-    for name in (*FLOAT8, "int4", "uint4"):
+    for name in (*CONVERTED_FLOAT8, "int4", "uint4"):
         assert f"float32->{name}" in labels and f"{name}->float32" in labels
     assert "float8_e4m3fn->float8_e5m2fnuz" in labels and "int4->uint4" in labels
 
@@ -173,7 +175,7 @@ def test_jax_runs_the_float8_and_int4_conversions(conform_cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert set(counts) <= {"pass", "impl_defined"} and counts["pass"] > 200, counts
     labels = {r["dtype"] for r in records if r["verdict"] == "pass"}
-    for name in FLOAT8:
+    for name in CONVERTED_FLOAT8:
         assert f"float32->{name}" in labels and f"{name}->float64" in labels
     for name in ("int4", "uint4"):   # into int4, most drawn values do not fit: impl_defined
         assert f"{name}->int32" in labels and f"{name}->float8_e4m3fn" in labels
