@@ -20,6 +20,7 @@ from collections import defaultdict
 
 import onnx.defs
 
+from conform.dtypes import result_dtype
 from conform.generators import dtype_labels
 from conform.harness.backends.onnx_models import BY_SCHEMA_NAME, _operand_positions, schema_allows
 from conform.spec import load_specs
@@ -64,7 +65,7 @@ def _drawn_types(spec, label: str, bound: dict, opset: int, schema) -> dict[str,
         members = (first,) if kind == "T" else kind if isinstance(kind, tuple) else (kind,)
         drawn[formal.type_str].update(members)
     outputs = [k for k in range(len(spec.output_types)) if k - 1 not in spec.sequence_outputs]
-    result = "bool" if spec.output_dtype == "bool" else last
+    result = result_dtype(spec.output_dtype, last)
     for formal, k in zip(schema.outputs, outputs):
         kind = spec.output_types[k]
         drawn[formal.type_str].add(result if kind == "T" else kind)

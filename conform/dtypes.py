@@ -96,6 +96,22 @@ def component_dtype(name: str) -> str:
     return COMPLEX_COMPONENTS.get(name, name)
 
 
+def result_dtype(rule: str, dtype: str) -> str:
+    """The type of the result of an op drawn in ``dtype`` whose spec's ``output_dtype`` is
+    ``rule``: ``bool`` for a predicate (``bool``), the component float type of a complex
+    ``dtype`` for ``component`` (|z| of a complex64 is a float32; a real ``dtype`` is its own
+    component), else ``dtype`` (``same``; ``attr:new_dtype`` is the case's own).
+
+    >>> result_dtype("bool", "float32"), result_dtype("component", "complex64")
+    ('bool', 'float32')
+    >>> result_dtype("component", "int8"), result_dtype("same", "complex64")
+    ('int8', 'complex64')
+    """
+    if rule == "bool":
+        return "bool"
+    return component_dtype(dtype) if rule == "component" else dtype
+
+
 def complex_array(real, imag, dtype: str = "complex128") -> np.ndarray:
     """The complex array of ``dtype`` with parts ``real`` and ``imag`` (broadcast together),
     set part by part: ``real + 1j * imag`` would turn an infinite ``imag`` into ``nan + inf j``

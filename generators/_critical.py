@@ -16,7 +16,7 @@ from conform.generators._signature import fixed_attrs
 from conform.generators._values import value_range
 from conform.spec import OpSpec, dtype_class
 from conform.spec.critical import evaluate, to_dtype, ulp
-from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
+from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, result_dtype
 
 #: Values drawn per region (and per sign of a mirrored one): both edges, the centre, its two
 #: neighbours, and random values inside. Enough that a vectorised path's worst error in the
@@ -120,7 +120,7 @@ def critical_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
               for sign in ((1.0, -1.0) if region.get("mirror") else (1.0,))]
     inputs = [_with_twins(np.concatenate(column).astype(np_dtype(dtype)))
               for column in zip(*blocks)]
-    out_dtype = "bool" if spec.output_dtype == "bool" else dtype
+    out_dtype = result_dtype(spec.output_dtype, dtype)
     return Case(id=f"{spec.op}.{dtype}.critical", op=spec.op, dtype=dtype,
                 input_dtypes=(dtype,) * len(inputs), out_dtype=out_dtype, inputs=inputs,
                 attrs=fixed_attrs(spec), plan="critical", seed=fill_seed)

@@ -10,13 +10,14 @@ from conform.generators._case import Case
 from conform.generators._signature import fixed_attrs
 from conform.generators._values import edge_values, fill, value_range
 from conform.spec import OpSpec, dtype_class
-from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, resolve_edge_value
+from conform.dtypes import (FLOAT_FORMATS, int_info, is_integer, np_dtype, resolve_edge_value,
+                            result_dtype)
 
 EDGE_CASE_SIZE = 8  # >= 8 elements: vectorised kernels, not scalar tails
 
 
 def _case(spec: OpSpec, dtype: str, suffix: str, inputs: list, plan: str, seed: int) -> Case:
-    out_dtype = "bool" if spec.output_dtype == "bool" else dtype
+    out_dtype = result_dtype(spec.output_dtype, dtype)
     return Case(id=f"{spec.op}.{dtype}.{suffix}", op=spec.op, dtype=dtype,
                 input_dtypes=(dtype,) * len(inputs), out_dtype=out_dtype, inputs=inputs,
                 attrs=fixed_attrs(spec),

@@ -26,7 +26,7 @@ from hypothesis.control import current_build_context
 
 from conform.generators._signature import Boundary, MustReject, Signature, fixed_attrs
 
-from conform.dtypes import STRING_ALPHABET, STRING_EDGES
+from conform.dtypes import STRING_ALPHABET, STRING_EDGES, result_dtype
 from conform.ops.optional_inputs import ABSENT
 from conform.spec import ABSENT as _ABSENT_CLASS, DEFAULT_RANKS, INPUT_PREFIX, same_class
 
@@ -171,8 +171,9 @@ def ranks(spec, default_min=DEFAULT_RANKS[0], default_max=DEFAULT_RANKS[1]):
 
 
 def out_dtype(spec, dtype):
-    """bool for a spec whose output_dtype is bool, else ``dtype``."""
-    return "bool" if spec.output_dtype == "bool" else dtype
+    """The result type of ``spec``'s op drawn in ``dtype`` (its ``output_dtype`` rule:
+    :func:`conform.dtypes.result_dtype`)."""
+    return result_dtype(spec.output_dtype, dtype)
 
 
 #: The covering design's rows the signatures drawn inside :func:`designing` honour (a stack).

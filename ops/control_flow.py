@@ -39,7 +39,7 @@ import numpy as np
 from conform.ops.numpy_computation import numpy_chain
 from conform.op_registry import definition, op
 from conform.ops.regions import RegionContext, region_mask
-from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
+from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, result_dtype, round_to_format
 
 DRAWN_HERE = frozenset({"scalar"})   # the selector and the counter are 0-d
 MAX_BODY = 4        # ops in one body
@@ -56,7 +56,8 @@ def _bodily(spec, dtype: str) -> bool:
     found = spec.definition
     lowered = found.lax is None or found.lax_takes_bound
     if not ("xla" in spec.bindings and dtype in spec.dtypes and spec.elementwise
-            and spec.output_dtype == "same" and len(spec.outputs) == 1
+            and spec.output_dtype in ("same", "component")
+            and result_dtype(spec.output_dtype, dtype) == dtype and len(spec.outputs) == 1
             and len(spec.inputs) in (1, 2) and not spec.optional_inputs
             and lowered and not spec.signature.get("attrs")
             and all(isinstance(entry, str) for entry in spec.signature["inputs"])):

@@ -18,7 +18,7 @@ from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact
                                   exact_subtract, rounded_elementwise)
 from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
                                      complex_refined, complex_sqrt_bound, complex_tanh_bound,
-                                     exact_complex_product)
+                                     exact_complex_product, exact_modulus)
 
 
 def xla_operands(lhs, rhs, broadcast_dimensions=None):
@@ -196,8 +196,11 @@ def _arb_pow(x, y):
 
 
 @op("abs", version=1)
-def oracle_abs(operand):
-    """|x|."""
+def oracle_abs(operand, *, dtypes=None):
+    """|x|; for complex x = a + bi the modulus sqrt(a**2 + b**2), of the component float type
+    (:func:`conform.ops.xla_complex.exact_modulus`)."""
+    if np.iscomplexobj(operand):
+        return (exact_modulus(operand, dtypes=dtypes),)
     return (np.abs(operand),)
 
 

@@ -389,6 +389,12 @@ def complex_refined(fast, exact, z, dtypes=None):
     return out
 
 
+def exact_modulus(z, dtypes=None):
+    """``|z| = sqrt(a**2 + b**2)`` in float64 (:func:`complex_refined`: for complex128, on Arb
+    balls at 256 bits rounded to nearest; with a zero part NumPy's hypot, then exact)."""
+    return complex_refined(np.abs, lambda w: type(w)(abs(w)), z, dtypes=dtypes).real
+
+
 def exact_complex_product(lhs, rhs, dtypes=None):
     """``lhs * rhs`` (complex, broadcast together): NumPy's complex128 product where ``dtypes``
     holds no complex128 (its error, ``sqrt(5) 2**-53`` relative, is far below complex64's);

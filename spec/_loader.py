@@ -17,7 +17,7 @@ from conform.spec._design import check_excluded_pairs
 from conform.spec._properties import check_properties
 from conform.spec.program_nodes import ProgramNode, array_names
 from conform.spec._runnable import check_model_hooks, check_runnable, dtype_class
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS, is_complex, result_dtype
 
 if TYPE_CHECKING:
     import yaml
@@ -108,7 +108,7 @@ class OpSpec:
             "inputs": [{"name": _input_name(e), "type": t,
                         **{k: True for k in ("optional", "scalar") if _flag(e, k)}}
                        for e, t in zip(signature["inputs"], self.input_types)],
-            "outputs": [{"name": n, "type": "bool" if t == "T" and self.output_dtype == "bool" else t,
+            "outputs": [{"name": n, "type": result_dtype(self.output_dtype, t) if t == "T" else t,
                          **({"sequence": "an ONNX sequence: its elements raveled and concatenated; "
                                          "the next output holds their shapes"}
                             if k in self.sequence_outputs else {})}
@@ -176,6 +176,8 @@ class OpSpec:
             if found is not None:
                 return found
         cls = dtype_class(dtype)
+        if case is not None and self.output_dtype == "component" and is_complex(case.dtype):
+            dtype, cls = case.dtype, "complex"   # |z|: the operand's model, not its part's
         models = self.error_model
         if output:
             declared = self.signature["outputs"][output]
@@ -334,8 +336,9 @@ def _check_outputs(data: dict, root: yaml.Node, path: Path) -> list[str]:
             raise SpecError(path, line_of(root, where), f"signature.outputs.{k}.sequence",
                             f"output {names[k]!r} is a sequence's elements: the next output "
                             "must be their shapes, {name, type: int64}")
-        dtypes = [kind] if kind != "T" else ["bool"] if data.get("output_dtype") == "bool" \
-            else data["dtypes"]
+        rule = data.get("output_dtype", "same")   # component: judged by the operand's model
+        dtypes = [kind] if kind != "T" else [result_dtype(rule, d) for d in data["dtypes"]] \
+            + (data["dtypes"] if rule == "component" else [])
         own = isinstance(entry, dict) and "error_model" in entry
         models = entry["error_model"] if own else data["error_model"]
         for cls in ("float", "complex"):

@@ -163,7 +163,7 @@ SCHEMA = {
             },
         },
         "dtypes": {"type": "array", "items": {"enum": DTYPES}, "minItems": 1, "uniqueItems": True},
-        "output_dtype": {"oneOf": [{"enum": ["same", "bool"]}, {"const": "attr:new_dtype"}]},
+        "output_dtype": {"oneOf": [{"enum": ["same", "bool", "component"]}, {"const": "attr:new_dtype"}]},
         "values": _value_ranges,
         "input_values": {"type": "object", "additionalProperties": _value_ranges},
         "edge_values": {

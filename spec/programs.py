@@ -168,7 +168,8 @@ def chainable(spec) -> bool:
     real dtypes; its complex dtypes are no chain's (:func:`program_spec`)."""
     derived = any(isinstance(m, dict) and "derived" in m for key, m in spec.error_model.items()
                   if key != "complex" and not is_complex(key))
-    return (spec.elementwise and spec.output_dtype == "same" and len(spec.outputs) == 1
+    return (spec.elementwise and spec.output_dtype in ("same", "component")
+            and len(spec.outputs) == 1
             and not spec.optional_inputs and not derived)
 
 

@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from conform.harness.judge._elements import _error_and_bound, ulp_of
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS, component_dtype
 
 SHOWN = 4   # offending elements named in a message
 
@@ -87,10 +87,14 @@ def _range(bounds, *, actual, defined, **_) -> np.ndarray:
 
 def _operand(case, subnormals: str) -> tuple[np.ndarray, np.ndarray]:
     """The case's one operand in float64, and where it can be read as itself (not NaN; not a
-    subnormal a ``ftz`` backend may read as zero)."""
-    x = _wide(np.asarray(case.inputs[0]))
+    subnormal a ``ftz`` backend may read as zero; a complex operand only where its imaginary
+    part is 0, as its real part)."""
+    raw = np.asarray(case.inputs[0])
+    if raw.dtype.kind == "c":
+        raw = np.where(raw.imag == 0, raw.real, np.nan)
+    x = _wide(raw)
     usable = ~np.isnan(x)
-    fmt = FLOAT_FORMATS.get(str(np.asarray(case.inputs[0]).dtype))
+    fmt = FLOAT_FORMATS.get(component_dtype(str(np.asarray(case.inputs[0]).dtype)))
     if subnormals == "ftz" and fmt is not None:
         usable &= (x == 0) | (np.abs(x) >= fmt.min_normal)
     return x, usable

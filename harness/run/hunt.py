@@ -31,7 +31,7 @@ from conform.generators import value_range
 from conform.harness.judge.judging import result_record
 from conform.harness.run.isolation import PoolSettings, WorkerPool
 from conform.spec.critical import to_dtype, ulp
-from conform.dtypes import FLOAT_FORMATS, np_dtype
+from conform.dtypes import FLOAT_FORMATS, np_dtype, result_dtype
 
 CASE_SIZE = 8           # candidates per case: >= 8 elements, the vectorised kernels
 KEEP = 4                # points climbed from each round
@@ -95,7 +95,7 @@ class _Search:
         inputs = [np.asarray(c).astype(np_dtype(self.dtype)) for c in columns]
         return Case(id=f"{self.spec.op}.{self.dtype}.hunt{self.count:04d}", op=self.spec.op,
                     dtype=self.dtype, input_dtypes=(self.dtype,) * len(inputs),
-                    out_dtype="bool" if self.spec.output_dtype == "bool" else self.dtype,
+                    out_dtype=result_dtype(self.spec.output_dtype, self.dtype),
                     inputs=inputs, attrs=fixed_attrs(self.spec), plan=plan, seed=self.count)
 
     def random_cases(self, count: int) -> list[Case]:

@@ -21,7 +21,7 @@ from conform.oracles import evaluate
 from conform.op_registry import regions
 from conform.ops.regions import RegionContext
 from conform.spec import dtype_class, load_specs
-from conform.dtypes import int_info, np_dtype
+from conform.dtypes import int_info, np_dtype, result_dtype
 
 INF, NAN = math.inf, math.nan
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
@@ -299,7 +299,7 @@ def widened_agrees(spec, dtype, seed=0) -> bool:
     """Does the judge's (widened) oracle give, after the cast to the output type, what the oracle
     computes in the dtype's own width, outside implementation-defined regions?"""
     inputs = _inputs(spec, dtype, seed)
-    out_dtype = "bool" if spec.output_dtype == "bool" else dtype
+    out_dtype = result_dtype(spec.output_dtype, dtype)
     judged = run(spec.oracle, *inputs).astype(np_dtype(out_dtype))
     own = native(spec.oracle, *inputs).astype(np_dtype(out_dtype))
     mask = np.zeros(judged.shape, bool)

@@ -5,6 +5,7 @@ numpy backends judged, with the judge catching wrong answers."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -325,3 +326,51 @@ def test_numpy_sign_of_a_nan_and_an_infinite_part_is_a_unit(specs):
     case = dataclasses.replace(case, inputs=[z], expectation=None)
     judged = judge_outputs(specs["sign"], case, [np.sign(z)], "ieee")
     assert judged.verdict == "fail" and list(judged.failing) == [0, 1]
+
+
+# -- abs: a complex operand, a result of its component type ----------------------------------
+
+def test_abs_result_is_the_component_type_and_abs_stays_a_chain_link(specs):
+    from types import SimpleNamespace
+
+    from conform.generators.kit import out_dtype
+    from conform.spec.programs import chainable
+    abs_spec = specs["abs"]
+    assert [out_dtype(abs_spec, d) for d in ("complex64", "complex128", "float16", "int8")] \
+        == ["float32", "float64", "float16", "int8"]
+    assert out_dtype(specs["eq"], "complex64") == "bool" and out_dtype(specs["exp"], "int8") == "int8"
+    assert abs_spec.model_for("float32")["exact"]   # a real operand: |x| clears the sign bit
+    complex_case = SimpleNamespace(dtype="complex64")
+    assert abs_spec.model_for("float32", 0, complex_case)["ulp"] == 4   # |z|: hypot's bound
+    assert chainable(abs_spec)
+
+
+def test_complex128_abs_beyond_float64_and_overflow_free():
+    from conform.ops.xla_complex import exact_modulus
+    z = np.array([complex(3 * 2.0 ** 600, 4 * 2.0 ** 600), complex(2.0 ** 1023, -2.0 ** 1023),
+                  complex(1e-170, 1e-170), 1 + 2 ** -30 * 1j])
+    got = exact_modulus(z, dtypes=("complex128",))
+    assert got[0] == 5 * 2.0 ** 600 and got[1] == math.sqrt(2) * 2.0 ** 1023 and got[2] > 0
+    assert got[3] == 1   # sqrt(1 + 2**-60) = 1 + 2**-61 - ...: below half an ULP
+    # a modulus float64's own hypot misses by an ULP: the rounding checked on exact squares
+    z = complex(float.fromhex("0x1.b4c7b7180edb0p-3"), float.fromhex("0x1.95bf0364f901ep-1"))
+    got = exact_modulus(np.array([z]), dtypes=("complex128",))[0]
+    square = Fraction(z.real) ** 2 + Fraction(z.imag) ** 2
+    below, above = (Fraction(np.nextafter(got, t)) for t in (0, 2))
+    assert ((below + Fraction(got)) / 2) ** 2 < square < ((above + Fraction(got)) / 2) ** 2
+    assert got != np.abs(z)
+
+
+def test_jax_abs_within_hypot_bound_and_a_naive_modulus_fails(specs, jax_backend):
+    """jax's |z| is within hypot's 4 ULPs, complex parts that are no real number are no
+    fixed point of abs (2 + 3i is not read as 2), and sqrt(a*a + b*b) evaluated in float32,
+    which overflows for |z| near 1e30 and underflows near 1e-30, fails."""
+    operands = [3 + 4j, 2 + 3j, 2 + 0j, 1e30 - 1e30j, -1e-30 + 1e-30j, -0.0 - 7j, 1e38 + 3e38j]
+
+    def naive(outputs, case):
+        z = case.inputs[0]
+        with np.errstate(all="ignore"):
+            return [np.sqrt(z.real * z.real + z.imag * z.imag).astype(np.float32)]
+    assert _judged_on_jax(specs["abs"], jax_backend, operands, "complex64").verdict == "pass"
+    judged = _judged_on_jax(specs["abs"], jax_backend, operands, "complex64", change=naive)
+    assert judged.verdict == "fail" and set(judged.failing) >= {3, 4, 6}

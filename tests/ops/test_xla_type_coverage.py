@@ -55,9 +55,6 @@ EXCEPTIONS = [
      COMPLEX,
      "complex operands need their C Annex G special values and a complex error bound per op "
      "(issue 36 item 4): " + _NOT_YET),
-    (("abs",), COMPLEX,
-     "complex abs is a float result (|z|): the spec's output type needs a 'component' rule "
-     "(output_dtype), with its bound: " + _NOT_YET),
     (("maximum", "minimum", "ge", "gt", "le", "lt"), COMPLEX,
      "StableHLO orders complex numbers lexicographically by (real, imag) for max, min and "
      "compare; the XLA text is silent: a region or an oracle to write: " + _NOT_YET),
