@@ -38,7 +38,10 @@ def _sample(specs) -> list:
             chosen = labels[::12]
         else:
             floats = [label for label in labels if "float" in label]
-            chosen = floats[:1] + [label for label in labels if "int" in label][:1] or labels[:1]
+            # (a full-width integer: XLA's CPU compiler refuses top_k on int4, a deviation
+            # docs/failures/jax.yaml lists, and one case it refuses splits the whole pack)
+            ints = [label for label in labels if "int" in label and not label.endswith(("int2", "int4"))]
+            chosen = floats[:1] + ints[:1] or labels[:1]
         for label in chosen:
             cases += [(spec, case) for case in generate_cases(spec, label, count=2, seed=5)]
     for name in chain_names(specs, "xla", count=3, seed=1):
