@@ -211,7 +211,10 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    status = open(f"/proc/{pid}/stat").read().split()[2]
+    try:
+        status = open(f"/proc/{pid}/stat").read().split()[2]
+    except FileNotFoundError:   # reaped between the signal and the read
+        return False
     return status != "Z"
 
 
