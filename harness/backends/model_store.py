@@ -85,8 +85,10 @@ class ModelStore:
         return data
 
     def _path(self, model, depends: tuple) -> Path | None:
-        spec_path = getattr(getattr(model, "spec", None), "path", "") or ""
-        if depends is None or not spec_path or not _built_in(spec_path):
+        if depends is None:
+            return None   # (a generated graph's model among them: it has no op spec)
+        spec_path = getattr(model.spec, "path", "") or ""
+        if not spec_path or not _built_in(spec_path):
             return None   # not a built-in op: its sources are not in the digest
         digest = hashlib.sha256(_fingerprint(self.context))
         digest.update(file_digest(spec_path))
