@@ -3,13 +3,15 @@ default budget.
 
     python bench/mutation_score.py [--mutants NAME,..] [--jobs 2] [--out FILE] [--keep DIR]
 
-Each mutant wraps onnxruntime (or jax) and breaks some of its ops under a bug's condition. The
-script runs each wrapped backend once on every op its mutants target (the clean runs), then each
-mutant with the real CLI
-(``conform run --backend bench.mutants:Name --ops <its ops> [--dtypes <the cells it affects>]
---no-manifest``, default budget and seed), at most ``--jobs`` runs at a time, one worker each. A mutant is *detected* when some case
-has verdict fail, error, crash or timeout in its run and not in the clean run (the same case id:
-both runs draw the same corpus), so onnxruntime's own deviations never count as detections.
+Each mutant wraps onnxruntime (or jax, or numpy) and breaks some of its ops under a bug's
+condition. Single-op mutants run in sets with the real CLI (``conform run --backend
+bench.mutant_sets:Together_A__B --ops <their ops> [--dtypes <the cells they affect>]
+--no-manifest``, default budget and seed; bench/mutant_sets.py: the mutants of a set own
+disjoint cells, so each case meets at most one bug), each set beside a clean run of the same ops
+and dtypes on the unmutated backend; graph mutants run ``conform fuzz`` campaigns. At most
+``--jobs`` runs go at a time, one worker each. A mutant is *detected* when some case of its
+cells has verdict fail, error, crash or timeout in its run and not in the clean run (the same
+case id: both runs draw the same corpus), so the backend's own deviations never count.
 A mutant whose bug the clean backend has itself (``shared = "what"``) is detected when every
 case whose outputs it changes fails in both runs, and listed apart.
 
@@ -80,6 +82,43 @@ def _fuzz(backend: str, cls, out: Path, timeout: float = 900) -> float:
         raise RuntimeError(f"conform fuzz --backend {backend} exited {proc.returncode}:\n"
                            f"{proc.stderr[-4000:]}")
     return time.perf_counter() - start
+
+
+#: The most mutants one run holds: a set this large costs about two runs of one mutant, and
+#: several sets keep ``--jobs`` runs going at once.
+SET_SIZE = 16
+
+
+def mutant_sets(classes) -> list[list]:
+    """Single-op mutants grouped into sets that can share a run (bench/mutant_sets.py: one
+    wrapped backend, disjoint cells), each set holding either mutants of every dtype or mutants
+    of named dtypes only (a run of the latter takes ``--dtypes``), in the order given."""
+    from bench.mutant_sets import clash
+
+    sets: list[list] = []
+    for cls in classes:
+        for members in sets:
+            if (len(members) < SET_SIZE and bool(members[0].affects) == bool(cls.affects)
+                    and not any(clash(cls, other) for other in members)):
+                members.append(cls)
+                break
+        else:
+            sets.append([cls])
+    return sets
+
+
+def _ops(members) -> list:
+    return sorted({op for cls in members for op in cls.targets})
+
+
+def _dtypes(members) -> list:
+    return sorted({label for cls in members for label in cls.affects})
+
+
+def _cells(cls, records: dict) -> dict:
+    """The records of the cases in ``cls``'s cells: its ops, and its dtypes if it names any."""
+    return {i: r for i, r in records.items() if r["op"] in cls.targets
+            and (not cls.affects or r["dtype"] in cls.affects)}
 
 
 def _campaign(cls) -> tuple:
@@ -188,54 +227,50 @@ def score(names=None, jobs: int = 2, keep: Path | None = None) -> dict:
         base = Path(keep) if keep else Path(tmp)
         base.mkdir(parents=True, exist_ok=True)
 
-        # The unmutated backend on every op x dtype cell a mutant runs: ops grouped by the
-        # dtype labels their mutants affect (none: every dtype), one clean run per group.
+        # Single-op mutants run in sets (bench/mutant_sets.py): one run per set, and one clean
+        # run of the same ops and dtypes on the unmutated backend; graph mutants run one
+        # campaign each, against one clean campaign per distinct campaign.
         graph_mutants = [cls for cls in chosen if getattr(cls, "fuzz_ops", ())]
-        chosen_ops = [cls for cls in chosen if cls not in graph_mutants]
+        sets = mutant_sets([cls for cls in chosen if cls not in graph_mutants])
         campaigns = sorted({_campaign(cls): cls for cls in graph_mutants}.items())
-        cells = {}
-        for cls in chosen_ops:
-            for op in cls.targets:
-                have = cells.setdefault((cls.wraps, op), set())
-                cells[(cls.wraps, op)] = None if have is None or not cls.affects else (
-                    have | set(cls.affects))
-        groups = {}
-        for (backend, op), dts in cells.items():
-            groups.setdefault((backend, tuple(sorted(dts)) if dts else ()), []).append(op)
-        groups = [(backend, ops, dts, base / f"clean-{backend}-{n}")
-                  for n, ((backend, dts), ops) in enumerate(sorted(groups.items()))]
-
-        def clean_run(group):
-            backend, ops, dts, out = group
-            if backend == "graph":   # a graph mutants' campaign, on the unmutated adapter
-                return _fuzz(f"{MODULE}:Clean", ops, out)
-            return _run(backend, ops, out, dts)
-
-        groups += [("graph", cls, (), base / f"clean-graphs-{n}")
-                   for n, (_, cls) in enumerate(campaigns)]
         graph_clean = {key: base / f"clean-graphs-{n}" for n, (key, _) in enumerate(campaigns)}
 
-        def one(cls):
-            out = base / cls.__name__
-            if cls in graph_mutants:
-                seconds = _fuzz(f"{MODULE}:{cls.__name__}", cls, out)
-                mutated = _records(out)
-                result = judge_mutant(cls, _records(graph_clean[_campaign(cls)]), mutated)
+        def clean_run(job):
+            kind, n, what = job
+            if kind == "graph":   # a graph mutants' campaign, on the unmutated adapter
+                return _fuzz(f"{MODULE}:Clean", what, graph_clean[_campaign(what)])
+            return _run(what[0].wraps, _ops(what), base / f"clean-set-{n}", _dtypes(what))
+
+        def mutant_run(job):
+            kind, n, what = job
+            if kind == "graph":
+                seconds = _fuzz(f"{MODULE}:{what.__name__}", what, base / what.__name__)
+                mutated = _records(base / what.__name__)
+                result = judge_mutant(what, _records(graph_clean[_campaign(what)]), mutated)
                 result["reduced_nodes"] = _reduced_nodes(mutated, result["caught_cases"])
                 result["caught_cases"] = result["caught_cases"][:5]
-            else:
-                seconds = _run(f"{MODULE}:{cls.__name__}", cls.targets, out, cls.affects)
-                result = judge_mutant(cls, clean[cls.wraps], _records(out))
-                result["caught_cases"] = result["caught_cases"][:5]
-            return {**result, "wraps": cls.wraps, "seconds": round(seconds, 1)}
+                return [{**result, "wraps": what.wraps, "seconds": round(seconds, 1)}]
+            from bench.mutant_sets import set_name
 
+            out = base / f"set-{n}"
+            seconds = _run(f"bench.mutant_sets:{set_name(what)}", _ops(what), out, _dtypes(what))
+            clean, mutated = _records(base / f"clean-set-{n}"), _records(out)
+            results = []
+            for cls in what:
+                result = judge_mutant(cls, _cells(cls, clean), _cells(cls, mutated))
+                result["caught_cases"] = result["caught_cases"][:5]
+                results.append({**result, "wraps": cls.wraps, "seconds": round(seconds, 1),
+                                "run_with": len(what) - 1})
+            return results
+
+        jobs_list = [("set", n, members) for n, members in enumerate(sets)]
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            clean_seconds = sum(pool.map(clean_run, groups))
-            clean = {backend: {} for backend in wrapped}
-            for backend, _, _, out in groups:
-                if backend != "graph":
-                    clean[backend].update(_records(out))
-            results = list(pool.map(one, chosen))
+            clean_seconds = sum(pool.map(clean_run, jobs_list + [
+                ("graph", n, cls) for n, (_, cls) in enumerate(campaigns)]))
+            found = [r for batch in pool.map(mutant_run, jobs_list + [
+                ("graph", 0, cls) for cls in graph_mutants]) for r in batch]
+        by_name = {r["mutant"]: r for r in found}
+        results = [by_name[cls.__name__] for cls in chosen]
     counted = [r for r in results if not r["equivalent"]]
     detected = sum(r["detected"] for r in counted)
     return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
