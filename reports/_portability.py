@@ -15,11 +15,17 @@ RAN = OPEN + ("pass", "fail", "xpass", "xfail", "waived")   # verdicts of a comp
 SAMPLES = 3   # cases kept per op x dtype cell (those first in suite order)
 
 
+def has_open(record: dict) -> bool:
+    """Whether ``record`` is a case in an open region: wholly (``impl_defined``,
+    ``inconsistent``), or with some open elements beside judged ones."""
+    return record.get("verdict") in OPEN or bool(record.get("impl_defined_elements"))
+
+
 def open_sample(record: dict) -> dict | None:
-    """What a cell keeps of a record in an open region (wholly, or with some open elements
-    beside judged ones): its id, verdict and first observed ``[answer, reference]`` pairs (as
-    the record's ``observed`` holds them); None for other records."""
-    if record.get("verdict") not in OPEN and not record.get("impl_defined_elements"):
+    """What a cell keeps of a record in an open region (:func:`has_open`): its id, verdict and
+    first observed ``[answer, reference]`` pairs (as the record's ``observed`` holds them); None
+    for other records."""
+    if not has_open(record):
         return None
     return {"id": record["id"], "verdict": record["verdict"],
             "observed": [list(pair) for pair in (record.get("observed") or [])[:2]]}
@@ -84,7 +90,7 @@ def _answered(record: dict | None) -> str:
     pairs, or its verdict where it observed none."""
     if record is None:
         return "–"
-    if record.get("verdict") not in OPEN:
+    if not has_open(record):
         return record.get("verdict", "–")
     answers = [str(pair[0]) for pair in (record.get("observed") or [])[:SAMPLES]]
     return ", ".join(answers) or record["verdict"]
@@ -99,8 +105,7 @@ def open_differences(runs, limit: int = 200) -> dict:
     found = []
     for case_id in sorted(common):
         records = [run.records[case_id] for run in runs]
-        if not any(r.get("verdict") in OPEN for r in records) \
-                or not all(r.get("verdict") in RAN for r in records):
+        if not any(map(has_open, records)) or not all(r.get("verdict") in RAN for r in records):
             continue   # (a run that did not compute the case has no answer to compare)
         answers = [_answered(r) for r in records]
         if len(set(answers)) > 1:
