@@ -13,7 +13,8 @@ others judged is judged (``partly open``: its verdict is the judged elements'). 
 judged are grouped by verdict, op and reason (conform.reports' unsupported reasons:
 ``standard`` is a case the model format cannot express, ``runtime`` one the consumer refuses;
 for ``impl_defined``: ``open`` where every element is open, ``raised`` where the backend raised
-on a case with open elements); ``--min R`` exits 1 when the judged share is below R.
+on a case with open elements, ``partly`` where some elements were judged, in a run made before
+such cases were judged on them); ``--min R`` exits 1 when the judged share is below R.
 """
 from __future__ import annotations
 
@@ -53,16 +54,18 @@ def tally(records) -> tuple[collections.Counter, collections.Counter]:
             verdicts["partly open"] += bool(record.get("impl_defined_elements"))
             continue
         message = record.get("message") or ""
-        groups[(verdict, record["op"], _reason(verdict, message),
+        groups[(verdict, record["op"], _reason(record),
                 message.splitlines()[0][:90] if message else "")] += 1
     return verdicts, groups
 
 
-def _reason(verdict: str, message: str) -> str:
+def _reason(record: dict) -> str:
+    verdict, message = record["verdict"], record.get("message") or ""
     if verdict == "unsupported":
         return unsupported_reason(message)
-    if verdict == "impl_defined":
-        return "raised" if message.startswith("raised on implementation-defined") else "open"
+    if verdict == "impl_defined":   # ("partly": a run judged before partly-open cases passed)
+        return "raised" if message.startswith("raised on implementation-defined") else \
+            "partly" if record.get("checked") else "open"
     return verdict
 
 
