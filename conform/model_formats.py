@@ -1,6 +1,7 @@
 """The model formats conform builds and the words every stage uses about them: which formats
-exist, the ONNX opset models are built at, and :class:`Unsupported`, which an op's lowering or
-a backend raises for a case it cannot express (a coverage gap, not a failure)."""
+exist, the ONNX opset models are built at, :class:`Unsupported`, which an op's lowering or
+a backend raises for a case it cannot express (a coverage gap, not a failure), and
+:class:`Refused`, which a backend raises for a model it refuses whatever the input values."""
 from __future__ import annotations
 
 import os
@@ -20,6 +21,12 @@ DEFAULT_ONNX_OPSET = 21
 class Unsupported(Exception):
     """Raised by a lowering or a backend that cannot express a case; the reason is shown in the
     report."""
+
+
+class Refused(Exception):
+    """Raised by a backend that refuses a case's model whatever its input values (a check of its
+    shapes or attributes): an ``error`` all the same, but one that no input in an
+    implementation-defined region excuses, since the values played no part in it."""
 
 
 def onnx_opset() -> int:

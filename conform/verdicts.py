@@ -2,7 +2,9 @@
 the gate, manifests and certificates count by. Every module names verdicts through this one.
 
 * ``pass``, ``fail``: an output judged under its error model;
-* ``impl_defined``: the input lies in a region the standard leaves open (recorded, not judged);
+* ``impl_defined``: every element the case checks lies in a region the standard leaves open, or
+  the backend raised on a case with such elements (recorded, not judged; a case with some open
+  elements is judged on the others, its open ones counted);
 * ``inconsistent``: the input lies in such a region, but the backend's answer for the same
   values changes with their position (harness/judge/consistency.py): a failure;
 * ``unsupported``: the backend cannot express the case (a coverage gap, not a failure);

@@ -4,8 +4,9 @@ A case is *judged* when the backend computed it and its verdict counts in the pa
 ``pass``, ``xpass``, ``fail``, ``error``, ``crash``, ``timeout`` (the pass rate's denominator).
 Not judged: ``unsupported`` (the backend cannot express the case), ``skip`` (a manifest left it
 out), ``xfail`` and ``waived`` (a manifest excused the verdict: it is left out of the pass rate
-and counts against the coverage, as in a certificate), and ``impl_defined`` (the input lies in
-a region the standard leaves open: the value is recorded, not judged).
+and counts against the coverage, as in a certificate), and ``impl_defined`` (every element the
+case checks lies in a region the standard leaves open: the values are recorded, not judged; a
+case with only some elements there is judged on the others).
 ``coverage = judged / cases``.
 """
 from __future__ import annotations

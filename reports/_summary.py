@@ -7,7 +7,7 @@ from operator import add
 from conform.harness.judge.compare import RATIO_BINS
 from conform.reports._coverage import coverage, judged, unsupported_reason
 from conform.records import SCHEMA_VERSION
-from conform.reports._portability import kept_samples, open_sample
+from conform.reports._portability import OPEN, kept_samples, open_sample
 from conform.reports._text import neutral
 from conform.verdicts import EXCUSED, FROM_GRAPHS, PASSED, PROBLEMS, VERDICTS  # noqa: F401 - re-exported
 
@@ -103,7 +103,7 @@ class Tally:
                 "histogram": [0] * (len(RATIO_BINS) - 1),
                 "worst_ratio": -1.0, "worst_order": (), "problems": [], "seconds": 0.0,
                 "first": ref, "tagged": [], "worst_record": None, "unsupported_reasons": {},
-                "subnormal_excused": 0, "open_samples": []}
+                "subnormal_excused": 0, "open_samples": [], "open_elements": 0, "partly_open": 0}
         elif "manifest" in r:
             cell["tagged"].append(ref)
         cell["cases"] += 1
@@ -117,6 +117,10 @@ class Tally:
         sample = open_sample(r)
         if sample is not None:
             cell["open_samples"] = kept_samples([*cell["open_samples"], sample], _case_order)
+        opened = r.get("impl_defined_elements") or 0
+        if opened:   # elements in open regions: counted, not judged
+            cell["open_elements"] += opened
+            cell["partly_open"] += verdict not in OPEN   # judged on the others
         if "checked" not in r or verdict in EXCUSED:
             return
         if verdict not in PROBLEMS and r.get("subnormal_excused"):
@@ -149,7 +153,8 @@ class Tally:
                 part["worst_record"] = _resolved(part["worst_record"], record)
                 self.cells[key] = part
                 continue
-            for name in ("cases", "elements", "seconds", "subnormal_excused"):
+            for name in ("cases", "elements", "seconds", "subnormal_excused", "open_elements",
+                         "partly_open"):
                 cell[name] += part[name]
             counts = cell["counts"]
             for verdict, count in part["counts"].items():

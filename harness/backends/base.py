@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from conform.caches import cache_dir  # noqa: F401 - backends keep their caches there
-from conform.model_formats import Unsupported, onnx_opset  # noqa: F401 - part of the contract
+from conform.model_formats import Refused, Unsupported, onnx_opset  # noqa: F401 - part of the contract
 
 #: The version of this contract. It grows compatibly: new arguments to :meth:`Backend.run` are
 #: keyword-only with defaults, new methods are optional and have defaults here; a change that
@@ -113,7 +113,9 @@ class Backend:
 
         Returns one array per name in ``program.outputs``, in ``program.out_dtypes``. Raise
         :class:`Unsupported` when the backend cannot express the case; any other exception
-        becomes an ``error`` verdict. (Adapters written against contract 1 or 2, with
+        becomes an ``error`` verdict (:class:`Refused` where the runtime refuses the model
+        whatever the input values: an input in an implementation-defined region then does not
+        excuse it). (Adapters written against contract 1 or 2, with
         ``run(*, spec, case, model)``, are called that way: see docs/adapters.md.)
         """
         raise NotImplementedError

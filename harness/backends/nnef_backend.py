@@ -14,7 +14,10 @@ is run again lowered to that fragment's body, the full standard library parsed (
 each compound fragment such a body invokes that has no kernel either). Each document is
 written into a per-worker temporary directory (``$TMPDIR/conform-nnef/<pid>``) for the
 executor to parse; :func:`write_document` in
-:mod:`~conform.harness.backends.nnef_models` keeps one, with its inputs, for a repro.
+:mod:`~conform.harness.backends.nnef_models` keeps one, with its inputs, for a repro. A
+document the package's shape check refuses ("Shape error while inferring shape") raises
+:class:`Refused`: the check reads shapes and attributes, never input values, so an input in an
+implementation-defined region does not excuse it.
 """
 from __future__ import annotations
 
@@ -27,12 +30,13 @@ from importlib.metadata import version as package_version
 from multiprocessing.util import Finalize
 from pathlib import Path
 
-from conform.harness.backends.base import Backend, RuntimeClock, Unsupported, refuse_artefact
+from conform.harness.backends.base import Backend, Refused, RuntimeClock, Unsupported, refuse_artefact
 from conform.harness.backends.models import Model, ModelCache
 from conform.harness.backends.nnef_models import NNEF_TYPES, compound_operations, prelude
 
 _TYPE_ERROR = "cannot be cast to type"           # the NNEF type system rejects the argument
 _NOT_IMPLEMENTED = "operation not implemented"   # the executor has no kernel for this case
+_SHAPE_ERROR = "Shape error while inferring shape"   # the package's shape check refuses it
 
 
 class NnefBackend(Backend):
@@ -157,11 +161,15 @@ def _lowering(exc: Exception, document, lowered: list) -> list | None:
 
 
 def _classified(exc: Exception) -> Exception:
-    """Unsupported where NNEF's type system or the executor's kernels rule the case out."""
+    """Unsupported where NNEF's type system or the executor's kernels rule the case out;
+    Refused where the package's shape check refuses the document (its shapes and attributes:
+    the input values play no part)."""
     text = str(exc).splitlines()[0] if str(exc) else ""
     if _TYPE_ERROR in text:   # drop "Parse error in file '<temp path>' [line:col]"
         return Unsupported(f"NNEF type system: {text[text.index('argument'):][:300]}"
                            if "argument" in text else text[:300])
     if _NOT_IMPLEMENTED in text:
         return Unsupported(f"the NNEF executor: {text[text.index(_NOT_IMPLEMENTED):][:300]}")
+    if text.startswith(_SHAPE_ERROR):   # from shapes and attributes alone, not input values
+        return Refused(f"{type(exc).__name__}: {exc}")
     return exc

@@ -72,12 +72,12 @@ __all__ = ["Judgement", "RATIO_BINS", "accumulator_format", "accumulator_roundof
 class Judgement:
     """The verdict on one output, with the figures that justify it."""
 
-    verdict: str                 # pass | fail | impl_defined
+    verdict: str                 # pass | fail | impl_defined (every element open)
     model: str                   # e.g. "ulp(0.5)", "exact", "accumulation(final_ulp=0.5)"
     unit: str                    # unit of error and bound: "ulp", "abs" or "mismatch"
     checked: int = 0             # elements judged (outside implementation-defined regions)
     mismatched: int = 0
-    impl_defined: int = 0
+    impl_defined: int = 0        # elements in implementation-defined regions (not judged)
     max_error: float = 0.0       # error of the worst element, in ``unit``
     bound: float = 0.0           # the bound at the worst element, in ``unit``
     worst: dict | None = None    # index, expected, actual, error, bound (+ inputs, added by caller)
@@ -191,6 +191,9 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, out_dtype: str, model: 
     ``residual`` is the rest of a reference computed beyond float64 (``expected + residual``):
     the error is then measured as ``|(actual - expected) - residual|`` (``actual - expected``
     is exact near the reference, by Sterbenz's lemma).
+    Elements where ``impl_mask`` is set lie in a region the standard leaves open: they are
+    counted (``impl_defined``), not judged. The verdict is the other elements' (``pass`` or
+    ``fail``); ``impl_defined`` only where every element is open (nothing left to judge).
 
     >>> compare(np.float32([1.0]), np.array([1.0]), out_dtype="float32",
     ...         model={"ulp": 0.5, "why": "IEEE"}).verdict
@@ -402,7 +405,7 @@ def _segment_judgements(group, figures, quick, impl_seen, actual, expected, size
             judgement.failing = np.flatnonzero(figures["bad"][start:start + sizes[k]])
             if special_at:
                 judgement.reason = "special value mismatch (NaN, infinity or signed zero)"
-        elif impl_seen[k]:
+        elif not figures["checked"][k] and impl_seen[k]:   # open throughout: nothing judged
             judgement.verdict = "impl_defined"
         if impl_seen[k]:
             mask = g[3].ravel()

@@ -250,12 +250,15 @@ def _wrong_count(outputs, names) -> Judgement:
 
 
 def combined(names, parts: list[Judgement]) -> Judgement:
-    """One judgement for a case with several outputs: it fails if any output fails, else it is
-    implementation-defined if any output is; its figures are those of the first output with that
-    verdict, its counts the sums over the outputs. ``outputs`` keeps each output's
+    """One judgement for a case with several outputs: it fails if any output fails, else it
+    passes if any output passes with elements judged, else it is implementation-defined if any
+    output is (every judged element of the case open); its figures are those of the first output
+    with that verdict, its counts the sums over the outputs. ``outputs`` keeps each output's
     judgement by name; the worst element names its output."""
     verdicts = [p.verdict for p in parts]
-    verdict = next((v for v in ("fail", "inconsistent", "impl_defined") if v in verdicts), verdicts[0])
+    passed = "pass" if any(p.verdict == "pass" and p.checked for p in parts) else ""
+    verdict = next((v for v in ("fail", "inconsistent", passed, "impl_defined") if v in verdicts),
+                   verdicts[0])
     deciding = parts[verdicts.index(verdict)]
     name = names[parts.index(deciding)]
     histograms = [p.histogram for p in parts if p.histogram]

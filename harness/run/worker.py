@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from conform.harness.backends.base import Unsupported
+from conform.harness.backends.base import Refused, Unsupported
 from conform.harness.backends.models import legacy, prepare_case, takes_model
 from conform.harness.judge.outcome import Outcome
 from conform.harness.run.boundary import (WrongReturn, checked_outputs, described, exception_message,
@@ -337,10 +337,12 @@ def _counters(backend) -> dict:
 
 
 def failed(exc: Exception) -> Outcome:
-    """The outcome of a case whose preparing or computing raised ``exc``."""
+    """The outcome of a case whose preparing or computing raised ``exc`` (an error on the
+    case's input values unless the backend :class:`Refused` the model whatever they are)."""
     if isinstance(exc, Unsupported):
         return Outcome("unsupported", message=safe_text(exc))
-    return Outcome("error", message=exception_message(exc), traceback=exception_traceback(exc))
+    return Outcome("error", message=exception_message(exc), traceback=exception_traceback(exc),
+                   on_input=not isinstance(exc, Refused))
 
 
 def _inbox(conn, guard: PipeGuard | None = None):

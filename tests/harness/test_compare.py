@@ -114,12 +114,21 @@ def test_wrong_shape_or_dtype_fails_with_a_reason():
     assert judged.verdict == "fail" and "expected float32[1]" in judged.reason
 
 
-def test_implementation_defined_elements_are_not_judged():
+def test_implementation_defined_elements_are_counted_not_judged():
+    """A case passes or fails on the elements the text defines; its open ones are counted and
+    sampled; ``impl_defined`` only where no element is left to judge."""
     mask = np.array([False, True])
     judged = compare(np.int32([1, 99]), np.array([1, 5]), out_dtype="int32", model=EXACT,
                      impl_mask=mask)
-    assert judged.verdict == "impl_defined" and judged.impl_defined == 1 and judged.checked == 1
-    assert judged.observed == [[99, 5]]
+    assert (judged.verdict, judged.impl_defined, judged.checked) == ("pass", 1, 1)
+    assert judged.observed == [[99, 5]] and judged.worst["index"] == [0]
+    judged = compare(np.int32([2, 99]), np.array([1, 5]), out_dtype="int32", model=EXACT,
+                     impl_mask=mask)
+    assert (judged.verdict, judged.mismatched, judged.impl_defined) == ("fail", 1, 1)
+    judged = compare(np.int32([2, 99]), np.array([1, 5]), out_dtype="int32", model=EXACT,
+                     impl_mask=np.array([True, True]))
+    assert (judged.verdict, judged.impl_defined, judged.checked, judged.worst) == \
+        ("impl_defined", 2, 0, None)
 
 
 ACCUMULATION = {"accumulation": {"final_ulp": 0.5, "accumulator_at_least": "float32"},

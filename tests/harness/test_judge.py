@@ -91,3 +91,35 @@ def test_rounding_the_oracle_into_a_narrow_type_warns_of_nothing():
         warnings.simplefilter("error")
         assert np.isinf(round_to_dtype(np.array([1e300, -1e300]), "float16")).all()
         round_to_dtype(np.array([np.nan, 1e300]), "int8")
+
+
+def test_a_case_passes_on_its_defined_outputs_beside_a_wholly_open_one():
+    """Several outputs: one wholly open does not keep another's judged elements from deciding;
+    a case with nothing judged stays ``impl_defined``."""
+    from conform.harness.judge.compare import Judgement
+    from conform.harness.judge.judging import combined
+
+    def part(verdict, checked, opened):
+        return Judgement(verdict, "exact", "mismatch", checked=checked, impl_defined=opened)
+
+    case = combined(["a", "b"], [part("impl_defined", 0, 3), part("pass", 4, 0)])
+    assert (case.verdict, case.checked, case.impl_defined) == ("pass", 4, 3)
+    assert combined(["a", "b"], [part("impl_defined", 0, 3), part("pass", 0, 0)]).verdict \
+        == "impl_defined"   # (an empty output judges nothing either)
+    assert combined(["a", "b"], [part("impl_defined", 0, 3), part("fail", 4, 0)]).verdict == "fail"
+
+
+def test_raising_is_excused_by_an_open_input_only_where_the_values_could_matter(specs):
+    """A backend raising on a case with elements in an open region: ``impl_defined``; one that
+    :class:`Refused` the model whatever the values (a shape check): ``error``."""
+    from conform.harness.judge.judging import result_record
+    from conform.harness.run.worker import failed
+    from conform.model_formats import Refused
+
+    case = _case("relu", [np.float32([np.nan, 1])], {})   # relu(NaN): region nan_operand
+    raised = failed(ValueError("no NaN here"))
+    assert result_record(specs["relu"], case, raised, "b")["verdict"] == "impl_defined"
+    refused = failed(Refused("ValueError: Shape error while inferring shape of tensor 'out0'"))
+    record = result_record(specs["relu"], case, refused, "b")
+    assert (record["verdict"], record["message"]) == (
+        "error", "Refused: ValueError: Shape error while inferring shape of tensor 'out0'")

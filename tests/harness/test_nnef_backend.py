@@ -144,7 +144,7 @@ def test_conform_runs_the_suite_on_nnef_end_to_end(tmp_path):
                "nnef_max_roi_align"}
     errors = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()
               if json.loads(line)["verdict"] == "error"]
-    assert all(r["op"] in refused and r["message"].startswith("ValueError: Shape error while "
-                                                               "inferring shape")
+    assert all(r["op"] in refused and r["message"].startswith("Refused: ValueError: Shape error "
+                                                               "while inferring shape")
                for r in errors), errors
     assert "Warning" not in proc.stderr, proc.stderr

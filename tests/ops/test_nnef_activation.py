@@ -121,7 +121,7 @@ def test_gelu_where_exp_overflows_float32_is_the_region_not_a_failure(specs):
     x = np.float32([-60.0, -55.0, 1.0])
     spec, case = specs["nnef_gelu"], _case("nnef_gelu", x)
     judged = judge_outputs(spec, case, [np.float32([-0.0, -0.0, _sigmoid(1.702)])])
-    assert judged.verdict == "impl_defined"
+    assert (judged.verdict, judged.impl_defined, judged.checked) == ("pass", 2, 1)
     wrong = judge_outputs(spec, case, [np.float32([-0.0, -0.0, 0.8458])])
     assert wrong.verdict == "fail"
 

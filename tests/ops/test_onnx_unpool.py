@@ -38,7 +38,8 @@ def test_the_onnx_node_test_cases_are_reproduced(specs):
         assert np.array_equal(other.astype(want.dtype), want), name
         case = Case(id=name, op=MU, dtype="float32", input_dtypes=("float32", "int64", "int64"),
                     out_dtype="float32", inputs=list(inputs), attrs=attrs, plan="normal", seed=0)
-        assert judge_outputs(specs[MU], case, [want]).verdict == "impl_defined"
+        judged = judge_outputs(specs[MU], case, [want])   # judged where the readings agree
+        assert judged.verdict == "pass" and judged.impl_defined > 0, name
 
 
 def test_the_size_inverts_max_pool_and_pooling_gives_x_back():

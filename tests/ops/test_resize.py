@@ -214,7 +214,8 @@ def test_reading_differs_marks_what_the_readings_of_scale_change(specs):
     attrs = {"mode": "linear", "scales": [float(np.float32(1.7))],
              "coordinate_transformation_mode": "asymmetric"}
     ours = evaluate("onnx_resize", [x], attrs)[0].astype(np.float32)
-    assert judge_outputs(spec, _case("onnx_resize", x, attrs), [ours]).verdict == "impl_defined"
+    judged = judge_outputs(spec, _case("onnx_resize", x, attrs), [ours])
+    assert judged.verdict == "pass" and judged.impl_defined > 0
     doubled = {**attrs, "scales": [2.0]}
     got = evaluate("onnx_resize", [x], doubled)[0].astype(np.float32)
     assert judge_outputs(spec, _case("onnx_resize", x, doubled), [got]).verdict == "pass"

@@ -275,7 +275,7 @@ def test_sqrt_branch_cut_side_of_negative_zero_is_open(specs, jax_backend):
     """jax gives sqrt(-4 - 0i) = +2i (-0 read as 0), C11 Annex G -2i: the text says neither, so
     the element is the region negative_zero_on_branch_cut; +0 is judged (+2i)."""
     judged = _judged_on_jax(specs["sqrt"], jax_backend, [complex(-4, -0.0), 9 + 0j], "complex64")
-    assert judged.verdict == "impl_defined" and judged.impl_defined == 1
+    assert (judged.verdict, judged.impl_defined, judged.checked) == ("pass", 1, 1)
     judged = _judged_on_jax(specs["sqrt"], jax_backend, [complex(-4, 0.0), 9 + 0j], "complex64")
     assert judged.verdict == "pass" and judged.checked == 2
 

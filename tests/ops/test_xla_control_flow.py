@@ -161,7 +161,7 @@ def test_an_overflow_or_an_open_zero_sign_opens_the_element_from_there_on(pools,
     assert a_open.tolist() == [True, False] and not b_open.any()
     case = make_case("while", "int32", inputs, attrs, specs)
     judged = judge_outputs(spec, case, [np.int32(3), np.int32([0, 8]), inputs[2]], "ieee")
-    assert judged.verdict == "impl_defined"
+    assert (judged.verdict, judged.impl_defined) == ("pass", 1)
     assert judge_outputs(spec, case, [np.int32(3), np.int32([0, 9]), inputs[2]],
                          "ieee").verdict == "fail"
     zeros = [np.int32(0), np.float32([-0.0, 1.0]), np.float32([0.0, 0.5])]
