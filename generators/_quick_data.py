@@ -58,6 +58,11 @@ class QuickData(ConjectureData):
         if not self.frozen:
             self.depth -= 1
 
+    def _pooled_constraints(self, choice_type, constraints):
+        """``constraints`` as they are (the engine pools equal ones to save memory: the same
+        values reach the provider either way)."""
+        return constraints
+
     def _draw(self, choice_type, constraints, *, observe, forced):
         """One choice, as ``ConjectureData._draw`` makes it from the provider (no choice node
         kept)."""
