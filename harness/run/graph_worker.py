@@ -89,7 +89,14 @@ def _serve(conn, runner=ort_runner) -> None:
     but not the interpreter, NumPy and conform (a new server costs a fork and the runtime's
     import instead of a whole process's start). Nothing here imports the runtime, so the fork
     copies no runtime's threads. It ends when its server ends of itself (the caller closed the
-    connection) or did not start, or when the caller is gone."""
+    connection) or did not start, or when the caller is gone. Where this process cannot be
+    forked safely (a runner's module imported a runtime, or started a thread), it runs the
+    models itself, and a death ends it."""
+    from conform.harness.run.processes import start_method
+
+    if start_method() != "fork":
+        _serve_models(conn, runner)
+        return
     while True:
         pid = os.fork()
         if pid == 0:
