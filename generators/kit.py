@@ -206,9 +206,7 @@ def choose(draw, name: str, values):
         fixed = [v for v in values if same_class(v, _DESIGN[-1][name])]
         if fixed:
             return fixed[0]
-    # a spec's list of values as a tuple: the strategy made once (see _Strategies) draws the
-    # same choices as one made anew from the list
-    return draw(st.sampled_from(tuple(values) if isinstance(values, list) else values))
+    return draw(st.sampled_from(values))
 
 
 def choose_int(draw, name: str, low: int, high: int) -> int:
