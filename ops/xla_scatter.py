@@ -18,7 +18,11 @@ region ``int_overflow``), and min and max of any type are order-free; float + an
 the replacing scatter is not: for those the drawers draw disjoint windows (each element taking
 at most one update), and then draw ``unique_indices`` true or false ('if unique_indices is true
 and the indices are not unique, the semantics is implementation-defined': never drawn so).
-``indices_are_sorted`` is drawn as for Gather (ops/xla_gather.py)."""
+``indices_are_sorted`` is drawn as for Gather (ops/xla_gather.py).
+
+On bool (PRED) the update computations are StableHLO's (docs/spec.md, add: 'For booleans:
+logical OR', multiply: 'logical AND', maximum: 'logical OR', minimum: 'logical AND'): the
+oracle computes them on 0 and 1, where they are max (a sum capped at 1), product and min."""
 from __future__ import annotations
 
 import math
@@ -27,6 +31,7 @@ import numpy as np
 
 from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, index_type
+from conform.ops.reduction import nan_parts
 from conform.ops.scatter import scattered
 from conform.ops.xla_gather import draw_numbers, draw_sorted, gather_shape, in_batch_order, \
     index_vectors, remapped
@@ -187,20 +192,35 @@ def lax_scatter(lax, attrs, bound):
     return scatter
 
 
+def _combined(operand, flat, updates, reduction: str, open_elements: bool):
+    """``operand`` with ``updates`` combined at its flat positions ``flat``. bool as 0 and 1
+    (+ and max are OR, * and min AND); complex max and min in NumPy's lexicographic order
+    (``np.maximum.at``), or with ``open_elements`` where an element meets ``nan_parts``."""
+    if open_elements:
+        operand, updates, reduction = nan_parts(operand), nan_parts(updates), "max"
+    if operand.dtype == np.bool_:
+        out = scattered(operand.astype(np.int64), flat, updates.astype(np.int64), reduction)
+        return out.reshape(operand.shape) != 0
+    if operand.dtype.kind == "c" and reduction in ("max", "min"):
+        out = operand.copy()
+        (np.maximum if reduction == "max" else np.minimum).at(out.reshape(-1), flat, updates)
+        return out
+    return scattered(operand, flat, updates, reduction).reshape(operand.shape)
+
+
 def _scatter_op(name: str, doc: str):
     reduction = COMPUTATIONS[name]
 
     def oracle(operand, scatter_indices, updates, *, update_window_dims, inserted_window_dims,
                scatter_dims_to_operand_dims, index_vector_dim, unique_indices,
-               indices_are_sorted):
+               indices_are_sorted, open_elements=False):
         attrs = {"update_window_dims": update_window_dims,
                  "inserted_window_dims": inserted_window_dims,
                  "scatter_dims_to_operand_dims": scatter_dims_to_operand_dims,
                  "index_vector_dim": index_vector_dim}
         operand, updates = np.asarray(operand), np.asarray(updates)
         valid, flat = update_targets(operand.shape, scatter_indices, updates.shape, attrs)
-        return (scattered(operand, flat, updates[valid].ravel(), reduction).reshape(
-            operand.shape),)
+        return (_combined(operand, flat, updates[valid].ravel(), reduction, open_elements),)
 
     oracle.__doc__ = doc
     oracle.__name__ = f"oracle_{name}"

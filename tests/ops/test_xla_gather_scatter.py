@@ -322,3 +322,26 @@ def test_jax_drops_a_partly_outside_window_whole_where_the_text_skips_elements(s
     outputs = run_case(jax_backend, spec, case)
     assert outputs[0].tolist() == operand.tolist()   # the whole window dropped
     assert judge_outputs(spec, case, outputs).verdict == "fail"
+
+
+def test_bool_and_complex_update_computations_are_stablehlos():
+    """On bool, + and max are OR and * and min AND (StableHLO add, maximum, multiply,
+    minimum); complex max and min are lexicographic, and an element meeting a NaN part is
+    marked open."""
+    from conform.ops.xla_scatter import oracle_scatter_max
+
+    indices, attrs = np.array([[0], [1], [1]], np.int64), scatter_attrs([], [0], [0], 1)
+    operand, updates = np.array([False, True, False]), np.array([True, False, True])
+    expected = {"scatter_add": [True, True, False], "scatter_max": [True, True, False],
+                "scatter_mul": [False, False, False], "scatter_min": [False, False, False]}
+    for name, want in expected.items():
+        out = run(name, operand, indices[:2], updates[:2], **attrs)
+        assert out.dtype == np.bool_ and out.tolist() == want, name
+    operand = np.array([1 + 5j, 2 - 3j, 0j])
+    updates = np.array([2 - 9j, 2 - 1j, complex(0, np.nan)])
+    assert run("scatter_max", operand, indices[:2], updates[:2], **attrs).tolist() == \
+        [2 - 9j, 2 - 1j, 0j]
+    assert run("scatter_min", operand[:2], indices[:2], updates[:2], **attrs).tolist() == \
+        [1 + 5j, 2 - 3j]
+    (held,) = oracle_scatter_max(operand, indices, updates, open_elements=True, **attrs)
+    assert held.tolist() == [False, True, False]
