@@ -83,8 +83,7 @@ EXCEPTIONS = [
      EVERY,
      "collectives in these types: the reductions need their bounds per type, the "
      "data-movement ones only their cases: " + _NOT_YET),
-    (("call", "composite_call", "conditional", "conditional_index", "while", "map",
-      "select_and_scatter"),
+    (("call", "composite_call", "conditional", "conditional_index", "while", "map"),
      EVERY,
      "their bodies compute float and int arithmetic (ops/control_flow.py): other types need "
      "bodies that move values only: " + _NOT_YET),
@@ -92,7 +91,8 @@ EXCEPTIONS = [
      EVERY,
      "jax cannot express these ops at all (their xla binding says why): every type of them "
      "is unsupported on jax whatever it is"),
-    (("reduce_sum", "reduce_window_sum", "scatter_add", "scatter_mul"), ("float8_e8m0fnu",),
+    (("reduce_sum", "reduce_window_sum", "scatter_add", "scatter_mul", "select_and_scatter"),
+     ("float8_e8m0fnu",),
      "float8_e8m0fnu has no zero, Reduce's and ReduceWindow's init value for Add, and a sum or "
      "product of its powers of two is mostly none: the text gives no result for one it cannot "
      "hold (as for add and multiply), a region to declare first: " + _NOT_YET),
