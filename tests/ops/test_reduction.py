@@ -180,6 +180,21 @@ def test_complex_sums_are_exact_part_by_part():
     assert windows.real.tolist() == [1.0] and windows.imag.tolist() == [INF]
 
 
+def test_complex_sum_overflow_is_open_part_by_part():
+    """Rows whose real (or imaginary) terms can overflow float32 in some order are open; the
+    row of small terms is not."""
+    from conform.ops.reduction import complex_accumulation_overflow
+    from conform.ops.regions import RegionContext
+
+    big = 3e38
+    x = np.array([[complex(big, 1), complex(big, 1), complex(-big, 1)],
+                  [complex(1, big), complex(1, -big), 1j], [1 + 1j, 2 + 2j, 3 - 3j]], np.complex64)
+    ctx = RegionContext(inputs=[x], expected=run("reduce_sum", x, dimensions=[1]),
+                        out_dtype="complex64", accumulation_length=3,
+                        float_oracle=lambda xs: run("reduce_sum", xs[0], dimensions=[1]))
+    assert complex_accumulation_overflow(ctx).tolist() == [True, True, False]
+
+
 def test_reduce_max_spec_3d_example():
     np.testing.assert_array_equal(run("reduce_max", SPEC_3D, dimensions=[0, 2]), [3.0, 6.0])
 
