@@ -96,10 +96,6 @@ EXCEPTIONS = [
      "float8_e8m0fnu has no zero, Reduce's and ReduceWindow's init value for Add, and a sum or "
      "product of its powers of two is mostly none: the text gives no result for one it cannot "
      "hold (as for add and multiply), a region to declare first: " + _NOT_YET),
-    (("scatter_mul",), COMPLEX,
-     "a complex product is several roundings (ops/xla_complex.py complex_product_bound), so the "
-     "exact model of the float scatter does not hold: its bound per updated element is to be "
-     "derived: " + _NOT_YET),
     (("clamp", "dot", "dot_general", "conv", "conv_shorthand"),
      EVERY,
      "accumulations, orders and selections in these types (bool sums, integer overflow, "
