@@ -219,6 +219,35 @@ def _invocation_call(spec, case, operands, outputs, types: dict = NNEF_TYPES):
     return f"    {results} = {name}({', '.join(arguments)});", invoked, fed, call.output_shape, call
 
 
+class _FormatKinds(dict):
+    """Every conform dtype -> the NNEF type its values belong to: the format's own types, not
+    a consumer's (``_nnef_type`` refuses none)."""
+
+    def get(self, dtype, default=None):
+        return _kind(dtype)
+
+
+def inexpressible(spec, case) -> str | None:
+    """Why the NNEF format cannot express ``case`` (None where it can): the ``Unsupported``
+    reason of a node's ``nnef`` lowering (its op module's hook, on the case's attributes and
+    values) or of an attribute no NNEF literal spells (NNEF 1.0 ch. 3: no inf or NaN
+    literal), with every dtype taken as NNEF's own type (never a consumer's: what a consumer
+    lacks stays ``unsupported``). The same for every NNEF consumer: a run on one never draws
+    such a case (conform.harness.run.runner). A lowering artefact (``nnef_refuses``: an op
+    whose NNEF fragment says nothing of NaN) is expressible and left to the backend."""
+    kinds = _FormatKinds()
+    try:
+        for node, node_at in zip(program_nodes(spec, case), node_cases(spec, case)):
+            operands = [f"in{k}" for k in range(len(node.inputs))]
+            outputs = [f"out{k}" for k in range(len(node.outputs))]
+            _invocation_call(node.spec, node_at, operands, outputs, kinds)
+    except Unsupported as exc:
+        return str(exc)
+    except Exception:   # noqa: BLE001 - a lowering that fails otherwise (on a type no NNEF
+        return None     # consumer takes) is the backend's to report when the case runs
+    return None
+
+
 def write_document(directory: Path | str, spec, case) -> Path:
     """Write ``graph.nnef``, its variables' tensor files (``<label>.dat``) and the fed inputs
     as NNEF tensor files (``in<i>.dat``) for a repro.
