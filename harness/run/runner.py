@@ -209,7 +209,10 @@ def expressible(cases: list, specs: dict, binding: str | None) -> tuple[list, li
         return cases, []
     kept, left = [], Counter()
     for case in cases:
-        reason = refuses(specs[case.op], case)
+        spec = specs.get(case.op)
+        # (a given corpus, conform certify's, may hold ops of no binding for the format: the run
+        # reports them unsupported, as before)
+        reason = refuses(spec, case) if spec is not None and binding in spec.bindings else None
         if reason is None:
             kept.append(case)
         else:
@@ -248,7 +251,8 @@ def _generate(config: RunConfig, specs: dict, binding: str | None) -> tuple[list
     prune_corpus()   # after a run that generated cases: the cache stays under its size cap
     left_out: list = []
     if not config.exhaustive:   # a sweep (unary element-wise ops) stays lazy
-        cases, left_out = expressible(cases, {spec.op: spec for spec, _ in pairs}, binding)
+        cases, left_out = expressible(cases, {**specs, **{spec.op: spec for spec, _ in pairs}},
+                                      binding)
     skipped: list = []
     if config.manifest is not None and not config.exhaustive:  # a sweep stays lazy: not partitioned
         cases, skipped = config.manifest.partition(cases)

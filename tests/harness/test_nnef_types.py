@@ -79,3 +79,11 @@ def test_a_case_nnef_cannot_express_is_not_drawn_for_an_nnef_run(specs):
         assert [c.id for c in cases if not interior(c) and not np.isnan(c.inputs[1])] \
             == [c.id for c in nnef]
     assert sum(entry["cases"] for entry in left_out) + len(nnef) == len(drawn["xla"][1])
+    # a given corpus (conform certify's) may hold an op of no nnef binding: it is kept, and
+    # the run reports it unsupported as before
+    from conform.harness.run.runner import expressible
+
+    assert "nnef" not in specs["add"].bindings
+    other = _generate(RunConfig(backend="numpy", ops=["add"], dtypes=["float32"], max_examples=2),
+                      specs, None)[1]
+    assert expressible(other, specs, "nnef") == (other, [])
