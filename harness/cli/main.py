@@ -229,6 +229,9 @@ def _print_table(summary: dict) -> None:
     print(f"\n{summary['backend']} ({summary['backend_version']}): "
           + "  ".join(f"{k} {v}" for k, v in counts.items()))
     print(f"pass rate {rate_text(summary['pass_rate'])}, {coverage_text(counts)}, {summary['ops']} ops")
+    if left_out := sum(entry["cases"] for entry in summary.get("not_expressible") or ()):
+        print(f"not in the suite: {left_out} drawn cases the {summary.get('model_format')} model "
+              "format cannot express (summary.md names them)")
     if summary.get("complete") is False:
         print(f"INCOMPLETE: {summary['cases']} of {summary['cases_planned']} cases ran")
     worst = sorted(((cell["pass_rate"], op, dtype, cell) for op, cells in summary["by_op"].items()
