@@ -333,28 +333,33 @@ def prelude(*ops: str) -> str | None:
 _TENSOR_PARAMETER = re.compile(r"(\w+)\s*:\s*tensor<(\w+|\?)>(\[\])?")
 
 
-def _kind(dtype: str) -> str:
-    """The NNEF tensor type a conform dtype's values belong to (the standard's three)."""
-    return {"bool": "logical", "int": "integer"}.get(dtype_class(dtype), "scalar")
+def _kind(dtype: str) -> str | None:
+    """The NNEF tensor type a conform dtype's values belong to (the standard's three), None for
+    complex and string values: NNEF 1.0 ch. 3 (seed 000) makes ``scalar`` a real value, and a
+    tensor holds ``scalar``, ``integer`` or ``logical`` data."""
+    return {"bool": "logical", "int": "integer", "float": "scalar"}.get(dtype_class(dtype))
 
 
 def types_allow(spec, label: str) -> bool:
     """Whether NNEF's type system takes the inputs of ``spec``'s cases under dtype label
     ``label`` (each node's ``nnef`` fragment's declared tensor parameters, in order:
     ``tensor<scalar>`` takes float values, ``tensor<integer>`` integers, ``tensor<logical>``
-    bools, and the parameters of one generic fragment's ``tensor<?>`` one kind). A label it
+    bools, and the parameters of one generic fragment's ``tensor<?>`` one kind; complex and
+    string values none, NNEF's ``scalar`` being real). A label it
     refuses is not drawn for an NNEF backend: the standard rules it out, so an ``unsupported``
     case means a consumer lacks what NNEF allows. True where the declaration is not known."""
     fragments = _standard_fragments() or {}
     dtype = label.split("->")[0]
     for node in spec.node_specs:
         bound = node.bindings.get("nnef")
+        kinds = [_kind(dtype if kind == "T" else kind[0] if isinstance(kind, tuple) else kind)
+                 for kind in node.input_types]
+        if bound is not None and None in kinds:   # complex or string values: no NNEF tensor
+            return False
         declaration = fragments.get((bound or {}).get("op", ""))
         if declaration is None:
             continue
         parameters = _TENSOR_PARAMETER.findall(declaration.split("->")[0])
-        kinds = [_kind(dtype if kind == "T" else kind[0] if isinstance(kind, tuple) else kind)
-                 for kind in node.input_types]
         generic = set()
         for k, given in enumerate(kinds):
             if not parameters:

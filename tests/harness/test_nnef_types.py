@@ -18,6 +18,7 @@ from conform.harness.run.runner import SelectionError, by_format
     ("nnef_select", "int32", True), ("nnef_select", "bool", True),   # select<?>: condition logical
     ("nnef_gather", "float32", True),                                # gather<?>(indices: integer)
     ("reduce_sum", "int32", False), ("pad", "bool", False),
+    ("exp", "complex64", False), ("copy", "string", False),        # scalar is a real value
 ])
 def test_the_fragments_declared_types_decide(specs, op, label, allowed):
     assert types_allow(specs[op], label) is allowed
