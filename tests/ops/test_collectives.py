@@ -106,6 +106,19 @@ def test_the_data_movement_collectives_move_every_types_bits():
             assert np.asarray(out).astype(x.dtype).tobytes() == want.tobytes(), x.dtype
 
 
+def test_the_reductions_on_pred_and_wide_unsigned_integers():
+    """Add and Max on PRED are logical OR, Min logical AND (StableHLO add, maximum, minimum);
+    a uint64 sum above 2**63 is exact."""
+    x = np.array([[True, False, False], [False, False, True]])
+    for computation, want in [("add", [True, False, True]), ("max", [True, False, True]),
+                              ("min", [False, False, False])]:
+        out = _one("all_reduce", x, replica_count=2, replica_groups=[], computation=computation)
+        assert out.dtype == np.bool_ and out.tolist() == [want, want]
+    big = np.array([[2**63], [2**62 + 3]], np.uint64)
+    total = _one("cross_replica_sum", big, replica_count=2, replica_groups=[])
+    assert np.asarray(total).astype(np.uint64).ravel().tolist() == [2**63 + 2**62 + 3] * 2
+
+
 def test_replica_id_counts_the_replicas():
     assert _one("replica_id", None, replica_count=5).tolist() == [0, 1, 2, 3, 4]
 
