@@ -85,8 +85,7 @@ EXCEPTIONS = [
     (("all_reduce", "cross_replica_sum", "reduce_scatter"), NO_SPECIALS + ("float8_e8m0fnu",),
      "as for add: a sum float4_e2m1fn or a 6-bit float cannot hold has no result in the text "
      "(no infinity, no NaN), and float8_e8m0fnu has no zero and no sign: " + _NOT_YET),
-    (("call", "composite_call", "conditional", "conditional_index", "while", "map",
-      "select_and_scatter"),
+    (("map", "select_and_scatter"),
      EVERY,
      "their bodies compute float and int arithmetic (ops/control_flow.py): other types need "
      "bodies that move values only: " + _NOT_YET),
