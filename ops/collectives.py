@@ -204,6 +204,11 @@ def lax_collective(lax, attrs, bound):
         return fn(*(b[0, 0] for b in blocks), "member", **keywords)[None, None]
 
     def collective(*operands):
+        if fn is lax.psum and operands and operands[0].dtype == np.bool_:
+            from conform.model_formats import Unsupported
+            raise Unsupported("jax's psum of booleans counts them in int32 (jax.lax.psum: "
+                              "booleans are summed as integers): no AllReduce with Add on PRED, "
+                              "which is logical OR")
         placed = [x[placement.ravel()].reshape(placement.shape + x.shape[1:]) for x in operands]
         out = jax.shard_map(body, mesh=mesh, in_specs=(spec,) * len(placed), out_specs=spec)(*placed)
         return out.reshape((n,) + out.shape[2:])[np.argsort(placement.ravel())]
@@ -214,7 +219,10 @@ def lax_collective(lax, attrs, bound):
 
 def _reduce(values: np.ndarray, computation: str) -> np.ndarray:
     """The computation over the leading (replica) axis: Add in double-double for floats (exact
-    for integers), Max or Min with NaN propagating."""
+    for integers), Max or Min with NaN propagating; on PRED, Add and Max are logical OR and Min
+    logical AND (StableHLO add, maximum, minimum: "For booleans: logical OR" / "logical AND")."""
+    if values.dtype == np.bool_:
+        return values.all(axis=0) if computation == "min" else values.any(axis=0)
     if computation == "add":
         return accurate_sum(values, axis=0) if values.dtype.kind == "f" else values.sum(axis=0)
     return (np.max if computation == "max" else np.min)(values, axis=0)

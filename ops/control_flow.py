@@ -39,7 +39,9 @@ import numpy as np
 from conform.ops.numpy_computation import numpy_chain
 from conform.op_registry import definition, op
 from conform.ops.regions import RegionContext, region_mask
-from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, result_dtype, round_to_format
+from conform.dtypes import (FLOAT_FORMATS, component_dtype, int_info, is_complex, is_integer,
+                            np_dtype, result_dtype, round_to_format)
+from conform.widening import widen
 
 DRAWN_HERE = frozenset({"scalar"})   # the selector and the counter are 0-d
 MAX_BODY = 4        # ops in one body
@@ -106,13 +108,22 @@ def draw_body(draw, kit, pool: list[dict]) -> list[dict]:
 
 
 def _round(values: np.ndarray, dtype: str, ftz: bool) -> np.ndarray:
-    """``values`` (an op's float64 or int64 result) as the element type holds them: rounded once
-    to nearest even (float64 as is), or integers wrapped (past an overflow the element is open
-    anyway); under ``ftz`` subnormals become zeros of the same sign."""
+    """``values`` (an op's widened result) as the element type holds them: rounded once to
+    nearest even (float64 as is; a complex number part by part), integers wrapped (past an
+    overflow the element is open anyway), PRED as it is; under ``ftz`` subnormals become zeros
+    of the same sign."""
+    if dtype == "bool":
+        return np.asarray(values, bool)
+    if is_complex(dtype):
+        part, out = component_dtype(dtype), np.empty(np.shape(values), np.complex128)
+        out.real, out.imag = _round(values.real, part, ftz), _round(values.imag, part, ftz)
+        return out
     if is_integer(dtype):
         info = int_info(dtype)
         span = info.max - info.min + 1
-        return (values - info.min) % span + info.min if info.bits < 64 else values
+        if info.bits == 64:   # as widened: uint64 kept (an op's int64 result wraps into it)
+            return np.asarray(values).astype(np.uint64 if info.min == 0 else np.int64)
+        return ((values - info.min) % span + info.min).astype(np.int64)
     out = values if dtype == "float64" else round_to_format(values, FLOAT_FORMATS[dtype])
     return _flushed(out, dtype) if ftz else out
 
@@ -166,8 +177,7 @@ def run_body(body, a, b, dtype: str, ftz: bool = False):
 
 def _start(arrays, dtype: str, ftz: bool) -> list:
     """The computation's arrays as it reads them, widened (inputs flushed under ``ftz``)."""
-    wide = np.int64 if is_integer(dtype) else np.float64
-    return [_round(np.asarray(x).astype(wide), dtype, ftz) for x in arrays]
+    return [_round(widen(np.asarray(x).astype(np_dtype(dtype))), dtype, ftz) for x in arrays]
 
 
 def _element_type(dtypes) -> str:

@@ -89,6 +89,36 @@ def test_collective_permute_sends_and_zeros_the_replicas_that_receive_nothing():
     assert out.tolist() == [[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]]
 
 
+def test_the_data_movement_collectives_move_every_types_bits():
+    """Issue 36: gather, all-to-all and permute are drawn in every element type; their oracles
+    move bits (uint64 above 2**63, complex with a -0 part, float8, bool)."""
+    import ml_dtypes
+    for x in [np.array([[2**63 + 1, 7], [3, 2**64 - 1]], np.uint64),
+              np.array([[complex(-0.0, 1), 2j], [complex(1, -0.0), np.inf]], np.complex128),
+              np.array([[-0.0, 448], [0.5, -1]], ml_dtypes.float8_e4m3fn),
+              np.array([[True, False], [False, True]])]:
+        both = np.concatenate(list(x))
+        gathered = _one("all_gather", x, replica_count=2, replica_groups=[], all_gather_dim=0)
+        sent = _one("all_to_all", x, replica_count=2, replica_groups=[], split_dimension=0,
+                    concat_dimension=0)
+        moved = _one("collective_permute", x, replica_count=2, source_target_pairs=[[0, 1]])
+        for out, want in [(gathered, np.stack([both, both])), (sent, x.T), (moved[1], x[0])]:
+            assert np.asarray(out).astype(x.dtype).tobytes() == want.tobytes(), x.dtype
+
+
+def test_the_reductions_on_pred_and_wide_unsigned_integers():
+    """Add and Max on PRED are logical OR, Min logical AND (StableHLO add, maximum, minimum);
+    a uint64 sum above 2**63 is exact."""
+    x = np.array([[True, False, False], [False, False, True]])
+    for computation, want in [("add", [True, False, True]), ("max", [True, False, True]),
+                              ("min", [False, False, False])]:
+        out = _one("all_reduce", x, replica_count=2, replica_groups=[], computation=computation)
+        assert out.dtype == np.bool_ and out.tolist() == [want, want]
+    big = np.array([[2**63], [2**62 + 3]], np.uint64)
+    total = _one("cross_replica_sum", big, replica_count=2, replica_groups=[])
+    assert np.asarray(total).astype(np.uint64).ravel().tolist() == [2**63 + 2**62 + 3] * 2
+
+
 def test_replica_id_counts_the_replicas():
     assert _one("replica_id", None, replica_count=5).tolist() == [0, 1, 2, 3, 4]
 

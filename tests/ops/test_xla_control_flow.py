@@ -104,6 +104,30 @@ def test_float64_bodies_are_the_exact_results_rounded_once(pools):
         assert got[k] == x, (k, a[k], b[k])
 
 
+def test_bodies_in_the_other_element_types(specs):
+    """Issue 36: complex parts rounded one op at a time, signs of zero and NaN parts kept;
+    uint64 above 2**63 ordered as unsigned; PRED's add is OR and multiply AND; int8 wraps;
+    float8_e4m3fn overflows to NaN (no infinity)."""
+    from conform.dtypes import np_dtype
+
+    def loop(dtype, a, b, *ops, limit=1):
+        pool = {e["op"]: e for e in body_pool(specs, dtype)}
+        typed = [np.asarray(x).astype(np_dtype(dtype)) for x in (a, b)]
+        return evaluate("while", [np.int32(0), *typed],
+                        {"limit": limit, "body": [pool[o] for o in ops], "rotate": False})[1]
+    got = loop("complex128", [complex(-2.0 ** -1022, -0.5)], [2.5 + 3.25j], "subtract", "add")
+    assert got.real.tolist() == [0.0] and got.imag.tolist() == [-0.5]
+    got = loop("complex64", [complex(-0.0, np.nan)], [1j], "negate")
+    assert np.signbit(got.real).tolist() == [False] and np.isnan(got.imag).all()
+    assert loop("uint64", np.uint64([2**63 + 1, 3]), np.uint64([5, 2**64 - 1]),
+                "maximum").tolist() == [2**63 + 1, 2**64 - 1]
+    assert loop("bool", [True, False, False], [False, False, True], "add").tolist() == \
+        [True, False, True]
+    assert loop("bool", [True, True], [False, True], "multiply").tolist() == [False, True]
+    assert loop("int8", np.int8([127]), np.int8([1]), "add").tolist() == [-128]
+    assert np.isnan(loop("float8_e4m3fn", [448.0], [32.0], "add")).all()
+
+
 def test_conditional_runs_the_branch_the_predicate_picks(pools):
     branches = [body(pools, "float32", "negate"), body(pools, "float32", "add", "sqrt")]
     operands = [np.float32([1.0, -2.0]), np.float32([0.0, 0.0]), np.float32([1.0, 7.0]),

@@ -106,3 +106,18 @@ def test_jax_map_passes_and_round_toward_zero_fails_on_midpoints(specs, jax_back
         over = np.abs(nearest.astype(np.float64)) > np.abs(exact)
         return [np.where(over, np.nextafter(nearest, np.float32(0)), nearest)]
     assert "fail" in jax_verdicts(spec, jax_backend, "float32", 12, change=toward_zero)
+
+
+def test_map_on_pred_and_complex_draws_only_the_computations_the_text_fixes(specs):
+    """Issue 36: on PRED Map adds (logical OR) or multiplies (logical AND), never subtracts
+    (StableHLO subtract takes no PRED); on complex numbers it adds or subtracts (a complex
+    product is not one rounding per part), each part rounded once."""
+    from conform.generators import generate_cases
+    x, y = np.array([True, True, False]), np.array([False, True, False])
+    assert run("map", x, y, computation="add").tolist() == [True, True, False]
+    assert run("map", x, y, computation="multiply").tolist() == [False, True, False]
+    z = run("map", np.complex64([complex(-0.0, 1)]), np.complex64([complex(0.0, 1)]),
+            computation="subtract")
+    assert np.signbit(z.real).tolist() == [True] and z.imag.tolist() == [0.0]
+    drawn = {c.attrs["computation"] for c in generate_cases(specs["map"], "bool", count=3, seed=2)}
+    assert drawn and drawn <= {"add", "multiply"}

@@ -71,3 +71,19 @@ def test_the_lax_hooks_emit_the_stablehlo_ops():
     fn = lax_control(lax, {"body": body, "call": True, "composite": True})
     assert "stablehlo.composite" in jax.jit(fn).lower(np.ones(2, np.float32),
                                                        np.ones(2, np.float32)).as_text()
+
+
+
+def test_every_type_moves_bit_for_bit(specs):
+    """Issue 36: every element type is drawn; each oracle's answer is the data itself, bit for
+    bit, in the types the run draws (bool, complex, uint64 above 2**63, float8, int4, float4)."""
+    import ml_dtypes
+    data = [np.array([True, False]), np.array([1 - 2j, complex(-0.0, np.inf)], np.complex64),
+            np.array([2**63 + 5, 1], np.uint64), np.array([-0.0, 57344], ml_dtypes.float8_e5m2),
+            np.array([-8, 7], ml_dtypes.int4), np.array([-6, 0.5], ml_dtypes.float4_e2m1fn)]
+    for name in ["infeed", "outfeed", "send", "recv", "custom_call", "set_dimension_size"]:
+        assert "bool" in specs[name].dtypes and "float8_e8m0fnu" in specs[name].dtypes
+        attrs = {"size": 2, "dimension": 0} if name == "set_dimension_size" else {}
+        for x in data:
+            out = np.asarray(evaluate(name, [x], attrs)[0]).astype(x.dtype)
+            assert out.tobytes() == x.tobytes(), (name, x.dtype)
