@@ -29,11 +29,6 @@ EXCEPTIONS = [
     (("Pad",), ("float8_e8m0fnu",),
      "Pad's default constant_value is 0, which float8_e8m0fnu cannot hold, and the text gives "
      "no rule for it"),
-    (("Col2Im",), ("string",),
-     "no oracle for text yet (the sum): " + _NOT_YET),
-    (("SequenceEmpty",), ("string",),
-     "its dtype attribute is drawn as a NumPy dtype, and NumPy has none for conform's "
-     "strings: " + _NOT_YET),
     (("Dropout",), ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
                     "float8_e5m2fnuz"),
      "Dropout-22's T1 (the ratio) adds these types; the training-mode spec draws a float16, "
