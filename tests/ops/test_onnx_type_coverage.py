@@ -42,16 +42,6 @@ EXCEPTIONS = [
     (("GridSample",), ("string",),
      "zeros padding ('zeros: use 0 for out-of-bound grid locations') and the linear and "
      "cubic weighted sums give text no meaning"),
-    (("Resize",), ("float64", "int8", "int16", "int64", "uint16", "uint32", "uint64",
-                   "bfloat16"),
-     "drawn at Resize-19 (onnx_resize, nearest, the text's copy); the specs of Resize-10 to 18 "
-     "draw the types onnxruntime runs only: at the default opset every case of theirs is ruled "
-     "out, and every type there (16 labels to 46) is generation time for no case run: "
-     + _NOT_YET),
-    (("Resize",), ("bool", "string"),
-     "nearest copies either, but tf_crop_and_resize writes extrapolation_value, a float the "
-     "text does not convert to bool or text; and onnxruntime 1.32 refuses a bool Resize model "
-     "as invalid (INVALID_GRAPH, an error, not a missing kernel): " + _NOT_YET),
     (("Attention",), ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"),
      "U allows integer attn_masks, but the text supports two kinds only: 'a boolean mask where "
      "a value of True indicates that the element should take part in attention, or a float "
