@@ -33,15 +33,6 @@ EXCEPTIONS = [
                     "float8_e5m2fnuz"),
      "Dropout-22's T1 (the ratio) adds these types; the training-mode spec draws a float16, "
      "float32 or float64 ratio: " + _NOT_YET),
-    (("GridSample",), ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                       "uint64"),
-     "drawn at GridSample-20 and 22 (onnx_grid_sample: nearest a copy, linear and cubic open); "
-     "the GridSample-16 spec draws float X only: at the default opset its cases are all ruled "
-     "out, and every type there (3 labels to 12) is generation time for no case run: "
-     + _NOT_YET),
-    (("GridSample",), ("string",),
-     "zeros padding ('zeros: use 0 for out-of-bound grid locations') and the linear and "
-     "cubic weighted sums give text no meaning"),
     (("Attention",), ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"),
      "U allows integer attn_masks, but the text supports two kinds only: 'a boolean mask where "
      "a value of True indicates that the element should take part in attention, or a float "
