@@ -33,10 +33,6 @@ EXCEPTIONS = [
                     "float8_e5m2fnuz"),
      "Dropout-22's T1 (the ratio) adds these types; the training-mode spec draws a float16, "
      "float32 or float64 ratio: " + _NOT_YET),
-    (("Attention",), ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"),
-     "U allows integer attn_masks, but the text supports two kinds only: 'a boolean mask where "
-     "a value of True indicates that the element should take part in attention, or a float "
-     "mask of the same type as query, key, value that is added to the attention score'"),
     (("QuantizeLinear", "DequantizeLinear"),
      ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
       "float16", "float64", "bfloat16", "string", "float4_e2m1fn", "float8_e8m0fnu", "int4",
