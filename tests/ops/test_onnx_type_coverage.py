@@ -33,6 +33,14 @@ EXCEPTIONS = [
                     "float8_e5m2fnuz"),
      "Dropout-22's T1 (the ratio) adds these types; the training-mode spec draws a float16, "
      "float32 or float64 ratio: " + _NOT_YET),
+    (("Resize",), ("float64", "int8", "int16", "int64", "uint16", "uint32", "uint64", "bfloat16",
+                   "bool", "string"),
+     "drawn at Resize-19 (onnx_resize: nearest for integers, bool and text, a copy); the specs "
+     "of Resize-10 to 18 draw four types: each further label there costs about 0.25 s of "
+     "tests/harness/test_onnx_validity.py alone (its covering design makes some 30 cases a "
+     "label at any budget), about 7 s for the ten types across the four specs, beyond what "
+     "the suite's 15 minutes allow, and at the default opset every such case is ruled out: "
+     + _NOT_YET),
     (("QuantizeLinear", "DequantizeLinear"),
      ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
       "float16", "float64", "bfloat16", "string", "float4_e2m1fn", "float8_e8m0fnu", "int4",
