@@ -18,6 +18,12 @@ OTHER_SCALES = tuple(float(np.float32(s)) for s in (0.6, 0.8, 1.7, 1 / 3, 2 / 3,
 ROI_STARTS, ROI_ENDS = (0.0, 0.125, 0.25, -0.25), (1.0, 0.75, 0.875, 1.25)
 
 
+#: extrapolation_value (a float attribute) for non-float types: values the type holds exactly
+#: (bool: 0.0 and 1.0, its two values as numbers); text holds none (region
+#: resize_text_extrapolation)
+EXTRAPOLATION_HELD = {"bool": [0.0, 1.0]}
+
+
 def _maybe(draw, kit, name, values):
     """One of ``values`` or None (the attribute left out, for its default); the covering
     design's class where it fixes one (``kit.choose``)."""
@@ -28,7 +34,9 @@ def _draw_attrs(draw, kit, dom: dict, dtype: str) -> dict:
     """The attributes: each drawn where the mode reads it, and set where the covering design
     fixes it even where the mode does not read it (the text then ignores it: nearest_mode under
     linear, extrapolation_value without tf_crop_and_resize), apart from exclude_outside 1 under
-    nearest (the spec's excluded_pairs say why)."""
+    nearest (the spec's excluded_pairs say why). Types other than float: nearest only (the text
+    does not say how a weighted average becomes an integer, a bool or a text), and an
+    extrapolation_value the type holds (:data:`EXTRAPOLATION_HELD`)."""
     modes = dom["mode"] if dtype in FLOAT_FORMATS else ["nearest"]
     attrs = {"mode": kit.choose(draw, "mode", modes)}
     if attrs["mode"] == "nearest" and kit.designed("mode") is None and draw(kit.st.booleans()):
@@ -42,7 +50,7 @@ def _draw_attrs(draw, kit, dom: dict, dtype: str) -> dict:
                          ("exclude_outside", mode != "nearest"), ("antialias", mode != "nearest"),
                          ("extrapolation_value", crop)):
         values = dom.get(name) if dtype in FLOAT_FORMATS or name != "extrapolation_value" \
-            else [0.0, 3.0]
+            else EXTRAPOLATION_HELD.get(dtype, [0.0, 3.0])
         ignored = kit.designed(name) not in (None, *([1] if name == "exclude_outside" else []))
         if values and (wanted or ignored):
             attrs[name] = _maybe(draw, kit, name, values)

@@ -24,9 +24,10 @@ import itertools
 import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS
-from conform.op_registry import op
+from conform.op_registry import op, region
 from conform.ops._lowering import unsupported
 from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
+from conform.ops.movement import text_zero
 from conform.ops.onnx_detection import lower_with
 
 # --- AffineGrid -----------------------------------------------------------------------------
@@ -186,15 +187,16 @@ def grid_terms(x, grid, attrs: dict):
         inside = np.logical_and.reduce([ok for _, ok in reads])[:, None]
         weight = np.prod([w for _, w, _ in combo], axis=0)[:, None]
         terms.append((weight, [(w[:, None], m[:, None]) for _, w, m in combo],
-                      np.where(inside, values, np.zeros((), values.dtype))))
+                      np.where(inside, values, text_zero(values))))
     return terms
 
 
 def grid_sample(x, grid, attrs: dict) -> np.ndarray:
-    """``Y``: the weighted sum of each output's taps (an integer or bool X's nearest: the tap's
-    element itself, 0 or False outside under zeros padding; its linear and cubic values are
-    open, :func:`interpolated_integers`)."""
-    if x.dtype.kind in "iub":
+    """``Y``: the weighted sum of each output's taps (an integer, bool or string X's nearest:
+    the tap's element itself, 0 or False outside under zeros padding (text: the region
+    grid_sample_text_zero); an integer's or bool's linear and cubic values are open,
+    :func:`interpolated_integers`)."""
+    if x.dtype.kind in "iubO":
         ((_, _, values),) = grid_terms(x, grid, {**attrs, "mode": "nearest"})
         return values.astype(x.dtype)
     return sum(w * v for w, _, v in grid_terms(x, grid, attrs))
@@ -206,6 +208,17 @@ def interpolated_integers(x, grid, attrs: dict) -> np.ndarray:
     shape = (x.shape[0], x.shape[1]) + grid.shape[1:-1]
     interpolating = MODES[attrs.get("mode", "linear")] != "nearest"
     return np.full(shape, x.dtype.kind in "iub" and interpolating)
+
+
+@region
+def grid_sample_text_zero(ctx) -> np.ndarray:
+    """A string X under zeros padding: the outputs read outside X, where 'zeros: use 0 for
+    out-of-bound grid locations' gives a value the text does not define for text (found as
+    the zeros of nearest over an X of ones)."""
+    x, grid = ctx.inputs
+    if x.dtype != object or ctx.attrs.get("padding_mode", "zeros") != "zeros":
+        return ctx.none()
+    return ctx.oracle_with([np.ones(x.shape), grid.astype(np.float64)]) == 0
 
 
 def near_tie(x, grid, attrs: dict, dtype: str, opset: int) -> np.ndarray:
@@ -270,13 +283,16 @@ def grid_sample_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
 
 def draw_grid_sample(draw, kit, spec, dtype, *, opset: int):
     """X of rank r + 2 (r = 2 at opset 16; 1 to 3 from 20), sides 1 to 4; a grid of 1 to 3
-    outputs per axis; the spec's attributes."""
+    outputs per axis; the spec's attributes, mode nearest for a string X, and at opset 16 for
+    any X but a float one (no text there gives an interpolated integer, bool or text)."""
     st = kit.st
     r = 2 if opset < 20 else draw(st.sampled_from([1, 2, 2, 3]))
     n, c = draw(st.integers(1, 2)), draw(st.integers(1, 2))
     sides = [draw(st.integers(1, 4 if r < 3 else 3)) for _ in range(r)]
     outs = [draw(st.integers(1, 3)) for _ in range(r)]
     attrs = kit.attributes(draw, spec, {})
+    if dtype not in FLOAT_FORMATS and (opset < 20 or dtype == "string"):
+        attrs["mode"] = "nearest"   # the one mode whose value the text gives them: a copy
     grid = dtype if dtype in FLOAT_FORMATS else "float32"   # T2: float types only
     return kit.Signature((dtype, grid), ((n, c, *sides), (n, *outs, r)), attrs, dtype)
 
@@ -314,9 +330,9 @@ def numpy_grid_sample(x, grid, *, mode="linear", padding_mode="zeros", align_cor
     """The numpy backend: in X's type, per axis the kernel's taps (``np.rint``, ``np.floor``),
     padding by ``np.clip`` and ``np.abs``/``np.mod`` reflection, and ``np.take_along_axis``
     over the flattened spatial axes (an integer or bool X: unsupported, its positions would be
-    computed in X's type)."""
-    if x.dtype.kind in "iub":
-        raise unsupported("NumPy would compute the positions in X's integer type")
+    computed in X's type; a string X too)."""
+    if x.dtype.kind in "iubO":
+        raise unsupported("NumPy would compute the positions in X's own (integer, bool or text) type")
     t, r = x.dtype.type, x.ndim - 2
     mode, one = MODES[mode], t(1)
     flat = x.reshape(x.shape[:2] + (-1,))

@@ -11,8 +11,8 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops.optional_inputs import ABSENT, onnx_operands, present
-from conform.op_registry import op
-from conform.ops.movement import (mismatched_shapes, moved, numpy_concatenate, onnx_transpose_by,
+from conform.op_registry import op, region
+from conform.ops.movement import (mismatched_shapes, moved, text_zero, numpy_concatenate, onnx_transpose_by,
                                   onnx_with_constant)
 
 
@@ -371,7 +371,8 @@ def onnx_center_crop_pad(case, graph):
 
 def numpy_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
     """The numpy backend: per axis a slice ``[start:start + target]`` where it crops, or
-    ``np.pad`` with zeros ``(total // 2, total - total // 2)`` where it pads."""
+    ``np.pad`` with zeros (text: empty strings) ``(total // 2, total - total // 2)`` where it
+    pads."""
     axes = [a % data.ndim for a in (range(data.ndim) if axes is None else axes)]
     for axis, target in zip(axes, shape):
         size = data.shape[axis]
@@ -381,7 +382,7 @@ def numpy_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
         else:
             widths = [(0, 0)] * data.ndim
             widths[axis] = ((target - size) // 2, target - size - (target - size) // 2)
-            data = np.pad(data, widths)
+            data = np.pad(data, widths, constant_values=text_zero(data))
     return data
 
 
@@ -402,11 +403,26 @@ def oracle_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
     plan = _center_plan(data.shape, shape, axes)
     out_shape = tuple(len(p) for p in plan)
     if data.size == 0 or 0 in out_shape:
-        return (np.zeros(out_shape, data.dtype),)
-    inside = np.ones(out_shape, bool)
+        return (np.full(out_shape, text_zero(data), data.dtype),)
+    picked = data[np.ix_(*[np.clip(p, 0, n - 1) for p, n in zip(plan, data.shape)])]
+    return (np.where(_padding(plan, data.shape), text_zero(data), picked),)
+
+
+def _padding(plan, shape) -> np.ndarray:
+    """Where the output of ``plan`` (:func:`_center_plan`) is padding, not a copy."""
+    outside = np.zeros(tuple(len(p) for p in plan), bool)
     for k, p in enumerate(plan):
         view = [1] * len(plan)
         view[k] = -1
-        inside &= ((p >= 0) & (p < data.shape[k])).reshape(view)
-    picked = data[np.ix_(*[np.clip(p, 0, n - 1) for p, n in zip(plan, data.shape)])]
-    return (np.where(inside, picked, np.zeros((), data.dtype)),)
+        outside |= ((p < 0) | (p >= shape[k])).reshape(view)
+    return outside
+
+
+@region
+def center_crop_pad_text_zero(ctx) -> np.ndarray:
+    """CenterCropPad of string data: the padding, where 'The padding value used is zero',
+    which the text does not define for text (the empty string, "0", or another)."""
+    data = ctx.inputs[0]
+    if data.dtype != object:
+        return ctx.none()
+    return _padding(_center_plan(data.shape, ctx.attrs["shape"], ctx.attrs.get("axes")), data.shape)

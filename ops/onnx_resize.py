@@ -22,7 +22,7 @@ import numpy as np
 
 from conform.ops._resize_draws import draw_resize
 from conform.ops._resize_shapes import resize_boundaries
-from conform.op_registry import op
+from conform.op_registry import op, region
 from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
 from conform.dtypes import FLOAT_FORMATS
 
@@ -295,8 +295,21 @@ def resize(x: np.ndarray, attrs: dict, family: int, reading: int = 0,
         out = _apply(x, {a: np.nan_to_num(e["weights"]) for a, e in axes.items()})
     outside = _broadcast_mask(shape, {a: e["outside"] for a, e in axes.items()})
     if outside.any():
-        out = np.where(outside, _attr(attrs, "extrapolation_value"), out)
+        value = _attr(attrs, "extrapolation_value")
+        out = np.where(outside, np.array("", object) if x.dtype == object else value, out)
     return out
+
+
+@region
+def resize_text_extrapolation(ctx) -> np.ndarray:
+    """Resize of string data under tf_crop_and_resize: the elements that take
+    extrapolation_value, a float the text does not convert to text (the oracle's stand-in: the
+    empty string)."""
+    x = ctx.inputs[0]
+    if x.dtype != object or _attr(ctx.attrs, "coordinate_transformation_mode") != "tf_crop_and_resize":
+        return ctx.none()
+    probe = ctx.oracle_with([np.zeros(x.shape)], extrapolation_value=np.nan)
+    return np.isnan(probe).reshape(ctx.expected.shape)
 
 
 # --- the error bound ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, _lower_with, signed_axis
+from conform.ops.movement import text_zero
 from conform.widening import widen
 
 
@@ -233,9 +234,9 @@ def draw_onnx_non_zero(draw, kit, spec, dtype):
 
 def values_onnx_non_zero(rng, inputs, attrs):
     """The filled input with about half of its elements made zero (of either sign for
-    floats: -0 is a zero too)."""
+    floats: -0 is a zero too; for text the empty string, numpy.nonzero's zero)."""
     (x,) = inputs
-    zero = np.zeros((), x.dtype)
+    zero = text_zero(x)
     if x.dtype.kind == "f":
         zero = np.where(rng.random(x.shape) < 0.5, -zero, zero).astype(x.dtype)
     return [np.where(rng.random(x.shape) < 0.5, zero, x).astype(x.dtype)]
@@ -244,7 +245,14 @@ def values_onnx_non_zero(rng, inputs, attrs):
 def feed_onnx_non_zero(inputs, attrs, index):
     """out[d, j] is coordinate d of the j-th non-zero element: that element."""
     (x,) = inputs
-    return [x.ravel()[np.flatnonzero(x.ravel() != 0)[index[1]]:][:1]]
+    return [x.ravel()[np.flatnonzero(_non_zero(x.ravel()))[index[1]]:][:1]]
+
+
+def _non_zero(x: np.ndarray) -> np.ndarray:
+    """Where ``x`` is not zero; for text (an object array), where it is not the empty string:
+    the text's 'NonZero behaves similar to numpy.nonzero', whose zero of a string is the empty
+    one (a string's truth value in NumPy and Python)."""
+    return x != ("" if x.dtype == object else 0)
 
 
 def numpy_non_zero(x):
@@ -260,8 +268,8 @@ def numpy_non_zero(x):
 def oracle_onnx_non_zero(x):
     """ONNX NonZero-13: the int64 coordinates (one row per dimension) of the elements that are
     not zero (NaN is not zero; -0 is), in row-major order; a 0-d input gives shape (0, N), N
-    being 1 if it is not zero and 0 if it is."""
-    nonzero = x != 0
+    being 1 if it is not zero and 0 if it is; text: the non-empty strings (:func:`_non_zero`)."""
+    nonzero = _non_zero(x)
     if x.ndim == 0:
         return (np.zeros((0, int(nonzero)), np.int64),)
     coordinates = np.nonzero(nonzero)

@@ -85,3 +85,24 @@ def test_onnxruntime_misplaces_3d_blocks_dilated_on_a_later_axis(specs):
     (got,) = run_mutated(spec, case)
     assert got.ravel().tolist() == [1, 0, 2, 4, 0, 0]
     assert judge_outputs(spec, case, [got]).verdict == "fail"
+
+
+def test_text_blocks_are_copied_and_the_unreached_image_is_left_open(specs):
+    """Strings (blocks drawn apart: the text sums no text): each element placed is copied;
+    the elements no block reaches hold fold's zero, which the text does not define for text
+    (region col2im_text_zero); numpy's answer passes and a wrong copy fails."""
+    from conform.harness.backends.numpy_backend import NumpyBackend
+    from conform.harness.backends.models import run_case
+
+    x = np.empty((1, 1, 4), object)
+    x[:] = [[["a", "b", "", "d"]]]
+    case = Case(id=f"{C2I}.string.0", op=C2I, dtype="string", input_dtypes=("string",),
+                out_dtype="string", inputs=[x], plan="normal", seed=0,
+                attrs=_attrs((2, 3), (1, 1), strides=[1, 2], dilations=[1, 1], pads=[0] * 4))
+    (out,) = evaluate(C2I, [x], case.attrs)
+    assert out.tolist() == [[[["a", "", "b"], ["", "", "d"]]]]
+    spec = specs[C2I]
+    (answer,) = run_case(NumpyBackend(), spec, case)
+    assert judge_outputs(spec, case, [answer]).verdict == "impl_defined"
+    answer[0, 0, 1, 0] = "0"   # a copied empty string, not an unreached element
+    assert judge_outputs(spec, case, [answer]).verdict == "fail"

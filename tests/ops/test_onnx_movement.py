@@ -83,3 +83,19 @@ def test_pad_fills_text_with_the_empty_string_by_default():
     attrs = dict(mode="constant", pads=[1, 1], absent_inputs=("constant_value", "axes"))
     (out,) = evaluate("onnx_pad", [data], attrs)
     assert out.tolist() == ["", "a", "b", ""] and all(type(s) is str for s in out)
+
+
+def test_center_crop_pad_of_text_leaves_only_the_padding_open(specs):
+    """'The padding value used is zero', which names no zero of text: the padding is the
+    region center_crop_pad_text_zero, the copies are judged."""
+    from conform.harness.judge.judging import judge_outputs
+
+    data = np.array(["a", "b", "c"], object)
+    case = Case(id="onnx_center_crop_pad.string.0", op="onnx_center_crop_pad", dtype="string",
+                input_dtypes=("string",), out_dtype="string", inputs=[data],
+                attrs={"shape": [6], "shape_type": "int64"}, plan="normal", seed=0)
+    spec = specs["onnx_center_crop_pad"]
+    answer = np.array(["0", "a", "b", "c", "0", "0"], object)
+    assert judge_outputs(spec, case, [answer]).verdict == "impl_defined"
+    answer[2] = "c"
+    assert judge_outputs(spec, case, [answer]).verdict == "fail"

@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 import pytest
 
+from conform.dtypes import np_dtype
 from conform.generators._case import Case
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
@@ -27,7 +28,7 @@ def _op(opset: int) -> str:
 def _case(op, x, attrs, dtype=None):
     dtype = dtype or str(x.dtype)
     return Case(id="t", op=op, dtype=dtype, input_dtypes=(dtype,), out_dtype=dtype,
-                inputs=[np.asarray(x, dtype)], attrs=attrs, plan="normal", seed=0)
+                inputs=[np.asarray(x, np_dtype(dtype))], attrs=attrs, plan="normal", seed=0)
 
 
 def _resize(x, op="onnx_resize", **attrs):
@@ -416,3 +417,33 @@ def _crops_an_axis_it_keeps(shape, attrs) -> bool:
     plans = axis_plans(shape, attrs)
     return any((roi[k], roi[len(axes) + k]) != (0.0, 1.0) and plans[a][0] == shape[a]
                for k, a in enumerate(axes))
+
+
+def test_bool_and_text_are_copied_by_nearest_and_text_extrapolation_is_open(specs):
+    """Nearest copies any type (onnx.reference refuses bool: it asks finfo of the data type);
+    bool's extrapolation_value is drawn as 0.0 or 1.0 (its two values); a float written into
+    text has no meaning (region resize_text_extrapolation), while the copies stay judged.
+    tf_crop_and_resize over roi [-0.5, 1] of 3 elements to 4: x_original = -1 + i."""
+    from conform.ops.regions import RegionContext, region_mask
+
+    crop = {"coordinate_transformation_mode": "tf_crop_and_resize", "roi": [-0.5, 1.0],
+            "sizes": [4], "nearest_mode": "floor"}
+    text = np.empty(3, object)
+    text[:] = ["a", "", "ß"]
+    (flags,) = evaluate("onnx_resize", [np.array([True, False, True])],
+                        {**crop, "extrapolation_value": 1.0})
+    assert flags.astype(bool).tolist() == [True, True, False, True]
+    (doubled,) = evaluate("onnx_resize", [text], {"scales": [2.0]})   # half_pixel, round down
+    assert doubled.tolist() == ["a", "a", "", "", "ß", "ß"]
+    crop = {**crop, "roi": [-0.25, 0.9], "nearest_mode": "round_prefer_floor"}   # -0.5 + 0.77 i
+    case = _case("onnx_resize", text, crop, dtype="string")
+    (want,) = evaluate("onnx_resize", [text], crop)
+    context = RegionContext(inputs=[text], expected=want, out_dtype="string", float_oracle=None,
+                            attrs=crop, oracle_with=lambda xs, **more: evaluate(
+                                "onnx_resize", xs, {**crop, **more})[0])
+    mask = region_mask(["resize_text_extrapolation"], context)
+    assert mask.tolist() == [True, False, False, False] and want[1:].tolist() == ["a", "", "ß"]
+    answer = np.array(["0", "a", "", "ß"], object)
+    assert judge_outputs(specs["onnx_resize"], case, [answer]).verdict == "impl_defined"
+    answer[2] = "ß"
+    assert judge_outputs(specs["onnx_resize"], case, [answer]).verdict == "fail"

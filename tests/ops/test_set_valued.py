@@ -174,3 +174,18 @@ def test_unique_of_text_ascends_by_code_point_and_accepts_another_order_consiste
     assert np.asarray(canonical_onnx_unique(wrong, case)[3]).tolist() != counts.tolist()
     (y0, *_) = evaluate("onnx_unique", [x], {"sorted": 0})
     assert y0.tolist() == ["b", "ß", "a", "A"]
+
+
+def test_non_zero_of_text_reads_the_empty_string_as_zero_as_numpy_nonzero(specs):
+    """'NonZero behaves similar to numpy.nonzero': a string is zero where NumPy's truth value
+    makes it so, the empty string ("0" and " " are not)."""
+    x = np.empty((2, 2), object)
+    x[:] = [["", "0"], [" ", ""]]
+    (out,) = evaluate("onnx_non_zero", [x], {})
+    assert out.tolist() == [[0, 1], [1, 0]]
+    assert out.tolist() == np.array(np.nonzero(x)).tolist()
+    case = Case(id="onnx_non_zero.string.0", op="onnx_non_zero", dtype="string",
+                input_dtypes=("string",), out_dtype="string", inputs=[x], attrs={},
+                plan="normal", seed=0)
+    every = [np.array([[0, 0, 1, 1], [0, 1, 0, 1]], np.int64)]
+    assert judge_outputs(specs["onnx_non_zero"], case, every).verdict == "fail"
