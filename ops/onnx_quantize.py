@@ -9,8 +9,8 @@ from opset 25); into float 8 the sum is converted by Cast's float 8 tables with 
 (the attribute's 'two tables inserted in the operator description' are Cast's: those in force
 at the run's opset, so Cast-24's from opset 24, where +/-Inf gives +/-FLT_MAX in the fnuz
 formats);
-into float4e2m1 ("the quantization formula remains the same") rounded to nearest even, with no
-saturation range given (out of range: a region). DequantizeLinear:
+into float4e2m1, and from opset 28 float6e2m3 and float6e3m2 ("the quantization formula remains
+the same") rounded to nearest even, with no saturation range given (out of range: a region). DequantizeLinear:
 ``y = (x - x_zero_point) * x_scale``.
 """
 from __future__ import annotations
@@ -20,7 +20,8 @@ import numpy as np
 from conform.ops.optional_inputs import by_name, onnx_operands, present
 from conform.model_formats import onnx_opset
 from conform.op_registry import op
-from conform.ops.onnx_cast import FLOAT4, float8_table, is_float8, numpy_astype
+from conform.ops.onnx_cast import (UNREPRESENTABLE_SPECIALS, float8_table, is_float8,
+                                   numpy_astype)
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
 
 QUANTIZE_INPUTS = ("x", "y_scale", "y_zero_point")
@@ -154,8 +155,8 @@ def _onnx_lowering(names):
 def _quantized(quotient, zero, target, saturate):
     if is_float8(target):   # the saturate attribute's 'two tables' are Cast's, at the run's opset
         return float8_table(quotient + zero, target, bool(saturate), onnx_opset())
-    if target == FLOAT4:   # NaN: out of range, or from NaN (no rule: open)
-        return round_to_format(quotient + zero, FLOAT_FORMATS[FLOAT4])
+    if target in UNREPRESENTABLE_SPECIALS:   # NaN: out of range, or from NaN (no rule: open)
+        return round_to_format(quotient + zero, FLOAT_FORMATS[target])
     info = int_info(target)
     return np.clip(np.rint(quotient) + zero, int(info.min), int(info.max))   # rint: half to even
 
@@ -183,7 +184,8 @@ def _open_quotients(x, quotient, zero, target, saturate, result, source):
             (overflowed == result) | (np.isnan(overflowed) & np.isnan(result)))
     if not is_float8(target):
         mask |= np.isnan(x)
-    if target == FLOAT4:   # beyond 6 after rounding: no saturation range, no infinity, no NaN
+    if target in UNREPRESENTABLE_SPECIALS:   # beyond the largest after rounding: no saturation
+        # range, no infinity, no NaN
         mask = mask | np.isnan(result)
     return np.broadcast_to(mask, result.shape)
 
@@ -223,7 +225,8 @@ def numpy_dequantize(*inputs, new_dtype, absent_inputs=(), **attrs):
     dtype_labels=quantization_labels(["float32", "float16", "bfloat16", "int32"],
                                      ["int8", "uint8", "int16", "uint16", "int4", "uint4",
                                       "int2", "uint2", "float8_e4m3fn", "float8_e4m3fnuz",
-                                      "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn"]),
+                                      "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn",
+                                      "float6_e2m3fn", "float6_e3m2fn"]),
     values=quantize_values, onnx=_onnx_lowering(QUANTIZE_INPUTS), onnx_shape_dependent=True,
     numpy=numpy_quantize)
 def oracle_onnx_quantize_linear(x, y_scale, *zero_point, new_dtype, axis=1, block_size=0,
@@ -245,7 +248,8 @@ def oracle_onnx_quantize_linear(x, y_scale, *zero_point, new_dtype, axis=1, bloc
 @op("onnx_dequantize_linear", version=1, draw=draw_dequantize, draw_honours=frozenset({"optional"}),
     dtype_labels=quantization_labels(["int8", "uint8", "int16", "uint16", "int32", "int4", "uint4",
                                       "int2", "uint2", "float8_e4m3fn", "float8_e4m3fnuz",
-                                      "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn"],
+                                      "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn",
+                                      "float6_e2m3fn", "float6_e3m2fn"],
                                      ["float32", "float16", "bfloat16"]),
     values=dequantize_values, onnx=_onnx_lowering(DEQUANTIZE_INPUTS), onnx_shape_dependent=True,
     numpy=numpy_dequantize)

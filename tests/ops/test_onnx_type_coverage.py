@@ -24,8 +24,6 @@ EXCEPTIONS = [
       "SequenceMap", "Unique"), ("complex64", "complex128"),
      "complex needs more than a copy here (bit reinterpretation, sums, interpolation, an order, "
      "bodies that compute): " + _NOT_YET),
-    ("*", ("float6e2m3", "float6e3m2"),
-     "opset 28's 6-bit floats are not in conform's type vocabulary (docs/dtypes.md)"),
     (("Reshape", "Slice", "Pad"), ("string",),
      "these opsets are bound by the reshape, slice and pad specs, shared with XLA, which has "
      "no string type"),
