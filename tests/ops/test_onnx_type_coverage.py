@@ -37,10 +37,6 @@ EXCEPTIONS = [
     (("SequenceEmpty",), ("string",),
      "its dtype attribute is drawn as a NumPy dtype, and NumPy has none for conform's "
      "strings: " + _NOT_YET),
-    (("Dropout",), ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
-                    "float8_e5m2fnuz"),
-     "Dropout-22's T1 (the ratio) adds these types; the training-mode spec draws a float16, "
-     "float32 or float64 ratio: " + _NOT_YET),
     (("GridSample",), ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                        "uint64"),
      "drawn at GridSample-20 and 22 (onnx_grid_sample: nearest a copy, linear and cubic open); "
