@@ -23,10 +23,11 @@ import itertools
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex
 from conform.op_registry import op
 from conform.ops._lowering import unsupported
-from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
+from conform.ops.error_bounds import (gamma, judged_bound, parts_magnitude, reaches_max_finite,
+                                      underflow_term)
 from conform.ops.onnx_detection import lower_with
 
 # --- AffineGrid -----------------------------------------------------------------------------
@@ -248,22 +249,27 @@ def grid_sample_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     mode = MODES[attrs.get("mode", "linear")]
     if mode == "nearest":
         return (judged_bound(np.zeros(y.shape), y),)
+    parts = 2 if is_complex(out_dtype) else 1   # complex: its parts alike (parts_magnitude)
+    out_dtype = component_dtype(out_dtype)
     r = x.ndim - 2
     terms = grid_terms(x, grid, attrs)
     k = 2 * r + len(terms)
     e = gamma(int(constants.get("weight_roundings", 6)), u)
     bound, total = np.zeros(y.shape), np.zeros(y.shape)
-    for weight, parts, values in terms:
-        wide = np.prod([np.abs(w) + e * m for w, m in parts], axis=0)
-        bound = bound + (wide - np.abs(weight) + gamma(k, u) * wide) * np.abs(values)
+    for weight, per_axis, values in terms:
+        wide = np.prod([np.abs(w) + e * m for w, m in per_axis], axis=0)
+        magnitude = parts_magnitude(values)
+        bound = bound + (wide - np.abs(weight) + gamma(k, u) * wide) * magnitude
         # a separable evaluation (one axis at a time) holds partial sums weighted by one axis
-        total = total + np.max([np.abs(w) + e * m for w, m in parts], axis=0) * np.abs(values)
-    largest = np.abs(x).max(axis=tuple(range(1, x.ndim))) if x.size else np.zeros(x.shape[0])
+        total = total + np.max([np.abs(w) + e * m for w, m in per_axis], axis=0) * magnitude
+    x_magnitude = parts_magnitude(x)
+    largest = x_magnitude.max(axis=tuple(range(1, x.ndim))) if x.size else np.zeros(x.shape[0])
     slope = (2.0 if mode == "linear" else 6 * 1.5 ** (r - 1)) * largest
     sizes = np.array(x.shape[2:][::-1], np.float64)    # the grid's innermost-first order
     d = gamma(8, u) * ((np.abs(grid) + 1) * sizes + 1)
     drift = slope.reshape((-1,) + (1,) * r) * d.sum(axis=-1)
-    bound = bound + drift[:, None] + u * np.abs(y) + underflow_term(2 * len(terms), out_dtype)
+    bound = bound + drift[:, None] + u * parts_magnitude(y) \
+        + parts * underflow_term(2 * len(terms), out_dtype)
     unbounded = reaches_max_finite(total, out_dtype, gamma_n=gamma(k, u))
     return (judged_bound(bound, y, unbounded=unbounded),)
 
@@ -277,7 +283,8 @@ def draw_grid_sample(draw, kit, spec, dtype, *, opset: int):
     sides = [draw(st.integers(1, 4 if r < 3 else 3)) for _ in range(r)]
     outs = [draw(st.integers(1, 3)) for _ in range(r)]
     attrs = kit.attributes(draw, spec, {})
-    grid = dtype if dtype in FLOAT_FORMATS else "float32"   # T2: float types only
+    grid = component_dtype(dtype)   # T2: float types only (complex X: its parts' type)
+    grid = grid if grid in FLOAT_FORMATS else "float32"
     return kit.Signature((dtype, grid), ((n, c, *sides), (n, *outs, r)), attrs, dtype)
 
 
@@ -287,8 +294,10 @@ def values_grid_sample(rng, inputs, attrs):
     [-1.25, 1.25], some in [-3.5, 3.5] (repeated reflections), ties of nearest among them."""
     x, grid = inputs
     if MODES[attrs.get("mode", "linear")] != "nearest":
-        wide = x.astype(np.float64)
-        x = np.where(np.isfinite(wide), wide, rng.uniform(-4, 4, x.shape)).astype(x.dtype)
+        wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+        fill = rng.uniform(-4, 4, x.shape) + (1j * rng.uniform(-4, 4, x.shape)
+                                              if x.dtype.kind == "c" else 0)
+        x = np.where(np.isfinite(wide), wide, fill).astype(x.dtype)
     reach = np.where(rng.random(grid.shape) < 0.8, 40, 112)
     made = rng.integers(-reach, reach + 1) / 32
     return [x, made.astype(grid.dtype)]
@@ -317,13 +326,13 @@ def numpy_grid_sample(x, grid, *, mode="linear", padding_mode="zeros", align_cor
     computed in X's type)."""
     if x.dtype.kind in "iub":
         raise unsupported("NumPy would compute the positions in X's integer type")
-    t, r = x.dtype.type, x.ndim - 2
+    t, r = x.real.dtype.type, x.ndim - 2   # complex X: positions and weights in its parts' type
     mode, one = MODES[mode], t(1)
     flat = x.reshape(x.shape[:2] + (-1,))
     out = np.zeros(x.shape[:2] + grid.shape[1:-1], x.dtype)
     axes = []
     for a in range(r):
-        n, g = x.shape[2 + a], grid[..., r - 1 - a].astype(x.dtype)
+        n, g = x.shape[2 + a], grid[..., r - 1 - a].astype(t)
         pos = (g + one) / t(2) * t(n - 1) if align_corners else ((g + one) * t(n) - one) / t(2)
         axes.append((n, pos))
     shapes = [[-1, 0] if mode == "linear" else [-1] if mode == "nearest" else [-2, -1, 0, 1]

@@ -23,7 +23,8 @@ import numpy as np
 from conform.ops._resize_draws import draw_resize
 from conform.ops._resize_shapes import resize_boundaries
 from conform.op_registry import op
-from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
+from conform.ops.error_bounds import (gamma, judged_bound, parts_magnitude, reaches_max_finite,
+                                      underflow_term)
 from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex
 
 #: The kernels' radii in input elements (before an antialias stretch).
@@ -319,7 +320,7 @@ def resize_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, fam
     if _attr(attrs, "mode") == "nearest" or y.size == 0:
         return (np.zeros(y.shape),)
     axes = plan_axes(x.shape, attrs, family)
-    v, y, out_dtype = _magnitudes(x), _magnitudes(y), component_dtype(out_dtype)
+    v, y, out_dtype = parts_magnitude(x), parts_magnitude(y), component_dtype(out_dtype)
     weights = {a: np.abs(np.nan_to_num(e["weights"])) for a, e in axes.items()}
     slip = {}
     for a, e in axes.items():
@@ -339,14 +340,6 @@ def resize_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, fam
     outside = _broadcast_mask(y.shape, {a: e["outside"] for a, e in axes.items()})
     return (np.where(outside, 0.0, judged_bound(
         bound, unbounded=reaches_max_finite(reach, out_dtype, gamma_n=g))),)
-
-
-def _magnitudes(x: np.ndarray) -> np.ndarray:
-    """|x| of the finite elements (0 elsewhere); of a complex element |real| + |imag|: the
-    parts are resampled alike, each within the real bound of its own magnitudes, and the
-    modulus of the error within the sum of the two."""
-    x = np.where(np.isfinite(x), x, 0.0)
-    return np.abs(x.real) + np.abs(np.imag(x))
 
 
 # --- drawing (ops/_resize_draws.py) and values ------------------------------------------------
