@@ -145,16 +145,17 @@ def exceeds_max_finite(value, dtype: str):
 
 def parts_magnitude(x):
     """``|x|`` (float64) of the finite elements of ``x``, 0 elsewhere; of a complex element
-    ``|real| + |imag|``. A computation linear in the values with real coefficients (an
-    interpolation, a sum of copies) treats a complex value's two parts alike, each within the
-    real bound built on its own magnitudes, so the modulus of the error, at most the sum of
-    the parts' errors, is within the bound built on these (twice any absolute term).
+    ``|real| + |imag|``, each part's where it is finite. A computation linear in the values
+    with real coefficients (an interpolation, a sum) treats a complex value's two parts alike,
+    each within the real bound built on its own magnitudes, so the modulus of the error (of
+    the finite parts: the judge settles special parts first), at most the sum of the parts'
+    errors, is within the bound built on these (twice any absolute term).
 
-    >>> parts_magnitude(np.array([3 - 4j, np.nan])).tolist()
-    [7.0, 0.0]
+    >>> parts_magnitude(np.array([3 - 4j, np.nan, complex(2, np.inf)])).tolist()
+    [7.0, 0.0, 2.0]
     """
-    x = np.where(np.isfinite(x), x, 0)
-    return np.abs(np.real(x)).astype(np.float64) + np.abs(np.imag(x))
+    return sum(np.where(np.isfinite(part), np.abs(part), 0.0).astype(np.float64)
+               for part in (np.real(x), np.imag(x)))
 
 
 def judged_bound(bound, expected=None, *, unbounded=None, special=np.inf):

@@ -23,7 +23,7 @@ import itertools
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex
+from conform.dtypes import FLOAT_FORMATS, complex_array, component_dtype, is_complex
 from conform.op_registry import op
 from conform.ops._lowering import unsupported
 from conform.ops.error_bounds import (gamma, judged_bound, parts_magnitude, reaches_max_finite,
@@ -198,6 +198,8 @@ def grid_sample(x, grid, attrs: dict) -> np.ndarray:
     if x.dtype.kind in "iub":
         ((_, _, values),) = grid_terms(x, grid, {**attrs, "mode": "nearest"})
         return values.astype(x.dtype)
+    if x.dtype.kind == "c":   # each part weighted alike (no complex product: 0 * inf)
+        return complex_array(grid_sample(x.real, grid, attrs), grid_sample(x.imag, grid, attrs))
     return sum(w * v for w, _, v in grid_terms(x, grid, attrs))
 
 
@@ -326,13 +328,17 @@ def numpy_grid_sample(x, grid, *, mode="linear", padding_mode="zeros", align_cor
     computed in X's type)."""
     if x.dtype.kind in "iub":
         raise unsupported("NumPy would compute the positions in X's integer type")
-    t, r = x.real.dtype.type, x.ndim - 2   # complex X: positions and weights in its parts' type
+    if x.dtype.kind == "c":   # a real weight scales each part (numpy would multiply 0 * inf)
+        return complex_array(*(numpy_grid_sample(p, grid, mode=mode, padding_mode=padding_mode,
+                                                 align_corners=align_corners)
+                               for p in (x.real, x.imag)), dtype=x.dtype.name)
+    t, r = x.dtype.type, x.ndim - 2
     mode, one = MODES[mode], t(1)
     flat = x.reshape(x.shape[:2] + (-1,))
     out = np.zeros(x.shape[:2] + grid.shape[1:-1], x.dtype)
     axes = []
     for a in range(r):
-        n, g = x.shape[2 + a], grid[..., r - 1 - a].astype(t)
+        n, g = x.shape[2 + a], grid[..., r - 1 - a].astype(x.dtype)
         pos = (g + one) / t(2) * t(n - 1) if align_corners else ((g + one) * t(n) - one) / t(2)
         axes.append((n, pos))
     shapes = [[-1, 0] if mode == "linear" else [-1] if mode == "nearest" else [-2, -1, 0, 1]

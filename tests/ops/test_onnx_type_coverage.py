@@ -20,9 +20,6 @@ _NOT_YET = "not yet drawn: issue 30 item 2 is unfinished for it"
 
 #: (operators, types, reason): the allowed pairs not drawn. ``"*"`` is every operator.
 EXCEPTIONS = [
-    (("Col2Im",), ("complex64", "complex128"),
-     "complex needs more than a copy here (sums, interpolation): "
-     + _NOT_YET),
     (("Reshape", "Slice", "Pad"), ("string",),
      "these opsets are bound by the reshape, slice and pad specs, shared with XLA, which has "
      "no string type"),
