@@ -4,6 +4,8 @@ round_mode, the regions the text leaves open, the schemas' opsets, a real onnxru
 opset 25, and the judge failing an injected wrong conversion."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -249,3 +251,36 @@ def test_onnxruntime_casts_the_smallest_e8m0_to_false(specs, onnxruntime_at_25):
     case = _case("onnx_cast", x, E8M0, "bool")
     judged = judge_outputs(spec, case, run_case(onnxruntime_at_25, spec, case))
     assert judged.verdict == "fail" and judged.mismatched == 1 and judged.worst["index"] == [0]
+
+
+@pytest.mark.parametrize("op, label", [("onnx_quantize_linear", "float32->int8"),
+                                       ("onnx_dequantize_linear", "uint8->float16")])
+def test_e8m0_scales_are_drawn_from_opset_24_and_numpy_passes(specs, monkeypatch, op, label):
+    """T2 (the scale) adds float8e8m0 at opset 24: never drawn below (the draws of opset 21
+    unchanged), at times from 24, with QuantizeLinear's precision set (E8M0 cannot be the
+    division's precision) and DequantizeLinear's output_dtype set (T3 has no E8M0); the models
+    valid; numpy passes; the scale read one binade off fails."""
+    import onnx
+
+    from conform.harness.backends.numpy_backend import NumpyBackend
+    from conform.harness.backends.onnx_models import build_model
+
+    spec = specs[op]
+    assert all(E8M0 not in case.input_dtypes for case in generate_cases(spec, label, count=8,
+                                                                        seed=4))
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "24")
+    cases = [case for case in generate_cases(spec, label, count=12, seed=4)
+             if case.input_dtypes[1] == E8M0]
+    assert cases
+    for case in cases[:3]:
+        assert ("precision" if op == "onnx_quantize_linear" else "output_dtype") in case.attrs
+        onnx.checker.check_model(build_model(spec, case), full_check=True)
+        outputs = run_case(NumpyBackend(), spec, case)
+        assert judge_outputs(spec, case, outputs).verdict in ("pass", "impl_defined"), case.id
+    failed = 0
+    for case in cases:
+        inputs = list(case.inputs)
+        inputs[1] = (inputs[1].astype(np.float32) * 2).astype(inputs[1].dtype)
+        wrong = run_case(NumpyBackend(), spec, dataclasses.replace(case, inputs=inputs))
+        failed += judge_outputs(spec, case, wrong).verdict == "fail"
+    assert failed >= len(cases) // 2

@@ -59,12 +59,6 @@ EXCEPTIONS = [
      "U allows integer attn_masks, but the text supports two kinds only: 'a boolean mask where "
      "a value of True indicates that the element should take part in attention, or a float "
      "mask of the same type as query, key, value that is added to the attention score'"),
-    (("QuantizeLinear", "DequantizeLinear"),
-     ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-      "float16", "float64", "bfloat16", "string", "float4_e2m1fn", "float8_e8m0fnu", "int4",
-      "uint4"),
-     "interpolation, masks, depths, ramps and scales in these types need their own rules "
-     "from each text: " + _NOT_YET),
     (("LayerNormalization",), ("bfloat16",),
      "U (the Mean and InvStdDev outputs) is bfloat16 only with stash_type 16, where their type "
      "changes per case, which a signature cannot say: " + _NOT_YET),
