@@ -11,7 +11,7 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops.optional_inputs import ABSENT, onnx_operands, present
-from conform.op_registry import op
+from conform.op_registry import op, region
 from conform.ops.movement import (mismatched_shapes, moved, numpy_concatenate, onnx_transpose_by,
                                   onnx_with_constant)
 
@@ -285,6 +285,16 @@ def from_onnx_pad(inputs, attrs, opset):
     if value is None:
         case_attrs[ABSENT] = ["constant_value"]
     return [data] + ([] if value is None else [value]), case_attrs
+
+
+@region
+def pad_default_zero_unrepresentable(ctx) -> np.ndarray:
+    """Pad of float8e8m0 in constant mode without constant_value: the elements its default
+    fills ('by default it is 0'), a value E8M0 lacks (no zero)."""
+    if ctx.out_dtype != "float8_e8m0fnu" or ctx.attrs.get("mode") != "constant" \
+            or "constant_value" not in ctx.attrs.get(ABSENT, ()):
+        return ctx.none()
+    return ctx.float_oracle([np.ones(np.shape(ctx.inputs[0]))]) == 0   # data all 1: the fill
 
 
 @moved("onnx_pad", numpy=numpy_onnx_pad, draw=draw_onnx_pad, draw_honours=frozenset({"optional", "scalar"}),

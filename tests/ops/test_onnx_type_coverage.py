@@ -23,9 +23,6 @@ EXCEPTIONS = [
     (("Reshape", "Slice", "Pad"), ("string",),
      "these opsets are bound by the reshape, slice and pad specs, shared with XLA, which has "
      "no string type"),
-    (("Pad",), ("float8_e8m0fnu",),
-     "Pad's default constant_value is 0, which float8_e8m0fnu cannot hold, and the text gives "
-     "no rule for it"),
     (("Trilu", "CenterCropPad"), ("string",),
      "the text sets the other elements to zero, which it does not define for text"),
     (("NonZero", "Col2Im", "Cast", "CastLike"), ("string",),
