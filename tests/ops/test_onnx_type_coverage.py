@@ -56,9 +56,6 @@ EXCEPTIONS = [
      "U allows integer attn_masks, but the text supports two kinds only: 'a boolean mask where "
      "a value of True indicates that the element should take part in attention, or a float "
      "mask of the same type as query, key, value that is added to the attention score'"),
-    (("LayerNormalization",), ("bfloat16",),
-     "U (the Mean and InvStdDev outputs) is bfloat16 only with stash_type 16, where their type "
-     "changes per case, which a signature cannot say: " + _NOT_YET),
 ]
 
 
