@@ -146,13 +146,12 @@ def test_the_float6_types_are_drawn_at_opset_28_only_and_their_models_are_valid(
     from conform.harness.backends.onnx_models import build_model
 
     monkeypatch.setenv("CONFORM_ONNX_OPSET", "28")
-    for op, label in (("onnx_cast", "float32->float6_e2m3fn"),
-                      ("onnx_cast", "float6_e3m2fn->bfloat16"),
+    for op, label in (("onnx_cast", "float6_e3m2fn->bfloat16"),
                       ("onnx_quantize_linear", "float16->float6_e3m2fn"),
                       ("onnx_dequantize_linear", "float6_e2m3fn->float32"),
                       ("onnx_optional_get_element", "float6_e3m2fn")):
-        assert [v for v in (21, 25, 26, 28) if schema_allows(specs[op], label, v)] == [28]
-        for case in generate_cases(specs[op], label, count=2, seed=2):
+        assert [v for v in (21, 26, 28) if schema_allows(specs[op], label, v)] == [28]
+        for case in generate_cases(specs[op], label, count=1, seed=2):
             onnx.checker.check_model(build_model(specs[op], case), full_check=True)
 
 
