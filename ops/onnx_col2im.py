@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from conform.dtypes import complex_array, component_dtype
+from conform.ops.error_bounds import gamma, judged_bound, parts_magnitude, reaches_max_finite
 from conform.op_registry import op, region
 from conform.ops._double_double import accurate_sum
 from conform.ops.movement import text_zero
@@ -155,16 +157,36 @@ def from_onnx_col2im(inputs, attrs, opset):
                  **attrs}
 
 
+def complex_sum_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
+    """A complex image element (the ``derived`` model of complex outputs): each part a float
+    sum of at most K = prod(block_shape) terms' parts in an unfixed order, within gamma_K times
+    the sum of their magnitudes (Higham 2002, §4.2; a subnormal sum is exact), the modulus of
+    the error within the sum of the two parts' bounds (:func:`parts_magnitude`: a part's
+    finite terms, so that a finite part beside an infinite or NaN one is still judged); NaN
+    (region ``unbounded_evaluation``) where some order of the sum can overflow."""
+    (x,) = inputs
+    real, imag = (oracle_onnx_col2im(parts_magnitude(part), **attrs)[0]
+                  for part in (np.real(x), np.imag(x)))
+    g = gamma(math.prod(attrs["block_shape"]), u)
+    unbounded = reaches_max_finite(np.maximum(real, imag), component_dtype(out_dtype),
+                                   gamma_n=g)
+    return (judged_bound(g * (real + imag), unbounded=unbounded),)
+
+
 @op("onnx_col2im", version=1, draw=draw_onnx_col2im, feeding=feed_onnx_col2im,
-    accumulation_length=block_size, onnx=onnx_col2im, numpy=numpy_onnx_col2im,
-    from_onnx=from_onnx_col2im)
+    accumulation_length=block_size, error_bound=complex_sum_bound, onnx=onnx_col2im,
+    numpy=numpy_onnx_col2im, from_onnx=from_onnx_col2im)
 def oracle_onnx_col2im(x, *, image_shape, block_shape, strides, dilations, pads):
     """ONNX Col2Im: each image element the sum of the column elements the blocks place there
-    (see the module docstring), 0 where none does; the float sum in double-double; text
-    (blocks never overlap) the one element placed there, or the empty string (a region)."""
+    (see the module docstring), 0 where none does; the float sum in double-double (complex:
+    each part's); text (blocks never overlap) the one element placed there, or the empty
+    string (a region)."""
     attrs = {"strides": strides, "dilations": dilations, "pads": pads}
     shape = (x.shape[0], x.shape[1] // math.prod(block_shape)) + tuple(image_shape)
     terms = _terms(x, image_shape, block_shape, attrs, text_zero(x))
     if x.dtype.kind == "f":
         return (accurate_sum(terms, axis=-1).reshape(shape),)
+    if x.dtype.kind == "c":   # complex addition: each part the sum of the terms' parts
+        return (complex_array(accurate_sum(terms.real, axis=-1),
+                              accurate_sum(terms.imag, axis=-1)).reshape(shape),)
     return ((terms.any(-1) if x.dtype == bool else terms.sum(-1)).reshape(shape),)

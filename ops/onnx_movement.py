@@ -287,6 +287,16 @@ def from_onnx_pad(inputs, attrs, opset):
     return [data] + ([] if value is None else [value]), case_attrs
 
 
+@region
+def pad_default_zero_unrepresentable(ctx) -> np.ndarray:
+    """Pad of float8e8m0 in constant mode without constant_value: the elements its default
+    fills ('by default it is 0'), a value E8M0 lacks (no zero)."""
+    if ctx.out_dtype != "float8_e8m0fnu" or ctx.attrs.get("mode") != "constant" \
+            or "constant_value" not in ctx.attrs.get(ABSENT, ()):
+        return ctx.none()
+    return ctx.float_oracle([np.ones(np.shape(ctx.inputs[0]))]) == 0   # data all 1: the fill
+
+
 @moved("onnx_pad", numpy=numpy_onnx_pad, draw=draw_onnx_pad, draw_honours=frozenset({"optional", "scalar"}),
        onnx=onnx_pad, boundaries=boundaries_onnx_pad, invalid=invalid_onnx_pad,
        from_onnx=from_onnx_pad)

@@ -99,3 +99,34 @@ def test_center_crop_pad_of_text_leaves_only_the_padding_open(specs):
     assert judge_outputs(spec, case, [answer]).verdict == "impl_defined"
     answer[2] = "c"
     assert judge_outputs(spec, case, [answer]).verdict == "fail"
+
+
+def test_pad_of_e8m0_by_its_default_zero_is_open_and_a_given_value_or_copies_judged(specs):
+    """float8e8m0 has no zero, Pad's default constant_value ('by default it is 0'): those
+    elements are open; a given constant_value and edge padding are judged (numpy passes; the
+    padded side swapped fails)."""
+    from conform.dtypes import np_dtype
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.numpy_backend import NumpyBackend
+    from conform.harness.judge.judging import judge_outputs
+    from conform.oracles.expectations import expect
+
+    spec, e8m0 = specs["onnx_pad"], np_dtype("float8_e8m0fnu")
+    data = np.array([0.5, 4.0, 64.0]).astype(e8m0)
+
+    def case(mode, *value):
+        absent = () if value else ("constant_value",)
+        return Case(id="onnx_pad.float8_e8m0fnu.0", op="onnx_pad", dtype="float8_e8m0fnu",
+                    input_dtypes=("float8_e8m0fnu",) * (1 + len(value)),
+                    out_dtype="float8_e8m0fnu", inputs=[data, *value], plan="normal", seed=0,
+                    attrs={"mode": mode, "pads": [2, 1], "absent_inputs": absent})
+
+    (answer,) = expect(spec, case("constant"))
+    assert answer.impl_mask.tolist() == [True, True, False, False, False, True]
+    for judged in (case("constant", np.asarray(2.0).astype(e8m0)), case("edge")):
+        (answer,) = expect(spec, judged)
+        assert answer.impl_mask is None or not answer.impl_mask.any()
+        out = run_case(NumpyBackend(), spec, judged)
+        assert judge_outputs(spec, judged, out).verdict == "pass"
+        flipped = [np.asarray(out[0])[::-1].copy()]
+        assert judge_outputs(spec, judged, flipped).verdict == "fail"

@@ -447,3 +447,38 @@ def test_bool_and_text_are_copied_by_nearest_and_text_extrapolation_is_open(spec
     assert judge_outputs(specs["onnx_resize"], case, [answer]).verdict == "impl_defined"
     answer[2] = "ß"
     assert judge_outputs(specs["onnx_resize"], case, [answer]).verdict == "fail"
+
+
+@pytest.mark.parametrize("attrs", [
+    {"mode": "linear", "scales": [1.0, 1.0, 1.5, 1.6]},
+    {"mode": "cubic", "coordinate_transformation_mode": "tf_crop_and_resize",
+     "roi": [0, 0, -0.2, 0.1, 1, 1, 1.1, 0.9], "extrapolation_value": -1.5,
+     "sizes": [1, 2, 5, 6]},
+    {"mode": "nearest", "sizes": [1, 2, 7, 3]},
+])
+def test_complex_resizes_its_parts_alike_and_onnxruntime_on_the_parts_passes(specs, attrs):
+    """Resize is linear in the values with real weights: a complex64 tensor is its real and
+    imaginary parts resized alike (extrapolation_value the real part, imaginary 0).
+    onnxruntime (no complex kernel) run on each float32 part gives an answer within the bound;
+    the parts swapped, or the imaginary part's weights from another cubic_coeff_a, fail."""
+    spec = specs["onnx_resize"]
+    z = (_IMAGE + 1j * _IMAGE[..., ::-1] * 0.5).astype(np.complex64)
+    (expected,) = evaluate("onnx_resize", [z.astype(np.complex128)], attrs)
+    imag_attrs = {**attrs, "extrapolation_value": 0.0} if "extrapolation_value" in attrs \
+        else attrs
+    pairs = ((z.real, attrs), (z.imag, imag_attrs))
+    parts = [evaluate("onnx_resize", [p.astype(np.float64)], a)[0] for p, a in pairs]
+    assert np.array_equal(expected, parts[0] + 1j * parts[1])
+    runs = [run_mutated(spec, _case("onnx_resize", p, a))[0] for p, a in pairs]
+    case = _case("onnx_resize", z, attrs)
+    from conform.harness.backends.onnx_models import build_model
+    onnx.checker.check_model(build_model(spec, case), full_check=True)
+    answer = (runs[0] + 1j * runs[1]).astype(np.complex64)   # (crop: extrapolation switches
+    assert judge_outputs(spec, case, [answer]).verdict in ("pass", "impl_defined")   # open)
+    swapped = (runs[1] + 1j * runs[0]).astype(np.complex64)
+    assert judge_outputs(spec, case, [swapped]).verdict == "fail"
+    if attrs["mode"] == "cubic":
+        other = run_mutated(spec, _case("onnx_resize", z.imag, imag_attrs),
+                            cubic_coeff_a=-0.5)[0]
+        wrong = (runs[0] + 1j * other).astype(np.complex64)
+        assert judge_outputs(spec, case, [wrong]).verdict == "fail"
