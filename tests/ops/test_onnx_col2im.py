@@ -103,7 +103,8 @@ def test_text_blocks_are_copied_and_the_unreached_image_is_left_open(specs):
     assert out.tolist() == [[[["a", "", "b"], ["", "", "d"]]]]
     spec = specs[C2I]
     (answer,) = run_case(NumpyBackend(), spec, case)
-    assert judge_outputs(spec, case, [answer]).verdict == "impl_defined"
+    result = judge_outputs(spec, case, [answer])   # 4 copies judged, 2 unreached open
+    assert (result.verdict, result.checked, result.impl_defined) == ("pass", 4, 2)
     answer[0, 0, 1, 0] = "0"   # a copied empty string, not an unreached element
     assert judge_outputs(spec, case, [answer]).verdict == "fail"
 
