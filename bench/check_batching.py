@@ -187,7 +187,7 @@ def check_ort_batches(batch: int) -> dict:
     from conform.harness.run.runner import RunConfig, _generate
 
     specs, clock = load_specs(), time.perf_counter
-    _, cases, _ = _generate(RunConfig(backend="onnxruntime"), specs)
+    _, cases, *_ = _generate(RunConfig(backend="onnxruntime"), specs)
     cases = [c for c in cases if not needs_ort_values((*c.input_dtypes, *specs[c.op].out_dtypes(c)))
              and not kills_the_process(c)]
     backend = OnnxRuntimeBackend()

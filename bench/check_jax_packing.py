@@ -34,7 +34,7 @@ def check(batch: int) -> dict:
     from conform.spec import load_specs
 
     specs = load_specs()
-    _, cases, _ = _generate(RunConfig(backend="jax"), specs)
+    _, cases, *_ = _generate(RunConfig(backend="jax"), specs)
     cases = list(cases)
     backend = JaxBackend()
     cells: dict = {}

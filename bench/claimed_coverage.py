@@ -14,7 +14,9 @@ judged are grouped by verdict, op and reason (conform.reports' unsupported reaso
 ``standard`` is a case the model format cannot express, ``runtime`` one the consumer refuses;
 for ``impl_defined``: ``open`` where every element is open, ``raised`` where the backend raised
 on a case with open elements, ``partly`` where some elements were judged, in a run made before
-such cases were judged on them); ``--min R`` exits 1 when the judged share is below R.
+such cases were judged on them); ``--min R`` exits 1 when the judged share is below R. The
+drawn cases the model format cannot express (summary.json's ``not_expressible``) are not part
+of its suite: counted apart, never in the shares.
 """
 from __future__ import annotations
 
@@ -77,7 +79,8 @@ def main(argv=None) -> int:
     parser.add_argument("--groups", type=int, default=40, help="not-judged groups listed")
     parser.add_argument("--min", type=float, default=None, help="least judged share")
     args = parser.parse_args(argv)
-    name = args.backend or json.loads((args.run_dir / "summary.json").read_text())["backend"]
+    summary = json.loads((args.run_dir / "summary.json").read_text())
+    name = args.backend or summary["backend"]
     dtypes = frozenset(load_backend_class(name).dtypes)
     with open(args.run_dir / "results.jsonl", encoding="utf-8") as lines:
         verdicts, groups = tally(claimed_cases(map(json.loads, lines), dtypes))
@@ -97,6 +100,10 @@ def main(argv=None) -> int:
         print(f"without the {standard} cases the model format cannot express: judged "
               f"{judged / max(rest, 1):.2%}, judged or implementation-defined "
               f"{computed / max(rest, 1):.2%} of {rest}")
+    left_out = sum(entry["cases"] for entry in summary.get("not_expressible") or ())
+    if left_out:   # any dtype: the run drew them and left them out of the format's suite
+        print(f"not in the suite (not counted above): {left_out} drawn cases the model format "
+              "cannot express (summary.json's not_expressible)")
     for (verdict, op, reason, message), count in groups.most_common(args.groups):
         print(f"  {count:5d}  {verdict:<12} {op:<32} {reason:<9} {message}")
     return 1 if args.min is not None and judged / max(cases, 1) < args.min else 0

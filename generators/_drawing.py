@@ -102,12 +102,14 @@ def _validate_once(strategy) -> None:
 _CONSTANTS: list = []
 
 
-def _draw(strategy, rng: random.Random, attempts: int = 100):
+def _draw(strategy, rng: random.Random, attempts: int = 100, data_type=ConjectureData):
     """One example of ``strategy`` drawn from ``rng``'s stream by Hypothesis's choice provider,
     without its test engine (no mutation, no shrinking): the draws are a pure function of the
-    seed. A draw rejected by a filter is retried with the next seed from ``rng``."""
+    seed. A draw rejected by a filter is retried with the next seed from ``rng``. ``data_type``
+    may be :class:`~conform.generators._quick_data.QuickData` (the same draws, less
+    bookkeeping)."""
     for _ in range(attempts):
-        data = ConjectureData(random=random.Random(rng.getrandbits(64)))
+        data = data_type(random=random.Random(rng.getrandbits(64)))
         try:
             with BuildContext(data, is_final=True, wrapped_test=None):
                 return data.draw(strategy)

@@ -33,6 +33,7 @@ from conform.dtypes import np_dtype
 from conform.generators import kit
 from conform.generators._case import Case
 from conform.generators._drawing import _draw, _family, _without_local_constants
+from conform.generators._quick_data import QuickData
 from conform.generators._signature import dtype_labels
 from conform.generators._suite import materialize
 from conform.oracles.expectations import expect
@@ -287,4 +288,4 @@ def draw_graph(strategy, *, seed: int) -> Graph:
     """One graph of ``strategy`` (:func:`graphs`) drawn from ``seed``: the same seed (and
     conform version) gives the same graph."""
     with _without_local_constants():
-        return _draw(strategy, random.Random(seed))
+        return _draw(strategy, random.Random(seed), data_type=QuickData)

@@ -10,21 +10,85 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from conform.ops._double_double import accurate_sum
 from conform.ops._lowering import nan_refused, unsupported
-from conform.op_registry import op
-from conform.dtypes import int_info, is_integer
+from conform.op_registry import op, region
+from conform.dtypes import FLOAT_FORMATS, ML_DTYPES, complex_array, component_dtype, is_complex, np_dtype
+from conform.ops.error_bounds import gamma, reaches_max_finite
+from conform.widening import widen
 
 
 
-def _lowest(dtype):
-    """Max's identity in ``dtype``: -inf, or the integer minimum (the 2- and 4-bit ones too)."""
-    name = np.dtype(dtype).name
-    return int_info(name).min if is_integer(name) else -np.inf
+def extreme(dtype, lowest: bool) -> np.ndarray:
+    """The least (``lowest``) or greatest value of ``dtype``, as a 0-d array of it: Max's or
+    Min's identity, the init value of XLA Reduce and ReduceWindow with Max or Min here. -inf or
+    +inf where the type has infinities, else its least or greatest finite value (float4_e2m1fn,
+    the 6-bit floats, the fn and fnuz float8 formats; float8_e8m0fnu's least is 2**-127); the
+    integer minimum or maximum (2- and 4-bit too); False or True for bool (StableHLO maximum of
+    booleans is logical OR); -inf - inf j or +inf + inf j for complex (StableHLO orders complex
+    numbers lexicographically by (real, imag)). Self-contained: the lax lowerings call it and
+    ``conform repro`` writes its source beside theirs.
+
+    >>> extreme(np.int8, True).item(), extreme(np.float32, False).item()
+    (-128, inf)
+    """
+    import ml_dtypes   # its iinfo and finfo know the 2- and 4-bit integers and narrow floats
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return np.array(not lowest, dtype)
+    if dtype.kind == "c":
+        return np.array(complex(-np.inf, -np.inf) if lowest else complex(np.inf, np.inf), dtype)
+    if dtype.name.startswith(("int", "uint")):   # (int4's kind is "V")
+        info = ml_dtypes.iinfo(dtype)
+        return np.array(info.min if lowest else info.max, dtype)
+    if np.isinf(np.array(np.inf, dtype).astype(np.float64)):
+        return np.array(-np.inf if lowest else np.inf, dtype)
+    info = ml_dtypes.finfo(dtype)
+    return np.array(info.min if lowest else info.max, dtype)
 
 
-def _highest(dtype):
-    """Min's identity in ``dtype``: +inf, or the integer maximum."""
-    name = np.dtype(dtype).name
-    return int_info(name).max if is_integer(name) else np.inf
+def oracle_identity(operand, dtypes, lowest: bool):
+    """:func:`extreme` of the case's operand type (``dtypes[0]``, else ``operand``'s), widened
+    as the oracle sees its inputs."""
+    return widen(extreme(np_dtype(dtypes[0]) if dtypes else operand.dtype, lowest))
+
+
+def exact_sum(x: np.ndarray, axis) -> np.ndarray:
+    """The double-double sum of float64 or complex128 ``x`` over ``axis``: a complex sum is
+    the sums of its parts (StableHLO add: 'For complex numbers: complex addition')."""
+    if x.dtype.kind != "c":
+        return accurate_sum(x, axis=axis)
+    return complex_array(accurate_sum(x.real, axis=axis), accurate_sum(x.imag, axis=axis))
+
+
+@region
+def complex_accumulation_overflow(ctx) -> np.ndarray:
+    """Complex sums one of whose parts' finite terms, in magnitude, times ``1 + gamma_n`` reach
+    the component type's largest finite value: some orders of the additions overflow that part
+    and others do not (``accumulation_overflow`` of each part). Empty for other types."""
+    if not is_complex(ctx.out_dtype):
+        return ctx.none()
+    part = component_dtype(ctx.out_dtype)
+    grown = gamma(ctx.accumulation_length or 1, FLOAT_FORMATS[part].unit_roundoff)
+    mask = ctx.none()
+    for take in (np.real, np.imag):
+        terms = [np.abs(np.where(np.isfinite(take(x)), take(x), 0.0)).astype(np.float64)
+                 for x in ctx.inputs]
+        with np.errstate(over="ignore", invalid="ignore"):
+            mask = mask | reaches_max_finite(ctx.float_oracle(terms), part, gamma_n=grown)
+    return mask
+
+
+def nan_parts(x: np.ndarray) -> np.ndarray:
+    """Where a complex element has a NaN part; False everywhere in any other type. StableHLO
+    orders complex numbers lexicographically by (real, imag) (docs/spec.md, maximum: 'For
+    complex numbers: lexicographic maximum for the (real, imaginary) pair'; compare:
+    'lexicographic comparison of (real, imag) pairs') and says nothing of a NaN part: which
+    element a max, min, sort or top-k over such an element picks is open (the region
+    ``oracle_marked`` of these ops, with their oracles' ``open_elements``).
+
+    >>> nan_parts(np.array([1 + 1j, complex(1, np.nan)])).tolist(), nan_parts(np.ones(1)).tolist()
+    ([False, True], [False])
+    """
+    return np.isnan(x) if x.dtype.kind == "c" else np.zeros(x.shape, bool)
 
 
 # --- Reduce over a set of dimensions ----------------------------------------------------------
@@ -65,22 +129,15 @@ def lax_reduce_sum(lax, attrs):
     return lambda x: lax.reduce(x, np.array(0, x.dtype), lax.add, attrs["dimensions"])
 
 
-# (the lax lowerings name nothing of this module: `conform repro` writes their source alone)
 def lax_reduce_max(lax, attrs):
     def reduce_max(x):
-        import ml_dtypes   # its iinfo knows the 2- and 4-bit integers too
-        integer = np.dtype(x.dtype).name.startswith(("int", "uint"))   # (bfloat16's kind is "V")
-        lowest = ml_dtypes.iinfo(x.dtype).min if integer else -np.inf
-        return lax.reduce(x, np.array(lowest, x.dtype), lax.max, attrs["dimensions"])
+        return lax.reduce(x, extreme(x.dtype, True), lax.max, attrs["dimensions"])
     return reduce_max
 
 
 def lax_reduce_min(lax, attrs):
     def reduce_min(x):
-        import ml_dtypes
-        integer = np.dtype(x.dtype).name.startswith(("int", "uint"))
-        highest = ml_dtypes.iinfo(x.dtype).max if integer else np.inf
-        return lax.reduce(x, np.array(highest, x.dtype), lax.min, attrs["dimensions"])
+        return lax.reduce(x, extreme(x.dtype, False), lax.min, attrs["dimensions"])
     return reduce_min
 
 
@@ -96,36 +153,42 @@ _REDUCE = dict(draw=draw_reduce, feeding=feed_reduce, onnx=onnx_reduce, nnef=nne
 @op("reduce_sum", version=1, accumulation_length=reduced_count, lax=lax_reduce_sum,
     numpy=numpy_reduce_sum, **_REDUCE)
 def oracle_reduce_sum(operand, *, dimensions):
-    """Reduce with Add over ``dimensions`` (init 0)."""
-    if operand.dtype.kind == "f":
-        return (accurate_sum(operand, axis=tuple(dimensions)),)
-    return (np.sum(operand, axis=tuple(dimensions)),)
+    """Reduce with Add over ``dimensions`` (init 0); on bool StableHLO's add (docs/spec.md,
+    add: 'For booleans: logical OR'), as NumPy adds bools; complex part by part."""
+    if operand.dtype.kind in "fc":
+        return (exact_sum(operand, axis=tuple(dimensions)),)
+    return (np.sum(operand, axis=tuple(dimensions), dtype=operand.dtype),)   # bool: OR
 
 
 def numpy_reduce_max(operand, *, dimensions):
     """The numpy backend: ``np.max`` with XLA's init value (-inf, or the integer minimum)."""
-    initial = operand.dtype.type(_lowest(operand.dtype))
-    return np.max(operand, axis=tuple(dimensions), initial=initial)
+    return np.max(operand, axis=tuple(dimensions), initial=extreme(operand.dtype, True))
 
 
 @op("reduce_max", numpy=numpy_reduce_max, version=1, lax=lax_reduce_max,
     nnef_refuses=nan_refused("NNEF max_reduce", _NNEF_REALS), **_REDUCE)
-def oracle_reduce_max(operand, *, dimensions):
-    """Reduce with Max over ``dimensions`` (init: -inf, or the integer minimum); NaN propagates."""
-    return (np.max(operand, axis=tuple(dimensions), initial=_lowest(operand.dtype)),)
+def oracle_reduce_max(operand, *, dimensions, dtypes=None, open_elements=False):
+    """Reduce with Max over ``dimensions`` (init: :func:`extreme`, the type's least value);
+    NaN propagates; complex numbers in StableHLO's lexicographic order (``open_elements``:
+    :func:`nan_parts` in the slice)."""
+    if open_elements:
+        return (np.any(nan_parts(operand), axis=tuple(dimensions)),)
+    return (np.max(operand, axis=tuple(dimensions), initial=oracle_identity(operand, dtypes, True)),)
 
 
 def numpy_reduce_min(operand, *, dimensions):
     """The numpy backend: ``np.min`` with XLA's init value (+inf, or the integer maximum)."""
-    initial = operand.dtype.type(_highest(operand.dtype))
-    return np.min(operand, axis=tuple(dimensions), initial=initial)
+    return np.min(operand, axis=tuple(dimensions), initial=extreme(operand.dtype, False))
 
 
 @op("reduce_min", numpy=numpy_reduce_min, version=1, lax=lax_reduce_min,
     nnef_refuses=nan_refused("NNEF min_reduce", _NNEF_REALS), **_REDUCE)
-def oracle_reduce_min(operand, *, dimensions):
-    """Reduce with Min over ``dimensions`` (init: +inf, or the integer maximum); NaN propagates."""
-    return (np.min(operand, axis=tuple(dimensions), initial=_highest(operand.dtype)),)
+def oracle_reduce_min(operand, *, dimensions, dtypes=None, open_elements=False):
+    """Reduce with Min over ``dimensions`` (init: :func:`extreme`, the type's greatest value);
+    NaN propagates; complex numbers as in :func:`oracle_reduce_max`."""
+    if open_elements:
+        return (np.any(nan_parts(operand), axis=tuple(dimensions)),)
+    return (np.min(operand, axis=tuple(dimensions), initial=oracle_identity(operand, dtypes, False)),)
 
 
 @op("reduce_mean", version=1, accumulation_length=reduced_count, **_REDUCE)
@@ -220,7 +283,10 @@ def reduce_windows(operand, init, window_dimensions, window_strides, padding, ba
     short = [max(r - n, 0) for r, n in zip(reach, padded.shape)]   # no valid position there
     if any(short):
         padded = np.pad(padded, [(0, gap) for gap in short], constant_values=init)
-    windows = sliding_window_view(padded, reach, axis=tuple(range(operand.ndim)))
+    stored = padded.dtype   # ml_dtypes' types strided as bytes: as_strided refuses float8_e5m2
+    if stored.name in ML_DTYPES:
+        padded = padded.view(f"u{stored.itemsize}")
+    windows = sliding_window_view(padded, reach, axis=tuple(range(operand.ndim))).view(stored)
     windows = windows[tuple(slice(None, None, s) for s in window_strides)
                       + tuple(slice(None, None, d) for d in spacing)]
     return windows[tuple(slice(0, 0) if gap else slice(None) for gap in short)]
@@ -251,11 +317,8 @@ def nnef_max_pool(case, call):
 
 
 def lax_reduce_window_max(lax, attrs):
-    def reduce_window_max(x):   # (self-contained: see lax_reduce_max)
-        import ml_dtypes
-        integer = np.dtype(x.dtype).name.startswith(("int", "uint"))
-        lowest = ml_dtypes.iinfo(x.dtype).min if integer else -np.inf
-        return lax.reduce_window(x, np.array(lowest, x.dtype), lax.max,
+    def reduce_window_max(x):
+        return lax.reduce_window(x, extreme(x.dtype, True), lax.max,
                                  attrs["window_dimensions"],
                                  attrs["window_strides"], [tuple(p) for p in attrs["padding"]],
                                  attrs.get("base_dilation"), attrs.get("window_dilation"))
@@ -293,8 +356,7 @@ def numpy_reduce_window_max(operand, *, window_dimensions, window_strides, paddi
                             base_dilation=None, window_dilation=None):
     """The numpy backend: ``np.max`` over ``sliding_window_view`` windows of the padded operand
     (:func:`reduce_windows`), the init value in the operand's type."""
-    lowest = operand.dtype.type(_lowest(operand.dtype))
-    windows = reduce_windows(operand, lowest, window_dimensions, window_strides, padding,
+    windows = reduce_windows(operand, extreme(operand.dtype, True), window_dimensions, window_strides, padding,
                              base_dilation, window_dilation)
     return np.max(windows, axis=tuple(range(operand.ndim, 2 * operand.ndim)))
 
@@ -303,13 +365,19 @@ def numpy_reduce_window_max(operand, *, window_dimensions, window_strides, paddi
     onnx_refuses=nan_refused("ONNX MaxPool", "region nan_in_window of onnx_max_pool"),
     nnef_refuses=nan_refused("NNEF max_pool", _NNEF_REALS), lax=lax_reduce_window_max, **_WINDOW)
 def oracle_reduce_window_max(operand, *, window_dimensions, window_strides, padding,
-                             base_dilation=None, window_dilation=None, dtypes=None):
-    """ReduceWindow with Max; padding and holes take the init value (-inf, or the minimum of
-    the operand's integer type: a window of padding and holes only gives it)."""
-    lowest = int_info(dtypes[0]).min if dtypes and is_integer(dtypes[0]) else _lowest(operand.dtype)
-    windows = reduce_windows(operand, lowest, window_dimensions, window_strides,
-                             padding, base_dilation, window_dilation)
-    return (np.max(windows, axis=tuple(range(operand.ndim, 2 * operand.ndim))),)
+                             base_dilation=None, window_dilation=None, dtypes=None,
+                             open_elements=False):
+    """ReduceWindow with Max; padding and holes take the init value (:func:`extreme`, the
+    type's least value: a window of padding and holes only gives it); complex numbers as in
+    :func:`oracle_reduce_max` (``open_elements``: a window holding :func:`nan_parts`)."""
+    axes = tuple(range(operand.ndim, 2 * operand.ndim))
+    if open_elements:
+        return (np.any(reduce_windows(nan_parts(operand), False, window_dimensions,
+                                      window_strides, padding, base_dilation, window_dilation),
+                       axis=axes),)
+    windows = reduce_windows(operand, oracle_identity(operand, dtypes, True), window_dimensions,
+                             window_strides, padding, base_dilation, window_dilation)
+    return (np.max(windows, axis=axes),)
 
 
 def numpy_reduce_window_sum(operand, *, window_dimensions, window_strides, padding,
@@ -326,10 +394,10 @@ def numpy_reduce_window_sum(operand, *, window_dimensions, window_strides, paddi
 def oracle_reduce_window_sum(operand, *, window_dimensions, window_strides, padding,
                              base_dilation=None, window_dilation=None):
     """ReduceWindow with Add (init 0): each window's sum, padding and holes adding 0; floats
-    accumulate in double-double, integers exactly."""
+    (complex: part by part) accumulate in double-double, integers exactly, bool by StableHLO's add (logical OR)."""
     windows = reduce_windows(operand, 0, window_dimensions, window_strides, padding, base_dilation,
                              window_dilation)
     axes = tuple(range(operand.ndim, 2 * operand.ndim))
-    if operand.dtype.kind == "f":
-        return (accurate_sum(windows, axis=axes),)
-    return (np.sum(windows, axis=axes),)
+    if operand.dtype.kind in "fc":
+        return (exact_sum(windows, axis=axes),)
+    return (np.sum(windows, axis=axes, dtype=windows.dtype),)   # bool: OR, as NumPy adds bools

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from conform.op_registry import op
+from conform.ops.reduction import nan_parts
 from conform.ops.onnx_elementwise import unsigned64
 from conform.widening import widen
 
@@ -13,8 +14,8 @@ from conform.widening import widen
 def _descending_key(values: np.ndarray) -> np.ndarray:
     """A key whose ascending order is ``values``' descending order, with the same ties: the
     negation for floats (-0 and +0 stay equal), the bitwise complement for integers (no
-    overflow at the type's minimum)."""
-    return ~values if values.dtype.kind in "iu" else -values
+    overflow at the type's minimum) and bool (not)."""
+    return ~values if values.dtype.kind in "iub" else -values
 
 
 def top_k(x: np.ndarray, k: int, axis: int, largest: bool) -> tuple:
@@ -80,15 +81,20 @@ def from_onnx_top_k(inputs, attrs, opset):
 def lax_top_k(lax, attrs):
     """jax.lax.top_k finds the largest entries along the last axis; the smallest are the largest
     of an order-reversing bijection of the operand (negation for floats, complement for
-    integers), mapped back."""
+    integers and bool), mapped back; a float type without a sign (float8_e8m0fnu) is negated
+    in float32, which holds each of its values."""
     k, largest = attrs["k"], attrs["largest"]
 
     def top(x):
         if largest:
             return lax.top_k(x, k)
-        flip = lax.bitwise_not if np.issubdtype(x.dtype, np.integer) else lax.neg
-        values, indices = lax.top_k(flip(x), k)
-        return flip(values), indices
+        name = np.dtype(x.dtype).name   # (int4's kind is "V")
+        if name.startswith(("int", "uint", "bool")):
+            values, indices = lax.top_k(lax.bitwise_not(x), k)
+            return lax.bitwise_not(values), indices
+        wide = np.float32 if name == "float8_e8m0fnu" else x.dtype
+        values, indices = lax.top_k(lax.neg(lax.convert_element_type(x, wide)), k)
+        return lax.convert_element_type(lax.neg(values), x.dtype), indices
 
     return top
 
@@ -111,9 +117,14 @@ def numpy_top_k(operand, *, k, largest, axis=-1, bits=np.int32):
 
 @op("top_k", numpy=numpy_top_k, version=1, draw=draw_top_k, draw_honours=_HONOURS, feeding=feed_top_k,
     lax=lax_top_k)
-def oracle_top_k(operand, *, k, largest):
+def oracle_top_k(operand, *, k, largest, open_elements=False):
     """XLA TopK: along the last dimension; in a row, of two equal elements the one with the
-    lower index comes first."""
+    lower index comes first. Complex entries rank in StableHLO's lexicographic order
+    (``open_elements``: a row holding ``nan_parts``)."""
+    if open_elements:
+        held = np.any(nan_parts(operand), axis=-1, keepdims=True)
+        held = np.broadcast_to(held, operand.shape[:-1] + (k,))
+        return held, held
     return top_k(operand, k, -1, bool(largest))
 
 

@@ -18,7 +18,8 @@ from conform.ops._lowering import unsupported
 from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE
 from conform.widening import widen
-from conform.dtypes import FLOAT_FORMATS, int_info, is_integer
+from conform.dtypes import FLOAT_FORMATS
+from conform.ops.reduction import extreme, nan_parts, oracle_identity
 
 SORT_OPERANDS = 3   # the spec's operands: the format fixes an op's inputs and outputs per spec
 
@@ -49,9 +50,10 @@ def _bits(x: np.ndarray) -> np.ndarray:
 
 def tie_break_keys(operands) -> list[np.ndarray]:
     """np.lexsort keys (least significant first) ordering tuples by every operand's bits, the
-    first operand most significant: the order the oracle gives tied tuples of an unstable
-    sort."""
-    return [_bits(x) for x in reversed(operands)]
+    first operand most significant (of a complex one, its real part, then its imaginary): the
+    order the oracle gives tied tuples of an unstable sort."""
+    return [_bits(part) for x in reversed(operands)
+            for part in ((x.imag, x.real) if x.dtype.kind == "c" else (x,))]
 
 
 def sort_along_last(operands, num_keys: int, stable: bool) -> tuple:
@@ -160,10 +162,16 @@ def numpy_sort(*operands, dimension, num_keys, is_stable):
 
 @op("sort", numpy=numpy_sort, version=1, draw=draw_sort, draw_honours=DRAWN_HERE, values=values_sort,
     feeding=feed_sort, canonical=canonical_sort, lax=lax_sort)
-def oracle_sort(*operands, dimension, num_keys, is_stable):
+def oracle_sort(*operands, dimension, num_keys, is_stable, open_elements=False):
     """XLA Sort of several operands with lax.sort's comparator: the operands sorted together
     along ``dimension`` by their first ``num_keys`` operands; equal tuples in index order with
-    ``is_stable``, else in the order of their bits (see ``canonical_sort``)."""
+    ``is_stable``, else in the order of their bits (see ``canonical_sort``). Complex keys in
+    StableHLO's lexicographic order (``open_elements``: every position of a slice whose keys
+    hold ``nan_parts``)."""
+    if open_elements:
+        held = np.any([nan_parts(x) for x in operands[:num_keys]], axis=0)
+        held = np.any(held, axis=dimension, keepdims=True)
+        return tuple(np.broadcast_to(held, x.shape) for x in operands)
     axis = dimension % operands[0].ndim
     moved = [np.moveaxis(x, axis, -1) for x in operands]
     return tuple(np.moveaxis(x, -1, axis) for x in sort_along_last(moved, num_keys, is_stable))
@@ -208,8 +216,8 @@ INT32_MAX = 2**31 - 1   # the initial index: above every real index, so a real e
 def lax_reduce_argmax(lax, attrs):
     """lax.reduce over (operand, iota along the dimension) with the body: the left pair wins if
     its value is greater, or is NaN where the right one is not, or the two values are equal
-    (or both NaN) and its index is lower. Initial values: (-inf, or the type's least integer;
-    INT32_MAX), an identity of the body."""
+    (or both NaN) and its index is lower. Initial values: (the type's least value,
+    ``extreme``; INT32_MAX), an identity of the body."""
     dimension = attrs["dimension"]
 
     def body(left, right):
@@ -222,11 +230,9 @@ def lax_reduce_argmax(lax, attrs):
         return lax.select(wins, value, other), lax.select(wins, index, other_index)
 
     def argmax(x):
-        import ml_dtypes   # (self-contained: `conform repro` writes this source alone)
-        integer = np.dtype(x.dtype).name.startswith(("int", "uint"))   # bfloat16, int4: kind "V"
-        lowest = np.array(ml_dtypes.iinfo(x.dtype).min if integer else -np.inf, x.dtype)
         iota = lax.broadcasted_iota(np.int32, x.shape, dimension)
-        return lax.reduce((x, iota), (lowest, np.array(2**31 - 1, np.int32)), body, (dimension,))
+        return lax.reduce((x, iota), (extreme(x.dtype, True), np.array(2**31 - 1, np.int32)),
+                          body, (dimension,))
 
     return argmax
 
@@ -242,16 +248,19 @@ def numpy_reduce_argmax(operand, *, dimension):
 
 @op("reduce_argmax", numpy=numpy_reduce_argmax, version=1, draw=draw_reduce_argmax, draw_honours=DRAWN_HERE,
     values=values_reduce_argmax, feeding=feed_reduce_argmax, lax=lax_reduce_argmax)
-def oracle_reduce_argmax(operand, *, dimension, dtypes=()):
+def oracle_reduce_argmax(operand, *, dimension, dtypes=(), open_elements=False):
     """XLA Reduce of (operand, index) with the arg-max body of ``lax_reduce_argmax``: per slice
     along ``dimension``, the first NaN if any, else the first element equal to the maximum
-    (-0 == +0), with its index; an empty slice gives the initial values (-inf or the type's
-    least integer, INT32_MAX). The body is a selection by a total preorder with ties broken
-    by distinct indices, so every order of evaluation gives this answer."""
+    (-0 == +0), with its index; an empty slice gives the initial values (the type's least
+    value, ``extreme``; INT32_MAX). The body is a selection by a total preorder with ties broken
+    by distinct indices, so every order of evaluation gives this answer. Complex numbers rank
+    in StableHLO's lexicographic order (``open_elements``: a slice holding ``nan_parts``)."""
+    if open_elements:
+        held = np.any(nan_parts(operand), axis=dimension)
+        return held, held
     x = np.moveaxis(operand, dimension, -1)
     if x.shape[-1] == 0:
-        lowest = int_info(dtypes[0]).min if dtypes and is_integer(dtypes[0]) else -np.inf
-        return (np.full(x.shape[:-1], lowest, operand.dtype),
+        return (np.full(x.shape[:-1], oracle_identity(operand, dtypes, True), operand.dtype),
                 np.full(x.shape[:-1], INT32_MAX, np.int64))
     if x.dtype.kind in "fV":   # bfloat16 and float8 are of kind V
         x = x.astype(np.float64)

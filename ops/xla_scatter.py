@@ -18,7 +18,11 @@ region ``int_overflow``), and min and max of any type are order-free; float + an
 the replacing scatter is not: for those the drawers draw disjoint windows (each element taking
 at most one update), and then draw ``unique_indices`` true or false ('if unique_indices is true
 and the indices are not unique, the semantics is implementation-defined': never drawn so).
-``indices_are_sorted`` is drawn as for Gather (ops/xla_gather.py)."""
+``indices_are_sorted`` is drawn as for Gather (ops/xla_gather.py).
+
+On bool (PRED) the update computations are StableHLO's (docs/spec.md, add: 'For booleans:
+logical OR', multiply: 'logical AND', maximum: 'logical OR', minimum: 'logical AND'): the
+oracle computes them on 0 and 1, where they are max (a sum capped at 1), product and min."""
 from __future__ import annotations
 
 import math
@@ -27,7 +31,9 @@ import numpy as np
 
 from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, index_type
+from conform.ops.reduction import nan_parts
 from conform.ops.scatter import scattered
+from conform.ops.xla_complex import complex_product_bound
 from conform.ops.xla_gather import draw_numbers, draw_sorted, gather_shape, in_batch_order, \
     index_vectors, remapped
 
@@ -187,26 +193,68 @@ def lax_scatter(lax, attrs, bound):
     return scatter
 
 
+def _nonfinite_parts(x: np.ndarray) -> np.ndarray:
+    """Where a complex element has an infinite or NaN part; False in any other type."""
+    return ~np.isfinite(x) if x.dtype.kind == "c" else np.zeros(x.shape, bool)
+
+
+def scatter_product_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                          subnormals="ieee"):
+    """The ``derived`` bound of a complex scatter_mul: an updated element is one complex
+    product of the operand's element and its one update (complex windows are drawn disjoint),
+    bounded as multiply's (ops/xla_complex.py complex_product_bound: sqrt(5) u |x| |y| and the
+    underflow terms; NaN where the textbook formula can overflow); a copied element is exact."""
+    operand, indices, updates = inputs
+    valid, flat = update_targets(operand.shape, indices, updates.shape, attrs)
+    factor = np.ones(operand.size, operand.dtype)
+    factor[flat] = updates[valid].ravel()
+    (bound,) = complex_product_bound([operand.ravel(), factor], {}, [outputs[0].ravel()],
+                                     out_dtype=out_dtype, u=u, constants=constants,
+                                     dtypes=dtypes, subnormals=subnormals)
+    touched = np.zeros(operand.size, bool)
+    touched[flat] = True
+    return (np.where(touched, bound, 0.0).reshape(operand.shape),)
+
+
+def _combined(operand, flat, updates, reduction: str, open_elements: bool):
+    """``operand`` with ``updates`` combined at its flat positions ``flat``. bool as 0 and 1
+    (+ and max are OR, * and min AND); complex max and min in NumPy's lexicographic order
+    (``np.maximum.at``). With ``open_elements``, where an element meets ``nan_parts`` (max,
+    min), or a complex part that is not finite (*: the text defines the complex product and is
+    silent on such operands, as for multiply's region complex_nonfinite_operand)."""
+    if open_elements:
+        mark = _nonfinite_parts if reduction == "mul" else nan_parts
+        operand, updates, reduction = mark(operand), mark(updates), "max"
+    if operand.dtype == np.bool_:
+        out = scattered(operand.astype(np.int64), flat, updates.astype(np.int64), reduction)
+        return out.reshape(operand.shape) != 0
+    if operand.dtype.kind == "c" and reduction in ("max", "min"):
+        out = operand.copy()
+        (np.maximum if reduction == "max" else np.minimum).at(out.reshape(-1), flat, updates)
+        return out
+    return scattered(operand, flat, updates, reduction).reshape(operand.shape)
+
+
 def _scatter_op(name: str, doc: str):
     reduction = COMPUTATIONS[name]
 
     def oracle(operand, scatter_indices, updates, *, update_window_dims, inserted_window_dims,
                scatter_dims_to_operand_dims, index_vector_dim, unique_indices,
-               indices_are_sorted):
+               indices_are_sorted, open_elements=False):
         attrs = {"update_window_dims": update_window_dims,
                  "inserted_window_dims": inserted_window_dims,
                  "scatter_dims_to_operand_dims": scatter_dims_to_operand_dims,
                  "index_vector_dim": index_vector_dim}
         operand, updates = np.asarray(operand), np.asarray(updates)
         valid, flat = update_targets(operand.shape, scatter_indices, updates.shape, attrs)
-        return (scattered(operand, flat, updates[valid].ravel(), reduction).reshape(
-            operand.shape),)
+        return (_combined(operand, flat, updates[valid].ravel(), reduction, open_elements),)
 
     oracle.__doc__ = doc
     oracle.__name__ = f"oracle_{name}"
     oracle.__module__ = __name__
+    bound = {"error_bound": scatter_product_bound} if reduction == "mul" else {}
     return op(name, version=1, draw=_draw(name), draw_honours=DRAWN_HERE, values=_values(name),
-              feeding=_feeding(name), lax=lax_scatter)(oracle)
+              feeding=_feeding(name), lax=lax_scatter, **bound)(oracle)
 
 
 oracle_scatter = _scatter_op("scatter", "XLA Scatter, the update replacing output[I].")

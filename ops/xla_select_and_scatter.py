@@ -35,11 +35,10 @@ import math
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex
 from conform.op_registry import op
-from conform.ops._double_double import accurate_sum
 from conform.ops.error_bounds import gamma, reaches_max_finite
-from conform.ops.reduction import reduce_windows
+from conform.ops.reduction import exact_sum, extreme, reduce_windows
 
 
 def draw_select_and_scatter(draw, kit, spec, dtype):
@@ -83,7 +82,7 @@ def selected_indices(operand, window_dimensions, window_strides, padding, select
     last (GT), padding positions excluded; -1 where a NaN leaves no element maximal."""
     values, index = _window_taps(operand, window_dimensions, window_strides, padding)
     valid = index >= 0
-    lowest = -np.inf if operand.dtype.kind == "f" else np.iinfo(operand.dtype).min
+    lowest = extreme(operand.dtype, True)
     top = np.max(np.where(valid, values, lowest), axis=-1, keepdims=True)
     maximal = valid & (values == top)
     if select == "GT":
@@ -110,16 +109,19 @@ def _open(operand, source, init_value, attrs, dtype):
     values, index = _window_taps(operand, attrs["window_dimensions"], attrs["window_strides"],
                                  attrs["padding"])
     flagged = np.zeros(operand.size, bool)
-    if operand.dtype.kind == "f":
+    if operand.dtype.kind in "fc":   # (a complex NaN part: StableHLO's order says nothing of it)
         nan_window = np.any(np.isnan(values) & (index >= 0), axis=-1)
         flagged[index[nan_window][index[nan_window] >= 0]] = True
-    if dtype in FLOAT_FORMATS:
-        magnitude = scatter_magnitude([operand, source, init_value], attrs)[0]
-        finite = scatter_magnitude([operand, np.where(np.isfinite(source), source, 0),
-                                    np.where(np.isfinite(init_value), init_value, 0)], attrs)[0]
-        n = accumulation_length(None, attrs)
-        flagged |= (reaches_max_finite(finite, dtype, gamma_n=gamma(
-            n, FLOAT_FORMATS[dtype].unit_roundoff)) & np.isfinite(magnitude)).ravel()
+    part = component_dtype(dtype) if is_complex(dtype) else dtype
+    n = accumulation_length(None, attrs)
+    for take in ((np.real, np.imag) if is_complex(dtype) else (np.asarray,)) \
+            if part in FLOAT_FORMATS else ():   # a complex sum overflows part by part
+        terms = [take(source), take(init_value)]
+        magnitude = scatter_magnitude([operand, *terms], attrs)[0]
+        finite = scatter_magnitude([operand, *(np.where(np.isfinite(t), t, 0) for t in terms)],
+                                   attrs)[0]
+        flagged |= (reaches_max_finite(finite, part, gamma_n=gamma(
+            n, FLOAT_FORMATS[part].unit_roundoff)) & np.isfinite(magnitude)).ravel()
     return flagged.reshape(operand.shape)
 
 
@@ -151,7 +153,7 @@ def feed_select_and_scatter(inputs, attrs, index):
     taps = _window_taps(operand, *window)[1]
     rivals = set(taps[selected == flat].ravel().tolist())
     rivals |= {flat} if np.any(taps == flat) else set()
-    lowest = -np.inf if operand.dtype.kind == "f" else np.iinfo(operand.dtype).min
+    lowest = extreme(operand.dtype, True)
     for choice in np.unique(selected[np.any(taps == flat, axis=-1) & (selected != flat)]):
         lowered = operand.copy()
         lowered.flat[choice] = lowest
@@ -183,7 +185,9 @@ def lax_select_and_scatter(lax, attrs):
             window_strides=list(attrs["window_strides"]),
             padding=ir.DenseIntElementsAttr.get(np.asarray(attrs["padding"], np.int64)))
         scalar = ir.RankedTensorType.get([], mlir.dtype_to_ir_type(dtype))
-        kind = {"i": "SIGNED", "u": "UNSIGNED"}.get(np.dtype(dtype).kind, "FLOAT")   # bfloat16: V
+        name = np.dtype(dtype).name   # (bfloat16, int4: kind "V")
+        kind = "UNSIGNED" if name.startswith(("uint", "bool")) else \
+            "SIGNED" if name.startswith("int") else "FLOAT"
         block = result.select.blocks.append(scalar, scalar)
         with ir.InsertionPoint(block):
             compare = stablehlo.CompareOp(
@@ -224,12 +228,15 @@ def oracle_select_and_scatter(operand, source, init_value, *, window_dimensions,
                               padding, select, dtypes=None, open_elements=False):
     """SelectAndScatter: out[i] = init_value + sum of source[w] over the windows w selecting i
     (each window's first maximal operand element under GE, its last under GT); the sum in
-    double-double for floats, exactly for integers."""
+    double-double for floats (complex: part by part), exactly for integers, as OR for bool
+    (StableHLO add: 'For booleans: logical OR'; GE and GT order false below true, complex
+    numbers lexicographically by (real, imag), StableHLO's compare)."""
     if open_elements:
         return (_open(operand, source, init_value, {
             "window_dimensions": window_dimensions, "window_strides": window_strides,
             "padding": padding, "select": select}, dtypes[0] if dtypes else "float64"),)
     selected = selected_indices(operand, window_dimensions, window_strides, padding, select)
     terms = _terms(operand, source, init_value, selected)
-    total = accurate_sum(terms, axis=1) if terms.dtype.kind == "f" else terms.sum(axis=1)
+    total = exact_sum(terms, axis=1) if terms.dtype.kind in "fc" else \
+        terms.sum(axis=1, dtype=terms.dtype)   # (bool: OR)
     return (total.reshape(operand.shape),)

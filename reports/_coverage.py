@@ -12,8 +12,8 @@ case with only some elements there is judged on the others).
 from __future__ import annotations
 
 import math
-
 import re
+from collections import Counter
 
 from conform.verdicts import JUDGED  # noqa: E402 - the vocabulary, re-exported
 
@@ -79,3 +79,19 @@ def reasons_text(reasons: dict | None) -> str:
     ordered = sorted(reasons.items(), key=lambda kv: -kv[1]["cases"])
     return "; ".join(f"{REASONS.get(key, key)} ({entry['cases']}): {entry['example']}"
                      for key, entry in ordered)
+
+
+def not_expressible_text(summary: dict) -> str:
+    """'' or the sentence naming the drawn cases the run's model format cannot express (its
+    summary's ``not_expressible``: left out of the format's suite, never run, not in the
+    coverage), by op and reason, most frequent first."""
+    grouped: Counter = Counter()
+    for entry in summary.get("not_expressible") or ():
+        grouped[entry["op"], entry["reason"]] += entry["cases"]
+    if not grouped:
+        return ""
+    fmt = summary.get("model_format") or "the backend's"
+    return (f"Not in the suite: {sum(grouped.values())} drawn cases the {fmt} model format "
+            "cannot express (never run, not counted): "
+            + "; ".join(f"{op}: {reason} ({n})" for (op, reason), n in grouped.most_common())
+            + ".")

@@ -18,7 +18,8 @@ import jinja2
 
 from conform.reports._accuracy import error_plot
 
-from conform.reports._coverage import REASONS, SHORT_REASONS, coverage_text, rate_text, reasons_text
+from conform.reports._coverage import (REASONS, SHORT_REASONS, coverage_text, not_expressible_text,
+                                      rate_text, reasons_text)
 from conform.reports._failing import COLUMNS, embedded_json, failing_rows, plan_groups
 from conform.reports._portability import portability_rows
 from conform.reports._summary import PROBLEMS as BAD
@@ -242,6 +243,7 @@ def render_html(summary: dict, records: list[dict], run_dir=None, tally: Tally |
         definitions=summary.get("definitions") or {}, baseline=summary.get("baseline"),
         portability=portability_rows(summary),
         coverage_text=coverage_text, reasons_text=reasons_text, na_reason=na_reason,
+        not_expressible=not_expressible_text(summary),
         reason_names=REASONS,
         core=CORE_VERDICTS, env_fields=ENV_FIELDS, bins=summary.get("histogram_bins", []),
         repro_dir=repro_dir,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from conform.reports._coverage import REASONS, coverage_text, rate_text
+from conform.reports._coverage import REASONS, coverage_text, not_expressible_text, rate_text
 from conform.reports._portability import portability_markdown
 from conform.reports._text import backend_label, markdown_text as md
 
@@ -41,6 +41,8 @@ def render_markdown(summary: dict, limit: int = 15) -> str:
     if reasons:
         lines += ["", "Unsupported: " + ", ".join(f"{n} {REASONS.get(key, key)}"
                                                    for key, n in reasons.most_common()) + "."]
+    if not_expressible_text(summary):
+        lines += ["", md(not_expressible_text(summary), limit=1000)]
     lines += [
         "",
         "| " + " | ".join(counts) + " |",

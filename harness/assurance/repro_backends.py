@@ -51,11 +51,32 @@ def _lax_call(spec, lax_name: str, attrs: dict, name: str, arguments, dtypes=())
     if lower is not None:
         bound_fn = f", bound=lax.{lax_name}" if spec.definition.lax_takes_bound else ""
         bound_fn += f", dtypes={tuple(dtypes)!r}" if spec.definition.lax_takes_dtypes else ""
-        return (textwrap.dedent(inspect.getsource(lower)).rstrip("\n")
-                + f"\n\n{name} = {lower.__name__}(lax, {attrs!r}{bound_fn})\n")
+        sources = [textwrap.dedent(inspect.getsource(f)).rstrip("\n")
+                   for f in (*_helpers(lower, {lower}), lower)]
+        return "\n\n\n".join(sources) + f"\n\n{name} = {lower.__name__}(lax, {attrs!r}{bound_fn})\n"
     operands = ", ".join(arguments)
     keywords = [operands] * bool(operands) + [f"{k}={frozen(v)!r}" for k, v in attrs.items()]
     return f"def {name}({operands}):\n    return lax.{lax_name}({', '.join(keywords)})\n"
+
+
+def _helpers(function, seen: set) -> list:
+    """The module-level functions of conform's op modules that ``function`` (or a function
+    nested in it) names, those they name first, each once (``seen`` holds the ones already
+    written): a lowering's source runs only beside theirs. Names are read from the code
+    objects, so an attribute spelled like a helper brings it in too (a harmless definition);
+    a decorated function (an oracle) is no helper: its decorator would not run there."""
+    codes, names = [function.__code__], set()
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes.extend(c for c in code.co_consts if inspect.iscode(c))
+    found = []
+    for helper in (function.__globals__.get(n) for n in sorted(names)):
+        if inspect.isfunction(helper) and helper.__module__.startswith("conform.ops") \
+                and helper not in seen and inspect.getsource(helper).lstrip().startswith("def "):
+            seen.add(helper)
+            found += [*_helpers(helper, seen), helper]
+    return found
 
 
 def render_jax(spec, case) -> tuple[str, str, dict]:

@@ -243,21 +243,29 @@ class JaxBackend(Backend):
             self.made_executable(time.perf_counter() - start, hits)
 
 
+#: The phrases of jax.lax's dtype rules refusing an element type, by the error they raise.
+_TYPE_REFUSALS = {TypeError: ("does not accept dtype", "must have a number dtype"),
+                  ValueError: ("is not compatible with complex inputs",)}
+
+
 @contextlib.contextmanager
 def _type_refusals():
     """jax.lax's dtype rules refusing an element type its op's text allows ("abs does not accept
     dtype int4. Support for narrow-width integers is platform-dependent ..."; "add does not
-    accept dtype bool") raise :class:`Unsupported` with jax's reason: the runtime lacks what the
-    standard allows; so does XLA's compiler finding no lowering of an op for its operand types
+    accept dtype bool"; "operand to reduce_window_sum must have a number dtype, got bool";
+    "top_k is not compatible with complex inputs", a ValueError) raise :class:`Unsupported`
+    with jax's reason: the runtime lacks what the standard allows; so does XLA's compiler
+    finding no lowering of an op for its operand types
     ("failed to legalize operation 'chlo.bessel_i1e' ... tensor<256xf8E4M3FN>"), and its runtime
     having no buffer of the type ("Invalid XLA PrimitiveType: 36 (F6E2M3FN)", "Unknown NumPy
     dtype dtype(float6_e2m3fn)": jaxlib 0.10's CPU client holds no 6-bit float). Any other error
     stays an error."""
     try:
         yield
-    except (TypeError, RuntimeError) as exc:
+    except (TypeError, RuntimeError, ValueError) as exc:
         text = str(exc)
-        if "does not accept dtype" in text and isinstance(exc, TypeError):
+        if any(isinstance(exc, kind) and any(p in text for p in phrases)
+               for kind, phrases in _TYPE_REFUSALS.items()):
             raise Unsupported(f"jax refuses the element type: {text.splitlines()[0][:300]}") \
                 from exc
         if "Invalid XLA PrimitiveType" in text or "Unknown NumPy dtype" in text:

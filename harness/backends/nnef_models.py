@@ -219,6 +219,35 @@ def _invocation_call(spec, case, operands, outputs, types: dict = NNEF_TYPES):
     return f"    {results} = {name}({', '.join(arguments)});", invoked, fed, call.output_shape, call
 
 
+class _FormatKinds(dict):
+    """Every conform dtype -> the NNEF type its values belong to: the format's own types, not
+    a consumer's (``_nnef_type`` refuses none)."""
+
+    def get(self, dtype, default=None):
+        return _kind(dtype)
+
+
+def inexpressible(spec, case) -> str | None:
+    """Why the NNEF format cannot express ``case`` (None where it can): the ``Unsupported``
+    reason of a node's ``nnef`` lowering (its op module's hook, on the case's attributes and
+    values) or of an attribute no NNEF literal spells (NNEF 1.0 ch. 3: no inf or NaN
+    literal), with every dtype taken as NNEF's own type (never a consumer's: what a consumer
+    lacks stays ``unsupported``). The same for every NNEF consumer: a run on one never draws
+    such a case (conform.harness.run.runner). A lowering artefact (``nnef_refuses``: an op
+    whose NNEF fragment says nothing of NaN) is expressible and left to the backend."""
+    kinds = _FormatKinds()
+    try:
+        for node, node_at in zip(program_nodes(spec, case), node_cases(spec, case)):
+            operands = [f"in{k}" for k in range(len(node.inputs))]
+            outputs = [f"out{k}" for k in range(len(node.outputs))]
+            _invocation_call(node.spec, node_at, operands, outputs, kinds)
+    except Unsupported as exc:
+        return str(exc)
+    except Exception:   # noqa: BLE001 - a lowering that fails otherwise (on a type no NNEF
+        return None     # consumer takes) is the backend's to report when the case runs
+    return None
+
+
 def write_document(directory: Path | str, spec, case) -> Path:
     """Write ``graph.nnef``, its variables' tensor files (``<label>.dat``) and the fed inputs
     as NNEF tensor files (``in<i>.dat``) for a repro.
@@ -304,28 +333,33 @@ def prelude(*ops: str) -> str | None:
 _TENSOR_PARAMETER = re.compile(r"(\w+)\s*:\s*tensor<(\w+|\?)>(\[\])?")
 
 
-def _kind(dtype: str) -> str:
-    """The NNEF tensor type a conform dtype's values belong to (the standard's three)."""
-    return {"bool": "logical", "int": "integer"}.get(dtype_class(dtype), "scalar")
+def _kind(dtype: str) -> str | None:
+    """The NNEF tensor type a conform dtype's values belong to (the standard's three), None for
+    complex and string values: NNEF 1.0 ch. 3 (seed 000) makes ``scalar`` a real value, and a
+    tensor holds ``scalar``, ``integer`` or ``logical`` data."""
+    return {"bool": "logical", "int": "integer", "float": "scalar"}.get(dtype_class(dtype))
 
 
 def types_allow(spec, label: str) -> bool:
     """Whether NNEF's type system takes the inputs of ``spec``'s cases under dtype label
     ``label`` (each node's ``nnef`` fragment's declared tensor parameters, in order:
     ``tensor<scalar>`` takes float values, ``tensor<integer>`` integers, ``tensor<logical>``
-    bools, and the parameters of one generic fragment's ``tensor<?>`` one kind). A label it
+    bools, and the parameters of one generic fragment's ``tensor<?>`` one kind; complex and
+    string values none, NNEF's ``scalar`` being real). A label it
     refuses is not drawn for an NNEF backend: the standard rules it out, so an ``unsupported``
     case means a consumer lacks what NNEF allows. True where the declaration is not known."""
     fragments = _standard_fragments() or {}
     dtype = label.split("->")[0]
     for node in spec.node_specs:
         bound = node.bindings.get("nnef")
+        kinds = [_kind(dtype if kind == "T" else kind[0] if isinstance(kind, tuple) else kind)
+                 for kind in node.input_types]
+        if bound is not None and None in kinds:   # complex or string values: no NNEF tensor
+            return False
         declaration = fragments.get((bound or {}).get("op", ""))
         if declaration is None:
             continue
         parameters = _TENSOR_PARAMETER.findall(declaration.split("->")[0])
-        kinds = [_kind(dtype if kind == "T" else kind[0] if isinstance(kind, tuple) else kind)
-                 for kind in node.input_types]
         generic = set()
         for k, given in enumerate(kinds):
             if not parameters:

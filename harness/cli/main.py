@@ -158,7 +158,7 @@ def cmd_list(args) -> int:
     specs = _load_specs(args.specs)
     claims = None
     if args.backend:
-        from conform.harness.run.claims import Claims
+        from conform.harness.run.claims import Claims, standard_refuses
         from conform.harness.backends.registry import UnknownBackend, load_backend_class
 
         try:
@@ -203,6 +203,10 @@ def cmd_list(args) -> int:
     if any(r["not_runnable"] for r in rows):
         print("a binding marked ! says why its format cannot express the op (not runnable there: "
               "--format json gives each reason)")
+    if claims and standard_refuses(claims.binding):
+        print(f"a run on {claims.name} leaves out the drawn cases the {claims.model_format} "
+              "format cannot express (the ops' lowerings say which: not part of its suite; "
+              "summary.json's not_expressible counts them)")
     if claims and claims.binding:
         cannot = sum(not r["runnable"] for r in rows)
         if cannot:
@@ -225,6 +229,9 @@ def _print_table(summary: dict) -> None:
     print(f"\n{summary['backend']} ({summary['backend_version']}): "
           + "  ".join(f"{k} {v}" for k, v in counts.items()))
     print(f"pass rate {rate_text(summary['pass_rate'])}, {coverage_text(counts)}, {summary['ops']} ops")
+    if left_out := sum(entry["cases"] for entry in summary.get("not_expressible") or ()):
+        print(f"not in the suite: {left_out} drawn cases the {summary.get('model_format')} model "
+              "format cannot express (summary.md names them)")
     if summary.get("complete") is False:
         print(f"INCOMPLETE: {summary['cases']} of {summary['cases_planned']} cases ran")
     worst = sorted(((cell["pass_rate"], op, dtype, cell) for op, cells in summary["by_op"].items()

@@ -10,11 +10,13 @@ import os
 import signal
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from conform.generators import (dtype_labels, exhaustive_cases, fill_corpus, generate_cases,
                                 prune_corpus)
+from conform.harness.run.claims import standard_allows, standard_refuses
 from conform.harness.run.isolation import Judged, PoolSettings, WorkerPool
 from conform.oracles.expectations import expect
 from conform.harness.run.processes import backend_binding, forking_context
@@ -193,34 +195,37 @@ def by_format(pairs: list, backend: str, binding: "str | None | object" = _ASK) 
     if not bound:
         raise SelectionError(f"none of the selected ops has the {binding} binding that "
                              f"{backend} runs")
-    allows = _standard_allows(binding)
+    allows = standard_allows(binding)
     return [(spec, label) for spec, label in bound if allows(spec, label)] if allows else bound
 
 
-def _standard_allows(binding: str):
-    """``fn(spec, label)``: whether the format's standard takes the label's types (never drawn
-    where it does not, so that ``unsupported`` means a runtime lacks what the standard allows):
-    for ONNX the operator's schema at the run's opset, for NNEF the fragment's declared tensor
-    types, for XLA the operand's StableHLO type class (conform.ops.xla_types); None for a
-    format that types every label its spec lists."""
-    if binding == "onnx":
-        from conform.harness.backends.onnx_models import schema_allows
+def expressible(cases: list, specs: dict, binding: str | None) -> tuple[list, list]:
+    """``(cases, left out)``: those of ``cases`` the model format whose spec binding is
+    ``binding`` can express, and for those it cannot (never run, nor counted: not part of the
+    format's suite) ``{"op", "dtype", "reason", "cases"}`` per op, dtype and reason, the
+    summary's ``not_expressible``. All of them where the format's lowerings refuse nothing."""
+    refuses = standard_refuses(binding)
+    if refuses is None:
+        return cases, []
+    kept, left = [], Counter()
+    for case in cases:
+        spec = specs.get(case.op)
+        # (a given corpus, conform certify's, may hold ops of no binding for the format: the run
+        # reports them unsupported, as before)
+        reason = refuses(spec, case) if spec is not None and binding in spec.bindings else None
+        if reason is None:
+            kept.append(case)
+        else:
+            left[case.op, case.dtype, reason] += 1
+    return kept, [{"op": op, "dtype": dtype, "reason": reason, "cases": n}
+                  for (op, dtype, reason), n in sorted(left.items())]
 
-        return lambda spec, label: schema_allows(spec, label, onnx_opset())
-    if binding == "nnef":
-        from conform.harness.backends.nnef_models import types_allow
 
-        return types_allow
-    if binding == "xla":
-        from conform.ops.xla_types import xla_allows
-
-        return xla_allows
-    return None
-
-
-def _generate(config: RunConfig, specs: dict, binding: str | None) -> tuple[list, object, list]:
-    """``(pairs, cases to run, records of the cases a manifest skips)``, for a backend whose
-    model format consumes the spec binding ``binding``."""
+def _generate(config: RunConfig, specs: dict, binding: str | None) -> tuple[list, object, list,
+                                                                           list]:
+    """``(pairs, cases to run, records of the cases a manifest skips, the cases the format
+    cannot express by op, dtype and reason: :func:`expressible`)``, for a backend whose model
+    format consumes the spec binding ``binding``."""
     pairs = by_format(select(with_programs(specs, config, binding), config.ops, config.dtypes),
                       config.backend, binding)
     if config.exhaustive:
@@ -244,10 +249,14 @@ def _generate(config: RunConfig, specs: dict, binding: str | None) -> tuple[list
                  for case in generate_cases(spec, label, count=config.max_examples, seed=config.seed,
                                             use_cache=config.use_cache, answer=expect)]
     prune_corpus()   # after a run that generated cases: the cache stays under its size cap
+    left_out: list = []
+    if not config.exhaustive:   # a sweep (unary element-wise ops) stays lazy
+        cases, left_out = expressible(cases, {**specs, **{spec.op: spec for spec, _ in pairs}},
+                                      binding)
     skipped: list = []
     if config.manifest is not None and not config.exhaustive:  # a sweep stays lazy: not partitioned
         cases, skipped = config.manifest.partition(cases)
-    return pairs, cases, skipped
+    return pairs, cases, skipped, left_out
 
 
 def run_key(config: RunConfig, pairs: list, specs: dict) -> dict:
@@ -376,7 +385,7 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
     started = time.time()
     with make_pool(config, specs) as pool:
         generating = time.time()
-        pairs, cases, skipped = _generate(config, specs, pool.info.get("binding"))
+        pairs, cases, skipped, left_out = _generate(config, specs, pool.info.get("binding"))
         generation_seconds = time.time() - generating
         out = Path(config.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -389,6 +398,8 @@ def _run_suite(config: RunConfig, specs: dict, progress: bool) -> tuple[dict, Ta
             skipped = [record for record in skipped if record["id"] not in done]
         policy = config.subnormals or pool.info.get("subnormals", "ieee")
         meta = _meta(config, pool.info, policy, pairs, key, planned)
+        if left_out:
+            meta["not_expressible"] = left_out
         tally = _resumed_tally(previous, meta, out) if previous is not None else Tally()
         remove_stale_reports(out, keep_summary=previous is not None)
         with ResultWriter(out / "results.jsonl",

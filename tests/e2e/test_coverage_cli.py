@@ -79,10 +79,14 @@ def test_list_backend_shows_only_what_it_runs(conform_cli):
     assert all("nnef" in r["bindings"] and set(r["dtypes"]) <= {"float32", "int32", "bool"} and r["dtypes"]
                for r in rows)
     assert "round" not in {r["op"] for r in rows}   # no nnef binding
+    # the types a run draws (abs takes tensor<scalar>: no int32), and a note that the cases
+    # NNEF cannot express (pad's interior padding) are left out of its suite
+    assert {r["op"]: r["dtypes"] for r in rows}["abs"] == ["float32"]
     table = conform_cli("list", "--backend", "nnef", check_status=0).stdout
     assert table.startswith("nnef: model format nnef; claims every op whose spec has a binding for nnef; "
                             "dtypes bool, float32, int32")
     assert table.rstrip().endswith(f"{len(rows)} ops that nnef runs")
+    assert "a run on nnef leaves out the drawn cases the nnef format cannot express" in table
     broken = conform_cli("list", "--backend", "no_such_module:Backend", check_status=2)
     assert broken.stderr.count("\n") == 1 and "cannot be loaded" in broken.stderr
 

@@ -5,6 +5,7 @@ them. A label the standard rules out is never drawn, so that an ``unsupported`` 
 NNEF consumer means the consumer lacks what NNEF allows."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from conform.harness.backends.nnef_models import types_allow
@@ -17,6 +18,7 @@ from conform.harness.run.runner import SelectionError, by_format
     ("nnef_select", "int32", True), ("nnef_select", "bool", True),   # select<?>: condition logical
     ("nnef_gather", "float32", True),                                # gather<?>(indices: integer)
     ("reduce_sum", "int32", False), ("pad", "bool", False),
+    ("exp", "complex64", False), ("copy", "string", False),        # scalar is a real value
 ])
 def test_the_fragments_declared_types_decide(specs, op, label, allowed):
     assert types_allow(specs[op], label) is allowed
@@ -53,3 +55,36 @@ def test_an_integer_result_is_the_consumer_s_width(specs):
     assert wide.dtype == np.int64
     with pytest.raises(Unsupported, match="no int32 tensors"):
         build_document(spec, case, {"float32": "scalar"})
+
+
+def test_a_case_nnef_cannot_express_is_not_drawn_for_an_nnef_run(specs):
+    """pad with interior padding or a NaN padding value (NNEF pad has no interior padding, and
+    no literal spells NaN): not drawn for an NNEF run (any consumer: the op's lowering says so),
+    and said so in the run's ``not_expressible``; still drawn for an XLA or ONNX run, and the
+    cases NNEF can express are the same ones."""
+    from conform.harness.run.runner import RunConfig, _generate
+
+    def interior(case):
+        return any(step for _, _, step in case.attrs["padding_config"])
+
+    drawn = {binding: _generate(RunConfig(backend=binding, ops=["pad"], dtypes=["float32"],
+                                          max_examples=20), specs, binding)
+             for binding in ("nnef", "xla", "onnx")}
+    _, nnef, _, left_out = drawn["nnef"]
+    assert nnef and not any(interior(case) or np.isnan(case.inputs[1]) for case in nnef)
+    assert {entry["reason"] for entry in left_out} == {
+        "NNEF pad has no interior padding", "NNEF numeric literals cannot spell nan"}
+    for binding in ("xla", "onnx"):
+        _, cases, _, left = drawn[binding]
+        assert any(map(interior, cases)) and left == []
+        assert [c.id for c in cases if not interior(c) and not np.isnan(c.inputs[1])] \
+            == [c.id for c in nnef]
+    assert sum(entry["cases"] for entry in left_out) + len(nnef) == len(drawn["xla"][1])
+    # a given corpus (conform certify's) may hold an op of no nnef binding: it is kept, and
+    # the run reports it unsupported as before
+    from conform.harness.run.runner import expressible
+
+    assert "nnef" not in specs["add"].bindings
+    other = _generate(RunConfig(backend="numpy", ops=["add"], dtypes=["float32"], max_examples=2),
+                      specs, None)[1]
+    assert expressible(other, specs, "nnef") == (other, [])

@@ -1,6 +1,7 @@
 """conform repro: regenerate a recorded case and write a script that reproduces it without conform."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -277,3 +278,20 @@ def test_a_case_id_that_leaves_the_repro_folder_is_refused(tmp_path, specs, case
     with pytest.raises(ReproError, match="is not a case id"):
         write_repro(run, case_id, specs)
     assert set(tmp_path.rglob("*")) == before
+
+
+def test_a_lowering_is_written_with_the_module_helpers_it_calls(specs):
+    """reduce_max's lowering calls ops/reduction.py's ``extreme``: the program defines it once
+    beside the lowering, and runs alone (an empty slice of float8_e4m3fn, which has no
+    infinity, gives the type's least value)."""
+    from jax import lax
+
+    spec = specs["reduce_max"]
+    case = generate_cases(spec, "float8_e4m3fn", count=1, seed=3)[0]
+    source = lax_program(spec, dataclasses.replace(case, attrs={"dimensions": [1]}))
+    assert source.count("def extreme(") == 1 and source.index("def extreme(") < \
+        source.index("def lax_reduce_max(")
+    scope = {"lax": lax, "np": np}
+    exec(source, scope)  # noqa: S102 (our own rendered source)
+    out = scope["op"](np.zeros((2, 0), case.inputs[0].dtype))
+    assert np.asarray(out).astype(np.float64).tolist() == [-448.0, -448.0]

@@ -124,12 +124,75 @@ def test_reduce_max_nan_propagates_only_in_its_row():
 
 
 def test_reduce_max_init_values():
-    # Init -inf (float) / INT_MIN (int): reducing an empty dimension yields the init value.
+    # Init -inf (float) / INT_MIN of the operand's own type: an empty dimension yields it.
     np.testing.assert_array_equal(run("reduce_max", np.zeros((2, 0)), dimensions=[1]), [-INF, -INF])
     out = run("reduce_max", np.zeros((0,), np.int32), dimensions=[0])
-    assert out.dtype == np.int64 and int(out) == I64_MIN
+    assert out.dtype == np.int64 and int(out) == np.iinfo(np.int32).min
     np.testing.assert_array_equal(run("reduce_max", np.int64([I64_MIN, I64_MIN]), dimensions=[0]),
                                   I64_MIN)
+
+
+@pytest.mark.parametrize("name, least, greatest", [
+    ("float8_e4m3fn", -448.0, 448.0), ("float4_e2m1fn", -6.0, 6.0), ("float6_e3m2fn", -28.0, 28.0),
+    ("float8_e8m0fnu", 2.0 ** -127, 2.0 ** 127), ("float8_e5m2", -INF, INF), ("bfloat16", -INF, INF),
+    ("int4", -8, 7), ("uint2", 0, 3), ("bool", False, True)])
+def test_max_and_min_identities_are_the_types_extremes(name, least, greatest):
+    """Reduce's init for Max and Min: -inf and +inf only where the type holds them."""
+    from conform.dtypes import np_dtype
+    from conform.ops.reduction import extreme
+
+    dtype = np_dtype(name)
+    low, high = extreme(dtype, True), extreme(dtype, False)
+    assert low.dtype == high.dtype == dtype
+    assert (low.astype(np.float64), high.astype(np.float64)) == (least, greatest)
+    empty = np.zeros((2, 0), dtype)
+    assert run("reduce_max", empty, dimensions=[1]).tolist() == [least] * 2
+    assert run("reduce_min", empty, dimensions=[1]).tolist() == [greatest] * 2
+
+
+def test_bool_sum_is_or_and_max_min_are_or_and():
+    """StableHLO add and maximum of booleans are logical OR, minimum logical AND."""
+    x = np.array([[True, True], [True, False], [False, False]])
+    for name, expected in (("reduce_sum", [True, True, False]), ("reduce_max", [True, True, False]),
+                           ("reduce_min", [True, False, False])):
+        out = run(name, x, dimensions=[1])
+        assert out.dtype == np.bool_ and out.tolist() == expected, name
+
+
+def test_complex_max_and_min_are_lexicographic_and_nan_parts_open_their_slice():
+    from conform.ops.reduction import oracle_reduce_max
+
+    x = np.array([[1 + 5j, 2 - 1j, 2 - 3j], [complex(np.nan, 0), 1j, 0j]], np.complex64)
+    assert run("reduce_max", x[:1], dimensions=[1]).tolist() == [2 - 1j]
+    assert run("reduce_min", x[:1], dimensions=[1]).tolist() == [1 + 5j]
+    (held,) = oracle_reduce_max(x.astype(np.complex128), dimensions=[1], open_elements=True)
+    assert held.tolist() == [False, True]
+
+
+def test_complex_sums_are_exact_part_by_part():
+    """Each part in double-double (the real parts cancel to 1 exactly); an infinite imaginary
+    part stays inf, with no NaN from 1j * inf."""
+    x = np.array([1e16 + 1j, complex(1, np.inf), -1e16 + 0j])
+    out = run("reduce_sum", x, dimensions=[0])
+    assert out.real == 1.0 and out.imag == INF
+    windows = run("reduce_window_sum", x, window_dimensions=[3], window_strides=[1],
+                  padding=[[0, 0]])
+    assert windows.real.tolist() == [1.0] and windows.imag.tolist() == [INF]
+
+
+def test_complex_sum_overflow_is_open_part_by_part():
+    """Rows whose real (or imaginary) terms can overflow float32 in some order are open; the
+    row of small terms is not."""
+    from conform.ops.reduction import complex_accumulation_overflow
+    from conform.ops.regions import RegionContext
+
+    big = 3e38
+    x = np.array([[complex(big, 1), complex(big, 1), complex(-big, 1)],
+                  [complex(1, big), complex(1, -big), 1j], [1 + 1j, 2 + 2j, 3 - 3j]], np.complex64)
+    ctx = RegionContext(inputs=[x], expected=run("reduce_sum", x, dimensions=[1]),
+                        out_dtype="complex64", accumulation_length=3,
+                        float_oracle=lambda xs: run("reduce_sum", xs[0], dimensions=[1]))
+    assert complex_accumulation_overflow(ctx).tolist() == [True, True, False]
 
 
 def test_reduce_max_spec_3d_example():

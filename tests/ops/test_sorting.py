@@ -122,3 +122,18 @@ def test_sorted_0_orders_uint64_above_2_63_as_stored(specs):
     attrs = {"k": 2, "axis": 0, "largest": 1, "sorted": 0}
     assert _judged(spec, x, attrs, [3, 2**64 - 1], [3, 2], "uint64")[1].verdict == "pass"
     assert _judged(spec, x, attrs, [3, 1], [3, 0], "uint64")[1].verdict == "fail"
+
+
+def test_xla_top_k_of_bool_and_complex():
+    """bool ranks false < true; complex entries rank by (real, imag), StableHLO's order, and a
+    row holding a NaN part is marked open."""
+    from conform.ops.sorting import oracle_top_k
+
+    values, indices = evaluate("top_k", [np.array([False, True, False, True])],
+                               {"k": 3, "largest": False})
+    assert values.tolist() == [False, False, True] and indices.tolist() == [0, 2, 1]
+    x = np.array([[1 + 5j, 2 - 3j, 2 - 1j], [complex(np.nan, 1), 0j, 1j]])
+    values, indices = evaluate("top_k", [x[:1]], {"k": 2, "largest": True})
+    assert values.tolist() == [[2 - 1j, 2 - 3j]] and indices.tolist() == [[2, 1]]
+    held, _ = oracle_top_k(x, k=2, largest=True, open_elements=True)
+    assert held.tolist() == [[False, False], [True, True]]

@@ -178,3 +178,14 @@ def test_jax_passes_and_a_body_keeping_the_last_maximum_fails(specs, jax_backend
         buggy = [np.asarray(o) for o in jax.jit(last_maximum, static_argnums=1)(x, case.attrs["dimension"])]
         caught += judge_outputs(spec, case, buggy, policy).verdict == "fail"
     assert caught
+
+
+def test_complex_keys_sort_lexicographically_and_unstable_ties_by_both_parts():
+    """StableHLO compares complex numbers by (real, imag); an unstable sort's tied tuples are
+    ordered by every part's bits (the real part's before the imaginary's), not by the real
+    part alone."""
+    keys = np.array([2 - 1j, 1 + 5j, 2 - 3j, 1 + 5j])
+    second = np.array([1 + 2j, 1 + 1j, 0j, 1 + 0j])
+    out, by, third = _sort(keys, second, [0, 1, 2, 3], num_keys=1, is_stable=False)
+    assert out == [1 + 5j, 1 + 5j, 2 - 3j, 2 - 1j]
+    assert by == [1 + 0j, 1 + 1j, 0j, 1 + 2j] and third == [3, 1, 2, 0]

@@ -322,3 +322,45 @@ def test_jax_drops_a_partly_outside_window_whole_where_the_text_skips_elements(s
     outputs = run_case(jax_backend, spec, case)
     assert outputs[0].tolist() == operand.tolist()   # the whole window dropped
     assert judge_outputs(spec, case, outputs).verdict == "fail"
+
+
+def test_bool_and_complex_update_computations_are_stablehlos():
+    """On bool, + and max are OR and * and min AND (StableHLO add, maximum, multiply,
+    minimum); complex max and min are lexicographic, and an element meeting a NaN part is
+    marked open."""
+    from conform.ops.xla_scatter import oracle_scatter_max
+
+    indices, attrs = np.array([[0], [1], [1]], np.int64), scatter_attrs([], [0], [0], 1)
+    operand, updates = np.array([False, True, False]), np.array([True, False, True])
+    expected = {"scatter_add": [True, True, False], "scatter_max": [True, True, False],
+                "scatter_mul": [False, False, False], "scatter_min": [False, False, False]}
+    for name, want in expected.items():
+        out = run(name, operand, indices[:2], updates[:2], **attrs)
+        assert out.dtype == np.bool_ and out.tolist() == want, name
+    operand = np.array([1 + 5j, 2 - 3j, 0j])
+    updates = np.array([2 - 9j, 2 - 1j, complex(0, np.nan)])
+    assert run("scatter_max", operand, indices[:2], updates[:2], **attrs).tolist() == \
+        [2 - 9j, 2 - 1j, 0j]
+    assert run("scatter_min", operand[:2], indices[:2], updates[:2], **attrs).tolist() == \
+        [1 + 5j, 2 - 3j]
+    (held,) = oracle_scatter_max(operand, indices, updates, open_elements=True, **attrs)
+    assert held.tolist() == [False, True, False]
+
+
+def test_complex_scatter_mul_is_judged_by_the_complex_product_bound(specs):
+    """An updated element within multiply's sqrt(5) u |x| |y| passes; one off by 1e-5 of
+    itself (about 80 float32 ULPs) fails; so does a copied element (no slack)."""
+    spec = specs["scatter_mul"]
+    operand = np.array([1.5 - 2j, 0.25 + 3j, -7 + 1j], np.complex64)
+    indices, updates = np.array([[0], [2]], np.int64), np.array([3 + 0.5j, -2 - 2j], np.complex64)
+    case = Case(id="scatter_mul.complex64.0", op="scatter_mul", dtype="complex64",
+                input_dtypes=("complex64", "int64", "complex64"), out_dtype="complex64",
+                inputs=[operand, indices, updates], attrs=scatter_attrs([], [0], [0], 1),
+                plan="normal", seed=1)
+    case.expectation = expect(spec, case)
+    right = (operand * np.array([3 + 0.5j, 1, -2 - 2j])).astype(np.complex64)
+    assert judge_outputs(spec, case, [right]).verdict == "pass"
+    for at in (0, 1):   # updated, copied
+        wrong = right.copy()
+        wrong[at] *= np.complex64(1 + 1e-5)
+        assert judge_outputs(spec, case, [wrong]).verdict == "fail", at

@@ -81,3 +81,22 @@ def test_jax_passes(specs, dtype):
     verdicts = [judge_outputs(spec, case, run_case(backend, spec, case), "ftz").verdict
                 for case in generate_cases(spec, dtype, count=8, seed=0)]
     assert "fail" not in verdicts and "error" not in verdicts and "pass" in verdicts
+
+
+def test_bool_scatters_by_or_and_complex_selects_lexicographically():
+    """StableHLO's compare and add: on bool false < true and + is OR; complex numbers compare
+    by (real, imag) and add part by part; a complex NaN part opens its window's elements."""
+    from conform.ops.xla_select_and_scatter import oracle_select_and_scatter
+
+    window = attrs([2], [1], [[0, 0]], "GE")
+    x, source = np.array([False, True, True]), np.array([True, False])
+    (out,) = evaluate("select_and_scatter", [x, source, np.array(False)], window)
+    assert out.dtype == np.bool_ and out.tolist() == [False, True, False]
+    x = np.array([2 - 1j, 2 + 1j, 1 + 9j])
+    source, init = np.array([1 + 1j, complex(1e16, 2)]), np.array(complex(-1e16, 0))
+    (out,) = evaluate("select_and_scatter", [x, source, init], window)
+    assert out.tolist() == [complex(-1e16, 0), complex(1, 3), complex(-1e16, 0)]
+    x[2] = complex(np.nan, 0)
+    (held,) = oracle_select_and_scatter(x, source, init, **window, dtypes=("complex128",) * 3,
+                                        open_elements=True)
+    assert held.tolist() == [False, True, True]

@@ -101,6 +101,31 @@ def test_summary_md_stays_short_with_many_failing_cells(record):
     assert len(text.splitlines()) < 60 and "more op x dtype cells below 100%" in text
 
 
+def test_the_cases_a_format_cannot_express_are_said_to_be_left_out(record, capsys):
+    """A run's ``not_expressible`` (cases the model format cannot express, not part of its
+    suite) is shown beside the coverage in summary.md and report.html, and is in the schema."""
+    from conform.harness.cli.main import _print_table
+    from conform.reports import render_html
+
+    left_out = [{"op": "pad", "dtype": "float32", "reason": "NNEF pad has no interior padding",
+                 "cases": 16},
+                {"op": "pad", "dtype": "float16", "reason": "NNEF pad has no interior padding",
+                 "cases": 4}]
+    summary = build_summary([record("pad", "float32", "pass", 0)],
+                            {"backend": "nnef", "backend_version": "1", "seed": 0,
+                             "model_format": "nnef", "not_expressible": left_out}, "0")
+    said = ("Not in the suite: 20 drawn cases the nnef model format cannot express (never run, "
+            "not counted): pad: NNEF pad has no interior padding (20).")
+    assert said.replace("(", "\\(").replace(")", "\\)") in render_markdown(summary)
+    assert said in render_html(summary, [])
+    _print_table(summary)   # the terminal's table after a run
+    assert "not in the suite: 20 drawn cases the nnef model format cannot express" \
+        in capsys.readouterr().out
+    entry = jsonschema.Draft202012Validator(
+        _validator("summary.schema.json").schema["properties"]["not_expressible"])
+    assert _errors(entry, left_out) == [] and _errors(entry, [{"op": "pad"}])
+
+
 @pytest.mark.parametrize("record, expected", [
     ({"worst": None, "error": 1.5e-05, "message": "a null here"},
      {"worst": None, "error": 1.5e-05, "message": "a null here"}),
