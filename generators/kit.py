@@ -58,7 +58,7 @@ class _Strategies:
 
         @functools.wraps(factory)
         def make(*args, **kwargs):
-            key = (name, args, tuple(kwargs.items()), *map(type, args))   # 1 and 1.0 apart
+            key = (name, _typed(args), _typed(tuple(kwargs.items())))   # 1 and 1.0 apart
             try:
                 return made[key]
             except KeyError:
@@ -79,6 +79,14 @@ def unwrapped(strategy):
 
 
 #: Hypothesis's strategies (see :class:`_Strategies`): what hooks draw with.
+def _typed(value):
+    """``value`` with the type of each element beside it, through tuples: equal keys for equal
+    arguments of equal types only (``(0, 1)`` and ``(0.0, 1.0)`` are equal and hash alike)."""
+    if type(value) is tuple:
+        return tuple, tuple(map(_typed, value))
+    return type(value), value
+
+
 st = _Strategies(_strategies)
 
 

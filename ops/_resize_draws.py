@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS, is_complex
 
 #: Scales exact in float32 whose products with a side are exact: no reading of floor() differs.
 EXACT_SCALES = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0)
@@ -16,6 +16,12 @@ EXACT_SCALES = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0)
 #: the product, which the text leaves open and a shape cannot be a per-element region).
 OTHER_SCALES = tuple(float(np.float32(s)) for s in (0.6, 0.8, 1.7, 1 / 3, 2 / 3, 2.2))
 ROI_STARTS, ROI_ENDS = (0.0, 0.125, 0.25, -0.25), (1.0, 0.75, 0.875, 1.25)
+
+
+#: extrapolation_value (a float attribute) for non-float types: values the type holds exactly
+#: (bool: 0.0 and 1.0, its two values as numbers); text holds none (region
+#: resize_text_extrapolation)
+EXTRAPOLATION_HELD = {"bool": [0.0, 1.0]}
 
 
 def _maybe(draw, kit, name, values):
@@ -28,8 +34,12 @@ def _draw_attrs(draw, kit, dom: dict, dtype: str) -> dict:
     """The attributes: each drawn where the mode reads it, and set where the covering design
     fixes it even where the mode does not read it (the text then ignores it: nearest_mode under
     linear, extrapolation_value without tf_crop_and_resize), apart from exclude_outside 1 under
-    nearest (the spec's excluded_pairs say why)."""
-    modes = dom["mode"] if dtype in FLOAT_FORMATS else ["nearest"]
+    nearest (the spec's excluded_pairs say why). Types other than float and complex: nearest
+    only (the text does not say how a weighted average becomes an integer, a bool or a text),
+    and an extrapolation_value the type holds (:data:`EXTRAPOLATION_HELD`); complex: every
+    mode, its real and imaginary parts resized alike (the text's weights are real)."""
+    interpolated = dtype in FLOAT_FORMATS or is_complex(dtype)   # complex: parts alike
+    modes = dom["mode"] if interpolated else ["nearest"]
     attrs = {"mode": kit.choose(draw, "mode", modes)}
     if attrs["mode"] == "nearest" and kit.designed("mode") is None and draw(kit.st.booleans()):
         attrs["mode"] = None
@@ -41,8 +51,8 @@ def _draw_attrs(draw, kit, dom: dict, dtype: str) -> dict:
     for name, wanted in (("nearest_mode", mode == "nearest"), ("cubic_coeff_a", mode == "cubic"),
                          ("exclude_outside", mode != "nearest"), ("antialias", mode != "nearest"),
                          ("extrapolation_value", crop)):
-        values = dom.get(name) if dtype in FLOAT_FORMATS or name != "extrapolation_value" \
-            else [0.0, 3.0]
+        values = dom.get(name) if interpolated or name != "extrapolation_value" \
+            else EXTRAPOLATION_HELD.get(dtype, [0.0, 3.0])
         ignored = kit.designed(name) not in (None, *([1] if name == "exclude_outside" else []))
         if values and (wanted or ignored):
             attrs[name] = _maybe(draw, kit, name, values)

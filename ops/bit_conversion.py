@@ -26,7 +26,7 @@ import numpy as np
 
 from conform.op_registry import op
 from conform.ops._lowering import from_onnx_element_types
-from conform.dtypes import FLOAT_FORMATS, np_dtype
+from conform.dtypes import FLOAT_FORMATS, is_complex, np_dtype
 from conform.ops.onnx_shape import bit_width, from_bits
 
 
@@ -142,7 +142,13 @@ def onnx_bitcast_labels(spec):
     text: 'The target data type must have the same bit-width as the input data type'; bool is
     one byte, as ONNX stores it)."""
     return [f"{a}->{b}" for a in spec.dtypes for b in spec.dtypes
-            if a != b and _bits(a) == _bits(b)]
+            if _bits(a) == _bits(b) and (a != b or _alone(spec, a))]
+
+
+def _alone(spec, dtype: str) -> bool:
+    """Whether no other type of the spec has ``dtype``'s width (complex128, 128 bits): its one
+    pair is the cast to itself, which the text allows (the same bit width)."""
+    return not any(_bits(other) == _bits(dtype) for other in spec.dtypes if other != dtype)
 
 
 def _bits(dtype: str) -> int:
@@ -150,9 +156,14 @@ def _bits(dtype: str) -> int:
 
 
 def to_bits(array: np.ndarray, dtype: str) -> np.ndarray:
-    """Each element's bit pattern (``dtype``'s width; bool one byte) as unsigned integers."""
+    """Each element's bit pattern (``dtype``'s width; bool one byte) as unsigned integers; a
+    complex64 element's is its real part's bits below its imaginary part's (the parts 'two
+    consecutive FLOAT values, real component first' in ONNX's TensorProto, little endian)."""
     width = _bits(dtype)
     raw = np.asarray(array).astype(np_dtype(dtype), order="C")   # (0-d stays 0-d)
+    if is_complex(dtype):   # complex64 (complex128 has no integer of its width)
+        parts = raw.reshape(raw.shape + (1,)).view(np.uint32).astype(np.uint64)
+        return parts[..., 0] | (parts[..., 1] << np.uint64(32))
     bits = raw.view(f"uint{max(8, width)}")
     return bits & ((1 << width) - 1) if width < 8 else bits
 
@@ -195,6 +206,12 @@ def oracle_onnx_bitcast(x, *, to, dtypes=()):
     """ONNX BitCast: each element's bits read as ``to`` ('preserves the exact bit pattern
     without any value conversion'; 'little endian': each element's own bits, whatever the
     host); the source restored in its own type from the widened values (NaNs: quiet ones)."""
-    target = from_bits(to_bits(x, dtypes[0]), to, np.shape(x))
-    return (target.astype(np.float64 if to in FLOAT_FORMATS else
-                          bool if to == "bool" else np.uint64 if to == "uint64" else np.int64),)
+    if dtypes[0] == to:   # complex128 to itself
+        return (np.asarray(x),)
+    bits = to_bits(x, dtypes[0])
+    if is_complex(to):   # complex64: the two parts' patterns, real (the low half) first
+        bits = np.stack([bits & np.uint64(0xFFFFFFFF), bits >> np.uint64(32)], axis=-1)
+    target = from_bits(bits, to, np.shape(x))
+    return (target.astype(np.complex128 if is_complex(to) else np.float64 if to in FLOAT_FORMATS
+                          else bool if to == "bool" else np.uint64 if to == "uint64"
+                          else np.int64),)

@@ -9,6 +9,9 @@ model, ``docs/error-models.md``) and every overflow region is made of, written o
   where a relative model of rounding no longer holds; it depends on the subnormal policy.
 * :func:`reaches_max_finite` and :func:`exceeds_max_finite` -- where some evaluation order
   overflows, or where a value the text's evaluation holds is past the type's range.
+* :func:`parts_magnitude` -- ``|x|``, and for a complex ``x`` ``|real| + |imag|``: the
+  magnitudes a bound of a computation linear in the values with real coefficients takes, so
+  that it holds for the modulus of a complex error (each part within its own real bound).
 * :func:`judged_bound` -- a hook's bound as the judge reads it: the figure where the exact result
   is finite, a stand-in where it is a special value (settled before any bound is read), NaN
   where the evaluation bounds nothing (the region ``unbounded_evaluation``).
@@ -30,7 +33,7 @@ import numpy as np
 from conform.dtypes import FLOAT_FORMATS
 
 __all__ = ["SUBNORMAL_POLICIES", "exceeds_max_finite", "gamma", "grown", "judged_bound",
-           "reaches_max_finite", "underflow_term"]
+           "parts_magnitude", "reaches_max_finite", "underflow_term"]
 
 #: The subnormal policies a run applies (``conform run --subnormals``): ``ieee`` honours
 #: subnormal inputs and results (gradual underflow); ``ftz`` may read a subnormal input as a
@@ -138,6 +141,21 @@ def exceeds_max_finite(value, dtype: str):
     [True, False, False]
     """
     return np.isfinite(value) & (np.abs(value) > FLOAT_FORMATS[dtype].max_finite)
+
+
+def parts_magnitude(x):
+    """``|x|`` (float64) of the finite elements of ``x``, 0 elsewhere; of a complex element
+    ``|real| + |imag|``, each part's where it is finite. A computation linear in the values
+    with real coefficients (an interpolation, a sum) treats a complex value's two parts alike,
+    each within the real bound built on its own magnitudes, so the modulus of the error (of
+    the finite parts: the judge settles special parts first), at most the sum of the parts'
+    errors, is within the bound built on these (twice any absolute term).
+
+    >>> parts_magnitude(np.array([3 - 4j, np.nan, complex(2, np.inf)])).tolist()
+    [7.0, 0.0, 2.0]
+    """
+    return sum(np.where(np.isfinite(part), np.abs(part), 0.0).astype(np.float64)
+               for part in (np.real(x), np.imag(x)))
 
 
 def judged_bound(bound, expected=None, *, unbounded=None, special=np.inf):

@@ -10,11 +10,23 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.op_registry import op
 from conform.dtypes import np_dtype
+from conform.model_formats import onnx_opset
+
+#: Reshape-14 adds ``allowzero``; before it a 0 in ``shape`` means 'the actual dimension value
+#: is unchanged (i.e. taken from the input tensor)'. Slice-10 makes starts, ends, axes and
+#: steps inputs; Slice-1 has the first three as attributes and no steps.
+RESHAPE_ALLOWZERO_SINCE, SLICE_INPUTS_SINCE = 14, 10
 
 
 def moved(name: str, **hooks):
     """Declare a data-movement op (version 1): its output elements are copies of input elements."""
     return op(name, version=1, feeding="moved", **hooks)
+
+
+def text_zero(data: np.ndarray) -> np.ndarray:
+    """The 0-d zero of ``data``'s type; for text (an object array) the empty string, a
+    stand-in where a text's 'zero' has no meaning for text (the op's region masks it)."""
+    return np.array("", object) if data.dtype == object else np.zeros((), data.dtype)
 
 
 def mismatched_shapes(kit, dtype, forbids: str, cases) -> list:
@@ -68,18 +80,30 @@ def draw_reshape(draw, kit, spec, dtype):
     return kit.Signature((dtype,), (shape,), {"new_sizes": sizes}, dtype)
 
 
-def onnx_reshape(case, graph):
-    shape = graph.const("shape", case.attrs["new_sizes"])
-    graph.node(graph.op_type, [graph.inputs[0], shape], allowzero=1)
-
-
-def nnef_reshape(case, call):
+def _zero_keeps_extent(case, reader: str) -> list:
+    """``new_sizes``, for a format that reads 0 as 'keep the input extent' (``reader`` says
+    which): unsupported where such a 0 would not give the drawn size 0."""
     sizes, shape = case.attrs["new_sizes"], case.inputs[0].shape
     for i, size in enumerate(sizes):
         if size == 0 and (i >= len(shape) or shape[i] != 0):
-            raise unsupported("NNEF reshape reads 0 in 'shape' as 'keep the input extent'; "
+            raise unsupported(f"{reader} reads 0 in 'shape' as 'keep the input extent'; "
                                f"it cannot spell new_sizes={sizes} for an input of shape {list(shape)}")
-    return call(["in0"], {"shape": sizes})
+    return sizes
+
+
+def onnx_reshape(case, graph):
+    """Reshape with the sizes as a constant ``shape``: ``allowzero=1`` from Reshape-14 (a 0 is
+    a size), before it only where a 0 copying the input's extent gives the same size."""
+    if onnx_opset() >= RESHAPE_ALLOWZERO_SINCE:
+        shape = graph.const("shape", case.attrs["new_sizes"])
+        graph.node(graph.op_type, [graph.inputs[0], shape], allowzero=1)
+        return
+    shape = graph.const("shape", _zero_keeps_extent(case, "ONNX Reshape before opset 14"))
+    graph.node(graph.op_type, [graph.inputs[0], shape])
+
+
+def nnef_reshape(case, call):
+    return call(["in0"], {"shape": _zero_keeps_extent(case, "NNEF reshape")})
 
 
 RESHAPE_FORBIDS = (
@@ -171,7 +195,15 @@ def draw_slice(draw, kit, spec, dtype):
 
 
 def onnx_slice(case, graph):
+    """Slice with every axis named: starts, ends, axes and steps as constant inputs from
+    Slice-10; before it starts, ends and axes as attributes, and no step but 1."""
     a = case.attrs
+    if onnx_opset() < SLICE_INPUTS_SINCE:
+        if any(stride != 1 for stride in a["strides"]):
+            raise unsupported(f"ONNX Slice-1 has no steps (from Slice-10): strides={a['strides']}")
+        graph.node(graph.op_type, graph.inputs[:1], starts=a["start_indices"],
+                   ends=a["limit_indices"], axes=list(range(len(a["start_indices"]))))
+        return
     inputs = [graph.inputs[0], graph.const("starts", a["start_indices"]),
               graph.const("ends", a["limit_indices"]),
               graph.const("axes", list(range(len(a["start_indices"])))),

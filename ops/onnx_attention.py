@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.op_registry import op
+from conform.op_registry import op, region
 from conform.ops.onnx_attention_bound import attention_bound
 from conform.ops.onnx_attention_draw import attention_drawer, attention_values
 from conform.ops.onnx_attention_numpy import attention_in_type
@@ -120,8 +120,8 @@ def feed_attention(names: tuple):
     return feed
 
 
-def _register(name: str, names: tuple, cache: bool, opset: int):
-    @op(name, version=1, draw=attention_drawer(names, cache, opset),
+def _register(name: str, names: tuple, cache: bool, opset: int, integer_mask: bool = False):
+    @op(name, version=1, draw=attention_drawer(names, cache, opset, integer_mask),
         draw_honours=frozenset({"optional"}), values=attention_values(names),
         onnx=onnx_attention(names), numpy=numpy_attention(names, cache),
         error_bound=attention_bound(names, cache),
@@ -136,4 +136,28 @@ oracle_attention = _register("onnx_attention", PLAIN_24, False, 24)
 oracle_attention_kv_cache = _register("onnx_attention_kv_cache", CACHE, True, 24)
 oracle_attention_opset23 = _register("onnx_attention_opset23", PLAIN_23, False, 23)
 oracle_attention_kv_cache_opset23 = _register("onnx_attention_kv_cache_opset23", CACHE, True, 23)
+oracle_attention_integer_mask = _register("onnx_attention_integer_mask", PLAIN_24, False, 24,
+                                          integer_mask=True)
+oracle_attention_integer_mask_opset23 = _register("onnx_attention_integer_mask_opset23", PLAIN_23,
+                                                  False, 23, integer_mask=True)
+
+
+@region
+def attention_integer_mask(ctx) -> np.ndarray:
+    """Y's elements of the query rows whose integer attn_mask row (its keys) is not one
+    nonzero value: the text reads a boolean mask (True: 'take part in attention') or a float
+    mask ('added to the attention score'), not an integer one, and the two readings (the
+    oracle adds it; nonzero as True) differ there."""
+    mask = ctx.inputs[3] if len(ctx.inputs) > 3 else None
+    if mask is None or mask.dtype.kind not in "iu":
+        return ctx.none()
+    q = ctx.inputs[0]
+    three_d = q.ndim == 3
+    heads = ctx.attrs["q_num_heads"] if three_d else q.shape[1]
+    b, s = q.shape[0], q.shape[1] if three_d else q.shape[2]
+    rows = np.broadcast_to(mask, (b, heads, s, mask.shape[-1]))
+    same = (rows == rows[..., :1]).all(-1) & (rows[..., 0] != 0)
+    open_rows = np.broadcast_to(~same[..., None], (b, heads, s, ctx.expected.shape[-1] // (
+        heads if three_d else 1)))
+    return y_layout(open_rows, three_d)
 

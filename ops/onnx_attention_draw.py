@@ -35,8 +35,13 @@ def _mask_shape(draw, st, full: tuple, opset: int) -> tuple:
     return tuple(dims) + (total,)
 
 
-def attention_drawer(names: tuple, cache: bool, opset: int):
-    """The draw hook of one Attention spec (``names``: its inputs)."""
+#: U's integer types: attn_mask types the schema allows whose reading the text does not give
+INTEGER_MASKS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def attention_drawer(names: tuple, cache: bool, opset: int, integer_mask: bool = False):
+    """The draw hook of one Attention spec (``names``: its inputs); ``integer_mask``: an
+    attn_mask of one of :data:`INTEGER_MASKS` in every case."""
     def draw_attention(draw, kit, spec, dtype):
         st = kit.st
         batch, (q_heads, kv_heads) = draw(st.integers(1, 2)), draw(st.sampled_from(HEAD_SPLITS))
@@ -57,7 +62,7 @@ def attention_drawer(names: tuple, cache: bool, opset: int):
             shapes["past_key"] = (batch, kv_heads, past, size)
             shapes["past_value"] = (batch, kv_heads, past, v_size)
             dtypes.update(past_key=dtype, past_value=dtype)
-        mask = draw(st.sampled_from([None, "bool", dtype]))
+        mask = draw(st.sampled_from(INTEGER_MASKS if integer_mask else [None, "bool", dtype]))
         if mask:
             shapes["attn_mask"] = _mask_shape(draw, st, (batch, q_heads, q_seq, past + kv_seq),
                                               opset)
@@ -71,12 +76,25 @@ def attention_drawer(names: tuple, cache: bool, opset: int):
     return draw_attention
 
 
+def _integer_rows(rng, mask: np.ndarray) -> np.ndarray:
+    """An integer attn_mask whose rows (along the keys) are mostly one nonzero value, 1 or 2
+    (where adding it and reading it as True agree: Softmax is unchanged by a constant added
+    to a row), the others 0 to 2 each (region attention_integer_mask)."""
+    rows = mask.shape[:-1]
+    constant = rng.integers(1, 3, rows + (1,))
+    mixed = rng.integers(0, 3, mask.shape)
+    return np.where(rng.random(rows + (1,)) < 0.7, constant, mixed).astype(mask.dtype)
+
+
 def attention_values(names: tuple):
     """nonpad_kv_seqlen in [0, kv_seq], and, where the mask is shorter than the keys (opset
     24), no larger than the mask's length ('still needs to be at least as long as the maximum
-    value of nonpad_kv_seqlen')."""
+    value of nonpad_kv_seqlen'); an integer mask's rows as :func:`_integer_rows`."""
     def values(rng, inputs, attrs):
         given = by_name(names, inputs, attrs.get("absent_inputs", ()))
+        mask = given.get("attn_mask")
+        if mask is not None and mask.dtype.kind in "iu":
+            given["attn_mask"] = _integer_rows(rng, mask)
         if "nonpad_kv_seqlen" in given:
             k = given["K"]
             top = k.shape[2] if k.ndim == 4 else k.shape[1]

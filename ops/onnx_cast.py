@@ -35,6 +35,9 @@ INFINITY_IS_MAX_SINCE = 24
 E8M0 = "float8_e8m0fnu"
 #: FP4 E2M1 (Cast-23+): no float 8 table names it, and it has neither infinity nor NaN
 FLOAT4 = "float4_e2m1fn"
+#: The float targets no table of the text names that have neither infinity nor NaN (OCP MX
+#: v1.0): FP4 E2M1 (Cast-23+) and FP6 E2M3 and E3M2 (Cast-28+, "float6e2m3", "float6e3m2")
+UNREPRESENTABLE_SPECIALS = (FLOAT4, "float6_e2m3fn", "float6_e3m2fn")
 
 
 def is_float8(dtype: str) -> bool:
@@ -251,13 +254,14 @@ def oracle_onnx_cast_like(input, target_type, *, new_dtype, saturate=1,  # noqa:
 
 @region
 def cast_into_float4_unrepresentable(ctx) -> np.ndarray:
-    """Cast into float4e2m1 of NaN, an infinity, or a value whose rounding exceeds 6, its
-    largest finite value: the text's rules give +/- infinity out of range and NaN for NaN,
-    which FP4 E2M1 lacks (OCP MX v1.0), and no table names the type (the operand: input 0)."""
-    if ctx.out_dtype != FLOAT4:
+    """Cast into float4e2m1 (or, from Cast-28, float6e2m3 or float6e3m2) of NaN, an infinity,
+    or a value whose rounding exceeds the type's largest finite value (6, 7.5, 28): the text's
+    rules give +/- infinity out of range and NaN for NaN, which FP4 and FP6 lack (OCP MX
+    v1.0), and no table names these types (the operand: input 0)."""
+    if ctx.out_dtype not in UNREPRESENTABLE_SPECIALS:
         return ctx.none()
     with np.errstate(all="ignore"):
-        rounded = round_to_format(ctx.inputs[0].astype(np.float64), FLOAT_FORMATS[FLOAT4])
+        rounded = round_to_format(ctx.inputs[0].astype(np.float64), FLOAT_FORMATS[ctx.out_dtype])
     return ctx.aligned(np.isnan(rounded))
 
 

@@ -12,8 +12,8 @@ result once to the value type (:func:`as_value`): for +, -, *, / and sqrt of flo
 and float32 operands that is the correctly rounded result, since float64's 53 bits are at
 least 2p + 2 (Figueroa, "When is double rounding innocuous?", SIGNUM 1995); float64 operations
 are float64's own. bool bodies are And, Or, Xor and Not (one truth value each), and the
-types ONNX has no arithmetic for (string, float 8 and 4, 2- and 4-bit integers) are moved by
-Identity, a copy. Every output is then judged bit for bit (a NaN matches any NaN).
+types ONNX has no arithmetic for (string, float 8 and 4, 2- and 4-bit integers, complex) are
+moved by Identity, a copy. Every output is then judged bit for bit (a NaN matches any NaN).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from conform.dtypes import FLOAT_FORMATS, int_info, round_to_format
 #: and +0 nor NaN), Div for integers (division by zero), Sqrt for integers (no integer Sqrt),
 #: Sub, Neg and Abs for unsigned integers (Neg's schema has no unsigned type; a difference
 #: below zero is outside the type). bool bodies are the logical ops, and the types ONNX has no
-#: arithmetic for (string, float 8, float 4, 2- and 4-bit integers) move values only:
+#: arithmetic for (string, float 8, float 4, 2- and 4-bit integers, complex) move values only:
 #: Identity (the ``copy`` op), a copy bit for bit.
 BODY_OPS = {
     "onnx_add": (2, ("float", "int", "uint")),

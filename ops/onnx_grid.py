@@ -23,10 +23,12 @@ import itertools
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS
-from conform.op_registry import op
+from conform.dtypes import FLOAT_FORMATS, complex_array, component_dtype, is_complex
+from conform.op_registry import op, region
 from conform.ops._lowering import unsupported
-from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
+from conform.ops.error_bounds import (gamma, judged_bound, parts_magnitude, reaches_max_finite,
+                                      underflow_term)
+from conform.ops.movement import text_zero
 from conform.ops.onnx_detection import lower_with
 
 # --- AffineGrid -----------------------------------------------------------------------------
@@ -186,17 +188,20 @@ def grid_terms(x, grid, attrs: dict):
         inside = np.logical_and.reduce([ok for _, ok in reads])[:, None]
         weight = np.prod([w for _, w, _ in combo], axis=0)[:, None]
         terms.append((weight, [(w[:, None], m[:, None]) for _, w, m in combo],
-                      np.where(inside, values, np.zeros((), values.dtype))))
+                      np.where(inside, values, text_zero(values))))
     return terms
 
 
 def grid_sample(x, grid, attrs: dict) -> np.ndarray:
-    """``Y``: the weighted sum of each output's taps (an integer or bool X's nearest: the tap's
-    element itself, 0 or False outside under zeros padding; its linear and cubic values are
-    open, :func:`interpolated_integers`)."""
-    if x.dtype.kind in "iub":
+    """``Y``: the weighted sum of each output's taps (an integer, bool or string X's nearest:
+    the tap's element itself, 0 or False outside under zeros padding (text: the region
+    grid_sample_text_zero); an integer's or bool's linear and cubic values are open,
+    :func:`interpolated_integers`)."""
+    if x.dtype.kind in "iubO":
         ((_, _, values),) = grid_terms(x, grid, {**attrs, "mode": "nearest"})
         return values.astype(x.dtype)
+    if x.dtype.kind == "c":   # each part weighted alike (no complex product: 0 * inf)
+        return complex_array(grid_sample(x.real, grid, attrs), grid_sample(x.imag, grid, attrs))
     return sum(w * v for w, _, v in grid_terms(x, grid, attrs))
 
 
@@ -206,6 +211,17 @@ def interpolated_integers(x, grid, attrs: dict) -> np.ndarray:
     shape = (x.shape[0], x.shape[1]) + grid.shape[1:-1]
     interpolating = MODES[attrs.get("mode", "linear")] != "nearest"
     return np.full(shape, x.dtype.kind in "iub" and interpolating)
+
+
+@region
+def grid_sample_text_zero(ctx) -> np.ndarray:
+    """A string X under zeros padding: the outputs read outside X, where 'zeros: use 0 for
+    out-of-bound grid locations' gives a value the text does not define for text (found as
+    the zeros of nearest over an X of ones)."""
+    x, grid = ctx.inputs
+    if x.dtype != object or ctx.attrs.get("padding_mode", "zeros") != "zeros":
+        return ctx.none()
+    return ctx.oracle_with([np.ones(x.shape), grid.astype(np.float64)]) == 0
 
 
 def near_tie(x, grid, attrs: dict, dtype: str, opset: int) -> np.ndarray:
@@ -248,36 +264,47 @@ def grid_sample_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes
     mode = MODES[attrs.get("mode", "linear")]
     if mode == "nearest":
         return (judged_bound(np.zeros(y.shape), y),)
+    parts = 2 if is_complex(out_dtype) else 1   # complex: its parts alike (parts_magnitude)
+    out_dtype = component_dtype(out_dtype)
     r = x.ndim - 2
     terms = grid_terms(x, grid, attrs)
     k = 2 * r + len(terms)
     e = gamma(int(constants.get("weight_roundings", 6)), u)
     bound, total = np.zeros(y.shape), np.zeros(y.shape)
-    for weight, parts, values in terms:
-        wide = np.prod([np.abs(w) + e * m for w, m in parts], axis=0)
-        bound = bound + (wide - np.abs(weight) + gamma(k, u) * wide) * np.abs(values)
+    for weight, per_axis, values in terms:
+        wide = np.prod([np.abs(w) + e * m for w, m in per_axis], axis=0)
+        magnitude = parts_magnitude(values)
+        bound = bound + (wide - np.abs(weight) + gamma(k, u) * wide) * magnitude
         # a separable evaluation (one axis at a time) holds partial sums weighted by one axis
-        total = total + np.max([np.abs(w) + e * m for w, m in parts], axis=0) * np.abs(values)
-    largest = np.abs(x).max(axis=tuple(range(1, x.ndim))) if x.size else np.zeros(x.shape[0])
+        total = total + np.max([np.abs(w) + e * m for w, m in per_axis], axis=0) * magnitude
+    x_magnitude = parts_magnitude(x)
+    largest = x_magnitude.max(axis=tuple(range(1, x.ndim))) if x.size else np.zeros(x.shape[0])
     slope = (2.0 if mode == "linear" else 6 * 1.5 ** (r - 1)) * largest
     sizes = np.array(x.shape[2:][::-1], np.float64)    # the grid's innermost-first order
     d = gamma(8, u) * ((np.abs(grid) + 1) * sizes + 1)
     drift = slope.reshape((-1,) + (1,) * r) * d.sum(axis=-1)
-    bound = bound + drift[:, None] + u * np.abs(y) + underflow_term(2 * len(terms), out_dtype)
+    bound = bound + drift[:, None] + u * parts_magnitude(y) \
+        + parts * underflow_term(2 * len(terms), out_dtype)
     unbounded = reaches_max_finite(total, out_dtype, gamma_n=gamma(k, u))
     return (judged_bound(bound, y, unbounded=unbounded),)
 
 
 def draw_grid_sample(draw, kit, spec, dtype, *, opset: int):
     """X of rank r + 2 (r = 2 at opset 16; 1 to 3 from 20), sides 1 to 4; a grid of 1 to 3
-    outputs per axis; the spec's attributes."""
+    outputs per axis; the spec's attributes, mode nearest for a string X, and at opset 16 for
+    any X but a float one (no text there gives an interpolated integer, bool or text); a
+    complex X in every mode, its parts sampled alike, the grid in the parts' type."""
     st = kit.st
     r = 2 if opset < 20 else draw(st.sampled_from([1, 2, 2, 3]))
     n, c = draw(st.integers(1, 2)), draw(st.integers(1, 2))
     sides = [draw(st.integers(1, 4 if r < 3 else 3)) for _ in range(r)]
     outs = [draw(st.integers(1, 3)) for _ in range(r)]
     attrs = kit.attributes(draw, spec, {})
-    grid = dtype if dtype in FLOAT_FORMATS else "float32"   # T2: float types only
+    interpolated = dtype in FLOAT_FORMATS or is_complex(dtype)   # complex: parts alike
+    if not interpolated and (opset < 20 or dtype == "string"):
+        attrs["mode"] = "nearest"   # the one mode whose value the text gives them: a copy
+    grid = component_dtype(dtype)   # T2: float types only (complex X: its parts' type)
+    grid = grid if grid in FLOAT_FORMATS else "float32"
     return kit.Signature((dtype, grid), ((n, c, *sides), (n, *outs, r)), attrs, dtype)
 
 
@@ -287,8 +314,10 @@ def values_grid_sample(rng, inputs, attrs):
     [-1.25, 1.25], some in [-3.5, 3.5] (repeated reflections), ties of nearest among them."""
     x, grid = inputs
     if MODES[attrs.get("mode", "linear")] != "nearest":
-        wide = x.astype(np.float64)
-        x = np.where(np.isfinite(wide), wide, rng.uniform(-4, 4, x.shape)).astype(x.dtype)
+        wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+        fill = rng.uniform(-4, 4, x.shape) + (1j * rng.uniform(-4, 4, x.shape)
+                                              if x.dtype.kind == "c" else 0)
+        x = np.where(np.isfinite(wide), wide, fill).astype(x.dtype)
     reach = np.where(rng.random(grid.shape) < 0.8, 40, 112)
     made = rng.integers(-reach, reach + 1) / 32
     return [x, made.astype(grid.dtype)]
@@ -314,9 +343,13 @@ def numpy_grid_sample(x, grid, *, mode="linear", padding_mode="zeros", align_cor
     """The numpy backend: in X's type, per axis the kernel's taps (``np.rint``, ``np.floor``),
     padding by ``np.clip`` and ``np.abs``/``np.mod`` reflection, and ``np.take_along_axis``
     over the flattened spatial axes (an integer or bool X: unsupported, its positions would be
-    computed in X's type)."""
-    if x.dtype.kind in "iub":
-        raise unsupported("NumPy would compute the positions in X's integer type")
+    computed in X's type; a string X too)."""
+    if x.dtype.kind in "iubO":
+        raise unsupported("NumPy would compute the positions in X's own (integer, bool or text) type")
+    if x.dtype.kind == "c":   # a real weight scales each part (numpy would multiply 0 * inf)
+        return complex_array(*(numpy_grid_sample(p, grid, mode=mode, padding_mode=padding_mode,
+                                                 align_corners=align_corners)
+                               for p in (x.real, x.imag)), dtype=x.dtype.name)
     t, r = x.dtype.type, x.ndim - 2
     mode, one = MODES[mode], t(1)
     flat = x.reshape(x.shape[:2] + (-1,))

@@ -11,8 +11,8 @@ import numpy as np
 
 from conform.ops._lowering import unsupported
 from conform.ops.optional_inputs import ABSENT, onnx_operands, present
-from conform.op_registry import op
-from conform.ops.movement import (mismatched_shapes, moved, numpy_concatenate, onnx_transpose_by,
+from conform.op_registry import op, region
+from conform.ops.movement import (mismatched_shapes, moved, text_zero, numpy_concatenate, onnx_transpose_by,
                                   onnx_with_constant)
 
 
@@ -287,6 +287,16 @@ def from_onnx_pad(inputs, attrs, opset):
     return [data] + ([] if value is None else [value]), case_attrs
 
 
+@region
+def pad_default_zero_unrepresentable(ctx) -> np.ndarray:
+    """Pad of float8e8m0 in constant mode without constant_value: the elements its default
+    fills ('by default it is 0'), a value E8M0 lacks (no zero)."""
+    if ctx.out_dtype != "float8_e8m0fnu" or ctx.attrs.get("mode") != "constant" \
+            or "constant_value" not in ctx.attrs.get(ABSENT, ()):
+        return ctx.none()
+    return ctx.float_oracle([np.ones(np.shape(ctx.inputs[0]))]) == 0   # data all 1: the fill
+
+
 @moved("onnx_pad", numpy=numpy_onnx_pad, draw=draw_onnx_pad, draw_honours=frozenset({"optional", "scalar"}),
        onnx=onnx_pad, boundaries=boundaries_onnx_pad, invalid=invalid_onnx_pad,
        from_onnx=from_onnx_pad)
@@ -371,7 +381,8 @@ def onnx_center_crop_pad(case, graph):
 
 def numpy_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
     """The numpy backend: per axis a slice ``[start:start + target]`` where it crops, or
-    ``np.pad`` with zeros ``(total // 2, total - total // 2)`` where it pads."""
+    ``np.pad`` with zeros (text: empty strings) ``(total // 2, total - total // 2)`` where it
+    pads."""
     axes = [a % data.ndim for a in (range(data.ndim) if axes is None else axes)]
     for axis, target in zip(axes, shape):
         size = data.shape[axis]
@@ -381,7 +392,7 @@ def numpy_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
         else:
             widths = [(0, 0)] * data.ndim
             widths[axis] = ((target - size) // 2, target - size - (target - size) // 2)
-            data = np.pad(data, widths)
+            data = np.pad(data, widths, constant_values=text_zero(data))
     return data
 
 
@@ -402,11 +413,26 @@ def oracle_onnx_center_crop_pad(data, *, shape, shape_type, axes=None):
     plan = _center_plan(data.shape, shape, axes)
     out_shape = tuple(len(p) for p in plan)
     if data.size == 0 or 0 in out_shape:
-        return (np.zeros(out_shape, data.dtype),)
-    inside = np.ones(out_shape, bool)
+        return (np.full(out_shape, text_zero(data), data.dtype),)
+    picked = data[np.ix_(*[np.clip(p, 0, n - 1) for p, n in zip(plan, data.shape)])]
+    return (np.where(_padding(plan, data.shape), text_zero(data), picked),)
+
+
+def _padding(plan, shape) -> np.ndarray:
+    """Where the output of ``plan`` (:func:`_center_plan`) is padding, not a copy."""
+    outside = np.zeros(tuple(len(p) for p in plan), bool)
     for k, p in enumerate(plan):
         view = [1] * len(plan)
         view[k] = -1
-        inside &= ((p >= 0) & (p < data.shape[k])).reshape(view)
-    picked = data[np.ix_(*[np.clip(p, 0, n - 1) for p, n in zip(plan, data.shape)])]
-    return (np.where(inside, picked, np.zeros((), data.dtype)),)
+        outside |= ((p < 0) | (p >= shape[k])).reshape(view)
+    return outside
+
+
+@region
+def center_crop_pad_text_zero(ctx) -> np.ndarray:
+    """CenterCropPad of string data: the padding, where 'The padding value used is zero',
+    which the text does not define for text (the empty string, "0", or another)."""
+    data = ctx.inputs[0]
+    if data.dtype != object:
+        return ctx.none()
+    return _padding(_center_plan(data.shape, ctx.attrs["shape"], ctx.attrs.get("axes")), data.shape)

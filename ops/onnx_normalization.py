@@ -205,10 +205,15 @@ def _numpy_standardized(x, axes, epsilon, stash):
     return mean, (d * inv).astype(x.dtype), inv
 
 
-@op("onnx_layer_normalization", version=1, draw=draw_layer_norm, numpy=numpy_layer_norm,
+#: LayerNormalization's hooks, for stash_type 1 (float32 Mean and InvStdDev: U) and 16 (bfloat16)
+LAYER_NORM_HOOKS = dict(
+    draw=draw_layer_norm, numpy=numpy_layer_norm,
     draw_honours=frozenset({"min_rank", "max_rank", "attrs", "optional"}),
     feeding=lambda inputs, attrs, index: feed_layer_norm(inputs, attrs["axis"], index),
     onnx=onnx_layer_norm, error_bound=layer_norm_bound)
+
+
+@op("onnx_layer_normalization", version=1, **LAYER_NORM_HOOKS)
 def oracle_onnx_layer_normalization(x, scale, *rest, axis, epsilon, stash_type, absent_inputs=()):
     """Y = (x - mean) / sqrt(var + epsilon) * scale + b over the axes from ``axis`` on; Mean and
     InvStdDev with those axes kept (size 1)."""
@@ -218,6 +223,11 @@ def oracle_onnx_layer_normalization(x, scale, *rest, axis, epsilon, stash_type, 
     mean, d, inv = standardized(x, _layer_axes(x, axis), _float32(epsilon))
     y = d * inv * scale
     return (y + rest[0] if rest else y), mean, inv
+
+
+oracle_onnx_layer_normalization_stash_bfloat16 = op(
+    "onnx_layer_normalization_stash_bfloat16", version=1,
+    **LAYER_NORM_HOOKS)(oracle_onnx_layer_normalization.oracle)
 
 
 # ------------------------------------------------------------------ per-channel normalisations

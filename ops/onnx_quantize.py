@@ -9,8 +9,8 @@ from opset 25); into float 8 the sum is converted by Cast's float 8 tables with 
 (the attribute's 'two tables inserted in the operator description' are Cast's: those in force
 at the run's opset, so Cast-24's from opset 24, where +/-Inf gives +/-FLT_MAX in the fnuz
 formats);
-into float4e2m1 ("the quantization formula remains the same") rounded to nearest even, with no
-saturation range given (out of range: a region). DequantizeLinear:
+into float4e2m1, and from opset 28 float6e2m3 and float6e3m2 ("the quantization formula remains
+the same") rounded to nearest even, with no saturation range given (out of range: a region). DequantizeLinear:
 ``y = (x - x_zero_point) * x_scale``.
 """
 from __future__ import annotations
@@ -20,10 +20,13 @@ import numpy as np
 from conform.ops.optional_inputs import by_name, onnx_operands, present
 from conform.model_formats import onnx_opset
 from conform.op_registry import op
-from conform.ops.onnx_cast import FLOAT4, float8_table, is_float8, numpy_astype
+from conform.ops.onnx_cast import (E8M0, UNREPRESENTABLE_SPECIALS, float8_table, is_float8,
+                                   numpy_astype)
 from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype, round_to_format
 
 QUANTIZE_INPUTS = ("x", "y_scale", "y_zero_point")
+#: From opset 24 the scale (T2) may be float8e8m0 (MX's power-of-two scales)
+E8M0_SCALE_SINCE = 24
 DEQUANTIZE_INPUTS = ("x", "x_scale", "x_zero_point")
 
 
@@ -74,11 +77,22 @@ def draw_quantize(draw, kit, spec, dtype):
         attrs["output_dtype"] = target   # without a zero point the type comes from here
     if is_float8(target):
         attrs.update(draw(kit.st.sampled_from([{}, {"saturate": 0}, {"saturate": 1}])))
-    types = dict(zip(QUANTIZE_INPUTS, (source, source, target)))
+    scale = _scale_type(draw, kit, source)
+    if scale != source:   # "The type of y_scale determines the precision of the division
+        # ... unless the precision attribute is specified": E8M0's is given x's float type
+        attrs["precision"] = source if source in FLOAT_FORMATS else "float32"
+    types = dict(zip(QUANTIZE_INPUTS, (source, scale, target)))
     shapes = dict(zip(QUANTIZE_INPUTS, (shape, scale_shape, scale_shape)))
     names = [n for n in QUANTIZE_INPUTS if n not in absent]
     return kit.Signature(tuple(types[n] for n in names), tuple(shapes[n] for n in names),
                          kit.with_absent({"new_dtype": target, **attrs}, absent), target)
+
+
+def _scale_type(draw, kit, usual: str) -> str:
+    """The scale's type: ``usual``, or from opset 24 at times float8e8m0 (T2)."""
+    if onnx_opset() >= E8M0_SCALE_SINCE and draw(kit.st.booleans()):
+        return E8M0
+    return usual
 
 
 def draw_dequantize(draw, kit, spec, dtype):
@@ -87,7 +101,10 @@ def draw_dequantize(draw, kit, spec, dtype):
     source, target = dtype.split("->")
     shape, scale_shape, attrs = _granularity(draw, kit)
     absent = ["x_zero_point"] if source == "int32" else kit.absent_inputs(draw, spec)
-    types = dict(zip(DEQUANTIZE_INPUTS, (source, target, source)))
+    scale = _scale_type(draw, kit, target)
+    if scale != target:   # y has x_scale's type unless output_dtype says (E8M0: not in T3)
+        attrs["output_dtype"] = target
+    types = dict(zip(DEQUANTIZE_INPUTS, (source, scale, source)))
     shapes = dict(zip(DEQUANTIZE_INPUTS, (shape, scale_shape, scale_shape)))
     names = [n for n in DEQUANTIZE_INPUTS if n not in absent]
     return kit.Signature(tuple(types[n] for n in names), tuple(shapes[n] for n in names),
@@ -145,8 +162,9 @@ def _onnx_lowering(names):
         attrs = case.attrs
         given = dict(zip(present(names, attrs), graph.inputs))
         extra = {k: attrs[k] for k in ("axis", "block_size", "saturate") if k in attrs}
-        if "output_dtype" in attrs:
-            extra["output_dtype"] = graph.onnx_type(attrs["output_dtype"])
+        for name in ("output_dtype", "precision"):
+            if name in attrs:
+                extra[name] = graph.onnx_type(attrs[name])
         graph.node(graph.op_type, onnx_operands([given.get(n) for n in names]), **extra)
     return lower
 
@@ -154,8 +172,8 @@ def _onnx_lowering(names):
 def _quantized(quotient, zero, target, saturate):
     if is_float8(target):   # the saturate attribute's 'two tables' are Cast's, at the run's opset
         return float8_table(quotient + zero, target, bool(saturate), onnx_opset())
-    if target == FLOAT4:   # NaN: out of range, or from NaN (no rule: open)
-        return round_to_format(quotient + zero, FLOAT_FORMATS[FLOAT4])
+    if target in UNREPRESENTABLE_SPECIALS:   # NaN: out of range, or from NaN (no rule: open)
+        return round_to_format(quotient + zero, FLOAT_FORMATS[target])
     info = int_info(target)
     return np.clip(np.rint(quotient) + zero, int(info.min), int(info.max))   # rint: half to even
 
@@ -183,7 +201,8 @@ def _open_quotients(x, quotient, zero, target, saturate, result, source):
             (overflowed == result) | (np.isnan(overflowed) & np.isnan(result)))
     if not is_float8(target):
         mask |= np.isnan(x)
-    if target == FLOAT4:   # beyond 6 after rounding: no saturation range, no infinity, no NaN
+    if target in UNREPRESENTABLE_SPECIALS:   # beyond the largest after rounding: no saturation
+        # range, no infinity, no NaN
         mask = mask | np.isnan(result)
     return np.broadcast_to(mask, result.shape)
 
@@ -223,12 +242,13 @@ def numpy_dequantize(*inputs, new_dtype, absent_inputs=(), **attrs):
     dtype_labels=quantization_labels(["float32", "float16", "bfloat16", "int32"],
                                      ["int8", "uint8", "int16", "uint16", "int4", "uint4",
                                       "int2", "uint2", "float8_e4m3fn", "float8_e4m3fnuz",
-                                      "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn"]),
+                                      "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn",
+                                      "float6_e2m3fn", "float6_e3m2fn"]),
     values=quantize_values, onnx=_onnx_lowering(QUANTIZE_INPUTS), onnx_shape_dependent=True,
     numpy=numpy_quantize)
 def oracle_onnx_quantize_linear(x, y_scale, *zero_point, new_dtype, axis=1, block_size=0,
-                                saturate=1, output_dtype=None, absent_inputs=(), dtypes=(),
-                                open_elements=False):
+                                saturate=1, output_dtype=None, precision=None,
+                                absent_inputs=(), dtypes=(), open_elements=False):
     """QuantizeLinear: ``saturate(round_half_even(x / y_scale) + y_zero_point)`` (into float 8:
     Cast's table applied to ``x / y_scale + y_zero_point``); with ``open_elements``, the mask of
     the elements the text leaves open."""
@@ -245,12 +265,13 @@ def oracle_onnx_quantize_linear(x, y_scale, *zero_point, new_dtype, axis=1, bloc
 @op("onnx_dequantize_linear", version=1, draw=draw_dequantize, draw_honours=frozenset({"optional"}),
     dtype_labels=quantization_labels(["int8", "uint8", "int16", "uint16", "int32", "int4", "uint4",
                                       "int2", "uint2", "float8_e4m3fn", "float8_e4m3fnuz",
-                                      "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn"],
+                                      "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn",
+                                      "float6_e2m3fn", "float6_e3m2fn"],
                                      ["float32", "float16", "bfloat16"]),
     values=dequantize_values, onnx=_onnx_lowering(DEQUANTIZE_INPUTS), onnx_shape_dependent=True,
     numpy=numpy_dequantize)
 def oracle_onnx_dequantize_linear(x, x_scale, *zero_point, new_dtype, axis=1, block_size=0,
-                                  absent_inputs=()):
+                                  output_dtype=None, absent_inputs=()):
     """DequantizeLinear: ``(x - x_zero_point) * x_scale`` (exact here; the judge rounds once)."""
     scale = expanded(x_scale, x.shape, axis, block_size)
     zero = expanded(zero_point[0], x.shape, axis, block_size) if zero_point else 0

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS, np_dtype
+from conform.model_formats import onnx_opset
 from conform.op_registry import op
 from conform.ops.distributions import Categorical, Given, Readings, groups_of_equal
 from conform.ops.onnx_random import BINARY_SHAPES, PROBABILITIES, SEEDS
@@ -201,18 +202,24 @@ INPUTS = ("data", "ratio", "training_mode")
 #: Ratios in [0, 1): 0 (a copy), those whose scale 1 / (1 - ratio) is exact (1/2, 3/4, 7/8) and
 #: two whose scale is rounded (1/4: 4/3, 1/8: 8/7).
 RATIOS = (0.0, 0.5, 0.75, 0.875, 0.25, 0.125)
+#: The ratio's type T1: float16, float and double (Dropout-12 and 13); Dropout-22's T1 adds
+#: bfloat16 and the four float 8 types (each ratio of :data:`RATIOS` is exact in all of them)
+RATIO_TYPES = ("float16", "float32", "float64")
+RATIO_TYPES_SINCE_22 = RATIO_TYPES + ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz",
+                                      "float8_e5m2", "float8_e5m2fnuz")
 
 
 def draw_dropout_training(draw, kit, spec, dtype):
-    """data of ``dtype`` (65536 elements), ratio (absent at times: 0.5) of a float type, a
-    training_mode of true, a seed at times."""
+    """data of ``dtype`` (65536 elements), ratio (absent at times: 0.5) of a type of T1 at the
+    run's opset (:data:`RATIO_TYPES`), a training_mode of true, a seed at times."""
     st = kit.st
     attrs = {"ratio_value": draw(st.sampled_from(RATIOS))}
     if draw(st.booleans()):
         attrs["seed"] = draw(st.integers(0, 2**31 - 1))
     dtypes, shapes = [dtype], [draw(st.sampled_from(BINARY_SHAPES))]
     if draw(st.integers(0, 3)):
-        dtypes.append(draw(st.sampled_from(("float16", "float32", "float64"))))
+        dtypes.append(draw(st.sampled_from(
+            RATIO_TYPES_SINCE_22 if onnx_opset() >= 22 else RATIO_TYPES)))
         shapes.append(())
     else:
         attrs = kit.with_absent(attrs, ["ratio"])

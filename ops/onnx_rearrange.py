@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 from conform.ops.optional_inputs import by_name
 from conform.ops.indexing import traced_feeding
-from conform.ops.movement import moved
+from conform.ops.movement import moved, text_zero
 
 from conform.model_formats import Unsupported, onnx_opset
-from conform.op_registry import op
+from conform.op_registry import op, region
 
 MODES = ("DCR", "CRD")
 #: SpaceToDepth has the mode attribute from opset 28 (before it: DCR's order only).
@@ -206,9 +206,13 @@ def feed_onnx_trilu(inputs, attrs, index):
 
 
 def numpy_onnx_trilu(data, *k, upper, absent_inputs=()):
-    """The numpy backend: ``np.triu`` or ``np.tril`` (over the last two axes)."""
+    """The numpy backend: ``np.triu`` or ``np.tril`` (over the last two axes); for text, the
+    same of a mask, and the empty string elsewhere (NumPy's zero of an object array is 0)."""
     diagonal = int(k[0]) if k else 0
-    return np.triu(data, diagonal) if upper else np.tril(data, diagonal)
+    keep = np.triu if upper else np.tril
+    if data.dtype == object:
+        return np.where(keep(np.ones(data.shape[-2:], bool), diagonal), data, "")
+    return keep(data, diagonal)
 
 
 @op("onnx_trilu", version=1, draw=draw_onnx_trilu, values=values_onnx_trilu,
@@ -220,4 +224,16 @@ def oracle_onnx_trilu(data, *k, upper, absent_inputs=()):
     on and below it (j - i <= k), of each [N, M] matrix; 'All other elements in the matrix are
     set to zero'; k defaults to 0."""
     diagonal = int(k[0]) if k else 0
-    return (np.where(_kept(data.shape, diagonal, upper), data, np.zeros((), data.dtype)),)
+    return (np.where(_kept(data.shape, diagonal, upper), data, text_zero(data)),)
+
+
+@region
+def trilu_text_zero(ctx) -> np.ndarray:
+    """Trilu of string data: the elements the text 'set to zero', which it does not define
+    for text (no zero string is named: the empty one, "0", or another)."""
+    data = ctx.inputs[0]
+    if data.dtype != object:
+        return ctx.none()
+    named = by_name(("input", "k"), ctx.inputs, ctx.attrs.get("absent_inputs", ()))
+    k = int(named["k"]) if "k" in named else 0
+    return np.broadcast_to(~_kept(data.shape, k, ctx.attrs["upper"]), ctx.expected.shape)

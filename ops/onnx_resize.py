@@ -22,9 +22,10 @@ import numpy as np
 
 from conform.ops._resize_draws import draw_resize
 from conform.ops._resize_shapes import resize_boundaries
-from conform.op_registry import op
-from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
-from conform.dtypes import FLOAT_FORMATS
+from conform.op_registry import op, region
+from conform.ops.error_bounds import (gamma, judged_bound, parts_magnitude, reaches_max_finite,
+                                      underflow_term)
+from conform.dtypes import FLOAT_FORMATS, component_dtype, is_complex
 
 #: The kernels' radii in input elements (before an antialias stretch).
 RADIUS = {"linear": 1, "cubic": 2}
@@ -295,8 +296,21 @@ def resize(x: np.ndarray, attrs: dict, family: int, reading: int = 0,
         out = _apply(x, {a: np.nan_to_num(e["weights"]) for a, e in axes.items()})
     outside = _broadcast_mask(shape, {a: e["outside"] for a, e in axes.items()})
     if outside.any():
-        out = np.where(outside, _attr(attrs, "extrapolation_value"), out)
+        value = _attr(attrs, "extrapolation_value")
+        out = np.where(outside, np.array("", object) if x.dtype == object else value, out)
     return out
+
+
+@region
+def resize_text_extrapolation(ctx) -> np.ndarray:
+    """Resize of string data under tf_crop_and_resize: the elements that take
+    extrapolation_value, a float the text does not convert to text (the oracle's stand-in: the
+    empty string)."""
+    x = ctx.inputs[0]
+    if x.dtype != object or _attr(ctx.attrs, "coordinate_transformation_mode") != "tf_crop_and_resize":
+        return ctx.none()
+    probe = ctx.oracle_with([np.zeros(x.shape)], extrapolation_value=np.nan)
+    return np.isnan(probe).reshape(ctx.expected.shape)
 
 
 # --- the error bound ----------------------------------------------------------------------------
@@ -319,7 +333,7 @@ def resize_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, fam
     if _attr(attrs, "mode") == "nearest" or y.size == 0:
         return (np.zeros(y.shape),)
     axes = plan_axes(x.shape, attrs, family)
-    v = np.abs(np.where(np.isfinite(x), x, 0.0))
+    v, y, out_dtype = parts_magnitude(x), parts_magnitude(y), component_dtype(out_dtype)
     weights = {a: np.abs(np.nan_to_num(e["weights"])) for a, e in axes.items()}
     slip = {}
     for a, e in axes.items():
@@ -333,7 +347,8 @@ def resize_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, fam
     g = gamma(k, u)
     drift = sum((_apply(v, {b: slip[b] if b == a else weights[b] + slip[b] for b in axes})
                  for a in axes), np.zeros(y.shape))
-    bound = g * _apply(v, weights) + drift + u * np.abs(y) + underflow_term(k, out_dtype, ulps=1)
+    parts = 2 if is_complex(dtypes[0]) else 1
+    bound = g * _apply(v, weights) + drift + u * y + parts * underflow_term(k, out_dtype, ulps=1)
     reach = _apply(v, {a: weights[a] + slip[a] for a in axes})
     outside = _broadcast_mask(y.shape, {a: e["outside"] for a, e in axes.items()})
     return (np.where(outside, 0.0, judged_bound(
@@ -349,8 +364,10 @@ def values_resize(rng, inputs, attrs):
     (x,) = inputs
     if _attr(attrs, "mode") == "nearest" or x.dtype.kind in "iub":
         return [x]
-    wide = x.astype(np.float64)
-    return [np.where(np.isfinite(wide), wide, rng.uniform(-4, 4, x.shape)).astype(x.dtype)]
+    wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+    fill = rng.uniform(-4, 4, x.shape) + (1j * rng.uniform(-4, 4, x.shape) if wide.dtype.kind
+                                          == "c" else 0)
+    return [np.where(np.isfinite(wide), wide, fill).astype(x.dtype)]
 
 
 # --- lowering and feeding -----------------------------------------------------------------------

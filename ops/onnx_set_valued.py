@@ -19,16 +19,18 @@ import numpy as np
 from conform.ops._lowering import unsupported
 from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE, _lower_with, signed_axis
+from conform.ops.movement import text_zero
 from conform.widening import widen
 
 
 # -- Unique -----------------------------------------------------------------------------------
 
-def _as_rows(x: np.ndarray, axis) -> np.ndarray:
+def _as_rows(x: np.ndarray, axis, parts: int = 1) -> np.ndarray:
     """The items Unique compares, one per row: the flattened elements (no axis), or each
-    subtensor along ``axis`` read in row-major order."""
+    subtensor along ``axis`` read in row-major order (``parts`` keys an element: a trailing
+    axis of ``x``, a complex element's two parts)."""
     if axis is None:
-        return x.reshape(-1, 1)
+        return x.reshape(-1, parts)
     moved = np.moveaxis(x, axis, 0)
     return moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))
 
@@ -81,8 +83,14 @@ def reading_keys(x: np.ndarray, zeros: str, nans: str, place: str) -> np.ndarray
 
 
 def unique_under(x: np.ndarray, ascending: bool, axis, reading) -> tuple:
-    """Unique's four outputs for ``x`` (float64) under one of ``READINGS``."""
-    first, inverse, counts = unique_rows(_as_rows(reading_keys(x, *reading), axis), ascending)
+    """Unique's four outputs for ``x`` (float64, or complex128: a value its two parts, equal
+    where both are, ordered by real part then imaginary part) under one of ``READINGS``."""
+    if x.dtype.kind == "c":
+        keys = np.stack([reading_keys(x.real, *reading), reading_keys(x.imag, *reading)], -1)
+        rows = _as_rows(keys, axis, 2)
+    else:
+        rows = _as_rows(reading_keys(x, *reading), axis)
+    first, inverse, counts = unique_rows(rows, ascending)
     values = x.ravel()[first] if axis is None else np.take(x, first, axis=axis)
     return values, first, inverse, counts
 
@@ -93,7 +101,9 @@ def _same(actual: np.ndarray, expected: np.ndarray, zero_sign_open: bool = False
     actual = widen(np.asarray(actual))
     if actual.shape != expected.shape or not np.array_equal(actual, expected, equal_nan=True):
         return False
-    return zero_sign_open or bool(np.all(np.signbit(actual) == np.signbit(expected)))
+    parts = (np.real, np.imag) if expected.dtype.kind == "c" else (np.asarray,)
+    return zero_sign_open or all(np.all(np.signbit(p(actual)) == np.signbit(p(expected)))
+                                 for p in parts)
 
 
 def canonical_onnx_unique(outputs, case):
@@ -105,19 +115,51 @@ def canonical_onnx_unique(outputs, case):
     x = widen(np.asarray(x))
     if x.dtype.kind == "O" and case.attrs["sorted"]:
         return _text_in_oracle_order(outputs, x, case.attrs.get("axis"))
+    if x.dtype.kind == "c":
+        return _complex_in_any_order(outputs, x, case)
     if x.dtype.kind != "f" or not (np.isnan(x).any() or (np.signbit(x) & (x == 0)).any()):
         return outputs
+    return _one_reading(outputs, x, case, bool(case.attrs["sorted"]))
+
+
+def _one_reading(outputs, x: np.ndarray, case, ascending: bool) -> list:
+    """The oracle's answer where ``outputs`` equal one reading's (items ``ascending`` or in the
+    order of their first occurrence), else ``outputs`` unchanged."""
     axis = case.attrs.get("axis")
     axis = None if axis is None else axis % x.ndim
-    both_zeros = bool(((x == 0) & np.signbit(x)).any() and ((x == 0) & ~np.signbit(x)).any())
+    parts = (x.real, x.imag) if x.dtype.kind == "c" else (x,)
+    both_zeros = any(bool(((p == 0) & np.signbit(p)).any() and ((p == 0) & ~np.signbit(p)).any())
+                     for p in parts)
     for reading in READINGS:
-        answer = unique_under(x, bool(case.attrs["sorted"]), axis, reading)
+        answer = unique_under(x, ascending, axis, reading)
         # where -0 and +0 are one value, which of them stands for it is open too
         open_sign = [both_zeros and reading[0] == "equal", False, False, False]
         if len(outputs) == len(answer) and all(map(_same, outputs, answer, open_sign)):
             oracle = unique_under(x, bool(case.attrs["sorted"]), axis, READINGS[0])
             return [np.asarray(o).astype(np.asarray(out).dtype) for o, out in zip(oracle, outputs)]
     return outputs
+
+
+def _complex_in_any_order(outputs, x: np.ndarray, case) -> list:
+    """Complex input: 'sorted in ascending order' names no order of complex numbers (nor do
+    they have one), so with sorted=1 a backend's distinct items in any order are taken in the
+    order of their first occurrence (indices, counts and inverse_indices permuted alike) and
+    compared with the sorted=0 answer of each reading (a value's parts equal as floats are:
+    NaN and the zeros' signs as for floats); a match gives the oracle's answer."""
+    if not case.attrs["sorted"]:
+        return _one_reading(outputs, x, case, False)
+    y, first, inverse, counts = (np.asarray(o) for o in outputs)
+    if first.ndim != 1 or len(first) != len(counts) or (
+            inverse.size and (inverse.min() < 0 or inverse.max() >= len(first))):
+        return outputs
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    axis = case.attrs.get("axis")
+    taken = np.take(y, order, axis=0 if axis is None else axis % x.ndim)
+    permuted = [taken, first[order], rank[inverse], counts[order]]
+    found = _one_reading(permuted, x, case, False)   # the oracle's (sorted) answer, if any
+    return outputs if found is permuted else found
 
 
 def _text_in_oracle_order(outputs, x: np.ndarray, axis) -> list:
@@ -214,7 +256,7 @@ def oracle_onnx_unique(x, *, sorted, axis=None, dtypes=()):
         x = x.astype(np.uint64)
     if axis is not None:
         axis %= x.ndim
-    if x.dtype.kind == "f":   # IEEE equality, NaN last: READINGS[0]
+    if x.dtype.kind in "fc":   # IEEE equality, NaN last: READINGS[0]
         return unique_under(x, bool(sorted), axis, READINGS[0])
     first, inverse, counts = unique_rows(_as_rows(x, axis), bool(sorted))
     values = x.ravel()[first] if axis is None else np.take(x, first, axis=axis)
@@ -233,9 +275,9 @@ def draw_onnx_non_zero(draw, kit, spec, dtype):
 
 def values_onnx_non_zero(rng, inputs, attrs):
     """The filled input with about half of its elements made zero (of either sign for
-    floats: -0 is a zero too)."""
+    floats: -0 is a zero too; for text the empty string, numpy.nonzero's zero)."""
     (x,) = inputs
-    zero = np.zeros((), x.dtype)
+    zero = text_zero(x)
     if x.dtype.kind == "f":
         zero = np.where(rng.random(x.shape) < 0.5, -zero, zero).astype(x.dtype)
     return [np.where(rng.random(x.shape) < 0.5, zero, x).astype(x.dtype)]
@@ -244,7 +286,14 @@ def values_onnx_non_zero(rng, inputs, attrs):
 def feed_onnx_non_zero(inputs, attrs, index):
     """out[d, j] is coordinate d of the j-th non-zero element: that element."""
     (x,) = inputs
-    return [x.ravel()[np.flatnonzero(x.ravel() != 0)[index[1]]:][:1]]
+    return [x.ravel()[np.flatnonzero(_non_zero(x.ravel()))[index[1]]:][:1]]
+
+
+def _non_zero(x: np.ndarray) -> np.ndarray:
+    """Where ``x`` is not zero; for text (an object array), where it is not the empty string:
+    the text's 'NonZero behaves similar to numpy.nonzero', whose zero of a string is the empty
+    one (a string's truth value in NumPy and Python)."""
+    return x != ("" if x.dtype == object else 0)
 
 
 def numpy_non_zero(x):
@@ -260,8 +309,8 @@ def numpy_non_zero(x):
 def oracle_onnx_non_zero(x):
     """ONNX NonZero-13: the int64 coordinates (one row per dimension) of the elements that are
     not zero (NaN is not zero; -0 is), in row-major order; a 0-d input gives shape (0, N), N
-    being 1 if it is not zero and 0 if it is."""
-    nonzero = x != 0
+    being 1 if it is not zero and 0 if it is; text: the non-empty strings (:func:`_non_zero`)."""
+    nonzero = _non_zero(x)
     if x.ndim == 0:
         return (np.zeros((0, int(nonzero)), np.int64),)
     coordinates = np.nonzero(nonzero)

@@ -49,11 +49,12 @@ def packed_outputs(outputs, dtypes=None) -> list:
     """A backend's outputs with every sequence (a list or tuple of arrays) replaced by its
     :func:`pack` pair: the outputs in the order the spec declares them. ``dtypes`` (the spec's
     output dtype names, in that order) gives the element type of an empty sequence, which
-    comes back as an empty list that carries none."""
+    comes back as an empty list that carries none (``string``: NumPy's object type)."""
     flat = []
     for output in outputs:
         if isinstance(output, (list, tuple)):
-            empty_type = np.dtype(dtypes[len(flat)]) if dtypes and not output else None
+            name = dtypes[len(flat)] if dtypes and not output else None
+            empty_type = None if name is None else np.dtype(object if name == "string" else name)
             flat.extend(pack(output, empty_type))
         else:
             flat.append(output)

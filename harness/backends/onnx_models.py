@@ -30,6 +30,7 @@ ONNX_TYPES = {
     "float8_e5m2": TensorProto.FLOAT8E5M2, "float8_e5m2fnuz": TensorProto.FLOAT8E5M2FNUZ,
     "int4": TensorProto.INT4, "uint4": TensorProto.UINT4,
     "float4_e2m1fn": TensorProto.FLOAT4E2M1, "float8_e8m0fnu": TensorProto.FLOAT8E8M0,
+    "float6_e2m3fn": TensorProto.FLOAT6E2M3, "float6_e3m2fn": TensorProto.FLOAT6E3M2,
     "int2": TensorProto.INT2, "uint2": TensorProto.UINT2, "string": TensorProto.STRING,
     "complex64": TensorProto.COMPLEX64, "complex128": TensorProto.COMPLEX128,
 }

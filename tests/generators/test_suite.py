@@ -370,6 +370,17 @@ def test_strategies_made_once_draw_the_cases_new_ones_would(specs, op, monkeypat
     assert kept == new
 
 
+def test_a_strategy_made_once_keeps_its_arguments_types_inside_tuples():
+    """(None, 0, 1) and (None, 0.0, 1.0) are equal and hash alike: a strategy kept for one
+    must not serve the other (Resize's bool extrapolation_value drew ints after an
+    exclude_outside choice had made the int one)."""
+    from conform.generators import kit
+
+    ints, floats = kit.st.sampled_from((None, 0, 1)), kit.st.sampled_from((None, 0.0, 1.0))
+    assert ints is not floats and ints is kit.st.sampled_from((None, 0, 1))
+    assert [type(v) for v in floats.elements] == [type(None), float, float]
+
+
 def test_draws_do_not_depend_on_what_was_drawn_before(specs):
     """Hypothesis's cache of permitted constants is kept from one op x dtype to the next: the
     plans of a slice are the same drawn first, after others, or after that cache is emptied."""

@@ -183,3 +183,32 @@ def test_onnx_bitcast_runs_on_onnxruntime_at_opset_26_and_a_wrong_target_fails(s
     unsigned = run_mutated(spec, as_unsigned)
     assert unsigned[0].dtype == np.uint32
     assert judge_outputs(spec, case, unsigned).verdict == "fail"
+
+
+def test_onnx_bitcast_complex64_is_its_real_part_below_its_imaginary_part():
+    """TensorProto: complex64 'two consecutive FLOAT values, real component first', little
+    endian: 1 + 2j is 0x40000000_3F800000; back again, and onnx.reference agrees; complex128,
+    alone at 128 bits, casts to itself only."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    from conform.spec import load_specs
+
+    spec = load_specs()["onnx_bitcast"]
+    labels = spec.definition.dtype_labels(spec)
+    assert "complex64->int64" in labels and "complex128->complex128" in labels
+    assert "complex64->complex64" not in labels and "complex64->int32" not in labels
+    x = np.complex64([1 + 2j, -0.0 - 1.5j])
+    bits = _bitcast(x, "complex64", "uint64")
+    assert bits.tolist() == [0x400000003F800000, 0xBFC0000080000000]
+    back = _bitcast(bits.astype(np.uint64), "uint64", "complex64")
+    assert back.tolist() == x.tolist() and np.signbit(back.real).tolist() == [False, True]
+    node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.UINT64)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "x", TensorProto.COMPLEX64, None)], [helper.make_tensor_value_info(
+            "y", TensorProto.UINT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26)])
+    (ref,) = ReferenceEvaluator(model).run(None, {"x": x})
+    assert ref.tolist() == bits.tolist()
+    same = np.complex128([np.nan + 1j, 2 - 0.0j])
+    assert np.array_equal(_bitcast(same, "complex128", "complex128"), same, equal_nan=True)

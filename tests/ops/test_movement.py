@@ -249,3 +249,43 @@ def test_concatenate_inner_dimension_in_order():
     out = run("concatenate", b, a, dimension=1)
     np.testing.assert_array_equal(out, [[-0.0, 3, 1], [NAN, 4, 2]])
     assert np.signbit(out[0, 0])
+
+
+# --- ONNX Reshape before opset 14 and Slice before opset 10, text included -----------------------
+
+def _text(*values) -> np.ndarray:
+    out = np.empty(len(values), object)
+    out[:] = list(values)
+    return out
+
+
+def _onnx_case(name, data, attrs):
+    from conform.generators import Case
+
+    return Case(id=f"{name}.string.0", op=name, dtype="string", input_dtypes=("string",),
+                out_dtype="string", inputs=[data], attrs=attrs, plan="normal", seed=0)
+
+
+def test_reshape_13_and_slice_1_models_follow_their_schemas(specs, monkeypatch):
+    """Reshape-13 has no allowzero (a 0 copies the input's extent): a 0 that would not give
+    the drawn size is unsupported there; Slice-1 takes starts, ends and axes as attributes and
+    has no steps. Each model passes the checker and onnxruntime's answer passes the judge."""
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+    from conform.harness.judge.judging import judge_outputs
+    from conform.model_formats import Unsupported
+
+    backend, text = OnnxRuntimeBackend(), _text("a", "", "ß", "b c", "d", "e")
+    runs = [(13, "reshape", text.reshape(2, 3), {"new_sizes": [3, 1, 2]}),
+            (9, "slice", text.reshape(2, 3), {"start_indices": [1, 0], "limit_indices": [2, 3],
+                                              "strides": [1, 1]})]
+    for opset, name, data, attrs in runs:
+        monkeypatch.setenv("CONFORM_ONNX_OPSET", str(opset))
+        case = _onnx_case(name, data, attrs)
+        assert judge_outputs(specs[name], case, run_case(backend, specs[name], case)).verdict == "pass"
+    with pytest.raises(Unsupported, match="no steps"):
+        run_case(backend, specs["slice"], _onnx_case("slice", text, {
+            "start_indices": [0], "limit_indices": [6], "strides": [2]}))
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "13")
+    with pytest.raises(Unsupported, match="keep the input extent"):
+        run_case(backend, specs["reshape"], _onnx_case("reshape", text[:0], {"new_sizes": [2, 0]}))

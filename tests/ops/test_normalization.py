@@ -329,3 +329,31 @@ def test_numpy_training_batch_norm_takes_momentum_as_a_float32_attribute():
                                                    epsilon=1e-5, momentum=0.9, training_mode=1)
     m = float(np.float32(0.9))
     assert running_mean[0] == -1000.0 * m + 2.0 * float(1 - np.float32(0.9))
+
+
+def test_stash_type_16_gives_bfloat16_statistics_numpy_passes_and_float32_ones_pass_too(specs):
+    """stash_type 16: U (Mean, InvStdDev) is bfloat16, stage one in bfloat16 ('This also
+    specifies stage one's computation precision'); the model is valid; numpy (two passes in
+    bfloat16) passes; statistics off by far more than bfloat16's rounding fail."""
+    import onnx
+
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.numpy_backend import NumpyBackend
+    from conform.harness.backends.onnx_models import build_model
+
+    name = "onnx_layer_normalization_stash_bfloat16"
+    spec = specs[name]
+    x = (np.random.default_rng(5).standard_normal((3, 16)) * 2 + 1).astype(np.float32)
+    case = Case(id=f"{name}.float32.0", op=name, dtype="float32",
+                input_dtypes=("float32",) * 2, out_dtype="float32",
+                inputs=[x, np.full(16, 1.5, np.float32)], plan="normal", seed=1,
+                attrs={"axis": -1, "epsilon": 1e-5, "stash_type": 16, "absent_inputs": ["b"]})
+    assert spec.out_dtypes(case)[1:] == ("bfloat16", "bfloat16")
+    model = build_model(spec, case)
+    onnx.checker.check_model(model, full_check=True)
+    outputs = run_case(NumpyBackend(), spec, case)
+    assert str(outputs[1].dtype) == "bfloat16"
+    assert judge_outputs(spec, case, outputs).verdict == "pass"
+    shifted = [outputs[0], (outputs[1].astype(np.float32) + 0.25).astype(outputs[1].dtype),
+               outputs[2]]
+    assert dict(judge_outputs(spec, case, shifted).outputs)["mean"].verdict == "fail"

@@ -378,3 +378,33 @@ def test_attention_25_window_attends_the_keys_of_the_texts_diagram():
     assert attended == [{0, 1}, {0, 1, 2}, {0, 1, 2, 3}, {1, 2, 3, 4}]
     open_left = attention_bias({}, {"left_window_size": -1, "right_window_size": 0}, (1, 1, 4, 6))
     assert [set(np.flatnonzero(row == 0)) for row in open_left[0, 0]][3] == {0, 1, 2, 3}
+
+
+def test_an_integer_mask_row_of_one_value_is_judged_and_a_mixed_row_is_open(specs, monkeypatch):
+    """U allows integer masks, which the text does not read (boolean: True takes part; float:
+    added). The oracle adds the values; a row of one nonzero value gives the unmasked Y under
+    either reading (Softmax ignores a constant added to a row) and is judged, a mixed row is
+    the region attention_integer_mask. onnxruntime misreads an int16 mask under is_causal
+    (pinned: docs/failures/onnxruntime.yaml ort-attention-integer-mask)."""
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.onnxruntime_backend import OnnxRuntimeBackend
+    from conform.ops.regions import RegionContext, region_mask
+
+    op, causal = "onnx_attention_integer_mask_opset23", {"is_causal": 1}
+    q, k, v = _floats(1, 1, 2, 4), _floats(1, 1, 3, 4), _floats(1, 1, 3, 2)
+    mask = np.int16([[2, 2, 2], [0, 1, 2]])
+    (y,) = evaluate(op, [q, k, v, mask], causal)
+    plain = evaluate("onnx_attention_opset23", [q, k, v],
+                     {**causal, "absent_inputs": ["attn_mask"]})[0]
+    assert np.allclose(y[0, 0, 0], plain[0, 0, 0], rtol=1e-12)
+    assert not np.allclose(y[0, 0, 1], plain[0, 0, 1])
+    case = _case(op, [q, k, v, mask], causal)
+    context = RegionContext(inputs=case.inputs, expected=y, out_dtype="float32",
+                            float_oracle=None, attrs=causal)
+    assert region_mask(["attention_integer_mask"], context)[0, 0].tolist() == [[False] * 2,
+                                                                               [True] * 2]
+    result = judge_outputs(specs[op], case, [y.astype(np.float32)])   # row 0 judged, row 1 open
+    assert (result.verdict, result.checked, result.impl_defined) == ("pass", 2, 2)
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "23")
+    got = run_case(OnnxRuntimeBackend(), specs[op], case)
+    assert judge_outputs(specs[op], case, got).verdict == "fail"

@@ -1,8 +1,10 @@
 """ONNX Cast, CastLike, QuantizeLinear and DequantizeLinear on float4e2m1 (opset 23+),
-float8e8m0 (24+) and int2/uint2 (25+): the oracle against the Cast text's FLOAT8E8M0 table and
+float8e8m0 (24+), int2/uint2 (25+) and float6e2m3/float6e3m2 (28+): the oracle against the Cast text's FLOAT8E8M0 table and
 round_mode, the regions the text leaves open, the schemas' opsets, a real onnxruntime run at
 opset 25, and the judge failing an injected wrong conversion."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -104,20 +106,74 @@ def test_quantize_labels_follow_their_schemas(specs):
         assert label in dtype_labels(quantize)
 
 
+def _quantized_by_half(specs, x, target):
+    """The expectation of QuantizeLinear of float32 ``x`` with y_scale 0.5, no zero point."""
+    case = Case(id="q.t.0", op="onnx_quantize_linear", dtype=f"float32->{target}",
+                input_dtypes=("float32", "float32"), out_dtype=target,
+                inputs=[x, np.float32(0.5)], plan="normal", seed=0,
+                attrs={"new_dtype": target, "output_dtype": target,
+                       "absent_inputs": ["y_zero_point"]})
+    return expect(specs["onnx_quantize_linear"], case)
+
+
 def test_quantize_into_two_bits_and_float4_by_the_text(specs):
     x = np.float32([-5.0, -2.5, 0.5, 1.5, 2.5, 9.0])
     zero = np.zeros((), np_dtype("int2"))
     (y,) = evaluate("onnx_quantize_linear", [x, np.float32(1.0), zero], {"new_dtype": "int2"})
     assert np.asarray(y).tolist() == [-2, -2, 0, 1, 1, 1]   # round half even, saturate [-2, 1]
-    case = Case(id="q.t.0", op="onnx_quantize_linear", dtype="float32->float4_e2m1fn",
-                input_dtypes=("float32", "float32"), out_dtype="float4_e2m1fn",
-                inputs=[x, np.float32(0.5)], plan="normal", seed=0,
-                attrs={"new_dtype": "float4_e2m1fn", "output_dtype": "float4_e2m1fn",
-                       "absent_inputs": ["y_zero_point"]})
-    (answer,) = expect(specs["onnx_quantize_linear"], case)
+    (answer,) = _quantized_by_half(specs, x, "float4_e2m1fn")
     # x / 0.5: -10 (beyond 6: open), -5, 1, 3, 5 (tie of 4 and 6: even 4), 18 (open)
     assert answer.impl_mask.tolist() == [True, False, False, False, False, True]
     assert np.asarray(answer.expected, np.float64)[1:5].tolist() == [-4.0, 1.0, 3.0, 4.0]
+
+
+FLOAT6 = ("float6_e2m3fn", "float6_e3m2fn")
+
+
+@pytest.mark.parametrize("target, largest", zip(FLOAT6, (7.5, 28.0)))
+def test_nan_infinities_and_out_of_range_into_float6_are_open(specs, target, largest):
+    """Cast-28: no table names the 6-bit floats, which have neither infinity nor NaN; in range
+    the value rounded to nearest even (a tie just below the top stays finite)."""
+    x = [NAN, INF, -INF, largest * 1.1, -largest, largest * 0.99, 0.3]
+    mask = _impl_mask(specs["onnx_cast"], _case("onnx_cast", x, "float32", target))
+    assert mask.tolist() == [True, True, True, True, False, False, False]
+
+
+def test_the_float6_types_are_drawn_at_opset_28_only_and_their_models_are_valid(
+        specs, monkeypatch):
+    import onnx
+
+    from conform.harness.backends.onnx_models import build_model
+
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "28")
+    for op, label in (("onnx_cast", "float6_e3m2fn->bfloat16"),
+                      ("onnx_quantize_linear", "float16->float6_e3m2fn"),
+                      ("onnx_dequantize_linear", "float6_e2m3fn->float32"),
+                      ("onnx_optional_get_element", "float6_e3m2fn")):
+        assert [v for v in (21, 26, 28) if schema_allows(specs[op], label, v)] == [28]
+        for case in generate_cases(specs[op], label, count=1, seed=2):
+            onnx.checker.check_model(build_model(specs[op], case), full_check=True)
+
+
+def test_quantize_into_float6_by_the_text_and_onnx_reference_agrees_in_range(specs):
+    """x / 0.5 into float6e3m2 (3 significand bits): -11 (1.011b * 8, a tie of 10 and 12)
+    rounds to the even -12, 3.25 (a tie of 3 and 3.5) to 3, 1.2 to 1.25; 36 (past 28) is open."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.float32([-5.5, 1.625, 0.6, 18.0])
+    (answer,) = _quantized_by_half(specs, x, "float6_e3m2fn")
+    assert answer.impl_mask.tolist() == [False, False, False, True]
+    expected = np.asarray(answer.expected, np.float64)
+    assert expected[:3].tolist() == [-12.0, 3.0, 1.25]
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"],
+                            output_dtype=TensorProto.FLOAT6E3M2)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        n, TensorProto.FLOAT, None) for n in "xs"],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT6E3M2, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)])
+    (ref,) = ReferenceEvaluator(model).run(None, {"x": x, "s": np.float32(0.5)})
+    assert np.asarray(ref, np.float64)[:3].tolist() == expected[:3].tolist()
 
 
 @pytest.fixture()
@@ -194,3 +250,36 @@ def test_onnxruntime_casts_the_smallest_e8m0_to_false(specs, onnxruntime_at_25):
     case = _case("onnx_cast", x, E8M0, "bool")
     judged = judge_outputs(spec, case, run_case(onnxruntime_at_25, spec, case))
     assert judged.verdict == "fail" and judged.mismatched == 1 and judged.worst["index"] == [0]
+
+
+@pytest.mark.parametrize("op, label", [("onnx_quantize_linear", "float32->int8"),
+                                       ("onnx_dequantize_linear", "uint8->float16")])
+def test_e8m0_scales_are_drawn_from_opset_24_and_numpy_passes(specs, monkeypatch, op, label):
+    """T2 (the scale) adds float8e8m0 at opset 24: never drawn below (the draws of opset 21
+    unchanged), at times from 24, with QuantizeLinear's precision set (E8M0 cannot be the
+    division's precision) and DequantizeLinear's output_dtype set (T3 has no E8M0); the models
+    valid; numpy passes; the scale read one binade off fails."""
+    import onnx
+
+    from conform.harness.backends.numpy_backend import NumpyBackend
+    from conform.harness.backends.onnx_models import build_model
+
+    spec = specs[op]
+    assert all(E8M0 not in case.input_dtypes for case in generate_cases(spec, label, count=8,
+                                                                        seed=4))
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "24")
+    cases = [case for case in generate_cases(spec, label, count=12, seed=4)
+             if case.input_dtypes[1] == E8M0]
+    assert cases
+    for case in cases[:3]:
+        assert ("precision" if op == "onnx_quantize_linear" else "output_dtype") in case.attrs
+        onnx.checker.check_model(build_model(spec, case), full_check=True)
+        outputs = run_case(NumpyBackend(), spec, case)
+        assert judge_outputs(spec, case, outputs).verdict in ("pass", "impl_defined"), case.id
+    failed = 0
+    for case in cases:
+        inputs = list(case.inputs)
+        inputs[1] = (inputs[1].astype(np.float32) * 2).astype(inputs[1].dtype)
+        wrong = run_case(NumpyBackend(), spec, dataclasses.replace(case, inputs=inputs))
+        failed += judge_outputs(spec, case, wrong).verdict == "fail"
+    assert failed >= len(cases) // 2

@@ -85,3 +85,54 @@ def test_onnxruntime_misplaces_3d_blocks_dilated_on_a_later_axis(specs):
     (got,) = run_mutated(spec, case)
     assert got.ravel().tolist() == [1, 0, 2, 4, 0, 0]
     assert judge_outputs(spec, case, [got]).verdict == "fail"
+
+
+def test_text_blocks_are_copied_and_the_unreached_image_is_left_open(specs):
+    """Strings (blocks drawn apart: the text sums no text): each element placed is copied;
+    the elements no block reaches hold fold's zero, which the text does not define for text
+    (region col2im_text_zero); numpy's answer passes and a wrong copy fails."""
+    from conform.harness.backends.numpy_backend import NumpyBackend
+    from conform.harness.backends.models import run_case
+
+    x = np.empty((1, 1, 4), object)
+    x[:] = [[["a", "b", "", "d"]]]
+    case = Case(id=f"{C2I}.string.0", op=C2I, dtype="string", input_dtypes=("string",),
+                out_dtype="string", inputs=[x], plan="normal", seed=0,
+                attrs=_attrs((2, 3), (1, 1), strides=[1, 2], dilations=[1, 1], pads=[0] * 4))
+    (out,) = evaluate(C2I, [x], case.attrs)
+    assert out.tolist() == [[[["a", "", "b"], ["", "", "d"]]]]
+    spec = specs[C2I]
+    (answer,) = run_case(NumpyBackend(), spec, case)
+    result = judge_outputs(spec, case, [answer])   # 4 copies judged, 2 unreached open
+    assert (result.verdict, result.checked, result.impl_defined) == ("pass", 4, 2)
+    answer[0, 0, 1, 0] = "0"   # a copied empty string, not an unreached element
+    assert judge_outputs(spec, case, [answer]).verdict == "fail"
+
+
+def test_complex_blocks_add_up_part_by_part(specs, backends):
+    """Complex addition adds the parts: the overlapping example's parts, an infinite imaginary
+    part leaving its real part finite (not the nan a complex product 1j * inf would make);
+    numpy passes drawn complex cases; a finite real part off by 1e-3, beside an infinite
+    imaginary part, fails, as does a lost term."""
+    x = np.array([[[1.0, 2.0, 3.0], [10.0, 20.0, 30.0]]]) * (1 - 2j)
+    x[0, 1, 2] = complex(30.0, np.inf)
+    attrs = _attrs([1, 3], [1, 2], pads=[0, 1, 0, 0])
+    (out,) = evaluate(C2I, [x], attrs)
+    assert out.real.tolist() == [[[[12.0, 23.0, 30.0]]]]
+    assert out.imag.tolist() == [[[[-24.0, -46.0, np.inf]]]]
+    case = _case(x, {**attrs, "strides": [1, 1], "dilations": [1, 1]}, "complex64")
+    import onnx
+
+    from conform.harness.backends.onnx_models import build_model
+    onnx.checker.check_model(build_model(specs[C2I], case), full_check=True)
+    assert judge_outputs(specs[C2I], case, [out.astype(np.complex64)]).verdict == "pass"
+    off = out.astype(np.complex64)
+    off.real[..., 2] += np.float32(1e-3)
+    assert judge_outputs(specs[C2I], case, [off]).verdict == "fail"
+    lost = evaluate(C2I, [x[:, :, :2]], _attrs([1, 2], [1, 2], pads=[0, 1, 0, 0]))[0]
+    wrong = out.astype(np.complex64)
+    wrong[..., :2] = lost.astype(np.complex64) - 1j
+    assert judge_outputs(specs[C2I], case, [wrong]).verdict == "fail"
+    for dtype in ("complex64", "complex128"):
+        assert real_backends.assert_drawn_cases_pass(specs[C2I], backends["numpy"], dtype,
+                                                     count=8) > 0

@@ -342,7 +342,8 @@ def test_numpy_passes_every_case(specs, name, dtype):
 
 
 @pytest.mark.parametrize("name", ["onnx_if", "onnx_loop", "onnx_scan", "onnx_sequence_map"])
-@pytest.mark.parametrize("dtype", ["bool", "uint64", "int8", "string", "float8_e5m2", "int4"])
+@pytest.mark.parametrize("dtype", ["bool", "uint64", "int8", "string", "float8_e5m2", "int4",
+                                   "complex64"])
 def test_numpy_passes_every_case_of_the_other_value_classes(specs, name, dtype):
     """Unsigned bodies (Add, Mul, Max, Min), bool bodies (And, Or, Xor, Not) and the moved
     types' (Identity) agree with NumPy's computation in the value type, case by case."""
@@ -355,6 +356,23 @@ def test_numpy_passes_every_case_of_the_other_value_classes(specs, name, dtype):
     for case in generate_cases(spec, dtype, count=4, seed=11, answer=expect):
         judgement = judge_outputs(spec, case, run_case(backend, spec, case))
         assert judgement.verdict == "pass", (case.id, judgement.reason)
+
+
+@pytest.mark.parametrize("name", ["onnx_if", "onnx_loop", "onnx_scan", "onnx_sequence_map"])
+def test_a_complex_body_is_identity_and_its_model_is_valid(specs, name):
+    """ONNX has no complex arithmetic a body could use (Add's T has no complex): the V type is
+    carried by Identity, whose V allows complex; the model passes the full check."""
+    import onnx
+
+    from conform.harness.backends.onnx_models import build_model
+
+    for case in generate_cases(specs[name], "complex128", count=2, seed=3):
+        model = build_model(specs[name], case)
+        onnx.checker.check_model(model, full_check=True)
+        bodies = [g for node in model.graph.node for a in node.attribute for g in
+                  ([a.g] if a.type == onnx.AttributeProto.GRAPH else [])]
+        # Less: Loop's body cond, iteration_num < until (int64)
+        assert bodies and {n.op_type for g in bodies for n in g.node} <= {"Identity", "Less"}
 
 
 def test_a_body_reads_uint64_as_stored_and_bool_and_moved_types_by_their_ops():

@@ -171,3 +171,66 @@ def test_feeding_affine_grid_is_theta_s_row_and_grid_sample_the_taps_it_reads():
     assert feeding_elements(GS, [x, grid], attrs, [0, 0, 0, 1])[0].tolist() == [1.0, 5.0]
     nearest = feeding_elements(GS, [x, grid], {**attrs, "mode": "nearest"}, [0, 0, 0, 0])
     assert nearest[0].tolist() == [3.0]     # (0.5, 1.5) to even: row 0, column 2
+
+
+def test_text_and_integers_are_copied_by_nearest_and_text_zeros_padding_is_open(specs):
+    """A string or integer X: nearest copies (the one mode drawn for them at opset 16, and for
+    text at 20); zeros padding 'use 0' gives text no value (region grid_sample_text_zero),
+    border padding copies the edge element; a wrong copy still fails."""
+    from conform.generators import generate_cases
+    from conform.ops.regions import RegionContext, region_mask
+
+    text = np.empty((1, 1, 1, 4), object)
+    text[...] = ["a", "", "ß", "d"]
+    grid = _points(-1.5, -0.25, 0.75).astype(np.float32)   # align_corners 1: -0.75, 1.125, 2.625
+    attrs = {"mode": "nearest", "align_corners": 1}
+    for padding, want in (("zeros", ["", "", "d"]), ("border", ["a", "", "d"])):
+        (out,) = evaluate(GS16, [text, grid], {**attrs, "padding_mode": padding})
+        assert out.ravel().tolist() == want
+    numbers = np.int8([[[[5, -7, 9, 127]]]])
+    (out,) = evaluate(GS16, [numbers, grid], {**attrs, "padding_mode": "zeros"})
+    assert out.ravel().tolist() == [0, -7, 127]
+    case = Case(id="t", op=GS16, dtype="string", input_dtypes=("string", "float32"),
+                out_dtype="string", inputs=[text, grid], attrs={**attrs, "padding_mode": "zeros"},
+                plan="normal", seed=0)
+    (want,) = evaluate(GS16, case.inputs, case.attrs)
+    context = RegionContext(inputs=case.inputs, expected=want, out_dtype="string",
+                            float_oracle=None, attrs=case.attrs,
+                            oracle_with=lambda xs, **more: evaluate(GS16, xs, {**case.attrs, **more})[0])
+    assert region_mask(["grid_sample_text_zero"], context).ravel().tolist() == [True, False, False]
+    answer = np.array(["0", "", "d"], object).reshape(want.shape)
+    result = judge_outputs(specs[GS16], case, [answer])   # 2 copies judged, 1 padding open
+    assert (result.verdict, result.checked, result.impl_defined) == ("pass", 2, 1)
+    answer[0, 0, 0, 1] = "ß"
+    assert judge_outputs(specs[GS16], case, [answer]).verdict == "fail"
+    drawn = generate_cases(specs[GS16], "int16", count=4, seed=1, use_cache=False)
+    assert {c.attrs["mode"] for c in drawn if c.plan != "must_reject"} == {"nearest"}
+
+
+def test_complex_x_is_sampled_part_by_part_and_numpy_passes_it(specs):
+    """GridSample weighs X by real weights of the grid alone: a complex X's parts are sampled
+    alike (each as a float X is); numpy (positions and weights in the parts' type) passes the
+    drawn complex cases; the parts sampled with another align_corners, or swapped, fail."""
+    grid = np.array([[[[-0.8, 0.3], [0.55, -1.2], [1.3, 0.9]]]])   # 1 x 1 x 3 x 2
+    x = np.random.default_rng(3).uniform(-4, 4, (1, 2, 3, 4))
+    z = x + 1j * x[:, ::-1]
+    for attrs in ({"mode": "linear", "padding_mode": "zeros", "align_corners": 0},
+                  {"mode": "cubic", "padding_mode": "reflection", "align_corners": 1}):
+        got = evaluate(GS, [z, grid], attrs)[0]
+        assert np.array_equal(got, _sample(z.real, grid, **attrs)
+                              + 1j * _sample(z.imag, grid, **attrs))
+        case = Case(id=f"{GS}.complex64.0", op=GS, dtype="complex64",
+                    input_dtypes=("complex64", "float32"), out_dtype="complex64",
+                    inputs=[z.astype(np.complex64), grid.astype(np.float32)], attrs=attrs,
+                    plan="normal", seed=1)
+        assert judge_outputs(specs[GS], case, [got.astype(np.complex64)]).verdict == "pass"
+        from conform.harness.backends.onnx_models import build_model
+        onnx.checker.check_model(build_model(specs[GS], case), full_check=True)
+        moved = {**attrs, "align_corners": 1 - attrs["align_corners"]}
+        wrong = _sample(z.real, grid, **attrs) + 1j * _sample(z.imag, grid, **moved)
+        assert judge_outputs(specs[GS], case, [wrong.astype(np.complex64)]).verdict == "fail"
+        swapped = (got.imag + 1j * got.real).astype(np.complex64)
+        assert judge_outputs(specs[GS], case, [swapped]).verdict == "fail"
+    for dtype in ("complex64", "complex128"):
+        verdicts = {j.verdict for _, j in judged(specs, numpy_backend(), GS, dtype, count=8)}
+        assert verdicts <= {"pass", "impl_defined"} and "pass" in verdicts, dtype

@@ -83,3 +83,51 @@ def test_pad_fills_text_with_the_empty_string_by_default():
     attrs = dict(mode="constant", pads=[1, 1], absent_inputs=("constant_value", "axes"))
     (out,) = evaluate("onnx_pad", [data], attrs)
     assert out.tolist() == ["", "a", "b", ""] and all(type(s) is str for s in out)
+
+
+def test_center_crop_pad_of_text_leaves_only_the_padding_open(specs):
+    """'The padding value used is zero', which names no zero of text: the padding is the
+    region center_crop_pad_text_zero, the copies are judged."""
+    from conform.harness.judge.judging import judge_outputs
+
+    data = np.array(["a", "b", "c"], object)
+    case = Case(id="onnx_center_crop_pad.string.0", op="onnx_center_crop_pad", dtype="string",
+                input_dtypes=("string",), out_dtype="string", inputs=[data],
+                attrs={"shape": [6], "shape_type": "int64"}, plan="normal", seed=0)
+    spec = specs["onnx_center_crop_pad"]
+    answer = np.array(["0", "a", "b", "c", "0", "0"], object)
+    result = judge_outputs(spec, case, [answer])   # 3 copies judged, 3 padding open
+    assert (result.verdict, result.checked, result.impl_defined) == ("pass", 3, 3)
+    answer[2] = "c"
+    assert judge_outputs(spec, case, [answer]).verdict == "fail"
+
+
+def test_pad_of_e8m0_by_its_default_zero_is_open_and_a_given_value_or_copies_judged(specs):
+    """float8e8m0 has no zero, Pad's default constant_value ('by default it is 0'): those
+    elements are open; a given constant_value and edge padding are judged (numpy passes; the
+    padded side swapped fails)."""
+    from conform.dtypes import np_dtype
+    from conform.harness.backends.models import run_case
+    from conform.harness.backends.numpy_backend import NumpyBackend
+    from conform.harness.judge.judging import judge_outputs
+    from conform.oracles.expectations import expect
+
+    spec, e8m0 = specs["onnx_pad"], np_dtype("float8_e8m0fnu")
+    data = np.array([0.5, 4.0, 64.0]).astype(e8m0)
+
+    def case(mode, *value):
+        absent = () if value else ("constant_value",)
+        return Case(id="onnx_pad.float8_e8m0fnu.0", op="onnx_pad", dtype="float8_e8m0fnu",
+                    input_dtypes=("float8_e8m0fnu",) * (1 + len(value)),
+                    out_dtype="float8_e8m0fnu", inputs=[data, *value], plan="normal", seed=0,
+                    attrs={"mode": mode, "pads": [2, 1], "absent_inputs": absent})
+
+    (answer,) = expect(spec, case("constant"))
+    assert answer.impl_mask.tolist() == [True, True, False, False, False, True]
+    for judged in (case("constant", np.asarray(2.0).astype(e8m0)), case("edge")):
+        (answer,) = expect(spec, judged)
+        assert answer.impl_mask is None or not answer.impl_mask.any()
+        out = run_case(NumpyBackend(), spec, judged)
+        assert judge_outputs(spec, judged, out).verdict == "pass"
+        flipped = [np.asarray(out[0])[::-1].copy()]
+        assert judge_outputs(spec, judged, flipped).verdict == "fail"

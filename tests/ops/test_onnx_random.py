@@ -145,6 +145,29 @@ def test_dropout_with_a_mask_of_the_wrong_rate_or_an_unscaled_output_fails(specs
                                                                          else "fail")
 
 
+def test_dropout_22_draws_its_ratio_in_every_type_of_t1(specs, monkeypatch):
+    """Dropout-22's T1 adds bfloat16 and the float 8 types: drawn from opset 22 only, the models
+    valid; numpy passes with them, and an output scaled by the wrong ratio fails."""
+    import onnx
+
+    from conform.harness.backends.onnx_models import build_model
+
+    spec = specs["onnx_dropout_training"]
+    old = {"float16", "float32", "float64", "bool"}
+    for seed in (5, 26):   # at opset 22 a float 8 ratio of 0.25 (its scale 4/3 rounded)
+        assert {t for case in generate_cases(spec, "float32", count=4, seed=seed)
+                for t in case.input_dtypes} <= old
+    monkeypatch.setenv("CONFORM_ONNX_OPSET", "22")
+    for seed, ratio_type in ((5, "float8_e5m2"), (26, "float8_e4m3fn")):
+        (case, *_) = generate_cases(spec, "float32", count=4, seed=seed)
+        assert case.input_dtypes[1] == ratio_type and case.attrs["ratio_value"] == 0.25
+        onnx.checker.check_model(build_model(spec, case), full_check=True)
+        output, mask = run_case(numpy_backend(), spec, case)
+        assert judge_outputs(spec, case, [output, mask]).verdict == "pass", case.id
+        wrong = (output * np.float32(1 - case.attrs["ratio_value"]) * 2).astype(np.float32)
+        assert judge_outputs(spec, case, [wrong, mask]).verdict == "fail", case.id
+
+
 def test_multinomial_reads_the_input_as_unnormalized_log_probabilities(specs):
     spec = specs["onnx_multinomial"]
     logits = np.array([[0.0, np.log(3.0), -np.inf]])

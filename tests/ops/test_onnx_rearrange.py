@@ -81,3 +81,29 @@ def test_judge_catches_the_other_mode_from_onnxruntime(specs, backends):
     assert real_backends.verdict(spec, case, backends["onnxruntime"])[0] == "pass"
     other = dataclasses.replace(case, attrs={**case.attrs, "mode": "CRD"})
     assert real_backends.verdict(spec, case, backends["onnxruntime"], run=other)[0] == "fail"
+
+
+def test_trilu_of_text_copies_the_kept_elements_and_leaves_the_zeros_open(specs):
+    """Strings: 'All other elements in the matrix are set to zero' names no zero of text, so
+    the zeroed elements are the region trilu_text_zero; a wrong kept element still fails."""
+    from conform.generators import Case
+    from conform.harness.judge.judging import judge_outputs
+    from conform.ops.regions import RegionContext, region_mask
+
+    data = np.empty((2, 3), object)
+    data[:] = [["a", "b", "c"], ["d", "", "f"]]
+    case = Case(id="onnx_trilu.string.0", op="onnx_trilu", dtype="string",
+                input_dtypes=("string", "int64"), out_dtype="string",
+                inputs=[data, np.array(1, np.int64)], attrs={"upper": 1}, plan="normal", seed=0)
+    (out,) = evaluate("onnx_trilu", case.inputs, case.attrs)
+    context = RegionContext(inputs=case.inputs, expected=out, out_dtype="string",
+                            float_oracle=None, attrs=case.attrs)
+    mask = region_mask(["trilu_text_zero"], context)
+    assert mask.tolist() == [[True, False, False], [True, True, False]]
+    assert out[~mask].tolist() == ["b", "c", "f"]
+    spec = specs["onnx_trilu"]
+    answer = np.where(mask, "0", data)
+    result = judge_outputs(spec, case, [answer])   # the kept elements judged, the zeros open
+    assert (result.verdict, result.checked, result.impl_defined) == ("pass", 3, 3)
+    answer[0, 2] = "C"
+    assert judge_outputs(spec, case, [answer]).verdict == "fail"

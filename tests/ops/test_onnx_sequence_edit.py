@@ -81,7 +81,13 @@ def test_packed_outputs_types_an_empty_sequence_by_the_declared_dtype():
     assert values.dtype == np.int8 and shapes.shape == (0, 0)
     values, _ = packed_outputs([[np.float32([1])]], ["int8", "int64"])
     assert values.dtype == np.float32   # a non-empty sequence keeps what the backend gave
+    values, _ = packed_outputs([[]], ["string", "int64"])   # text: NumPy's object type
+    assert values.dtype == object and values.shape == (0,)
 
+
+
+def test_onnxruntime_passes_an_empty_sequence_of_text(specs, onnxruntime):
+    assert_all_pass(specs, onnxruntime, "onnx_sequence_empty", "string", count=2)
 
 
 @pytest.mark.parametrize("name", OPS)

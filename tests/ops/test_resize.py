@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 import pytest
 
+from conform.dtypes import np_dtype
 from conform.generators._case import Case
 from conform.harness.judge.judging import judge_outputs
 from conform.oracles._registry import evaluate
@@ -27,7 +28,7 @@ def _op(opset: int) -> str:
 def _case(op, x, attrs, dtype=None):
     dtype = dtype or str(x.dtype)
     return Case(id="t", op=op, dtype=dtype, input_dtypes=(dtype,), out_dtype=dtype,
-                inputs=[np.asarray(x, dtype)], attrs=attrs, plan="normal", seed=0)
+                inputs=[np.asarray(x, np_dtype(dtype))], attrs=attrs, plan="normal", seed=0)
 
 
 def _resize(x, op="onnx_resize", **attrs):
@@ -416,3 +417,69 @@ def _crops_an_axis_it_keeps(shape, attrs) -> bool:
     plans = axis_plans(shape, attrs)
     return any((roi[k], roi[len(axes) + k]) != (0.0, 1.0) and plans[a][0] == shape[a]
                for k, a in enumerate(axes))
+
+
+def test_bool_and_text_are_copied_by_nearest_and_text_extrapolation_is_open(specs):
+    """Nearest copies any type (onnx.reference refuses bool: it asks finfo of the data type);
+    bool's extrapolation_value is drawn as 0.0 or 1.0 (its two values); a float written into
+    text has no meaning (region resize_text_extrapolation), while the copies stay judged.
+    tf_crop_and_resize over roi [-0.5, 1] of 3 elements to 4: x_original = -1 + i."""
+    from conform.ops.regions import RegionContext, region_mask
+
+    crop = {"coordinate_transformation_mode": "tf_crop_and_resize", "roi": [-0.5, 1.0],
+            "sizes": [4], "nearest_mode": "floor"}
+    text = np.empty(3, object)
+    text[:] = ["a", "", "ß"]
+    (flags,) = evaluate("onnx_resize", [np.array([True, False, True])],
+                        {**crop, "extrapolation_value": 1.0})
+    assert flags.astype(bool).tolist() == [True, True, False, True]
+    (doubled,) = evaluate("onnx_resize", [text], {"scales": [2.0]})   # half_pixel, round down
+    assert doubled.tolist() == ["a", "a", "", "", "ß", "ß"]
+    crop = {**crop, "roi": [-0.25, 0.9], "nearest_mode": "round_prefer_floor"}   # -0.5 + 0.77 i
+    case = _case("onnx_resize", text, crop, dtype="string")
+    (want,) = evaluate("onnx_resize", [text], crop)
+    context = RegionContext(inputs=[text], expected=want, out_dtype="string", float_oracle=None,
+                            attrs=crop, oracle_with=lambda xs, **more: evaluate(
+                                "onnx_resize", xs, {**crop, **more})[0])
+    mask = region_mask(["resize_text_extrapolation"], context)
+    assert mask.tolist() == [True, False, False, False] and want[1:].tolist() == ["a", "", "ß"]
+    answer = np.array(["0", "a", "", "ß"], object)
+    result = judge_outputs(specs["onnx_resize"], case, [answer])   # 3 copies judged, 1 open
+    assert (result.verdict, result.checked, result.impl_defined) == ("pass", 3, 1)
+    answer[2] = "ß"
+    assert judge_outputs(specs["onnx_resize"], case, [answer]).verdict == "fail"
+
+
+@pytest.mark.parametrize("attrs", [
+    {"mode": "linear", "scales": [1.0, 1.0, 1.5, 1.6]},
+    {"mode": "cubic", "coordinate_transformation_mode": "tf_crop_and_resize",
+     "roi": [0, 0, -0.2, 0.1, 1, 1, 1.1, 0.9], "extrapolation_value": -1.5,
+     "sizes": [1, 2, 5, 6]},
+    {"mode": "nearest", "sizes": [1, 2, 7, 3]},
+])
+def test_complex_resizes_its_parts_alike_and_onnxruntime_on_the_parts_passes(specs, attrs):
+    """Resize is linear in the values with real weights: a complex64 tensor is its real and
+    imaginary parts resized alike (extrapolation_value the real part, imaginary 0).
+    onnxruntime (no complex kernel) run on each float32 part gives an answer within the bound;
+    the parts swapped, or the imaginary part's weights from another cubic_coeff_a, fail."""
+    spec = specs["onnx_resize"]
+    z = (_IMAGE + 1j * _IMAGE[..., ::-1] * 0.5).astype(np.complex64)
+    (expected,) = evaluate("onnx_resize", [z.astype(np.complex128)], attrs)
+    imag_attrs = {**attrs, "extrapolation_value": 0.0} if "extrapolation_value" in attrs \
+        else attrs
+    pairs = ((z.real, attrs), (z.imag, imag_attrs))
+    parts = [evaluate("onnx_resize", [p.astype(np.float64)], a)[0] for p, a in pairs]
+    assert np.array_equal(expected, parts[0] + 1j * parts[1])
+    runs = [run_mutated(spec, _case("onnx_resize", p, a))[0] for p, a in pairs]
+    case = _case("onnx_resize", z, attrs)
+    from conform.harness.backends.onnx_models import build_model
+    onnx.checker.check_model(build_model(spec, case), full_check=True)
+    answer = (runs[0] + 1j * runs[1]).astype(np.complex64)   # (crop: extrapolation switches
+    assert judge_outputs(spec, case, [answer]).verdict in ("pass", "impl_defined")   # open)
+    swapped = (runs[1] + 1j * runs[0]).astype(np.complex64)
+    assert judge_outputs(spec, case, [swapped]).verdict == "fail"
+    if attrs["mode"] == "cubic":
+        other = run_mutated(spec, _case("onnx_resize", z.imag, imag_attrs),
+                            cubic_coeff_a=-0.5)[0]
+        wrong = (runs[0] + 1j * other).astype(np.complex64)
+        assert judge_outputs(spec, case, [wrong]).verdict == "fail"

@@ -174,3 +174,59 @@ def test_unique_of_text_ascends_by_code_point_and_accepts_another_order_consiste
     assert np.asarray(canonical_onnx_unique(wrong, case)[3]).tolist() != counts.tolist()
     (y0, *_) = evaluate("onnx_unique", [x], {"sorted": 0})
     assert y0.tolist() == ["b", "ß", "a", "A"]
+
+
+def test_non_zero_of_text_reads_the_empty_string_as_zero_as_numpy_nonzero(specs):
+    """'NonZero behaves similar to numpy.nonzero': a string is zero where NumPy's truth value
+    makes it so, the empty string ("0" and " " are not)."""
+    x = np.empty((2, 2), object)
+    x[:] = [["", "0"], [" ", ""]]
+    (out,) = evaluate("onnx_non_zero", [x], {})
+    assert out.tolist() == [[0, 1], [1, 0]]
+    assert out.tolist() == np.array(np.nonzero(x)).tolist()
+    case = Case(id="onnx_non_zero.string.0", op="onnx_non_zero", dtype="string",
+                input_dtypes=("string",), out_dtype="string", inputs=[x], attrs={},
+                plan="normal", seed=0)
+    every = [np.array([[0, 0, 1, 1], [0, 1, 0, 1]], np.int64)]
+    assert judge_outputs(specs["onnx_non_zero"], case, every).verdict == "fail"
+
+
+def _judge_complex_unique(specs, x, attrs, outputs):
+    case = _case("onnx_unique", np.complex64(x), attrs)
+    dtypes = [np.complex64, np.int64, np.int64, np.int64]
+    return judge_outputs(specs["onnx_unique"], case,
+                         [np.asarray(o, d) for o, d in zip(outputs, dtypes)])
+
+
+@pytest.mark.parametrize("sorted_, outputs, verdict", [
+    (1, [[1 - 1j, 1 + 2j, 2j], [2, 0, 1], [1, 2, 0, 1], [1, 2, 1]], "pass"),   # the oracle's
+    (1, [[1 + 2j, 2j, 1 - 1j], [0, 1, 2], [0, 1, 2, 0], [2, 1, 1]], "pass"),   # another order
+    (1, [[1 + 2j, 2j, 1 - 1j], [0, 1, 2], [0, 1, 2, 0], [1, 2, 1]], "fail"),   # counts moved
+    (0, [[1 + 2j, 2j, 1 - 1j], [0, 1, 2], [0, 1, 2, 0], [2, 1, 1]], "pass"),
+    (0, [[1 - 1j, 1 + 2j, 2j], [2, 0, 1], [1, 2, 0, 1], [1, 2, 1]], "fail"),   # sorted, not first
+    (1, [[1 + 2j, 1 - 1j], [0, 2], [0, 0, 1, 0], [3, 1]], "fail"),             # 2j lost
+])
+def test_complex_unique_any_order_when_sorted_first_occurrence_otherwise(
+        specs, sorted_, outputs, verdict):
+    """Complex numbers have no ascending order the text could mean: with sorted=1 any order of
+    the distinct values (indices, inverse and counts consistent) passes; sorted=0 is defined."""
+    x = [1 + 2j, 2j, 1 - 1j, 1 + 2j]
+    assert _judge_complex_unique(specs, x, {"sorted": sorted_}, outputs).verdict == verdict
+
+
+def test_complex_unique_compares_part_by_part_and_onnx_reference_agrees():
+    """-0 + 1j equals 0 + 1j (IEEE equality of each part; the other reading is accepted too);
+    onnx.reference (numpy.unique) gives the oracle's sorted answer."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.complex64([complex(-0.0, 1), 3, complex(0, 1), 3, -1j])
+    y, first, inverse, counts = _unique(x, sorted=1)
+    assert y == [-1j, complex(-0.0, 1), 3] and first == [4, 0, 1] and counts == [1, 2, 2]
+    node = helper.make_node("Unique", ["x"], ["y", "i", "v", "c"], sorted=1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "x", TensorProto.COMPLEX64, None)], [helper.make_tensor_value_info(
+            n, TensorProto.COMPLEX64 if n == "y" else TensorProto.INT64, None) for n in "yivc"])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    ref = ReferenceEvaluator(model).run(None, {"x": x})
+    assert [np.asarray(r).tolist() for r in ref] == [y, first, inverse, counts]
