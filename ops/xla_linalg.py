@@ -31,6 +31,7 @@ from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op, region
 from conform.ops._double_double import accurate_matmul
 from conform.ops._lowering import unsupported
+from conform.ops.contraction import dot_general_length, fitting_ints
 
 # ---------------------------------------------------------------------------------------- Dot
 
@@ -54,8 +55,8 @@ def feed_dot(inputs, attrs, index):
     return [row.ravel(), column.ravel()]
 
 
-@op("dot", version=1, draw=draw_dot, feeding=feed_dot,
-    accumulation_length=lambda shapes, attrs: shapes[0][-1])
+@op("dot", version=1, draw=draw_dot, feeding=feed_dot, accumulation_length=dot_general_length,
+    values=fitting_ints(dot_general_length))
 def oracle_dot(lhs, rhs):
     """Dot(lhs, rhs): the sum of products over lhs's last dimension (its second, or its only
     one) and rhs's first: a scalar, a vector [m] or [n], or a matrix [m, n]."""
