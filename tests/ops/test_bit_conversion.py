@@ -123,6 +123,24 @@ def test_iota_the_texts_examples():
     assert across.tolist() == [list(range(8))] * 4
 
 
+def test_iota_of_complex_and_float4_converts_the_count(specs):
+    """Complex: the count with imaginary part +0; float4_e2m1fn: each count rounded once (5 to 4,
+    the tie to even), 7 (past 6, no infinity) left open: a 5 rounded up to 6 fails."""
+    import ml_dtypes
+    from conform.harness.judge.judging import judge_outputs
+    (z,) = evaluate("iota", [], {"shape": [3], "dimension": 0, "dtype": "complex64"})
+    assert z.dtype == np.complex128 and z.tolist() == [0j, 1 + 0j, 2 + 0j]
+    attrs = {"shape": [8], "dimension": 0, "dtype": "float4_e2m1fn"}
+    case = Case(id="iota.float4_e2m1fn.0", op="iota", dtype="float4_e2m1fn", input_dtypes=(),
+                out_dtype="float4_e2m1fn", inputs=[], attrs=attrs, plan="normal", seed=1)
+    right = np.array([0, 1, 2, 3, 4, 4, 6, 6], dtype=ml_dtypes.float4_e2m1fn)
+    judged = judge_outputs(specs["iota"], case, [right])
+    assert judged.verdict == "impl_defined" and judged.impl_defined == 1
+    wrong = right.copy()
+    wrong[5] = 6
+    assert judge_outputs(specs["iota"], case, [wrong]).verdict == "fail"
+
+
 def test_iota_runs_on_jax_with_no_operand(tmp_path, conform_cli):
     out = tmp_path / "run"
     conform_cli("run", "--backend", "jax", "--ops", "iota", "--dtypes", "bfloat16,uint8",

@@ -43,15 +43,14 @@ EXCEPTIONS = [
       "remainder", "zeta", "eq_total_order", "le_total_order", "lt_total_order", "power",
       "cholesky", "triangular_solve",
       "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "rng_normal",
-      "rng_uniform", "real", "imag", "fft", "iota"),
+      "rng_uniform", "real", "imag", "fft"),
      NARROW_FLOATS,
      "a float8 or float4 result of these needs its bound (the float64 reference rounded to the "
      "type, the ulp of a 2- to 4-bit significand; the unary functions' is "
      "ops/narrow_floats.py narrow_ulp_bound) and its cases (binary ops: no every-value case), "
      "per op: " + _NOT_YET),
     (("acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "bessel_i1e", "cbrt",
-      "exp2", "log1p", "divide", "remainder", "power", "cholesky", "triangular_solve",
-      "iota"),
+      "exp2", "log1p", "divide", "remainder", "power", "cholesky", "triangular_solve"),
      COMPLEX,
      "complex operands need their C Annex G special values and a complex error bound per op "
      "(issue 36 item 4): " + _NOT_YET),
@@ -69,7 +68,7 @@ EXCEPTIONS = [
      ("bfloat16", "float16"),
      "these error models and bounds are derived for the types they list only: " + _NOT_YET),
     (("shift_left", "shift_right_arithmetic", "shift_right_logical", "bitcast_convert_type",
-      "iota", "convert_element_type", "rng_uniform", "rng_bit_generator", "power"),
+      "convert_element_type", "rng_uniform", "rng_bit_generator", "power"),
      INTS,
      "the shifts' amount rules, bitcasts between widths, conversions and ramps in the other "
      "integer widths (and int2/int4, packed) need their cases drawn per width: " + _NOT_YET),
