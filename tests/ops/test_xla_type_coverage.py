@@ -68,14 +68,14 @@ EXCEPTIONS = [
      ("bfloat16", "float16"),
      "these error models and bounds are derived for the types they list only: " + _NOT_YET),
     (("shift_left", "shift_right_arithmetic", "shift_right_logical", "bitcast_convert_type",
-      "convert_element_type", "rng_uniform", "rng_bit_generator", "power"),
+      "convert_element_type", "rng_uniform", "power"),
      INTS,
      "the shifts' amount rules, bitcasts between widths, conversions and ramps in the other "
      "integer widths (and int2/int4, packed) need their cases drawn per width: " + _NOT_YET),
-    (("bitcast_convert_type", "convert_element_type", "rng_bit_generator"),
+    (("bitcast_convert_type", "convert_element_type"),
      EVERY,
-     "bitcasts and conversions of bool, complex and the narrow floats (and random bits as "
-     "floats) need their rules (bit patterns, NaN payloads, saturation) from the text: "
+     "bitcasts and conversions of bool, complex and the narrow floats need their rules (bit "
+     "patterns, NaN payloads, saturation) from the text: "
      + _NOT_YET),
     (("all_gather", "all_reduce", "all_to_all", "collective_permute", "cross_replica_sum",
       "reduce_scatter"),
