@@ -46,9 +46,12 @@ def draw_rng(draw, kit, spec, dtype):
     st = kit.st
     if spec.op == "rng_normal":
         first, second = draw(st.sampled_from(MEANS)), draw(st.sampled_from(SCALES))
-    elif is_integer(dtype):
-        first = draw(st.sampled_from(INTEGER_LOWS["unsigned" if dtype[0] == "u" else "signed"]))
-        second = first + draw(st.sampled_from(INTEGER_WIDTHS))
+    elif is_integer(dtype):   # a and b scalars of the type: int2's [a, b) is [0, 1)
+        info = int_info(dtype)
+        lows = INTEGER_LOWS["unsigned" if dtype[0] == "u" else "signed"]
+        first = draw(st.sampled_from([a for a in lows if info.min <= a < info.max]))
+        second = first + draw(st.sampled_from([w for w in INTEGER_WIDTHS
+                                               if first + w <= info.max]))
     else:
         first = draw(st.sampled_from(LOWS))
         second = first + draw(st.sampled_from(WIDTHS))

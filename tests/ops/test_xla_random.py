@@ -90,3 +90,14 @@ def test_xla_gives_signed_and_float_bits_an_unsigned_type(specs, jax_backend):
     assert judge_outputs(spec, case, outputs).verdict == "fail"
     retyped = [o.view(np.int8) if k % 2 else o for k, o in enumerate(outputs)]
     assert judge_outputs(spec, case, retyped).verdict == "pass"
+
+
+@pytest.mark.parametrize("dtype", ["int2", "uint2", "int4", "uint8"])
+def test_integer_uniform_ranges_fit_the_type(specs, dtype):
+    """a and b are scalars of the output's type: every drawn [a, b) has both in it (int2's is
+    [0, 1), uint8's never starts at 1000)."""
+    from conform.dtypes import int_info
+    info = int_info(dtype)
+    for case in generate_cases(specs["rng_uniform"], dtype, count=4, seed=2):
+        a, b = case.attrs["first"], case.attrs["second"]
+        assert info.min <= a < b <= info.max, (case.id, a, b)
