@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS, int_info, is_integer, np_dtype
+from conform.dtypes import FLOAT_FORMATS, dtype_name, int_info, is_integer, np_dtype
 from conform.op_registry import op
 from conform.ops.distributions import Bits, Categorical, Continuous, Given, Unjudged, stats
 from conform.ops.onnx_random import CONTINUOUS_SHAPES, LOWS, MEANS, SCALES, WIDTHS
@@ -112,7 +112,7 @@ def rng_normal_law(inputs, attrs, outputs, *, out_dtypes, dtypes):
 def numpy_rng_uniform(a, b, *, shape, first, second):
     """The numpy backend: ``Generator.uniform`` (``integers`` for integer types) in the type."""
     rng = np.random.default_rng()
-    if a.dtype.kind in "iu":
+    if is_integer(dtype_name(a.dtype)):   # int4 too (NumPy kind 'V')
         return rng.integers(int(a), int(b), tuple(shape)).astype(a.dtype)
     return rng.uniform(float(a), float(b), tuple(shape)).astype(a.dtype)
 
