@@ -74,8 +74,14 @@ def oracle_reduce_precision(operand, *, exponent_bits, mantissa_bits, dtypes=())
 # --- BitcastConvertType -------------------------------------------------------------------------
 
 def bitcast_labels(spec):
-    """'SRC->DST' for every ordered pair of distinct dtypes of the spec."""
-    return [f"{a}->{b}" for a in spec.dtypes for b in spec.dtypes if a != b]
+    """'SRC->DST' for every ordered pair of distinct dtypes of the spec, but the 8-bit floats:
+    each is read as uint8 and from it and into uint16 (two per element) only, the bits the
+    text copies being all there is to judge of it; every pair of them would add some twenty
+    labels each, a compilation apiece on XLA, to copy the same bytes."""
+    eight = [d for d in spec.dtypes if d in FLOAT_FORMATS and FLOAT_FORMATS[d].bits == 8]
+    others = [d for d in spec.dtypes if d not in eight]
+    return [f"{a}->{b}" for a in others for b in others if a != b] + \
+        [label for d in eight for label in (f"{d}->uint8", f"uint8->{d}", f"{d}->uint16")]
 
 
 def _width(dtype: str) -> int:

@@ -8,6 +8,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from conform.dtypes import dtype_name, int_info, is_integer
 from conform.op_registry import op
 from conform.ops._double_double import accurate_matmul, sum_of_products
 from conform.ops._lowering import unsupported
@@ -28,6 +29,42 @@ def span(start: int, length: int, step: int, size: int) -> tuple[np.ndarray, np.
     positions = start + step * taps
     inside = (positions >= 0) & (positions < size)
     return positions[inside], taps[inside]
+
+
+def fitting_ints(length):
+    """A ``values`` hook: integer operands of at most 16 bits brought within ``[-r, r]``, ``r``
+    the largest with ``length * r**2`` inside the type (at least 1), so that a sum of
+    ``length(shapes, attrs)`` products fits the type in any order and is judged exactly (a sum
+    past the type is the spec's int_overflow region: a plan's values of a narrow type, as
+    100 * 100 in int8, would put nearly every element there). Each value keeps its sign and its
+    magnitude modulo ``r + 1``; other types are left as the value plan filled them.
+
+    >>> fitting_ints(lambda shapes, attrs: 4)(None, [np.int8([100, -7, 3])], {})[0].tolist()
+    [4, -1, 3]
+    """
+    def values(rng, inputs, attrs):
+        n = max(length([x.shape for x in inputs], attrs), 1)
+        fitted = []
+        for x in inputs:
+            name = dtype_name(x.dtype)
+            if not is_integer(name) or int_info(name).bits > 16:
+                fitted.append(x)
+                continue
+            r = max(1, math.isqrt(int(int_info(name).max) // n))
+            wide = x.astype(np.int64)
+            fitted.append((np.sign(wide) * (np.abs(wide) % (r + 1))).astype(x.dtype))
+        return fitted
+    return values
+
+
+def dot_general_length(shapes, attrs):
+    """The products summed into one element: lhs's last dimension."""
+    return shapes[0][-1]
+
+
+def conv_length(shapes, attrs):
+    """The products summed into one element: the kernel's C * KH * KW."""
+    return math.prod(shapes[1][1:])
 
 
 def draw_dot_general(draw, kit, spec, dtype):
@@ -59,7 +96,8 @@ def numpy_dot_general(lhs, rhs):
 
 
 @op("dot_general", version=1, draw=draw_dot_general, feeding=feed_dot_general,
-    accumulation_length=lambda shapes, attrs: shapes[0][-1], lax=lax_dot_general,
+    accumulation_length=dot_general_length, values=fitting_ints(dot_general_length),
+    lax=lax_dot_general,
     numpy=numpy_dot_general)
 def oracle_dot_general(lhs, rhs):
     """DotGeneral as batched matmul: out[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]."""
@@ -172,8 +210,9 @@ def conv_windows(padded, kernel, window_strides, rhs_dilation):
 
 def numpy_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
     """The numpy backend: ``np.einsum`` over the windows in lhs's type (a negative padding
-    crops, as the text says; NumPy's einsum has no bfloat16 loop: unsupported)."""
-    if lhs.dtype.kind not in "fiu":
+    crops, as the text says; NumPy's einsum has no loop of ml_dtypes' types, bfloat16, float8
+    and the sub-byte ones: unsupported)."""
+    if lhs.dtype.kind not in "fiub" or lhs.dtype.type.__module__ != "numpy":
         raise unsupported(f"NumPy's einsum has no {lhs.dtype} loop")
     padded = _pad_or_crop(lhs, padding)
     windows = conv_windows(padded, rhs.shape[2:], window_strides, rhs_dilation)
@@ -199,18 +238,24 @@ def boundaries_conv(kit, spec, dtype):
 @op("conv", version=1, draw=draw_conv, feeding=feed_conv, onnx=onnx_conv, nnef=nnef_conv, boundaries=boundaries_conv,
     from_onnx=from_onnx_conv,
     onnx_shape_dependent=True,
-    lax=lax_conv, numpy=numpy_conv,
-    accumulation_length=lambda shapes, attrs: math.prod(shapes[1][1:]))
+    lax=lax_conv, numpy=numpy_conv, accumulation_length=conv_length,
+    values=fitting_ints(conv_length))
 def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
     """2-D ConvGeneralDilated, NCHW x OIHW -> NCHW (cross-correlation, no kernel flip).
 
     out[n, o, y, x] = sum_{c, i, j} lhs_pad[n, c, y*sy + i*dy, x*sx + j*dx] * rhs[o, c, i, j]
+
+    Integers are summed exactly (uint64 modulo 2**64, as widened: the spec's int_overflow
+    region covers a sum past the type); PRED operands (StableHLO: add is OR, multiply AND)
+    give true where some product is true.
     """
     floating = lhs.dtype.kind == "f"
-    padded = _pad_or_crop(lhs if floating else lhs.astype(np.int64), padding)
+    exact = np.uint64 if lhs.dtype == np.uint64 else np.int64
+    padded = _pad_or_crop(lhs if floating else lhs.astype(exact), padding)
     windows = conv_windows(padded, rhs.shape[2:], window_strides, rhs_dilation)
     if not floating:
-        return (np.einsum("ncyxij,ocij->noyx", windows, rhs.astype(np.int64)),)
+        total = np.einsum("ncyxij,ocij->noyx", windows, rhs.astype(exact))
+        return (total > 0 if lhs.dtype == np.bool_ else total,)
     # the grid (n, o, y, x, c, i, j), summed over c, i, j
     patches = windows.transpose(0, 2, 3, 1, 4, 5)[:, None]
     return (sum_of_products([patches, rhs[None, :, None, None]], [-3, -2, -1]),)

@@ -443,4 +443,6 @@ def oracle_iota(*, shape, dimension, dtype):
     counts = np.arange(shape[dimension], dtype=np.int64)
     view = [-1 if d == dimension else 1 for d in range(len(shape))]
     out = np.broadcast_to(counts.reshape(view), shape).copy()
+    if dtype.startswith("complex"):   # StableHLO: the count converted, imaginary part +0
+        return (out.astype(np.complex128),)
     return (out.astype(np.float64) if dtype.startswith(("float", "bfloat")) else out,)

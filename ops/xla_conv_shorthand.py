@@ -19,10 +19,9 @@ padding.
 """
 from __future__ import annotations
 
-import math
-
 from conform.op_registry import op
-from conform.ops.contraction import draw_conv, feed_conv, numpy_conv, oracle_conv
+from conform.ops.contraction import (conv_length, draw_conv, feed_conv, fitting_ints, numpy_conv,
+                                     oracle_conv)
 
 
 def explicit_padding(rhs_shape, attrs):
@@ -73,8 +72,8 @@ def feed_conv_shorthand(inputs, attrs, index):
 
 
 @op("conv_shorthand", version=1, draw=draw_conv_shorthand, feeding=feed_conv_shorthand,
-    lax=lax_conv_shorthand, numpy=numpy_conv_shorthand,
-    accumulation_length=lambda shapes, attrs: math.prod(shapes[1][1:]))
+    lax=lax_conv_shorthand, numpy=numpy_conv_shorthand, accumulation_length=conv_length,
+    values=fitting_ints(conv_length))
 def oracle_conv_shorthand(lhs, rhs, *, window_strides, padding, rhs_dilation):
     """Conv with SAME or VALID: ConvWithGeneralPadding with the padding the shorthand names."""
     explicit = explicit_padding(rhs.shape, {"padding": padding, "rhs_dilation": rhs_dilation})

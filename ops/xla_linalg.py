@@ -31,6 +31,7 @@ from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op, region
 from conform.ops._double_double import accurate_matmul
 from conform.ops._lowering import unsupported
+from conform.ops.contraction import dot_general_length, fitting_ints
 
 # ---------------------------------------------------------------------------------------- Dot
 
@@ -54,8 +55,8 @@ def feed_dot(inputs, attrs, index):
     return [row.ravel(), column.ravel()]
 
 
-@op("dot", version=1, draw=draw_dot, feeding=feed_dot,
-    accumulation_length=lambda shapes, attrs: shapes[0][-1])
+@op("dot", version=1, draw=draw_dot, feeding=feed_dot, accumulation_length=dot_general_length,
+    values=fitting_ints(dot_general_length))
 def oracle_dot(lhs, rhs):
     """Dot(lhs, rhs): the sum of products over lhs's last dimension (its second, or its only
     one) and rhs's first: a scalar, a vector [m] or [n], or a matrix [m, n]."""
@@ -178,15 +179,21 @@ def canonical_cholesky(outputs, case):
     return [np.where(kept, factor, np.zeros((), factor.dtype))]
 
 
+def lax_cholesky_refuses(inputs, attrs):
+    """jax's CPU Cholesky is LAPACK potrf, float32 and float64 only: a 16-bit operand (which
+    the text allows) is refused before tracing, so that its pack of cases keeps one compilation
+    (a refusal while tracing splits the pack)."""
+    if inputs[0].dtype not in (np.float32, np.float64):
+        return (f"jax.lax.linalg.cholesky has no {inputs[0].dtype} kernel on this platform (the "
+                "CPU's LAPACK potrf: float32 and float64)")
+    return None
+
+
 def lax_cholesky(lax, attrs):
     """``lax.linalg.cholesky`` (lower, reading the lower triangle: LAPACK potrf 'L' on the CPU);
     for ``lower=False`` it factors the transposed operand and transposes the factor back
     (exact data movement: a = u^T u with u = l^T)."""
     def cholesky(a):
-        if a.dtype not in (np.float32, np.float64):
-            from conform.ops._lowering import unsupported
-            raise unsupported(f"jax.lax.linalg.cholesky has no {a.dtype} kernel on this "
-                              "platform (the CPU's LAPACK potrf: float32 and float64)")
         if attrs["lower"]:
             return lax.linalg.cholesky(a, symmetrize_input=False)
         perm = (*range(a.ndim - 2), a.ndim - 1, a.ndim - 2)
@@ -206,7 +213,8 @@ def numpy_cholesky(a, *, lower):
 @op("cholesky", version=1, draw=lambda draw, kit, spec, dtype: _matrix_draw(
         draw, kit, spec, dtype, side_b=False),
     draw_honours=frozenset({"attrs"}), values=values_cholesky, error_bound=cholesky_bound,
-    canonical=canonical_cholesky, lax=lax_cholesky, numpy=numpy_cholesky,
+    canonical=canonical_cholesky, lax=lax_cholesky, lax_refuses=lax_cholesky_refuses,
+    numpy=numpy_cholesky,
     feeding=lambda inputs, attrs, index: [inputs[0][tuple(index[:-2])].ravel()])
 def oracle_cholesky(a, *, lower):
     """Cholesky(a, lower): l lower triangular with a = l l^T, or u upper triangular with

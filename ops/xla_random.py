@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.dtypes import is_integer, np_dtype
+from conform.dtypes import FLOAT_FORMATS, dtype_name, int_info, is_integer, np_dtype
 from conform.op_registry import op
 from conform.ops.distributions import Bits, Categorical, Continuous, Given, Unjudged, stats
 from conform.ops.onnx_random import CONTINUOUS_SHAPES, LOWS, MEANS, SCALES, WIDTHS
@@ -46,9 +46,12 @@ def draw_rng(draw, kit, spec, dtype):
     st = kit.st
     if spec.op == "rng_normal":
         first, second = draw(st.sampled_from(MEANS)), draw(st.sampled_from(SCALES))
-    elif is_integer(dtype):
-        first = draw(st.sampled_from(INTEGER_LOWS["unsigned" if dtype[0] == "u" else "signed"]))
-        second = first + draw(st.sampled_from(INTEGER_WIDTHS))
+    elif is_integer(dtype):   # a and b scalars of the type: int2's [a, b) is [0, 1)
+        info = int_info(dtype)
+        lows = INTEGER_LOWS["unsigned" if dtype[0] == "u" else "signed"]
+        first = draw(st.sampled_from([a for a in lows if info.min <= a < info.max]))
+        second = first + draw(st.sampled_from([w for w in INTEGER_WIDTHS
+                                               if first + w <= info.max]))
     else:
         first = draw(st.sampled_from(LOWS))
         second = first + draw(st.sampled_from(WIDTHS))
@@ -109,7 +112,7 @@ def rng_normal_law(inputs, attrs, outputs, *, out_dtypes, dtypes):
 def numpy_rng_uniform(a, b, *, shape, first, second):
     """The numpy backend: ``Generator.uniform`` (``integers`` for integer types) in the type."""
     rng = np.random.default_rng()
-    if a.dtype.kind in "iu":
+    if is_integer(dtype_name(a.dtype)):   # int4 too (NumPy kind 'V')
         return rng.integers(int(a), int(b), tuple(shape)).astype(a.dtype)
     return rng.uniform(float(a), float(b), tuple(shape)).astype(a.dtype)
 
@@ -151,14 +154,47 @@ def values_rng_bit_generator(rng, inputs, attrs):
 
 
 def lax_rng_bit_generator(lax, attrs):
-    """Three generators: on the state, on the equal second operand, on the updated state."""
+    """Three generators: on the state, on the equal second operand, on the updated state.
+
+    ``lax.rng_bit_generator`` makes uint8 to uint64 only ("unsupported dtype int32"); every
+    other type StableHLO allows ("tensor of integer or floating-point type") is a jax primitive
+    lowered to ``stablehlo.rng_bit_generator`` of that result type, the u32[4] state bitcast to
+    the u64[2] XLA takes as jax's own lowering does."""
+    import jax
+    from jax.extend.core import Primitive
+    from jax.extend.mlir import ir
+    from jax.extend.mlir.dialects import stablehlo
+    from jax.interpreters import mlir
+
     shape, dtype = tuple(attrs["shape"]), np.dtype(attrs["dtype"])
     algorithm = getattr(lax.RandomAlgorithm, attrs["algorithm"])
+    prim = Primitive("xla_rng_bit_generator")
+    prim.multiple_results = True
+    prim.def_abstract_eval(lambda key: (jax.core.ShapedArray(key.shape, key.dtype),
+                                        jax.core.ShapedArray(shape, dtype)))
+
+    def lower(ctx, key):
+        u32, u64 = ir.IntegerType.get_unsigned(32), ir.IntegerType.get_unsigned(64)
+        pairs = ir.RankedTensorType.get([2, 2], u32)
+        wide = stablehlo.bitcast_convert(ir.RankedTensorType.get([2], u64),
+                                         stablehlo.reshape(pairs, key))
+        out = ir.RankedTensorType.get(list(shape), mlir.dtype_to_ir_type(dtype))
+        kind = stablehlo.RngAlgorithmAttr.get(attrs["algorithm"].removeprefix("RNG_"))
+        state, bits = stablehlo.RngBitGeneratorOp(wide.type, out, kind, wide).results
+        state = stablehlo.reshape(ir.RankedTensorType.get([4], u32),
+                                  stablehlo.bitcast_convert(pairs, state))
+        return [state, bits]
+
+    mlir.register_lowering(prim, lower)
+
+    def bits_of(key):
+        if dtype.kind == "u":
+            return lax.rng_bit_generator(key, shape, dtype, algorithm)
+        return tuple(prim.bind(key))
 
     def generate(key, key_again):
-        state, bits = lax.rng_bit_generator(key, shape, dtype, algorithm)
-        again = lax.rng_bit_generator(key_again, shape, dtype, algorithm)
-        return (state, bits, *again, *lax.rng_bit_generator(state, shape, dtype, algorithm))
+        state, bits = bits_of(key)
+        return (state, bits, *bits_of(key_again), *bits_of(state))
     return generate
 
 
@@ -176,13 +212,19 @@ def rng_bit_generator_law(inputs, attrs, outputs, *, out_dtypes, dtypes):
 
 def numpy_rng_bit_generator(key, key_again, *, algorithm, shape, dtype):
     """The numpy backend: PCG64 bits seeded by the state's words (a deterministic function of
-    it); the updated state is the state with its third word counted up."""
+    it), each element the low bits of a uint64 read as the type (a 2-, 4- or 6-bit type from the
+    low end of a byte, as ml_dtypes stores it); the updated state is the state with its third
+    word counted up."""
+    target = np_dtype(dtype)
+    width = FLOAT_FORMATS[dtype].bits if dtype in FLOAT_FORMATS else int_info(dtype).bits
+
     def generate(state):
         bits = np.random.default_rng(state.tolist()).integers(
             0, 2**64, tuple(shape), dtype=np.uint64, endpoint=False)
         after = state.copy()
         after[2] = after[2] + np.uint32(1)
-        return after, bits.astype(np_dtype(dtype))
+        low = bits & np.uint64(2**width - 1)
+        return after, low.astype(f"u{target.itemsize}").view(target)
     state, bits = generate(key)
     return (state, bits, *generate(key_again), *generate(state))
 

@@ -75,7 +75,11 @@ TABLE: dict[str, tuple[str, frozenset, frozenset | None]] = {
     # "tensor of signed integer, floating-point, or complex type"
     **_each("abs sign", None, SIGNED | FLOAT | COMPLEX),
     # "tensor of floating-point or complex type"
-    **_each("atan2 cbrt cholesky triangular_solve fft real imag", None, _FLOAT_COMPLEX),
+    **_each("atan2 cbrt cholesky triangular_solve real imag", None, _FLOAT_COMPLEX),
+    # fft's operand: "tensor of floating-point or complex type", but under RFFT "element_type(
+    # result) is a complex type of the same floating-point semantics" (fft's constraint C2) and
+    # ComplexElementType is f32 or f64 only: a float16 or float8 operand has no RFFT
+    **_each("fft", None, frozenset({"float32", "float64"}) | COMPLEX),
     **_each("cos", "cosine", _FLOAT_COMPLEX),
     **_each("sin", "sine", _FLOAT_COMPLEX),
     **_each("exp exp2", "exponential", _FLOAT_COMPLEX),

@@ -258,8 +258,9 @@ def _type_refusals():
     finding no lowering of an op for its operand types
     ("failed to legalize operation 'chlo.bessel_i1e' ... tensor<256xf8E4M3FN>"), and its runtime
     having no buffer of the type ("Invalid XLA PrimitiveType: 36 (F6E2M3FN)", "Unknown NumPy
-    dtype dtype(float6_e2m3fn)": jaxlib 0.10's CPU client holds no 6-bit float). Any other error
-    stays an error."""
+    dtype dtype(float6_e2m3fn)": jaxlib 0.10's CPU client holds no 6-bit float), and its emitter
+    naming the operand type it has no code for ("UNIMPLEMENTED: unsupported operand type S2 in
+    op dot"). Any other error stays an error."""
     try:
         yield
     except (TypeError, RuntimeError, ValueError) as exc:
@@ -271,6 +272,8 @@ def _type_refusals():
         if "Invalid XLA PrimitiveType" in text or "Unknown NumPy dtype" in text:
             raise Unsupported(f"jax's runtime has no buffer of the element type: "
                               f"{text.splitlines()[0][:300]}") from exc
+        if "UNIMPLEMENTED: unsupported operand type" in text:   # XLA's CPU emitter: S2 in dot
+            raise Unsupported(f"XLA cannot compile it: {text.splitlines()[0][:300]}") from exc
         if "failed to legalize operation" not in text:
             raise
         found = text[text.index("failed to legalize operation"):].splitlines()[0]

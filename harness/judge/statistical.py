@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS, np_dtype
+from conform.dtypes import FLOAT_FORMATS, dtype_name, int_info, is_integer, np_dtype
 from conform.harness.judge.compare import Judgement, compare
 from conform.ops.distributions import (Bits, Categorical, Continuous, Given, Readings, Unjudged,
                                        stats)
@@ -237,9 +237,12 @@ def binomial_p_values(counts, n, p) -> np.ndarray:
 
 def _bit_counts(actual) -> tuple[np.ndarray, int, int]:
     """Ones per bit position (position k: the bit of weight 2**k) over the elements (any
-    integer type, read as unsigned of its width)."""
+    integer or float type, read as unsigned of its storage width), over the type's own bits: a
+    2-, 4- or 6-bit type (int4, float4_e2m1fn) holds its bits in the low end of a byte."""
     flat = np.ascontiguousarray(actual).ravel()
-    width = flat.dtype.itemsize * 8
+    name = dtype_name(flat.dtype)
+    width = FLOAT_FORMATS[name].bits if name in FLOAT_FORMATS else \
+        int_info(name).bits if is_integer(name) else flat.dtype.itemsize * 8
     unsigned = flat.view(np.dtype(f"u{flat.dtype.itemsize}"))
     counts = [np.count_nonzero((unsigned >> np.array(k, unsigned.dtype)) & 1) for k in range(width)]
     return np.array(counts, np.int64), flat.size, width

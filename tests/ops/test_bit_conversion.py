@@ -113,6 +113,25 @@ def test_the_judge_catches_an_injected_bug(tmp_path, conform_cli, backend, op, d
     assert not [r for r in records if r["verdict"] in ("error", "crash")]
 
 
+def test_bitcast_of_the_8_bit_floats_reads_their_bytes(specs):
+    """0x80 is -0 in E4M3FN and NaN in E4M3FNUZ, 0x7E 448 and 0x7F NaN in E4M3FN, 0x7F 1 in
+    E8M0; two bytes make a uint16
+    (little-endian); each 8-bit float pairs with uint8 and uint16 only."""
+    from conform.dtypes import np_dtype
+    from conform.generators import dtype_labels
+    byte = np.uint8([0x80, 0x7E, 0x7F])
+    e4m3fn = _run("bitcast_convert_type", byte, new_dtype="float8_e4m3fn", dtypes=("uint8",))
+    assert e4m3fn[0] == 0 and np.signbit(e4m3fn[0]) and e4m3fn[1] == 448 and np.isnan(e4m3fn[2])
+    assert np.isnan(_run("bitcast_convert_type", byte, new_dtype="float8_e4m3fnuz",
+                         dtypes=("uint8",))[0])
+    assert _run("bitcast_convert_type", byte, new_dtype="float8_e8m0fnu", dtypes=("uint8",))[2] == 1
+    pair = byte[:2].view(np_dtype("float8_e5m2"))
+    assert _run("bitcast_convert_type", pair, new_dtype="uint16",
+                dtypes=("float8_e5m2",)).tolist() == 0x7E80
+    labels = [lb for lb in dtype_labels(specs["bitcast_convert_type"]) if "float8_e5m2fnuz" in lb]
+    assert labels == ["float8_e5m2fnuz->uint8", "uint8->float8_e5m2fnuz", "float8_e5m2fnuz->uint16"]
+
+
 # --- Iota (no operand) --------------------------------------------------------------------------
 
 def test_iota_the_texts_examples():
@@ -121,6 +140,24 @@ def test_iota_the_texts_examples():
     (across,) = evaluate("iota", [], {"shape": [4, 8], "dimension": 1, "dtype": "int32"})
     assert down.tolist() == [[i] * 8 for i in range(4)]
     assert across.tolist() == [list(range(8))] * 4
+
+
+def test_iota_of_complex_and_float4_converts_the_count(specs):
+    """Complex: the count with imaginary part +0; float4_e2m1fn: each count rounded once (5 to 4,
+    the tie to even), 7 (past 6, no infinity) left open: a 5 rounded up to 6 fails."""
+    import ml_dtypes
+    from conform.harness.judge.judging import judge_outputs
+    (z,) = evaluate("iota", [], {"shape": [3], "dimension": 0, "dtype": "complex64"})
+    assert z.dtype == np.complex128 and z.tolist() == [0j, 1 + 0j, 2 + 0j]
+    attrs = {"shape": [8], "dimension": 0, "dtype": "float4_e2m1fn"}
+    case = Case(id="iota.float4_e2m1fn.0", op="iota", dtype="float4_e2m1fn", input_dtypes=(),
+                out_dtype="float4_e2m1fn", inputs=[], attrs=attrs, plan="normal", seed=1)
+    right = np.array([0, 1, 2, 3, 4, 4, 6, 6], dtype=ml_dtypes.float4_e2m1fn)
+    judged = judge_outputs(specs["iota"], case, [right])
+    assert judged.verdict == "impl_defined" and judged.impl_defined == 1
+    wrong = right.copy()
+    wrong[5] = 6
+    assert judge_outputs(specs["iota"], case, [wrong]).verdict == "fail"
 
 
 def test_iota_runs_on_jax_with_no_operand(tmp_path, conform_cli):

@@ -374,3 +374,14 @@ def test_jax_abs_within_hypot_bound_and_a_naive_modulus_fails(specs, jax_backend
     assert _judged_on_jax(specs["abs"], jax_backend, operands, "complex64").verdict == "pass"
     judged = _judged_on_jax(specs["abs"], jax_backend, operands, "complex64", change=naive)
     assert judged.verdict == "fail" and set(judged.failing) >= {3, 4, 6}
+
+
+@pytest.mark.parametrize("op, dtype", [("real", "float16"), ("imag", "float8_e4m3fn")])
+def test_real_and_imag_of_a_float_operand_run_on_jax(specs, jax_backend, op, dtype):
+    """A float operand (jax.lax.real refuses it) lowered to stablehlo.real / imag: jax passes;
+    an Imag that copies the operand, or a Real that gives 0, fails."""
+    assert set(jax_verdicts(specs[op], jax_backend, dtype, 2)) <= {"pass"}
+    wrong = jax_verdicts(specs[op], jax_backend, dtype, 2,
+                         change=lambda outputs, case: [case.inputs[0] if op == "imag" else
+                                                       np.zeros_like(case.inputs[0])])
+    assert "fail" in wrong

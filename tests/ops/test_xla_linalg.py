@@ -144,3 +144,19 @@ def test_triangular_solve_bound_is_nan_outside_the_normal_range(specs):
     (bound,) = triangular_solve_bound([a, b], attrs, [x], out_dtype="float32", u=2.0 ** -24,
                                       constants={}, dtypes=["float32", "float32"])
     assert np.isfinite(bound[:, 0]).all() and np.isnan(bound[:, 1]).all()
+
+
+def test_16_bit_cholesky_is_refused_on_jax_before_tracing(specs, jax_backend):
+    """float16 and bfloat16 are drawn (the text allows them); jax's CPU Cholesky has no such
+    kernel, and the refusal comes from the lowering's lax_refuses hook, not from tracing."""
+    from conform.generators._suite import generate_cases
+    from conform.harness.backends.base import Unsupported
+    from conform.harness.backends.models import run_case
+    from conform.ops.xla_linalg import lax_cholesky_refuses
+    spec = specs["cholesky"]
+    assert {"float16", "bfloat16"} <= set(spec.dtypes)
+    case = next(iter(generate_cases(spec, "float16", count=1, seed=0)))
+    assert "LAPACK potrf" in lax_cholesky_refuses(case.inputs, case.attrs)
+    assert lax_cholesky_refuses([case.inputs[0].astype(np.float32)], case.attrs) is None
+    with pytest.raises(Unsupported, match="no float16 kernel"):
+        run_case(jax_backend, spec, case)

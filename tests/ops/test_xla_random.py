@@ -66,3 +66,38 @@ def test_bit_generator_state_keeps_its_shape_and_type(specs, jax_backend):
     wrong = list(outputs)
     wrong[0] = outputs[0][:2]
     assert judge_outputs(spec, case, wrong).verdict == "fail"
+
+
+def test_bit_generator_of_a_sub_byte_type_is_judged_on_its_own_bits(specs, jax_backend):
+    """uint4 bits sit in the low half of a byte: four positions are tested (the high half, all
+    zeros, is not a stuck bit), and a stuck top bit of the four fails."""
+    spec, case = _first(specs, "rng_bit_generator", "uint4")
+    outputs = [np.asarray(o).copy() for o in run_case(jax_backend, spec, case)]
+    assert judge_outputs(spec, case, outputs).verdict == "pass"
+    stuck = list(outputs)
+    stuck[1] = (outputs[1].view(np.uint8) | np.uint8(8)).view(outputs[1].dtype)
+    stuck[3] = stuck[1]
+    judged = judge_outputs(spec, case, stuck)
+    assert judged.verdict == "fail" and "(4 positions, Bonferroni)" in judged.reason
+
+
+def test_xla_gives_signed_and_float_bits_an_unsigned_type(specs, jax_backend):
+    """Catalogued (docs/failures/jax.yaml xla-rng-bit-generator-unsigned-result): XLA returns
+    int8 random bits as uint8; the same bits read as int8 pass, so only the type is wrong."""
+    spec, case = _first(specs, "rng_bit_generator", "int8")
+    outputs = [np.asarray(o) for o in run_case(jax_backend, spec, case)]
+    assert outputs[1].dtype == np.uint8
+    assert judge_outputs(spec, case, outputs).verdict == "fail"
+    retyped = [o.view(np.int8) if k % 2 else o for k, o in enumerate(outputs)]
+    assert judge_outputs(spec, case, retyped).verdict == "pass"
+
+
+@pytest.mark.parametrize("dtype", ["int2", "uint2", "int4", "uint8"])
+def test_integer_uniform_ranges_fit_the_type(specs, dtype):
+    """a and b are scalars of the output's type: every drawn [a, b) has both in it (int2's is
+    [0, 1), uint8's never starts at 1000)."""
+    from conform.dtypes import int_info
+    info = int_info(dtype)
+    for case in generate_cases(specs["rng_uniform"], dtype, count=4, seed=2):
+        a, b = case.attrs["first"], case.attrs["second"]
+        assert info.min <= a < b <= info.max, (case.id, a, b)

@@ -43,15 +43,14 @@ EXCEPTIONS = [
       "remainder", "zeta", "eq_total_order", "le_total_order", "lt_total_order", "power",
       "cholesky", "triangular_solve",
       "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "rng_normal",
-      "rng_uniform", "real", "imag", "fft", "iota"),
+      "rng_uniform"),
      NARROW_FLOATS,
      "a float8 or float4 result of these needs its bound (the float64 reference rounded to the "
      "type, the ulp of a 2- to 4-bit significand; the unary functions' is "
      "ops/narrow_floats.py narrow_ulp_bound) and its cases (binary ops: no every-value case), "
      "per op: " + _NOT_YET),
     (("acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "bessel_i1e", "cbrt",
-      "exp2", "log1p", "divide", "remainder", "power", "cholesky", "triangular_solve",
-      "iota"),
+      "exp2", "log1p", "divide", "remainder", "power", "cholesky", "triangular_solve"),
      COMPLEX,
      "complex operands need their C Annex G special values and a complex error bound per op "
      "(issue 36 item 4): " + _NOT_YET),
@@ -61,22 +60,25 @@ EXCEPTIONS = [
     (("reshape", "slice", "pad"), ("float8_e8m0fnu",),
      "these specs are shared with ONNX Reshape, Slice and Pad, and ONNX Pad's default 0 "
      "float8_e8m0fnu cannot hold: XLA-only specs are needed for these pairs"),
-    (("real", "imag", "fft"), ("bfloat16", "float16", "float32", "float64"),
-     "real and imag of a real operand, and RFFT of a float one, are drawn only in float32 and "
-     "float64 (real, imag) or not at all (fft: complex input): " + _NOT_YET),
-    (("atan2", "remainder", "cholesky", "power", "clamp", "conv", "conv_shorthand",
-      "dot_general"),
+    (("fft",), ("float32", "float64"),
+     "drawn, under another label: RFFT's float32 and float64 operands are cases of the "
+     "complex64 and complex128 labels (the spec's label is the transform's complex type)"),
+    (("atan2", "remainder", "power", "clamp"),
      ("bfloat16", "float16"),
      "these error models and bounds are derived for the types they list only: " + _NOT_YET),
-    (("shift_left", "shift_right_arithmetic", "shift_right_logical", "bitcast_convert_type",
-      "iota", "convert_element_type", "rng_uniform", "rng_bit_generator", "power"),
+    (("shift_left", "shift_right_arithmetic", "shift_right_logical", "convert_element_type",
+      "power"),
      INTS,
      "the shifts' amount rules, bitcasts between widths, conversions and ramps in the other "
      "integer widths (and int2/int4, packed) need their cases drawn per width: " + _NOT_YET),
-    (("bitcast_convert_type", "convert_element_type", "rng_bit_generator"),
+    (("bitcast_convert_type",), ("bool",) + COMPLEX + NO_SPECIALS + NARROW_INTS,
+     "StableHLO leaves the representation of booleans and of complex numbers (which part "
+     "first) implementation-defined, and a 2-, 4- or 6-bit type's bits are no whole bytes: the "
+     "text's width ratio and the order of packed elements are not given for them"),
+    (("convert_element_type",),
      EVERY,
-     "bitcasts and conversions of bool, complex and the narrow floats (and random bits as "
-     "floats) need their rules (bit patterns, NaN payloads, saturation) from the text: "
+     "bitcasts and conversions of bool, complex and the narrow floats need their rules (bit "
+     "patterns, NaN payloads, saturation) from the text: "
      + _NOT_YET),
     (("all_reduce", "cross_replica_sum", "reduce_scatter"), COMPLEX,
      "a complex Add over replicas needs a normwise bound of the sum (each part's gamma_n bound "
@@ -97,7 +99,11 @@ EXCEPTIONS = [
      "float8_e8m0fnu has no zero, Reduce's and ReduceWindow's init value for Add, and a sum or "
      "product of its powers of two is mostly none: the text gives no result for one it cannot "
      "hold (as for add and multiply), a region to declare first: " + _NOT_YET),
-    (("clamp", "dot", "dot_general", "conv", "conv_shorthand"),
+    (("dot", "dot_general", "conv", "conv_shorthand"), COMPLEX,
+     "a complex product's parts are each a sum of two real products: the accumulation model "
+     "and its bound are real-only, and a complex128 result needs a double-double complex "
+     "reference: " + _NOT_YET),
+    (("clamp",),
      EVERY,
      "accumulations, orders and selections in these types (bool sums, integer overflow, "
      "float8 accumulation bounds, complex order) need their bounds or regions per type: "
