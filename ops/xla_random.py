@@ -71,6 +71,21 @@ def lax_rng_uniform(lax, attrs):
     return lambda a, b: lax.rng_uniform(a, b, shape)
 
 
+#: RngUniform: "The CPU and GPU backends currently only support F64, F32, F16, BF16, S64, U64,
+#: S32 and U32" (XLA operation semantics).
+CPU_GPU_RNG_TYPES = ("float64", "float32", "float16", "bfloat16", "int64", "uint64", "int32", "uint32")
+
+
+def lax_rng_uniform_refuses(inputs, attrs):
+    """A type the text says the CPU and GPU backends do not support is refused before tracing
+    (XLA:CPU aborts the process on it instead of refusing it, a crash per case)."""
+    dtype = dtype_name(inputs[0].dtype)
+    if dtype not in CPU_GPU_RNG_TYPES:
+        return (f"RngUniform in {dtype}: 'The CPU and GPU backends currently only support F64, "
+                "F32, F16, BF16, S64, U64, S32 and U32' (XLA operation semantics)")
+    return None
+
+
 def lax_rng_normal(lax, attrs):
     """A jax primitive lowered to StableHLO's ``rng`` with distribution NORMAL (jax.lax has no
     RngNormal): ``stablehlo.rng(mu, sigma, shape)``."""
@@ -123,6 +138,7 @@ def numpy_rng_normal(mu, sigma, *, shape, first, second):
 
 
 @op("rng_uniform", version=1, draw=draw_rng, values=values_rng, lax=lax_rng_uniform,
+    lax_refuses=lax_rng_uniform_refuses,
     distribution=rng_uniform_law, numpy=numpy_rng_uniform, feeding=no_input_feeds)
 def oracle_rng_uniform(a, b, *, shape, first, second):
     """The output's shape; its values are the law's (:func:`rng_uniform_law`): the mean shown."""
