@@ -85,6 +85,23 @@ def _value(pattern: np.ndarray, bits: int, unsigned: bool) -> np.ndarray:
         pattern.view(np.int64)
 
 
+def _numpy_right_shift(kind: str):
+    """The numpy backend of a right shift: NumPy's right_shift is arithmetic on signed types
+    and logical on unsigned ones, so the pattern is shifted as its view of ``kind`` ('i' or
+    'u', as a NumPy user writes it) and viewed back. ml_dtypes' 2- and 4-bit integers (kind
+    'V', a byte each) have no such view: NumPy's own right_shift runs on them."""
+    def shift(lhs, rhs, *, broadcast_dimensions=None):
+        lhs, rhs = xla_operands(lhs, rhs, broadcast_dimensions)
+        if lhs.dtype.kind not in "iu":
+            return np.right_shift(lhs, rhs)
+        viewed = np.dtype(f"{kind}{lhs.dtype.itemsize}")
+        return np.right_shift(lhs.view(viewed), rhs.astype(viewed)).view(lhs.dtype)
+    return shift
+
+
+numpy_shift_right_logical = _numpy_right_shift("u")
+
+
 @xla_binary("shift_left")
 def oracle_shift_left(lhs, rhs, *, dtypes=None):
     """lhs * 2**rhs modulo 2**bits, for 0 <= rhs < bits, bits the width of lhs's type (4 for
@@ -94,7 +111,7 @@ def oracle_shift_left(lhs, rhs, *, dtypes=None):
     return (_value(np.where(in_range, pattern << amount, 0), bits, unsigned),)
 
 
-@xla_binary("shift_right_arithmetic")
+@xla_binary("shift_right_arithmetic", numpy=_numpy_right_shift("i"))
 def oracle_shift_right_arithmetic(lhs, rhs, *, dtypes=None):
     """floor(v / 2**rhs), v the bit pattern of lhs read as a signed number of its type's width
     (vacated bits copy the top bit, for an unsigned type too); 0 <= rhs < bits. Other amounts:
@@ -103,13 +120,6 @@ def oracle_shift_right_arithmetic(lhs, rhs, *, dtypes=None):
     signed = _value(pattern, bits, unsigned=False)   # the pattern read as two's complement
     return (_value((signed >> amount.astype(np.int64)).view(np.uint64), bits, unsigned),)
 
-
-def numpy_shift_right_logical(lhs, rhs, *, broadcast_dimensions=None):
-    """The numpy backend: NumPy's right_shift is arithmetic on signed types, so the pattern is
-    shifted as its unsigned view (as a NumPy user writes it) and viewed back."""
-    lhs, rhs = xla_operands(lhs, rhs, broadcast_dimensions)
-    unsigned = np.dtype(f"u{lhs.dtype.itemsize}")
-    return np.right_shift(lhs.view(unsigned), rhs.astype(unsigned)).view(lhs.dtype)
 
 
 @xla_binary("shift_right_logical", numpy=numpy_shift_right_logical)

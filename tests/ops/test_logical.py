@@ -364,3 +364,11 @@ def test_shift_out_of_range_broadcasts_a_scalar_amount():
 def test_shift_out_of_range_is_the_region_of_the_shift_specs():
     for op in ("shift_left", "shift_right_arithmetic", "shift_right_logical"):
         assert [r["region"] for r in specs()[op].implementation_defined] == ["shift_out_of_range"]
+
+
+def test_the_numpy_backend_shifts_right_in_the_views_the_ops_name():
+    """NumPy's right_shift is logical on unsigned types and arithmetic on signed ones: the
+    numpy backend views the pattern as the op needs it (uint8 255 >> 1: arithmetic 255)."""
+    from conform.ops.logical import _numpy_right_shift, numpy_shift_right_logical
+    assert _numpy_right_shift("i")(np.uint8([255, 64]), np.uint8([1, 1])).tolist() == [255, 32]
+    assert numpy_shift_right_logical(np.int8([-1]), np.int8([1])).tolist() == [127]
