@@ -15,28 +15,6 @@ from conform.ops.elementwise import xla_binary, xla_operands
 from conform.dtypes import int_info
 
 
-def _bits(x: np.ndarray) -> int:
-    return x.dtype.itemsize * 8
-
-
-def _as_unsigned(x: np.ndarray) -> np.ndarray:
-    """The bit pattern of ``x`` as the unsigned integer of the same width (wraps negatives)."""
-    return x.astype(np.dtype(f"u{x.dtype.itemsize}"))
-
-
-def _as_signed(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.dtype(f"i{x.dtype.itemsize}"))
-
-
-def _amount(rhs: np.ndarray, like: np.ndarray, bits: int) -> np.ndarray:
-    """Shift amounts clipped into [0, bits - 1], in ``like``'s dtype (no mixed-sign promotion)."""
-    return np.clip(rhs, 0, bits - 1).astype(like.dtype)
-
-
-def _in_range(rhs: np.ndarray, bits: int) -> np.ndarray:
-    return (rhs >= 0) & (rhs < bits)
-
-
 @xla_binary("ne")
 def oracle_ne(lhs, rhs):
     """lhs != rhs under IEEE 754 comparison (true if either is NaN; -0 == +0)."""
@@ -85,50 +63,72 @@ def oracle_bitwise_not(operand):
     return (np.invert(operand),)
 
 
+def _shift_operands(lhs, rhs, dtypes):
+    """``(pattern, amount, bits, unsigned, in_range)``: ``lhs``'s bit pattern in its own type's
+    width (uint64), the amount clipped into [0, bits - 1] (uint64), the width, whether the type
+    is unsigned, and where the amount is in range (elsewhere the region
+    ``shift_out_of_range``; the value there is unjudged)."""
+    pattern, bits = _pattern(lhs, dtypes)
+    amount = np.clip(rhs.astype(np.int64), 0, bits - 1).astype(np.uint64)
+    unsigned = (dtypes[0] if dtypes else lhs.dtype.name).startswith("uint")
+    return pattern, amount, bits, unsigned, (rhs >= 0) & (rhs < bits)
+
+
+def _value(pattern: np.ndarray, bits: int, unsigned: bool) -> np.ndarray:
+    """The value whose ``bits``-bit pattern is ``pattern`` (uint64): the pattern itself for an
+    unsigned type (uint64), its two's-complement reading otherwise (int64)."""
+    pattern = pattern & np.uint64((1 << bits) - 1)
+    if unsigned:
+        return pattern
+    signed = pattern.astype(np.int64)
+    return np.where(signed >= 1 << (bits - 1), signed - (1 << bits), signed) if bits < 64 else \
+        pattern.view(np.int64)
+
+
+def _numpy_right_shift(kind: str):
+    """The numpy backend of a right shift: NumPy's right_shift is arithmetic on signed types
+    and logical on unsigned ones, so the pattern is shifted as its view of ``kind`` ('i' or
+    'u', as a NumPy user writes it) and viewed back. ml_dtypes' 2- and 4-bit integers (kind
+    'V', a byte each) have no such view: NumPy's own right_shift runs on them."""
+    def shift(lhs, rhs, *, broadcast_dimensions=None):
+        lhs, rhs = xla_operands(lhs, rhs, broadcast_dimensions)
+        if lhs.dtype.kind not in "iu":
+            return np.right_shift(lhs, rhs)
+        viewed = np.dtype(f"{kind}{lhs.dtype.itemsize}")
+        return np.right_shift(lhs.view(viewed), rhs.astype(viewed)).view(lhs.dtype)
+    return shift
+
+
+numpy_shift_right_logical = _numpy_right_shift("u")
+
+
 @xla_binary("shift_left")
-def oracle_shift_left(lhs, rhs):
-    """lhs * 2**rhs modulo 2**bits, for 0 <= rhs < bits (width-independent after the cast back).
-
-    Other amounts are the region ``shift_out_of_range``; 0 is returned there, unjudged.
+def oracle_shift_left(lhs, rhs, *, dtypes=None):
+    """lhs * 2**rhs modulo 2**bits, for 0 <= rhs < bits, bits the width of lhs's type (4 for
+    int4). Other amounts are the region ``shift_out_of_range``; 0 is returned there, unjudged.
     """
-    bits = _bits(lhs)
-    pattern = _as_unsigned(lhs)
-    shifted = np.left_shift(pattern, _amount(rhs, pattern, bits)).astype(lhs.dtype)
-    return (np.where(_in_range(rhs, bits), shifted, 0).astype(lhs.dtype),)
+    pattern, amount, bits, unsigned, in_range = _shift_operands(lhs, rhs, dtypes)
+    return (_value(np.where(in_range, pattern << amount, 0), bits, unsigned),)
 
 
-@xla_binary("shift_right_arithmetic")
-def oracle_shift_right_arithmetic(lhs, rhs):
-    """floor(lhs / 2**rhs) on the signed pattern: vacated bits copy the sign bit; 0 <= rhs < bits.
+@xla_binary("shift_right_arithmetic", numpy=_numpy_right_shift("i"))
+def oracle_shift_right_arithmetic(lhs, rhs, *, dtypes=None):
+    """floor(v / 2**rhs), v the bit pattern of lhs read as a signed number of its type's width
+    (vacated bits copy the top bit, for an unsigned type too); 0 <= rhs < bits. Other amounts:
+    region ``shift_out_of_range`` (the sign fill is returned there, unjudged)."""
+    pattern, amount, bits, unsigned, _ = _shift_operands(lhs, rhs, dtypes)
+    signed = _value(pattern, bits, unsigned=False)   # the pattern read as two's complement
+    return (_value((signed >> amount.astype(np.int64)).view(np.uint64), bits, unsigned),)
 
-    Width-independent for signed inputs (sign extension commutes); not for unsigned ones, whose
-    top bit is lost when they are zero-extended. Other amounts: region ``shift_out_of_range``
-    (the sign fill is returned there, unjudged).
-    """
-    bits = _bits(lhs)
-    pattern = _as_signed(lhs)
-    return (np.right_shift(pattern, _amount(rhs, pattern, bits)).astype(lhs.dtype),)
-
-
-def numpy_shift_right_logical(lhs, rhs, *, broadcast_dimensions=None):
-    """The numpy backend: NumPy's right_shift is arithmetic on signed types, so the pattern is
-    shifted as its unsigned view (as a NumPy user writes it) and viewed back."""
-    lhs, rhs = xla_operands(lhs, rhs, broadcast_dimensions)
-    unsigned = np.dtype(f"u{lhs.dtype.itemsize}")
-    return np.right_shift(lhs.view(unsigned), rhs.astype(unsigned)).view(lhs.dtype)
 
 
 @xla_binary("shift_right_logical", numpy=numpy_shift_right_logical)
-def oracle_shift_right_logical(lhs, rhs):
-    """The unsigned pattern of lhs divided by 2**rhs: vacated bits are zero; 0 <= rhs < bits.
-
-    Width-independent for unsigned inputs only (a sign-extended negative int32 is a different
-    pattern). Other amounts: region ``shift_out_of_range``; 0 is returned there, unjudged.
-    """
-    bits = _bits(lhs)
-    pattern = _as_unsigned(lhs)
-    shifted = np.right_shift(pattern, _amount(rhs, pattern, bits)).astype(lhs.dtype)
-    return (np.where(_in_range(rhs, bits), shifted, 0).astype(lhs.dtype),)
+def oracle_shift_right_logical(lhs, rhs, *, dtypes=None):
+    """The bit pattern of lhs in its type's width divided by 2**rhs: vacated bits are zero;
+    0 <= rhs < bits. Other amounts: region ``shift_out_of_range``; 0 is returned there,
+    unjudged."""
+    pattern, amount, bits, unsigned, in_range = _shift_operands(lhs, rhs, dtypes)
+    return (_value(np.where(in_range, pattern >> amount, 0), bits, unsigned),)
 
 
 def _pattern(operand: np.ndarray, dtypes) -> tuple[np.ndarray, int]:

@@ -76,3 +76,23 @@ def narrow_float_unrepresentable(ctx: RegionContext) -> np.ndarray:
 #: for it (generators/_consistency.py)
 narrow_float_unrepresentable.only_dtypes = frozenset(
     name for name, fmt in FLOAT_FORMATS.items() if not (fmt.has_nan and fmt.has_zero))
+
+
+@region
+def scale_format_tie(ctx: RegionContext) -> np.ndarray:
+    """Results in float8_e8m0fnu whose reference lies midway between two of its values, 1.5 *
+    2**k (a sum 2**k + 2**(k-1), a difference 2**(k+1) - 2**(k-1)), where the op's text asks
+    for the correctly rounded result. IEEE 754-2019 §4.3.1's roundTiesToEven takes 'the one
+    with an even least significant digit'; E8M0's significand is its implicit 1 alone, so both
+    neighbours' digit is odd and the rule picks neither, and OCP MX v1.0 defines conversions
+    into E8M0 for scales only (ONNX Cast's round_mode shows three choices). Empty for every
+    other type."""
+    fmt = FLOAT_FORMATS.get(ctx.out_dtype)
+    if fmt is None or fmt.has_zero:
+        return ctx.none()
+    significand, _ = np.frexp(np.asarray(ctx.expected, np.float64))
+    return np.abs(significand) == 0.75
+
+
+scale_format_tie.only_dtypes = frozenset(
+    name for name, fmt in FLOAT_FORMATS.items() if not fmt.has_zero)

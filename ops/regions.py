@@ -290,9 +290,9 @@ def shift_out_of_range(ctx: RegionContext) -> np.ndarray:
     implementations mask the amount, wrap it or saturate the result).
     """
     lhs, rhs = ctx.inputs
-    if lhs.dtype.kind not in "iu":
+    if not is_integer(str(lhs.dtype)):   # ml_dtypes' int2 and int4 are of kind 'V'
         return ctx.none()
-    return ctx.aligned((rhs < 0) | (rhs >= lhs.dtype.itemsize * 8))
+    return ctx.aligned((rhs < 0) | (rhs >= int_info(str(lhs.dtype)).bits))   # int4: 4
 
 
 @region

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import region
 from conform.ops.elementwise import xla_binary, xla_operands
 
@@ -52,7 +53,11 @@ def _order(lhs, rhs):
 def _sign_magnitude_key(x: np.ndarray) -> np.ndarray:
     """The numpy backend's key: the float's bit pattern as a signed integer of its width, the
     magnitude bits of a negative pattern flipped, so that integer order is the total order (the
-    classic sign-magnitude to two's-complement mapping)."""
+    classic sign-magnitude to two's-complement mapping). A type of at most 8 bits is first
+    converted to float32 (exact): float4 and float6 fill a byte's low bits only, so a byte's
+    top bit is not their sign."""
+    if x.dtype.itemsize == 1:
+        x = x.astype(np.float32)
     bits = x.view(np.dtype(f"i{x.dtype.itemsize}"))
     magnitude = np.array(np.iinfo(bits.dtype).max, bits.dtype)
     return np.where(bits < 0, bits ^ magnitude, bits)
@@ -115,3 +120,17 @@ def nan_payload_order(ctx) -> np.ndarray:
     both = np.isnan(lhs.astype(np.float64)) & np.isnan(rhs.astype(np.float64))
     differ = lhs.copy().view(width) != rhs.copy().view(width)
     return both & (np.signbit(lhs.astype(np.float64)) == np.signbit(rhs.astype(np.float64))) & differ
+
+
+@region
+def signless_nan_order(ctx) -> np.ndarray:
+    """Pairs of which exactly one operand is NaN, in a type whose NaN has no sign: the fnuz
+    types' one NaN is the code of negative zero (0x80), float8_e8m0fnu's (0xFF) is in a type
+    without a sign bit. The text's order places -NaN first and +NaN last; such a NaN is
+    neither, so whether it comes before or after every number is open (equality is not: a NaN
+    equals no number either way)."""
+    fmt = FLOAT_FORMATS.get(str(ctx.inputs[0].dtype)) if len(ctx.inputs) == 2 else None
+    if fmt is None or not (fmt.nan_encoding == "negative_zero" or not fmt.signed):
+        return ctx.none()
+    lhs, rhs = (np.isnan(ctx.aligned(x).astype(np.float64)) for x in ctx.inputs)
+    return lhs != rhs

@@ -228,15 +228,40 @@ def oracle_nextafter(x1, x2, *, dtypes):
     finite value, the infinity (C11 F.10.8.3: overflow); from an infinity toward x2, the largest
     finite value. Computed on the type's bit patterns: a step of one in the magnitude's code."""
     dtype = np_dtype(dtypes[0])
-    uint, sign = _bits(dtypes[0])
     a, b = np.broadcast_arrays(x1.astype(dtype), x2.astype(dtype))
-    code = a.view(uint).astype(np.uint64)
-    magnitude, negative = code & ~sign, (code & sign) != 0
     with np.errstate(invalid="ignore"):
-        away = (a < b) != negative            # toward larger magnitude
-        stepped = np.where(away, magnitude + np.uint64(1), magnitude - np.uint64(1))
-        from_zero = np.where(b < 0, sign, np.uint64(0)) | np.uint64(1)
-        result = np.where(magnitude == 0, from_zero, stepped | (code & sign))
-        out = result.astype(uint).view(dtype).astype(np.float64)
+        out = (_stepped_narrow if dtype.itemsize == 1 else _stepped)(a, b, dtypes[0])
         out = np.where(a == b, b.astype(np.float64), out)
         return (np.where(np.isnan(a) | np.isnan(b), np.nan, out),)
+
+
+def _stepped(a, b, dtype: str) -> np.ndarray:
+    """The neighbour of ``a`` toward ``b`` in an IEEE 754 interchange type: one step of the
+    magnitude's code away from or toward zero, from a zero the smallest subnormal of ``b``'s
+    sign."""
+    uint, sign = _bits(dtype)
+    code = a.view(uint).astype(np.uint64)
+    magnitude, negative = code & ~sign, (code & sign) != 0
+    away = (a < b) != negative            # toward larger magnitude
+    stepped = np.where(away, magnitude + np.uint64(1), magnitude - np.uint64(1))
+    from_zero = np.where(b < 0, sign, np.uint64(0)) | np.uint64(1)
+    result = np.where(magnitude == 0, from_zero, stepped | (code & sign))
+    return result.astype(uint).view(a.dtype).astype(np.float64)
+
+
+def _stepped_narrow(a, b, dtype: str) -> np.ndarray:
+    """The neighbour of ``a`` toward ``b`` in a type of at most 8 bits, whose codes do not all
+    follow IEEE 754's layout (float4 and float6 in a byte's low bits, the fnuz types' one zero,
+    float8_e8m0fnu's unsigned powers of two): the next of the type's values (every code's,
+    NaN left out, -0 before +0) above or below ``a``; a zero reached from a negative value is
+    -0 where the type has it (C11 7.12.11.3 steps the representation: nextafter(-tiny, 1) is
+    -0)."""
+    values = np.arange(256, dtype=np.uint8).view(np_dtype(dtype)).astype(np.float64)
+    values = values[~np.isnan(values)]
+    values = np.unique(values.view(np.uint64)).view(np.float64)   # both zeros kept
+    values = values[np.lexsort((~np.signbit(values), values))]     # -0 before +0
+    x = a.astype(np.float64)
+    top = len(values) - 1
+    up = values[np.clip(np.searchsorted(values, x, side="right"), 0, top)]
+    down = values[np.clip(np.searchsorted(values, x, side="left") - 1, 0, top)]
+    return np.where(a < b, up, down)

@@ -39,10 +39,31 @@ def dtype_class(dtype: str) -> str:
     return "bool" if dtype == "bool" else "int"
 
 
+#: The name an ``int`` range's end may use in an expression (spec/critical.py's grammar): the
+#: dtype's width in bits, for a range that depends on it (a shift amount's, ``[0, "bits - 1"]``)
+WIDTH = "bits"
+
+
+def range_end(end, dtype: str):
+    """A value range's end in ``dtype``: a number as it stands, or an expression in
+    :data:`WIDTH`, the integer type's width in bits.
+
+    >>> range_end("bits - 1", "int4"), range_end("bits - 1", "uint64"), range_end(7, "int4")
+    (3, 63, 7)
+    """
+    if not isinstance(end, str):
+        return end
+    from conform.spec.critical import evaluate
+
+    return int(evaluate(end, dtype, {WIDTH: int_info(dtype).bits}))
+
+
 def dtype_range(low, high, dtype: str) -> tuple:
     """``[low, high]`` (an int or float value range) clipped to the values ``dtype`` holds: an
     integer type's bounds, a float format's finite values (positive ones only for an unsigned
-    format such as float8_e8m0fnu). Empty where ``low > high`` comes back."""
+    format such as float8_e8m0fnu). Empty where ``low > high`` comes back. An int range's end
+    may be an expression in the type's width (:func:`range_end`)."""
+    low, high = range_end(low, dtype), range_end(high, dtype)
     if dtype in FLOAT_FORMATS:   # e.g. [-1000, 1000] in float8_e4m3fn (largest finite value 448)
         fmt = FLOAT_FORMATS[dtype]
         bottom = -fmt.max_finite if fmt.signed else fmt.min_normal   # E8M0: positive only
@@ -95,11 +116,14 @@ def _check_range(pair: list, dtypes: list[str], at: tuple, root: yaml.Node, path
 
     low, high = pair
     for k, end in enumerate(pair):
+        if isinstance(end, str):
+            _check_width_expression(end, dtypes, at[-1], lambda message: refuse(message, k))
+            continue
         if isinstance(end, bool) or not _finite(end):
             refuse("a draw needs finite ends, not NaN, infinity or beyond float64", k)
         if at[-1] == "int" and float(end) != int(end):
             refuse("an int range needs whole-number ends", k)
-    if low > high:
+    if not any(isinstance(end, str) for end in pair) and low > high:
         refuse("the ends are reversed: write [low, high]")
     if at[-1] == "float" and not math.isfinite(float(high) - float(low)):
         refuse("wider than float64 holds (high - low overflows): no uniform draw")
@@ -109,6 +133,22 @@ def _check_range(pair: list, dtypes: list[str], at: tuple, root: yaml.Node, path
             refuse(f"no {dtype} value lies in it (the type's finite range is elsewhere)")
         if at[-1] == "int" and top > _INT64_MAX:   # integers are drawn in int64
             refuse(f"its {dtype} values beyond int64 cannot be drawn: end it at {_INT64_MAX}")
+
+
+def _check_width_expression(end: str, dtypes: list[str], cls: str, refuse) -> None:
+    """An expression end: in an ``int`` range only, naming the width alone (:func:`range_end`)
+    and giving a whole number in every dtype."""
+    from conform.spec.critical import RegionExpressionError, parse
+
+    if cls != "int":
+        refuse(f"only an int range's end may be an expression (in {WIDTH!r}), not {end!r}")
+    try:
+        parse(end, (WIDTH,))
+        values = [float(range_end(end, dtype)) for dtype in dtypes]
+    except (RegionExpressionError, KeyError, ValueError, OverflowError) as exc:
+        refuse(f"{end!r} is not an expression in {WIDTH!r} alone: {exc}")
+    if any(not _finite(v) for v in values):
+        refuse(f"{end!r} is not a finite number in every dtype")
 
 
 def _finite(number) -> bool:

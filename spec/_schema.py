@@ -20,7 +20,9 @@ MAX_OPERANDS = 64
 #: The kinds of ``properties`` entries (harness/judge/properties.py checks each).
 PROPERTY_KINDS = ("range", "monotone", "symmetry", "row_sum", "fixed_points")
 
-_range = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+# an end is a number, or (an int range) an expression in the type's width, "bits - 1"
+_range = {"type": "array", "minItems": 2, "maxItems": 2,
+          "items": {"oneOf": [{"type": "number"}, {"type": "string", "maxLength": 100}]}}
 _value_ranges = {
     "type": "object",
     "additionalProperties": False,

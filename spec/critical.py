@@ -97,7 +97,8 @@ def evaluate(expression, dtype: str, values: dict | None = None):
     values = values or {}
     if not isinstance(expression, str):
         return np.float64(expression)
-    names = {**constants(dtype), **{k: np.asarray(v, np.float64) for k, v in values.items()}}
+    own = constants(dtype) if dtype in FLOAT_FORMATS else {}   # an integer type: none
+    names = {**own, **{k: np.asarray(v, np.float64) for k, v in values.items()}}
     tree = parse(expression, tuple(values))
 
     def walk(node):

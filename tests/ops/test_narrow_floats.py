@@ -8,7 +8,8 @@ import pytest
 
 from conform.dtypes import FLOAT_FORMATS, np_dtype
 from conform.generators import generate_cases
-from conform.ops.narrow_floats import narrow_float_unrepresentable, narrow_ulp_bound
+from conform.ops.narrow_floats import (narrow_float_unrepresentable, narrow_ulp_bound,
+                                       scale_format_tie)
 from conform.ops.regions import RegionContext
 from conform.spec import load_specs
 
@@ -90,3 +91,15 @@ def test_xla_failing_to_legalize_an_op_for_a_type_is_unsupported():
     with pytest.raises(RuntimeError), _type_refusals():
         raise RuntimeError("something else")
     assert FLOAT_FORMATS["float8_e4m3fn"].bits == 8
+
+
+def test_a_tie_between_two_powers_of_two_is_open_in_e8m0_only():
+    """2**k + 2**(k-1) = 1.5 * 2**k lies midway between E8M0's 2**k and 2**(k+1), whose one-digit
+    significands are both odd: roundTiesToEven picks neither."""
+    def tie(values, dtype):
+        context = RegionContext(inputs=[], expected=np.array(values), out_dtype=dtype,
+                                float_oracle=None)
+        return scale_format_tie(context).tolist()
+    assert tie([3.0, 0.75, 1.25, 2.0, 1.5 * 2.0 ** -100], "float8_e8m0fnu") == \
+        [True, True, False, False, True]
+    assert tie([3.0, 0.75], "float8_e4m3fn") == [False, False]

@@ -85,6 +85,25 @@ def test_nextafter_follows_c11_on_the_bit_patterns():
     assert na(5e-324, 1.0, "float64") == 1e-323
 
 
+@pytest.mark.parametrize("dtype, x1, x2, want", [
+    # float4_e2m1fn: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives, in a byte's low 4 bits
+    ("float4_e2m1fn", [0.0, 0.5, -0.5, 4.0, 6.0, -6.0, 1.5], [1.0, 0.0, 0.0, 6.0, 0.0, 0.0, -1.0],
+     [0.5, 0.0, -0.0, 6.0, 4.0, -4.0, 1.0]),
+    # e4m3fnuz: one zero (0x80 is its NaN), so from -2**-10 toward 0 comes +0
+    ("float8_e4m3fnuz", [-2.0 ** -10, 0.0, 240.0], [0.0, -1.0, 0.0], [0.0, -2.0 ** -10, 224.0]),
+    # e8m0fnu: the powers of two, no zero and no sign
+    ("float8_e8m0fnu", [2.0 ** -127, 1.0, 2.0 ** 127], [1.0, 0.5, 1.0], [2.0 ** -126, 0.5, 2.0 ** 126]),
+    ("float6_e3m2fn", [28.0, 0.0625, -0.0625], [0.0, 0.0, 1.0], [24.0, 0.0, -0.0]),
+    ("float8_e5m2", [57344.0, 0.0], [np.inf, -1.0], [np.inf, -2.0 ** -16]),
+])
+def test_nextafter_steps_through_the_narrow_types_values(dtype, x1, x2, want):
+    from conform.dtypes import np_dtype
+    got = evaluate("nextafter", [np.array(x1).astype(np_dtype(dtype)),
+                                 np.array(x2).astype(np_dtype(dtype))], {})[0]
+    np.testing.assert_array_equal(got, want)
+    assert np.signbit(got).tolist() == np.signbit(want).tolist()   # -0 from a negative value
+
+
 def test_the_open_regions_are_the_definitions_gaps():
     def open_(name, *inputs):
         return evaluate(name, [np.array(x, np.float64) for x in inputs], {"open_elements": True})[0]

@@ -115,6 +115,13 @@ BAD_SPECS = [
     (("int: [-10000, 10000]", "int: [0.5, 3]"), 8, "values.int.0", "whole-number ends"),
     (("values: {float:", "input_values: {lsh: {float: [0, 1]}}\nvalues: {float:"), 8,
      "input_values.lsh", "'lsh' names no input"),
+    # an end in the type's width: int ranges only, the width alone (spec/_runnable.py range_end)
+    (("int: [-10000, 10000]", 'int: [0, "bitz - 1"]'), 8, "values.int.1",
+     "'bitz - 1' is not an expression in 'bits' alone"),
+    (("int: [-10000, 10000]", 'int: [0, "max_finite"]'), 8, "values.int.1",
+     "'max_finite' is not an expression in 'bits' alone"),
+    (("values: {float: [-100, 100]", 'values: {float: [0, "bits"]'), 8, "values.float.1",
+     "only an int range's end may be an expression"),
     (("signature: {inputs: [lhs, rhs]}", "signature: {inputs: [lhs, rhs], min_rank: 3, max_rank: 1}"),
      6, "signature.min_rank", "min_rank=3 is above max_rank=1"),
     (("signature: {inputs: [lhs, rhs]}", "signature: {inputs: [lhs, rhs], min_rank: 5}"),
@@ -237,3 +244,13 @@ def test_an_attribute_range_with_its_ends_reversed_is_refused(tmp_path):
                                                   "has its ends reversed")) as caught:
         load_spec(path)
     assert caught.value.line == 6
+
+
+def test_an_int_range_may_end_at_the_types_width(tmp_path):
+    """A shift amount's range, [0, "bits - 1"]: 0 to 31 in int32, 0 to 3 in int4."""
+    from conform.generators._values import value_range
+
+    path = _write(tmp_path, ADD.replace("int: [-10000, 10000]", 'int: [0, "bits - 1"]', 1))
+    spec = load_spec(path)
+    assert [value_range(spec, "lhs", d) for d in ("int32", "int4", "uint64", "int2")] == \
+        [(0, 31), (0, 3), (0, 63), (0, 1)]
