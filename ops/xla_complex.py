@@ -476,8 +476,9 @@ def lax_part(lax, attrs, *, bound):
     prim.def_abstract_eval(lambda x: jax.core.ShapedArray(x.shape, x.dtype))
     part = stablehlo.RealOp if bound.__name__ == "real" else stablehlo.ImagOp
     mlir.register_lowering(prim, lambda ctx, x: [part(x).result])
+    lowered = jax.jit(prim.bind)   # (a primitive with no eager rule: `conform repro` runs it eagerly)
     # chosen per traced operand: the jax backend reuses one traced function for every dtype
-    return lambda x: bound(x) if np.issubdtype(x.dtype, np.complexfloating) else prim.bind(x)
+    return lambda x: bound(x) if np.issubdtype(x.dtype, np.complexfloating) else lowered(x)
 
 
 @op("real", version=1, draw=draw_part, lax=lax_part)

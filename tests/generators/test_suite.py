@@ -346,7 +346,7 @@ def test_filling_the_corpus_in_child_processes_writes_the_files_one_process_woul
     count = int(run(_FILL_HERE, parallel))   # draws abs
     run(_FILL_HERE, serial)
     files = sorted((parallel / "corpus").glob("*.corpus"))
-    assert len(files) == count == 7
+    assert len(files) == count == 8   # add, abs, conv, reduce_sum x float32, int32
     for path in files:
         assert path.read_bytes() == (serial / "corpus" / path.name).read_bytes(), path.name
 

@@ -154,7 +154,7 @@ def test_iota_of_complex_and_float4_converts_the_count(specs):
                 out_dtype="float4_e2m1fn", inputs=[], attrs=attrs, plan="normal", seed=1)
     right = np.array([0, 1, 2, 3, 4, 4, 6, 6], dtype=ml_dtypes.float4_e2m1fn)
     judged = judge_outputs(specs["iota"], case, [right])
-    assert judged.verdict == "impl_defined" and judged.impl_defined == 1
+    assert judged.verdict == "pass" and judged.impl_defined == 1   # 7: open, the rest judged
     wrong = right.copy()
     wrong[5] = 6
     assert judge_outputs(specs["iota"], case, [wrong]).verdict == "fail"

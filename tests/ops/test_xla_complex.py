@@ -184,15 +184,6 @@ def test_jax_passes_complex64(specs, jax_backend, op):
     assert "fail" not in verdicts and "error" not in verdicts
 
 
-def test_jax_real_of_a_float_is_unsupported(specs, jax_backend):
-    from conform.generators._suite import generate_cases
-    from conform.harness.backends.models import run_case
-    from conform.model_formats import Unsupported
-    case = generate_cases(specs["real"], "float32", count=1, seed=0)[0]
-    with pytest.raises(Unsupported, match="accepts complex operands only"):
-        run_case(jax_backend, specs["real"], case)
-
-
 def _chop(values):
     """``values`` rounded to a 12-bit significand: a low-precision evaluation's answer."""
     mantissa, exponent = np.frexp(values)

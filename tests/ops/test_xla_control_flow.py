@@ -49,7 +49,8 @@ def test_the_pool_holds_exactly_defined_ops_only(pools):
     assert {"bitwise_xor", "shift_left"} <= set(pools["int32"])
     assert "sqrt" not in pools["int32"]
     assert pools["float32"]["maximum"]["any_zero_sign"]
-    assert pools["int32"]["add"]["regions"] == ["int_overflow"]
+    # the op's regions go with it (those of its other types too: they mark no int32 element)
+    assert "int_overflow" in pools["int32"]["add"]["regions"]
 
 
 def test_the_text_s_example_adds_a_constant_vector_a_thousand_times(pools):
@@ -352,7 +353,9 @@ def _ops_of(case) -> set:
 def test_numpy_fails_only_where_a_body_takes_np_sign_of_minus_zero(specs, name):
     """Each body op is computed by its own op's NumPy computation. A real NumPy deviation:
     np.sign(-0.0) is +0.0, where XLA's Sign gives -0 (seed 004, "Sign"): the loop or branch
-    fails only where its body has sign. Unsupported only where a body op is (round, erf,
+    fails only where its body has sign, or population_count (np.bitwise_count counts the bits
+    of |x|, not of a negative integer's two's complement: docs/failures/numpy.yaml,
+    numpy-bitwise-count-of-magnitude). Unsupported only where a body op is (round, erf,
     integer divide: NumPy computes it in float64; count_leading_zeros: NumPy has no clz; the
     ops whose numpy binding says NumPy cannot express them, such as zeta and igammac)."""
     from conform.model_formats import Unsupported
@@ -371,7 +374,8 @@ def test_numpy_fails_only_where_a_body_takes_np_sign_of_minus_zero(specs, name):
                 assert str(exc).split(":")[0] in inexpressible & _ops_of(case), exc
                 continue
             verdict = judge_outputs(spec, case, outputs).verdict
-            assert verdict in ("pass", "impl_defined") or "sign" in _ops_of(case), case.id
+            assert verdict in ("pass", "impl_defined") \
+                or {"sign", "population_count"} & _ops_of(case), case.id
             verdicts.append(verdict)
     assert verdicts.count("pass") > len(verdicts) // 2
 
