@@ -23,7 +23,9 @@ An element whose bound is more than ``ILL_CONDITIONED`` of its reference (relati
 ill-conditioned at that input: it is not judged. A leaf element fails only if it is outside its
 bound *and* farther from the reference than the instrumented run's value of the same leaf (the
 plain path, where every value is materialised): the acceptance rule maintainers apply to fuzzer
-reports (pytorch#143182). A graph with no element judged is ``ill_conditioned``.
+reports (pytorch#143182). A graph with no element judged, some excused, is ``ill_conditioned``;
+one whose leaves have no element (empty shapes, each as the reference's) passes, as an empty
+output of a single-op case does.
 """
 from __future__ import annotations
 
@@ -190,9 +192,9 @@ def _identical(arrays, others) -> bool:
 @dataclasses.dataclass
 class LeafJudgement:
     """The as-run judgement of a graph's leaves: ``pass``, ``fail`` or ``ill_conditioned``
-    (no element judged), the elements judged, excused as ill-conditioned and failing, and the
-    worst failing (else judged) element: its leaf, index, reference, actual, plain-path value,
-    bound and error."""
+    (no element judged, some excused), the elements judged, excused as ill-conditioned and
+    failing, and the worst failing (else judged) element: its leaf, index, reference, actual,
+    plain-path value, bound and error."""
 
     verdict: str
     checked: int = 0
@@ -237,7 +239,7 @@ def judge_leaves(graph, ref: Reference, as_run: dict, plain: dict) -> LeafJudgem
                      "actual": _number(got[at]), "plain": _number(base[at]),
                      "error": float(error[at]), "bound": float(a[at]),
                      "plain_error": float(plain_error[at])}
-    verdict = "fail" if mismatched else "pass" if checked else "ill_conditioned"
+    verdict = "fail" if mismatched else "ill_conditioned" if excused and not checked else "pass"
     return LeafJudgement(verdict, checked, excused, mismatched, worst,
                          worst["error"] if worst else 0.0, worst["bound"] if worst else 0.0,
                          bins.tolist() if checked else [])

@@ -11,8 +11,8 @@ as-run judgement of its leaves (:mod:`conform.harness.judge.graphs`) and one ver
 * ``fail``: a node failed its own error model in the instrumented run (it names the node), or a
   leaf of the as-run model lies outside its propagated bound and farther from the float64
   composition than the instrumented run's value;
-* ``ill_conditioned``: the propagated bound judges no element of the leaves;
-* ``pass`` otherwise.
+* ``ill_conditioned``: the propagated bound judges no element of the leaves (it excuses some);
+* ``pass`` otherwise (leaves without elements included).
 """
 from __future__ import annotations
 

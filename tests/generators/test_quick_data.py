@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import StopTest
 from hypothesis.internal.conjecture.data import ConjectureData
 
+from conform.dtypes import content_bytes
 from conform.generators._drawing import _draw, _without_local_constants
 from conform.generators._quick_data import QuickData
 from conform.generators.graphs import draw_graph, graphs
@@ -25,11 +26,12 @@ def onnx_quick(specs):
 
 
 def _digest(graph) -> str:
-    """A graph's nodes, dtypes and input values, hashed."""
+    """A graph's nodes, dtypes and input values, hashed (a string input by its elements: an
+    object array's raw bytes are pointers, new at each draw)."""
     text = repr((graph.describe(), sorted(graph.dtypes.items()), sorted(graph.constants)))
     digest = hashlib.sha256(text.encode())
     for name in sorted(graph.inputs):
-        digest.update(name.encode() + np.ascontiguousarray(graph.inputs[name]).tobytes())
+        digest.update(name.encode() + content_bytes(np.asarray(graph.inputs[name])))
     return digest.hexdigest()
 
 
