@@ -47,8 +47,19 @@ def region_values(region: dict, dtype: str, offsets: np.ndarray, others: dict,
     centre = sign * to_dtype(evaluate(region["at"], dtype, others), dtype)
     with np.errstate(all="ignore"):
         moved = centre + offsets * ulp(centre, dtype) if "ulps" in region else centre * (1 + offsets)
+        if not fmt.signed and "ulps" in region:   # see _binade_steps
+            moved = np.where(moved < fmt.min_subnormal, _binade_steps(centre, offsets, fmt), moved)
         values = np.clip(to_dtype(moved, dtype), -fmt.max_finite, fmt.max_finite)
     return np.where(np.isfinite(centre), values, np.nan)
+
+
+def _binade_steps(centre: np.ndarray, offsets: np.ndarray, fmt) -> np.ndarray:
+    """An unsigned format (E8M0: powers of two, nothing at or below 0) has ``ulp(c) = c``, so
+    a step of ``offsets`` ULPs below the centre leaves the format, though the region holds every
+    value ``c 2**-k`` down to the smallest (each within one ULP of ``c``): there the value steps
+    ``|offset|`` binades down instead, at least the smallest value (repeated where the region's
+    values run out)."""
+    return np.maximum(centre * np.exp2(np.minimum(offsets, 0)), fmt.min_subnormal)
 
 
 def _region_block(spec: OpSpec, dtype: str, region: dict, sign: float, rng) -> list[np.ndarray]:
@@ -77,6 +88,15 @@ def _region_block(spec: OpSpec, dtype: str, region: dict, sign: float, rng) -> l
         for name in free:
             again = to_dtype(_log_uniform(rng, *value_range(spec, name, dtype), dtype), dtype)
             arrays[name] = np.where(missing, again, arrays[name])
+        values = region_values(region, dtype, offsets, arrays, sign)
+    missing = np.isnan(values)
+    if free and missing.any() and not missing.all():
+        # the redraws did not find them all (a narrow type whose centre is finite for few of the
+        # free inputs' values): those elements take the free inputs of found ones in turn
+        # (repeats; no draw, so the blocks after this one keep their values)
+        found = np.resize(np.flatnonzero(~missing), int(missing.sum()))
+        for name in free:
+            arrays[name][missing] = arrays[name][found]
         values = region_values(region, dtype, offsets, arrays, sign)
     low, high = value_range(spec, drawn, dtype)
     arrays[drawn] = np.where(np.isnan(values), to_dtype(rng.uniform(low, high, PER_REGION), dtype),

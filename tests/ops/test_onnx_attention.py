@@ -408,3 +408,42 @@ def test_an_integer_mask_row_of_one_value_is_judged_and_a_mixed_row_is_open(spec
     monkeypatch.setenv("CONFORM_ONNX_OPSET", "23")
     got = run_case(OnnxRuntimeBackend(), specs[op], case)
     assert judge_outputs(specs[op], case, got).verdict == "fail"
+
+
+def _moving(spec, inputs, attrs, index, steps):
+    """Per input, the values of the elements whose change by its step (None: not changed)
+    moves ``Y[index]``."""
+    base = evaluate(spec.oracle, inputs, attrs)[0][index]
+    found = []
+    for k, (x, step) in enumerate(zip(inputs, steps)):
+        moved = set()
+        for j in range(x.size if step else 0):
+            changed = x.copy()
+            changed.flat[j] += step
+            if evaluate(spec.oracle, [*inputs[:k], changed, *inputs[k + 1:]], attrs)[0][index] \
+                    != base:
+                moved.add(x.flat[j].item())
+        found.append(moved)
+    return found
+
+
+@pytest.mark.parametrize("op", ["onnx_attention_integer_mask",
+                                "onnx_attention_integer_mask_opset23"])
+def test_an_integer_mask_case_is_fed_by_the_elements_that_move_y(specs, op):
+    """The feeding rule (query row, the attended keys' rows and mask entries where more than one
+    key is attended, the attended values' feature) against small changes of distinct small
+    values (0.01, 0.02, ...: no softcap or Softmax saturates, which the feeding test's 1e9
+    changes do) and of the integer mask (distinct integers, each changed by 1: a term added)."""
+    from conform.oracles.feeding import feeding_elements
+
+    spec, rng = specs[op], np.random.default_rng(0)
+    for case in generate_cases(spec, "float64", count=6, seed=5):
+        offsets = np.cumsum([0, *(x.size for x in case.inputs)])
+        inputs = [((o + 1 + np.arange(x.size)) * (0.01 if k < 3 else 1)).reshape(x.shape)
+                  .astype(np.float64 if k < 3 else np.int64) if k < 4 else x
+                  for k, (o, x) in enumerate(zip(offsets, case.inputs))]
+        y = evaluate(spec.oracle, inputs, case.attrs)[0]
+        index = tuple(int(i) for i in np.unravel_index(rng.integers(y.size), y.shape))
+        fed = feeding_elements(op, inputs, case.attrs, list(index))
+        want = _moving(spec, inputs, case.attrs, index, [0.37] * 3 + [1, None][:len(inputs) - 3])
+        assert [set() if f is None else set(f.tolist()) for f in fed] == want, (case.id, index)

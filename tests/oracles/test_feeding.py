@@ -100,6 +100,11 @@ NOT_BY_PERTURBATION = {
              "the output, though the text's sum takes it"
        for name in ("onnx_attention", "onnx_attention_kv_cache", "onnx_attention_opset23",
                     "onnx_attention_kv_cache_opset23")},
+    **{name: "as onnx_attention (and the scores 1e9 times larger saturate softcap's tanh: a "
+             "query element moves no capped score), and the integer attn_mask is not T, left "
+             "unchanged, yet a term added to the scores (tests/ops/test_onnx_attention.py "
+             "checks its rule with small changes)"
+       for name in ("onnx_attention_integer_mask", "onnx_attention_integer_mask_opset23")},
     "fft": "a term whose twiddle is 0 (sin 0 at bin 0, a quarter turn's cos) does not move the "
            "bin, though the DFT's sum takes it",
     "onnx_mat_mul_integer": "B and b_zero_point are of type T2 (not T), left unchanged, yet "
