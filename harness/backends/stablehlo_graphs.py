@@ -108,9 +108,13 @@ def xla_accepts(spec, case) -> bool:
     them) on the case's inputs, and gives the shapes and dtypes of the oracle's outputs. (The
     graph's module is verified when it is exported; lowering each node too would double the
     time a graph takes to draw, and no node that traced has failed to lower in the bench's
-    1,000 graphs: bench/graph_validity.py.)"""
+    1,000 graphs: bench/graph_validity.py.) A case the op's ``lax_refuses`` hook refuses (jax
+    has no kernel for it: the jax backend reports it unsupported before tracing) is not kept."""
     import jax
 
+    refuses = getattr(spec.definition, "lax_refuses", None)
+    if refuses is not None and refuses(case.inputs, case.attrs):
+        return False
     try:
         got = jax.tree.leaves(jax.eval_shape(_exporter().traced(spec, case), *case.inputs))
     except Exception:   # Unsupported, or an op's lowering refusing the case

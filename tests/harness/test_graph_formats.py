@@ -62,6 +62,20 @@ def test_every_sampled_graph_is_a_valid_model(specs, backend, count):
     assert nodes > 2 * count and reused >= count // 5, (nodes, reused)
 
 
+def test_a_node_jax_refuses_before_tracing_is_not_kept_in_a_stablehlo_graph(specs):
+    """jax's CPU Cholesky has float32 and float64 kernels only: the op's lax_refuses hook makes
+    the jax backend report a float16 case unsupported, and a graph must not hold it (its export
+    fails: an invalid model), while a float32 case is kept."""
+    from conform.generators import generate_cases
+    from conform.harness.backends.stablehlo_graphs import xla_accepts
+    from conform.oracles.expectations import expect
+
+    spec = specs["cholesky"]
+    kept = {dtype: xla_accepts(spec, generate_cases(spec, dtype, count=1, seed=0, answer=expect)[0])
+            for dtype in ("float16", "float32")}
+    assert kept == {"float16": False, "float32": True}
+
+
 def test_the_checks_refuse_an_invalid_model(specs):
     """The validity checks can fail: an NNEF value whose shape is not the graph's, a StableHLO
     module whose types do not match."""
