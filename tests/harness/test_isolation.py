@@ -213,8 +213,8 @@ def _alive(pid: int) -> bool:
         return False
     try:
         status = open(f"/proc/{pid}/stat").read().split()[2]
-    except FileNotFoundError:   # reaped between the signal and the read
-        return False
+    except (FileNotFoundError, ProcessLookupError):   # reaped between the signal and the read
+        return False   # (the read raises ENOENT, or ESRCH if the process goes while it is read)
     return status != "Z"
 
 
