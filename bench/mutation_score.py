@@ -172,8 +172,7 @@ def judge_mutant(cls, clean: dict, mutated: dict) -> dict:
            if r["verdict"] in BAD and clean.get(i, {}).get("verdict") not in BAD]
     own_errors = sorted(i for i in bad if _raised_by_mutant(mutated[i]))
     caught = sorted(set(bad) - set(own_errors))
-    affected = [i for i, r in mutated.items() if r["op"] in cls.targets
-                and (not cls.affects or r["dtype"] in cls.affects)]
+    affected = list(_cells(cls, mutated))
     changed = Counter(f"{clean[i]['verdict']}->{mutated[i]['verdict']}" for i in affected
                       if i in clean and clean[i]["verdict"] != mutated[i]["verdict"])
     verdicts = Counter(mutated[i]["verdict"] for i in affected)
