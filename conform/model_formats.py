@@ -12,10 +12,12 @@ KNOWN_FORMATS = ("native", "onnx", "nnef", "stablehlo")
 #: The formats a model file is written in (repro, adapters taking a model).
 MODEL_FILE_FORMATS = ("onnx", "stablehlo", "nnef")
 
-#: The opset ONNX models are built at: ``$CONFORM_ONNX_OPSET`` (``conform run --onnx-opset``), else 21.
-#: onnxruntime 1.32 loads opsets up to 28; 21 stays the default until the catalog's ops have been
-#: reviewed against the schema changes of opsets 22-28 (a run at 26 gave the same verdicts).
-DEFAULT_ONNX_OPSET = 21
+#: The newest opset the pinned onnx package defines (onnx 1.23.2) and onnxruntime 1.32 loads: the
+#: last version an ONNX binding's ``opsets`` may claim, and the newest ``conform run --onnx-opset``.
+ONNX_OPSET_NEWEST = 28
+#: The opset ONNX models are built at: ``$CONFORM_ONNX_OPSET`` (``conform run --onnx-opset``), else
+#: this one, the newest onnxruntime accepts.
+DEFAULT_ONNX_OPSET = ONNX_OPSET_NEWEST
 
 
 class Unsupported(Exception):

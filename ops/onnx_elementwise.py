@@ -14,7 +14,8 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import exact_add, rounded_elementwise
 from conform.ops.optional_inputs import by_name
-from conform.op_registry import op
+from conform.ops.regions import RegionContext, floating
+from conform.op_registry import op, region
 from conform.dtypes import FLOAT_FORMATS, int_info, np_dtype
 from conform.ops.elementwise import (oracle_add, oracle_divide, oracle_eq, oracle_lt,
                                      oracle_maximum, oracle_minimum, oracle_multiply,
@@ -63,6 +64,25 @@ def oracle_onnx_div(a, b, *, dtypes=None):
 def oracle_onnx_mod_fmod(a, b):
     """Mod with fmod=1: 'follows that of the fmod function in C' (sign of the dividend)."""
     return oracle_remainder(a, b)
+
+
+@op("onnx_mod_fmod_28", version=1)
+def oracle_onnx_mod_fmod_28(a, b):
+    """Mod-28 with fmod=1: 'the output is calculated as A - trunc(A / B) * B' (exact, as C's
+    fmod), with the text's special cases (the spec's table) and the sign of -0 mod a positive
+    divisor left open (region ``negative_zero_by_positive``)."""
+    return oracle_remainder(a, b)
+
+
+@region
+def negative_zero_by_positive(ctx: RegionContext) -> np.ndarray:
+    """A -0 dividend and a positive divisor: Mod-28 with fmod=1 lets 'either signed zero' be
+    the result."""
+    a, b = ctx.inputs
+    if not floating(a):
+        return ctx.none()
+    with np.errstate(invalid="ignore"):   # NaN divisors compare False
+        return ctx.aligned((a == 0) & np.signbit(a)) & ctx.aligned(b > 0)
 
 
 @op("onnx_mod", version=1)

@@ -1,8 +1,9 @@
 """JSON Schema for op spec files (ops/*.yaml, and the YAML files of installed op packages).
 
-The schema is also written to ``spec/schema.json`` (``python -m conform.spec.schema``) so that
+The schema is also written to ``spec/schema.json`` (``python -m conform.spec``) so that
 editors can autocomplete spec files.
 """
+from conform.model_formats import ONNX_OPSET_NEWEST
 
 DTYPES = ["bool", "int2", "int4", "int8", "int16", "int32", "int64", "uint2", "uint4", "uint8",
           "uint16", "uint32", "uint64", "float4_e2m1fn", "float8_e4m3fn", "float8_e4m3fnuz",
@@ -266,10 +267,14 @@ SCHEMA = {
                     {"type": "object", "additionalProperties": False, "required": ["unsupported"],
                      "properties": {"unsupported": {"type": "string", "minLength": 10}}}]},
                 "onnx": {
-                    "type": "object", "additionalProperties": False, "required": ["op_type"],
+                    # ``opsets``: the first and last opset whose text of the operator the
+                    # binding follows (required: a binding claims no version it never read)
+                    "type": "object", "additionalProperties": False,
+                    "required": ["op_type", "opsets"],
                     "properties": {"op_type": {"type": "string"}, "attributes": {"type": "object"},
-                                   "opsets": {"type": "array", "items": {"type": "integer", "minimum": 1},
-                                              "minItems": 2, "maxItems": 2},
+                                   "opsets": {"type": "array", "minItems": 2, "maxItems": 2,
+                                              "items": {"type": "integer", "minimum": 1,
+                                                        "maximum": ONNX_OPSET_NEWEST}},
                                    "dtypes": {"type": "array", "items": {"enum": DTYPES}},
                                    # per signature input, the ONNX operator's formal input it
                                    # feeds (a sequence formal takes its elements), or null for

@@ -17,7 +17,7 @@ from onnx import helper, numpy_helper
 
 from conform.dtypes import np_dtype
 from conform.harness.backends.base import Unsupported, binding, onnx_opset
-from conform.harness.backends.onnx_models import (IR_VERSION, ONNX_TYPES, OnnxGraph, _add_op,
+from conform.harness.backends.onnx_models import (ONNX_TYPES, OnnxGraph, _add_op, ir_version,
                                                   schema_allows)
 from conform.generators.graphs import one_node
 
@@ -63,7 +63,7 @@ def _body(graph) -> onnx.ModelProto:
         onnx_graph.nodes, "conform_graph",
         [_info(name, graph.dtypes[name], graph.values[name]) for name in graph.inputs
          if name not in constants], [], initializer=[*held, *onnx_graph.initializers])
-    return helper.make_model(made, ir_version=IR_VERSION,
+    return helper.make_model(made, ir_version=ir_version(onnx_opset()),
                              opset_imports=[helper.make_opsetid("", onnx_opset())],
                              producer_name="conform")
 

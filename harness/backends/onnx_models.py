@@ -18,7 +18,13 @@ from conform.ops.optional_inputs import ABSENT, onnx_operands
 from conform.spec.program_nodes import node_cases, program_nodes
 from conform.dtypes import np_dtype
 
-IR_VERSION = 10
+
+
+@functools.cache
+def ir_version(opset: int) -> int:
+    """The IR version a model of the default domain's ``opset`` declares: the one that opset
+    came with (onnx's version table: opset 21 with IR 10, 28 with IR 14)."""
+    return helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
 
 ONNX_TYPES = {
     "bool": TensorProto.BOOL, "int8": TensorProto.INT8, "int16": TensorProto.INT16,
@@ -160,7 +166,7 @@ def build_model(spec, case, *, shaped: bool = True) -> onnx.ModelProto:
         [_value_info(n, d, np.ndim(x), shaped)
          for n, d, x in zip(graph.inputs, case.input_dtypes, case.inputs)],
         outputs, initializer=graph.initializers)
-    return helper.make_model(graph, ir_version=IR_VERSION,
+    return helper.make_model(graph, ir_version=ir_version(version),
                              opset_imports=[helper.make_opsetid("", version)],
                              producer_name="conform")
 

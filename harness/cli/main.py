@@ -17,9 +17,9 @@ from conform.harness.cli import (adapter as cli_adapter, certify as cli_certify,
                                  gate as cli_gate, hunt as cli_hunt, sweep as cli_sweep)
 from conform.harness.cli.values import (Parser, at_least_one, check_cache_directory, memory_mb,
                                         seconds, writable_directory)
+from conform.model_formats import ONNX_OPSET_NEWEST
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
-ONNX_OPSET_MAX = 28   # the newest opset the pinned onnx package defines
 DEFAULT_BUDGET, DEFAULT_SEED = 20, 0   # conform run's default cases per op and dtype, and seed
 EXIT_NOTHING_JUDGED = 3    # a run whose every case was skipped, unsupported, error, crash or timeout
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
@@ -60,8 +60,9 @@ def _add_run_command(sub) -> argparse.ArgumentParser:
     run.add_argument("--subnormals", choices=["ieee", "ftz"], default=None,
                      help="subnormal policy to judge by (default: the one the backend declares)")
     run.add_argument("--onnx-opset", type=int, default=None, metavar="N",
-                     help="build ONNX models at opset N (default: $CONFORM_ONNX_OPSET, else 21); "
-                          "an op whose ONNX binding names an opset range without N is unsupported")
+                     help="build ONNX models at opset N, 7 to 28 (default: $CONFORM_ONNX_OPSET, else 28, "
+                          "the newest onnxruntime accepts); an op whose ONNX binding's opset "
+                          "range leaves N out is unsupported")
     run.add_argument("--programs", action="store_true",
                      help="add the program suite: chains of 2 to 4 element-wise ops of the "
                           "backend's model format, run as one model each and judged node by node "
@@ -254,9 +255,9 @@ def cmd_run(args) -> int:
 
     profile = cli_certify.apply_profile(args)
     if args.onnx_opset is not None:   # before any model is built, here or in a worker
-        if not 7 <= args.onnx_opset <= ONNX_OPSET_MAX:
+        if not 7 <= args.onnx_opset <= ONNX_OPSET_NEWEST:
             raise _UsageError(f"--onnx-opset {args.onnx_opset}: conform builds ONNX models at "
-                              f"opsets 7 to {ONNX_OPSET_MAX}")
+                              f"opsets 7 to {ONNX_OPSET_NEWEST}")
         os.environ["CONFORM_ONNX_OPSET"] = str(args.onnx_opset)
     check_backend(args.backend)
     baseline = cli_gate.baseline_for(args)  # read first: the run may overwrite it

@@ -84,7 +84,8 @@ def test_list_json_shows_ops_with_bindings(conform_cli):
     assert list(round_row["bindings"]) == ["xla", "numpy"]
     assert round_row["bindings"]["numpy"]["unsupported"].startswith("NumPy has no rounding")
     where = next(r for r in rows if r["op"] == "onnx_where")
-    assert where["bindings"] == {"onnx": {"op_type": "Where"}, "numpy": {"fn": "where"}}
+    assert where["bindings"] == {"onnx": {"op_type": "Where", "opsets": [9, 28]},
+                                 "numpy": {"fn": "where"}}
     assert where["signature"]["inputs"][0] == {"name": "condition", "type": "bool"}
     assert where["signature"]["shapes"] == "onnx_broadcast"
     transpose = next(r for r in rows if r["op"] == "transpose")

@@ -30,13 +30,13 @@ def test_an_op_bound_at_other_opsets_is_ruled_out(tmp_path, conform_cli):
     specs = tmp_path / "specs"
     specs.mkdir()
     text = (BUILTIN_DIR / "onnx_add.yaml").read_text(encoding="utf-8")
-    assert "onnx: {op_type: Add}" in text
+    assert "onnx: {op_type: Add, opsets: [7, 28]}" in text
     (specs / "onnx_add.yaml").write_text(
-        text.replace("onnx: {op_type: Add}", "onnx: {op_type: Add, opsets: [22, 28]}"))
+        text.replace("onnx: {op_type: Add, opsets: [7, 28]}", "onnx: {op_type: Add, opsets: [22, 28]}"))
     out = tmp_path / "run"
     conform_cli("--specs", specs, "run", "--backend", "onnxruntime", "--ops", "onnx_add",
-                "--dtypes", "float32", "--max-examples", "4", "--out", out, "--quiet",
-                check_status=3)   # nothing judged: exit 3
+                "--dtypes", "float32", "--max-examples", "4", "--onnx-opset", "21",
+                "--out", out, "--quiet", check_status=3)   # nothing judged: exit 3
     lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert {r["verdict"] for r in lines} == {"unsupported"}
     assert "is bound at opsets 22 to 28, not at the opset of this run (21)" in lines[0]["message"]

@@ -26,7 +26,7 @@ implementation_defined:
   - {region: int_overflow, why: "XLA semantics do not specify integer overflow"}
 bindings:
   xla: {lax: add}
-  onnx: {op_type: Add}
+  onnx: {op_type: Add, opsets: [14, 28]}
 """
 
 
@@ -94,13 +94,19 @@ BAD_SPECS = [
     (("signature: {inputs: [lhs, rhs]}",
       "signature: {inputs: [lhs, rhs], outputs: [{name: parts, sequence: false}]}"),
      6, "signature.outputs.0.sequence", "True was expected"),
-    (("  onnx: {op_type: Add}", "  onnx: {op_type: Add, operands: [A]}"), 16,
+    (("  onnx: {op_type: Add, opsets: [14, 28]}",
+      "  onnx: {op_type: Add, opsets: [14, 28], operands: [A]}"), 16,
      "bindings.onnx.operands", "operands=['A'] names 1 formal inputs for 2 signature inputs"),
+    # an ONNX binding names the opsets whose text it follows, none past the pinned onnx's newest
+    (("  onnx: {op_type: Add, opsets: [14, 28]}", "  onnx: {op_type: Add}"), 16,
+     "bindings.onnx", "'opsets' is a required property"),
+    (("  onnx: {op_type: Add, opsets: [14, 28]}", "  onnx: {op_type: Add, opsets: [14, 99]}"), 16,
+     "bindings.onnx.opsets.1", "99 is greater than the maximum of 28"),
     # a NumPy binding names a public NumPy function or ufunc, never a path out of numpy
-    (("  onnx: {op_type: Add}\n", "  onnx: {op_type: Add}\n  numpy: {fn: f2py.os.write}\n"), 17,
+    (("  onnx: {op_type: Add, opsets: [14, 28]}\n", "  onnx: {op_type: Add, opsets: [14, 28]}\n  numpy: {fn: f2py.os.write}\n"), 17,
      "bindings.numpy.fn",
      "fn='f2py.os.write' leaves the numpy namespace (numpy.os is os)"),
-    (("  onnx: {op_type: Add}\n", "  onnx: {op_type: Add}\n  numpy: {fn: ndarray}\n"), 17,
+    (("  onnx: {op_type: Add, opsets: [14, 28]}\n", "  onnx: {op_type: Add, opsets: [14, 28]}\n  numpy: {fn: ndarray}\n"), 17,
      "bindings.numpy.fn",
      "fn='ndarray' is not a NumPy function or ufunc"),
     # what a run cannot do (spec/_runnable.py): value ranges, rank bounds, attributes, edge values
