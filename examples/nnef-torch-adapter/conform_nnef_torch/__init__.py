@@ -131,7 +131,8 @@ def _interpreted(call):
         refused = _TYPE_ERROR.search(text)
         if refused:
             raise Unsupported(f"NNEF type system: {refused.group(0)}") from None
-        raise RuntimeError(f"{type(exc).__name__}: {text}") from None
+        raise RuntimeError(text if type(exc) is RuntimeError else f"{type(exc).__name__}: {text}") \
+            from None
 
 
 def _check_literals(text: str) -> None:
