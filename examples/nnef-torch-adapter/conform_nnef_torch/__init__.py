@@ -24,7 +24,7 @@ import torch
 from nnef_tools.interpreter.pytorch.nnef_module import NNEFModule
 
 from conform.harness.backends import Backend, Unsupported
-from conform.harness.backends.base import RuntimeClock
+from conform.harness.backends.base import RuntimeClock, refuse_artefact
 from conform.harness.backends.models import ModelCache
 from conform.harness.backends.nnef_models import build_document
 
@@ -87,6 +87,8 @@ class NnefTorchBackend(Backend):
         return {"compilations": self._modules.compiled, **self.clock.as_stats()}
 
     def run(self, *, program, inputs, model=None):
+        # an input NNEF's lowering of the op cannot express (as for the nnef backend)
+        refuse_artefact(program, inputs, "nnef")
         # The document is built here, not by ``model.build()``: conform's default maps only the
         # nnef package executor's types (float32, int32, bool) onto NNEF's.
         with self.clock.timing("model_build"):
@@ -142,9 +144,10 @@ def _check_literals(text: str) -> None:
     be handed one exactly (measured: epsilon = 0.001 arrives as 0.0010000000474974513)."""
     for literal in _SCALAR_LITERAL.findall(text):
         if float(np.float32(literal)) != float(literal):
-            raise Unsupported(f"the nnef parser nnef-tools reads documents with holds the scalar "
-                              f"literal {literal} as float32 ({float(np.float32(literal))!r}): "
-                              "a float64 module cannot be handed it")
+            raise Unsupported(f"nnef-tools reads documents with the nnef package's parser, "
+                              f"which holds the scalar literal {literal} as float32 "
+                              f"({float(np.float32(literal))!r}): a float64 module cannot be "
+                              "handed it")
 
 
 def _name(dtype: torch.dtype) -> str:
