@@ -1,10 +1,10 @@
 """How the installed NNEF consumers agree: with the oracle, and with each other (issue 32).
 
-    python3 bench/nnef_consumers.py ROOT [--backends nnef,tract,nnef-torch] [--max-examples N]
-                                         [--seed S]
+    python3 bench/nnef_consumers.py ROOT [--backends nnef,tract,nnef-torch] [--ops OPS]
+                                         [--max-examples N] [--seed S]
 
 Every installed backend with ``model_format = "nnef"`` (or those named) runs the default NNEF
-suite, ``conform run --backend B --out ROOT/B --no-manifest`` (a run folder that already holds
+suite (or the ops named), ``conform run --backend B --out ROOT/B --no-manifest`` (a run folder that already holds
 a ``results.jsonl`` is read, not run again: pass the folders of earlier runs' parent as ROOT).
 The same seed draws the same cases for every consumer, so records are matched by case id.
 
@@ -36,12 +36,16 @@ def nnef_consumers() -> list[str]:
                   if getattr(load_backend_class(name), "model_format", None) == "nnef")
 
 
-def run_suite(backend: str, out: Path, max_examples: int | None, seed: int) -> None:
-    """``conform run`` of the default suite on ``backend`` into ``out``, unless it holds one."""
+def run_suite(backend: str, out: Path, *, ops: str | None, max_examples: int | None,
+              seed: int) -> None:
+    """``conform run`` of the default suite (or ``ops``) on ``backend`` into ``out``, unless
+    it holds one."""
     if (out / "results.jsonl").exists():
         return
     command = [sys.executable, "-m", "conform.harness.cli", "run", "--backend", backend,
                "--out", str(out), "--seed", str(seed), "--no-manifest", "--quiet"]
+    if ops:
+        command += ["--ops", ops]
     if max_examples is not None:
         command += ["--max-examples", str(max_examples)]
     started = time.monotonic()
@@ -80,6 +84,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="a folder of run folders, one per consumer")
     parser.add_argument("--backends", help="comma-separated (default: every NNEF consumer)")
+    parser.add_argument("--ops", help="comma-separated op names or globs (default: all)")
     parser.add_argument("--max-examples", type=int, help="cases per op and dtype (default: "
                                                          "conform run's)")
     parser.add_argument("--seed", type=int, default=0)
@@ -87,7 +92,8 @@ def main(argv=None) -> int:
     names = args.backends.split(",") if args.backends else nnef_consumers()
     outcomes = {}
     for name in names:
-        run_suite(name, args.root / name, args.max_examples, args.seed)
+        run_suite(name, args.root / name, ops=args.ops, max_examples=args.max_examples,
+                  seed=args.seed)
         outcomes[name] = judged_outcomes(args.root / name)
     for name in names:
         print("\n".join(consumer_lines(name, outcomes[name])))
