@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 import tempfile
 from importlib.metadata import version as package_version
-from pathlib import Path
 
 import numpy as np
 import torch
