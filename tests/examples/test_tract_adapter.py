@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import conform_tract
-from conform.generators import Case
 from conform.harness.backends import Unsupported
 from conform.harness.backends.models import run_case
 from conform.reports import read_results
@@ -45,59 +44,52 @@ def nnef():
     return conform_tract.TractNnefBackend()
 
 
-def _case(op, dtype, *inputs, out_dtype=None, attrs=None):
-    dtypes = tuple(str(np.asarray(x).dtype) for x in inputs)
-    return Case(id=f"{op}.{dtype}.t", op=op, dtype=dtype, input_dtypes=dtypes,
-                out_dtype=out_dtype or dtypes[0], inputs=[np.asarray(x) for x in inputs],
-                attrs=attrs or {}, plan="test", seed=0)
-
-
-def test_float16_runs_in_float16(specs, nnef):
+def test_float16_runs_in_float16(specs, nnef, one_op_case):
     """The model tract runs is float16 (its result tensor's datum type, which the adapter reads
     as it is), and float16 subnormals are kept."""
-    (out,) = run_case(nnef, specs["nnef_add"],
-                      _case("nnef_add", "float16", np.float16([2048, 6e-8]), np.float16([1, 6e-8])))
+    (out,) = run_case(nnef, specs["nnef_add"], one_op_case(
+        "nnef_add", "float16", np.float16([2048, 6e-8]), np.float16([1, 6e-8])))
     assert out.dtype == np.float16
     np.testing.assert_array_equal(out, np.float16([2048, 1.2e-7]))   # subnormals kept
 
 
-def test_subnormals_are_kept_in_float32(specs, nnef):
-    (out,) = run_case(nnef, specs["nnef_mul"], _case("nnef_mul", "float32",
-                                                     np.float32([1e-20, 1e-38]),
-                                                     np.float32([1e-20, 0.5])))
+def test_subnormals_are_kept_in_float32(specs, nnef, one_op_case):
+    (out,) = run_case(nnef, specs["nnef_mul"], one_op_case(
+        "nnef_mul", "float32", np.float32([1e-20, 1e-38]), np.float32([1e-20, 0.5])))
     np.testing.assert_array_equal(out, np.float32([1e-40, 5e-39]))
 
 
-def test_integer_is_int64(specs, nnef):
-    (out,) = run_case(nnef, specs["nnef_add"], _case("nnef_add", "int64", np.int64([2**40, -3]),
-                                                     np.int64([1, 2**62])))
+def test_integer_is_int64(specs, nnef, one_op_case):
+    (out,) = run_case(nnef, specs["nnef_add"], one_op_case(
+        "nnef_add", "int64", np.int64([2**40, -3]), np.int64([1, 2**62])))
     assert out.dtype == np.int64
     np.testing.assert_array_equal(out, np.int64([2**40 + 1, 2**62 - 3]))
 
 
-def test_what_tract_lacks_is_unsupported(specs, nnef):
+def test_what_tract_lacks_is_unsupported(specs, nnef, one_op_case):
     x = np.float32([1.5, -2.0])
     with pytest.raises(Unsupported, match=r'^tract: No definition for operator Identifier\("rcp"\)'):
-        run_case(nnef, specs["reciprocal"], _case("reciprocal", "float32", x))
+        run_case(nnef, specs["reciprocal"], one_op_case("reciprocal", "float32", x))
     with pytest.raises(Unsupported, match="^tract: Not does not support I64"):
-        run_case(nnef, specs["bitwise_not"], _case("bitwise_not", "int64", np.int64([5])))
+        run_case(nnef, specs["bitwise_not"], one_op_case("bitwise_not", "int64", np.int64([5])))
     # float16 and float32 in one model: tract's f32-to-f16 transform would make both float16
     with pytest.raises(Unsupported, match="never both in one model"):
         run_case(nnef, specs["convert_element_type"],
-                 _case("convert_element_type", "float16->float32", np.float16([1]),
-                       out_dtype="float32", attrs={"new_dtype": "float32"}))
+                 one_op_case("convert_element_type", "float16->float32", np.float16([1]),
+                             out_dtype="float32", attrs={"new_dtype": "float32"}))
 
 
 @pytest.mark.parametrize("dtype, x", [("float16", np.float16([[1.5, -0.0], [6e-8, 65504]])),
                                       ("int64", np.int64([2**62, -1])),
                                       ("bool", np.array([[True], [False]]))])
-def test_variables_are_read_from_their_tensor_files(specs, nnef, dtype, x):
+def test_variables_are_read_from_their_tensor_files(specs, nnef, dtype, x, one_op_case):
     """A variable's data is written as the NNEF tensor file its label names, which tract reads
     while loading; other data is another model (tract's compiled model holds the weights)."""
-    (out,) = run_case(nnef, specs["nnef_variable"], _case("nnef_variable", dtype, x))
+    (out,) = run_case(nnef, specs["nnef_variable"], one_op_case("nnef_variable", dtype, x))
     assert out.dtype == x.dtype
     np.testing.assert_array_equal(out, x)
-    (out,) = run_case(nnef, specs["nnef_variable"], _case("nnef_variable", dtype, x[::-1]))
+    (out,) = run_case(nnef, specs["nnef_variable"],
+                      one_op_case("nnef_variable", dtype, x[::-1]))
     np.testing.assert_array_equal(out, x[::-1])
 
 
@@ -135,11 +127,11 @@ def test_arrays_cross_at_their_own_dtype():
         np.testing.assert_array_equal(back, x)
 
 
-def test_onnx_models_run_on_tract(specs):
+def test_onnx_models_run_on_tract(specs, one_op_case):
     onnx = conform_tract.TractOnnxBackend()
-    (out,) = run_case(onnx, specs["onnx_add"], _case("onnx_add", "float64", np.float64([1.0, 0.1]),
-                                                     np.float64([1e-12, 0.2])))
+    (out,) = run_case(onnx, specs["onnx_add"], one_op_case(
+        "onnx_add", "float64", np.float64([1.0, 0.1]), np.float64([1e-12, 0.2])))
     assert out.dtype == np.float64
     np.testing.assert_array_equal(out, np.float64([1.0 + 1e-12, 0.1 + 0.2]))
     with pytest.raises(Unsupported, match="^tract: Abs does not support F64"):
-        run_case(onnx, specs["abs"], _case("abs", "float64", np.float64([-1.0])))
+        run_case(onnx, specs["abs"], one_op_case("abs", "float64", np.float64([-1.0])))
