@@ -59,22 +59,30 @@ def write_graph_repro(run, record: dict, specs: dict, out: Path, formats, error)
                                                    backend=backend)
     finally:
         worker.close()
+    return write_graph_files(small, out, form.model_format, record["seed"], {
+        "graph": record["id"], "seed": record["seed"], "backend": backend,
+        "backend_version": run.summary.get("backend_version"),
+        "signature": [str(part) for part in signature(again)],
+        "recorded_signature": [str(part) for part in signature(record)],
+        "deterministic": deterministic, "message": again.get("message", again["verdict"])})
+
+
+def write_graph_files(graph, out: Path, model_format: str, seed: int, facts: dict) -> Path:
+    """Write ``graph`` into ``out`` as ``conform repro`` does (see the module's text): its two
+    models in ``model_format``, inputs.npz, reference.npz (the float64 composition:
+    :func:`~conform.harness.judge.graphs.reference` with the graph's ``seed``), graph.json
+    (``facts``, its nodes and its models' inputs and outputs) and repro.py."""
     out.mkdir(parents=True, exist_ok=True)
-    writer = GRAPH_WRITERS[form.model_format]
-    models = writer.write(small, out)
-    fed = {name: np.asarray(x) for name, x in small.inputs.items() if name not in small.constants}
-    ref = reference(small, seed=record["seed"])
-    every = [name for node in small.nodes for name in node.outputs]
+    writer = GRAPH_WRITERS[model_format]
+    models = writer.write(graph, out)
+    fed = {name: np.asarray(x) for name, x in graph.inputs.items() if name not in graph.constants}
+    ref = reference(graph, seed=seed)
+    every = [name for node in graph.nodes for name in node.outputs]
     for name, arrays in (("inputs.npz", fed), ("reference.npz",
                                                {n: np.asarray(ref.values[n]) for n in every})):
         with atomic_path(out / name) as temporary, open(temporary, "wb") as stream:
             np.savez(stream, **arrays)
-    data = {"graph": record["id"], "seed": record["seed"], "backend": backend,
-            "backend_version": run.summary.get("backend_version"), "nodes": small.describe(),
-            "signature": [str(part) for part in signature(again)],
-            "recorded_signature": [str(part) for part in signature(record)],
-            "deterministic": deterministic, "message": again.get("message", again["verdict"]),
-            "models": models}
+    data = {**facts, "nodes": graph.describe(), "models": models}
     write_atomically(out / "graph.json", json.dumps(data, indent=1, default=str))
     write_atomically(out / "repro.py", writer.script)
     (out / "repro.py").chmod(0o755)

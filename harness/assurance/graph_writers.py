@@ -4,7 +4,7 @@ the builder the graph worker's models come from, and the text of ``repro.py``, w
 as the run's backend does and prints each value beside its float64 reference.
 
 * ONNX (onnxruntime and ONNX adapters): ``model.onnx`` and ``model-instrumented.onnx``, run on
-  onnxruntime (ORT_ENABLE_ALL, one thread);
+  onnxruntime (ORT_ENABLE_ALL, one thread; an adapter's run too: the script needs no conform);
 * StableHLO (jax): ``model.mlir`` and ``model-instrumented.mlir``, the module text of the graph's
   ``jax.export`` (:func:`~conform.harness.backends.stablehlo_graphs.module_text`), compiled by
   XLA's default pipeline on jax's CPU client with 64-bit types on;
@@ -48,7 +48,9 @@ def show(name, value, runtime):
     got, want = value.astype(wide), wanted.astype(wide)
     in_ulp = value.dtype.kind == "f"   # else relative
     with np.errstate(all="ignore"):
-        scale = np.spacing(np.abs(want).astype(value.dtype)).astype(float) if in_ulp else np.abs(want)
+        scale = np.abs(want)
+        if in_ulp:
+            scale = np.spacing(scale.astype(value.dtype)).astype(float)
         same = (got == want) | (np.isnan(got) & np.isnan(want))
         gap = np.nan_to_num(np.where(same, 0, np.abs(got - want) / scale), nan=np.inf)
     at = np.unravel_index(np.argmax(gap), value.shape)
@@ -90,9 +92,11 @@ options = backend.get_compile_options(num_replicas=1, num_partitions=1)
 
 
 def fed(name, dtype):
-    \"\"\"An input as @main takes it (inputs.npz holds bfloat16 and float8 values as raw bytes).\"\"\"
+    \"\"\"An input as @main takes it (inputs.npz holds bfloat16, float8, int4 as bytes).\"\"\"
     value = feeds[name]
-    return jax.device_put(value.view(getattr(ml_dtypes, dtype)) if value.dtype.kind == "V" else value)
+    if value.dtype.kind == "V":
+        value = value.view(getattr(ml_dtypes, dtype))
+    return jax.device_put(value)
 
 
 for model, model_io in graph["models"].items():

@@ -8,6 +8,7 @@ returns: the leaves (the model as a user runs it) or every node's outputs (the i
 model). The function is jitted and exported (``jax.export``): lowering it verifies the StableHLO
 module (jax runs the MLIR verifier on every module it lowers), and the serialized export is what
 the worker deserializes, compiles with XLA's default pipeline and runs (:func:`jax_runner`).
+``conform repro`` writes the export's module as MLIR text (:func:`module_text`).
 Inputs are always runtime arguments of ``@main``, so that no constant folding of the graph's
 inputs happens that a user's model with inputs would not get.
 """
