@@ -15,7 +15,7 @@ as the run's backend does and prints each value beside its float64 reference.
 
 A writer returns, per model file, what a script needs beside the file: the graph inputs the
 model takes in order with their dtypes, its outputs' names, and for NNEF the operations
-lowered; :func:`~conform.harness.assurance.graph_repro.write_graph_repro` puts it in
+lowered; :func:`~conform.harness.assurance.graph_repro.write_graph_files` puts it in
 graph.json's ``models``.
 """
 from __future__ import annotations
@@ -44,6 +44,8 @@ def show(name, value, runtime):
     print(f"  {'':<{len(name)}}  {'float64':<{width}} {np.ravel(wanted)[:8]}")
     if not value.size or value.shape != wanted.shape:
         return
+    if wanted.dtype.kind == "V":   # an int4 or int2 value, its bytes in reference.npz
+        wanted = wanted.view(value.dtype)
     wide = complex if np.iscomplexobj(value) or np.iscomplexobj(wanted) else float
     got, want = value.astype(wide), wanted.astype(wide)
     in_ulp = value.dtype.kind == "f"   # else relative
@@ -87,7 +89,10 @@ import jax, ml_dtypes, numpy as np
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_platforms", "cpu")
 from jax.extend import backend
-''' + _COMMON + '''client = backend.get_backend("cpu")
+''' + _COMMON + '''# a module's LAPACK custom calls (cholesky, triangular_solve) crash unless jax has loaded its
+# LAPACK kernels, which it does when it lowers one (as jax.export's call does): a 1x1 Cholesky
+jax.jit(jax.numpy.linalg.cholesky).lower(np.ones((1, 1), np.float32))
+client = backend.get_backend("cpu")
 options = backend.get_compile_options(num_replicas=1, num_partitions=1)
 
 

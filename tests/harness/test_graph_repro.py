@@ -42,14 +42,14 @@ def _repro_lines(written) -> list:
     return [line.strip() for line in proc.stdout.splitlines()]
 
 
-def _check_stablehlo(written, data: dict) -> None:
-    """Each module verifies and compiles on jax's CPU client, and gives its outputs' shapes."""
+def _check_stablehlo(written, data: dict) -> dict:
+    """Each module verifies and compiles on jax's CPU client; the instrumented one's values
+    (by name)."""
     import jax
     from jax.extend import backend
 
     from conform.harness.backends.stablehlo_graphs import valid_stablehlo
 
-    reference = dict(np.load(written / "reference.npz"))
     feeds = dict(np.load(written / "inputs.npz"))
     client = backend.get_backend("cpu")
     options = backend.get_compile_options(num_replicas=1, num_partitions=1)
@@ -58,18 +58,22 @@ def _check_stablehlo(written, data: dict) -> None:
         valid_stablehlo(text)
         executable = client.compile_and_load(text, client.devices()[:1], options)
         outputs = executable.execute([jax.device_put(feeds[name]) for name in model_io["inputs"]])
-        assert [np.shape(o) for o in outputs] == \
-            [np.shape(reference[name]) for name in model_io["outputs"]]
+    return dict(zip(model_io["outputs"], map(np.asarray, outputs)))
 
 
-def _check_nnef(written, data: dict) -> None:
-    """Each folder's document parses (``nnef.load_graph``) with the inputs and outputs named."""
+def _check_nnef(written, data: dict) -> dict:
+    """Each folder's document parses (``nnef.load_graph``) with the inputs and outputs named;
+    the instrumented one's values on the executor (by name)."""
     import nnef
 
+    feeds = dict(np.load(written / "inputs.npz"))
     for model, model_io in data["models"].items():
         parsed = nnef.load_graph(str(written / model))
         assert list(parsed.inputs) == list(model_io["inputs"])
         assert list(parsed.outputs) == model_io["outputs"]
+    with nnef.Session(str(written / model), lowered=model_io["lowered"]) as session:
+        outputs = session(*(np.asarray(feeds[name], order="C") for name in model_io["inputs"]))
+    return dict(zip(model_io["outputs"], outputs))
 
 
 CHECKS = {"stablehlo": _check_stablehlo, "nnef": _check_nnef}
@@ -122,7 +126,8 @@ def test_a_failing_graph_is_written_in_its_format_with_a_script_that_runs_it(
 def test_the_instrumented_model_gives_every_value_and_the_other_the_leaves(backend, specs,
                                                                           tmp_path):
     """Written unreduced, a graph with a value that is not a leaf gives its leaves as run and
-    every value instrumented; the script prints each of them."""
+    every value instrumented, the values the graph worker's runner gives its own model (bit
+    for bit); the script prints each of them."""
     from conform.harness.assurance.graph_repro import write_graph_files
     from conform.harness.run.fuzz import draw_fuzz_graph, fuzz_strategies, graph_seed
     from conform.harness.run.graph_formats import graph_format
@@ -132,12 +137,17 @@ def test_the_instrumented_model_gives_every_value_and_the_other_the_leaves(backe
     graph = draw_fuzz_graph(fuzz_strategies(specs, 3, campaign.ops, backend), seed=seed)
     every = [name for node in graph.nodes for name in node.outputs]
     assert len(every) > len(graph.leaves) >= 1
-    written = write_graph_files(graph, tmp_path, graph_format(backend).model_format, seed,
+    written = write_graph_files(graph, tmp_path, campaign.model_format, seed,
                                 {"message": "unreduced"})
     data = json.loads((written / "graph.json").read_text())
     assert [model_io["outputs"] for model_io in data["models"].values()] == \
         [list(graph.leaves), every]
-    CHECKS[campaign.model_format](written, data)
+    computed = CHECKS[campaign.model_format](written, data)
+    form = graph_format(backend)
+    _, run = form.runner()
+    feeds = {name: np.asarray(x) for name, x in graph.inputs.items()}
+    for name, value in zip(every, run(form.build(graph, every), feeds, None)):
+        np.testing.assert_array_equal(computed[name], value, strict=True)
     lines = _repro_lines(written)
     for name in every:   # a leaf in both models
         assert sum(line.startswith(f"{name}: ") for line in lines) == 1 + (name in graph.leaves)
@@ -164,3 +174,19 @@ def test_a_module_the_pretty_printer_spoils_is_written_in_generic_form(specs, tm
     lines = _repro_lines(written)
     fed = f"out0: jax     {np.ravel(case.inputs[0])}"   # the slice of a 0-d operand is it
     assert lines.count(fed) == 2, lines
+
+
+def test_a_module_with_a_lapack_call_runs(specs, tmp_path):
+    """Cholesky lowers to a LAPACK custom call, which crashes a compiled module unless jax has
+    loaded its LAPACK kernels: the script has them loaded before it compiles."""
+    from conform.generators import generate_cases
+    from conform.generators.graphs import one_node
+    from conform.harness.assurance.graph_repro import write_graph_files
+    from conform.oracles.expectations import expect
+
+    spec = specs["cholesky"]
+    case = generate_cases(spec, "float32", count=1, seed=0, answer=expect)[0]
+    written = write_graph_files(one_node(spec, case), tmp_path, "stablehlo", 0,
+                                {"message": "cholesky"})
+    assert "lapack_spotrf" in (written / "model.mlir").read_text()
+    assert sum(line.startswith("farthest at ") for line in _repro_lines(written)) == 2
