@@ -50,8 +50,8 @@ def write_graph_repro(run, record: dict, specs: dict, out: Path, formats, error)
     form = graph_format(backend)
     others = sorted(set(formats) - {form.model_format})
     if others:
-        raise error(f"graph {record['id']} of a {backend} run is a {form.model_format} graph: "
-                    f"it is written as {form.model_format} only, not as {', '.join(others)}")
+        raise error(f"{record['id']} of a {backend} run is written as {form.model_format} only "
+                    f"(the format its ops were drawn in), not as {', '.join(others)}")
     graph = redrawn(specs, run.summary, record, error)
     worker = form.worker()
     try:

@@ -101,8 +101,8 @@ def test_a_failing_graph_is_written_in_its_format_with_a_script_that_runs_it(
 
     assert main(["repro", "graph.0", "--from", str(run), "--format", "onnx"]) == 2
     assert capsys.readouterr().err == (
-        f"conform: error: graph graph.0 of a {backend} run is a {model_format} graph: it is "
-        f"written as {model_format} only, not as onnx\n")
+        f"conform: error: graph.0 of a {backend} run is written as {model_format} only (the "
+        f"format its ops were drawn in), not as onnx\n")
 
     conform_cli("repro", "graph.0", "--from", run, "--format", model_format, check_status=0)
     written = run / "repro" / "graph.0"
