@@ -8,6 +8,7 @@ returns: the leaves (the model as a user runs it) or every node's outputs (the i
 model). The function is jitted and exported (``jax.export``): lowering it verifies the StableHLO
 module (jax runs the MLIR verifier on every module it lowers), and the serialized export is what
 the worker deserializes, compiles with XLA's default pipeline and runs (:func:`jax_runner`).
+``conform repro`` writes the export's module as MLIR text (:func:`module_text`).
 Inputs are always runtime arguments of ``@main``, so that no constant folding of the graph's
 inputs happens that a user's model with inputs would not get.
 """
@@ -81,6 +82,26 @@ def exported_module(graph, outputs) -> bytes:
     True
     """
     return bytes(export_graph(graph, outputs).serialize())
+
+
+def module_text(graph, outputs) -> tuple[str, list]:
+    """``(text, fed)``: the StableHLO module :func:`jax_runner` runs for ``graph`` with
+    ``outputs`` (its export's) as MLIR text without debug locations, and the names of the graph
+    inputs its ``@main`` takes, in order (the export drops an input no output depends on). The
+    text is in MLIR's pretty form where that parses back, else in its generic form (see
+    :func:`valid_stablehlo`)."""
+    from jax.extend.mlir import deserialize_portable_artifact, ir
+
+    exported = export_graph(graph, outputs)
+    context = ir.Context()
+    module = deserialize_portable_artifact(exported.mlir_module_serialized, context)
+    text = module.operation.get_asm(enable_debug_info=False)
+    try:
+        valid_stablehlo(text)
+    except RuntimeError:   # jax's parser refuses the pretty form (JaxRuntimeError)
+        text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+    names = list(graph.inputs)
+    return text, [names[k] for k in exported.module_kept_var_idx]
 
 
 def valid_stablehlo(module) -> bytes:

@@ -64,7 +64,9 @@ def add_commands(sub) -> None:
                        help="where to write repro.py and its files (default DIR/repro/CASE_ID)")
     repro.add_argument("--format", dest="formats", action="append", default=[], metavar="FMT",
                        help="also write the case's model as onnx (model.onnx), stablehlo "
-                            "(model.mlir) or nnef (model.nnef/); repeat or comma-separate")
+                            "(model.mlir) or nnef (model.nnef/); repeat or comma-separate. A "
+                            "generated graph (graph.N of conform fuzz) is written in its run's "
+                            "format, the only one it may name")
 
 
 def manifest_for(args, backend: str):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,7 +31,8 @@ def test_a_campaign_on_an_adapter_reduces_dedups_reports_and_repros(tmp_path, co
     """A float16 constant folding injected through the adapter API (bench/graph_mutants.py)
     fails graph 5 of its campaign; the failure is reduced to at most 3 nodes, keyed by backend
     and version, reduced ops and symptom, listed once in summary.json and report.html, and
-    ``conform repro`` writes the reduced graph as a valid ONNX model with its inputs."""
+    ``conform repro`` writes the reduced graph as a valid ONNX model with its inputs and a
+    repro.py that runs it."""
     cls = _mutant()
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     out = tmp_path / "run"
@@ -70,3 +72,10 @@ def test_a_campaign_on_an_adapter_reduces_dedups_reports_and_repros(tmp_path, co
     assert data["signature"] == data["recorded_signature"] and len(data["nodes"]) <= 3
     feeds = dict(np.load(written / "inputs.npz"))
     assert set(feeds) == {i.name for i in model.graph.input}
+    assert data["models"]["model-instrumented.onnx"]["outputs"] == \
+        [o.name for o in model.graph.output]
+    proc = subprocess.run([sys.executable, str(written / "repro.py")], capture_output=True,
+                          text=True, timeout=300)   # plain onnxruntime: it runs, printing values
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("farthest at ") == sum(map(len, (
+        model_io["outputs"] for model_io in data["models"].values())))
