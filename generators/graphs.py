@@ -8,7 +8,9 @@ its inputs are filled as the op's cases are (:func:`~conform.generators.material
 value the graph already holds where one matches (same dtype and shape; for a broadcasting op,
 any shape that broadcasts with the others; for a unary element-wise op, any shape), as
 Hypothesis chooses, or stays a new graph input. Index, shape and other fixed-type inputs stay
-graph inputs with the values the op's drawer gave them (their domains are tied to the shapes).
+graph inputs with the values the op's drawer gave them (their domains are tied to the shapes),
+as does a data input the format reads other than as an operand (``kept``: an NNEF variable's,
+read from its tensor file).
 
 Values are thus reused by several nodes, and branches merge where a node takes two values
 (binary ops, Concat, Sum). A node is kept only if its oracle, on the values it takes, gives
@@ -106,7 +108,7 @@ def _plain(value):
 
 
 def graphs(specs: dict, *, max_nodes: int = MAX_NODES, allowed=None, accept=None,
-           chain: float = 0.0):
+           chain: float = 0.0, kept=None):
     """A Hypothesis strategy of :class:`Graph` over ``specs`` (op name -> spec), 1 to
     ``max_nodes`` nodes. ``allowed(spec, label)``: whether a dtype label of an op may be drawn
     (a format's schema); ``accept(spec, case)``: whether a drawn node is kept (its lowering).
@@ -115,6 +117,8 @@ def graphs(specs: dict, *, max_nodes: int = MAX_NODES, allowed=None, accept=None
     one of them taking it): the producer-consumer pairs optimisers rewrite (MatMul then Add,
     Conv then Relu, Cast then Cast), which uniform drawing over a format's ops rarely makes.
     At 0 (the default) no choice is added: a seed draws the graph it drew before.
+    ``kept(spec, case)``: the indexes of the case's inputs that stay graph inputs (the format
+    cannot take a computed value there); none by default.
 
     >>> draw_graph(graphs(specs), seed=0).ops   # doctest: +SKIP
     ['onnx_add', 'tanh', 'onnx_reduce_sum']
@@ -125,11 +129,11 @@ def graphs(specs: dict, *, max_nodes: int = MAX_NODES, allowed=None, accept=None
                         if allowed is None or allowed(specs[op], label)) for op in ops}
     ops = tuple(op for op in ops if labels[op])
     return _graph(specs, ops, labels, max_nodes, accept or (lambda spec, case: True),
-                  round(100 * chain))
+                  round(100 * chain), kept)
 
 
 @st.composite
-def _graph(draw, specs, ops, labels, max_nodes, accept, chain: int = 0):
+def _graph(draw, specs, ops, labels, max_nodes, accept, chain: int = 0, kept=None):
     graph = Graph({}, [], [], {}, {}, draw(_sampled(GRAPH_DTYPES)))
     wanted = draw(_between(1, max_nodes))
     for _ in range(3 * wanted):
@@ -138,7 +142,7 @@ def _graph(draw, specs, ops, labels, max_nodes, accept, chain: int = 0):
         spec = specs[draw(_sampled(ops))]
         newest = _newest(draw, graph, chain)
         label = _label(draw, labels[spec.op], graph.dtypes[newest[0]] if newest else graph.dtype)
-        _add_node(draw, graph, spec, label, accept, newest)
+        _add_node(draw, graph, spec, label, accept, newest, kept)
     # drawn after the nodes, so that a seed draws the nodes it drew before constants existed
     graph.constants = frozenset(name for name in graph.inputs if draw(_QUARTER) == 0)
     return graph
@@ -172,9 +176,11 @@ def _label(draw, labels, dtype: str) -> str:
     return draw(_sampled(tuple(own or labels)))
 
 
-def _add_node(draw, graph: Graph, spec, label: str, accept, newest: tuple = ()) -> None:
+def _add_node(draw, graph: Graph, spec, label: str, accept, newest: tuple = (),
+              kept=None) -> None:
     """Draw one node of ``spec`` under ``label`` and add it to ``graph`` if it is kept (as a
-    consumer of the values ``newest``, if any)."""
+    consumer of the values ``newest``, if any; the inputs ``kept(spec, case)`` names stay
+    graph inputs)."""
     family = _FAMILIES.get((spec.op, label))
     if family is None:   # made once per op and label: a new strategy is validated again
         family = _FAMILIES[spec.op, label] = _family(spec, label)
@@ -186,7 +192,8 @@ def _add_node(draw, graph: Graph, spec, label: str, accept, newest: tuple = ()) 
         case = materialize(spec, label, k, (signature, "normal", fill_seed), _edges(spec))
     except Exception:   # a draw the op's fill cannot serve: no node
         return
-    names, inputs = _connect(draw, graph, spec, case, newest)
+    names, inputs = _connect(draw, graph, spec, case, newest,
+                             kept(spec, case) if kept is not None else ())
     case = dataclasses.replace(case, id=f"graph.n{k}.{spec.op}", inputs=inputs)
     try:
         answer = expect(spec, case)
@@ -239,10 +246,12 @@ def _usable(part, dtype: str) -> bool:
         return bool(np.isfinite(values.astype(np_dtype(dtype)).astype(np.complex128)).all())
 
 
-def _connect(draw, graph: Graph, spec, case: Case, newest: tuple = ()) -> tuple[list, list]:
+def _connect(draw, graph: Graph, spec, case: Case, newest: tuple = (),
+             kept=()) -> tuple[list, list]:
     """Per input of ``case``: the graph value it takes (by name) and its array; a new graph
-    input (named ``x<node>_<input>``) where Hypothesis keeps the op's own. The first data input
-    that one of ``newest`` fits takes it (no choice drawn)."""
+    input (named ``x<node>_<input>``) where Hypothesis keeps the op's own, and for the inputs
+    ``kept`` (indexes). The first data input that one of ``newest`` fits takes it (no choice
+    drawn)."""
     present = spec.present_inputs(case.attrs)
     kinds = dict(zip(spec.inputs, spec.input_types))
     broadcasting = spec.signature.get("shapes") == "onnx_broadcast"
@@ -255,7 +264,7 @@ def _connect(draw, graph: Graph, spec, case: Case, newest: tuple = ()) -> tuple[
                  if kind in ("T", "bool") and graph.dtypes[name] == dtype
                  and _fits(np.shape(value), np.shape(x), others,
                                                  broadcasting, unary)] \
-            if kind in ("T", "bool") else []
+            if kind in ("T", "bool") and i not in kept else []
         chained = [name for name in found if name in newest]
         if chained:
             pick, newest = found.index(chained[0]) + 1, ()

@@ -9,7 +9,8 @@ as the run's backend does and prints each value beside its float64 reference.
   ``jax.export`` (:func:`~conform.harness.backends.stablehlo_graphs.module_text`), compiled by
   XLA's default pipeline on jax's CPU client with 64-bit types on;
 * NNEF (nnef): the folders ``model.nnef/`` and ``model-instrumented.nnef/``, each holding the
-  flat document ``graph.nnef`` (every graph input an ``external``: no tensor files), run by the
+  flat document ``graph.nnef`` (every graph input an ``external``, but a ``variable``'s data: its
+  tensor file ``<label>.dat`` beside it, written as a one-op document's is), run by the
   ``nnef`` package's executor, the compound operations it has no kernel for lowered to their
   standard fragments' bodies as conform's nnef backend lowers them.
 
@@ -185,12 +186,10 @@ def _write_nnef(graph, out: Path) -> dict:
 
     models = {}
     for suffix, outputs in _models(graph):
-        text, operations, fed = build_graph_document(graph, outputs)
-        folder = out / f"model{suffix}.nnef"
-        folder.mkdir(exist_ok=True)
-        write_atomically(folder / "graph.nnef", text)
-        models[folder.name] = _model_io(graph, fed, outputs,
-                                        lowered=lowered_by_executor(operations))
+        built = build_graph_document(graph, outputs)
+        folder = built.document().write(out / f"model{suffix}.nnef")
+        models[folder.name] = _model_io(graph, built.fed, outputs,
+                                        lowered=lowered_by_executor(built.operations))
     return models
 
 

@@ -41,6 +41,9 @@ class GraphFormat:
     #: draw's ``accept``, for a format whose whole graph ``valid_graph`` checks once instead
     lowers: Callable | None = None
     valid_graph: Callable | None = None   # graph -> whether its instrumented model is valid
+    #: (spec, case) -> the indexes of a node's inputs that stay graph inputs (the format reads
+    #: them other than as operands); None: any data input may take a computed value
+    kept_inputs: Callable | None = None
 
     def bound(self, specs: dict, ops=None) -> dict:
         """The ops of ``specs`` bound to this format (op -> spec), of ``ops`` only if given."""
@@ -53,7 +56,7 @@ class GraphFormat:
         only, if given), each node kept by ``accept`` (by default the format's), each drawn as
         the newest node's consumer with chance ``chain`` (:func:`~conform.generators.graphs.graphs`)."""
         drawn = graphs(self.bound(specs, ops), max_nodes=max_nodes, allowed=self.allowed,
-                       accept=accept or self.accept, chain=chain)
+                       accept=accept or self.accept, chain=chain, kept=self.kept_inputs)
         return drawn if self.holds_constants else drawn.map(_fed)
 
     def worker(self) -> GraphWorker:
@@ -93,7 +96,8 @@ def _nnef() -> GraphFormat:
     from conform.harness.backends import nnef_graphs as made
 
     return GraphFormat("nnef", "nnef", "nnef", made.OPTIMIZATION, "ieee", made.nnef_allowed,
-                       made.nnef_accepts, made.build_graph_document, made.nnef_runner)
+                       made.nnef_accepts, made.build_graph_document, made.nnef_runner,
+                       kept_inputs=made.file_inputs)
 
 
 _FORMATS = {"onnxruntime": _onnx, "jax": _stablehlo, "nnef": _nnef}

@@ -190,3 +190,51 @@ def test_a_module_with_a_lapack_call_runs(specs, tmp_path):
                                 {"message": "cholesky"})
     assert "lapack_spotrf" in (written / "model.mlir").read_text()
     assert sum(line.startswith("farthest at ") for line in _repro_lines(written)) == 2
+
+
+def test_a_graph_reading_variables_passes_and_its_repro_reads_their_files(specs, tmp_path):
+    """An NNEF graph with two ``variable`` nodes: each reads its own tensor file (labelled by
+    the graph input it holds), written beside the document the worker runs and the repro's;
+    the graph passes on the nnef backend (its variables read as their data, not as zeros),
+    and the written repro.py prints each variable's data, 0 ulp from its reference. No drawn
+    variable takes a computed value (its file is written before the graph runs)."""
+    from conform.harness.assurance.graph_repro import write_graph_files
+    from conform.harness.run.fuzz import (draw_fuzz_graph, fuzz_strategies, graph_record,
+                                          graph_seed, run_graph)
+    from conform.harness.run.graph_formats import graph_format
+
+    strategies = fuzz_strategies(specs, 3, ("nnef_variable", "exp"), "nnef")
+    for number in range(12):
+        drawn = draw_fuzz_graph(strategies, seed=graph_seed(number, 0))
+        for node in drawn.nodes:
+            if node.spec.op == "nnef_variable":
+                assert node.inputs[0] in drawn.inputs, (number, drawn.describe())
+    seed = graph_seed(6, 0)
+    graph = draw_fuzz_graph(strategies, seed=seed)
+    variables = [node for node in graph.nodes if node.spec.op == "nnef_variable"]
+    assert len(variables) == 2, graph.describe()
+    worker = graph_format("nnef").worker()
+    try:
+        kind, replies = run_graph(graph, worker)
+    finally:
+        worker.close()
+    record = graph_record(graph, 0, seed, kind, replies, "nnef")
+    assert record["verdict"] == "pass", record.get("message")
+
+    written = write_graph_files(graph, tmp_path, "nnef", seed, {"message": "two variables"})
+    data = json.loads((written / "graph.json").read_text())
+    for model in data["models"]:
+        assert sorted(p.name for p in (written / model).glob("*.dat")) == \
+            sorted(f"{node.inputs[0]}.dat" for node in variables)
+    computed = _check_nnef(written, data)
+    lines = _repro_lines(written)
+    for node in variables:
+        (name,) = node.outputs
+        np.testing.assert_array_equal(computed[name], graph.inputs[node.inputs[0]], strict=True)
+        shown = [k for k, line in enumerate(lines) if line.startswith(f"{name}: nnef")]
+        assert len(shown) == 1 + (name in graph.leaves)
+        for k in shown:   # the value, its reference, the element farthest from it
+            farthest = next(line for line in lines[k:] if line.startswith("farthest at "))
+            assert farthest.endswith("(0 ulp)"), farthest
+    assert sum(line.startswith("farthest at ") for line in lines) == \
+        len(graph.leaves) + len(_every(data))
