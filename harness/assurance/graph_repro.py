@@ -75,11 +75,11 @@ def write_graph_files(graph, out: Path, model_format: str, seed: int, facts: dic
     out.mkdir(parents=True, exist_ok=True)
     writer = GRAPH_WRITERS[model_format]
     models = writer.write(graph, out)
-    fed = {name: np.asarray(x) for name, x in graph.inputs.items() if name not in graph.constants}
+    fed = {name: _loadable(x) for name, x in graph.inputs.items() if name not in graph.constants}
     ref = reference(graph, seed=seed)
     every = [name for node in graph.nodes for name in node.outputs]
     for name, arrays in (("inputs.npz", fed), ("reference.npz",
-                                               {n: np.asarray(ref.values[n]) for n in every})):
+                                               {n: _loadable(ref.values[n]) for n in every})):
         with atomic_path(out / name) as temporary, open(temporary, "wb") as stream:
             np.savez(stream, **arrays)
     data = {**facts, "nodes": graph.describe(), "models": models}
@@ -87,3 +87,17 @@ def write_graph_files(graph, out: Path, model_format: str, seed: int, facts: dic
     write_atomically(out / "repro.py", writer.script)
     (out / "repro.py").chmod(0o755)
     return out
+
+
+def _loadable(value) -> np.ndarray:
+    """``value`` as ``np.load`` reads it back without pickles: strings (an object array) as
+    fixed-width unicode (the script makes them objects again), which drops trailing NULs:
+    conform's strings hold none (:data:`conform.dtypes.STRING_ALPHABET`), a string with one is
+    refused; ml_dtypes' types are saved as their bytes (``np.savez`` does that itself)."""
+    array = np.asarray(value)
+    if array.dtype == object:
+        if not all(isinstance(x, str) and not x.endswith("\0") for x in array.flat):
+            raise TypeError("an object array of other than strings without a trailing NUL has "
+                            "no form np.load reads back without pickles")
+        return array.astype(np.str_)
+    return array

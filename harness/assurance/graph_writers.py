@@ -4,7 +4,11 @@ the builder the graph worker's models come from, and the text of ``repro.py``, w
 as the run's backend does and prints each value beside its float64 reference.
 
 * ONNX (onnxruntime and ONNX adapters): ``model.onnx`` and ``model-instrumented.onnx``, run on
-  onnxruntime (ORT_ENABLE_ALL, one thread; an adapter's run too: the script needs no conform);
+  onnxruntime (ORT_ENABLE_ALL, one thread) as conform's graph worker runs them: bfloat16, float8,
+  float4, int4 and int2 values crossing as OrtValues (conform's own functions for it, their
+  source included: :mod:`~conform.harness.backends.ort_values`), strings as object arrays. An
+  adapter's run too: the script needs no conform, and says first that it runs on onnxruntime
+  while the failure was on the adapter;
 * StableHLO (jax): ``model.mlir`` and ``model-instrumented.mlir``, the module text of the graph's
   ``jax.export`` (:func:`~conform.harness.backends.stablehlo_graphs.module_text`), compiled by
   XLA's default pipeline on jax's CPU client with 64-bit types on;
@@ -22,9 +26,11 @@ graph.json's ``models``.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from pathlib import Path
 from typing import Callable
 
+from conform.harness.backends import ort_values
 from conform.reports import atomic_path, write_atomically
 
 #: What every format's repro.py does after its imports: read the files, say what failed, and
@@ -34,7 +40,7 @@ from conform.reports import atomic_path, write_atomically
 _COMMON = '''
 here = pathlib.Path(__file__).parent
 graph = json.loads((here / "graph.json").read_text())
-feeds = dict(np.load(here / "inputs.npz"))
+feeds = dict(np.load(here / "inputs.npz"))   # strings as fixed-width unicode, ml_dtypes' as bytes
 expected = dict(np.load(here / "reference.npz"))
 
 
@@ -47,6 +53,12 @@ def show(name, value, runtime):
         return
     if wanted.dtype.kind == "V":   # an int4 or int2 value, its bytes in reference.npz
         wanted = wanted.view(value.dtype)
+    if value.dtype.kind in "OU" or wanted.dtype.kind in "OU":   # strings: equal or not
+        differ = np.flatnonzero(value.astype(str) != wanted.astype(str))
+        print(f"  {'':<{len(name)}}  {differ.size} of {value.size} elements differ"
+              + (f", the first at {[int(k) for k in np.unravel_index(differ[0], value.shape)]}"
+                 if differ.size else ""))
+        return
     wide = complex if np.iscomplexobj(value) or np.iscomplexobj(wanted) else float
     got, want = value.astype(wide), wanted.astype(wide)
     in_ulp = value.dtype.kind == "f"   # else relative
@@ -64,18 +76,47 @@ def show(name, value, runtime):
 print(graph["message"])
 '''
 
+#: conform's functions crossing ml_dtypes' types into and out of onnxruntime, as they stand
+_ORT_VALUES = inspect.getsource(ort_values).split("from __future__ import annotations\n", 1)[1]
+
 ONNX_SCRIPT = '''#!/usr/bin/env python3
 \"\"\"A reduced generated graph written by conform repro: runs model.onnx (as a user runs it)
 and model-instrumented.onnx (every value an output) on onnxruntime (ORT_ENABLE_ALL, one
-thread) and prints each value beside its float64 reference.\"\"\"
+thread), as conform's graph worker runs them on onnxruntime, and prints each value beside its
+float64 reference. bfloat16, float8, float4, int4 and int2 values cross as OrtValues (inputs.npz
+holds their bytes), strings as object arrays (inputs.npz holds them as fixed-width unicode).
+A graph that failed on another backend (an adapter) still runs on onnxruntime here.\"\"\"
 import json, pathlib
 import numpy as np, onnxruntime as ort
-''' + _COMMON + '''options = ort.SessionOptions()
+''' + _ORT_VALUES + _COMMON + '''if graph.get("backend", "onnxruntime") != "onnxruntime":
+    print(f"runs on onnxruntime; the failure was on {graph['backend']}"
+          + (f" ({graph['backend_version']})" if graph.get("backend_version") else ""))
+options = ort.SessionOptions()
 options.intra_op_num_threads = options.inter_op_num_threads = 1
-for model in graph["models"]:
+options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+
+
+def fed(name, dtype):
+    \"\"\"An input as onnxruntime takes it: an ml_dtypes type's as an OrtValue, a string as
+    an object array.\"\"\"
+    value = feeds[name]
+    if value.dtype.kind == "V":
+        return ort_value(ort, value.view(getattr(ml_dtypes, dtype)))
+    return value.astype(object) if value.dtype.kind == "U" else value
+
+
+for model, model_io in graph["models"].items():
     print(model)
     session = ort.InferenceSession(str(here / model), options, providers=["CPUExecutionProvider"])
-    for out, value in zip(session.get_outputs(), session.run(None, feeds)):
+    given = {name: fed(name, dtype) for name, dtype in model_io["inputs"].items()}
+    types = [value.type[len("tensor("):-1] for value in session.get_outputs()]
+    if needs_ort_values(model_io["inputs"].values()) or set(types) & set(_BY_ONNX_NAME):
+        given = {name: value if isinstance(value, ort.OrtValue) else
+                 ort.OrtValue.ortvalue_from_numpy(value) for name, value in given.items()}
+        outputs = [array_of(value) for value in session.run_with_ort_values(None, given)]
+    else:
+        outputs = session.run(None, given)
+    for out, value in zip(session.get_outputs(), outputs):
         show(out.name, value, "onnxruntime")
 '''
 

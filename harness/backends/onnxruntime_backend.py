@@ -19,6 +19,7 @@ from conform.harness.backends.base import (Backend, RuntimeClock, Unsupported, o
 from conform.harness.backends.model_store import ModelStore
 from conform.harness.backends.models import Model, ModelCache
 from conform.harness.backends.onnx_models import output_ranks
+from conform.harness.backends.ort_refusals import refused
 from conform.harness.backends.ort_values import array_of, needs_ort_values, ort_value
 from conform.ops.sequence_values import packed_outputs
 
@@ -65,10 +66,7 @@ class OnnxRuntimeBackend(Backend):
                                                   providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             text = str(exc)
-            # "MLDataType for: tensor(complex64) is not currently registered": no type to run
-            if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text \
-                    or "Type Error" in text or "type constraint" in text.lower() \
-                    or "is not currently registered" in text:
+            if refused(text):
                 raise Unsupported(f"onnxruntime has no kernel: {text.splitlines()[0][:300]}")
             raise
 

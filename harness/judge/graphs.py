@@ -262,5 +262,8 @@ def _leaf_errors(e, a, got, base):
 
 
 def _number(value):
+    """An element as a result line holds it: a bool, a string's text, else a float."""
     value = np.asarray(value)
+    if value.dtype.kind in "OUS":
+        return str(value.item())
     return bool(value) if value.dtype.kind == "b" else float(value.real)

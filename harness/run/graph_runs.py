@@ -11,6 +11,7 @@ import numpy as np
 
 from conform.dtypes import np_dtype
 from conform.generators.graphs import MAX_NODES, draw_graph
+from conform.harness.backends.ort_refusals import refused
 from conform.harness.judge.graphs import judge_leaves, judge_nodes, reference
 from conform.harness.judge.judging import failure_message
 from conform.harness.run.graph_formats import graph_format
@@ -18,11 +19,10 @@ from conform.harness.run.graph_worker import GraphWorker, WorkerDied
 from conform.records import SCHEMA_VERSION
 
 
-#: What onnxruntime and the nnef executor say when they have no kernel for a node, and what an
-#: adapter's refusal (conform's ``Unsupported``: a dtype or op it does not claim) reads as (the
-#: backend's ``unsupported``)
-_NO_KERNEL = ("NOT_IMPLEMENTED", "Could not find an implementation", "operation not implemented",
-              "Unsupported: ")
+#: What the nnef executor says when it has no kernel for a node, and what an adapter's refusal
+#: (conform's ``Unsupported``: a dtype or op it does not claim) reads as (the backend's
+#: ``unsupported``); onnxruntime's refusals: :func:`~conform.harness.backends.ort_refusals.refused`
+_NO_KERNEL = ("operation not implemented", "Unsupported: ")
 
 
 def graph_seed(seed: int, number: int) -> int:
@@ -106,7 +106,8 @@ def graph_record(graph, number: int, seed: int, kind: str, replies: list, backen
               if reply[0] != "ok"]
     if failed:
         which, reply = failed[0]
-        verdict = "unsupported" if any(mark in reply[1] for mark in _NO_KERNEL) else "error"
+        verdict = "unsupported" if any(mark in reply[1] for mark in _NO_KERNEL) \
+            or refused(reply[1]) else "error"
         return {**record, "verdict": verdict, "message": f"graph {number} ({which}): {reply[1]}",
                 "traceback": reply[2]}
     every = [name for node in graph.nodes for name in node.outputs]

@@ -238,3 +238,48 @@ def test_a_graph_reading_variables_passes_and_its_repro_reads_their_files(specs,
             assert farthest.endswith("(0 ulp)"), farthest
     assert sum(line.startswith("farthest at ") for line in lines) == \
         len(graph.leaves) + len(_every(data))
+
+
+@pytest.mark.parametrize("op, label", [("onnx_concat", "string"), ("onnx_concat", "bfloat16"),
+                                       ("onnx_cast", "float8_e4m3fn->float32"),
+                                       ("onnx_cast", "float32->float8_e5m2")])
+def test_an_onnx_graph_of_strings_bfloat16_or_float8_is_fed_as_onnxruntime_takes_it(
+        op, label, specs, tmp_path):
+    """inputs.npz loads without pickles (strings as fixed-width unicode, bfloat16 and float8
+    as their bytes), and repro.py feeds each input as onnxruntime takes it (strings as objects,
+    bfloat16 and float8 as OrtValues, as conform's graph worker does), reading such results
+    back: each value is its reference (a copy or an exact cast); a graph that failed on an
+    adapter says first that the script runs on onnxruntime."""
+    from conform.generators import generate_cases
+    from conform.generators.graphs import one_node
+    from conform.harness.assurance.graph_repro import write_graph_files
+    from conform.oracles.expectations import expect
+
+    spec = specs[op]
+    case = generate_cases(spec, label, count=1, seed=0, answer=expect)[0]
+    adapter = "bench.mutants:ConstantFoldedInHalf"
+    written = write_graph_files(one_node(spec, case), tmp_path, "onnx", 0,
+                                {"message": f"{op} {label}", "backend": adapter})
+    feeds = dict(np.load(written / "inputs.npz"))   # allow_pickle=False: no object arrays
+    if label == "string":
+        assert {x.dtype.kind for x in feeds.values()} == {"U"}
+    lines = _repro_lines(written)
+    assert lines[:2] == [f"{op} {label}", f"runs on onnxruntime; the failure was on {adapter}"]
+    verdicts = [line for line in lines if "elements differ" in line or "farthest at" in line]
+    assert len(verdicts) == 2, lines   # out0 in either model
+    for line in verdicts:
+        assert line.startswith("0 of ") or line.endswith(("(0 ulp)", "(0 relative)")), line
+
+
+def test_an_onnxruntime_graph_says_nothing_of_another_backend(specs, tmp_path):
+    """The header naming the backend the failure was on is printed for an adapter's run only."""
+    from conform.generators import generate_cases
+    from conform.generators.graphs import one_node
+    from conform.harness.assurance.graph_repro import write_graph_files
+    from conform.oracles.expectations import expect
+
+    case = generate_cases(specs["exp"], "float32", count=1, seed=0, answer=expect)[0]
+    written = write_graph_files(one_node(specs["exp"], case), tmp_path, "onnx", 0,
+                                {"message": "exp", "backend": "onnxruntime"})
+    lines = _repro_lines(written)
+    assert lines[:2] == ["exp", "model.onnx"]

@@ -271,3 +271,29 @@ def test_chain_draws_each_node_as_a_consumer_of_the_one_before(specs):
                 assert all(node.inputs[0] in before.outputs
                            for before, node in zip(graph.nodes, graph.nodes[1:]))
     assert follow[1.0] > follow[0.0] + 4, follow
+
+
+@pytest.mark.parametrize("op, label, verdict", [
+    ("onnx_string_concat", "string", "pass"),   # its leaves judged as strings
+    ("onnx_dequantize_linear", "float6_e3m2fn->float32", "unsupported"),   # no such type
+])
+def test_a_graph_is_classed_as_its_one_op_case_is(op, label, verdict, specs):
+    """A string leaf's worst element is recorded as its text (the judge once took it for a
+    number: ``error``), and a type onnxruntime has not registered makes the graph
+    ``unsupported``, as the onnxruntime backend classes the one-op case."""
+    from conform.generators import generate_cases
+    from conform.generators.graphs import one_node
+    from conform.harness.run.fuzz import graph_record, run_graph
+    from conform.harness.run.graph_formats import graph_format
+    from conform.oracles.expectations import expect
+
+    case = generate_cases(specs[op], label, count=1, seed=0, answer=expect)[0]
+    graph = one_node(specs[op], case)
+    worker = graph_format("onnxruntime").worker()
+    try:
+        record = graph_record(graph, 0, 0, *run_graph(graph, worker), "onnxruntime")
+    finally:
+        worker.close()
+    assert record["verdict"] == verdict, record.get("message")
+    if verdict == "pass":
+        assert isinstance(record["worst"]["expected"], str), record["worst"]
