@@ -26,6 +26,8 @@ import traceback
 
 import numpy as np
 
+from conform.harness.run.worker_io import death_message
+
 OPTIMIZATION = "ORT_ENABLE_ALL"
 
 
@@ -112,6 +114,12 @@ def _serve(conn, runner=ort_runner) -> None:
             conn.send(("died", code))
         except OSError:   # the caller closed its end
             return
+
+
+def _died(code: int | None) -> str:
+    """The crash message of a server that exited with ``code``: the code and, for a signal,
+    its name (``SIGSEGV``), which the failure catalogs match as they match a one-op crash's."""
+    return f"worker died (exit code {code}): {death_message(code)}"
 
 
 #: The exit code of a server whose runner failed to load (the worker then stops: a new server
@@ -204,10 +212,10 @@ class GraphWorker:
         except (EOFError, OSError, BrokenPipeError):
             code = self._process.exitcode if self._process else None
             self.close()
-            raise WorkerDied(f"worker died (exit code {code})") from None
+            raise WorkerDied(_died(code)) from None
         if answer[0] == "died":   # its replacement is starting
             self._replaced = True
-            raise WorkerDied(f"worker died (exit code {answer[1]})")
+            raise WorkerDied(_died(answer[1]))
         replies, cpu = answer
         self.cpu_seconds += cpu - self._cpu_mark
         self._cpu_mark = cpu
