@@ -97,11 +97,11 @@ options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
 
 
 def fed(name, dtype):
-    \"\"\"An input as onnxruntime takes it: an ml_dtypes type's as an OrtValue, a string as
-    an object array.\"\"\"
+    \"\"\"An input as conform holds it: an ml_dtypes type's (its bytes in inputs.npz) in that
+    type, a string (fixed-width unicode in inputs.npz) as an object array.\"\"\"
     value = feeds[name]
     if value.dtype.kind == "V":
-        return ort_value(ort, value.view(getattr(ml_dtypes, dtype)))
+        return value.view(getattr(ml_dtypes, dtype))
     return value.astype(object) if value.dtype.kind == "U" else value
 
 
@@ -109,13 +109,7 @@ for model, model_io in graph["models"].items():
     print(model)
     session = ort.InferenceSession(str(here / model), options, providers=["CPUExecutionProvider"])
     given = {name: fed(name, dtype) for name, dtype in model_io["inputs"].items()}
-    types = [value.type[len("tensor("):-1] for value in session.get_outputs()]
-    if needs_ort_values(model_io["inputs"].values()) or set(types) & set(_BY_ONNX_NAME):
-        given = {name: value if isinstance(value, ort.OrtValue) else
-                 ort.OrtValue.ortvalue_from_numpy(value) for name, value in given.items()}
-        outputs = [array_of(value) for value in session.run_with_ort_values(None, given)]
-    else:
-        outputs = session.run(None, given)
+    outputs = run_session(ort, session, given)   # as conform's graph worker runs it
     for out, value in zip(session.get_outputs(), outputs):
         show(out.name, value, "onnxruntime")
 '''

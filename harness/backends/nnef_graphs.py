@@ -3,9 +3,10 @@ package's executor.
 
 A graph is one NNEF 1.0 document in the flat syntax: each graph input a node feeds is an
 ``external`` tensor (or a ``variable`` where the node's lowering reads it from a tensor file,
-the file written beside the document as a one-op document's is), and each node is one invocation of its op's NNEF operation, written by the
-same translator a one-op document uses (:func:`~conform.harness.backends.nnef_models._invocation`:
-the op's ``nnef`` binding and its op module's ``nnef`` lowering), over the graph's value names.
+the file written beside the document as a one-op document's is), and each node is one
+invocation of its op's NNEF operation, written by the same translator a one-op document uses
+(:func:`~conform.harness.backends.nnef_models._invocation`: the op's ``nnef`` binding and its op
+module's ``nnef`` lowering), over the graph's value names.
 Where the NNEF operation keeps axes conform's op drops (a reduction), a ``reshape`` to the
 graph's shape follows it (exact). An input the lowering spells as an attribute (not fed) must be
 a graph input: a computed value cannot be one (:class:`Unsupported`). ``outputs`` picks the

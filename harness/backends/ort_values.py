@@ -46,6 +46,33 @@ def ort_value(ort, x: np.ndarray):
     return ort.OrtValue.ortvalue_from_numpy(x)
 
 
+class NoStringOrtValue(Exception):
+    """A model takes a string input and gives a result that crosses as an OrtValue: onnxruntime
+    makes no OrtValue of a string array, and ``session.run`` gives no result of those types."""
+
+
+def run_session(ort, session, feeds: dict) -> list:
+    """``session``'s outputs (an ``ort.InferenceSession``) on ``feeds`` (name -> array), the
+    values of ml_dtypes' types crossing as OrtValues both ways. A string input cannot be an
+    OrtValue: with one, ``session.run`` takes it as an object array and the others as OrtValues,
+    and a result of ml_dtypes' types raises :class:`NoStringOrtValue`."""
+    crossing = [output.name for output in session.get_outputs()
+                if output.type[len("tensor("):-1] in _BY_ONNX_NAME]
+    if not crossing and not needs_ort_values(x.dtype.name for x in feeds.values()):
+        return session.run(None, feeds)
+    strings = [name for name, x in feeds.items() if x.dtype.kind in "OU"]
+    if not strings:
+        values = session.run_with_ort_values(None, {name: ort_value(ort, x)
+                                                    for name, x in feeds.items()})
+        return [array_of(value) for value in values]
+    if crossing:
+        raise NoStringOrtValue(f"onnxruntime makes no OrtValue of a string array ("
+                               f"{', '.join(strings)}), and session.run gives no "
+                               f"{', '.join(crossing)} of its type")
+    return session.run(None, {name: x.astype(object) if name in strings else ort_value(ort, x)
+                              for name, x in feeds.items()})
+
+
 def _onnx_name(name: str) -> str:
     """ONNX's name of an ml_dtypes type: float8e8m0 for float8_e8m0fnu, float4e2m1 for
     float4_e2m1fn (the others: the name without its underscores)."""

@@ -32,10 +32,14 @@ OPTIMIZATION = "ORT_ENABLE_ALL"
 
 
 def ort_runner():
-    """onnxruntime's runner: its version, and a function running a serialized ONNX model."""
+    """onnxruntime's runner: its version, and a function running a serialized ONNX model
+    (ml_dtypes' values crossing as OrtValues:
+    :func:`~conform.harness.backends.ort_values.run_session`; a string input beside such a
+    result is ``unsupported``: onnxruntime's Python API cannot run it)."""
     import onnxruntime as ort
 
-    from conform.harness.backends.ort_values import array_of, needs_ort_values, ort_value
+    from conform.harness.backends.base import Unsupported
+    from conform.harness.backends.ort_values import NoStringOrtValue, run_session
 
     ort.set_default_logger_severity(4)
     options = ort.SessionOptions()
@@ -45,10 +49,10 @@ def ort_runner():
 
     def run(model: bytes, feeds: dict, dtypes) -> list:
         session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        if needs_ort_values(dtypes):
-            given = {name: ort_value(ort, x) for name, x in feeds.items()}
-            return [array_of(v) for v in session.run_with_ort_values(None, given)]
-        return [_array(v) for v in session.run(None, feeds)]
+        try:
+            return [_array(v) for v in run_session(ort, session, feeds)]
+        except NoStringOrtValue as exc:   # the Python API's limit: the backend's unsupported
+            raise Unsupported(str(exc)) from None
 
     return f"onnxruntime {ort.__version__}", run
 

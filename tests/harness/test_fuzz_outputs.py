@@ -77,7 +77,8 @@ def test_a_campaign_on_an_adapter_reduces_dedups_reports_and_repros(tmp_path, co
     proc = subprocess.run([sys.executable, str(written / "repro.py")], capture_output=True,
                           text=True, timeout=300)   # plain onnxruntime: it runs, printing values
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[1] == \
-        f"runs on onnxruntime; the failure was on bench.mutants:{cls.__name__} ({data['backend_version']})"
+    assert proc.stdout.splitlines()[1] == ("runs on onnxruntime; the failure was on "
+                                           f"{data['backend']} ({data['backend_version']})")
+    assert data["backend"] == f"bench.mutants:{cls.__name__}"
     assert proc.stdout.count("farthest at ") == sum(map(len, (
         model_io["outputs"] for model_io in data["models"].values())))

@@ -21,8 +21,8 @@ def aborting_runner():
 
 
 def test_a_dead_server_is_replaced_by_a_fork_of_the_same_worker():
-    """A server that dies (SIGABRT) is a crash with its exit code and signal; the next run is answered by a
-    new server forked by the same spawned process, started once more."""
+    """A server that dies (SIGABRT) is a crash with its exit code and signal; the next run is
+    answered by a new server forked by the same spawned process, started once more."""
     worker = GraphWorker(runner=aborting_runner)
     feeds = {"x": np.arange(3.0)}
     try:

@@ -297,3 +297,60 @@ def test_a_graph_is_classed_as_its_one_op_case_is(op, label, verdict, specs):
     assert record["verdict"] == verdict, record.get("message")
     if verdict == "pass":
         assert isinstance(record["worst"]["expected"], str), record["worst"]
+
+
+def _side_by_side(first, second):
+    """Two one-node graphs as one: ``second``'s values renamed ``b_<name>``."""
+    from conform.generators.graphs import Graph
+    from conform.spec.program_nodes import ProgramNode
+
+    def renamed(mapping):
+        return {f"b_{name}": value for name, value in mapping.items()}
+
+    (node,) = second.nodes
+    moved = ProgramNode(node.spec, tuple(f"b_{n}" for n in node.inputs),
+                        tuple(f"b_{n}" for n in node.outputs), node.attrs)
+    return Graph({**first.inputs, **renamed(second.inputs)}, [*first.nodes, moved],
+                 [*first.cases, *second.cases], {**first.dtypes, **renamed(second.dtypes)},
+                 {**first.values, **renamed(second.values)})
+
+
+@pytest.mark.parametrize("cast, verdict", [("float8_e4m3fn->float32", "pass"),
+                                           ("float32->float8_e5m2", "unsupported")])
+def test_a_string_input_beside_float8_values(cast, verdict, specs, tmp_path):
+    """onnxruntime makes no OrtValue of a string array: a graph feeding strings beside a float8
+    input runs through session.run, the float8 input an OrtValue, and passes (it was an error:
+    every input was made an OrtValue); beside a float8 result, which session.run cannot give,
+    it is unsupported. Its repro.py runs it the same way."""
+    import json
+    import subprocess
+    import sys
+
+    from conform.generators import generate_cases
+    from conform.generators.graphs import one_node
+    from conform.harness.assurance.graph_repro import write_graph_files
+    from conform.harness.run.fuzz import graph_record, run_graph
+    from conform.harness.run.graph_formats import graph_format
+    from conform.oracles.expectations import expect
+
+    def drawn(op, label):
+        return one_node(specs[op], generate_cases(specs[op], label, count=1, seed=0,
+                                                  answer=expect)[0])
+
+    graph = _side_by_side(drawn("onnx_concat", "string"), drawn("onnx_cast", cast))
+    worker = graph_format("onnxruntime").worker()
+    try:
+        record = graph_record(graph, 0, 0, *run_graph(graph, worker), "onnxruntime")
+    finally:
+        worker.close()
+    assert record["verdict"] == verdict, record.get("message")
+    written = write_graph_files(graph, tmp_path, "onnx", 0, {"message": cast})
+    proc = subprocess.run([sys.executable, str(written / "repro.py")], capture_output=True,
+                          text=True, timeout=300)
+    if verdict == "pass":
+        assert proc.returncode == 0, proc.stderr
+        models = json.loads((written / "graph.json").read_text())["models"]
+        assert proc.stdout.count("farthest at ") + proc.stdout.count(" elements differ") == \
+            sum(len(model_io["outputs"]) for model_io in models.values())
+    else:
+        assert "NoStringOrtValue: onnxruntime makes no OrtValue of a string array" in proc.stderr
