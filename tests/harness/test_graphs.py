@@ -273,6 +273,28 @@ def test_chain_draws_each_node_as_a_consumer_of_the_one_before(specs):
     assert follow[1.0] > follow[0.0] + 4, follow
 
 
+def _drawn_node(specs, op, label):
+    """The first case ``op`` draws under ``label`` (its answer attached), as a graph."""
+    from conform.generators import generate_cases
+    from conform.generators.graphs import one_node
+    from conform.oracles.expectations import expect
+
+    return one_node(specs[op], generate_cases(specs[op], label, count=1, seed=0,
+                                              answer=expect)[0])
+
+
+def _onnxruntime_record(graph) -> dict:
+    """``graph`` run on onnxruntime by a graph worker and judged: its result line."""
+    from conform.harness.run.fuzz import graph_record, run_graph
+    from conform.harness.run.graph_formats import graph_format
+
+    worker = graph_format("onnxruntime").worker()
+    try:
+        return graph_record(graph, 0, 0, *run_graph(graph, worker), "onnxruntime")
+    finally:
+        worker.close()
+
+
 @pytest.mark.parametrize("op, label, verdict", [
     ("onnx_string_concat", "string", "pass"),   # its leaves judged as strings
     ("onnx_dequantize_linear", "float6_e3m2fn->float32", "unsupported"),   # no such type
@@ -281,19 +303,7 @@ def test_a_graph_is_classed_as_its_one_op_case_is(op, label, verdict, specs):
     """A string leaf's worst element is recorded as its text (the judge once took it for a
     number: ``error``), and a type onnxruntime has not registered makes the graph
     ``unsupported``, as the onnxruntime backend classes the one-op case."""
-    from conform.generators import generate_cases
-    from conform.generators.graphs import one_node
-    from conform.harness.run.fuzz import graph_record, run_graph
-    from conform.harness.run.graph_formats import graph_format
-    from conform.oracles.expectations import expect
-
-    case = generate_cases(specs[op], label, count=1, seed=0, answer=expect)[0]
-    graph = one_node(specs[op], case)
-    worker = graph_format("onnxruntime").worker()
-    try:
-        record = graph_record(graph, 0, 0, *run_graph(graph, worker), "onnxruntime")
-    finally:
-        worker.close()
+    record = _onnxruntime_record(_drawn_node(specs, op, label))
     assert record["verdict"] == verdict, record.get("message")
     if verdict == "pass":
         assert isinstance(record["worst"]["expected"], str), record["worst"]
@@ -326,23 +336,11 @@ def test_a_string_input_beside_float8_values(cast, verdict, specs, tmp_path):
     import subprocess
     import sys
 
-    from conform.generators import generate_cases
-    from conform.generators.graphs import one_node
     from conform.harness.assurance.graph_repro import write_graph_files
-    from conform.harness.run.fuzz import graph_record, run_graph
-    from conform.harness.run.graph_formats import graph_format
-    from conform.oracles.expectations import expect
 
-    def drawn(op, label):
-        return one_node(specs[op], generate_cases(specs[op], label, count=1, seed=0,
-                                                  answer=expect)[0])
-
-    graph = _side_by_side(drawn("onnx_concat", "string"), drawn("onnx_cast", cast))
-    worker = graph_format("onnxruntime").worker()
-    try:
-        record = graph_record(graph, 0, 0, *run_graph(graph, worker), "onnxruntime")
-    finally:
-        worker.close()
+    graph = _side_by_side(_drawn_node(specs, "onnx_concat", "string"),
+                          _drawn_node(specs, "onnx_cast", cast))
+    record = _onnxruntime_record(graph)
     assert record["verdict"] == verdict, record.get("message")
     written = write_graph_files(graph, tmp_path, "onnx", 0, {"message": cast})
     proc = subprocess.run([sys.executable, str(written / "repro.py")], capture_output=True,
