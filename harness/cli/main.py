@@ -60,9 +60,10 @@ def _add_run_command(sub) -> argparse.ArgumentParser:
     run.add_argument("--subnormals", choices=["ieee", "ftz"], default=None,
                      help="subnormal policy to judge by (default: the one the backend declares)")
     run.add_argument("--onnx-opset", type=int, default=None, metavar="N",
-                     help="build ONNX models at opset N, 7 to 28 (default: $CONFORM_ONNX_OPSET, else 28, "
-                          "the newest onnxruntime accepts); an op whose ONNX binding's opset "
-                          "range leaves N out is unsupported")
+                     help="build ONNX models at opset N, 7 to 28 (default: $CONFORM_ONNX_OPSET, else 21, "
+                          "the newest at which onnxruntime has a kernel for every operator it "
+                          "implements); an op whose ONNX binding's opset range leaves N out is "
+                          "unsupported")
     run.add_argument("--programs", action="store_true",
                      help="add the program suite: chains of 2 to 4 element-wise ops of the "
                           "backend's model format, run as one model each and judged node by node "

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 
-import onnx
+import collections
 
+import onnx
+import onnx.defs
+from onnxruntime.capi import _pybind_state
+
+from conform.model_formats import DEFAULT_ONNX_OPSET, ONNX_OPSET_NEWEST
 from conform.spec import BUILTIN_DIR
 
 
@@ -46,3 +51,31 @@ def test_an_opset_conform_cannot_build_is_a_usage_error(tmp_path, conform_cli):
     proc = conform_cli("run", "--backend", "onnxruntime", "--onnx-opset", "99", "--out", tmp_path,
                        check_status=2)
     assert "--onnx-opset 99" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def _operators_without_a_kernel(opset: int) -> list[str]:
+    """The default-domain operators onnxruntime's CPU provider implements at some version but not
+    at the version in force at ``opset``. onnxruntime's kernel lookup takes an open-ended kernel
+    (registered from version a onwards) only for a node of since-version a itself, so a kernel
+    registered at 16 does not run RoiAlign-22."""
+    ranges = collections.defaultdict(list)
+    for kernel in _pybind_state.get_all_opkernel_def():
+        if kernel.domain in ("", "ai.onnx") and kernel.provider == "CPUExecutionProvider":
+            ranges[kernel.op_name].append(tuple(kernel.version_range))
+    missing = []
+    for op_type, held in ranges.items():
+        try:
+            since = onnx.defs.get_schema(op_type, opset).since_version
+        except onnx.defs.SchemaError:
+            continue
+        if not any(low == since or low < since <= high < 2 ** 31 - 1 for low, high in held):
+            missing.append(f"{op_type}-{since}")
+    return missing
+
+
+def test_the_default_opset_is_the_newest_onnxruntime_runs_every_operator_at():
+    deprecated = {"Scatter-11", "Upsample-10"}   # replaced by ScatterElements and Resize
+    assert set(_operators_without_a_kernel(DEFAULT_ONNX_OPSET)) <= deprecated
+    later = [n for n in range(DEFAULT_ONNX_OPSET + 1, ONNX_OPSET_NEWEST + 1)
+             if set(_operators_without_a_kernel(n)) <= deprecated]
+    assert not later, f"onnxruntime runs every operator at opset {later[-1]}: make it the default"
