@@ -16,6 +16,7 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
+from conform.ops.xla_complex_order import lexicographic, lexicographic_pick
 from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
                                      complex_refined, complex_sqrt_bound, complex_tanh_bound,
                                      exact_complex_product, exact_modulus)
@@ -168,13 +169,19 @@ def oracle_remainder(lhs, rhs):
 
 @xla_binary("maximum")
 def oracle_maximum(lhs, rhs):
-    """max(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 maximum); -0 vs +0 is left open."""
+    """max(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 maximum); -0 vs +0 is left open;
+    complex operands: the lexicographic maximum of the (real, imag) pairs."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (lexicographic_pick(True, lhs, rhs),)
     return (np.maximum(lhs, rhs),)
 
 
 @xla_binary("minimum")
 def oracle_minimum(lhs, rhs):
-    """min(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 minimum); -0 vs +0 is left open."""
+    """min(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 minimum); -0 vs +0 is left open;
+    complex operands: the lexicographic minimum of the (real, imag) pairs."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (lexicographic_pick(False, lhs, rhs),)
     return (np.minimum(lhs, rhs),)
 
 
@@ -279,7 +286,10 @@ def oracle_round(operand):
 
 @xla_binary("lt")
 def oracle_lt(lhs, rhs):
-    """lhs < rhs under IEEE 754 comparison (false if either is NaN)."""
+    """lhs < rhs under IEEE 754 comparison (false if either is NaN); complex operands:
+    lexicographic (:func:`conform.ops.xla_complex_order.lexicographic`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (lexicographic("lt", lhs, rhs),)
     return (np.less(lhs, rhs),)
 
 
