@@ -16,6 +16,7 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
+from conform.ops.xla_complex_arith import complex_quotient_bound, exact_complex_quotient
 from conform.ops.xla_complex_order import lexicographic, lexicographic_pick
 from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
                                      complex_refined, complex_sqrt_bound, complex_tanh_bound,
@@ -153,9 +154,14 @@ def oracle_multiply(lhs, rhs, *, dtypes=None):
     return (lhs * rhs,)
 
 
-@xla_binary("divide", rounded64=rounded_divide, midpoints=QUOTIENT_MIDPOINTS)
-def oracle_divide(lhs, rhs):
-    """lhs / rhs; integers truncate toward zero (XLA Div, C semantics)."""
+@xla_binary("divide", rounded64=rounded_divide, midpoints=QUOTIENT_MIDPOINTS,
+            error_bound=complex_quotient_bound)
+def oracle_divide(lhs, rhs, *, dtypes=None):
+    """lhs / rhs; integers truncate toward zero (XLA Div, C semantics); complex operands:
+    ``(ac + bd) / (c**2 + d**2) + (bc - ad) / (c**2 + d**2) i``, each part correctly rounded
+    into float64 for complex128 operands (:func:`exact_complex_quotient`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (exact_complex_quotient(lhs, rhs, dtypes=dtypes),)
     if lhs.dtype.kind in "iu":
         return (_int_trunc_div(lhs, rhs),)
     return (lhs / rhs,)

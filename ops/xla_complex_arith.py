@@ -1,0 +1,85 @@
+"""Complex division (StableHLO divide: "For complex numbers: complex division"): its reference,
+each part correctly rounded for complex128, and its error bound, which admits the textbook
+formula and Smith's algorithm. StableHLO leaves the exceptions of complex arithmetic
+implementation-defined (docs/spec.md, "Errors": "Exceptions for nonstandard operations (e.g.
+complex arithmetic and certain transcendental functions) are implementation-defined"), so a
+zero divisor, and the operands where either evaluation overflows or underflows, are the region
+``unbounded_evaluation``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from conform.dtypes import component_dtype
+from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
+from conform.ops.regions import broadcast_aligned
+
+
+def exact_complex_quotient(lhs, rhs, dtypes=None):
+    """``lhs / rhs`` (complex, broadcast together): NumPy's complex128 quotient where ``dtypes``
+    holds no complex128; for complex128 operands each part of every finite quotient by a
+    nonzero divisor correctly rounded into float64 from the exact ``(ac + bd) / (c**2 + d**2)``
+    and ``(bc - ad) / (c**2 + d**2)`` (rationals). Elsewhere NumPy's value (the regions
+    ``complex_nonfinite_operand`` and ``unbounded_evaluation``)."""
+    from fractions import Fraction
+
+    lhs, rhs = np.broadcast_arrays(np.asarray(lhs, np.complex128), np.asarray(rhs, np.complex128))
+    with np.errstate(all="ignore"):
+        out = (lhs / rhs).copy()
+    if dtypes is not None and "complex128" not in dtypes:
+        return out
+    flat = out.reshape(-1)
+    for k, (x, y) in enumerate(zip(lhs.reshape(-1).tolist(), rhs.reshape(-1).tolist())):
+        parts = (x.real, x.imag, y.real, y.imag)
+        if not all(map(math.isfinite, parts)) or y == 0:
+            continue
+        a, b, c, d = map(Fraction, parts)
+        square = c * c + d * d
+        flat[k] = complex(_rounded((a * c + b * d) / square), _rounded((b * c - a * d) / square))
+    return out
+
+
+def _rounded(value) -> float:
+    """``float(value)`` of a rational, correctly rounded, overflowing to an infinity of its sign
+    (a zero part is +0: the sign of a zero part is left open, ``signed_zero: any``)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def complex_quotient_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes,
+                           subnormals="ieee"):
+    """The ``derived`` bound of a complex quotient ``x / y``, the larger of two evaluations'
+    normwise relative errors, times ``|x / y|``:
+
+    - the textbook ``x conj(y) / (c**2 + d**2)``: the product within ``sqrt(5) u |x||y|``
+      (Brent, Percival and Zimmermann 2007), the sum of two squares within ``gamma_2``, each
+      part's division one rounding: ``(1 + sqrt(5) u)(1 + u) / (1 - gamma_2) - 1``;
+    - Smith's (``|c| >= |d|``: ``r = d / c``, ``t = c + d r``, ``((a + b r) + (b - a r) i) /
+      t``; the other case alike): ``t`` a sum of two terms of one sign, within ``gamma_3``;
+      the numerators' products ``b r``, ``a r`` within ``gamma_2`` of ``|x||r|``, which over
+      ``|t| = |y|**2 / |c|`` is at most ``|x / y|``, then a rounding of each sum: ``(1 + (1 +
+      u) gamma_2 + u)(1 + u) / (1 - gamma_3) - 1``.
+
+    Plus a part below the normal range (``underflow_term``). NaN (``unbounded_evaluation``)
+    where the textbook formula leaves the normal range (``|x||y|`` or ``|y|**2`` reaches the
+    largest finite value, or ``|y|**2`` is below the smallest normal, a zero divisor too): a
+    complex exception, implementation-defined."""
+    shape = np.shape(outputs[0])
+    lhs, rhs = (broadcast_aligned(np.asarray(x, np.complex128), shape, "xla_broadcast", attrs)
+                for x in inputs)
+    part = component_dtype(out_dtype)
+    expected = np.asarray(outputs[0])
+    textbook = (1 + math.sqrt(5) * u) * (1 + u) / (1 - gamma(2, u)) - 1
+    smith = (1 + (1 + u) * gamma(2, u) + u) * (1 + u) / (1 - gamma(3, u)) - 1
+    bound = max(textbook, smith) * np.abs(expected) \
+        + 2 * underflow_term(3, part, subnormals=subnormals)
+    with np.errstate(all="ignore"):
+        square = np.abs(rhs) ** 2
+        unbounded = np.isfinite(lhs) & np.isfinite(rhs) & (
+            reaches_max_finite(np.abs(lhs) * np.abs(rhs), part)
+            | reaches_max_finite(square, part) | (square < np.finfo(part).tiny))
+    return (judged_bound(bound, expected, unbounded=unbounded),)
