@@ -4,6 +4,7 @@ Each function takes float64 (or int64 / bool) arrays and returns the exact or fl
 """
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
@@ -16,6 +17,7 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
+from conform.ops.int_power import exact_int_power, lax_power
 from conform.ops.xla_complex_arith import complex_quotient_bound, exact_complex_quotient
 from conform.ops.xla_complex_order import lexicographic, lexicographic_pick
 from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
@@ -191,10 +193,13 @@ def oracle_minimum(lhs, rhs):
     return (np.minimum(lhs, rhs),)
 
 
-@xla_binary("power")
+@xla_binary("power", lax=functools.partial(lax_power, broadcasting=lax_xla_binary))
 def oracle_power(lhs, rhs, *, dtypes=None):
     """lhs ** rhs; the C11 Annex F pow special cases (pow(x, ±0) = 1, pow(+1, y) = 1, ...) are
-    the spec's special_values table. float64: Arb (x < 0 only for integer y: |x|**y signed)."""
+    the spec's special_values table. float64: Arb (x < 0 only for integer y: |x|**y signed).
+    Integers: exact (:func:`conform.ops.int_power.exact_int_power`)."""
+    if lhs.dtype.kind in "iu":
+        return (exact_int_power(lhs, rhs, dtypes),)
     return (refined(np.power, _arb_pow, lhs, rhs, dtypes=dtypes),)
 
 

@@ -64,9 +64,9 @@ EXCEPTIONS = [
     (("fft",), ("float32", "float64"),
      "drawn, under another label: RFFT's float32 and float64 operands are cases of the "
      "complex64 and complex128 labels (the spec's label is the transform's complex type)"),
-    (("convert_element_type", "power"),
+    (("convert_element_type",),
      INTS,
-     "integer powers, bitcasts between widths, conversions and ramps in the other "
+     "bitcasts between widths, conversions and ramps in the other "
      "integer widths (and int2/int4, packed) need their cases drawn per width: " + _NOT_YET),
     (("bitcast_convert_type",), ("bool",) + COMPLEX + NO_SPECIALS + NARROW_INTS,
      "StableHLO leaves the representation of booleans and of complex numbers (which part "
