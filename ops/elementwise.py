@@ -18,7 +18,8 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
 from conform.ops.int_power import exact_int_power, lax_power
-from conform.ops.xla_complex_arith import complex_quotient_bound, exact_complex_quotient
+from conform.ops.xla_complex_arith import (complex_power_bound, complex_power_reference,
+                                           complex_quotient_bound, exact_complex_quotient)
 from conform.ops.xla_complex_order import lexicographic, lexicographic_pick
 from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
                                      complex_refined, complex_sqrt_bound, complex_tanh_bound,
@@ -193,11 +194,15 @@ def oracle_minimum(lhs, rhs):
     return (np.minimum(lhs, rhs),)
 
 
-@xla_binary("power", lax=functools.partial(lax_power, broadcasting=lax_xla_binary))
+@xla_binary("power", lax=functools.partial(lax_power, broadcasting=lax_xla_binary),
+            error_bound=complex_power_bound)
 def oracle_power(lhs, rhs, *, dtypes=None):
     """lhs ** rhs; the C11 Annex F pow special cases (pow(x, ±0) = 1, pow(+1, y) = 1, ...) are
     the spec's special_values table. float64: Arb (x < 0 only for integer y: |x|**y signed).
-    Integers: exact (:func:`conform.ops.int_power.exact_int_power`)."""
+    Integers: exact (:func:`conform.ops.int_power.exact_int_power`); complex: e**(rhs log lhs),
+    the principal logarithm (:func:`complex_power_reference`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (complex_power_reference(lhs, rhs, dtypes),)
     if lhs.dtype.kind in "iu":
         return (exact_int_power(lhs, rhs, dtypes),)
     return (refined(np.power, _arb_pow, lhs, rhs, dtypes=dtypes),)

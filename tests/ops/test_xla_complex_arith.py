@@ -63,3 +63,51 @@ def test_a_zero_divisor_is_a_complex_exception(specs, jax_backend):
     """StableHLO leaves complex arithmetic's exceptions implementation-defined: x / 0 open."""
     judged = _judged(specs["divide"], jax_backend, [1 + 1j, 2 + 0j], [0j, 1j], "complex64")
     assert (judged.verdict, judged.impl_defined, judged.checked) == ("pass", 1, 1)
+
+
+# -- complex power ---------------------------------------------------------------------------
+
+def test_complex128_power_is_mpmaths_principal_value():
+    x = np.array([1 + 2j, -8 + 0j, 0.5 - 3j, 2 + 0j, -1 - 1e-3j])
+    y = np.array([0.5 - 1j, 1 / 3 + 0j, 2 + 0j, 10 + 0j, 0.25 + 2j])
+    got = run("power", x, y)
+    with mpmath.workdps(60):
+        for a, b, g in zip(x, y, got):
+            want = mpmath.exp(mpmath.mpc(b.real, b.imag) * mpmath.log(mpmath.mpc(a.real, a.imag)))
+            assert abs(g - complex(want)) <= 2.0 ** -53 * abs(complex(want)), (a, b, g, want)
+    assert got[1] == pytest.approx(1 + math.sqrt(3) * 1j, rel=1e-15)   # the principal root
+
+
+def test_power_bound_grows_with_the_exponent_and_exceptions_are_open():
+    from conform.ops.xla_complex_arith import complex_power_bound
+    u = 2.0 ** -24
+    constants = {"hypot_ulp": 4, "log_ulp": 3, "atan2_ulp": 6, "exp_ulp": 3, "trig_ulp": 4}
+    x, y = np.array([2 + 1j, 2 + 1j, 0j, 10 + 0j]), np.array([0.5 + 0j, 50 + 0j, 1 + 0j, -60 + 0j])
+    expected = run("power", x, y)
+    (bound,) = complex_power_bound([x, y], {}, (expected,), out_dtype="complex64", u=u,
+                                   constants=constants, dtypes=("complex64",) * 2)
+    relative = bound[:2] / np.abs(expected[:2])
+    assert 20 * u < relative[0] < 60 * u and relative[1] > 20 * relative[0]
+    assert np.isnan(bound[2]) and np.isnan(bound[3])   # log 0; 10**-60 underflows float32
+
+
+def test_jax_power_within_the_bound_and_a_low_precision_answer_fails(specs, jax_backend):
+    x, y = [1 + 2j, -3 + 0.5j, 0.25 - 4j, 7 + 7j], [0.5 - 1j, 2 + 0.25j, -1.5 + 0j, 0.1 + 3j]
+    assert _judged(specs["power"], jax_backend, x, y, "complex64").verdict == "pass"
+    assert _judged(specs["power"], jax_backend, x, y, "complex128").verdict == "pass"
+    judged = _judged(specs["power"], jax_backend, x, y, "complex64", change=_low_precision)
+    assert judged.verdict == "fail"
+
+
+def test_jax_power_of_an_operand_past_the_largest_modulus_is_nan(specs, jax_backend):
+    """A real XLA:CPU deviation (jax 0.10.2), pinned: a complex power whose base's modulus
+    exceeds the type's largest finite value is NaN, though log x is finite (jax's own complex
+    log gives it) and so is e**(y log x). Repro: python3 -c "import jax;
+    jax.config.update('jax_enable_x64', True); import numpy as np; x = np.complex128(complex(
+    1.7976931348623157e308, 1.7976931348623157e308)); print(jax.lax.log(x),
+    jax.lax.pow(x, np.complex128(0.5)))" gives (710.13+0.785j) (nan+nanj); the power is
+    1.46e154 + 6.06e153j."""
+    big = 1.7976931348623157e308
+    judged = _judged(specs["power"], jax_backend, [complex(big, big), 1e300 + 1e300j],
+                     [0.5 + 0j, 0.5j], "complex128")
+    assert judged.verdict == "fail" and list(judged.failing) == [0]
