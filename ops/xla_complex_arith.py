@@ -14,7 +14,9 @@ import numpy as np
 
 from conform.dtypes import component_dtype
 from conform.ops.error_bounds import gamma, judged_bound, reaches_max_finite, underflow_term
-from conform.ops.regions import broadcast_aligned
+from conform.op_registry import region
+from conform.ops.regions import RegionContext, broadcast_aligned
+from conform.ops.xla_complex import COMPLEX_CELLS
 
 
 def exact_complex_quotient(lhs, rhs, dtypes=None):
@@ -153,3 +155,16 @@ def complex_power_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtyp
             (x == 0) | reaches_max_finite(grows, part) | (grows < np.finfo(part).tiny)
             | reaches_max_finite(np.abs(y) * np.abs(log_x), part))
     return (judged_bound(bound, expected, unbounded=unbounded),)
+
+
+@region
+def complex_remainder(ctx: RegionContext) -> np.ndarray:
+    """Every result of a remainder of complex operands: StableHLO's remainder, which allows
+    complex types, defines its ``d`` "For complex numbers: TBD (#997)", and XLA's text only
+    for a dividend's sign, which a complex number has not: no value to judge."""
+    if not any(np.iscomplexobj(x) for x in ctx.inputs):
+        return ctx.none()
+    return np.ones(ctx.expected.shape, bool)
+
+
+complex_remainder.only_dtypes = COMPLEX_CELLS

@@ -111,3 +111,22 @@ def test_jax_power_of_an_operand_past_the_largest_modulus_is_nan(specs, jax_back
     judged = _judged(specs["power"], jax_backend, [complex(big, big), 1e300 + 1e300j],
                      [0.5 + 0j, 0.5j], "complex128")
     assert judged.verdict == "fail" and list(judged.failing) == [0]
+
+
+def test_complex_remainder_is_drawn_and_every_element_open(specs, jax_backend):
+    """StableHLO: remainder "For complex numbers: TBD (#997)": the region covers every element
+    of a complex remainder and none of a real one; jax refuses complex rem (unsupported)."""
+    from conform.op_registry import regions
+    from conform.ops.regions import RegionContext
+    region = regions()["complex_remainder"]
+    for lhs, rhs, opened in ((np.array([1 + 2j, 3j]), np.array([1 + 0j, 2 + 0j]), [True, True]),
+                             (np.array([7.0, -7.0]), np.array([2.0, 2.0]), [False, False])):
+        expected = run("remainder", lhs, rhs)
+        ctx = RegionContext(inputs=[lhs, rhs], expected=expected, out_dtype=str(lhs.dtype),
+                            float_oracle=lambda xs: run("remainder", *xs))
+        assert region(ctx).tolist() == opened
+    from conform.generators._suite import generate_cases
+    from conform.harness.backends.models import run_case
+    case = generate_cases(specs["remainder"], "complex64", count=1, seed=0)[0]
+    with pytest.raises(Exception, match="rem does not accept dtype complex64"):
+        run_case(jax_backend, specs["remainder"], case)

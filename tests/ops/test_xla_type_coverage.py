@@ -51,7 +51,7 @@ EXCEPTIONS = [
      "type, the ulp of a 2- to 4-bit significand; the unary functions' is "
      "ops/narrow_floats.py narrow_ulp_bound) and its cases (binary ops: no every-value case), "
      "per op: " + _NOT_YET),
-    (("atan2", "remainder", "cholesky", "triangular_solve"),
+    (("atan2", "cholesky", "triangular_solve"),
      COMPLEX,
      "complex operands need a complex error bound per op (issue 36 item 4): " + _NOT_YET),
     (("bessel_i1e",), COMPLEX,
@@ -100,11 +100,6 @@ EXCEPTIONS = [
      "a complex product's parts are each a sum of two real products: the accumulation model "
      "and its bound are real-only, and a complex128 result needs a double-double complex "
      "reference: " + _NOT_YET),
-    (("clamp",),
-     EVERY,
-     "accumulations, orders and selections in these types (bool sums, integer overflow, "
-     "float8 accumulation bounds, complex order) need their bounds or regions per type: "
-     + _NOT_YET),
     (("batch_norm_grad", "batch_norm_inference", "batch_norm_training"), ("float64",),
      "the batch-norm bounds are derived and checked for float16, bfloat16 and float32 "
      "only: " + _NOT_YET),
