@@ -17,7 +17,7 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
-from conform.ops.int_power import exact_int_power, lax_power
+from conform.ops.int_power import exact_int_power, lax_power, numpy_power
 from conform.ops.xla_complex_arith import (complex_power_bound, complex_power_reference,
                                            complex_quotient_bound, exact_complex_quotient)
 from conform.ops.xla_complex_order import lexicographic, lexicographic_pick
@@ -198,6 +198,7 @@ def oracle_minimum(lhs, rhs):
 
 
 @xla_binary("power", lax=functools.partial(lax_power, broadcasting=lax_xla_binary),
+            numpy=functools.partial(numpy_power, broadcasting=numpy_xla_binary),
             error_bound=complex_power_bound)
 def oracle_power(lhs, rhs, *, dtypes=None):
     """lhs ** rhs; the C11 Annex F pow special cases (pow(x, ±0) = 1, pow(+1, y) = 1, ...) are

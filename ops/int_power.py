@@ -13,6 +13,7 @@ import numpy as np
 
 from conform.dtypes import int_info, is_integer
 from conform.op_registry import region
+from conform.ops._lowering import unsupported
 from conform.ops.regions import RegionContext
 
 #: a base of magnitude 2 or more to this power leaves every integer type (2**64 and beyond)
@@ -77,3 +78,12 @@ def lax_power(lax, attrs, *, broadcasting):
     # jax's issubdtype knows ml_dtypes' int2 and int4 as integers, NumPy's does not
     return lambda lhs, rhs: (integral if jax.numpy.issubdtype(lhs.dtype, jax.numpy.integer)
                              else floating)(lhs, rhs)
+
+
+def numpy_power(lhs, rhs, *, broadcast_dimensions=None, bound, broadcasting):
+    """The numpy backend: ``np.power`` (``bound``, applied by ``broadcasting``, the XLA binary
+    ops' NumPy hook); NumPy raises for an integer base to a negative integer power, which it
+    cannot express: unsupported, with that reason."""
+    if np.asarray(lhs).dtype.kind in "iu" and np.any(np.asarray(rhs) < 0):
+        raise unsupported("NumPy's power raises for integers to negative integer powers")
+    return broadcasting(lhs, rhs, broadcast_dimensions=broadcast_dimensions, bound=bound)
