@@ -4,6 +4,7 @@ Each function takes float64 (or int64 / bool) arrays and returns the exact or fl
 """
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
@@ -16,6 +17,10 @@ from conform.ops._midpoints import (DIFFERENCE_MIDPOINTS, PRODUCT_MIDPOINTS, QUO
                                     SUM_MIDPOINTS)
 from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact_sqrt,
                                   exact_subtract, rounded_elementwise)
+from conform.ops.int_power import exact_int_power, lax_power, numpy_power
+from conform.ops.xla_complex_arith import (complex_power_bound, complex_power_reference,
+                                           complex_quotient_bound, exact_complex_quotient)
+from conform.ops.xla_complex_order import lexicographic, lexicographic_pick
 from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
                                      complex_refined, complex_sqrt_bound, complex_tanh_bound,
                                      exact_complex_product, exact_modulus)
@@ -152,9 +157,14 @@ def oracle_multiply(lhs, rhs, *, dtypes=None):
     return (lhs * rhs,)
 
 
-@xla_binary("divide", rounded64=rounded_divide, midpoints=QUOTIENT_MIDPOINTS)
-def oracle_divide(lhs, rhs):
-    """lhs / rhs; integers truncate toward zero (XLA Div, C semantics)."""
+@xla_binary("divide", rounded64=rounded_divide, midpoints=QUOTIENT_MIDPOINTS,
+            error_bound=complex_quotient_bound)
+def oracle_divide(lhs, rhs, *, dtypes=None):
+    """lhs / rhs; integers truncate toward zero (XLA Div, C semantics); complex operands:
+    ``(ac + bd) / (c**2 + d**2) + (bc - ad) / (c**2 + d**2) i``, each part correctly rounded
+    into float64 for complex128 operands (:func:`exact_complex_quotient`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (exact_complex_quotient(lhs, rhs, dtypes=dtypes),)
     if lhs.dtype.kind in "iu":
         return (_int_trunc_div(lhs, rhs),)
     return (lhs / rhs,)
@@ -162,26 +172,43 @@ def oracle_divide(lhs, rhs):
 
 @xla_binary("remainder")
 def oracle_remainder(lhs, rhs):
-    """XLA Rem: lhs - rhs * trunc(lhs / rhs); the sign follows the dividend, |result| < |rhs|."""
+    """XLA Rem: lhs - rhs * trunc(lhs / rhs); the sign follows the dividend, |result| < |rhs|.
+    Complex operands: no value (NaN): the text leaves it TBD (the region complex_remainder)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (np.full(np.broadcast(lhs, rhs).shape, complex(np.nan, np.nan)),)
     return (np.fmod(lhs, rhs),)  # C's % on integers; exact in binary floating point
 
 
 @xla_binary("maximum")
 def oracle_maximum(lhs, rhs):
-    """max(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 maximum); -0 vs +0 is left open."""
+    """max(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 maximum); -0 vs +0 is left open;
+    complex operands: the lexicographic maximum of the (real, imag) pairs."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (lexicographic_pick(True, lhs, rhs),)
     return (np.maximum(lhs, rhs),)
 
 
 @xla_binary("minimum")
 def oracle_minimum(lhs, rhs):
-    """min(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 minimum); -0 vs +0 is left open."""
+    """min(lhs, rhs); a NaN operand gives NaN (as IEEE 754-2019 minimum); -0 vs +0 is left open;
+    complex operands: the lexicographic minimum of the (real, imag) pairs."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (lexicographic_pick(False, lhs, rhs),)
     return (np.minimum(lhs, rhs),)
 
 
-@xla_binary("power")
+@xla_binary("power", lax=functools.partial(lax_power, broadcasting=lax_xla_binary),
+            numpy=functools.partial(numpy_power, broadcasting=numpy_xla_binary),
+            error_bound=complex_power_bound)
 def oracle_power(lhs, rhs, *, dtypes=None):
     """lhs ** rhs; the C11 Annex F pow special cases (pow(x, ±0) = 1, pow(+1, y) = 1, ...) are
-    the spec's special_values table. float64: Arb (x < 0 only for integer y: |x|**y signed)."""
+    the spec's special_values table. float64: Arb (x < 0 only for integer y: |x|**y signed).
+    Integers: exact (:func:`conform.ops.int_power.exact_int_power`); complex: e**(rhs log lhs),
+    the principal logarithm (:func:`complex_power_reference`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (complex_power_reference(lhs, rhs, dtypes),)
+    if lhs.dtype.kind in "iu":
+        return (exact_int_power(lhs, rhs, dtypes),)
     return (refined(np.power, _arb_pow, lhs, rhs, dtypes=dtypes),)
 
 
@@ -279,7 +306,10 @@ def oracle_round(operand):
 
 @xla_binary("lt")
 def oracle_lt(lhs, rhs):
-    """lhs < rhs under IEEE 754 comparison (false if either is NaN)."""
+    """lhs < rhs under IEEE 754 comparison (false if either is NaN); complex operands:
+    lexicographic (:func:`conform.ops.xla_complex_order.lexicographic`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (lexicographic("lt", lhs, rhs),)
     return (np.less(lhs, rhs),)
 
 

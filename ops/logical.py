@@ -12,6 +12,7 @@ import numpy as np
 
 from conform.op_registry import op
 from conform.ops.elementwise import xla_binary, xla_operands
+from conform.ops.xla_complex_order import lexicographic
 from conform.dtypes import int_info
 
 
@@ -23,19 +24,28 @@ def oracle_ne(lhs, rhs):
 
 @xla_binary("gt")
 def oracle_gt(lhs, rhs):
-    """lhs > rhs under IEEE 754 comparison (false if either is NaN)."""
+    """lhs > rhs under IEEE 754 comparison (false if either is NaN); complex
+    operands: lexicographic (:func:`conform.ops.xla_complex_order.lexicographic`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (lexicographic("gt", lhs, rhs),)
     return (np.greater(lhs, rhs),)
 
 
 @xla_binary("ge")
 def oracle_ge(lhs, rhs):
-    """lhs >= rhs under IEEE 754 comparison (false if either is NaN; -0 >= +0)."""
+    """lhs >= rhs under IEEE 754 comparison (false if either is NaN; -0 >= +0); complex
+    operands: lexicographic (:func:`conform.ops.xla_complex_order.lexicographic`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (lexicographic("ge", lhs, rhs),)
     return (np.greater_equal(lhs, rhs),)
 
 
 @xla_binary("le")
 def oracle_le(lhs, rhs):
-    """lhs <= rhs under IEEE 754 comparison (false if either is NaN; +0 <= -0)."""
+    """lhs <= rhs under IEEE 754 comparison (false if either is NaN; +0 <= -0); complex
+    operands: lexicographic (:func:`conform.ops.xla_complex_order.lexicographic`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (lexicographic("le", lhs, rhs),)
     return (np.less_equal(lhs, rhs),)
 
 

@@ -10,6 +10,7 @@ from conform.op_registry import op
 from conform.ops._rounded import converted64
 from conform.ops.onnx_cast import exact_float
 from conform.dtypes import FLOAT_FORMATS, np_dtype
+from conform.ops.xla_complex_order import lexicographic_pick
 
 
 def draw_select(draw, kit, spec, dtype):
@@ -49,7 +50,11 @@ def numpy_clamp(min, operand, max):  # noqa: A002 - XLA's parameter names
 @op("clamp", version=1, draw=draw_clamp, onnx=onnx_clip, onnx_shape_dependent=True,
     onnx_refuses=nan_refused("ONNX Clip", "region nan_operand of onnx_clip"), numpy=numpy_clamp)
 def oracle_clamp(min, operand, max):  # noqa: A002 - XLA's parameter names
-    """XLA Clamp: clamp(a, x, b) = min(max(a, x), b)."""
+    """XLA Clamp: clamp(a, x, b) = min(max(a, x), b); bool: StableHLO's maximum is OR and its
+    minimum AND (NumPy's on bool); complex: StableHLO's ``minimum(maximum(operand, min),
+    max)`` in the lexicographic order (:mod:`conform.ops.xla_complex_order`)."""
+    if any(np.iscomplexobj(x) for x in (min, operand, max)):
+        return (lexicographic_pick(False, lexicographic_pick(True, operand, min), max),)
     return (np.minimum(np.maximum(min, operand), max),)
 
 

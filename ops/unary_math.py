@@ -19,13 +19,16 @@ from conform.ops.xla_complex import (complex_circular_bound, complex_expm1_bound
                                      complex_hyperbolic_bound, complex_logistic_bound,
                                      complex_refined, complex_rsqrt_bound, complex_sign_bound,
                                      complex_tan_bound)
+from conform.ops.xla_complex_inverse import complex_inverse_bound, refined_on_axes
 
 
-def _real_or_complex(fast, exact, operand, dtypes):
+def _real_or_complex(fast, exact, operand, dtypes, *, on_axes=False):
     """``refined`` of a real operand; of a complex one, :func:`complex_refined` (Arb complex
-    balls for complex128, NumPy's complex128 function for complex64)."""
+    balls for complex128, NumPy's complex128 function for complex64; ``on_axes``: Arb on the
+    axes too, :func:`conform.ops.xla_complex_inverse.refined_on_axes`)."""
     if np.iscomplexobj(operand):
-        return complex_refined(fast, exact, operand, dtypes=dtypes)
+        complex_fn = refined_on_axes if on_axes else complex_refined
+        return complex_fn(fast, exact, operand, dtypes=dtypes)
     return refined(fast, exact, operand, dtypes=dtypes)
 
 
@@ -84,22 +87,25 @@ def oracle_tan(operand, *, dtypes=None):
     return (_real_or_complex(np.tan, lambda x: x.tan(), operand, dtypes),)
 
 
-@op("atan", version=1)
+@op("atan", version=1, error_bound=complex_inverse_bound("atan"))
 def oracle_atan(operand, *, dtypes=None):
-    """atan(x) in [-pi/2, pi/2]."""
-    return (refined(np.arctan, lambda x: x.atan(), operand, dtypes=dtypes),)
+    """atan(x) in [-pi/2, pi/2]; complex x: the principal value (cuts on the imaginary axis
+    beyond ±i)."""
+    return (_real_or_complex(np.arctan, lambda x: x.atan(), operand, dtypes, on_axes=True),)
 
 
-@op("asin", version=1)
+@op("asin", version=1, error_bound=complex_inverse_bound("asin"))
 def oracle_asin(operand, *, dtypes=None):
-    """asin(x) in [-pi/2, pi/2]; NaN for |x| > 1."""
-    return (refined(np.arcsin, lambda x: x.asin(), operand, dtypes=dtypes),)
+    """asin(x) in [-pi/2, pi/2]; NaN for |x| > 1; complex x: the principal value (cuts on the
+    real axis beyond ±1)."""
+    return (_real_or_complex(np.arcsin, lambda x: x.asin(), operand, dtypes, on_axes=True),)
 
 
-@op("acos", version=1)
+@op("acos", version=1, error_bound=complex_inverse_bound("acos"))
 def oracle_acos(operand, *, dtypes=None):
-    """acos(x) in [0, pi]; NaN for |x| > 1."""
-    return (refined(np.arccos, lambda x: x.acos(), operand, dtypes=dtypes),)
+    """acos(x) in [0, pi]; NaN for |x| > 1; complex x: the principal value (cuts on the real
+    axis beyond ±1)."""
+    return (_real_or_complex(np.arccos, lambda x: x.acos(), operand, dtypes, on_axes=True),)
 
 
 @op("sinh", version=1, error_bound=complex_hyperbolic_bound)
@@ -116,10 +122,11 @@ def oracle_cosh(operand, *, dtypes=None):
     return (_real_or_complex(np.cosh, lambda x: x.cosh(), operand, dtypes),)
 
 
-@op("log1p", version=1)
+@op("log1p", version=1, error_bound=complex_inverse_bound("log1p"))
 def oracle_log1p(operand, *, dtypes=None):
-    """ln(1 + x); log1p(-1) = -inf, log1p(x < -1) = NaN."""
-    return (refined(np.log1p, lambda x: x.log1p(), operand, dtypes=dtypes),)
+    """ln(1 + x); log1p(-1) = -inf, log1p(x < -1) = NaN; complex x: the principal logarithm
+    of 1 + x (cut on the real axis left of -1)."""
+    return (_real_or_complex(np.log1p, lambda x: x.log1p(), operand, dtypes, on_axes=True),)
 
 
 @op("expm1", version=1, error_bound=complex_expm1_bound)
@@ -146,9 +153,14 @@ def oracle_rsqrt(operand, *, dtypes=None):
     return (_real_or_complex(lambda x: 1 / np.sqrt(x), lambda x: x.rsqrt(), operand, dtypes),)
 
 
-@op("cbrt", version=1)
+@op("cbrt", version=1, error_bound=complex_inverse_bound("cbrt"))
 def oracle_cbrt(operand, *, dtypes=None):
-    """The real cube root; cbrt(-x) = -cbrt(x), evaluated to ~2**-106 for float64."""
+    """The real cube root; cbrt(-x) = -cbrt(x), evaluated to ~2**-106 for float64; complex x
+    (StableHLO cbrt: "complex cubic root"): the principal root e**(log(x) / 3), whose cut is
+    the negative real axis (cbrt(-8 + 0i) = 1 + 1.732i)."""
+    if np.iscomplexobj(operand):
+        return (refined_on_axes(lambda z: np.power(z, 1 / 3), lambda z: z.root(3), operand,
+                                dtypes=dtypes),)
     return (refined(np.cbrt, _arb_cbrt, operand, dtypes=dtypes),)
 
 
@@ -167,25 +179,28 @@ def oracle_erf(operand, *, dtypes=None):
     return (refined(special.erf, lambda x: x.erf(), operand, dtypes=dtypes),)
 
 
-@op("asinh", version=1)
+@op("asinh", version=1, error_bound=complex_inverse_bound("asinh"))
 def oracle_asinh(operand, *, dtypes=None):
     """asinh(x) = ln(x + sqrt(x**2 + 1)); odd, asinh(±0) = ±0, asinh(±inf) = ±inf; float64 to
-    ~2**-106."""
-    return (refined(np.arcsinh, lambda x: x.asinh(), operand, dtypes=dtypes),)
+    ~2**-106.; complex x: the
+    principal value (cuts on the imaginary axis beyond ±i)."""
+    return (_real_or_complex(np.arcsinh, lambda x: x.asinh(), operand, dtypes, on_axes=True),)
 
 
-@op("acosh", version=1)
+@op("acosh", version=1, error_bound=complex_inverse_bound("acosh"))
 def oracle_acosh(operand, *, dtypes=None):
     """acosh(x) = ln(x + sqrt(x**2 - 1)) for x >= 1 (acosh(1) = +0); NaN for x < 1; float64 to
-    ~2**-106."""
-    return (refined(np.arccosh, lambda x: x.acosh(), operand, dtypes=dtypes),)
+    ~2**-106.; complex x: the
+    principal value (cut on the real axis left of 1)."""
+    return (_real_or_complex(np.arccosh, lambda x: x.acosh(), operand, dtypes, on_axes=True),)
 
 
-@op("atanh", version=1)
+@op("atanh", version=1, error_bound=complex_inverse_bound("atanh"))
 def oracle_atanh(operand, *, dtypes=None):
     """atanh(x) = ln((1 + x) / (1 - x)) / 2; atanh(±1) = ±inf, NaN for |x| > 1; float64 to
-    ~2**-106."""
-    return (refined(np.arctanh, lambda x: x.atanh(), operand, dtypes=dtypes),)
+    ~2**-106.; complex x: the
+    principal value (cuts on the real axis beyond ±1)."""
+    return (_real_or_complex(np.arctanh, lambda x: x.atanh(), operand, dtypes, on_axes=True),)
 
 
 @op("log2", version=1)

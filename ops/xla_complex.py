@@ -60,6 +60,12 @@ def negative_zero_on_branch_cut(ctx: RegionContext) -> np.ndarray:
     return mask
 
 
+#: the only output types the complex regions can hold elements of (generators/_consistency.py)
+COMPLEX_CELLS = frozenset({"complex64", "complex128"})
+complex_nonfinite_operand.only_dtypes = COMPLEX_CELLS
+negative_zero_on_branch_cut.only_dtypes = COMPLEX_CELLS
+
+
 @region
 def complex_infinite_operand(ctx: RegionContext) -> np.ndarray:
     """Results of a complex element-wise op with an operand that has an infinite part and no

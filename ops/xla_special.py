@@ -23,6 +23,7 @@ import numpy as np
 
 from conform.op_registry import op
 from conform.ops.multiprecision import refined
+from conform.ops.xla_complex_inverse import complex_inverse_bound, refined_on_axes
 
 
 def _scipy():
@@ -42,9 +43,11 @@ def _arb_exp2(x):
     return arb(2) ** x
 
 
-@op("exp2", version=1)
-def oracle_exp2(operand):
-    """2**x (jax.lax.exp2); exact at integers, Arb elsewhere."""
+@op("exp2", version=1, error_bound=complex_inverse_bound("exp2"))
+def oracle_exp2(operand, *, dtypes=None):
+    """2**x (jax.lax.exp2); exact at integers, Arb elsewhere; complex x: e**(x ln 2)."""
+    if np.iscomplexobj(operand):
+        return (refined_on_axes(np.exp2, lambda z: type(z)(2) ** z, operand, dtypes=dtypes),)
     return (refined(np.exp2, _arb_exp2, operand, ziv=True),)
 
 

@@ -51,11 +51,13 @@ def test_the_specs_narrow_bound_is_derived_from_their_float16_bound(specs):
 
 
 def test_only_the_cells_the_region_can_reach_get_its_consistency_case(specs):
-    """acos declares no region but narrow_float_unrepresentable: its float16 cell needs no
-    consistency case; exp's other regions keep float16's."""
+    """cbrt declares no region but narrow_float_unrepresentable and the complex ones (whose
+    only cells are complex): its float16 cell needs no consistency case; exp's other regions
+    keep float16's."""
     from conform.generators._consistency import _open_in
 
-    assert not _open_in(specs["acos"], "float16") and _open_in(specs["acos"], "float4_e2m1fn")
+    assert not _open_in(specs["cbrt"], "float16") and _open_in(specs["cbrt"], "float4_e2m1fn")
+    assert _open_in(specs["cbrt"], "complex64")
     assert _open_in(specs["exp"], "float16")
 
 
