@@ -84,6 +84,7 @@ def numpy_power(lhs, rhs, *, broadcast_dimensions=None, bound, broadcasting):
     """The numpy backend: ``np.power`` (``bound``, applied by ``broadcasting``, the XLA binary
     ops' NumPy hook); NumPy raises for an integer base to a negative integer power, which it
     cannot express: unsupported, with that reason."""
-    if np.asarray(lhs).dtype.kind in "iu" and np.any(np.asarray(rhs) < 0):
+    base = np.asarray(lhs).dtype   # int2 and int4 (ml_dtypes) are of NumPy kind 'V'
+    if (base.kind in "iu" or is_integer(base.name)) and np.any(np.asarray(rhs) < 0):
         raise unsupported("NumPy's power raises for integers to negative integer powers")
     return broadcasting(lhs, rhs, broadcast_dimensions=broadcast_dimensions, bound=bound)
