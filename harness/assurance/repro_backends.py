@@ -11,6 +11,7 @@ case through conform's registry, so it needs conform and the adapter installed.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import textwrap
 
@@ -51,8 +52,16 @@ def _lax_call(spec, lax_name: str, attrs: dict, name: str, arguments, dtypes=())
     if lower is not None:
         bound_fn = f", bound=lax.{lax_name}" if spec.definition.lax_takes_bound else ""
         bound_fn += f", dtypes={tuple(dtypes)!r}" if spec.definition.lax_takes_dtypes else ""
+        # a hook given as functools.partial(hook, keyword=function): each function written too
+        fixed = dict(lower.keywords) if isinstance(lower, functools.partial) else {}
+        lower = lower.func if isinstance(lower, functools.partial) else lower
+        seen, written = {lower}, []
+        for function in (*fixed.values(), lower):
+            seen.add(function)
+            written += [*_helpers(function, seen), function]
+        bound_fn += "".join(f", {key}={value.__name__}" for key, value in fixed.items())
         sources = [textwrap.dedent(inspect.getsource(f)).rstrip("\n")
-                   for f in (*_helpers(lower, {lower}), lower)]
+                   for f in dict.fromkeys(written)]
         return "\n\n\n".join(sources) + f"\n\n{name} = {lower.__name__}(lax, {attrs!r}{bound_fn})\n"
     operands = ", ".join(arguments)
     keywords = [operands] * bool(operands) + [f"{k}={frozen(v)!r}" for k, v in attrs.items()]

@@ -308,12 +308,12 @@ def test_derived_with_an_infinite_bound_accepts_any_number_but_not_nan():
 def test_a_derived_model_without_an_error_bound_hook_is_refused(tmp_path):
     from conform.spec import BUILTIN_DIR, SpecError, load_spec
 
-    text = (BUILTIN_DIR / "atan.yaml").read_text(encoding="utf-8")
+    text = (BUILTIN_DIR / "erf.yaml").read_text(encoding="utf-8")
     lines = [line for line in text.splitlines() if line.startswith("  float32:")]
     changed = text.replace(lines[0], '  float32: {derived: {final_ulp: 0.5}, why: "no hook here"}')
-    (tmp_path / "atan.yaml").write_text(changed, encoding="utf-8")
+    (tmp_path / "erf.yaml").write_text(changed, encoding="utf-8")
     with pytest.raises(SpecError, match="the derived model needs an error_bound hook"):
-        load_spec(tmp_path / "atan.yaml")
+        load_spec(tmp_path / "erf.yaml")
 
 
 # --- the residual of a reference beyond float64 ----------------------------------------------------

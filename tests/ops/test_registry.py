@@ -22,6 +22,7 @@ NOT_OP_NAMES = {
     ("harness/backends/nnef_graphs.py", "reshape"): "NNEF's reshape fragment, written between two nodes of a graph where an NNEF reduction keeps the axes conform's op drops",
     ("harness/backends/nnef_models.py", "external"): "NNEF's external fragment, the line every document declares a fed input with (and the prelude's first declaration)",
     ("harness/backends/nnef_models.py", "variable"): "NNEF's variable fragment, the line a document declares an input read from a tensor file with",
+    ("harness/backends/nnef_graphs.py", "variable"): "NNEF's variable fragment, listed among a graph document's operations where a line declares an input read from a tensor file",
     ("spec/_schema.py", "minimum"): "a JSON Schema keyword",
     ("spec/_schema.py", "maximum"): "a JSON Schema keyword",
     ("harness/assurance/certify.py", "minimum"): "a JSON Schema keyword (the profile schema)",
