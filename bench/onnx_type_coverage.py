@@ -3,7 +3,7 @@
     python bench/onnx_type_coverage.py [--json] [--ops onnx_add,...]
 
 For every spec bound to an ONNX default-domain operator, for every schema version in force at an
-opset of the binding's ``opsets`` range (a binding without one: every opset up to the newest the
+opset of the binding's ``opsets`` range (capped at the newest the
 installed ``onnx`` package defines), and for every type constraint (``T``, ``T1``, ...) of that
 schema typing a formal input or output the spec feeds: the types the constraint allows against
 the types conform draws there. A label is drawn at an opset where ``schema_allows`` keeps it
@@ -88,7 +88,7 @@ def coverage(names=None) -> dict:
     allowed, drawn, specs = defaultdict(set), defaultdict(set), defaultdict(set)
     for spec, bound in _bound_specs(names):
         op_type = bound["op_type"]
-        low, high = bound.get("opsets", (1, NEWEST))
+        low, high = bound["opsets"]
         labels = dtype_labels(spec)
         for since, opset in schema_versions(op_type, low, high).items():
             schema = onnx.defs.get_schema(op_type, opset)

@@ -14,7 +14,7 @@ import numpy as np
 from conform.dtypes import int_info, is_integer
 from conform.op_registry import region
 from conform.ops._lowering import unsupported
-from conform.ops.regions import RegionContext
+from conform.ops.regions import RegionContext, int_operands
 
 #: a base of magnitude 2 or more to this power leaves every integer type (2**64 and beyond)
 _PAST_EVERY_TYPE = 64
@@ -50,8 +50,7 @@ def int_power_negative_exponent(ctx: RegionContext) -> np.ndarray:
     the power is no integer (or, of 0, none at all), and the text's "integer exponentiation"
     gives no rounding for it."""
     lhs, rhs = ctx.inputs
-    if not is_integer(ctx.out_dtype) or int_info(ctx.out_dtype).min >= 0 \
-            or not all(x.dtype.kind in "iu" or is_integer(x.dtype.name) for x in (lhs, rhs)):
+    if not is_integer(ctx.out_dtype) or int_info(ctx.out_dtype).min >= 0 or not int_operands(ctx):
         return ctx.none()
     base, exponent = (np.asarray(x).astype(np.int64) for x in (lhs, rhs))
     return ctx.aligned(exponent < 0) & ctx.aligned(np.abs(base) != 1)
@@ -84,7 +83,7 @@ def numpy_power(lhs, rhs, *, broadcast_dimensions=None, bound, broadcasting):
     """The numpy backend: ``np.power`` (``bound``, applied by ``broadcasting``, the XLA binary
     ops' NumPy hook); NumPy raises for an integer base to a negative integer power, which it
     cannot express: unsupported, with that reason."""
-    base = np.asarray(lhs).dtype   # int2 and int4 (ml_dtypes) are of NumPy kind 'V'
-    if (base.kind in "iu" or is_integer(base.name)) and np.any(np.asarray(rhs) < 0):
+    # by name: int2 and int4 (ml_dtypes) are of NumPy kind 'V'
+    if is_integer(np.asarray(lhs).dtype.name) and np.any(np.asarray(rhs) < 0):
         raise unsupported("NumPy's power raises for integers to negative integer powers")
     return broadcasting(lhs, rhs, broadcast_dimensions=broadcast_dimensions, bound=bound)

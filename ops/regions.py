@@ -65,7 +65,7 @@ def floating(array: np.ndarray) -> bool:
     return array.dtype.kind == "f" or dtype_name(array.dtype) in FLOAT_FORMATS
 
 
-def _int_operands(ctx):
+def int_operands(ctx):
     """Whether every input is an integer array (int2/int4/uint2/uint4 too: NumPy kind 'V')."""
     return all(x.dtype.kind in "iu" or is_integer(x.dtype.name) for x in ctx.inputs)
 
@@ -73,7 +73,7 @@ def _int_operands(ctx):
 @region
 def int_div_by_zero(ctx: RegionContext) -> np.ndarray:
     """Integer division or remainder with a zero divisor."""
-    if not _int_operands(ctx):
+    if not int_operands(ctx):
         return ctx.none()
     return ctx.aligned(ctx.inputs[1] == 0)
 
@@ -81,7 +81,7 @@ def int_div_by_zero(ctx: RegionContext) -> np.ndarray:
 @region
 def int_min_div_neg1(ctx: RegionContext) -> np.ndarray:
     """Signed INT_MIN / -1 (and its remainder), which overflows."""
-    if not _int_operands(ctx) or not is_integer(ctx.out_dtype) or int_info(ctx.out_dtype).min >= 0:
+    if not int_operands(ctx) or not is_integer(ctx.out_dtype) or int_info(ctx.out_dtype).min >= 0:
         return ctx.none()
     lhs, rhs = (x.astype(np.int64) for x in ctx.inputs)
     return ctx.aligned(lhs == int_info(ctx.out_dtype).min) & ctx.aligned(rhs == -1)

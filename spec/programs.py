@@ -212,9 +212,10 @@ def _bound_now(spec, fmt: str) -> bool:
     """Whether ``spec``'s binding in ``fmt`` claims the opset models are built at (an ONNX
     op bound at later opsets only, such as Mod-28's, would make every chain holding it
     unsupported)."""
-    low, high = spec.bindings.get(fmt, {}).get("opsets", (1, 10 ** 6)) if fmt == "onnx" \
-        else (1, 10 ** 6)
-    return low <= onnx_opset() <= high if fmt == "onnx" else True
+    if fmt != "onnx" or fmt not in spec.bindings:
+        return True
+    low, high = spec.bindings[fmt]["opsets"]
+    return low <= onnx_opset() <= high
 
 
 def chain_names(specs: dict, fmt: str, *, count: int = 12, seed: int = 0) -> list[str]:

@@ -90,7 +90,7 @@ def _allowed(spec, label: str) -> bool:
     bound = spec.bindings.get("onnx")
     if bound is None or getattr(spec, "sequence_outputs", ()):
         return False
-    low, high = bound.get("opsets", (1, onnx_opset()))
+    low, high = bound["opsets"]
     return low <= onnx_opset() <= high and schema_allows(spec, label, onnx_opset())
 
 

@@ -178,7 +178,7 @@ def _add_op(spec, case, graph: OnnxGraph, version: int) -> None:
     allowed = bound.get("dtypes")
     if allowed and any(d not in allowed for d in case.input_dtypes):
         raise Unsupported(f"ONNX {bound['op_type']} does not take {case.dtype}")
-    low, high = bound.get("opsets", (1, version))
+    low, high = bound["opsets"]
     if not low <= version <= high:
         raise Unsupported(f"ONNX {bound['op_type']} is bound at opsets {low} to {high}, not at the "
                           f"opset of this run ({version}): the standard rules this case out")
@@ -215,7 +215,7 @@ def schema_allows(spec, label: str, version: int) -> bool:
         bound = op.bindings.get("onnx")
         if bound is None:
             return True   # no binding: the model says why, case by case
-        low, high = bound.get("opsets", (1, version))
+        low, high = bound["opsets"]
         if not low <= version <= high:
             continue   # bound at other opsets: the model says so, case by case
         dtypes = [dtype if kind == "T" else kind for kind in op.input_types]

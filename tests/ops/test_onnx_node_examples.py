@@ -105,8 +105,7 @@ def _examples(onnx_node_cases, specs):
         inputs = [None if name == "" else next(given, None) for name in node.input]
         outputs = [_array(y) for y in example.data_sets[0][1]]
         bound = [s for s in by_type[node.op_type]
-                 if s.bindings["onnx"].get("opsets", (1, 10 ** 6))[0] <= opset
-                 <= s.bindings["onnx"].get("opsets", (1, 10 ** 6))[1]]
+                 if s.bindings["onnx"]["opsets"][0] <= opset <= s.bindings["onnx"]["opsets"][1]]
         yield node.op_type, example.name, opset, node, inputs, outputs, bound
 
 
