@@ -124,16 +124,24 @@ def broadcast_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:
     if spec.signature.get("shapes") not in ("onnx_broadcast", "nnef_broadcast") \
             or len(spec.inputs) < 2 or spec.optional_inputs:
         return None
-    fill_seed = seed_of(spec, dtype, "broadcast", seed)
-    rng = np.random.default_rng(fill_seed)
-    inputs = []
-    for k, name in enumerate(spec.inputs):
+    shapes = []
+    for k in range(len(spec.inputs)):
         shape = list(BROADCAST_SHAPE)
         shape[k % len(shape)] = 1
+        shapes.append(tuple(shape))
+    return _case(spec, dtype, "broadcast", broadcast_inputs(spec, dtype, shapes, seed=seed),
+                 "broadcast", seed_of(spec, dtype, "broadcast", seed))
+
+
+def broadcast_inputs(spec: OpSpec, dtype: str, shapes: list, *, seed: int) -> list:
+    """The broadcast case's inputs at ``shapes`` (one per input), filled from its own seed."""
+    rng = np.random.default_rng(seed_of(spec, dtype, "broadcast", seed))
+    inputs = []
+    for name, shape in zip(spec.inputs, shapes):
         low, high = value_range(spec, name, dtype)
         inputs.append(fill(rng, shape=tuple(shape), dtype=dtype, plan="normal", low=low,
                            high=high, edges=edge_values(spec, dtype)))
-    return _case(spec, dtype, "broadcast", inputs, "broadcast", fill_seed)
+    return inputs
 
 
 def midpoint_case(spec: OpSpec, dtype: str, *, seed: int) -> Case | None:

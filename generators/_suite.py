@@ -14,8 +14,9 @@ from conform.generators._corpus import corpus_path, load_or_generate, note_writt
 from conform.generators._corpus_format import answer_arrays
 from conform.generators._consistency import consistency_cases
 from conform.generators._critical import critical_cases
-from conform.generators._edges import (broadcast_case, edge_case_cases, edge_sweep_case,
-                                       every_value_case, midpoint_case)
+from conform.generators._drawn_shapes import onto_drawn_shapes
+from conform.generators._edges import (broadcast_case, broadcast_inputs, edge_case_cases,
+                                       edge_sweep_case, every_value_case, midpoint_case)
 from conform.generators._length import length_cases
 from conform.generators._materialize import materialize
 from conform.spec import OpSpec
@@ -113,6 +114,8 @@ def _generate(spec: OpSpec, dtype: str, *, count: int, seed: int) -> list[Case]:
     cases += critical_cases(spec, dtype, seed=seed)
     midpoint = midpoint_case(spec, dtype, seed=seed)
     cases += [midpoint] if midpoint else []
+    cases = onto_drawn_shapes(cases, lambda case, shapes: broadcast_inputs(spec, dtype, shapes,
+                                                                           seed=seed))
     cases = length_cases(spec, dtype, cases, seed=seed)
     return (cases + consistency_cases(spec, dtype, cases, seed=seed)
             + boundary_cases(spec, dtype, seed=seed) + must_reject_cases(spec, dtype, seed=seed))
