@@ -84,13 +84,6 @@ EXCEPTIONS = [
     (("all_reduce", "cross_replica_sum", "reduce_scatter"), NO_SPECIALS + ("float8_e8m0fnu",),
      "as for add: a sum float4_e2m1fn or a 6-bit float cannot hold has no result in the text "
      "(no infinity, no NaN), and float8_e8m0fnu has no zero and no sign: " + _NOT_YET),
-    (("map",), ("float64",),
-     "Map's float64 reference needs the rounded64 hook of the element-wise ops (a float64 sum "
-     "or product computed in float64 is not judged beyond it): " + _NOT_YET),
-    (("map",), NO_SPECIALS + ("float8_e8m0fnu",),
-     "as for add, subtract and multiply: a result float4_e2m1fn or a 6-bit float cannot hold "
-     "has no value in the text (no infinity, no NaN), and float8_e8m0fnu has no zero and no "
-     "sign: " + _NOT_YET),
     (("reduce_sum", "reduce_window_sum", "scatter_add", "scatter_mul", "select_and_scatter"),
      ("float8_e8m0fnu",),
      "float8_e8m0fnu has no zero, Reduce's and ReduceWindow's init value for Add, and a sum or "
