@@ -77,13 +77,6 @@ EXCEPTIONS = [
      "bitcasts and conversions of bool, complex and the narrow floats need their rules (bit "
      "patterns, NaN payloads, saturation) from the text: "
      + _NOT_YET),
-    (("all_reduce", "cross_replica_sum", "reduce_scatter"), COMPLEX,
-     "a complex Add over replicas needs a normwise bound of the sum (each part's gamma_n bound "
-     "joined in the modulus), and Max and Min an order the XLA text does not give (StableHLO's "
-     "is lexicographic): " + _NOT_YET),
-    (("all_reduce", "cross_replica_sum", "reduce_scatter"), NO_SPECIALS + ("float8_e8m0fnu",),
-     "as for add: a sum float4_e2m1fn or a 6-bit float cannot hold has no result in the text "
-     "(no infinity, no NaN), and float8_e8m0fnu has no zero and no sign: " + _NOT_YET),
     (("reduce_sum", "reduce_window_sum", "scatter_add", "scatter_mul", "select_and_scatter"),
      ("float8_e8m0fnu",),
      "float8_e8m0fnu has no zero, Reduce's and ReduceWindow's init value for Add, and a sum or "
