@@ -39,10 +39,6 @@ EXCEPTIONS = [
      "NaN); the 4-, 6- and 8-bit types without infinities spend their top exponent on numbers, "
      "so whether exponent_bits equal to the type's own clamps (XLA clamps float4's 4 to its "
      "6, past an e2 format's range) is open, a region to state first: " + _NOT_YET),
-    (("clamp",), ("float8_e8m0fnu",),
-     "clamp's draw puts min in [-10, 0] and max in [0, 10] for every type, and float8_e8m0fnu "
-     "holds no value at or below 0 (positive powers of two only): a range per type, which a "
-     "spec's input_values cannot give: " + _NOT_YET),
     (("cholesky", "triangular_solve",
       "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "rng_normal",
       "rng_uniform"),
@@ -58,9 +54,6 @@ EXCEPTIONS = [
      "CHLO's bessel_i1e says only 'Returns bessel_i1e(operand)': for a complex operand the "
      "scaling e**-|x| (the modulus, or the real part as in DLMF 10.25's I_nu?) is not given, "
      "so there is no value to judge; jax refuses complex too"),
-    (("reshape", "slice", "pad"), ("float8_e8m0fnu",),
-     "these specs are shared with ONNX Reshape, Slice and Pad, and ONNX Pad's default 0 "
-     "float8_e8m0fnu cannot hold: XLA-only specs are needed for these pairs"),
     (("fft",), ("float32", "float64"),
      "drawn, under another label: RFFT's float32 and float64 operands are cases of the "
      "complex64 and complex128 labels (the spec's label is the transform's complex type)"),
