@@ -70,11 +70,6 @@ EXCEPTIONS = [
      "bitcasts and conversions of bool, complex and the narrow floats need their rules (bit "
      "patterns, NaN payloads, saturation) from the text: "
      + _NOT_YET),
-    (("reduce_sum", "reduce_window_sum", "scatter_add", "scatter_mul", "select_and_scatter"),
-     ("float8_e8m0fnu",),
-     "float8_e8m0fnu has no zero, Reduce's and ReduceWindow's init value for Add, and a sum or "
-     "product of its powers of two is mostly none: the text gives no result for one it cannot "
-     "hold (as for add and multiply), a region to declare first: " + _NOT_YET),
     (("dot", "dot_general", "conv", "conv_shorthand"), COMPLEX,
      "a complex product's parts are each a sum of two real products: the accumulation model "
      "and its bound are real-only, and a complex128 result needs a double-double complex "
