@@ -34,11 +34,6 @@ EXCEPTIONS = [
     (("negate", "abs", "sign"), ("float8_e8m0fnu",),
      "float8_e8m0fnu has no sign bit and no zero: -x, sign's -1 and 0 do not exist in it, and "
      "the text gives no rule"),
-    (("reduce_precision",), NARROW_FLOATS,
-     "ReducePrecision's exponent_bits name an IEEE-style format (its top exponent for inf and "
-     "NaN); the 4-, 6- and 8-bit types without infinities spend their top exponent on numbers, "
-     "so whether exponent_bits equal to the type's own clamps (XLA clamps float4's 4 to its "
-     "6, past an e2 format's range) is open, a region to state first: " + _NOT_YET),
     (("cholesky", "triangular_solve",
       "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "rng_normal",
       "rng_uniform"),
