@@ -112,8 +112,9 @@ def in_range_half(rng, inputs, attrs):
         return inputs
     info = int_info(target)
     wide = operand.astype(np.float64 if str(operand.dtype) in FLOAT_FORMATS else np.int64)
-    fitted = (wide - info.min) % (int(info.max) - int(info.min) + 1) + info.min
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):   # NaN and infinities stay as they are
+        fitted = np.where(np.isfinite(wide), (wide - info.min) % (int(info.max) - int(info.min) + 1)
+                          + info.min, wide)
         made = np.where(rng.random(wide.shape) < 0.5, fitted, wide).astype(operand.dtype)
     return [made, *inputs[1:]]
 
