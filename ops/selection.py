@@ -125,8 +125,16 @@ def nnef_cast(case, call):
 
 def lax_convert(lax, attrs):
     # np.dtype knows the float8 and int4 names once ml_dtypes is imported, as jax imports it
-    # (written out as it stands into repro scripts: nothing of conform's in scope)
-    return lambda x: lax.convert_element_type(x, np.dtype(attrs["new_dtype"]))
+    # (written out as it stands into repro scripts: nothing of conform's in scope); from a
+    # complex type into a real one jax drops the imaginary part, as StableHLO convert does,
+    # with a ComplexWarning on stderr, which is no result
+    import warnings
+
+    def convert(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            return lax.convert_element_type(x, np.dtype(attrs["new_dtype"]))
+    return convert
 
 
 def numpy_convert(operand, *, new_dtype):
