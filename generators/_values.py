@@ -53,13 +53,15 @@ DEFAULT_EDGES = {
 
 def value_range(spec, input_name: str, dtype: str) -> tuple[float, float]:
     """The ``normal`` plan's range of input ``input_name`` in ``dtype`` (a complex dtype: of
-    each component, the spec's ``float`` range)."""
+    each component, the spec's ``float`` range): the first of the input's range for the dtype,
+    for its class, the spec's for the dtype, for its class, and the default."""
     dtype = component_dtype(dtype)
     cls = dtype_class(dtype)
     if cls == "string":   # text has no value range
         return 0, 0
-    override = spec.input_values.get(input_name, {}).get(cls)
-    low, high = override or spec.values.get(cls) or DEFAULT_RANGES[cls]
+    own = spec.input_values.get(input_name, {})
+    low, high = next(r for r in (own.get(dtype), own.get(cls), spec.values.get(dtype),
+                                 spec.values.get(cls), DEFAULT_RANGES[cls]) if r)
     return dtype_range(low, high, dtype) if cls != "bool" else (low, high)
 
 

@@ -141,8 +141,9 @@ def conversion_midpoints(rng, source: str, target: str, count: int = MIDPOINT_CA
 
 
 def _conversion_midpoints(rng, source: str, target: str, count: int):
-    if source == "bool" or target == "float64" and not is_integer(source):
-        return None   # 0 and 1 convert exactly; a float source holds no float64 midpoint
+    if source == "bool" or source not in FLOAT_FORMATS and not is_integer(source) \
+            or target == "float64" and not is_integer(source):
+        return None   # 0 and 1 convert exactly (complex parts: not drawn); a float source holds no float64 midpoint
     if is_integer(source):
         return _integer_midpoints(rng, source, target, count)
     held = FLOAT_FORMATS[source]   # the target's binades the source reaches

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.op_registry import op
+from conform.op_registry import op, region
+from conform.ops.regions import RegionContext
 from conform.ops._lowering import from_onnx_element_types
 from conform.dtypes import FLOAT_FORMATS, is_complex, np_dtype
 from conform.ops.onnx_shape import bit_width, from_bits
@@ -33,9 +34,10 @@ from conform.ops.onnx_shape import bit_width, from_bits
 # --- ReducePrecision ----------------------------------------------------------------------------
 
 def _own_bits(dtype: str) -> tuple[int, int]:
-    """(exponent bits, explicit mantissa bits) of a float type."""
+    """(exponent bits, explicit mantissa bits) of a float type (E8M0 has no sign bit: all 8
+    are its exponent's)."""
     fmt = FLOAT_FORMATS[dtype]
-    return (fmt.bits - fmt.precision), fmt.precision - 1
+    return fmt.bits - fmt.precision + (not fmt.signed), fmt.precision - 1
 
 
 def draw_reduce_precision(draw, kit, spec, dtype):
@@ -52,6 +54,34 @@ def _narrow_range(exponent_bits: int) -> tuple[int, int]:
     """(emin, emax) of an IEEE-style format with ``exponent_bits`` (bias 2**(e-1) - 1)."""
     emax = (1 << (exponent_bits - 1)) - 1
     return 1 - emax, emax
+
+
+@region
+def reduce_precision_without_infinity(ctx: RegionContext) -> np.ndarray:
+    """ReducePrecision results in a type without infinities (the fn and fnuz float8 formats,
+    float4_e2m1fn, the 6-bit floats, float8_e8m0fnu) that the text sends to infinity or past
+    the type's range. The text (and StableHLO's reduce_precision) clamps a value past the
+    ``exponent_bits`` format's range 'to positive or negative infinity', which these types lack;
+    and that format is IEEE-style (its top exponent for infinity and NaN: 'at least one
+    exponent bit, to tell zero from infinity'), while these types spend their top exponent on
+    numbers, so whether ``exponent_bits`` equal to the type's own is the type's range (the
+    text's no-op is for widths that 'exceed' the type's) or the IEEE-style one is open too
+    (XLA clamps float4's 4 and 6, past an e2 format's 3). Open: where the exponent_bits
+    format, at or below the type's own width, cannot hold the rounded value, and where the
+    rounded value passes the type's largest finite value. Empty for types with infinities."""
+    fmt = FLOAT_FORMATS.get(ctx.out_dtype)
+    if fmt is None or fmt.has_inf:
+        return ctx.none()
+    exponent_bits = ctx.attrs["exponent_bits"]
+    _, emax = _narrow_range(exponent_bits)
+    magnitude = np.abs(np.asarray(ctx.expected, np.float64))
+    with np.errstate(invalid="ignore"):
+        narrow = (exponent_bits <= _own_bits(ctx.out_dtype)[0]) & (magnitude >= 2.0 ** (emax + 1))
+        return narrow | (magnitude > fmt.max_finite)
+
+
+reduce_precision_without_infinity.only_dtypes = frozenset(
+    name for name, fmt in FLOAT_FORMATS.items() if not fmt.has_inf)
 
 
 @op("reduce_precision", version=1, draw=draw_reduce_precision)

@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.ops._double_double import accurate_sum
-from conform.op_registry import op
+from conform.op_registry import op, region
+from conform.ops.reduction import complex_accumulation_overflow, exact_sum, nan_parts
+from conform.ops.regions import RegionContext, accumulation_overflow
 
 MAX_REPLICAS = 8   # the jax backend's host devices (harness/backends/jax_backend.py)
 _EXACT_SELECTION = {"exact": True, "signed_zero": "any",
                     "why": "the Max or Min computation selects one replica's value: exact; as the "
                            "ops maximum and minimum read them, IEEE 754-2019 §9.6 maximum and "
-                           "minimum propagate NaN, and the XLA text does not order -0 and +0"}
+                           "minimum propagate NaN, and the XLA text does not order -0 and +0; "
+                           "complex numbers in StableHLO's lexicographic order of (real, imag)"}
 
 
 # -- replica groups -----------------------------------------------------------------------------
@@ -218,17 +220,27 @@ def lax_collective(lax, attrs, bound):
 # -- oracles ------------------------------------------------------------------------------------
 
 def _reduce(values: np.ndarray, computation: str) -> np.ndarray:
-    """The computation over the leading (replica) axis: Add in double-double for floats (exact
-    for integers), Max or Min with NaN propagating; on PRED, Add and Max are logical OR and Min
-    logical AND (StableHLO add, maximum, minimum: "For booleans: logical OR" / "logical AND")."""
+    """The computation over the leading (replica) axis: Add in double-double for floats, part by
+    part for complex numbers (exact for integers), Max or Min with NaN propagating, complex
+    numbers in StableHLO's lexicographic order of (real, imag) (docs/spec.md, maximum: 'For
+    complex numbers: lexicographic maximum for the (real, imaginary) pair', as NumPy orders
+    them); on PRED, Add and Max are logical OR and Min logical AND (StableHLO add, maximum,
+    minimum: "For booleans: logical OR" / "logical AND")."""
     if values.dtype == np.bool_:
         return values.all(axis=0) if computation == "min" else values.any(axis=0)
     if computation == "add":
-        return accurate_sum(values, axis=0) if values.dtype.kind == "f" else values.sum(axis=0)
+        return exact_sum(values, axis=0) if values.dtype.kind in "fc" else values.sum(axis=0)
     return (np.max if computation == "max" else np.min)(values, axis=0)
 
 
-def _all_reduce(operand, replica_count, replica_groups, computation):
+def _all_reduce(operand, replica_count, replica_groups, computation, open_elements=False):
+    """Each group's reduction at each of its replicas; ``open_elements``: where a Max or Min
+    meets a complex operand with a NaN part in its group (the order of such a pair is open:
+    ops/xla_complex_order.py complex_nan_part), as a mask of the result's shape."""
+    if open_elements:
+        if computation == "add":
+            return np.zeros(operand.shape, bool)
+        operand, computation = nan_parts(operand), "max"   # any replica's NaN part: OR
     out = np.empty_like(operand)
     for group in groups_of(replica_count, replica_groups):
         out[group] = _reduce(operand[group], computation)
@@ -238,6 +250,18 @@ def _all_reduce(operand, replica_count, replica_groups, computation):
 def _group_size(shapes, attrs) -> int:
     """The largest replica group: the terms summed into one output element."""
     return max(len(g) for g in groups_of(attrs["replica_count"], attrs.get("replica_groups")))
+
+
+@region
+def collective_sum_overflow(ctx: RegionContext) -> np.ndarray:
+    """An Add computation's ``accumulation_overflow`` (and, on complex numbers, its parts'
+    ``complex_accumulation_overflow``): the combination order is open, and where the group's
+    terms' magnitudes reach the largest finite value some orders overflow. Max and Min select
+    one operand and overflow in no order: none (the generic regions would read the largest
+    magnitude as a sum and open every Max near float4's 6)."""
+    if ctx.attrs.get("computation", "add") != "add":
+        return ctx.none()
+    return accumulation_overflow(ctx) | complex_accumulation_overflow(ctx)
 
 
 def _reduction_model(case, output):
@@ -262,11 +286,11 @@ _REDUCED = dict(accumulation_length=_group_size, case_model=_reduction_model,
 
 
 @op("all_reduce", version=1, devices=replica_devices, draw=draw_all_reduce, **_REDUCED)
-def oracle_all_reduce(operand, *, replica_count, replica_groups, computation):
+def oracle_all_reduce(operand, *, replica_count, replica_groups, computation, open_elements=False):
     """AllReduce(operand, computation, replica_groups): every replica of a group gets the
     computation over the group's operands (seed 004, AllReduce: "[1.0, 2.5] and [3.0, 5.25]
-    ... give [4.0, 7.75] on both replicas")."""
-    return (_all_reduce(operand, replica_count, replica_groups, computation),)
+    ... give [4.0, 7.75] on both replicas"); ``open_elements``: :func:`_all_reduce`'s."""
+    return (_all_reduce(operand, replica_count, replica_groups, computation, open_elements),)
 
 
 @op("cross_replica_sum", version=1, devices=replica_devices, draw=draw_cross_replica_sum, **_REDUCED)
@@ -277,11 +301,12 @@ def oracle_cross_replica_sum(operand, *, replica_count, replica_groups):
 
 @op("reduce_scatter", version=1, devices=replica_devices, draw=draw_reduce_scatter, **_REDUCED)
 def oracle_reduce_scatter(operand, *, replica_count, replica_groups, scatter_dimension,
-                          computation):
+                          computation, open_elements=False):
     """ReduceScatter: the AllReduce of the group, split along ``scatter_dimension`` into
     shard_count blocks, replica i of the group getting block i (seed 004, ReduceScatter:
-    "[1.0, 2.25] and [3.0, 5.25] ... give [4.0] on the first replica and [7.5] on the second")."""
-    reduced = _all_reduce(operand, replica_count, replica_groups, computation)
+    "[1.0, 2.25] and [3.0, 5.25] ... give [4.0] on the first replica and [7.5] on the second");
+    ``open_elements``: :func:`_all_reduce`'s, scattered alike."""
+    reduced = _all_reduce(operand, replica_count, replica_groups, computation, open_elements)
     size = operand.shape[scatter_dimension + 1]
     out_shape = list(operand.shape)
     groups = groups_of(replica_count, replica_groups)

@@ -96,3 +96,20 @@ def scale_format_tie(ctx: RegionContext) -> np.ndarray:
 
 scale_format_tie.only_dtypes = frozenset(
     name for name, fmt in FLOAT_FORMATS.items() if not fmt.has_zero)
+
+
+@region
+def no_additive_identity(ctx: RegionContext) -> np.ndarray:
+    """Every result in float8_e8m0fnu of a sum whose init value must be the identity of its Add
+    computation (the XLA text, Reduce: 'all initial values must form an identity under the
+    computation'; ReduceWindow's init values are Reduce's): E8M0 has no zero, so no value of
+    the type is that identity and the sum's init value 0 is none of its values: the text's
+    precondition cannot hold, and it gives no result without it. Empty for every other type."""
+    fmt = FLOAT_FORMATS.get(ctx.out_dtype)
+    if fmt is None or fmt.has_zero:
+        return ctx.none()
+    return ~ctx.none()
+
+
+no_additive_identity.only_dtypes = frozenset(
+    name for name, fmt in FLOAT_FORMATS.items() if not fmt.has_zero)

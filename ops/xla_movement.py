@@ -10,6 +10,7 @@ import numpy as np
 
 from conform.op_registry import op
 from conform.ops._midpoints import PRODUCT_MIDPOINTS
+from conform.ops.elementwise import rounded_add, rounded_multiply, rounded_subtract
 from conform.ops.movement import moved
 
 
@@ -159,6 +160,16 @@ def numpy_map(lhs, rhs, *, computation):
     return MAP_COMPUTATIONS[computation](lhs, rhs)
 
 
+#: each computation's correctly rounded float64 result, the ``rounded64`` hook of its element-wise op
+MAP_ROUNDED = {"add": rounded_add, "subtract": rounded_subtract, "multiply": rounded_multiply}
+
+
+def rounded_map(lhs, rhs, *, computation):
+    """The ``rounded64`` hook: the computation's exact result rounded once into float64 (and
+    each part of a complex128 sum or difference), as the element-wise op's own hook gives it."""
+    return MAP_ROUNDED[computation](lhs, rhs)
+
+
 def map_midpoints(rng, spec, dtype):
     """The midpoint case: Map of a multiplication on operands whose exact products are rounding
     midpoints of ``dtype`` (half of them; the rest one ULP beside)."""
@@ -167,7 +178,7 @@ def map_midpoints(rng, spec, dtype):
 
 
 @op("map", version=1, draw=draw_map, draw_honours=frozenset({"attrs"}), lax=lax_map,
-    numpy=numpy_map, midpoints=map_midpoints)
+    numpy=numpy_map, rounded64=rounded_map, midpoints=map_midpoints)
 def oracle_map(lhs, rhs, *, computation):
     """Map(operands..., computation): out[i] = computation(lhs[i], rhs[i]) at every index; the
     computation here is one addition, subtraction or multiplication of its two parameters."""

@@ -77,15 +77,12 @@ def check_runnable(data: dict, root: yaml.Node, path: Path, found: OpDefinition)
     _check_ranks(data, root, path, found)
     _check_attributes(data, root, path, found)
     inputs = [e if isinstance(e, str) else e["name"] for e in data["signature"]["inputs"]]
-    for cls, pair in data.get("values", {}).items():
-        _check_range(pair, _dtypes_of(data, cls, None), ("values", cls), root, path)
+    _check_ranges(data.get("values", {}), data, None, ("values",), root, path)
     for name, ranges in data.get("input_values", {}).items():
         if name not in inputs:
             raise SpecError(path, line_of(root, ["input_values", name]), f"input_values.{name}",
                             f"{name!r} names no input (inputs: {inputs})")
-        for cls, pair in ranges.items():
-            _check_range(pair, _dtypes_of(data, cls, name), ("input_values", name, cls), root,
-                         path)
+        _check_ranges(ranges, data, name, ("input_values", name), root, path)
     for cls, values in data.get("edge_values", {}).items():
         for k, value in enumerate(values):
             _check_edge_value(value, cls, ("edge_values", cls, k), root, path)
@@ -107,7 +104,24 @@ def _dtypes_of(data: dict, cls: str, name: str | None) -> list[str]:
     return [d for d in dict.fromkeys(found) if dtype_class(d) == cls]
 
 
-def _check_range(pair: list, dtypes: list[str], at: tuple, root: yaml.Node, path: Path) -> None:
+def _check_ranges(ranges: dict, data: dict, name: str | None, at: tuple, root: yaml.Node,
+                  path: Path) -> None:
+    """A ``values`` (``name`` None) or ``input_values`` entry: each class's range for the dtypes
+    of the class without a range of their own, each dtype's range for that dtype, which must
+    be one the input is drawn in."""
+    for key, pair in ranges.items():
+        if key in ("float", "int"):
+            dtypes = [d for d in _dtypes_of(data, key, name) if d not in ranges]
+            _check_range(pair, dtypes, key, (*at, key), root, path)
+            continue
+        if key not in _dtypes_of(data, dtype_class(key), name):
+            raise SpecError(path, line_of(root, [*at, key]), ".".join((*at, key)),
+                            f"{key!r} is no dtype the input is drawn in")
+        _check_range(pair, [key], dtype_class(key), (*at, key), root, path)
+
+
+def _check_range(pair: list, dtypes: list[str], cls: str, at: tuple, root: yaml.Node,
+                 path: Path) -> None:
     """A value range's ends are finite (integers for ``int``), in order, no wider than float64
     can draw from, and each dtype of its class holds a value in it."""
     def refuse(message, *more):
@@ -117,21 +131,21 @@ def _check_range(pair: list, dtypes: list[str], at: tuple, root: yaml.Node, path
     low, high = pair
     for k, end in enumerate(pair):
         if isinstance(end, str):
-            _check_width_expression(end, dtypes, at[-1], lambda message: refuse(message, k))
+            _check_width_expression(end, dtypes, cls, lambda message: refuse(message, k))
             continue
         if isinstance(end, bool) or not _finite(end):
             refuse("a draw needs finite ends, not NaN, infinity or beyond float64", k)
-        if at[-1] == "int" and float(end) != int(end):
+        if cls == "int" and float(end) != int(end):
             refuse("an int range needs whole-number ends", k)
     if not any(isinstance(end, str) for end in pair) and low > high:
         refuse("the ends are reversed: write [low, high]")
-    if at[-1] == "float" and not math.isfinite(float(high) - float(low)):
+    if cls == "float" and not math.isfinite(float(high) - float(low)):
         refuse("wider than float64 holds (high - low overflows): no uniform draw")
     for dtype in dtypes:
         bottom, top = dtype_range(low, high, dtype)
         if bottom > top:
             refuse(f"no {dtype} value lies in it (the type's finite range is elsewhere)")
-        if at[-1] == "int" and top > _INT64_MAX:   # integers are drawn in int64
+        if cls == "int" and top > _INT64_MAX:   # integers are drawn in int64
             refuse(f"its {dtype} values beyond int64 cannot be drawn: end it at {_INT64_MAX}")
 
 

@@ -24,10 +24,14 @@ PROPERTY_KINDS = ("range", "monotone", "symmetry", "row_sum", "fixed_points")
 # an end is a number, or (an int range) an expression in the type's width, "bits - 1"
 _range = {"type": "array", "minItems": 2, "maxItems": 2,
           "items": {"oneOf": [{"type": "number"}, {"type": "string", "maxLength": 100}]}}
+# per class (float, int), or per dtype (its own range, overriding its class's: float8_e8m0fnu
+# holds no value at or below 0)
 _value_ranges = {
     "type": "object",
-    "additionalProperties": False,
-    "properties": {"float": _range, "int": _range},
+    "additionalProperties": _range,
+    "propertyNames": {"enum": ["float", "int"] + [d for d in DTYPES
+                                                  if d not in ("bool", "string")
+                                                  and not d.startswith("complex")]},
 }
 _edge_value = {"oneOf": [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]}
 _error_model = {

@@ -157,6 +157,9 @@ def _run(tmp_path, name: str, packing: str) -> list:
     for record in records:
         record.pop("seconds", None)
         record.pop("judge_seconds", None)
+        # a worker's stderr goes to the case running when it is written: XLA's log of a pack
+        # that fails to compile (float6 conversions) lands on the case that compiled the pack
+        record.pop("stderr", None)
         if record["verdict"] == "error":   # XLA's text names its instructions as compiled
             record.pop("message", None)    # (%iota vs %iota.3): the verdict is compared
             record.pop("traceback", None)
@@ -169,5 +172,8 @@ def test_verdicts_and_error_figures_are_the_same_with_and_without_packing(tmp_pa
     assert packed == alone
     summary = json.loads((tmp_path / "packed" / "summary.json").read_text())
     # every case packed but a batch's lone last case (run_pack packs two or more; one alone
-    # runs through its cached executable): at most one per worker (2); 769 cases = 3 * 256 + 1
-    assert 0 <= summary["cases"] - summary["backend_stats"]["packed_cases"] <= 2
+    # runs through its cached executable): at most one per worker (2); 769 cases = 3 * 256 + 1;
+    # and but the cases jax refuses or XLA fails to compile (convert_element_type's float6
+    # conversions, which float32 selects), which no pack holds
+    refused = sum(r["verdict"] in ("unsupported", "error") for r in packed)
+    assert 0 <= summary["cases"] - summary["backend_stats"]["packed_cases"] - refused <= 2

@@ -61,6 +61,41 @@ def test_values_below_the_narrow_normal_range_are_a_region(specs):
     assert answer.impl_mask.tolist() == [True, False, False, False, True]
 
 
+@pytest.mark.parametrize("dtype, values, exponent_bits, mantissa_bits, expected, open_elements", [
+    # float4 (no infinity): e = its own 2 is an IEEE-style e2 format (largest 3) or its own (6)
+    ("float4_e2m1fn", [1.5, 3.0, 4.0, -6.0], 2, 1, [1.5, 3.0, 4.0, -6.0],
+     [False, False, True, True]),
+    ("float4_e2m1fn", [1.5, 3.0, 4.0, -6.0], 3, 0, [2.0, 4.0, 4.0, -8.0],   # 6 rounds past 6
+     [False, False, False, True]),
+    # e4m3fn gives its top exponent to numbers (448); e = 3 clamps 16 'to infinity', which it lacks
+    ("float8_e4m3fn", [240.0, 256.0, 448.0, 15.0, 16.0], 4, 3, [240.0, 256.0, 448.0, 15.0, 16.0],
+     [False, True, True, False, False]),
+    ("float8_e4m3fn", [15.0, 16.0], 3, 3, [15.0, math.inf], [False, True]),
+    # e5m2 holds infinities: its overflow is the text's, judged
+    ("float8_e5m2", [224.0, 57344.0], 4, 2, [224.0, math.inf], [False, False]),
+    # E8M0: all 8 bits are its exponent (no sign): e = 8 is a no-op, e = 3 clamps 16
+    ("float8_e8m0fnu", [2.0 ** 100, 8.0, 16.0], 8, 0, [2.0 ** 100, 8.0, 16.0],
+     [False, False, False]),
+    ("float8_e8m0fnu", [8.0, 16.0], 3, 0, [8.0, math.inf], [False, True]),
+])
+def test_reduce_precision_in_the_narrow_floats(specs, dtype, values, exponent_bits,
+                                               mantissa_bits, expected, open_elements):
+    """Issue 36: the text clamps past the exponent_bits format 'to infinity': in a type without
+    infinities that, and (exponent_bits at the type's own) which format's range applies, are
+    open (ops/bit_conversion.py reduce_precision_without_infinity)."""
+    from conform.dtypes import np_dtype
+    x = np.array(values, np_dtype(dtype))
+    attrs = {"exponent_bits": exponent_bits, "mantissa_bits": mantissa_bits}
+    (out,) = evaluate("reduce_precision", [x], {**attrs, "dtypes": (dtype,)})
+    assert out.tolist() == expected
+    case = Case(id=f"reduce_precision.{dtype}.0", op="reduce_precision", dtype=dtype,
+                input_dtypes=(dtype,), out_dtype=dtype, inputs=[x], attrs=attrs, plan="normal",
+                seed=0)
+    (answer,) = expect(specs["reduce_precision"], case)
+    impl = np.zeros(len(values), bool) if answer.impl_mask is None else answer.impl_mask
+    assert impl.tolist() == open_elements
+
+
 # --- BitcastConvertType ------------------------------------------------------------------------
 
 def test_bitcast_same_width_reads_the_bits():

@@ -192,3 +192,54 @@ def test_a_case_needing_more_devices_than_a_backend_has_is_unsupported_with_the_
     with pytest.raises(Unsupported, match=f"the case needs {Program(spec, many).devices} devices "
                                           r"\(one per replica\); numpy has 1"):
         run_case(NumpyBackend(), spec, many)
+
+
+def test_complex_reductions_add_part_by_part_and_order_max_min_lexicographically():
+    """Issue 36: a complex Add sums each part (StableHLO add: 'complex addition'), Max and Min
+    pick by (real, imag) (StableHLO maximum, minimum); a NaN part makes Max and Min of its
+    group open at that index, and Add never."""
+    x = np.array([[3 - 1j, 1e16 + 1j], [3 + 2j, 1 + 0j], [-4 + 9j, -1e16 + 0j]])
+    total = _one("cross_replica_sum", x, replica_count=3, replica_groups=[])
+    assert total[0].tolist() == [2 + 10j, 1 + 1j]        # 1e16 + 1 - 1e16: exact, not 0
+    top = _one("all_reduce", x, replica_count=3, replica_groups=[[0, 2], [1]], computation="max")
+    assert top.tolist() == [[3 - 1j, 1e16 + 1j], [3 + 2j, 1 + 0j], [3 - 1j, 1e16 + 1j]]
+    low = _one("reduce_scatter", x[:2], replica_count=2, replica_groups=[], scatter_dimension=0,
+               computation="min")
+    assert low.tolist() == [[3 - 1j], [1 + 0j]]
+    x[1, 0] = complex(np.nan, 1)
+    for computation, want in [("max", [[True, False]] * 3), ("add", [[False, False]] * 3)]:
+        (mask,) = evaluate("all_reduce", [x], {"replica_count": 3, "replica_groups": [],
+                                               "computation": computation,
+                                               "open_elements": True})
+        assert mask.tolist() == want
+
+
+@pytest.mark.parametrize("computation, values, open_elements", [
+    ("add", [[4.0, 1.0], [4.0, 0.5]], [True, False]),   # 8: past float4's 6
+    ("max", [[6.0, -6.0], [4.0, 1.0]], [False, False]),  # a selection never overflows
+])
+def test_float4_sums_past_its_range_are_open_and_max_never(specs, computation, values,
+                                                            open_elements):
+    import dataclasses
+    from conform.dtypes import np_dtype
+    from conform.generators import generate_cases
+    from conform.oracles.expectations import expect
+    spec = specs["all_reduce"]
+    case = generate_cases(spec, "float4_e2m1fn", count=1, seed=0)[0]
+    attrs = {"replica_count": 2, "replica_groups": [], "computation": computation}
+    case = dataclasses.replace(case, inputs=[np.array(values, np_dtype("float4_e2m1fn"))],
+                               attrs=attrs, expectation=None)
+    (answer,) = expect(spec, case)
+    impl = np.zeros((2, 2), bool) if answer.impl_mask is None else answer.impl_mask
+    assert impl.tolist() == [open_elements] * 2
+
+
+def test_jax_sums_complex_replicas_within_the_bound_and_a_swapped_part_fails(specs, jax_backend):
+    from tests.ops.xla_judging import jax_verdicts
+    spec = specs["reduce_scatter"]
+    verdicts = jax_verdicts(spec, jax_backend, "complex64", 4)
+    assert "pass" in verdicts and set(verdicts) <= {"pass", "impl_defined", "unsupported"}
+
+    def swapped(outputs, case):
+        return [outputs[0].imag + 1j * outputs[0].real]
+    assert "fail" in jax_verdicts(spec, jax_backend, "complex64", 4, change=swapped)

@@ -278,6 +278,21 @@ def test_clamp_elementwise_bounds():
     np.testing.assert_array_equal(out, [1, 10, -6])
 
 
+def test_clamp_draws_e8m0_bounds_from_its_own_ranges(specs):
+    """float8_e8m0fnu holds no value at or below 0, where clamp's float min range ends: its own
+    ranges (min in [1/16, 1], max in [1, 16]) draw the normal plan's bounds, so that the
+    operand is clamped on both sides."""
+    from conform.generators import generate_cases
+    cases = [c for c in generate_cases(specs["clamp"], "float8_e8m0fnu", count=8, seed=1)
+             if c.plan == "normal"]
+    assert cases
+    for case in cases:
+        low, operand, high = (x.astype(np.float64) for x in case.inputs)
+        assert (0.0625 <= low).all() and (low <= 1).all() and (1 <= high).all() and (high <= 16).all()
+        np.testing.assert_array_equal(run("clamp", *case.inputs).astype(np.float64),
+                                      np.minimum(np.maximum(low, operand), high))
+
+
 # --- Unary functions ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("x, expected", [

@@ -105,3 +105,32 @@ def test_a_tie_between_two_powers_of_two_is_open_in_e8m0_only():
     assert tie([3.0, 0.75, 1.25, 2.0, 1.5 * 2.0 ** -100], "float8_e8m0fnu") == \
         [True, True, False, False, True]
     assert tie([3.0, 0.75], "float8_e4m3fn") == [False, False]
+
+
+def _open_elements(spec, dtype, inputs):
+    """The implementation-defined mask of ``spec``'s first drawn case in ``dtype`` with its
+    inputs' values replaced (shapes and attributes kept)."""
+    import dataclasses
+    from conform.oracles.expectations import expect
+    case = generate_cases(spec, dtype, count=1, seed=0)[0]
+    values = [fill(x) for fill, x in zip(inputs, case.inputs)]
+    (answer,) = expect(spec, dataclasses.replace(case, inputs=values, expectation=None))
+    impl = np.zeros(answer.expected.shape, bool) if answer.impl_mask is None else answer.impl_mask
+    return impl, answer.expected
+
+
+def test_a_sum_with_init_zero_is_open_in_e8m0_and_an_update_sum_at_its_ties_only(specs):
+    """Reduce's and ReduceWindow's init value must be Add's identity, which E8M0 (no zero) lacks:
+    every result open; Scatter with Add has no init value: 1 + 0.5 is a tie E8M0's rounding
+    cannot break (open), an element no update reaches stays 1 (judged)."""
+    e8m0 = np_dtype("float8_e8m0fnu")
+    ones = lambda x: np.ones_like(x, e8m0)   # noqa: E731
+    for name in ("reduce_sum", "reduce_window_sum"):
+        impl, _ = _open_elements(specs[name], "float8_e8m0fnu", [ones])
+        assert impl.all()
+        assert not _open_elements(specs[name], "float16", [np.ones_like])[0].any()
+    halves = lambda x: np.full_like(x, 0.5, e8m0)   # noqa: E731
+    impl, expected = _open_elements(specs["scatter_add"], "float8_e8m0fnu",
+                                    [ones, lambda x: x, halves])
+    assert (expected == 1.5).any() and (expected == 1.0).any()
+    assert impl.tolist() == (expected == 1.5).tolist()

@@ -121,3 +121,44 @@ def test_map_on_pred_and_complex_draws_only_the_computations_the_text_fixes(spec
     assert np.signbit(z.real).tolist() == [True] and z.imag.tolist() == [0.0]
     drawn = {c.attrs["computation"] for c in generate_cases(specs["map"], "bool", count=3, seed=2)}
     assert drawn and drawn <= {"add", "multiply"}
+
+
+def test_map_on_float64_is_judged_against_its_computation_rounded_once(specs, jax_backend):
+    """Issue 36: Map's float64 reference is the rounded64 hook of add, subtract and multiply, so
+    a result one ULP beside it fails."""
+    spec = specs["map"]
+    assert set(jax_verdicts(spec, jax_backend, "float64", 4)) <= {"pass", "impl_defined"}
+
+    def one_ulp_up(outputs, case):
+        out = outputs[0].copy()
+        finite = np.isfinite(out) & (np.abs(out) < np.finfo(np.float64).max)
+        out[finite] = np.nextafter(out[finite], np.inf)
+        return [out]
+    assert "fail" in jax_verdicts(spec, jax_backend, "float64", 4, change=one_ulp_up)
+    x = np.array([0.1, 1e300]), np.array([0.2, 1e300])
+    assert run("map", *x, computation="add").tolist() == [0.1 + 0.2, 2e300]
+
+
+@pytest.mark.parametrize("dtype, lhs, rhs, computation, open_elements", [
+    ("float4_e2m1fn", [4.0, 2.0, 6.0], [4.0, 1.0, -6.0], "add", [True, False, False]),
+    ("float6_e3m2fn", [16.0, 2.0], [2.0, 0.5], "multiply", [True, False]),
+    ("float8_e8m0fnu", [1.0, 2.0, 4.0, 0.5], [0.5, 2.0, 4.0, 0.5], "add",
+     [True, False, False, False]),            # 1.5: the tie E8M0's rounding cannot break
+    ("float8_e8m0fnu", [2.0, 8.0], [2.0, 4.0], "subtract", [True, False]),   # 0: E8M0 has none
+])
+def test_map_results_a_narrow_type_cannot_hold_are_open(specs, dtype, lhs, rhs, computation,
+                                                        open_elements):
+    """As for Add, Sub and Mul: float4's 8 (past 6), float6 E3M2's 32 (past 28), E8M0's 0 and
+    its 1.5 tie are implementation-defined; the rest are judged."""
+    import dataclasses
+    from conform.dtypes import np_dtype
+    from conform.generators import generate_cases
+    from conform.oracles.expectations import expect
+    spec = specs["map"]
+    case = next(iter(generate_cases(spec, dtype, count=1, seed=0)))
+    inputs = [np.array(v, np_dtype(dtype)) for v in (lhs, rhs)]
+    case = dataclasses.replace(case, inputs=inputs, attrs={"computation": computation},
+                               expectation=None)
+    (answer,) = expect(spec, case)
+    impl = np.zeros(len(lhs), bool) if answer.impl_mask is None else answer.impl_mask
+    assert impl.tolist() == open_elements

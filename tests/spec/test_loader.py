@@ -121,6 +121,15 @@ BAD_SPECS = [
     (("int: [-10000, 10000]", "int: [0.5, 3]"), 8, "values.int.0", "whole-number ends"),
     (("values: {float:", "input_values: {lsh: {float: [0, 1]}}\nvalues: {float:"), 8,
      "input_values.lsh", "'lsh' names no input"),
+    # a range of one dtype's own (spec/_runnable.py _check_ranges): a dtype the input is drawn in
+    (("values: {float: [-100, 100]", "values: {float8_e8m0fnu: [1, 2], float: [-100, 100]"), 8,
+     "values.float8_e8m0fnu", "'float8_e8m0fnu' is no dtype the input is drawn in"),
+    (("values: {float: [-100, 100]", "values: {float32: [1.0e+6, 1.0e+7], float: [1.0e+6, 1.0e+7]"),
+     8, "values.float", "no float16 value lies in it"),
+    (("values: {float: [-100, 100]", "values: {float16: [1.0e+6, 1.0e+7], float: [-100, 100]"),
+     8, "values.float16", "no float16 value lies in it"),
+    (("values: {float: [-100, 100]", "values: {complex64: [0, 1], float: [-100, 100]"), 8,
+     "values", "'complex64' is not one of"),
     # an end in the type's width: int ranges only, the width alone (spec/_runnable.py range_end)
     (("int: [-10000, 10000]", 'int: [0, "bitz - 1"]'), 8, "values.int.1",
      "'bitz - 1' is not an expression in 'bits' alone"),
@@ -260,3 +269,19 @@ def test_an_int_range_may_end_at_the_types_width(tmp_path):
     spec = load_spec(path)
     assert [value_range(spec, "lhs", d) for d in ("int32", "int4", "uint64", "int2")] == \
         [(0, 31), (0, 3), (0, 63), (0, 1)]
+
+
+def test_a_dtypes_own_range_overrides_its_class_where_the_class_holds_none_of_it(tmp_path):
+    """clamp's min is drawn in [-10, 0], which float8_e8m0fnu (no zero, no sign) cannot hold:
+    its own range replaces the class's for that dtype only, and the class's is not checked
+    against it."""
+    from conform.generators._values import value_range
+    text = ADD.replace("dtypes: [float16,", "dtypes: [float8_e8m0fnu, float16,").replace(
+        "values: {float: [-100, 100]",
+        "input_values: {lhs: {float: [-10, 0], float8_e8m0fnu: [0.25, 1]}}\nvalues: {float: [-100, 100]")
+    spec = load_spec(_write(tmp_path, text))
+    assert value_range(spec, "lhs", "float8_e8m0fnu") == (0.25, 1)
+    assert value_range(spec, "lhs", "float16") == (-10, 0)
+    assert value_range(spec, "rhs", "float8_e8m0fnu") == (2.0 ** -127, 100)
+    with pytest.raises(SpecError, match="no float8_e8m0fnu value lies in it"):
+        load_spec(_write(tmp_path, text.replace(", float8_e8m0fnu: [0.25, 1]", "")))
