@@ -100,9 +100,6 @@ EXCEPTIONS = [
      "a complex product's parts are each a sum of two real products: the accumulation model "
      "and its bound are real-only, and a complex128 result needs a double-double complex "
      "reference: " + _NOT_YET),
-    (("batch_norm_grad", "batch_norm_inference", "batch_norm_training"), ("float64",),
-     "the batch-norm bounds are derived and checked for float16, bfloat16 and float32 "
-     "only: " + _NOT_YET),
     (("rng_uniform",), ("bool",),
      "RngUniform's text draws from [a, b) with a < b, which PRED does not order into a range; "
      "StableHLO allows it: its law on bool is to be stated first: " + _NOT_YET),
