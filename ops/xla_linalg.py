@@ -31,7 +31,8 @@ from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op, region
 from conform.ops._double_double import accurate_matmul
 from conform.ops._lowering import unsupported
-from conform.ops.contraction import dot_general_length, fitting_ints
+from conform.ops.complex_contraction import complex_contraction_bound
+from conform.ops.contraction import dot_general_length, fitting_ints, matmul_contraction
 
 # ---------------------------------------------------------------------------------------- Dot
 
@@ -56,11 +57,13 @@ def feed_dot(inputs, attrs, index):
 
 
 @op("dot", version=1, draw=draw_dot, feeding=feed_dot, accumulation_length=dot_general_length,
-    values=fitting_ints(dot_general_length))
+    values=fitting_ints(dot_general_length),
+    error_bound=complex_contraction_bound(matmul_contraction, dot_general_length))
 def oracle_dot(lhs, rhs):
     """Dot(lhs, rhs): the sum of products over lhs's last dimension (its second, or its only
-    one) and rhs's first: a scalar, a vector [m] or [n], or a matrix [m, n]."""
-    if lhs.dtype.kind != "f":
+    one) and rhs's first: a scalar, a vector [m] or [n], or a matrix [m, n] (complex operands:
+    each part's sum, ops/complex_contraction.py)."""
+    if lhs.dtype.kind not in "fc":
         return (np.asarray(np.dot(lhs, rhs)),)
     return (np.asarray(accurate_matmul(lhs, rhs)),)
 

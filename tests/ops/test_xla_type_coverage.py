@@ -96,10 +96,6 @@ EXCEPTIONS = [
      "float8_e8m0fnu has no zero, Reduce's and ReduceWindow's init value for Add, and a sum or "
      "product of its powers of two is mostly none: the text gives no result for one it cannot "
      "hold (as for add and multiply), a region to declare first: " + _NOT_YET),
-    (("dot", "dot_general", "conv", "conv_shorthand"), COMPLEX,
-     "a complex product's parts are each a sum of two real products: the accumulation model "
-     "and its bound are real-only, and a complex128 result needs a double-double complex "
-     "reference: " + _NOT_YET),
     (("rng_uniform",), ("bool",),
      "RngUniform's text draws from [a, b) with a < b, which PRED does not order into a range; "
      "StableHLO allows it: its law on bool is to be stated first: " + _NOT_YET),
