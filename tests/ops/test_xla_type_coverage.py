@@ -44,8 +44,7 @@ EXCEPTIONS = [
      "holds no value at or below 0 (positive powers of two only): a range per type, which a "
      "spec's input_values cannot give: " + _NOT_YET),
     (("cholesky", "triangular_solve",
-      "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "rng_normal",
-      "rng_uniform"),
+      "batch_norm_grad", "batch_norm_inference", "batch_norm_training"),
      NARROW_FLOATS,
      "a float8 or float4 result of these needs its bound (the float64 reference rounded to the "
      "type, the ulp of a 2- to 4-bit significand; the unary functions' is "
@@ -96,9 +95,6 @@ EXCEPTIONS = [
      "float8_e8m0fnu has no zero, Reduce's and ReduceWindow's init value for Add, and a sum or "
      "product of its powers of two is mostly none: the text gives no result for one it cannot "
      "hold (as for add and multiply), a region to declare first: " + _NOT_YET),
-    (("rng_uniform",), ("bool",),
-     "RngUniform's text draws from [a, b) with a < b, which PRED does not order into a range; "
-     "StableHLO allows it: its law on bool is to be stated first: " + _NOT_YET),
 ]
 
 
