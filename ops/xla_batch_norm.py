@@ -26,6 +26,7 @@ from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op
 from conform.ops._batch_norm_exact import Refiner, all_float64, feature_rows, population_statistics
 from conform.ops.onnx_normalization import _float32, _judged_where, _stage_one_bound
+from conform.ops.narrow_floats import admitting_wider_evaluation, xla_cpu_six_bit_refusal
 from conform.ops.onnx_softmax import grown
 
 
@@ -223,11 +224,17 @@ def _feed(inputs, attrs, index):
     return [row] + params
 
 
+def lax_batch_norm_refuses(inputs, attrs):
+    """The 6-bit float types, refused before tracing (ops/narrow_floats.py)."""
+    return xla_cpu_six_bit_refusal(inputs, "batch normalisation")
+
+
 _HOOKS = dict(draw=draw_batch_norm, draw_honours=frozenset({"min_rank", "max_rank", "attrs"}),
-              lax=lax_batch_norm)
+              lax=lax_batch_norm, lax_refuses=lax_batch_norm_refuses)
 
 
-@op("batch_norm_inference", version=1, error_bound=inference_bound,
+@op("batch_norm_inference", version=1,
+    error_bound=admitting_wider_evaluation(inference_bound),
     numpy=numpy_batch_norm_inference,
     feeding=lambda inputs, attrs, index: [inputs[0][tuple(index)].reshape(1)] + _feed(
         inputs, attrs, index)[1:], **_HOOKS)
@@ -250,7 +257,8 @@ def oracle_batch_norm_inference(x, scale, offset, mean, variance, *, epsilon, fe
     return refiner.outputs()
 
 
-@op("batch_norm_training", version=1, error_bound=training_bound,
+@op("batch_norm_training", version=1,
+    error_bound=admitting_wider_evaluation(training_bound),
     numpy=numpy_batch_norm_training, feeding=_feed, **_HOOKS)
 def oracle_batch_norm_training(x, scale, offset, *, epsilon, feature_index, dtypes=None):
     """BatchNormTraining: per feature l the mean and population variance over every other

@@ -37,9 +37,11 @@ from conform.op_registry import op
 from conform.ops._batch_norm_exact import Refiner, all_float64, feature_rows, q
 from conform.ops._double_double import accurate_sum
 from conform.ops.error_bounds import grown, reaches_max_finite, sum_gamma, underflow_term
+from conform.ops.narrow_floats import admitting_wider_evaluation
 from conform.ops.onnx_normalization import _float32
 from conform.ops.xla_batch_norm import (_judged_where, _per_feature, _rows, draw_batch_norm,
-                                        lax_batch_norm, rsqrt_relative, variance_total)
+                                        lax_batch_norm, lax_batch_norm_refuses, rsqrt_relative,
+                                        variance_total)
 
 
 def draw_batch_norm_grad(draw, kit, spec, dtype):
@@ -188,9 +190,11 @@ def feed_batch_norm_grad(inputs, attrs, index, output=0):
     return [rows[0], scale if output == 0 else None, mean, variance, rows[1]]
 
 
-@op("batch_norm_grad", version=1, error_bound=grad_bound, numpy=numpy_batch_norm_grad,
+@op("batch_norm_grad", version=1, error_bound=admitting_wider_evaluation(grad_bound),
+    numpy=numpy_batch_norm_grad,
     feeding=feed_batch_norm_grad, draw=draw_batch_norm_grad,
-    draw_honours=frozenset({"min_rank", "max_rank", "attrs"}), lax=lax_batch_norm)
+    draw_honours=frozenset({"min_rank", "max_rank", "attrs"}), lax=lax_batch_norm,
+    lax_refuses=lax_batch_norm_refuses)
 def oracle_batch_norm_grad(x, scale, mean, variance, grad_output, *, epsilon, feature_index,
                            dtypes=None):
     """BatchNormGrad: (grad_operand, grad_scale, grad_offset) by the text's formulas, c_l and

@@ -48,6 +48,8 @@ from conform.op_registry import op, region
 from conform.ops._double_double import accurate_matmul
 from conform.ops._lowering import unsupported
 from conform.ops.complex_contraction import complex_contraction_bound
+from conform.ops.error_bounds import gamma
+from conform.ops.narrow_floats import xla_cpu_six_bit_refusal
 from conform.ops.contraction import dot_general_length, fitting_ints, matmul_contraction
 
 # ---------------------------------------------------------------------------------------- Dot
@@ -122,21 +124,17 @@ def _with_triangle(a: np.ndarray, values: np.ndarray, lower: bool) -> np.ndarray
     return np.where(mask, values.astype(a.dtype), a)
 
 
-def _gamma(n, u):
-    return n * u / (1 - n * u)
-
-
 def _cholesky_gamma(n, u, complex_: bool):
     """Theorem 10.3's constant: ``|dA| <= c |R^*||R|`` with ``c = gamma_(n+1)``; complex (the
     module docstring), each part of each step a real recurrence of twice the products, joined in
     the modulus: ``sqrt(2) gamma_(2n+1)``."""
-    return math.sqrt(2) * _gamma(2 * n + 1, u) if complex_ else _gamma(n + 1, u)
+    return math.sqrt(2) * gamma(2 * n + 1, u) if complex_ else gamma(n + 1, u)
 
 
 def _substitution_gamma(n, u, complex_: bool):
     """Theorem 8.5's constant: ``|dT| <= c |T|`` with ``c = gamma_n``; complex (the module
     docstring), ``gamma_(max(2n + 1, n + 8))``."""
-    return _gamma(max(2 * n + 1, n + 8), u) if complex_ else _gamma(n, u)
+    return gamma(max(2 * n + 1, n + 8), u) if complex_ else gamma(n, u)
 
 
 def _matrix_draw(draw, kit, spec, dtype, *, side_b: bool):
@@ -365,6 +363,14 @@ def _parts(v: np.ndarray) -> list:
     return [np.abs(v.real), np.abs(v.imag)] if np.iscomplexobj(v) else [np.abs(v)]
 
 
+def lax_triangular_solve_refuses(inputs, attrs):
+    """The 6-bit float types are refused before tracing (ops/narrow_floats.py): XLA:CPU
+    compiles no division in them and aborts the process on the unit diagonal's constant
+    ('xla/literal.cc: Unhandled primitive type F6E2M3FN'), a crash per case."""
+    reason = xla_cpu_six_bit_refusal(inputs, "TriangularSolve")
+    return reason and reason + "; it aborts on a constant of the type ('Unhandled primitive type', xla/literal.cc)"
+
+
 def lax_triangular_solve(lax, attrs):
     """``lax.linalg.triangular_solve`` with XLA's attributes (ADJOINT: transpose and conjugate)."""
     transpose = attrs["transpose_a"]
@@ -399,7 +405,8 @@ def feed_triangular_solve(inputs, attrs, index):
 @op("triangular_solve", version=1, draw=lambda draw, kit, spec, dtype: _matrix_draw(
         draw, kit, spec, dtype, side_b=True),
     draw_honours=frozenset({"attrs"}), values=values_triangular_solve,
-    error_bound=triangular_solve_bound, lax=lax_triangular_solve, feeding=feed_triangular_solve)
+    error_bound=triangular_solve_bound, lax=lax_triangular_solve,
+    lax_refuses=lax_triangular_solve_refuses, feeding=feed_triangular_solve)
 def oracle_triangular_solve(a, b, *, left_side, lower, unit_diagonal, transpose_a):
     """TriangularSolve: x with op(a) x = b (left_side) or x op(a) = b, op(a) = a, a^T or its
     conjugate transpose, reading only a's ``lower`` (or upper) triangle, its diagonal taken as

@@ -43,13 +43,6 @@ EXCEPTIONS = [
      "clamp's draw puts min in [-10, 0] and max in [0, 10] for every type, and float8_e8m0fnu "
      "holds no value at or below 0 (positive powers of two only): a range per type, which a "
      "spec's input_values cannot give: " + _NOT_YET),
-    (("cholesky", "triangular_solve",
-      "batch_norm_grad", "batch_norm_inference", "batch_norm_training"),
-     NARROW_FLOATS,
-     "a float8 or float4 result of these needs its bound (the float64 reference rounded to the "
-     "type, the ulp of a 2- to 4-bit significand; the unary functions' is "
-     "ops/narrow_floats.py narrow_ulp_bound) and its cases (binary ops: no every-value case), "
-     "per op: " + _NOT_YET),
     (("atan2",),
      COMPLEX,
      "complex operands need a complex error bound per op (issue 36 item 4): " + _NOT_YET),
