@@ -43,7 +43,8 @@ def _rational_pair(value) -> tuple[float, float]:
 
 
 class Refiner:
-    """Collects per-element ``(hi, lo)`` for outputs computed first in float64 (``fast``)."""
+    """Per-element ``(hi, lo)`` of outputs computed first in float64 (``fast``), replaced where
+    a finer value is given; a zero keeps the fast value's sign (a rational or a ball has none)."""
 
     def __init__(self, *fast: np.ndarray):
         self.hi = [np.array(f, np.float64) for f in fast]
@@ -67,16 +68,15 @@ class Refiner:
         self.hi[k][index], self.lo[k][index] = hi, lo
 
     def outputs(self) -> tuple:
+        """Each output as a :class:`~conform.ops.multiprecision.Refined` ``hi + lo``."""
         return tuple(with_residual(h, lo) for h, lo in zip(self.hi, self.lo))
 
 
 def feature_rows(x: np.ndarray, feature: int) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, indices)``: each feature's values as a row, and each value's index in ``x``."""
     indices = np.moveaxis(np.indices(x.shape), 0, -1)
-    move = lambda a: np.moveaxis(a, feature, 0).reshape(x.shape[feature], -1)   # noqa: E731
-    rows = move(x)
-    positions = np.moveaxis(indices, feature, 0).reshape(x.shape[feature], -1, x.ndim)
-    return rows, positions
+    rows = np.moveaxis(x, feature, 0).reshape(x.shape[feature], -1)
+    return rows, np.moveaxis(indices, feature, 0).reshape(x.shape[feature], -1, x.ndim)
 
 
 def population_statistics(row: np.ndarray):
