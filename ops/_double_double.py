@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from conform.dtypes import complex_array
 from conform.ops._exact import two_product as _two_product
 from conform.ops._exact import two_sum as _two_sum
 
@@ -114,20 +115,47 @@ def accurate_sum(x: np.ndarray, axis=None, *, keepdims: bool = False, divisor=1)
 
 
 def accurate_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.matmul(a, b)`` of float64 operands (batch dimensions broadcast, a 1-D operand promoted
-    and its dimension removed), each dot product from a double-double sum of exact products.
+    """``np.matmul(a, b)`` of float64 (or complex128) operands (batch dimensions broadcast, a 1-D
+    operand promoted and its dimension removed), each dot product from a double-double sum of
+    exact products (of a complex one, each part's: :func:`complex_sum_of_products`).
 
     >>> accurate_matmul(np.array([[1e16, 1.0, -1e16]]), np.array([[1.0], [1.0], [1.0]])).tolist()
     [[1.0]]
+    >>> accurate_matmul(np.array([1e16j, 1.0, -1e16j]), np.array([1j, 1.0, 1j])).tolist()
+    (1+0j)
     """
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    complex_ = np.iscomplexobj(a) or np.iscomplexobj(b)
+    kind = np.complex128 if complex_ else np.float64
+    a, b = np.asarray(a, kind), np.asarray(b, kind)
     squeeze = []
     if a.ndim == 1:
         a, squeeze = a[None, :], squeeze + [-2]
     if b.ndim == 1:
         b, squeeze = b[:, None], squeeze + [-1]
-    out = sum_of_products([a[..., :, :, None], b[..., None, :, :]], [-2])
+    if complex_:
+        out = complex_sum_of_products(a[..., :, :, None], b[..., None, :, :], [-2])
+    else:
+        out = sum_of_products([a[..., :, :, None], b[..., None, :, :]], [-2])
     return np.squeeze(out, axis=tuple(squeeze)) if squeeze else out
 
 
-__all__ = ["accurate_matmul", "accurate_sum", "sum_of_products"]
+def complex_sum_of_products(lhs: np.ndarray, rhs: np.ndarray, axes) -> np.ndarray:
+    """``sum over axes of lhs * rhs`` (broadcast together) of complex operands by complex
+    multiplication and addition: each part a real sum of ``2n`` products, ``sum(re a re b -
+    im a im b)`` and ``sum(re a im b + im a re b)``, taken as :func:`sum_of_products` takes one.
+
+    >>> complex_sum_of_products(np.array([1e16j, 1j, -1e16j]), np.array([1j, 1 + 1j, 1j]),
+    ...                         [0]).tolist()
+    (-1+1j)
+    """
+    lhs, rhs = np.broadcast_arrays(np.asarray(lhs, np.complex128), np.asarray(rhs, np.complex128))
+    # a new axis 0 holds each part's two kinds of products, summed with the others
+    summed = [a if a < 0 else a + 1 for a in axes] + [0]
+    real = sum_of_products([np.stack([lhs.real, -lhs.imag]), np.stack([rhs.real, rhs.imag])],
+                           summed)
+    imag = sum_of_products([np.stack([lhs.real, lhs.imag]), np.stack([rhs.imag, rhs.real])],
+                           summed)
+    return complex_array(real, imag)
+
+
+__all__ = ["accurate_matmul", "accurate_sum", "complex_sum_of_products", "sum_of_products"]

@@ -10,7 +10,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from conform.dtypes import dtype_name, int_info, is_integer
 from conform.op_registry import op
-from conform.ops._double_double import accurate_matmul, sum_of_products
+from conform.ops._double_double import accurate_matmul, complex_sum_of_products, sum_of_products
+from conform.ops.complex_contraction import complex_contraction_bound
 from conform.ops._lowering import unsupported
 from conform.ops.movement import mismatched_shapes
 from conform.ops.onnx_pooling import axis_pads
@@ -95,13 +96,19 @@ def numpy_dot_general(lhs, rhs):
     return (np.matmul(lhs, rhs),)
 
 
+def matmul_contraction(lhs, rhs, attrs):
+    """A real Dot or DotGeneral (matmul) of float64 operands, for the complex bound."""
+    return accurate_matmul(lhs, rhs)
+
+
 @op("dot_general", version=1, draw=draw_dot_general, feeding=feed_dot_general,
     accumulation_length=dot_general_length, values=fitting_ints(dot_general_length),
-    lax=lax_dot_general,
-    numpy=numpy_dot_general)
+    lax=lax_dot_general, numpy=numpy_dot_general,
+    error_bound=complex_contraction_bound(matmul_contraction, dot_general_length))
 def oracle_dot_general(lhs, rhs):
-    """DotGeneral as batched matmul: out[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]."""
-    if lhs.dtype.kind != "f":
+    """DotGeneral as batched matmul: out[b..., m, n] = sum_k lhs[b..., m, k] * rhs[b..., k, n]
+    (complex operands: each part's sum, ops/complex_contraction.py)."""
+    if lhs.dtype.kind not in "fc":
         return (np.einsum("...mk,...kn->...mn", lhs, rhs),)
     return (accurate_matmul(lhs, rhs),)
 
@@ -212,7 +219,7 @@ def numpy_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
     """The numpy backend: ``np.einsum`` over the windows in lhs's type (a negative padding
     crops, as the text says; NumPy's einsum has no loop of ml_dtypes' types, bfloat16, float8
     and the sub-byte ones: unsupported)."""
-    if lhs.dtype.kind not in "fiub" or lhs.dtype.type.__module__ != "numpy":
+    if lhs.dtype.kind not in "fiubc" or lhs.dtype.type.__module__ != "numpy":
         raise unsupported(f"NumPy's einsum has no {lhs.dtype} loop")
     padded = _pad_or_crop(lhs, padding)
     windows = conv_windows(padded, rhs.shape[2:], window_strides, rhs_dilation)
@@ -235,11 +242,17 @@ def boundaries_conv(kit, spec, dtype):
             for height, pad, stride in CONV_BOUNDARIES]
 
 
+def conv_contraction(lhs, rhs, attrs):
+    """A real ConvWithGeneralPadding of float64 operands, for the complex bound."""
+    return oracle_conv(lhs, rhs, **attrs)[0]
+
+
 @op("conv", version=1, draw=draw_conv, feeding=feed_conv, onnx=onnx_conv, nnef=nnef_conv, boundaries=boundaries_conv,
     from_onnx=from_onnx_conv,
     onnx_shape_dependent=True,
     lax=lax_conv, numpy=numpy_conv, accumulation_length=conv_length,
-    values=fitting_ints(conv_length))
+    values=fitting_ints(conv_length),
+    error_bound=complex_contraction_bound(conv_contraction, conv_length))
 def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
     """2-D ConvGeneralDilated, NCHW x OIHW -> NCHW (cross-correlation, no kernel flip).
 
@@ -247,9 +260,10 @@ def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
 
     Integers are summed exactly (uint64 modulo 2**64, as widened: the spec's int_overflow
     region covers a sum past the type); PRED operands (StableHLO: add is OR, multiply AND)
-    give true where some product is true.
+    give true where some product is true; complex operands each part's sum
+    (ops/complex_contraction.py).
     """
-    floating = lhs.dtype.kind == "f"
+    floating = lhs.dtype.kind in "fc"
     exact = np.uint64 if lhs.dtype == np.uint64 else np.int64
     padded = _pad_or_crop(lhs if floating else lhs.astype(exact), padding)
     windows = conv_windows(padded, rhs.shape[2:], window_strides, rhs_dilation)
@@ -258,6 +272,8 @@ def oracle_conv(lhs, rhs, *, window_strides, padding, rhs_dilation):
         return (total > 0 if lhs.dtype == np.bool_ else total,)
     # the grid (n, o, y, x, c, i, j), summed over c, i, j
     patches = windows.transpose(0, 2, 3, 1, 4, 5)[:, None]
+    if lhs.dtype.kind == "c":
+        return (complex_sum_of_products(patches, rhs[None, :, None, None], [-3, -2, -1]),)
     return (sum_of_products([patches, rhs[None, :, None, None]], [-3, -2, -1]),)
 
 

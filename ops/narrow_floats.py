@@ -22,9 +22,11 @@ the judge reads it so (docs/error-models.md): those have no region here.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS, round_to_format
+from conform.dtypes import FLOAT_FORMATS, dtype_name, round_to_format
 from conform.op_registry import region
 from conform.ops.regions import RegionContext
 
@@ -113,3 +115,57 @@ def no_additive_identity(ctx: RegionContext) -> np.ndarray:
 
 no_additive_identity.only_dtypes = frozenset(
     name for name, fmt in FLOAT_FORMATS.items() if not fmt.has_zero)
+
+
+def xla_cpu_six_bit_refusal(inputs, op_name: str) -> str | None:
+    """A ``lax_refuses`` reason for an operand of a 6-bit float type (float6_e2m3fn,
+    float6_e3m2fn), None for another: XLA:CPU does not legalize arithmetic in them (a
+    composite op's rsqrt, divf, addf: 'failed to legalize operation ... that was explicitly
+    marked illegal'), so refusing before tracing spares each case a failed compilation."""
+    dtype = dtype_name(inputs[0].dtype)
+    if not dtype.startswith("float6_"):
+        return None
+    return (f"{op_name} in {dtype}: XLA:CPU does not legalize the arithmetic of its evaluation "
+            "(math.rsqrt, arith.divf, arith.addf) for the 6-bit float types ('failed to "
+            "legalize operation ... that was explicitly marked illegal')")
+
+
+def wider_type(dtype: str) -> str:
+    """The type a float of at most 8 bits is evaluated in when not in itself: float16, which
+    holds all of its values, or float32 for float8_e8m0fnu (2**-127 to 2**127)."""
+    fmt, half = FLOAT_FORMATS[dtype], FLOAT_FORMATS["float16"]
+    holds = fmt.max_finite <= half.max_finite and fmt.min_subnormal >= half.min_subnormal
+    return "float16" if holds else "float32"
+
+
+def admitting_wider_evaluation(hook):
+    """A ``derived`` ``error_bound`` hook that bounds an evaluation in the operand type T (its
+    ``dtypes[0]``), extended for a float T of at most 8 bits to also admit an evaluation in a
+    wider type W (:func:`wider_type`) rounded once into T, as narrow_ulp_bound's reasoning
+    does: per element the larger of the two bounds, the wider one ``B_W + ulp_T(|f| + B_W) /
+    2`` (the value computed in W, within B_W of the exact f, rounded to nearest in T: half an
+    ULP of T where it lies, at most at ``|f| + B_W``). NaN (unbounded) where either is, and
+    everywhere in a type without zero and sign (float8_e8m0fnu): a formula's differences (x -
+    mean) are zero or negative there for most inputs, which the type cannot hold, so its
+    evaluation in T has no value the text gives."""
+    @functools.wraps(hook)   # (its signature too: a ``subnormals`` keyword is seen)
+    def bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes, **more):
+        in_t = hook(inputs, attrs, outputs, out_dtype=out_dtype, u=u, constants=constants,
+                    dtypes=dtypes, **more)
+        fmt = FLOAT_FORMATS.get(dtypes[0])
+        if fmt is None or fmt.bits > 8:
+            return in_t
+        if not fmt.has_zero:
+            return tuple(np.full(np.shape(f), np.nan) for f in outputs)
+        wide = wider_type(dtypes[0])
+        in_w = hook(inputs, attrs, outputs, out_dtype=wide, u=FLOAT_FORMATS[wide].unit_roundoff,
+                    constants=constants, dtypes=(wide,) * len(dtypes), **more)
+        joined = []
+        for t, w, f in zip(in_t, in_w, outputs):
+            with np.errstate(invalid="ignore", over="ignore"):
+                reach = np.abs(np.asarray(f, np.float64)) + w
+                exponent = np.frexp(np.where(np.isfinite(reach), reach, 0.0))[1] - 1
+                ulp = np.ldexp(1.0, np.maximum(exponent, fmt.emin) - fmt.precision + 1)
+                joined.append(np.maximum(t, w + ulp / 2))
+        return tuple(joined)
+    return bound

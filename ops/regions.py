@@ -270,10 +270,11 @@ def padding_times_nonfinite(ctx: RegionContext) -> np.ndarray:
     """Convolution outputs where a padded position meets an infinite or NaN kernel weight.
 
     Padding is described as zeros; whether ``0 * inf`` there contributes NaN (IEEE arithmetic on
-    materialised zeros) or nothing (padding treated as absent) is not specified.
+    materialised zeros) or nothing (padding treated as absent) is not specified (a complex
+    weight: one with an infinite or NaN part).
     """
     lhs, rhs = ctx.inputs
-    if not floating(lhs):
+    if not (floating(lhs) or np.iscomplexobj(lhs)):
         return ctx.none()
     nonfinite = (~np.isfinite(rhs)).astype(np.float64)
     inside = ctx.float_oracle([np.ones(lhs.shape), nonfinite])     # padded zeros contribute 0

@@ -24,7 +24,9 @@ import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op
+from conform.ops._batch_norm_exact import Refiner, all_float64, feature_rows, population_statistics
 from conform.ops.onnx_normalization import _float32, _judged_where, _stage_one_bound
+from conform.ops.narrow_floats import admitting_wider_evaluation, xla_cpu_six_bit_refusal
 from conform.ops.onnx_softmax import grown
 
 
@@ -79,13 +81,15 @@ def rsqrt_relative(total, total_error, u, rsqrt_ulp):
     return 1 / np.sqrt(total), inv_relative, relative
 
 
-def _output_bound(d, e, total, total_error, scale, y, dtype, rsqrt_ulp):
+def _output_bound(d, e, total, total_error, scale, y, dtype, rsqrt_ulp, operands_finite):
     """|error| of ``d^ * r^ * scale + offset`` in T: ``d^`` off by ``e``, ``total = var +
     epsilon`` off by ``total_error`` before its reciprocal square root ``r`` (within ``2 *
     rsqrt_ulp`` u, which also covers a square root and a division), two products in any order
     and the final addition (one rounding each, or half a smallest subnormal below the normal
     range). NaN where the evaluation bounds nothing (an intermediate overflows T or, in some order
-    of the products, falls below its normal range, or ``total`` is within its error of zero)."""
+    of the products, falls below its normal range, or ``total`` is within its error of zero).
+    ``operands_finite``: where x and the mean are finite (an exact d beyond float64, which a
+    float64 T gives, is then an overflow, not an infinite operand)."""
     fmt = FLOAT_FORMATS[dtype]
     u, half = fmt.unit_roundoff, fmt.min_subnormal / 2
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -105,7 +109,7 @@ def _output_bound(d, e, total, total_error, scale, y, dtype, rsqrt_ulp):
         below = np.zeros(np.shape(d * r * scale), bool)
         for value in [exact[0]] + [exact[one] * exact[two] for one, two in ((0, 1), (0, 2), (1, 2))]:
             below = below | ((value > 0) & (value < fmt.min_normal))
-        finite = np.isfinite(d * r * scale)
+        finite = operands_finite & np.isfinite(r) & np.isfinite(scale)
     unbounded = np.isfinite(total) & ~(relative < 1) | (finite & overflow) | below
     return bound, unbounded
 
@@ -121,7 +125,8 @@ def inference_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
     d = x - _per_feature(mean, rank, feature)
     e = fmt.unit_roundoff * np.abs(d) + fmt.min_subnormal / 2
     bound, unbounded = _output_bound(d, e, total, total_error, _per_feature(scale, rank, feature),
-                                     outputs[0], dtypes[0], constants["rsqrt_ulp"])
+                                     outputs[0], dtypes[0], constants["rsqrt_ulp"],
+                                     np.isfinite(x) & np.isfinite(_per_feature(mean, rank, feature)))
     return (_judged_where(bound, outputs[0], unbounded),)
 
 
@@ -144,7 +149,8 @@ def training_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
     m_error = _per_feature(mean_error, rank, feature)
     e = m_error + fmt.unit_roundoff * (np.abs(d) + m_error) + fmt.min_subnormal / 2
     bound, unbounded = _output_bound(d, e, total, total_error, _per_feature(scale, rank, feature),
-                                     outputs[0], dtype, constants["rsqrt_ulp"])
+                                     outputs[0], dtype, constants["rsqrt_ulp"],
+                                     np.isfinite(x) & np.isfinite(_per_feature(mean, rank, feature)))
     stats_unbounded = one.unbounded.ravel()
     unbounded = unbounded | _per_feature(stats_unbounded, rank, feature)
     return (_judged_where(bound, outputs[0], unbounded),
@@ -218,28 +224,65 @@ def _feed(inputs, attrs, index):
     return [row] + params
 
 
+def lax_batch_norm_refuses(inputs, attrs):
+    """The 6-bit float types, refused before tracing (ops/narrow_floats.py)."""
+    return xla_cpu_six_bit_refusal(inputs, "batch normalisation")
+
+
 _HOOKS = dict(draw=draw_batch_norm, draw_honours=frozenset({"min_rank", "max_rank", "attrs"}),
-              lax=lax_batch_norm)
+              lax=lax_batch_norm, lax_refuses=lax_batch_norm_refuses)
 
 
-@op("batch_norm_inference", version=1, error_bound=inference_bound,
+@op("batch_norm_inference", version=1,
+    error_bound=admitting_wider_evaluation(inference_bound),
     numpy=numpy_batch_norm_inference,
     feeding=lambda inputs, attrs, index: [inputs[0][tuple(index)].reshape(1)] + _feed(
         inputs, attrs, index)[1:], **_HOOKS)
-def oracle_batch_norm_inference(x, scale, offset, mean, variance, *, epsilon, feature_index):
+def oracle_batch_norm_inference(x, scale, offset, mean, variance, *, epsilon, feature_index,
+                                dtypes=None):
     """BatchNormInference: scale_l (x - mean_l) / sqrt(variance_l + epsilon) + offset_l with the
-    given mean and variance, l the element's index along ``feature_index``."""
-    return (_normalized(x, scale, offset, mean, variance, epsilon, feature_index),)
+    given mean and variance, l the element's index along ``feature_index`` (float64 operands:
+    beyond float64, ops/_batch_norm_exact.py)."""
+    fast = _normalized(x, scale, offset, mean, variance, epsilon, feature_index)
+    if not all_float64(dtypes):
+        return (fast,)
+    from flint import arb
+    eps = _float32(epsilon)
+    per = [np.broadcast_to(_per_feature(v, x.ndim, feature_index), x.shape)
+           for v in (scale, offset, mean, variance)]
+    refiner = Refiner(fast)
+    refiner.arb_rows(0, list(np.ndindex(x.shape)),
+                     lambda x, s, o, m, v: s * (x - m) / (v + arb(eps)).sqrt() + o,
+                     np.stack([x] + per, axis=-1).reshape(-1, 5).tolist())
+    return refiner.outputs()
 
 
-@op("batch_norm_training", version=1, error_bound=training_bound,
+@op("batch_norm_training", version=1,
+    error_bound=admitting_wider_evaluation(training_bound),
     numpy=numpy_batch_norm_training, feeding=_feed, **_HOOKS)
-def oracle_batch_norm_training(x, scale, offset, *, epsilon, feature_index):
+def oracle_batch_norm_training(x, scale, offset, *, epsilon, feature_index, dtypes=None):
     """BatchNormTraining: per feature l the mean and population variance over every other
     dimension, then scale_l (x - mean_l) / sqrt(var_l + epsilon) + offset_l; returns
-    (output, batch_mean, batch_var)."""
+    (output, batch_mean, batch_var) (float64 operands: beyond float64,
+    ops/_batch_norm_exact.py)."""
     rows = _rows(x, feature_index)
     mean = rows.mean(axis=1)
     var = ((rows - mean[:, None]) ** 2).mean(axis=1)
-    return (_normalized(x, scale, offset, mean, var, epsilon, feature_index), mean, var)
+    fast = (_normalized(x, scale, offset, mean, var, epsilon, feature_index), mean, var)
+    if not all_float64(dtypes):
+        return fast
+    from flint import arb
+    eps, refiner = _float32(epsilon), Refiner(*fast)
+    rows, positions = feature_rows(x, feature_index)
+    for feature, row in enumerate(rows):
+        if not (row.size and np.isfinite(row).all()):
+            continue
+        exact_mean, exact_var = population_statistics(row)
+        refiner.rational(1, feature, exact_mean)
+        refiner.rational(2, feature, exact_var)
+        refiner.arb_rows(
+            0, [tuple(p) for p in positions[feature]],
+            lambda x, s, o: s * (x - arb(exact_mean)) / (arb(exact_var) + arb(eps)).sqrt() + o,
+            [[v, scale[feature], offset[feature]] for v in row.tolist()])
+    return refiner.outputs()
 

@@ -34,11 +34,14 @@ import numpy as np
 
 from conform.dtypes import FLOAT_FORMATS
 from conform.op_registry import op
+from conform.ops._batch_norm_exact import Refiner, all_float64, feature_rows, q
 from conform.ops._double_double import accurate_sum
 from conform.ops.error_bounds import grown, reaches_max_finite, sum_gamma, underflow_term
+from conform.ops.narrow_floats import admitting_wider_evaluation
 from conform.ops.onnx_normalization import _float32
 from conform.ops.xla_batch_norm import (_judged_where, _per_feature, _rows, draw_batch_norm,
-                                        lax_batch_norm, rsqrt_relative, variance_total)
+                                        lax_batch_norm, lax_batch_norm_refuses, rsqrt_relative,
+                                        variance_total)
 
 
 def draw_batch_norm_grad(draw, kit, spec, dtype):
@@ -138,9 +141,15 @@ def _bounds(x, scale, mean, variance, dy, attrs, dtype, rsqrt_ulp, subnormals):
     e, ee = f.seen(inner, e_mean + et3 + grown(2, f.u) * inner)
     operand_bound = f.mul3(per(scale), 0.0, r, er, e, ee)[1]
     overflow = [np.zeros(x.shape, bool), np.zeros(x.shape, bool)]
+    # the feature's inputs finite: a magnitude that is itself beyond float64 (a float64 T) is
+    # an overflow too, not an infinite input's
+    finite = np.all(_rows(np.isfinite(x) & np.isfinite(dy), feature), axis=1) \
+        & np.isfinite(scale) & np.isfinite(mean) & np.isfinite(variance)
     for k, peak in enumerate(f.peaks):   # an intermediate beyond T though the inputs are finite
         peak = per(peak) if np.shape(peak) == (x.shape[feature],) else peak
-        overflow[k >= shared] |= np.isfinite(peak) & reaches_max_finite(peak, dtype)
+        with np.errstate(invalid="ignore"):
+            beyond = reaches_max_finite(peak, dtype) | np.isnan(peak)
+        overflow[k >= shared] |= beyond & (np.isfinite(peak) | per(finite))
     feature_wide = overflow[0] | (np.isfinite(total) & ~(np.abs(total) > total_error))
     per_feature = np.any(_rows(np.broadcast_to(feature_wide, x.shape), feature), axis=1)
     unbounded = per(per_feature) | overflow[1]
@@ -181,12 +190,16 @@ def feed_batch_norm_grad(inputs, attrs, index, output=0):
     return [rows[0], scale if output == 0 else None, mean, variance, rows[1]]
 
 
-@op("batch_norm_grad", version=1, error_bound=grad_bound, numpy=numpy_batch_norm_grad,
+@op("batch_norm_grad", version=1, error_bound=admitting_wider_evaluation(grad_bound),
+    numpy=numpy_batch_norm_grad,
     feeding=feed_batch_norm_grad, draw=draw_batch_norm_grad,
-    draw_honours=frozenset({"min_rank", "max_rank", "attrs"}), lax=lax_batch_norm)
-def oracle_batch_norm_grad(x, scale, mean, variance, grad_output, *, epsilon, feature_index):
+    draw_honours=frozenset({"min_rank", "max_rank", "attrs"}), lax=lax_batch_norm,
+    lax_refuses=lax_batch_norm_refuses)
+def oracle_batch_norm_grad(x, scale, mean, variance, grad_output, *, epsilon, feature_index,
+                           dtypes=None):
     """BatchNormGrad: (grad_operand, grad_scale, grad_offset) by the text's formulas, c_l and
-    d_l the means of dy (x - mu) / (sigma2 + eps) and of dy; sums in double-double."""
+    d_l the means of dy (x - mu) / (sigma2 + eps) and of dy; sums in double-double (float64
+    operands: beyond float64, :func:`_exact_grad`)."""
     others = tuple(a for a in range(x.ndim) if a != feature_index)
     per = lambda v: _per_feature(v, x.ndim, feature_index)   # noqa: E731
     n, total = x.size // max(x.shape[feature_index], 1), variance + _float32(epsilon)
@@ -194,4 +207,35 @@ def oracle_batch_norm_grad(x, scale, mean, variance, grad_output, *, epsilon, fe
     c = accurate_sum(dy * d / per(total), axis=others) / n
     grad_offset = accurate_sum(dy, axis=others)
     grad_operand = per(scale) / np.sqrt(per(total)) * (dy - per(grad_offset / n) - per(c) * d)
-    return grad_operand, accurate_sum(dy * d / np.sqrt(per(total)), axis=others), grad_offset
+    fast = (grad_operand, accurate_sum(dy * d / np.sqrt(per(total)), axis=others), grad_offset)
+    if not all_float64(dtypes):
+        return fast
+    return _exact_grad(fast, x, scale, mean, variance, grad_output, _float32(epsilon),
+                       feature_index)
+
+
+def _exact_grad(fast, x, scale, mean, variance, grad_output, epsilon, feature):
+    """The formulas per feature in rationals but for the one reciprocal square root (an Arb
+    ball), where the feature's inputs are finite and ``variance + epsilon`` positive."""
+    from flint import arb
+    refiner = Refiner(*fast)
+    rows, positions = feature_rows(x, feature)
+    dy_rows, _ = feature_rows(grad_output, feature)
+    for l, (row, dy_row) in enumerate(zip(rows, dy_rows)):
+        values = np.concatenate([row, dy_row, [scale[l], mean[l], variance[l]]])
+        if not (row.size and np.isfinite(values).all()):
+            continue
+        total = q(variance[l]) + q(epsilon)
+        if total <= 0:
+            continue
+        dy = [q(v) for v in dy_row.tolist()]
+        sum_dy = sum(dy)
+        sum_dyd = sum(g * (q(v) - q(mean[l])) for g, v in zip(dy, row.tolist()))
+        mean_dy, c = sum_dy / len(dy), sum_dyd / total / len(dy)
+        refiner.rational(2, l, sum_dy)
+        refiner.arb_rows(1, [l], lambda: arb(sum_dyd) / arb(total).sqrt(), [[]])
+        refiner.arb_rows(0, [tuple(p) for p in positions[l]],
+                         lambda s, g, v, m: s * (g - arb(mean_dy) - arb(c) * (v - m))
+                         / arb(total).sqrt(),
+                         [[scale[l], g, v, mean[l]] for g, v in zip(dy_row.tolist(), row.tolist())])
+    return refiner.outputs()

@@ -20,6 +20,7 @@ padding.
 from __future__ import annotations
 
 from conform.op_registry import op
+from conform.ops.complex_contraction import complex_contraction_bound
 from conform.ops.contraction import (conv_length, draw_conv, feed_conv, fitting_ints, numpy_conv,
                                      oracle_conv)
 
@@ -73,7 +74,9 @@ def feed_conv_shorthand(inputs, attrs, index):
 
 @op("conv_shorthand", version=1, draw=draw_conv_shorthand, feeding=feed_conv_shorthand,
     lax=lax_conv_shorthand, numpy=numpy_conv_shorthand, accumulation_length=conv_length,
-    values=fitting_ints(conv_length))
+    values=fitting_ints(conv_length),
+    error_bound=complex_contraction_bound(
+        lambda lhs, rhs, attrs: oracle_conv_shorthand(lhs, rhs, **attrs)[0], conv_length))
 def oracle_conv_shorthand(lhs, rhs, *, window_strides, padding, rhs_dilation):
     """Conv with SAME or VALID: ConvWithGeneralPadding with the padding the shorthand names."""
     explicit = explicit_padding(rhs.shape, {"padding": padding, "rhs_dilation": rhs_dilation})

@@ -15,6 +15,22 @@ error results (N. J. Higham, *Accuracy and Stability of Numerical Algorithms*, 2
   ||dA||_F / ||A||_2`` and ``||R||_2 = ||A||_2**0.5``; every element's error is at most
   ``||dR||_F``.
 
+Complex operands (complex64, complex128; Hermitian positive definite for Cholesky, its read
+triangle's diagonal real), the same results with complex constants, the errors in the modulus:
+
+* Cholesky: each step is per part a real recurrence of twice the products (the diagonal's
+  ``a_ii - sum |r_ki|**2`` and its square root are real; an off-diagonal element's parts are
+  each a real sum of ``2(i - 1)`` products divided by the real ``r_ii``), so Lemma 8.4 gives
+  each part ``gamma_(2n+1)`` of its own sum of magnitudes, and joined in the modulus (each
+  term's two parts' magnitudes at most ``sqrt(2) |r_ki||r_kj|``) ``|dA| <= sqrt(2)
+  gamma_(2n+1) |R^*||R|``; the Frobenius and Sun's bounds follow as for reals (Sun's theorem,
+  BIT 31, 1991, is stated for Hermitian matrices).
+* TriangularSolve: a complex product is within ``sqrt(2) gamma_2 <= gamma_3`` of itself and a
+  complex sum within ``u`` (Higham Lemma 3.5), the division by ``t_ii`` within ``gamma_8``
+  (the textbook quotient, ``sqrt(2) gamma_4``, or a product by a reciprocal formed by the
+  textbook formula or Smith's), so Lemma 8.4's argument gives ``|dT| <= gamma_(max(2n + 1, n +
+  8)) |T|`` and the same normwise step.
+
 Where the denominator is not at least 1/2 the matrix is too ill-conditioned to judge: its bound
 is NaN, the region ``unbounded_evaluation``. The drawn matrices are diagonally dominant (well
 conditioned), so that rarely happens; the unread triangle keeps the value plan's values (NaN and
@@ -27,11 +43,14 @@ import math
 import mpmath
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import FLOAT_FORMATS, component_dtype
 from conform.op_registry import op, region
 from conform.ops._double_double import accurate_matmul
 from conform.ops._lowering import unsupported
-from conform.ops.contraction import dot_general_length, fitting_ints
+from conform.ops.complex_contraction import complex_contraction_bound
+from conform.ops.error_bounds import gamma
+from conform.ops.narrow_floats import xla_cpu_six_bit_refusal
+from conform.ops.contraction import dot_general_length, fitting_ints, matmul_contraction
 
 # ---------------------------------------------------------------------------------------- Dot
 
@@ -56,11 +75,13 @@ def feed_dot(inputs, attrs, index):
 
 
 @op("dot", version=1, draw=draw_dot, feeding=feed_dot, accumulation_length=dot_general_length,
-    values=fitting_ints(dot_general_length))
+    values=fitting_ints(dot_general_length),
+    error_bound=complex_contraction_bound(matmul_contraction, dot_general_length))
 def oracle_dot(lhs, rhs):
     """Dot(lhs, rhs): the sum of products over lhs's last dimension (its second, or its only
-    one) and rhs's first: a scalar, a vector [m] or [n], or a matrix [m, n]."""
-    if lhs.dtype.kind != "f":
+    one) and rhs's first: a scalar, a vector [m] or [n], or a matrix [m, n] (complex operands:
+    each part's sum, ops/complex_contraction.py)."""
+    if lhs.dtype.kind not in "fc":
         return (np.asarray(np.dot(lhs, rhs)),)
     return (np.asarray(accurate_matmul(lhs, rhs)),)
 
@@ -79,16 +100,20 @@ def _read_triangle(a: np.ndarray, lower: bool, unit_diagonal: bool = False) -> n
     return t
 
 
-def _dominant(rng, shape, *, symmetric: bool) -> np.ndarray:
-    """Diagonally dominant matrices of ``shape`` (..., n, n): off-diagonal elements in [-1, 1],
-    each diagonal element's magnitude one to two more than its row's other magnitudes (positive
-    for ``symmetric``, the Cholesky case: then positive definite by Gershgorin)."""
+def _dominant(rng, shape, *, symmetric: bool, complex_: bool = False) -> np.ndarray:
+    """Diagonally dominant matrices of ``shape`` (..., n, n): off-diagonal elements in [-1, 1]
+    (each part, ``complex_``), each diagonal element's magnitude one to two more than its row's
+    other magnitudes (positive for ``symmetric``, the Cholesky case: Hermitian with a real
+    diagonal, then positive definite by Gershgorin; else of either sign, or a random phase)."""
     off = rng.uniform(-1.0, 1.0, shape)
+    if complex_:
+        off = off + 1j * rng.uniform(-1.0, 1.0, shape)
     if symmetric:
-        off = np.tril(off, -1) + _swap(np.tril(off, -1))
+        off = np.tril(off, -1) + np.conj(_swap(np.tril(off, -1)))
     off = off - np.tril(np.triu(off))
     size = np.abs(off).sum(axis=-1) + rng.uniform(1.0, 2.0, shape[:-1])
-    sign = 1.0 if symmetric else rng.choice([-1.0, 1.0], shape[:-1])
+    sign = 1.0 if symmetric else np.exp(2j * np.pi * rng.random(shape[:-1])) if complex_ \
+        else rng.choice([-1.0, 1.0], shape[:-1])
     return off + np.eye(shape[-1]) * (sign * size)[..., None]
 
 
@@ -99,8 +124,17 @@ def _with_triangle(a: np.ndarray, values: np.ndarray, lower: bool) -> np.ndarray
     return np.where(mask, values.astype(a.dtype), a)
 
 
-def _gamma(n, u):
-    return n * u / (1 - n * u)
+def _cholesky_gamma(n, u, complex_: bool):
+    """Theorem 10.3's constant: ``|dA| <= c |R^*||R|`` with ``c = gamma_(n+1)``; complex (the
+    module docstring), each part of each step a real recurrence of twice the products, joined in
+    the modulus: ``sqrt(2) gamma_(2n+1)``."""
+    return math.sqrt(2) * gamma(2 * n + 1, u) if complex_ else gamma(n + 1, u)
+
+
+def _substitution_gamma(n, u, complex_: bool):
+    """Theorem 8.5's constant: ``|dT| <= c |T|`` with ``c = gamma_n``; complex (the module
+    docstring), ``gamma_(max(2n + 1, n + 8))``."""
+    return gamma(max(2 * n + 1, n + 8), u) if complex_ else gamma(n, u)
 
 
 def _matrix_draw(draw, kit, spec, dtype, *, side_b: bool):
@@ -124,30 +158,32 @@ def values_cholesky(rng, inputs, attrs):
     in eight the first matrix has a negative diagonal element instead (not positive definite:
     the text's implementation-defined case)."""
     (a,) = inputs
-    spd = _dominant(rng, a.shape, symmetric=True)
+    spd = _dominant(rng, a.shape, symmetric=True, complex_=np.iscomplexobj(a))
     if rng.random() < 1 / 8:
         spd[(0,) * (a.ndim - 2) + (0, 0)] *= -1
     return [_with_triangle(a, spd, attrs["lower"])]
 
 
 def _symmetric(a: np.ndarray, lower: bool) -> np.ndarray:
+    """The symmetric (complex: Hermitian) matrix the read triangle gives."""
     t = _read_triangle(a, lower)
-    return t + _swap(t) - np.tril(np.triu(t))
+    return t + np.conj(_swap(t)) - np.tril(np.triu(t))
 
 
 def _cholesky_lower(s: np.ndarray) -> np.ndarray:
-    """The lower Cholesky factor of each symmetric matrix of ``s``, at 113 bits (mpmath),
-    rounded to float64; NaN for a matrix that is not positive definite or not finite."""
-    out = np.full(s.shape, np.nan)
+    """The lower Cholesky factor of each symmetric (Hermitian) matrix of ``s``, at 113 bits
+    (mpmath), rounded to float64; NaN for a matrix that is not positive definite or not finite
+    (or, complex, whose diagonal as read is not real: not Hermitian)."""
+    out = np.full(s.shape, np.nan, s.dtype)
     with mpmath.mp.workprec(113):
         for index in np.ndindex(*s.shape[:-2]):
-            if not np.isfinite(s[index]).all():
+            if not np.isfinite(s[index]).all() or np.imag(np.diagonal(s[index])).any():
                 continue
             try:
                 factor = mpmath.cholesky(mpmath.matrix(s[index].tolist()))
             except ValueError:   # mpmath: "matrix is not positive-definite"
                 continue
-            out[index] = np.array(factor.tolist(), dtype=float)
+            out[index] = np.array(factor.tolist(), dtype=s.dtype)
     return out
 
 
@@ -156,14 +192,15 @@ def cholesky_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtypes):
     10.8); NaN where ``kappa_2(A) eps >= 1/2`` or the matrix is not positive definite."""
     s = _symmetric(inputs[0], attrs["lower"])
     n = s.shape[-1]
-    g = _gamma(n + 1, u)
+    g = _cholesky_gamma(n, u, np.iscomplexobj(s))
     bound = np.full(s.shape[:-2], np.nan)
     for index in np.ndindex(*s.shape[:-2]):
-        eigen = np.linalg.eigvalsh(s[index]) if np.isfinite(s[index]).all() else [-1.0]
+        hermitian = np.isfinite(s[index]).all() and not np.imag(np.diagonal(s[index])).any()
+        eigen = np.linalg.eigvalsh(s[index]) if hermitian else [-1.0]
         if eigen[0] <= 0:
             continue
         norm, kappa = eigen[-1], eigen[-1] / eigen[0]
-        eps = g * np.trace(s[index]) / ((1 - g) * norm)
+        eps = g * np.trace(s[index]).real / ((1 - g) * norm)
         if kappa * eps < 0.5:
             bound[index] = 2 ** -0.5 * kappa * eps / (1 - kappa * eps) * math.sqrt(norm)
     return (np.broadcast_to(bound[..., None, None], outputs[0].shape).copy(),)
@@ -179,13 +216,17 @@ def canonical_cholesky(outputs, case):
     return [np.where(kept, factor, np.zeros((), factor.dtype))]
 
 
+#: the element types of LAPACK's kernels (jax's CPU linear algebra, NumPy's linalg)
+_LAPACK_TYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
+
 def lax_cholesky_refuses(inputs, attrs):
-    """jax's CPU Cholesky is LAPACK potrf, float32 and float64 only: a 16-bit operand (which
-    the text allows) is refused before tracing, so that its pack of cases keeps one compilation
-    (a refusal while tracing splits the pack)."""
-    if inputs[0].dtype not in (np.float32, np.float64):
+    """jax's CPU Cholesky is LAPACK potrf, float32, float64, complex64 and complex128 only: a
+    16-bit operand (which the text allows) is refused before tracing, so that its pack of cases
+    keeps one compilation (a refusal while tracing splits the pack)."""
+    if inputs[0].dtype not in _LAPACK_TYPES:
         return (f"jax.lax.linalg.cholesky has no {inputs[0].dtype} kernel on this platform (the "
-                "CPU's LAPACK potrf: float32 and float64)")
+                "CPU's LAPACK potrf: float32, float64, complex64 and complex128)")
     return None
 
 
@@ -205,7 +246,7 @@ def lax_cholesky(lax, attrs):
 def numpy_cholesky(a, *, lower):
     """The numpy backend: ``np.linalg.cholesky`` in a's type, reading the lower triangle (or the
     upper one, ``upper=True``); NumPy's linalg has no 16-bit float types."""
-    if a.dtype not in (np.float32, np.float64):
+    if a.dtype not in _LAPACK_TYPES:
         raise unsupported(f"np.linalg.cholesky does not take {a.dtype}")
     return np.linalg.cholesky(a, upper=not lower)
 
@@ -218,11 +259,12 @@ def numpy_cholesky(a, *, lower):
     feeding=lambda inputs, attrs, index: [inputs[0][tuple(index[:-2])].ravel()])
 def oracle_cholesky(a, *, lower):
     """Cholesky(a, lower): l lower triangular with a = l l^T, or u upper triangular with
-    a = u^T u, reading only that triangle of a (each matrix of the batch); the other triangle of
+    a = u^T u (complex: l l^H and u^H u), reading only that triangle of a (each matrix of the
+    batch); the other triangle of
     the result is zero here (the text leaves it open: ``canonical_cholesky``); NaN for a matrix that is not
     symmetric positive definite (the region ``not_positive_definite``)."""
     factor = _cholesky_lower(_symmetric(a, lower))
-    return (factor if lower else _swap(factor),)
+    return (factor if lower else np.conj(_swap(factor)),)
 
 
 # ---------------------------------------------------------------------------- TriangularSolve
@@ -232,19 +274,23 @@ def values_triangular_solve(rng, inputs, attrs):
     nonzero values of magnitude outside [2**-10, 2**10] redrawn in [-4, 4] (zeros, NaN and
     infinities kept), so that most systems stay in the normal range and are judged."""
     a, b = inputs
-    t = _dominant(rng, a.shape, symmetric=False)
-    wide = b.astype(np.float64)
+    complex_ = np.iscomplexobj(a)
+    t = _dominant(rng, a.shape, symmetric=False, complex_=complex_)
+    wide = b.astype(np.complex128 if complex_ else np.float64)
+    redrawn = rng.uniform(-4.0, 4.0, b.shape) + (1j * rng.uniform(-4.0, 4.0, b.shape) if complex_ else 0)
     with np.errstate(invalid="ignore"):
         extreme = np.isfinite(wide) & (wide != 0) & ((np.abs(wide) < 2.0 ** -10)
                                                      | (np.abs(wide) > 2.0 ** 10))
-    b = np.where(extreme, rng.uniform(-4.0, 4.0, b.shape).astype(b.dtype), b)
+    b = np.where(extreme, redrawn.astype(b.dtype), b)
     return [_with_triangle(a, t, attrs["lower"]), b]
 
 
 def _system(a, b, attrs):
     """``(M, rhs, right)``: the system as ``M x = rhs`` (x * op(a) = b is op(a)^T x^T = b^T)."""
     t = _read_triangle(a, attrs["lower"], attrs["unit_diagonal"])
-    op_a = t if attrs["transpose_a"] == "NO_TRANSPOSE" else _swap(t)   # real: ADJOINT = TRANSPOSE
+    op_a = t if attrs["transpose_a"] == "NO_TRANSPOSE" else _swap(t)
+    if attrs["transpose_a"] == "ADJOINT":   # (of a real matrix, its transpose)
+        op_a = np.conj(op_a)
     if attrs["left_side"]:
         return op_a, b, False
     return _swap(op_a), _swap(b), True
@@ -255,7 +301,8 @@ def _substitute(m: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     lower ``m``, backward for an upper one): each unknown from the unknowns before it only."""
     n = m.shape[-1]
     lower = not np.triu(m, 1).any()
-    y = np.zeros(np.broadcast_shapes(m.shape[:-2], rhs.shape[:-2]) + rhs.shape[-2:])
+    y = np.zeros(np.broadcast_shapes(m.shape[:-2], rhs.shape[:-2]) + rhs.shape[-2:],
+                 np.result_type(m, rhs))
     with np.errstate(all="ignore"):
         for i in (range(n) if lower else range(n - 1, -1, -1)):
             known = np.einsum("...k,...kc->...c", m[..., i, :], y)   # the others are still 0
@@ -280,13 +327,14 @@ def triangular_solve_bound(inputs, attrs, outputs, *, out_dtype, u, constants, d
     Theorem 8.5 and §7.2), E the normwise bound of its column; NaN where gamma_n cond(T) >= 1/2."""
     m, rhs, right = _system(*inputs, attrs)
     x = _swap(outputs[0]) if right else outputs[0]
-    g = _gamma(m.shape[-1], u)
+    g = _substitution_gamma(m.shape[-1], u, np.iscomplexobj(m))
     spread = np.abs(np.linalg.inv(m)) @ np.abs(m)                    # |T^-1||T|
     cond = spread.sum(axis=-1).max(axis=-1)[..., None, None]         # Skeel's cond(T)
     reach = spread @ np.abs(x)
     normwise = g * reach.max(axis=-2, keepdims=True) / (1 - g * cond)
     bound = g * (reach + spread.sum(axis=-1, keepdims=True) * normwise)
-    judged = (g * cond < 0.5) & _in_normal_range(m, rhs, x, g, FLOAT_FORMATS[dtypes[0]])
+    judged = (g * cond < 0.5) & _in_normal_range(m, rhs, x, g,
+                                                      FLOAT_FORMATS[component_dtype(dtypes[0])])
     bound = np.where(judged, bound, np.nan)
     return (_swap(bound) if right else bound,)
 
@@ -298,12 +346,29 @@ def _in_normal_range(m, rhs, x, g, fmt) -> np.ndarray:
     (gradual underflow adds absolute errors, a flushing backend loses them), and no partial sum
     that can reach the largest finite value (|b_i| + sum_j |t_ij x_j|, times 1 + gamma_n)."""
     terms = np.abs(m)[..., :, :, None] * np.abs(x)[..., None, :, :]        # [..., i, j, column]
-    values = np.concatenate([terms.reshape(*terms.shape[:-3], -1, terms.shape[-1]),
-                             np.abs(rhs), np.abs(x)], axis=-2)
-    tiny = ((values > 0) & (values < fmt.min_normal)).any(axis=-2, keepdims=True)
+    tiny = False
+    for t_part in _parts(m):   # each product of parts (a complex product's four)
+        for x_part in _parts(x):
+            products = t_part[..., :, :, None] * x_part[..., None, :, :]
+            values = np.concatenate([products.reshape(*terms.shape[:-3], -1, terms.shape[-1]),
+                                     *_parts(rhs), x_part], axis=-2)
+            tiny = tiny | ((values > 0) & (values < fmt.min_normal)).any(axis=-2, keepdims=True)
     reach = (terms.sum(axis=-2) + np.abs(rhs)) * (1 + g)
     huge = ~(reach < fmt.max_finite).all(axis=-2, keepdims=True)
     return ~(tiny | huge)
+
+
+def _parts(v: np.ndarray) -> list:
+    """The magnitudes of ``v``'s parts: ``[|v|]``, or ``[|re v|, |im v|]`` of a complex ``v``."""
+    return [np.abs(v.real), np.abs(v.imag)] if np.iscomplexobj(v) else [np.abs(v)]
+
+
+def lax_triangular_solve_refuses(inputs, attrs):
+    """The 6-bit float types are refused before tracing (ops/narrow_floats.py): XLA:CPU
+    compiles no division in them and aborts the process on the unit diagonal's constant
+    ('xla/literal.cc: Unhandled primitive type F6E2M3FN'), a crash per case."""
+    reason = xla_cpu_six_bit_refusal(inputs, "TriangularSolve")
+    return reason and reason + "; it aborts on a constant of the type ('Unhandled primitive type', xla/literal.cc)"
 
 
 def lax_triangular_solve(lax, attrs):
@@ -340,7 +405,8 @@ def feed_triangular_solve(inputs, attrs, index):
 @op("triangular_solve", version=1, draw=lambda draw, kit, spec, dtype: _matrix_draw(
         draw, kit, spec, dtype, side_b=True),
     draw_honours=frozenset({"attrs"}), values=values_triangular_solve,
-    error_bound=triangular_solve_bound, lax=lax_triangular_solve, feeding=feed_triangular_solve)
+    error_bound=triangular_solve_bound, lax=lax_triangular_solve,
+    lax_refuses=lax_triangular_solve_refuses, feeding=feed_triangular_solve)
 def oracle_triangular_solve(a, b, *, left_side, lower, unit_diagonal, transpose_a):
     """TriangularSolve: x with op(a) x = b (left_side) or x op(a) = b, op(a) = a, a^T or its
     conjugate transpose, reading only a's ``lower`` (or upper) triangle, its diagonal taken as

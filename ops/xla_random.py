@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conform.dtypes import FLOAT_FORMATS, dtype_name, int_info, is_integer, np_dtype
+from conform.dtypes import FLOAT_FORMATS, dtype_name, int_info, is_integer, np_dtype, round_to_format
 from conform.op_registry import op
 from conform.ops.distributions import Bits, Categorical, Continuous, Given, Unjudged, stats
 from conform.ops.onnx_random import CONTINUOUS_SHAPES, LOWS, MEANS, SCALES, WIDTHS
@@ -40,11 +40,45 @@ INTEGER_WIDTHS = (1, 2, 7, 50)
 ALGORITHMS = ("RNG_DEFAULT", "RNG_THREE_FRY", "RNG_PHILOX")
 
 
+#: A float type of at most 8 bits also draws these means and scales: a law the type's few
+#: values can hold (E8M0: positive only; E2M1: nothing past 6)
+NARROW_MEANS, NARROW_SCALES = MEANS + (8.0,), SCALES + (0.5,)
+#: Standard deviations from the mean past which a narrow type's law may reach (the normal law's
+#: mass there, 2e-19 per element, is below 1e-14 per case): a type lacking values there is not
+#: drawn that law
+TAIL = 9.0
+
+
+def _holds(dtype: str, *values: float) -> bool:
+    """Whether ``dtype`` (a float type) holds each of ``values`` exactly."""
+    fmt = FLOAT_FORMATS[dtype]
+    return all(float(round_to_format(np.float64(v), fmt)) == v for v in values)
+
+
+def _narrow_parameters(dtype: str, normal: bool) -> list:
+    """The (first, second) pairs a float type of at most 8 bits draws: each value one the type
+    holds, and the law's values within its range (and positive for a type without sign or
+    zero, float8_e8m0fnu): (mu, sigma) with mu -+ TAIL sigma inside, or (a, b) with a < b."""
+    fmt = FLOAT_FORMATS[dtype]
+    pairs = [(m, s) for m in NARROW_MEANS for s in NARROW_SCALES] if normal else \
+        [(a, a + w) for a in LOWS for w in WIDTHS]
+    low = (lambda m, s: m - TAIL * s) if normal else (lambda a, b: a)
+    high = (lambda m, s: m + TAIL * s) if normal else (lambda a, b: b)
+    return [(x, y) for x, y in pairs if _holds(dtype, x, y) and high(x, y) <= fmt.max_finite
+            and (fmt.has_zero or low(x, y) > 0) and low(x, y) >= -fmt.max_finite]
+
+
 def draw_rng(draw, kit, spec, dtype):
     """Scalar operands (a, b or mu, sigma) of ``dtype``, a shape of at least 16384 elements;
-    the operands' values are drawn by ``values_rng`` from the case's ``first`` and ``second``."""
+    the operands' values are drawn by ``values_rng`` from the case's ``first`` and ``second``
+    (a float type of at most 8 bits: :func:`_narrow_parameters`; bool: false and true)."""
     st = kit.st
-    if spec.op == "rng_normal":
+    narrow = dtype in FLOAT_FORMATS and FLOAT_FORMATS[dtype].bits <= 8
+    if narrow:
+        first, second = draw(st.sampled_from(_narrow_parameters(dtype, spec.op == "rng_normal")))
+    elif dtype == "bool":
+        first, second = False, True
+    elif spec.op == "rng_normal":
         first, second = draw(st.sampled_from(MEANS)), draw(st.sampled_from(SCALES))
     elif is_integer(dtype):   # a and b scalars of the type: int2's [a, b) is [0, 1)
         info = int_info(dtype)
@@ -86,6 +120,22 @@ def lax_rng_uniform_refuses(inputs, attrs):
     return None
 
 
+#: RngNormal on XLA:CPU: its rng expander checks (and aborts the process otherwise) that a type
+#: other than F32 and F64 is F16 or BF16 (xla/service/rng_expander.cc, 'Check failed:
+#: primitive_type == F16 || primitive_type == BF16')
+CPU_NORMAL_TYPES = ("float64", "float32", "float16", "bfloat16")
+
+
+def lax_rng_normal_refuses(inputs, attrs):
+    """A type XLA:CPU's rng expander aborts on is refused before tracing (a crash per case)."""
+    dtype = dtype_name(inputs[0].dtype)
+    if dtype not in CPU_NORMAL_TYPES:
+        return (f"RngNormal in {dtype}: XLA:CPU's rng expander accepts F64, F32, F16 and BF16 "
+                "only and aborts the process on another type ('Check failed: primitive_type == "
+                "F16 || primitive_type == BF16', xla/service/rng_expander.cc)")
+    return None
+
+
 def lax_rng_normal(lax, attrs):
     """A jax primitive lowered to StableHLO's ``rng`` with distribution NORMAL (jax.lax has no
     RngNormal): ``stablehlo.rng(mu, sigma, shape)``."""
@@ -108,9 +158,11 @@ def lax_rng_normal(lax, attrs):
 
 
 def rng_uniform_law(inputs, attrs, outputs, *, out_dtypes, dtypes):
-    """Uniform on [a, b): continuous for float types, the integers a .. b - 1 for integers."""
+    """Uniform on [a, b): continuous for float types, the integers a .. b - 1 for integers;
+    for bool, ordered false < true (StableHLO compares booleans as unsigned), [false, true):
+    every element false."""
     a, b = float(inputs[0]), float(inputs[1])
-    if is_integer(out_dtypes[0]):
+    if is_integer(out_dtypes[0]) or out_dtypes[0] == "bool":
         values = np.arange(int(a), int(b))
         groups = ((np.arange(int(np.prod(attrs["shape"]))), values,
                    np.full(len(values), 1.0 / len(values))),)
@@ -127,7 +179,7 @@ def rng_normal_law(inputs, attrs, outputs, *, out_dtypes, dtypes):
 def numpy_rng_uniform(a, b, *, shape, first, second):
     """The numpy backend: ``Generator.uniform`` (``integers`` for integer types) in the type."""
     rng = np.random.default_rng()
-    if is_integer(dtype_name(a.dtype)):   # int4 too (NumPy kind 'V')
+    if is_integer(dtype_name(a.dtype)) or a.dtype == np.bool_:   # int4 too (NumPy kind 'V')
         return rng.integers(int(a), int(b), tuple(shape)).astype(a.dtype)
     return rng.uniform(float(a), float(b), tuple(shape)).astype(a.dtype)
 
@@ -146,6 +198,7 @@ def oracle_rng_uniform(a, b, *, shape, first, second):
 
 
 @op("rng_normal", version=1, draw=draw_rng, values=values_rng, lax=lax_rng_normal,
+    lax_refuses=lax_rng_normal_refuses,
     distribution=rng_normal_law, numpy=numpy_rng_normal, feeding=no_input_feeds)
 def oracle_rng_normal(mu, sigma, *, shape, first, second):
     """The output's shape; its values are the law's (:func:`rng_normal_law`): mu shown."""

@@ -101,3 +101,56 @@ def test_integer_uniform_ranges_fit_the_type(specs, dtype):
     for case in generate_cases(specs["rng_uniform"], dtype, count=4, seed=2):
         a, b = case.attrs["first"], case.attrs["second"]
         assert info.min <= a < b <= info.max, (case.id, a, b)
+
+
+# -- bool and the float types of at most 8 bits (issue 36 item 7) -------------------------------
+
+def test_bool_uniform_is_false_everywhere(specs):
+    """[false, true) holds false only: NumPy's draw passes, one true element fails."""
+    from conform.ops.xla_random import numpy_rng_uniform
+    spec, case = _first(specs, "rng_uniform", "bool")
+    out = numpy_rng_uniform(*case.inputs, **case.attrs)
+    assert out.dtype == np.bool_ and judge_outputs(spec, case, [out]).verdict == "pass"
+    out.flat[5] = True
+    judged = judge_outputs(spec, case, [out])
+    assert judged.verdict == "fail" and "outside the support" in judged.reason
+
+
+@pytest.mark.parametrize("name, dtype", [("rng_normal", "float8_e4m3fn"),
+                                         ("rng_normal", "float8_e8m0fnu"),
+                                         ("rng_uniform", "float4_e2m1fn"),
+                                         ("rng_uniform", "float6_e3m2fn")])
+def test_narrow_draws_pass_and_a_shifted_law_fails(specs, name, dtype):
+    """A draw rounded to nearest in the type passes; one moved grossly fails; the operands are
+    values of the type, inside its range (E8M0: positive)."""
+    from conform.dtypes import FLOAT_FORMATS
+    from conform.ops.distributions import Categorical
+    from conform.ops.xla_random import numpy_rng_normal, numpy_rng_uniform
+    spec, case = _first(specs, name, dtype)
+    first, second = (float(x.astype(np.float64)) for x in case.inputs)
+    assert (first, second) == (case.attrs["first"], case.attrs["second"])
+    assert FLOAT_FORMATS[dtype].has_zero or first > 0
+    draw = numpy_rng_normal if name == "rng_normal" else numpy_rng_uniform
+    out = draw(*case.inputs, **case.attrs)
+    assert judge_outputs(spec, case, [out]).verdict == "pass"
+    # two sigmas (a width), and at least four steps of the type there: a law narrower than a
+    # step is all but one value, which the test's widening to the neighbours accepts moved less
+    fmt = FLOAT_FORMATS[dtype]
+    top = abs(first) + 3 * second if name == "rng_normal" else max(abs(first), abs(second))
+    step = 2.0 ** (max(np.frexp(top)[1] - 1, fmt.emin) - fmt.precision + 1)
+    shift = max(2 * second if name == "rng_normal" else second - first, 4 * step)
+    moved = (out.astype(np.float64) - shift).astype(out.dtype)   # (E8M0: no value, NaN)
+    assert judge_outputs(spec, case, [moved]).verdict == "fail"
+    assert not isinstance(spec.definition.distribution(
+        [np.float64(first), np.float64(second)], case.attrs, [out], out_dtypes=(dtype,),
+        dtypes=(dtype, dtype))[0], Categorical)
+
+
+def test_jax_refuses_narrow_rng_before_tracing(specs):
+    """XLA:CPU aborts compiling these (a crash per case): refused by the lax hooks instead."""
+    from conform.ops.xla_random import lax_rng_normal_refuses, lax_rng_uniform_refuses
+    import ml_dtypes
+    one = np.ones((), ml_dtypes.float8_e4m3fn)
+    assert "rng_expander" in lax_rng_normal_refuses([one, one], {})
+    assert lax_rng_normal_refuses([np.float32(1), np.float32(1)], {}) is None
+    assert "only support" in lax_rng_uniform_refuses([np.bool_(False), np.bool_(True)], {})

@@ -32,15 +32,7 @@ EXCEPTIONS = [
     (("negate", "abs", "sign"), ("float8_e8m0fnu",),
      "float8_e8m0fnu has no sign bit and no zero: -x, sign's -1 and 0 do not exist in it, and "
      "the text gives no rule"),
-    (("cholesky", "triangular_solve",
-      "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "rng_normal",
-      "rng_uniform"),
-     NARROW_FLOATS,
-     "a float8 or float4 result of these needs its bound (the float64 reference rounded to the "
-     "type, the ulp of a 2- to 4-bit significand; the unary functions' is "
-     "ops/narrow_floats.py narrow_ulp_bound) and its cases (binary ops: no every-value case), "
-     "per op: " + _NOT_YET),
-    (("atan2", "cholesky", "triangular_solve"),
+    (("atan2",),
      COMPLEX,
      "complex operands need a complex error bound per op (issue 36 item 4): " + _NOT_YET),
     (("bessel_i1e",), COMPLEX,
@@ -54,16 +46,6 @@ EXCEPTIONS = [
      "StableHLO leaves the representation of booleans and of complex numbers (which part "
      "first) implementation-defined, and a 2-, 4- or 6-bit type's bits are no whole bytes: the "
      "text's width ratio and the order of packed elements are not given for them"),
-    (("dot", "dot_general", "conv", "conv_shorthand"), COMPLEX,
-     "a complex product's parts are each a sum of two real products: the accumulation model "
-     "and its bound are real-only, and a complex128 result needs a double-double complex "
-     "reference: " + _NOT_YET),
-    (("batch_norm_grad", "batch_norm_inference", "batch_norm_training"), ("float64",),
-     "the batch-norm bounds are derived and checked for float16, bfloat16 and float32 "
-     "only: " + _NOT_YET),
-    (("rng_uniform",), ("bool",),
-     "RngUniform's text draws from [a, b) with a < b, which PRED does not order into a range; "
-     "StableHLO allows it: its law on bool is to be stated first: " + _NOT_YET),
 ]
 
 
