@@ -95,9 +95,10 @@ def zero_part_on_branch_cut(ctx: RegionContext) -> np.ndarray:
                 inputs[k] = shifted
                 with np.errstate(all="ignore"):
                     sides.append(np.asarray(ctx.float_oracle(inputs), np.complex128)[near])
-            jump = np.abs(sides[0] - sides[1])
-            scale = np.maximum(np.abs(sides[0]), np.abs(sides[1]))
-            jumps = (jump > _JUMP_RELATIVE * scale) & (jump > _JUMP_TINIES * tiny)
+            with np.errstate(invalid="ignore"):   # infinite sides: inf - inf, no jump
+                jump = np.abs(sides[0] - sides[1])
+                scale = np.maximum(np.abs(sides[0]), np.abs(sides[1]))
+                jumps = (jump > _JUMP_RELATIVE * scale) & (jump > _JUMP_TINIES * tiny)
             hit = np.zeros(z.shape, bool)
             hit[near] = jumps
             mask = mask | ctx.aligned(hit)
