@@ -139,7 +139,9 @@ def complex_atan2_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtyp
     """The ``derived`` bound of complex ``atan2(y, x)``: an evaluation exact at operands within
     ``operand_ulp`` ULPs of each part (each moving by ``rho <= 2 operand_ulp u |v|``) and within
     ``result_ulp`` ULPs of that value (a mixed forward-backward error, Higham, "Accuracy and
-    Stability of Numerical Algorithms", 2nd ed., §1.5): ``|err| <= D + 2 result_ulp u (|f| + D)``.
+    Stability of Numerical Algorithms", 2nd ed., §1.5; under ``ftz`` each operand moves by
+    ``sqrt(2)`` times the smallest normal more, its subnormal parts read as 0): ``|err| <= D + 2
+    result_ulp u (|f| + D)``.
     ``D`` bounds the move of ``f``: ``|df| <= (|x||dy| + |y||dx|) / (|x + iy||x - iy|)`` over the
     moved operands, infinite (any number) where they may reach a branch point, plus ``π`` where
     they may reach the sqrt's cut (``x**2 + y**2`` moves by up to ``rho_x (2|x| + rho_x) + rho_y
@@ -157,7 +159,9 @@ def complex_atan2_bound(inputs, attrs, outputs, *, out_dtype, u, constants, dtyp
     expected = np.asarray(outputs[0])
     with np.errstate(all="ignore"):
         ax, ay = np.abs(x), np.abs(y)
-        rho_x, rho_y = (2 * constants["operand_ulp"] * u * v for v in (ax, ay))
+        # a flushing backend reads a subnormal part as 0: the operand moves by up to sqrt(2) tiny
+        flushed = math.sqrt(2) * float(np.finfo(part).tiny) if subnormals == "ftz" else 0.0
+        rho_x, rho_y = (2 * constants["operand_ulp"] * u * v + flushed for v in (ax, ay))
         rho = rho_x + rho_y
         gaps = (np.abs(x + 1j * y) - rho) * (np.abs(x - 1j * y) - rho)
         reach = (ax + rho_x) * rho_y + (ay + rho_y) * rho_x

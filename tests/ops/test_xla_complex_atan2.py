@@ -61,13 +61,13 @@ def test_operands_on_a_cut_are_open_and_elsewhere_judged():
     assert _region(lhs, rhs) == [True, True, True, True, True, False, False, False]
 
 
-def _bound(lhs, rhs, dtype="complex64", u=2.0 ** -24):
+def _bound(lhs, rhs, dtype="complex64", u=2.0 ** -24, subnormals="ieee"):
     from conform.ops.xla_complex_atan2 import complex_atan2_bound
     y, x = np.array(lhs, np.complex128), np.array(rhs, np.complex128)
     expected = run("atan2", y, x)
     (bound,) = complex_atan2_bound([y, x], {}, (expected,), out_dtype=dtype, u=u,
                                    constants={"operand_ulp": 6, "result_ulp": 6},
-                                   dtypes=(dtype,) * 2)
+                                   dtypes=(dtype,) * 2, subnormals=subnormals)
     return bound, expected
 
 
@@ -84,6 +84,8 @@ def test_bound_is_the_moved_operands_and_the_result_ulps():
     assert np.isnan(bound[2])        # a branch point, x = iy: x**2 + y**2 = 0
     assert np.isnan(bound[3])        # |y|**2 overflows float32
     assert bound[4] > math.pi        # x**2 + y**2 = -3.99... + 4e-9i: the sqrt's cut in reach
+    flushing, _ = _bound([0j], [1 - 1j], subnormals="ftz")   # y's parts may have been subnormal
+    assert 0 < flushing[0] < 1e-36
 
 
 def test_a_value_off_by_more_than_the_bound_fails(specs, jax_backend):
