@@ -20,6 +20,7 @@ from conform.ops._rounded import (exact_add, exact_divide, exact_multiply, exact
 from conform.ops.int_power import exact_int_power, lax_power, numpy_power
 from conform.ops.xla_complex_arith import (complex_power_bound, complex_power_reference,
                                            complex_quotient_bound, exact_complex_quotient)
+from conform.ops.xla_complex_atan2 import complex_atan2_bound, complex_atan2_reference
 from conform.ops.xla_complex_order import lexicographic, lexicographic_pick
 from conform.ops.xla_complex import (complex_exp_bound, complex_log_bound, complex_product_bound,
                                      complex_refined, complex_sqrt_bound, complex_tanh_bound,
@@ -319,8 +320,12 @@ def oracle_eq(lhs, rhs):
     return (np.equal(lhs, rhs),)
 
 
-@xla_binary("atan2")
+@xla_binary("atan2", error_bound=complex_atan2_bound)
 def oracle_atan2(lhs, rhs, *, dtypes=None):
     """atan2(lhs, rhs): the angle of (rhs, lhs), with the C99/IEEE 754 signed-zero and infinity
-    cases (atan2(±0, -0) = ±pi, atan2(±0, +0) = ±0, atan2(±inf, -inf) = ±3pi/4, ...)."""
+    cases (atan2(±0, -0) = ±pi, atan2(±0, +0) = ±0, atan2(±inf, -inf) = ±3pi/4, ...); complex
+    operands: -i log((rhs + i lhs) / sqrt(rhs**2 + lhs**2))
+    (:func:`conform.ops.xla_complex_atan2.complex_atan2_reference`)."""
+    if np.iscomplexobj(lhs) or np.iscomplexobj(rhs):
+        return (complex_atan2_reference(lhs, rhs),)
     return (refined(np.arctan2, lambda y, x: type(y).atan2(y, x), lhs, rhs, dtypes=dtypes),)

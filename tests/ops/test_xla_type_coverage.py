@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-_NOT_YET = "not yet drawn: issue 36 item 7 is unfinished for it"
 
 NARROW_FLOATS = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
                  "float8_e8m0fnu", "float4_e2m1fn", "float8_e4m3", "float8_e3m4",
@@ -32,9 +31,6 @@ EXCEPTIONS = [
     (("negate", "abs", "sign"), ("float8_e8m0fnu",),
      "float8_e8m0fnu has no sign bit and no zero: -x, sign's -1 and 0 do not exist in it, and "
      "the text gives no rule"),
-    (("atan2",),
-     COMPLEX,
-     "complex operands need a complex error bound per op (issue 36 item 4): " + _NOT_YET),
     (("bessel_i1e",), COMPLEX,
      "CHLO's bessel_i1e says only 'Returns bessel_i1e(operand)': for a complex operand the "
      "scaling e**-|x| (the modulus, or the real part as in DLMF 10.25's I_nu?) is not given, "
