@@ -31,6 +31,8 @@ NOT_OP_NAMES = {
     ("harness/run/graph_runs.py", "abs"): "the unit of a graph's propagated absolute bound",
     ("generators/_edges.py", "broadcast"): "the dedicated broadcast case's id suffix and plan, "
     "not XLA Broadcast (lax.broadcast)",
+    ("generators/_drawn_shapes.py", "broadcast"): "the dedicated broadcast case's plan, not "
+    "XLA Broadcast (lax.broadcast)",
     **{("spec/critical.py", name): "a function of the critical-region expression language "
        "(float64 NumPy math on a dtype's constants), not the op"
        for name in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "abs", "atanh", "acosh",
