@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conform.generators import dtype_labels, generate_cases
-from conform.harness.backends.base import Unsupported
+from conform.harness.backends.base import Unsupported, refuse_artefact
 from conform.harness.backends.jax_backend import JaxBackend
 from conform.harness.backends.jax_packing import Slot, run_pack
 from conform.harness.backends.models import declared_inputs
@@ -51,10 +51,20 @@ def _sample(specs) -> list:
     return cases
 
 
+def _refused(spec, case) -> bool:
+    try:
+        refuse_artefact(Program(spec, case), declared_inputs(case), "lax")
+    except Unsupported:
+        return True
+    return False
+
+
 def test_every_op_and_dtypes_first_packed_output_is_bit_identical_to_the_case_run_alone(backend, specs):
     """Both drawn cases of each op x dtype label share the pack; the first of each runs alone
     too (a compilation each: running both alone doubled this test's cost, ~150 s)."""
-    sample = _sample(specs)
+    # a case its op's lax_refuses hook refuses never reaches a pack: the backend's prepare
+    # refuses it first (RngUniform in float8, which would abort XLA:CPU and this process)
+    sample = [(spec, case) for spec, case in _sample(specs) if not _refused(spec, case)]
     assert len({spec.definition.module for spec, _ in sample}) >= 8   # op modules: families
     slots = [Slot(Program(spec, case), declared_inputs(case)) for spec, case in sample]
     before = backend.stats()
