@@ -71,3 +71,9 @@ class Case:
     @property
     def shapes(self) -> list[list[int]]:
         return [list(x.shape) for x in self.inputs]
+
+    @property
+    def drawn(self) -> bool:
+        """Whether the plans drew the case (its id ends in its draw index), not a dedicated
+        case (``sweep``, ``edge3``, ``critical``, ...)."""
+        return self.id.rsplit(".", 1)[-1].isdigit()

@@ -26,7 +26,7 @@ ONTO_DRAWN = frozenset({"edge_case", "edge_sweep", "critical", "midpoint"})
 
 def _drawn(cases: list[Case]) -> list[Case]:
     """The cell's drawn cases (their ids end in their draw index)."""
-    return [c for c in cases if c.id.rsplit(".", 1)[-1].isdigit() and c.inputs]
+    return [c for c in cases if c.drawn and c.inputs]
 
 
 def _same_kernel(case: Case, drawn: Case) -> bool:

@@ -29,7 +29,7 @@ def _partner(cases: list[Case]) -> Case | None:
     usable = [c for c in cases if c.inputs and not c.extra
               and len({np.shape(x) for x in c.inputs}) == 1 and np.size(c.inputs[0]) > ELEMENT]
     critical = [c for c in usable if c.plan == "critical"]
-    drawn = sorted((c for c in usable if c.id.rsplit(".", 1)[-1].isdigit()),
+    drawn = sorted((c for c in usable if c.drawn),
                    key=lambda c: -np.size(c.inputs[0]))
     return (critical + drawn + [None])[0]
 
