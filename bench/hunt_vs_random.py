@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.mutants import ORT, OrtMutant, _search  # noqa: E402
+from bench.mutants.base import ORT, OrtMutant, _search  # noqa: E402
 
 
 class ExpNarrowDrift(OrtMutant):

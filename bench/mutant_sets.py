@@ -1,4 +1,4 @@
-"""Several single-op mutants of bench/mutants.py in one backend, so that one ``conform run``
+"""Several single-op mutants of bench/mutants/ in one backend, so that one ``conform run``
 measures them all: ``--backend bench.mutant_sets:Together_A__B__C`` runs mutant ``A``'s bug on
 ``A``'s cells, ``B``'s on ``B``'s, and the wrapped backend unchanged everywhere else.
 

@@ -1,4 +1,4 @@
-"""The judge's mutation score: how many injected bugs (bench/mutants.py) conform catches at the
+"""The judge's mutation score: how many injected bugs (bench/mutants/) conform catches at the
 default budget.
 
     python bench/mutation_score.py [--mutants NAME,..] [--jobs 2] [--out FILE] [--keep DIR]
@@ -15,7 +15,7 @@ case id: both runs draw the same corpus), so the backend's own deviations never 
 A mutant whose bug the clean backend has itself (``shared = "what"``) is detected when every
 case whose outputs it changes fails in both runs, and listed apart.
 
-A mutant may be marked *equivalent* (``equivalent = "why"`` in bench/mutants.py): the behaviour it
+A mutant may be marked *equivalent* (``equivalent = "why"`` in bench/mutants/): the behaviour it
 injects is a real-world bug pattern but the op's standard allows it, so no correct judge fails it.
 Equivalent mutants are run and listed, and left out of the score's denominator.
 
@@ -149,11 +149,11 @@ def _ratio(record) -> float:
 
 
 def _raised_by_mutant(record) -> bool:
-    """An error raised by the injection code itself (its innermost frame in bench/mutants.py):
+    """An error raised by the injection code itself (its innermost frame in bench/mutants/):
     a defect of the mutant, not a detection."""
     frames = [line for line in (record.get("traceback") or "").splitlines()
               if line.strip().startswith("File ")]
-    return record["verdict"] == "error" and bool(frames) and "mutants.py" in frames[-1]
+    return record["verdict"] == "error" and bool(frames) and "/bench/mutants/" in frames[-1]
 
 
 def _shared_catch(cls, clean: dict, mutated: dict, moved: list) -> list:

@@ -7,7 +7,7 @@ them is the format's *runner* (a module-level function, called once in the worke
 (version, run(model, feeds, dtypes) -> arrays)``); onnxruntime's (:func:`ort_runner`) makes a
 session per model (CPU provider, one thread, ``ORT_ENABLE_ALL``: the optimisations a user gets
 by default). An adapter ``module:Class`` whose model format is ONNX (a mutant of
-bench/mutants.py) has its own runner, :func:`adapter_runner`, which loads it and runs each model
+bench/mutants/) has its own runner, :func:`adapter_runner`, which loads it and runs each model
 through the adapter API (:func:`conform.harness.backends.graph_program.run_graph_on`) at the
 adapter's own settings. Each reply carries the worker's CPU time, a rate's measure. A worker that
 dies (a SIGFPE, an abort in a kernel) costs the graph it was running:

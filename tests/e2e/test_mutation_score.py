@@ -1,5 +1,5 @@
 """The judge's mutation score (bench/mutation_score.py) through the real CLI: every injected bug
-in bench/mutants.py runs on its own cells at the default budget (single-op mutants in sets of
+in bench/mutants/ runs on its own cells at the default budget (single-op mutants in sets of
 disjoint cells, one run per set, bench/mutant_sets.py; two runs at a time, one worker each),
 against a clean run of the same ops, and the score must not drop below the recorded figure.
 Also: each mutant's declarations are well formed, and the detection rule counts neither a
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: 2026-11-28: MomentsInOnePass (numpy: NNEF moments' variance in one pass) joins, caught by
 #: the offset value plan (a large common offset with a small spread) where the text fixes two
 #: passes; the mutants of the ops the covering designs now draw stay caught (11 of 11 rerun).
-#: 2026-11-28: four graph-level mutants (bench/graph_mutants.py: a reassociated sum, a cast pair
+#: 2026-11-28: four graph-level mutants (bench/mutants/graph.py: a reassociated sum, a cast pair
 #: dropped, a transpose sunk with the wrong axes, a constant folded in float16), caught by
 #: `conform fuzz` at a small fixed budget and seed and reduced to at most 3 nodes.
 #: 2026-11-29: VectorisedTailOneUlpWorse (erf float32 1 ULP worse from element 8 on, within the
@@ -96,7 +96,7 @@ def test_detection_counts_only_new_failures_not_the_mutants_own_errors():
     clean = {"a": rec("a", "fail"), "b": rec("b", "pass"), "c": rec("c", "pass")}
     shared = {"a": rec("a", "fail"), "b": rec("b", "pass"), "c": rec("c", "pass")}
     assert not score.judge_mutant(cls, clean, shared)["detected"]
-    own = 'Traceback:\n  File "/x/harness/run/worker.py", line 1\n  File "/x/bench/mutants.py", line 9\n'
+    own = 'Traceback:\n  File "/x/harness/run/worker.py", line 1\n  File "/x/bench/mutants/rounding.py", line 9\n'
     broken = {**shared, "b": rec("b", "error", own)}
     result = score.judge_mutant(cls, clean, broken)
     assert not result["detected"] and "own code" in result["why_missed"]

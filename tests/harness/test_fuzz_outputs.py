@@ -28,7 +28,7 @@ def _mutant():
 
 def test_a_campaign_on_an_adapter_reduces_dedups_reports_and_repros(tmp_path, conform_cli,
                                                                     specs, monkeypatch):
-    """A float16 constant folding injected through the adapter API (bench/graph_mutants.py)
+    """A float16 constant folding injected through the adapter API (bench/mutants/graph.py)
     fails graph 5 of its campaign; the failure is reduced to at most 3 nodes, keyed by backend
     and version, reduced ops and symptom, listed once in summary.json and report.html, and
     ``conform repro`` writes the reduced graph as a valid ONNX model with its inputs and a

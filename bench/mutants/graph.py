@@ -1,6 +1,6 @@
 """Graph-level injected bugs: optimisation passes gone wrong, for ``conform fuzz``.
 
-Load them as ``bench.mutants:Name`` (this module imports bench.mutants, which imports it back).
+Load them as ``bench.mutants:Name`` (bench/mutants/__init__.py re-exports them).
 Each wraps onnxruntime through the adapter API (a :class:`bench.mutants.OrtMutant`): given a
 generated graph's program (op ``graph``) and its ONNX model, it rewrites the model as a buggy
 graph optimisation would, and hands the rewritten model to onnxruntime. A single op's case
@@ -14,7 +14,7 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper
 
-from bench.mutants import ORT, OrtMutant, _search
+from bench.mutants.base import ORT, OrtMutant, _search
 from conform.harness.backends import Wrapping
 from conform.harness.backends.graph_program import GraphModel
 
