@@ -1,15 +1,6 @@
-"""What every injected bug ("mutant") shares; the mutants are in this package's other modules.
-
-Each wraps the built-in onnxruntime backend
-through the public adapter API (:class:`conform.harness.backends.Wrapping`) and changes the
-outputs it returns, or the inputs it forwards, only for its own ops and only under the condition
-of its bug, as a real runtime bug would. ``bench/mutation_score.py`` runs each one on its ops
-(``--backend bench.mutants:ClassName``) and counts it detected when some case fails, errors,
-crashes or times out that a clean onnxruntime run of the same ops passes.
-
-Each class says the bug class it models (``bug``) and what in the public record it resembles
-(``resembles``: a search of the runtime's issue tracker, not a particular issue).
-"""
+"""What every injected bug ("mutant") shares: the base classes, which name the backend wrapped,
+the condition under which a bug applies, and helpers for dtypes and subnormals (the package's
+docstring says how the mutants are run and scored)."""
 from __future__ import annotations
 
 import numpy as np
