@@ -5,7 +5,9 @@ groups a run's failing records by the first entry that explains them.
 The format is documented in ``reports/schemas/failures.schema.json``. A record is explained by
 an entry when every key of the entry's ``match`` holds: ``op``, ``dtype`` and ``plan`` are
 fnmatch patterns on the record's fields, ``verdict`` equals the record's, ``message`` is a
-substring of the record's message.
+substring of the record's message, and ``attrs`` a substring of the record's attributes as
+Python prints them (``{'body': [{'op': 'sqrt', ...}]}``: an op inside a computation, which an
+error's message does not name).
 """
 from __future__ import annotations
 
@@ -51,6 +53,9 @@ class CatalogEntry:
                     return False
             elif key == "message":
                 if want not in (record.get("message") or ""):
+                    return False
+            elif key == "attrs":
+                if want not in str(record.get("attrs") or ""):
                     return False
             elif record.get(key) != want:
                 return False

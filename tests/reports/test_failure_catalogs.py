@@ -69,6 +69,25 @@ def test_census_counts_the_first_match_and_groups_the_rest():
     assert result.unmatched == {("exp", "float32", "fail"): (2, "bad")}
 
 
+def test_an_attrs_key_matches_an_op_inside_a_computation_that_the_message_does_not_name():
+    entries = _catalog_of(Path(__file__).parent, """
+- id: bitcast
+  match: {op: "call", verdict: error, attrs: "'op': 'nextafter'"}
+  kind: deviation
+  explanation: "a lowering the text does not allow"
+  repro: "conform run --backend jax --ops call --out /tmp/r"
+""")
+    error = "JaxRuntimeError: 'stablehlo.bitcast_convert' op result #0 must be ..."
+    records = [{"op": "call", "dtype": "float6_e2m3fn", "verdict": "error", "message": error,
+                "attrs": {"body": [{"op": "nextafter", "arity": 2}]}},
+               {"op": "call", "dtype": "float6_e2m3fn", "verdict": "error", "message": error,
+                "attrs": {"body": [{"op": "add", "arity": 2}]}},
+               {"op": "call", "dtype": "float6_e2m3fn", "verdict": "error", "message": error}]
+    result = census(entries, records)
+    assert dict(result.counts) == {"bitcast": 1}
+    assert result.unmatched == {("call", "float6_e2m3fn", "error"): (2, error)}
+
+
 def _catalog_of(folder: Path, text: str):
     path = folder / "_catalog_under_test.yaml"
     path.write_text(text)
