@@ -43,6 +43,17 @@ def test_text_examples_and_the_cut_values():
     assert run("exp2", np.array([3 + 0j]))[0] == 8
 
 
+def test_complex64_log1p_of_a_tiny_number_keeps_its_real_part():
+    """complex64 values come from a complex128 evaluation, not Arb: NumPy's complex log1p of
+    8.2e-19 - 4e-42i gives real part 0 (the log of 1 + z), which failed jax's right answer."""
+    z = np.array([8.207394605206538e-19 - 4.0483512634343965e-42j, -1e-30 + 1e-3j], np.complex64)
+    got = run("log1p", z)
+    with mpmath.workdps(60):
+        for w, value in zip(z.tolist(), got):
+            want = complex(mpmath.log(1 + mpmath.mpc(w.real, w.imag)))
+            assert abs(value - want) <= 2.0 ** -50 * abs(want), (w, value, want)
+
+
 def _region(op, values, dtype="complex128"):
     from conform.op_registry import regions
     from conform.ops.regions import RegionContext
