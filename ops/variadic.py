@@ -113,9 +113,16 @@ def feed_sort(inputs, attrs, index):
 
 
 def _as_read(array: np.ndarray, subnormals: str) -> np.ndarray:
-    """``array`` widened, its subnormals (of its own format) read as zeros of their sign by a
-    flushing backend (``ftz``), as the judge's flushed reference reads them."""
+    """``array`` widened, its subnormals (of its own format; each part of a complex number)
+    read as zeros of their sign by a flushing backend (``ftz``), as the judge's flushed
+    reference reads them."""
     wide = widen(array)
+    if subnormals == "ftz" and np.iscomplexobj(wide):   # each part on its own
+        read = np.empty_like(wide)
+        part = np.asarray(array).real.dtype
+        read.real, read.imag = (_as_read(np.asarray(x, part), subnormals).astype(np.float64)
+                                for x in (wide.real, wide.imag))
+        return read
     fmt = FLOAT_FORMATS.get(str(array.dtype))
     if subnormals != "ftz" or fmt is None:
         return wide

@@ -49,7 +49,7 @@ def test_sort_along_a_negative_dimension_of_a_matrix():
 def _judged(inputs, attrs, outputs, subnormals="ieee"):
     from conform.spec import load_specs
 
-    case = _case("sort", inputs, attrs)
+    case = _case("sort", inputs, attrs, dtype=str(np.asarray(inputs[0]).dtype))
     return judge_outputs(load_specs()["sort"], case, [np.asarray(o, np.asarray(i).dtype)
                                                       for o, i in zip(outputs, inputs)],
                          subnormals)
@@ -77,6 +77,21 @@ def test_subnormal_keys_tie_only_for_a_flushing_backend():
     assert _judged(inputs, UNSTABLE, flushed_order, "ieee").verdict == "fail"
     ieee_order = [[-tiny, 0, tiny], [2, 3, 1], [1, 2, 0]]
     assert _judged(inputs, UNSTABLE, ieee_order, "ieee").verdict == "pass"
+
+
+def test_complex_keys_with_subnormal_parts_tie_for_a_flushing_backend():
+    """-1 + 5e-324i and -1 - 5e-324i are two keys (the imaginary parts order them) but one
+    for a backend that reads subnormals as zeros; each part is flushed on its own."""
+    tiny = 5e-324
+    keys = np.complex128([-1 + 1j, complex(-1, tiny), complex(-1, -tiny)])
+    inputs = [keys, np.complex128([1, 2, 3]), np.int32([0, 1, 2])]
+    ieee_order = [[keys[2], keys[1], keys[0]], [3, 2, 1], [2, 1, 0]]
+    flushed_order = [[keys[1], keys[2], keys[0]], [2, 3, 1], [1, 2, 0]]
+    assert _judged(inputs, UNSTABLE, ieee_order, "ieee").verdict == "pass"
+    assert _judged(inputs, UNSTABLE, flushed_order, "ieee").verdict == "fail"
+    assert _judged(inputs, UNSTABLE, flushed_order, "ftz").verdict == "pass"
+    assert _judged(inputs, UNSTABLE, [[keys[1], keys[2], keys[0]], [3, 2, 1], [1, 2, 0]],
+                   "ftz").verdict == "fail"   # a tuple split still fails
 
 
 @pytest.mark.parametrize("wrong", [{"num_keys": 1}])
