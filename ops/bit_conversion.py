@@ -84,6 +84,22 @@ reduce_precision_without_infinity.only_dtypes = frozenset(
     name for name, fmt in FLOAT_FORMATS.items() if not fmt.has_inf)
 
 
+@region
+def reduce_precision_tie_without_mantissa(ctx: RegionContext) -> np.ndarray:
+    """ReducePrecision to ``mantissa_bits`` 0 of a value halfway between two powers of two
+    (``1.5 * 2**k``). The text rounds 'to nearest even'; IEEE 754's roundTiesToEven delivers
+    the neighbour whose significand has an even least significant digit, and without fraction
+    bits both neighbours' significand is the one digit 1, so the text does not choose between
+    them (XLA takes the neighbour whose exponent field is even: 3 -> 2, 6 -> 8; the oracle the
+    larger). Empty for a type without fraction bits of its own (float8_e8m0fnu: no rounding)."""
+    if ctx.attrs["mantissa_bits"] != 0 or _own_bits(ctx.out_dtype)[1] == 0:
+        return ctx.none()
+    x = np.asarray(ctx.inputs[0], np.float64)
+    with np.errstate(invalid="ignore"):
+        significand, _ = np.frexp(np.where(np.isfinite(x), x, 0.0))
+    return ctx.aligned(np.abs(significand) == 0.75)
+
+
 @op("reduce_precision", version=1, draw=draw_reduce_precision)
 def oracle_reduce_precision(operand, *, exponent_bits, mantissa_bits, dtypes=()):
     """``operand`` rounded to ``mantissa_bits + 1`` significant bits, ties to even, then

@@ -63,7 +63,8 @@ def expect(spec, case, *, subnormals: str = "ieee", regions: bool = True) -> Ans
         if "accumulation" in model:
             if magnitude_sums is None:
                 magnitude_sums = _magnitudes(spec, case)
-            accumulation = (magnitude_sums[k], length)
+            accumulation = (_finite_parts_sum(spec, case, k, magnitude_sums[k], expected),
+                            length)
         elif "derived" in model:
             accumulation = (asked.bound(spec, k, out_dtype, model["derived"], subnormals), 0)
         named = [r["region"] for r in spec.implementation_defined
@@ -139,6 +140,32 @@ def _magnitudes(spec, case) -> tuple:
     with np.errstate(all="ignore"):
         return tuple(np.asarray(s, np.float64)
                      for s in hook([widen(np.asarray(x)) for x in case.inputs], case.attrs))
+
+
+def _part_magnitudes(z: np.ndarray) -> np.ndarray:
+    """``|re| + |im| i`` (assigned part by part: ``1j * inf`` has a NaN real part)."""
+    out = np.empty(z.shape, np.complex128)
+    out.real, out.imag = np.abs(z.real), np.abs(z.imag)
+    return out
+
+
+def _finite_parts_sum(spec, case, k, magnitude_sum, expected):
+    """``S`` for output ``k``; for a complex output whose sum of moduli is infinite (a term with
+    an infinite or NaN part), the finite parts' own sums where the reference's part is finite
+    too: each part of a complex sum is a real sum within ``gamma_n`` times the sum of its own
+    terms' magnitudes, so the finite part of ``(nan + 10.168i)`` is judged by the imaginary
+    terms, not waved through by an infinite ``S`` or held to the final rounding alone."""
+    magnitude_sum = np.asarray(magnitude_sum)
+    if not np.iscomplexobj(expected) or spec.definition.accumulation_magnitude is not None \
+            or np.isfinite(magnitude_sum).all():
+        return magnitude_sum
+    parts = [_part_magnitudes(x) if np.iscomplexobj(x) else np.abs(x)
+             for x in map(np.asarray, case.inputs)]
+    with np.errstate(all="ignore"):
+        part_sums = np.asarray(evaluate(spec.oracle, parts, case.attrs)[k], np.complex128)
+        own = [np.where(np.isfinite(s) & np.isfinite(e), s, 0.0)
+               for s, e in ((part_sums.real, expected.real), (part_sums.imag, expected.imag))]
+        return np.where(np.isfinite(magnitude_sum), magnitude_sum, np.hypot(*own))
 
 
 def derived_bounds(spec, case, outputs, out_dtype: str, params: dict,

@@ -61,12 +61,29 @@ def test_values_below_the_narrow_normal_range_are_a_region(specs):
     assert answer.impl_mask.tolist() == [True, False, False, False, True]
 
 
+def test_a_tie_without_fraction_bits_is_a_region(specs):
+    """mantissa_bits 0: 3 is halfway between 2 and 4, whose significands are both the one digit
+    1, so 'to nearest even' does not choose (XLA gives 2, the oracle 4); 2.5 and 3.5 are no
+    ties, and with one fraction bit 3 is held exactly."""
+    x = np.float32([3.0, -6.0, 2.5, 3.5, 4.0, np.inf])
+    opened = []
+    for mantissa_bits in (0, 1):
+        case = Case(id="reduce_precision.float32.0", op="reduce_precision", dtype="float32",
+                    input_dtypes=("float32",), out_dtype="float32", inputs=[x],
+                    attrs={"exponent_bits": 8, "mantissa_bits": mantissa_bits}, plan="normal",
+                    seed=0)
+        (answer,) = expect(specs["reduce_precision"], case)
+        opened.append(None if answer.impl_mask is None else answer.impl_mask.tolist())
+    assert opened == [[True, True, False, False, False, False], None]
+
+
 @pytest.mark.parametrize("dtype, values, exponent_bits, mantissa_bits, expected, open_elements", [
     # float4 (no infinity): e = its own 2 is an IEEE-style e2 format (largest 3) or its own (6)
     ("float4_e2m1fn", [1.5, 3.0, 4.0, -6.0], 2, 1, [1.5, 3.0, 4.0, -6.0],
      [False, False, True, True]),
-    ("float4_e2m1fn", [1.5, 3.0, 4.0, -6.0], 3, 0, [2.0, 4.0, 4.0, -8.0],   # 6 rounds past 6
-     [False, False, False, True]),
+    # (1.5, 3 and 6 are ties without fraction bits: open; 6 also rounds past 6)
+    ("float4_e2m1fn", [1.5, 3.0, 4.0, -6.0], 3, 0, [2.0, 4.0, 4.0, -8.0],
+     [True, True, False, True]),
     # e4m3fn gives its top exponent to numbers (448); e = 3 clamps 16 'to infinity', which it lacks
     ("float8_e4m3fn", [240.0, 256.0, 448.0, 15.0, 16.0], 4, 3, [240.0, 256.0, 448.0, 15.0, 16.0],
      [False, True, True, False, False]),

@@ -105,6 +105,30 @@ def test_ftz_flushes_each_part():
     assert judged.verdict == "fail" and judged.worst["index"] == [1]
 
 
+def test_a_finite_part_of_a_sum_with_an_infinite_term_has_its_own_parts_bound(specs):
+    """reduce_sum of (-inf + 4.08i, 9.02 + 4.80i, -6.00 - 2.58i, -8.42 - 6.36i): the real part
+    is -inf, the imaginary one a finite sum that cancels (0.0615 of terms summing to 17.8 in
+    magnitude). It is judged by gamma_n times its own terms' magnitudes (jax's 64-ULP error
+    is within it), not by the final rounding alone (the sum of moduli is infinite), and a
+    wrong imaginary part still fails."""
+    import dataclasses
+
+    from conform.generators import generate_cases
+    from conform.harness.judge.judging import judge_outputs
+
+    spec = specs["reduce_sum"]
+    (case,) = generate_cases(spec, "complex64", count=1, seed=0)[:1]
+    terms = np.complex64([[complex(-np.inf, 4.076955), 9.021299 + 4.800235j],
+                          [-6.003540 - 2.578840j, -8.416288 - 6.359853j]])
+    case = dataclasses.replace(case, inputs=[terms], attrs={"dimensions": [0, 1]},
+                               expectation=None)
+    imag = float(np.sum(terms.imag.astype(np.float64)))
+    off = lambda ulps: np.complex64(complex(-np.inf, imag + ulps * 2.0 ** -27))   # ULP(0.06)
+    assert judge_outputs(spec, case, [np.asarray(off(64))], "ftz").verdict == "pass"
+    judged = judge_outputs(spec, case, [np.asarray(off(2 ** 12))], "ftz")
+    assert judged.verdict == "fail"
+
+
 # -- the oracles --------------------------------------------------------------------------------
 
 def test_complex_real_imag_copy_parts():
