@@ -203,9 +203,19 @@ def program_spec(name: str, specs: dict) -> ProgramSpec:
             edges.setdefault(cls, [])
             edges[cls] += [v for v in values if v not in edges[cls]]
     return ProgramSpec(op=name, nodes=tuple(nodes), inputs=tuple(inputs), dtypes=dtypes,
-                       bindings={fmt: {} for fmt in sorted(formats)}, input_values=input_values,
+                       bindings={fmt: _chain_binding(specs, ops, fmt) for fmt in sorted(formats)},
+                       input_values=input_values,
                        edge_values=edges, summary="chain: " + " -> ".join(ops), defined_by={},
                        values={}, error_model={})
+
+
+def _chain_binding(specs: dict, ops: list, fmt: str) -> dict:
+    """A chain's binding in ``fmt``: in ONNX the opsets every node is bound at (the intersection
+    of their ranges, empty where low > high); the models are built from each node's own."""
+    if fmt != "onnx":
+        return {}
+    ranges = [specs[op].bindings[fmt]["opsets"] for op in ops]
+    return {"opsets": [max(low for low, _ in ranges), min(high for _, high in ranges)]}
 
 
 def _bound_now(spec, fmt: str) -> bool:

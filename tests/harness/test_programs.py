@@ -46,6 +46,14 @@ def test_the_suite_of_a_format_is_fixed_by_its_seed_and_bound_in_it(specs, fmt):
         assert any(d.startswith(("float", "bfloat")) for d in spec.dtypes)
 
 
+def test_an_onnx_chain_is_bound_at_the_opsets_all_its_nodes_are(specs):
+    ops = ["exp", "tanh", "abs"]
+    spec = specs[chain_name(ops)]
+    ranges = [specs[op].bindings["onnx"]["opsets"] for op in ops]
+    assert spec.bindings["onnx"]["opsets"] == [max(r[0] for r in ranges), min(r[1] for r in ranges)]
+    assert spec.bindings["xla"] == {} and spec.bindings["nnef"] == {}
+
+
 def test_an_onnx_chain_holds_only_ops_bound_at_the_opset_models_are_built_at(specs, monkeypatch):
     """onnx_mod_floor is bound at opset 28 alone (Mod-28's floats): no chain holds it at 21,
     where every case of such a chain would be unsupported; at 28 some may."""
