@@ -59,9 +59,11 @@ def _refused(spec, case) -> bool:
     return False
 
 
-def test_every_op_and_dtypes_first_packed_output_is_bit_identical_to_the_case_run_alone(backend, specs):
-    """Both drawn cases of each op x dtype label share the pack; the first of each runs alone
-    too (a compilation each: running both alone doubled this test's cost, ~150 s)."""
+def test_every_ops_first_packed_output_is_bit_identical_to_the_case_run_alone(backend, specs):
+    """Every drawn case of each op x dtype label shares the pack; the first case of each op runs
+    alone too, of its first dtype label for every other op and of its last for the rest, so
+    that float and integer labels both run alone (a compilation each: one per op x label took
+    ~120 s of a suite near its 15 minutes)."""
     # a case its op's lax_refuses hook refuses never reaches a pack: the backend's prepare
     # refuses it first (RngUniform in float8, which would abort XLA:CPU and this process)
     sample = [(spec, case) for spec, case in _sample(specs) if not _refused(spec, case)]
@@ -83,10 +85,18 @@ def test_every_op_and_dtypes_first_packed_output_is_bit_identical_to_the_case_ru
     assert (after["compilations"] + after["loads"]) - (before["compilations"] + before["loads"]) \
         == len(devices) + len(rejected) and len(devices) > 1
     differ, compared = [], set()
+    labels: dict = {}   # op -> its labels in the sample, in order
+    for spec, case in sample:
+        labels.setdefault(spec.op, [])
+        if case.dtype not in labels[spec.op]:
+            labels[spec.op].append(case.dtype)
+    chosen = {op: found[0] if k % 2 == 0 else found[-1]
+              for k, (op, found) in enumerate(labels.items())}
     for (spec, case), slot in zip(sample, slots):
-        if slot in refused or slot in rejected or (spec.op, case.dtype) in compared:
+        if slot in refused or slot in rejected or spec.op in compared \
+                or case.dtype != chosen[spec.op]:
             continue
-        compared.add((spec.op, case.dtype))
+        compared.add(spec.op)
         assert slot.error is None, (case.id, slot.error)
         alone = backend.run(program=Program(spec, case), inputs=declared_inputs(case))
         drawn = spec.definition.distribution is not None   # random: only the form is the same
@@ -94,7 +104,7 @@ def test_every_op_and_dtypes_first_packed_output_is_bit_identical_to_the_case_ru
                 a.dtype != b.dtype or a.shape != b.shape or (a.tobytes() != b.tobytes() and not drawn)
                 for a, b in zip(alone, slot.outputs)):
             differ.append(case.id)
-    assert not differ and len(compared) > 150
+    assert not differ and len(compared) > 120
 
 
 def test_a_case_that_cannot_be_lowered_keeps_its_error_and_the_rest_of_the_pack_runs(backend, specs):
@@ -160,7 +170,7 @@ def _run(tmp_path, name: str, packing: str) -> list:
                     "--ops", "tanh,divide,top_k,convert_element_type,reduce_sum,conv",
                     # (not float6 nor int2/int4 alone: jax refuses tanh in float6 and top_k in
                     # int4, and a refused case splits its batch's pack by cell)
-                    "--dtypes", "float16,bfloat16,float32,float64,int8,int32,int64,uint8,uint32",
+                    "--dtypes", "float16,float32,float64,int8,int32,uint32",
                     "--max-examples", "4", "--out", str(out), "--quiet"],
                    env=env, check=False, capture_output=True)
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
