@@ -169,9 +169,15 @@ NON_ALIGNED_OPS = sorted(op for op, spec in load_specs().items()
 def test_feeding_elements_are_exactly_those_that_move_the_output(specs, op):
     spec = specs[op]
     rng = np.random.default_rng(0)
+    plans = set()
     for case in generate_cases(spec, dtype_labels(spec)[0], count=12, seed=5):
         if case.plan == "must_reject":
             continue
+        # every element of every input is perturbed twice: of inputs past 4,096 elements (the
+        # random ops' samples of 16,384), one case of each plan
+        if sum(x.size for x in case.inputs) > 4096 and case.plan in plans:
+            continue
+        plans.add(case.plan)
         if op in INDEX_OPS and case.inputs[0].shape[case.attrs["axis"]] == 1:
             continue
         # inputs of the case's type T carry values; the others (indices, a condition: a fixed
