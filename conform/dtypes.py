@@ -312,6 +312,33 @@ def float_format(name: str) -> FloatFormat:
     return FLOAT_FORMATS[name]
 
 
+def subnormal_mask(array: np.ndarray) -> np.ndarray | None:
+    """Where ``array`` holds subnormals of its own format, in either part of a complex number
+    (None for non-float arrays)."""
+    if array.dtype.kind == "c":
+        return subnormal_mask(array.real) | subnormal_mask(array.imag)
+    dtype = str(array.dtype)
+    if dtype not in FLOAT_FORMATS:
+        return None
+    with np.errstate(invalid="ignore"):
+        wide = array.astype(np.float64)
+    return (wide != 0) & (np.abs(wide) < FLOAT_FORMATS[dtype].min_normal)
+
+
+def flush_subnormals(array: np.ndarray) -> np.ndarray:
+    """``array`` with subnormal values (of its own format) read as zeros of the same sign
+    (each part of a complex number on its own)."""
+    if array.dtype.kind == "c":
+        flushed = array.copy()
+        flushed.real, flushed.imag = flush_subnormals(array.real), flush_subnormals(array.imag)
+        return flushed
+    tiny = subnormal_mask(array)
+    if tiny is None or not tiny.any():
+        return array
+    zeros = np.copysign(np.zeros(array.shape), array.astype(np.float64)).astype(array.dtype)
+    return np.where(tiny, zeros, array)
+
+
 def round_to_format(values, fmt: FloatFormat, *, saturate: bool = False) -> np.ndarray:
     """``values`` (float64) rounded once, to nearest even, into ``fmt``, as float64.
 

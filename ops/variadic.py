@@ -18,7 +18,7 @@ from conform.ops._lowering import unsupported
 from conform.op_registry import op
 from conform.ops.indexing import DRAWN_HERE
 from conform.widening import widen
-from conform.dtypes import FLOAT_FORMATS
+from conform.dtypes import flush_subnormals
 from conform.ops.reduction import extreme, nan_parts, oracle_identity
 
 SORT_OPERANDS = 3   # the spec's operands: the format fixes an op's inputs and outputs per spec
@@ -115,19 +115,8 @@ def feed_sort(inputs, attrs, index):
 def _as_read(array: np.ndarray, subnormals: str) -> np.ndarray:
     """``array`` widened, its subnormals (of its own format; each part of a complex number)
     read as zeros of their sign by a flushing backend (``ftz``), as the judge's flushed
-    reference reads them."""
-    wide = widen(array)
-    if subnormals == "ftz" and np.iscomplexobj(wide):   # each part on its own
-        read = np.empty_like(wide)
-        part = np.asarray(array).real.dtype
-        read.real, read.imag = (_as_read(np.asarray(x, part), subnormals).astype(np.float64)
-                                for x in (wide.real, wide.imag))
-        return read
-    fmt = FLOAT_FORMATS.get(str(array.dtype))
-    if subnormals != "ftz" or fmt is None:
-        return wide
-    tiny = (wide != 0) & (np.abs(wide) < fmt.min_normal)
-    return np.where(tiny, np.copysign(0.0, wide), wide)
+    reference reads them (:func:`conform.dtypes.flush_subnormals`)."""
+    return widen(flush_subnormals(np.asarray(array)) if subnormals == "ftz" else array)
 
 
 def canonical_sort(outputs, case, subnormals="ieee"):

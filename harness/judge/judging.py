@@ -17,7 +17,7 @@ from conform.records import SCHEMA_VERSION
 from conform.oracles.expectations import expect
 from conform.oracles.feeding import feeding_elements
 from conform.spec.program_nodes import node_cases, program_nodes
-from conform.dtypes import FLOAT_FORMATS, STRING
+from conform.dtypes import STRING, flush_subnormals, subnormal_mask
 
 FEEDING_KEPT = 256    # elements of a slice, window or patch kept in a failing record
 FEEDING_SHOWN = 8     # ... and shown in its message
@@ -30,33 +30,6 @@ def case_record(case) -> dict:
             "attrs": case.attrs, "plan": case.plan, "seed": case.seed}
 
 
-def _subnormal_mask(array: np.ndarray) -> np.ndarray | None:
-    """Where ``array`` holds subnormals of its own format, in either part of a complex number
-    (None for non-float arrays)."""
-    if array.dtype.kind == "c":
-        return _subnormal_mask(array.real) | _subnormal_mask(array.imag)
-    dtype = str(array.dtype)
-    if dtype not in FLOAT_FORMATS:
-        return None
-    with np.errstate(invalid="ignore"):
-        wide = array.astype(np.float64)
-    return (wide != 0) & (np.abs(wide) < FLOAT_FORMATS[dtype].min_normal)
-
-
-def flush_subnormals(array: np.ndarray) -> np.ndarray:
-    """``array`` with subnormal values (of its own format) read as zeros of the same sign
-    (each part of a complex number on its own)."""
-    if array.dtype.kind == "c":
-        flushed = array.copy()
-        flushed.real, flushed.imag = flush_subnormals(array.real), flush_subnormals(array.imag)
-        return flushed
-    tiny = _subnormal_mask(array)
-    if tiny is None or not tiny.any():
-        return array
-    zeros = np.copysign(np.zeros(array.shape), array.astype(np.float64)).astype(array.dtype)
-    return np.where(tiny, zeros, array)
-
-
 def flushed_expectation(spec, case):
     """Per output, ``(expected, accumulation)`` with subnormal inputs read as zeros and derived
     bounds for the ``ftz`` policy, or None if there are none. An oracle with its own flushing
@@ -65,7 +38,7 @@ def flushed_expectation(spec, case):
     inputs = [np.asarray(x) for x in case.inputs]
     flushes = spec.definition.oracle_flushes
     if not (flushes or (spec.definition.error_bound_takes_subnormals and _derived(spec, case))) \
-            and not any(m is not None and m.any() for m in map(_subnormal_mask, inputs)):
+            and not any(m is not None and m.any() for m in map(subnormal_mask, inputs)):
         return None
     attrs = {**case.attrs, "ftz": True} if flushes else case.attrs
     answer = expect(spec, dataclasses.replace(case, inputs=[flush_subnormals(x) for x in inputs],

@@ -13,7 +13,7 @@ import pytest
 from conform.dtypes import complex_array, component_dtype, is_complex, resolve_edge_value
 from conform.generators._values import edge_values, fill
 from conform.harness.judge.compare import compare
-from conform.harness.judge.judging import flush_subnormals
+from conform.dtypes import flush_subnormals
 from conform.spec import dtype_class
 from tests.ops.xla_judging import jax_verdicts, run
 
