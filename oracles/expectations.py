@@ -9,7 +9,7 @@ import numpy as np
 
 from conform.oracles._registry import accumulation_length, evaluate, evaluate_refined, widen
 from conform.ops.regions import RegionContext, region_mask
-from conform.dtypes import FLOAT_FORMATS, component_dtype, dtype_name
+from conform.dtypes import FLOAT_FORMATS, complex_array, component_dtype, dtype_name
 
 
 class Expectation(NamedTuple):
@@ -142,13 +142,6 @@ def _magnitudes(spec, case) -> tuple:
                      for s in hook([widen(np.asarray(x)) for x in case.inputs], case.attrs))
 
 
-def _part_magnitudes(z: np.ndarray) -> np.ndarray:
-    """``|re| + |im| i`` (assigned part by part: ``1j * inf`` has a NaN real part)."""
-    out = np.empty(z.shape, np.complex128)
-    out.real, out.imag = np.abs(z.real), np.abs(z.imag)
-    return out
-
-
 def _finite_parts_sum(spec, case, k, magnitude_sum, expected):
     """``S`` for output ``k``; for a complex output whose sum of moduli is infinite (a term with
     an infinite or NaN part), the finite parts' own sums where the reference's part is finite
@@ -159,7 +152,7 @@ def _finite_parts_sum(spec, case, k, magnitude_sum, expected):
     if not np.iscomplexobj(expected) or spec.definition.accumulation_magnitude is not None \
             or np.isfinite(magnitude_sum).all():
         return magnitude_sum
-    parts = [_part_magnitudes(x) if np.iscomplexobj(x) else np.abs(x)
+    parts = [complex_array(np.abs(x.real), np.abs(x.imag)) if np.iscomplexobj(x) else np.abs(x)
              for x in map(np.asarray, case.inputs)]
     with np.errstate(all="ignore"):
         part_sums = np.asarray(evaluate(spec.oracle, parts, case.attrs)[k], np.complex128)
